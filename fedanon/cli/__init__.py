@@ -1,0 +1,1 @@
+"""The `fedanon` command line: one module per subcommand group, registered in `main`."""

@@ -1,0 +1,7 @@
+"""`fedanon evaluate` (placeholder registration)."""
+
+import argparse
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    sub.add_parser("evaluate")

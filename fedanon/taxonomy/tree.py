@@ -1,0 +1,290 @@
+"""Taxonomy trees for one attribute, in the form the engine computes with.
+
+Every tree is reduced to *atoms*: the finest units a raw value maps to (a categorical leaf, a leaf
+interval of a given numerical tree, or a distinct value for a dynamic numerical tree). Atoms are
+numbered in depth-first order, so every node covers a contiguous atom range ``[atom_lo, atom_hi)``.
+That makes the two hot operations pure array work: generalizing a record is a lookup
+``atom -> current cut node``, and finding which child of a node holds a record is one
+``searchsorted`` over the children's first atoms.
+
+Node ids are assigned in depth-first pre-order, which is also the "taxonomy order" used to break
+ties deterministically.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+from fedanon.errors import FedanonError
+
+Kind = Literal["categorical", "numeric"]
+
+
+@dataclass
+class Spec:
+    """A tree as readers produce it, before numbering: a label, bounds for intervals, children."""
+
+    label: str
+    children: list[Spec] = field(default_factory=list)
+    lo: float | None = None
+    hi: float | None = None
+
+
+def format_number(x: float) -> str:
+    """Print interval bounds without a trailing '.0' for whole numbers."""
+    if math.isfinite(x) and float(x).is_integer():
+        return str(int(x))
+    return repr(float(x))
+
+
+def interval_label(lo: float, hi: float, closed: bool = False) -> str:
+    """The release label of an interval: ``[lo-hi)``, or ``[lo-hi]`` when the upper end is in."""
+    return f"[{format_number(lo)}-{format_number(hi)}{']' if closed else ')'}"
+
+
+class Taxonomy:
+    """One attribute's generalization tree, numbered for vectorized use.
+
+    Build it with :meth:`categorical`, :meth:`numeric` (a given interval tree) or :meth:`dynamic`
+    (a numerical tree grown at specialization time by the engine).
+    """
+
+    def __init__(self, attribute: str, kind: Kind, dynamic: bool = False) -> None:
+        self.attribute = attribute
+        self.kind: Kind = kind
+        self.dynamic = dynamic
+        self.labels: list[str] = []
+        self.parent: list[int] = []
+        self.children: list[list[int]] = []
+        self.depth: list[int] = []
+        self.atom_lo: list[int] = []
+        self.atom_hi: list[int] = []
+        self.node_lo: list[float] = []
+        self.node_hi: list[float] = []
+        self.atom_labels: list[str] = []
+        self.atom_values: np.ndarray = np.empty(0)
+        self._atom_index: dict[str, int] = {}
+        self._n_leaves = 0
+
+    # ----------------------------------------------------------------- construction
+    @classmethod
+    def categorical(cls, attribute: str, root: Spec) -> Taxonomy:
+        """A categorical tree; leaves are the raw values, which must be unique."""
+        tax = cls(attribute, "categorical")
+        tax._add_subtree(root, -1)
+        for node in range(tax.n_nodes):
+            if not tax.children[node]:
+                label = tax.labels[node]
+                if label in tax._atom_index:
+                    raise FedanonError(
+                        f"taxonomy of '{attribute}': leaf value '{label}' appears twice"
+                    )
+                tax._atom_index[label] = len(tax.atom_labels)
+                tax.atom_labels.append(label)
+        return tax
+
+    @classmethod
+    def numeric(cls, attribute: str, root: Spec) -> Taxonomy:
+        """A given nested interval tree of half-open intervals ``[lo, hi)``."""
+        tax = cls(attribute, "numeric")
+        tax._check_intervals(root)
+        tax._add_subtree(root, -1)
+        leaves = [n for n in range(tax.n_nodes) if not tax.children[n]]
+        tax.atom_labels = [tax.labels[n] for n in leaves]
+        tax.atom_values = np.array([tax.node_lo[n] for n in leaves], dtype=float)
+        return tax
+
+    @classmethod
+    def dynamic(cls, attribute: str, values: np.ndarray) -> Taxonomy:
+        """A numerical tree whose atoms are the distinct values; only the root exists at first.
+
+        The engine grows it with :meth:`split` (binary splits chosen by information gain).
+        """
+        distinct = np.unique(np.asarray(values, dtype=float))
+        if distinct.size == 0:
+            raise FedanonError(f"column '{attribute}': no values to build a dynamic taxonomy")
+        tax = cls(attribute, "numeric", dynamic=True)
+        tax.atom_values = distinct
+        tax.atom_labels = [format_number(v) for v in distinct]
+        lo, hi = float(distinct[0]), float(distinct[-1])
+        tax._append(interval_label(lo, hi, closed=True), -1, 0, distinct.size, lo, hi)
+        return tax
+
+    def _append(
+        self, label: str, parent: int, atom_lo: int, atom_hi: int, lo: float, hi: float
+    ) -> int:
+        node = len(self.labels)
+        self.labels.append(label)
+        self.parent.append(parent)
+        self.children.append([])
+        self.depth.append(0 if parent < 0 else self.depth[parent] + 1)
+        self.atom_lo.append(atom_lo)
+        self.atom_hi.append(atom_hi)
+        self.node_lo.append(lo)
+        self.node_hi.append(hi)
+        if parent >= 0:
+            self.children[parent].append(node)
+        return node
+
+    def _add_subtree(self, spec: Spec, parent: int) -> int:
+        """Number `spec` in DFS pre-order; atoms are the leaves in that order."""
+        first_atom = self._leaf_count_so_far()
+        lo = math.nan if spec.lo is None else float(spec.lo)
+        hi = math.nan if spec.hi is None else float(spec.hi)
+        label = spec.label if self.kind == "categorical" else interval_label(lo, hi)
+        node = self._append(label, parent, first_atom, first_atom, lo, hi)
+        if not spec.children:
+            self.atom_hi[node] = first_atom + 1
+            self._n_leaves += 1
+        else:
+            labels = [c.label for c in spec.children]
+            if self.kind == "categorical" and len(set(labels)) != len(labels):
+                raise FedanonError(
+                    f"taxonomy of '{self.attribute}': node '{spec.label}' has duplicate children"
+                )
+            for child in spec.children:
+                self._add_subtree(child, node)
+            self.atom_hi[node] = self._leaf_count_so_far()
+        return node
+
+    def _leaf_count_so_far(self) -> int:
+        return self._n_leaves
+
+    def _check_intervals(self, spec: Spec) -> None:
+        if spec.lo is None or spec.hi is None or not spec.lo < spec.hi:
+            raise FedanonError(
+                f"taxonomy of '{self.attribute}': bad interval '{spec.label}' (need lo < hi)"
+            )
+        spec.children.sort(key=lambda c: (c.lo if c.lo is not None else math.inf))
+        prev_hi = spec.lo
+        for child in spec.children:
+            self._check_intervals(child)
+            if child.lo < prev_hi or child.hi > spec.hi:  # type: ignore[operator]
+                raise FedanonError(
+                    f"taxonomy of '{self.attribute}': interval '{child.label}' overlaps a sibling "
+                    f"or leaves its parent '{spec.label}'"
+                )
+            prev_hi = child.hi  # type: ignore[assignment]
+
+    # ----------------------------------------------------------------- queries
+    @property
+    def n_nodes(self) -> int:
+        return len(self.labels)
+
+    @property
+    def n_atoms(self) -> int:
+        return len(self.atom_labels)
+
+    @property
+    def root(self) -> int:
+        return 0
+
+    @property
+    def max_children(self) -> int:
+        """Widest branching; a dynamic tree splits in two."""
+        if self.dynamic:
+            return 2
+        return max((len(c) for c in self.children), default=0)
+
+    def is_leaf(self, node: int) -> bool:
+        """A node that cannot be specialized further."""
+        if self.dynamic:
+            return False if self.children[node] else self.atom_hi[node] - self.atom_lo[node] <= 1
+        return not self.children[node]
+
+    def leaves_under(self, node: int) -> int:
+        return self.atom_hi[node] - self.atom_lo[node]
+
+    def child_position(self, node: int, atoms: np.ndarray) -> np.ndarray:
+        """For atoms under `node`, the position (0-based, taxonomy order) of the child holding each."""
+        starts = np.fromiter(
+            (self.atom_lo[c] for c in self.children[node]), dtype=np.int64,
+            count=len(self.children[node]),
+        )
+        return np.searchsorted(starts, atoms, side="right") - 1
+
+    def split(self, node: int, first_right_atom: int) -> tuple[int, int]:
+        """Grow a dynamic tree: split `node` before atom `first_right_atom` into two children."""
+        if not self.dynamic or self.children[node]:
+            raise ValueError("only an unsplit node of a dynamic taxonomy can be split")
+        lo_atom, hi_atom = self.atom_lo[node], self.atom_hi[node]
+        if not lo_atom < first_right_atom < hi_atom:
+            raise ValueError("split point must leave atoms on both sides")
+        closed = self.labels[node].endswith("]")
+        mid = float(
+            (self.atom_values[first_right_atom - 1] + self.atom_values[first_right_atom]) / 2
+        )
+        lo, hi = self.node_lo[node], self.node_hi[node]
+        left = self._append(interval_label(lo, mid), node, lo_atom, first_right_atom, lo, mid)
+        right = self._append(
+            interval_label(mid, hi, closed=closed), node, first_right_atom, hi_atom, mid, hi
+        )
+        return left, right
+
+    # ----------------------------------------------------------------- encoding
+    def encode(self, column: pd.Series) -> np.ndarray:
+        """Map raw values to atom indices; unknown or out-of-range values are input errors."""
+        if self.kind == "categorical":
+            return self._encode_categorical(column)
+        return self._encode_numeric(column)
+
+    def _encode_categorical(self, column: pd.Series) -> np.ndarray:
+        values = column.astype(str)
+        codes, uniques = pd.factorize(values, sort=False)
+        lookup = np.array([self._atom_index.get(u, -1) for u in uniques], dtype=np.int64)
+        atoms = lookup[codes] if len(codes) else np.empty(0, dtype=np.int64)
+        bad = np.flatnonzero(atoms < 0)
+        if bad.size:
+            row = int(bad[0])
+            raise FedanonError(
+                f"column '{self.attribute}': value '{values.iloc[row]}' (first at row {row + 1}) "
+                "is not a leaf of its taxonomy"
+            )
+        return atoms.astype(np.int32)
+
+    def _encode_numeric(self, column: pd.Series) -> np.ndarray:
+        numbers = pd.to_numeric(column, errors="coerce")
+        bad = np.flatnonzero(numbers.isna().to_numpy())
+        if bad.size:
+            row = int(bad[0])
+            raise FedanonError(
+                f"column '{self.attribute}': value '{column.iloc[row]}' (first at row {row + 1}) "
+                "is not a number"
+            )
+        x = numbers.to_numpy(dtype=float)
+        if self.dynamic:
+            atoms = np.searchsorted(self.atom_values, x)
+            inside = (atoms < self.n_atoms) & (
+                self.atom_values[np.minimum(atoms, self.n_atoms - 1)] == x
+            )
+        else:
+            atoms = np.searchsorted(self.atom_values, x, side="right") - 1
+            leaf_nodes = np.array(
+                [n for n in range(self.n_nodes) if not self.children[n]], dtype=np.int64
+            )
+            hi = np.array(self.node_hi, dtype=float)[leaf_nodes]
+            safe = np.clip(atoms, 0, self.n_atoms - 1)
+            inside = (atoms >= 0) & (x < hi[safe])
+        bad = np.flatnonzero(~inside)
+        if bad.size:
+            row = int(bad[0])
+            raise FedanonError(
+                f"column '{self.attribute}': value '{column.iloc[row]}' (first at row {row + 1}) "
+                f"lies outside every leaf interval of its taxonomy (root {self.labels[0]})"
+            )
+        return atoms.astype(np.int32)
+
+    def fingerprint_items(self) -> list[str]:
+        """Canonical text lines describing the tree, for handshake fingerprints and diffs."""
+        lines = [f"{self.attribute}:{self.kind}:{'dynamic' if self.dynamic else 'given'}"]
+        if not self.dynamic:
+            for node in range(self.n_nodes):
+                parent = self.parent[node]
+                parent_label = self.labels[parent] if parent >= 0 else "-"
+                lines.append(f"{self.attribute}/{parent_label}/{self.labels[node]}")
+        return lines
