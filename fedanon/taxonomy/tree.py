@@ -70,6 +70,9 @@ class Taxonomy:
         self.atom_values: np.ndarray = np.empty(0)
         self._atom_index: dict[str, int] = {}
         self._n_leaves = 0
+        self._ancestors: np.ndarray | None = None
+        self._rank = np.zeros(0, dtype=np.int32)
+        self._ancestors_nodes = 0
 
     # ----------------------------------------------------------------- construction
     @classmethod
@@ -100,12 +103,22 @@ class Taxonomy:
         return tax
 
     @classmethod
-    def dynamic(cls, attribute: str, values: np.ndarray) -> Taxonomy:
+    def dynamic(cls, attribute: str, values: np.ndarray | pd.Series) -> Taxonomy:
         """A numerical tree whose atoms are the distinct values; only the root exists at first.
 
         The engine grows it with :meth:`split` (binary splits chosen by information gain).
+        Non-numbers (including missing values) are input errors naming the first bad row.
         """
-        distinct = np.unique(np.asarray(values, dtype=float))
+        raw = pd.Series(values).reset_index(drop=True)
+        numbers = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
+        bad = np.flatnonzero(~np.isfinite(numbers))
+        if bad.size:
+            row = int(bad[0])
+            raise FedanonError(
+                f"column '{attribute}': value '{raw.iloc[row]}' (first at row {row + 1}) "
+                "is not a finite number"
+            )
+        distinct = np.unique(numbers)
         if distinct.size == 0:
             raise FedanonError(f"column '{attribute}': no values to build a dynamic taxonomy")
         tax = cls(attribute, "numeric", dynamic=True)
@@ -160,7 +173,7 @@ class Taxonomy:
             raise FedanonError(
                 f"taxonomy of '{self.attribute}': bad interval '{spec.label}' (need lo < hi)"
             )
-        spec.children.sort(key=lambda c: (c.lo if c.lo is not None else math.inf))
+        spec.children.sort(key=lambda c: c.lo if c.lo is not None else math.inf)
         prev_hi = spec.lo
         for child in spec.children:
             self._check_intervals(child)
@@ -192,10 +205,38 @@ class Taxonomy:
         return max((len(c) for c in self.children), default=0)
 
     def is_leaf(self, node: int) -> bool:
-        """A node that cannot be specialized further."""
-        if self.dynamic:
-            return False if self.children[node] else self.atom_hi[node] - self.atom_lo[node] <= 1
+        """A node that cannot be specialized further.
+
+        A dynamic node is split (or declared a leaf) by the engine as soon as it enters the cut,
+        so "no children" means leaf for every kind of tree.
+        """
         return not self.children[node]
+
+    def ancestor_table(self) -> np.ndarray:
+        """``table[atom, depth]`` = the node at `depth` on the path from the root to the atom.
+
+        Rebuilt when a dynamic tree grows; -1 below an atom's deepest node.
+        """
+        if self._ancestors is None or self._ancestors_nodes != self.n_nodes:
+            table = np.full((self.n_atoms, max(self.depth) + 2), -1, dtype=np.int32)
+            for node in range(self.n_nodes):
+                table[self.atom_lo[node] : self.atom_hi[node], self.depth[node]] = node
+            rank = np.zeros(self.n_nodes, dtype=np.int32)
+            for kids in self.children:
+                rank[kids] = np.arange(len(kids), dtype=np.int32)
+            self._ancestors, self._rank, self._ancestors_nodes = table, rank, self.n_nodes
+        return self._ancestors
+
+    def child_rank(self) -> np.ndarray:
+        """``rank[node]`` = position of the node among its parent's children (taxonomy order)."""
+        self.ancestor_table()
+        return self._rank
+
+    def child_slots(self, nodes: np.ndarray, atoms: np.ndarray) -> np.ndarray:
+        """For records at non-leaf cut nodes `nodes` with raw atoms `atoms`: the child position."""
+        depth = np.asarray(self.depth, dtype=np.int64)
+        child = self.ancestor_table()[atoms, depth[nodes] + 1]
+        return self.child_rank()[child]
 
     def leaves_under(self, node: int) -> int:
         return self.atom_hi[node] - self.atom_lo[node]
@@ -203,7 +244,8 @@ class Taxonomy:
     def child_position(self, node: int, atoms: np.ndarray) -> np.ndarray:
         """For atoms under `node`, the position (0-based, taxonomy order) of the child holding each."""
         starts = np.fromiter(
-            (self.atom_lo[c] for c in self.children[node]), dtype=np.int64,
+            (self.atom_lo[c] for c in self.children[node]),
+            dtype=np.int64,
             count=len(self.children[node]),
         )
         return np.searchsorted(starts, atoms, side="right") - 1

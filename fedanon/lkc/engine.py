@@ -1,0 +1,321 @@
+"""Top-down specialization to LKC-privacy (paper, Algorithm 1; distributed: Algorithms 2-3).
+
+The engine is the leader's half of the algorithm. It never sees records: it asks a *count
+source* for the statistics of newly created partitions (in the canonical layout of
+:mod:`fedanon.lkc.layout`) and tells it which specialization to apply. The in-process
+:class:`~fedanon.lkc.local_party.LocalParty` is one count source (centralized mode); the
+federation behind the gRPC ring is another (distributed mode), so both modes run this one loop
+and make the same choices.
+
+Per iteration: pick Best = the valid candidate with the highest score (ties: lower attribute
+index in the schema, then lower node id = taxonomy order), send it, receive the statistics of the
+partitions it created, then update scores and re-check validity only where groups can have
+changed (see :mod:`fedanon.lkc.validity`). Invalid candidates are dropped for good
+(anti-monotonicity); zero-score valid candidates are still performed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from fedanon.errors import FedanonError, InfeasibleError
+from fedanon.lkc.layout import DynamicSplit, PartitionTable, Specialization, StatsLayout
+from fedanon.lkc.scores import SCORES, best_binary_split, discernibility_reduction, info_gain
+from fedanon.lkc.validity import GroupExtremes, Validator
+from fedanon.schema import LKCParams, Schema
+
+
+class CountSource(Protocol):
+    """Where the engine's statistics come from (one in-process party, or a federation)."""
+
+    def atom_histogram(self, attr: int, node: int) -> np.ndarray:
+        """Class counts per atom under `node` (dynamic numerical splits only)."""
+        ...
+
+    def start(self, splits: Sequence[DynamicSplit]) -> np.ndarray:
+        """Flat statistics of the initial partition."""
+        ...
+
+    def specialize(self, step: Specialization) -> np.ndarray:
+        """Apply `step`; flat statistics of the partitions it created."""
+        ...
+
+
+@dataclass
+class Candidate:
+    """A cut value that may be specialized, with the counts its score needs."""
+
+    attr: int
+    node: int
+    total: np.ndarray
+    children: np.ndarray
+    infogain: float
+    discernibility: int = 0
+    valid: bool = True
+
+
+@dataclass
+class StepInfo:
+    """Progress of one iteration, for progress bars and logs."""
+
+    iteration: int
+    attribute: str
+    value: str
+    score: float
+    partitions: int
+    candidates: int
+
+
+@dataclass
+class LKCResult:
+    """What the engine decided: the final cut and the sequence of specializations."""
+
+    cut: dict[str, list[str]]
+    specializations: list[dict[str, object]]
+    partitions: int
+    extremes: GroupExtremes
+    seconds_counting: float
+    seconds_deciding: float
+    records: int
+
+
+@dataclass
+class _Stats:
+    """Statistics of every partition ever created, indexed like the partition table."""
+
+    layout: StatsLayout
+    data: np.ndarray = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.data = np.zeros((16, self.layout.slots, self.layout.channels), dtype=np.int64)
+
+    def store(self, first: int, block: np.ndarray) -> None:
+        need = first + block.shape[0]
+        if need > self.data.shape[0]:
+            grown = np.zeros((max(need, 2 * self.data.shape[0]),) + self.data.shape[1:], np.int64)
+            grown[: self.data.shape[0]] = self.data
+            self.data = grown
+        self.data[first:need] = block
+
+
+class LKCEngine:
+    """Runs top-down specialization against a :class:`CountSource`."""
+
+    def __init__(
+        self,
+        schema: Schema,
+        params: LKCParams,
+        score: str = "infogain",
+        on_step: Callable[[StepInfo], None] | None = None,
+    ) -> None:
+        if score not in SCORES:
+            raise FedanonError(f"unknown score '{score}' (choose from {', '.join(SCORES)})")
+        if score == "infogain" and (schema.class_column is None or len(schema.class_values) < 1):
+            raise FedanonError("score 'infogain' needs a class column (--class)")
+        self.schema = schema
+        self.params = params
+        self.score = score
+        self.on_step = on_step
+        self.layout = StatsLayout.for_schema(schema)
+        self.taxonomies = schema.taxonomies
+        self.validator = Validator(
+            len(schema.taxonomies), params, self.layout.n_class, self.layout.n_sensitive
+        )
+        self.table = PartitionTable.with_roots([t.root for t in schema.taxonomies])
+        self.stats = _Stats(self.layout)
+        self.candidates: dict[tuple[int, int], Candidate] = {}
+        self.cut: list[list[int]] = [[t.root] for t in schema.taxonomies]
+        self.history: list[dict[str, object]] = []
+        self._counting = 0.0
+
+    # ----------------------------------------------------------------- helpers
+    def _slots(self, attr: int) -> np.ndarray:
+        off, width = self.layout.offsets[attr], self.layout.widths[attr]
+        return self.stats.data[:, off : off + width, :]
+
+    def _score(self, cand: Candidate) -> float:
+        return cand.infogain if self.score == "infogain" else float(cand.discernibility)
+
+    def _class_counts(self, counts: np.ndarray) -> np.ndarray:
+        return counts[..., 1 : 1 + self.layout.n_class]
+
+    def _split_dynamic(self, attr: int, node: int, hist: np.ndarray, lo: int) -> list[DynamicSplit]:
+        """Decide the binary split of a dynamic node from its atoms' class histogram."""
+        tax = self.taxonomies[attr]
+        rel = best_binary_split(hist[tax.atom_lo[node] - lo : tax.atom_hi[node] - lo])
+        if rel is None:
+            return []
+        split = DynamicSplit(attr, node, tax.atom_lo[node] + rel)
+        tax.split(node, split.first_right_atom)
+        return [split]
+
+    def _count(self, call: Callable[[], np.ndarray]) -> np.ndarray:
+        began = time.perf_counter()
+        try:
+            return call()
+        finally:
+            self._counting += time.perf_counter() - began
+
+    # ----------------------------------------------------------------- candidates
+    def _add_candidates(self, attr: int, nodes: list[int], rows: np.ndarray) -> None:
+        """Create candidates for non-leaf `nodes` of `attr` from the partitions `rows`."""
+        tax = self.taxonomies[attr]
+        slots = self._slots(attr)
+        keys = self.table.keys[rows, attr]
+        for node in nodes:
+            if tax.is_leaf(node):
+                continue
+            mine = rows[keys == node]
+            total = self.stats.data[mine, 0, :].sum(axis=0)
+            children = slots[mine].sum(axis=0)[: len(tax.children[node])]
+            gain = 0.0
+            if self.score == "infogain":
+                gain = info_gain(self._class_counts(total), self._class_counts(children))
+            self.candidates[(attr, node)] = Candidate(attr, node, total, children, gain)
+
+    def _update_discernibility(self, rows: np.ndarray, sign: int, skip_attr: int | None) -> None:
+        """Add (sign=+1) or remove (-1) the contributions of partitions `rows` to every candidate."""
+        if self.score != "discernibility" or rows.size == 0:
+            return
+        sizes = self.stats.data[rows, 0, 0]
+        for attr in range(len(self.taxonomies)):
+            if attr == skip_attr:
+                continue
+            contrib = discernibility_reduction(sizes, self._slots(attr)[rows, :, 0])
+            nodes, inverse = np.unique(self.table.keys[rows, attr], return_inverse=True)
+            sums = np.bincount(inverse, weights=contrib.astype(np.float64)).astype(np.int64)
+            for node, value in zip(nodes.tolist(), sums.tolist(), strict=True):
+                cand = self.candidates.get((attr, node))
+                if cand is not None:
+                    cand.discernibility += sign * value
+
+    def _invalidate(self, attr: int, required: tuple[int, ...], rows: np.ndarray) -> None:
+        """Re-check the valid candidates of `attr` over partitions `rows` and subsets ⊇ required."""
+        valid_nodes = [n for (a, n), c in self.candidates.items() if a == attr and c.valid]
+        if not valid_nodes or rows.size == 0:
+            return
+        rows = rows[np.isin(self.table.keys[rows, attr], valid_nodes)]
+        bad = self.validator.violating_nodes(
+            self.table.keys, self._slots(attr), attr, required, rows
+        )
+        for node in bad.tolist():
+            self.candidates[(attr, node)].valid = False
+
+    def _best(self) -> Candidate | None:
+        best, best_key = None, None
+        for (attr, node), cand in self.candidates.items():
+            if not cand.valid:
+                continue
+            key = (self._score(cand), -attr, -node)
+            if best_key is None or key > best_key:
+                best, best_key = cand, key
+        return best
+
+    # ----------------------------------------------------------------- main loop
+    def _check_feasible(self, root: np.ndarray) -> None:
+        total = int(root[0])
+        if total < self.params.K:
+            raise InfeasibleError(
+                f"infeasible: the table has {total} records, fewer than K={self.params.K}"
+            )
+        for j, s in enumerate(self.schema.sensitive):
+            count = int(root[1 + self.layout.n_class + j])
+            if count * self.params.C.denominator > self.params.C.numerator * total:
+                raise InfeasibleError(
+                    f"infeasible: sensitive value {s} makes up {count}/{total} = "
+                    f"{count / total:.4f} of the table, above C={float(self.params.C)}"
+                )
+
+    def run(self, source: CountSource) -> LKCResult:
+        """Specialize until no valid candidate is left; return the final cut and statistics."""
+        began = time.perf_counter()
+        splits: list[DynamicSplit] = []
+        for attr, tax in enumerate(self.taxonomies):
+            if tax.dynamic:
+                hist = self._count(lambda a=attr: source.atom_histogram(a, 0))
+                splits += self._split_dynamic(attr, tax.root, hist, 0)
+        first = self.layout.unflatten(self._count(lambda: source.start(splits)), 1)
+        self._check_feasible(first[0, 0])
+        self.stats.store(0, first)
+        rows = np.array([0], dtype=np.int64)
+        for attr, tax in enumerate(self.taxonomies):
+            self._add_candidates(attr, [tax.root], rows)
+        self._update_discernibility(rows, +1, None)
+        for attr in range(len(self.taxonomies)):
+            self._invalidate(attr, (attr,), rows)
+
+        iteration = 0
+        while (best := self._best()) is not None:
+            iteration += 1
+            self._specialize(best, source)
+            if self.on_step is not None:
+                self.on_step(self._step_info(iteration, best))
+
+        live = self.table.live_indices()
+        extremes = self.validator.group_extremes(self.table.keys[live], self.stats.data[live, 0, :])
+        total = time.perf_counter() - began
+        return LKCResult(
+            cut={
+                t.attribute: [t.labels[n] for n in sorted(nodes)]
+                for t, nodes in zip(self.taxonomies, self.cut, strict=True)
+            },
+            specializations=self.history,
+            partitions=int(live.size),
+            extremes=extremes,
+            seconds_counting=self._counting,
+            seconds_deciding=total - self._counting,
+            records=int(self.stats.data[0, 0, 0]),
+        )
+
+    def _step_info(self, iteration: int, best: Candidate) -> StepInfo:
+        tax = self.taxonomies[best.attr]
+        return StepInfo(
+            iteration=iteration,
+            attribute=tax.attribute,
+            value=tax.labels[best.node],
+            score=self._score(best),
+            partitions=int(self.table.alive[: self.table.size].sum()),
+            candidates=sum(1 for c in self.candidates.values() if c.valid),
+        )
+
+    def _specialize(self, best: Candidate, source: CountSource) -> None:
+        attr, node = best.attr, best.node
+        tax = self.taxonomies[attr]
+        children = list(tax.children[node])
+        splits: list[DynamicSplit] = []
+        if tax.dynamic:
+            hist = self._count(lambda: source.atom_histogram(attr, node))
+            for child in children:
+                splits += self._split_dynamic(attr, child, hist, tax.atom_lo[node])
+        link = self.table.link(attr, node)
+        offset = self.layout.offsets[attr]
+        expected = self.stats.data[link, offset : offset + len(children), :]
+        nonempty = expected[:, :, 0] > 0
+        step = Specialization(attr, node, nonempty, tuple(splits))
+        applied = self.table.apply(step, children)
+        block = self.layout.unflatten(self._count(lambda: source.specialize(step)), applied.n_new)
+        if not np.array_equal(block[:, 0, :], expected[nonempty]):
+            raise FedanonError(
+                "count statistics are inconsistent across iterations (a party changed its data "
+                "or the sums were corrupted)"
+            )
+        self.stats.store(applied.first_new, block)
+        new_rows = np.arange(applied.first_new, applied.first_new + applied.n_new)
+
+        self.history.append(
+            {"attribute": tax.attribute, "value": tax.labels[node], "score": self._score(best)}
+        )
+        del self.candidates[(attr, node)]
+        self.cut[attr] = [n for n in self.cut[attr] if n != node] + children
+        self._update_discernibility(link, -1, attr)
+        self._add_candidates(attr, children, new_rows)
+        self._update_discernibility(new_rows, +1, None)
+        self._invalidate(attr, (attr,), new_rows)
+        for other in range(len(self.taxonomies)):
+            if other != attr:
+                self._invalidate(other, (other, attr), new_rows)

@@ -1,0 +1,110 @@
+"""Grouping partition rows over many QID subsets at once.
+
+Validity checks and group statistics both ask the same question: for a batch of rows (partitions,
+or partitions x hypothetical children) and a list of QID subsets, sum counts per group, where a
+group is (a base key, the row's values on the subset). Looping over subsets in Python costs more
+than the arithmetic, so the keys of all subsets are built as one int64 matrix (values re-coded to
+small dense ranks, combined in a uniform radix, offset per subset) and grouped with one hash
+factorization per chunk.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from itertools import combinations
+
+import numpy as np
+import pandas as pd
+
+_LIMIT = 1 << 62
+_CHUNK_ELEMENTS = 1 << 22
+
+
+def dense_ranks(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per column, re-code values to 0..r-1; return (ranks matrix, radix per column)."""
+    ranks = np.empty(keys.shape, dtype=np.int64)
+    radix = np.zeros(keys.shape[1], dtype=np.int64)
+    for col in range(keys.shape[1]):
+        uniq, inverse = np.unique(keys[:, col], return_inverse=True)
+        ranks[:, col] = inverse
+        radix[col] = max(1, uniq.size)
+    return ranks, radix
+
+
+def subsets_with(n_attrs: int, size: int, required: tuple[int, ...]) -> np.ndarray:
+    """All attribute subsets of `size` that contain `required`, as rows of the *other* members."""
+    others = [a for a in range(n_attrs) if a not in required]
+    free = size - len(required)
+    if free < 0 or free > len(others):
+        return np.zeros((0, max(free, 0)), dtype=np.int64)
+    rows = list(combinations(others, free))
+    return np.array(rows, dtype=np.int64).reshape(len(rows), free)
+
+
+@dataclass
+class GroupChunk:
+    """One chunk of grouped results: ``inverse`` maps each (row, subset) to its group."""
+
+    subset_ids: np.ndarray  # subsets in this chunk (indices into the subset matrix)
+    inverse: np.ndarray  # shape (n_rows, len(subset_ids)), group id per element
+    n_groups: int
+
+
+def group_chunks(
+    base: np.ndarray,
+    base_radix: int,
+    ranks: np.ndarray,
+    radix: np.ndarray,
+    subset_cols: np.ndarray,
+) -> Iterator[GroupChunk]:
+    """Group rows by (base, values on subset) for every subset; yields chunks of subsets.
+
+    `base` is a per-row key in ``[0, base_radix)``; `ranks` holds dense per-column ranks (see
+    :func:`dense_ranks`) and `subset_cols` one row of column indices per subset.
+    """
+    n_rows, n_subsets = base.shape[0], subset_cols.shape[0]
+    if n_rows == 0 or n_subsets == 0:
+        return
+    width = subset_cols.shape[1]
+    uniform = int(radix.max()) if radix.size else 1
+    span = int(base_radix) * uniform**width
+    per_chunk = max(1, _CHUNK_ELEMENTS // n_rows)
+    if span >= _LIMIT:
+        per_chunk = 1
+    for start in range(0, n_subsets, per_chunk):
+        ids = np.arange(start, min(n_subsets, start + per_chunk))
+        cols = subset_cols[ids]
+        if span < _LIMIT:
+            key = np.repeat(base[:, None], ids.size, axis=1)
+            for j in range(width):
+                key = key * uniform + ranks[:, cols[:, j]]
+            if ids.size * span < _LIMIT:
+                key = key + (np.arange(ids.size, dtype=np.int64) * span)[None, :]
+                inverse, uniques = pd.factorize(key.reshape(-1))
+                yield GroupChunk(ids, inverse.reshape(n_rows, ids.size), len(uniques))
+                continue
+            parts = [pd.factorize(key[:, i]) for i in range(ids.size)]
+        else:
+            parts = [
+                _factorize_wide(base, ranks[:, cols[i]], radix[cols[i]]) for i in range(ids.size)
+            ]
+        offset, inverse = 0, np.empty((n_rows, ids.size), dtype=np.int64)
+        for i, (inv, uniq) in enumerate(parts):
+            inverse[:, i] = inv + offset
+            offset += len(uniq)
+        yield GroupChunk(ids, inverse, offset)
+
+
+def _factorize_wide(
+    base: np.ndarray, ranks: np.ndarray, radix: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Combine many columns without overflow by re-factorizing whenever the radix grows large."""
+    key, bound = base.astype(np.int64), int(base.max()) + 1 if base.size else 1
+    for j in range(ranks.shape[1]):
+        if bound * int(radix[j]) >= _LIMIT:
+            key, uniq = pd.factorize(key)
+            bound = len(uniq)
+        key = key * int(radix[j]) + ranks[:, j]
+        bound *= int(radix[j])
+    return pd.factorize(key)

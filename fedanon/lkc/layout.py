@@ -1,0 +1,164 @@
+"""The shared generalized table T_g and the canonical layout of count statistics.
+
+Top-down specialization in the distributed setting (paper, section 5) needs every party and the
+leader to hold the same copy of the current cut and of the generalized table T_g, so that count
+vectors computed independently by each party line up element by element and can be summed
+securely. This module is that shared state:
+
+* :class:`PartitionTable` - the global list of generalized records (one per non-empty full-QID
+  group of the current cut), as node ids per QID. Partitions are never renumbered: specializing
+  *Best* marks the partitions on Link_Best dead and appends their non-empty children at the end,
+  in one deterministic order. Every side applies the same :class:`Specialization` and so holds
+  an identical table.
+* :class:`StatsLayout` - how the statistics of a batch of new partitions are flattened into one
+  uint64 vector: per partition a row of slots; slot 0 is the partition itself, then for each QID
+  attribute ``width`` slots for the children of the partition's value on that attribute (the
+  hypothetical counts needed to score and validate candidates). Each slot holds ``channels``
+  numbers: record count, count per class value, count per sensitive value.
+
+The set of non-empty groups at the current cut is coarser than the final release (the cut only
+ever gets finer), so sharing it with the parties reveals nothing the release does not.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from fedanon.schema import Schema
+
+
+@dataclass(frozen=True)
+class StatsLayout:
+    """Shape of the statistics rows: slots per partition and channels per slot."""
+
+    n_class: int
+    n_sensitive: int
+    widths: tuple[int, ...]
+
+    @classmethod
+    def for_schema(cls, schema: Schema) -> StatsLayout:
+        return cls(
+            n_class=len(schema.class_values),
+            n_sensitive=len(schema.sensitive),
+            widths=tuple(t.max_children for t in schema.taxonomies),
+        )
+
+    @property
+    def channels(self) -> int:
+        return 1 + self.n_class + self.n_sensitive
+
+    @property
+    def slots(self) -> int:
+        return 1 + sum(self.widths)
+
+    @property
+    def offsets(self) -> tuple[int, ...]:
+        """First slot of each attribute's children block."""
+        out, at = [], 1
+        for w in self.widths:
+            out.append(at)
+            at += w
+        return tuple(out)
+
+    def vector_length(self, n_partitions: int) -> int:
+        return n_partitions * self.slots * self.channels
+
+    def unflatten(self, vector: np.ndarray, n_partitions: int) -> np.ndarray:
+        """View a flat statistics vector as (partitions, slots, channels) int64 counts."""
+        expected = self.vector_length(n_partitions)
+        if vector.size != expected:
+            raise ValueError(f"statistics vector has {vector.size} elements, expected {expected}")
+        return vector.astype(np.int64, copy=False).reshape(n_partitions, self.slots, self.channels)
+
+
+@dataclass(frozen=True)
+class DynamicSplit:
+    """A split of a dynamic numerical node, decided by the leader before the node enters the cut."""
+
+    attr: int
+    node: int
+    first_right_atom: int
+
+
+@dataclass(frozen=True)
+class Specialization:
+    """One instruction: specialize `node` of QID `attr`; `nonempty` says which children exist.
+
+    ``nonempty`` has one row per partition on Link_node (in partition-index order) and one column
+    per child (taxonomy order). ``splits`` carries decisions for dynamic numerical children.
+    """
+
+    attr: int
+    node: int
+    nonempty: np.ndarray
+    splits: tuple[DynamicSplit, ...] = ()
+
+
+@dataclass
+class AppliedSpecialization:
+    """What applying a specialization changed in a :class:`PartitionTable`."""
+
+    link: np.ndarray  # old partition indices on Link_node, ascending
+    new_index: np.ndarray  # (len(link), n_children) -> new partition index or -1 if empty
+    first_new: int
+    n_new: int
+
+
+@dataclass
+class PartitionTable:
+    """The generalized table T_g: node ids per QID for every partition ever created."""
+
+    n_qids: int
+    keys: np.ndarray = field(init=False)
+    alive: np.ndarray = field(init=False)
+    size: int = field(init=False, default=0)
+
+    def __post_init__(self) -> None:
+        self.keys = np.zeros((16, self.n_qids), dtype=np.int32)
+        self.alive = np.zeros(16, dtype=bool)
+
+    @classmethod
+    def with_roots(cls, roots: list[int]) -> PartitionTable:
+        """The initial table: one partition holding every record at the taxonomy roots."""
+        table = cls(n_qids=len(roots))
+        table._append(np.asarray(roots, dtype=np.int32)[None, :])
+        return table
+
+    def _append(self, rows: np.ndarray) -> None:
+        need = self.size + rows.shape[0]
+        if need > self.keys.shape[0]:
+            cap = max(need, 2 * self.keys.shape[0])
+            keys = np.zeros((cap, self.n_qids), dtype=np.int32)
+            keys[: self.size] = self.keys[: self.size]
+            alive = np.zeros(cap, dtype=bool)
+            alive[: self.size] = self.alive[: self.size]
+            self.keys, self.alive = keys, alive
+        self.keys[self.size : need] = rows
+        self.alive[self.size : need] = True
+        self.size = need
+
+    def link(self, attr: int, node: int) -> np.ndarray:
+        """Indices of live partitions whose value on `attr` is `node` (Link_node)."""
+        live = self.alive[: self.size]
+        return np.flatnonzero(live & (self.keys[: self.size, attr] == node))
+
+    def live_indices(self) -> np.ndarray:
+        return np.flatnonzero(self.alive[: self.size])
+
+    def apply(self, step: Specialization, children: list[int]) -> AppliedSpecialization:
+        """Replace the partitions on Link_node by their non-empty children, appended in order."""
+        link = self.link(step.attr, step.node)
+        mask = np.asarray(step.nonempty, dtype=bool).reshape(len(link), len(children))
+        rows_idx, child_idx = np.nonzero(mask)
+        new_keys = self.keys[link[rows_idx]].copy()
+        new_keys[:, step.attr] = np.asarray(children, dtype=np.int32)[child_idx]
+        first_new = self.size
+        new_index = np.full(mask.shape, -1, dtype=np.int64)
+        new_index[rows_idx, child_idx] = first_new + np.arange(rows_idx.size)
+        self.alive[link] = False
+        self._append(new_keys)
+        return AppliedSpecialization(
+            link=link, new_index=new_index, first_new=first_new, n_new=int(rows_idx.size)
+        )
