@@ -82,6 +82,7 @@ class LKCResult:
     seconds_counting: float
     seconds_deciding: float
     records: int
+    discernibility_ratio: float
 
 
 @dataclass
@@ -97,7 +98,7 @@ class _Stats:
     def store(self, first: int, block: np.ndarray) -> None:
         need = first + block.shape[0]
         if need > self.data.shape[0]:
-            grown = np.zeros((max(need, 2 * self.data.shape[0]),) + self.data.shape[1:], np.int64)
+            grown = np.zeros((max(need, 2 * self.data.shape[0]), *self.data.shape[1:]), np.int64)
             grown[: self.data.shape[0]] = self.data
             self.data = grown
         self.data[first:need] = block
@@ -179,7 +180,7 @@ class LKCEngine:
             self.candidates[(attr, node)] = Candidate(attr, node, total, children, gain)
 
     def _update_discernibility(self, rows: np.ndarray, sign: int, skip_attr: int | None) -> None:
-        """Add (sign=+1) or remove (-1) the contributions of partitions `rows` to every candidate."""
+        """Add (sign=+1) or remove (-1) the contributions of partitions `rows` to candidates."""
         if self.score != "discernibility" or rows.size == 0:
             return
         sizes = self.stats.data[rows, 0, 0]
@@ -259,6 +260,8 @@ class LKCEngine:
         live = self.table.live_indices()
         extremes = self.validator.group_extremes(self.table.keys[live], self.stats.data[live, 0, :])
         total = time.perf_counter() - began
+        sizes = self.stats.data[live, 0, 0].astype(np.float64)
+        records = int(self.stats.data[0, 0, 0])
         return LKCResult(
             cut={
                 t.attribute: [t.labels[n] for n in sorted(nodes)]
@@ -269,7 +272,8 @@ class LKCEngine:
             extremes=extremes,
             seconds_counting=self._counting,
             seconds_deciding=total - self._counting,
-            records=int(self.stats.data[0, 0, 0]),
+            records=records,
+            discernibility_ratio=float((sizes * sizes).sum()) / float(records) ** 2,
         )
 
     def _step_info(self, iteration: int, best: Candidate) -> StepInfo:

@@ -16,7 +16,7 @@ def categorical_tree(draw, name: str, max_depth: int = 3) -> Spec:
 
     def node(depth: int) -> Spec:
         label = f"{name}{next(counter)}"
-        if depth >= max_depth or not draw(st.booleans()) and depth > 0:
+        if depth >= max_depth or (not draw(st.booleans()) and depth > 0):
             return Spec(label)
         k = draw(st.integers(2, 3))
         return Spec(label, [node(depth + 1) for _ in range(k)])

@@ -5,12 +5,14 @@ from __future__ import annotations
 from fractions import Fraction
 
 import numpy as np
+import pandas as pd
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fedanon.lkc.engine import LKCEngine
 from fedanon.lkc.local_party import LocalParty
-from fedanon.schema import LKCParams
+from fedanon.schema import LKCParams, Schema
+from fedanon.taxonomy.tree import Spec, Taxonomy
 
 from .reference_tds import reference_tds
 from .strategies import lkc_case
@@ -35,11 +37,6 @@ def test_engine_matches_reference(case, score):
 
 def test_engine_specializes_until_no_valid_candidate():
     """With K=1, C=1 every value can be specialized down to the leaves."""
-    from .strategies import categorical_tree  # noqa: F401  (import check of the helper module)
-    from fedanon.schema import Schema
-    from fedanon.taxonomy.tree import Spec, Taxonomy
-    import pandas as pd
-
     tax = Taxonomy.categorical("a", Spec("*", [Spec("x", [Spec("x1"), Spec("x2")]), Spec("y")]))
     table = pd.DataFrame({"a": ["x1", "x2", "y", "y"], "c": ["p", "q", "p", "q"]})
     schema = Schema([tax], [], "c", ["p", "q"])

@@ -1,0 +1,59 @@
+"""Pieces every CLI command shares: option parsing helpers, progress display, summaries."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from fedanon.atomic import write_text_atomic
+
+
+def split_list(text: str | None) -> list[str]:
+    """``a,b , c`` -> [a, b, c]; None or empty -> []."""
+    if not text:
+        return []
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def stderr_console() -> Console:
+    return Console(stderr=True)
+
+
+@contextlib.contextmanager
+def step_progress(title: str, quiet: bool) -> Iterator[Callable[[str], None]]:
+    """A spinner line on stderr updated with a description per step; silent when quiet."""
+    if quiet:
+        yield lambda _text: None
+        return
+    console = stderr_console()
+    with Progress(
+        SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+        console=console, transient=True, disable=not console.is_terminal,
+    ) as progress:
+        task = progress.add_task(title, total=None)
+        yield lambda text: progress.update(task, description=f"{title}: {text}")
+
+
+def print_summary(title: str, rows: list[tuple[str, Any]], as_json: dict[str, Any] | None) -> None:
+    """A two-column summary table on stdout, or the JSON object when `as_json` is given."""
+    if as_json is not None:
+        print(json.dumps(as_json, indent=2, default=str))
+        return
+    table = Table(title=title, show_header=False)
+    table.add_column("item", style="bold")
+    table.add_column("value")
+    for key, value in rows:
+        table.add_row(key, str(value))
+    Console(file=sys.stdout).print(table)
+
+
+def write_json(path: str, payload: dict[str, Any]) -> None:
+    """Write a JSON report atomically."""
+    write_text_atomic(path, json.dumps(payload, indent=2, default=str) + "\n")
