@@ -1,0 +1,232 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class SumMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    SUM_MODE_UNSPECIFIED: _ClassVar[SumMode]
+    SUM_MODE_RING: _ClassVar[SumMode]
+    SUM_MODE_PAIRWISE: _ClassVar[SumMode]
+
+class UnionPhase(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    UNION_PHASE_UNSPECIFIED: _ClassVar[UnionPhase]
+    UNION_PHASE_COLLECT: _ClassVar[UnionPhase]
+    UNION_PHASE_STRIP: _ClassVar[UnionPhase]
+SUM_MODE_UNSPECIFIED: SumMode
+SUM_MODE_RING: SumMode
+SUM_MODE_PAIRWISE: SumMode
+UNION_PHASE_UNSPECIFIED: UnionPhase
+UNION_PHASE_COLLECT: UnionPhase
+UNION_PHASE_STRIP: UnionPhase
+
+class SessionRef(_message.Message):
+    __slots__ = ("session_id", "iteration")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    ITERATION_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    iteration: int
+    def __init__(self, session_id: _Optional[str] = ..., iteration: _Optional[int] = ...) -> None: ...
+
+class Vector(_message.Message):
+    __slots__ = ("data", "length", "dtype")
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    LENGTH_FIELD_NUMBER: _ClassVar[int]
+    DTYPE_FIELD_NUMBER: _ClassVar[int]
+    data: bytes
+    length: int
+    dtype: str
+    def __init__(self, data: _Optional[bytes] = ..., length: _Optional[int] = ..., dtype: _Optional[str] = ...) -> None: ...
+
+class SensitiveValue(_message.Message):
+    __slots__ = ("column", "value")
+    COLUMN_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    column: str
+    value: str
+    def __init__(self, column: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+
+class LKCJob(_message.Message):
+    __slots__ = ("L", "K", "C", "score", "qids", "sensitive", "class_column", "class_values", "drop_columns")
+    L_FIELD_NUMBER: _ClassVar[int]
+    K_FIELD_NUMBER: _ClassVar[int]
+    C_FIELD_NUMBER: _ClassVar[int]
+    SCORE_FIELD_NUMBER: _ClassVar[int]
+    QIDS_FIELD_NUMBER: _ClassVar[int]
+    SENSITIVE_FIELD_NUMBER: _ClassVar[int]
+    CLASS_COLUMN_FIELD_NUMBER: _ClassVar[int]
+    CLASS_VALUES_FIELD_NUMBER: _ClassVar[int]
+    DROP_COLUMNS_FIELD_NUMBER: _ClassVar[int]
+    L: int
+    K: int
+    C: str
+    score: str
+    qids: _containers.RepeatedScalarFieldContainer[str]
+    sensitive: _containers.RepeatedCompositeFieldContainer[SensitiveValue]
+    class_column: str
+    class_values: _containers.RepeatedScalarFieldContainer[str]
+    drop_columns: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, L: _Optional[int] = ..., K: _Optional[int] = ..., C: _Optional[str] = ..., score: _Optional[str] = ..., qids: _Optional[_Iterable[str]] = ..., sensitive: _Optional[_Iterable[_Union[SensitiveValue, _Mapping]]] = ..., class_column: _Optional[str] = ..., class_values: _Optional[_Iterable[str]] = ..., drop_columns: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class OpenSessionRequest(_message.Message):
+    __slots__ = ("ref", "lkc", "ring", "sum_mode")
+    REF_FIELD_NUMBER: _ClassVar[int]
+    LKC_FIELD_NUMBER: _ClassVar[int]
+    RING_FIELD_NUMBER: _ClassVar[int]
+    SUM_MODE_FIELD_NUMBER: _ClassVar[int]
+    ref: SessionRef
+    lkc: LKCJob
+    ring: _containers.RepeatedScalarFieldContainer[str]
+    sum_mode: SumMode
+    def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ..., lkc: _Optional[_Union[LKCJob, _Mapping]] = ..., ring: _Optional[_Iterable[str]] = ..., sum_mode: _Optional[_Union[SumMode, str]] = ...) -> None: ...
+
+class PublicKey(_message.Message):
+    __slots__ = ("party", "x25519", "signature", "purpose")
+    PARTY_FIELD_NUMBER: _ClassVar[int]
+    X25519_FIELD_NUMBER: _ClassVar[int]
+    SIGNATURE_FIELD_NUMBER: _ClassVar[int]
+    PURPOSE_FIELD_NUMBER: _ClassVar[int]
+    party: str
+    x25519: bytes
+    signature: bytes
+    purpose: str
+    def __init__(self, party: _Optional[str] = ..., x25519: _Optional[bytes] = ..., signature: _Optional[bytes] = ..., purpose: _Optional[str] = ...) -> None: ...
+
+class OpenSessionReply(_message.Message):
+    __slots__ = ("party", "fingerprint", "fingerprint_items", "columns", "keys", "certificate")
+    PARTY_FIELD_NUMBER: _ClassVar[int]
+    FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
+    FINGERPRINT_ITEMS_FIELD_NUMBER: _ClassVar[int]
+    COLUMNS_FIELD_NUMBER: _ClassVar[int]
+    KEYS_FIELD_NUMBER: _ClassVar[int]
+    CERTIFICATE_FIELD_NUMBER: _ClassVar[int]
+    party: str
+    fingerprint: str
+    fingerprint_items: _containers.RepeatedScalarFieldContainer[str]
+    columns: _containers.RepeatedScalarFieldContainer[str]
+    keys: _containers.RepeatedCompositeFieldContainer[PublicKey]
+    certificate: bytes
+    def __init__(self, party: _Optional[str] = ..., fingerprint: _Optional[str] = ..., fingerprint_items: _Optional[_Iterable[str]] = ..., columns: _Optional[_Iterable[str]] = ..., keys: _Optional[_Iterable[_Union[PublicKey, _Mapping]]] = ..., certificate: _Optional[bytes] = ...) -> None: ...
+
+class ShareKeysRequest(_message.Message):
+    __slots__ = ("ref", "keys", "certificates")
+    REF_FIELD_NUMBER: _ClassVar[int]
+    KEYS_FIELD_NUMBER: _ClassVar[int]
+    CERTIFICATES_FIELD_NUMBER: _ClassVar[int]
+    ref: SessionRef
+    keys: _containers.RepeatedCompositeFieldContainer[PublicKey]
+    certificates: _containers.RepeatedCompositeFieldContainer[PartyCertificate]
+    def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ..., keys: _Optional[_Iterable[_Union[PublicKey, _Mapping]]] = ..., certificates: _Optional[_Iterable[_Union[PartyCertificate, _Mapping]]] = ...) -> None: ...
+
+class PartyCertificate(_message.Message):
+    __slots__ = ("party", "certificate")
+    PARTY_FIELD_NUMBER: _ClassVar[int]
+    CERTIFICATE_FIELD_NUMBER: _ClassVar[int]
+    party: str
+    certificate: bytes
+    def __init__(self, party: _Optional[str] = ..., certificate: _Optional[bytes] = ...) -> None: ...
+
+class ShareKeysReply(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class DynamicSplit(_message.Message):
+    __slots__ = ("attr", "node", "first_right_atom")
+    ATTR_FIELD_NUMBER: _ClassVar[int]
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    FIRST_RIGHT_ATOM_FIELD_NUMBER: _ClassVar[int]
+    attr: int
+    node: int
+    first_right_atom: int
+    def __init__(self, attr: _Optional[int] = ..., node: _Optional[int] = ..., first_right_atom: _Optional[int] = ...) -> None: ...
+
+class Instruction(_message.Message):
+    __slots__ = ("attr", "node", "nonempty", "nonempty_bits", "splits")
+    ATTR_FIELD_NUMBER: _ClassVar[int]
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    NONEMPTY_FIELD_NUMBER: _ClassVar[int]
+    NONEMPTY_BITS_FIELD_NUMBER: _ClassVar[int]
+    SPLITS_FIELD_NUMBER: _ClassVar[int]
+    attr: int
+    node: int
+    nonempty: bytes
+    nonempty_bits: int
+    splits: _containers.RepeatedCompositeFieldContainer[DynamicSplit]
+    def __init__(self, attr: _Optional[int] = ..., node: _Optional[int] = ..., nonempty: _Optional[bytes] = ..., nonempty_bits: _Optional[int] = ..., splits: _Optional[_Iterable[_Union[DynamicSplit, _Mapping]]] = ...) -> None: ...
+
+class SumRequest(_message.Message):
+    __slots__ = ("ref", "instruction", "partial")
+    REF_FIELD_NUMBER: _ClassVar[int]
+    INSTRUCTION_FIELD_NUMBER: _ClassVar[int]
+    PARTIAL_FIELD_NUMBER: _ClassVar[int]
+    ref: SessionRef
+    instruction: Instruction
+    partial: Vector
+    def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ..., instruction: _Optional[_Union[Instruction, _Mapping]] = ..., partial: _Optional[_Union[Vector, _Mapping]] = ...) -> None: ...
+
+class SumReply(_message.Message):
+    __slots__ = ("total",)
+    TOTAL_FIELD_NUMBER: _ClassVar[int]
+    total: Vector
+    def __init__(self, total: _Optional[_Union[Vector, _Mapping]] = ...) -> None: ...
+
+class EndRequest(_message.Message):
+    __slots__ = ("ref", "abort", "reason")
+    REF_FIELD_NUMBER: _ClassVar[int]
+    ABORT_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    ref: SessionRef
+    abort: bool
+    reason: str
+    def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ..., abort: _Optional[bool] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class EndReply(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class UnionRequest(_message.Message):
+    __slots__ = ("ref", "phase", "items")
+    REF_FIELD_NUMBER: _ClassVar[int]
+    PHASE_FIELD_NUMBER: _ClassVar[int]
+    ITEMS_FIELD_NUMBER: _ClassVar[int]
+    ref: SessionRef
+    phase: UnionPhase
+    items: _containers.RepeatedScalarFieldContainer[bytes]
+    def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ..., phase: _Optional[_Union[UnionPhase, str]] = ..., items: _Optional[_Iterable[bytes]] = ...) -> None: ...
+
+class UnionReply(_message.Message):
+    __slots__ = ("items",)
+    ITEMS_FIELD_NUMBER: _ClassVar[int]
+    items: _containers.RepeatedScalarFieldContainer[bytes]
+    def __init__(self, items: _Optional[_Iterable[bytes]] = ...) -> None: ...
+
+class ReleasedRecord(_message.Message):
+    __slots__ = ("values", "dummy")
+    VALUES_FIELD_NUMBER: _ClassVar[int]
+    DUMMY_FIELD_NUMBER: _ClassVar[int]
+    values: _containers.RepeatedScalarFieldContainer[str]
+    dummy: bool
+    def __init__(self, values: _Optional[_Iterable[str]] = ..., dummy: _Optional[bool] = ...) -> None: ...
+
+class StatusRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class StatusReply(_message.Message):
+    __slots__ = ("party", "session_id", "iteration", "last_error", "sessions_served")
+    PARTY_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    ITERATION_FIELD_NUMBER: _ClassVar[int]
+    LAST_ERROR_FIELD_NUMBER: _ClassVar[int]
+    SESSIONS_SERVED_FIELD_NUMBER: _ClassVar[int]
+    party: str
+    session_id: str
+    iteration: int
+    last_error: str
+    sessions_served: int
+    def __init__(self, party: _Optional[str] = ..., session_id: _Optional[str] = ..., iteration: _Optional[int] = ..., last_error: _Optional[str] = ..., sessions_served: _Optional[int] = ...) -> None: ...
