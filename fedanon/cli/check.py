@@ -1,7 +1,196 @@
-"""`fedanon check` (placeholder registration)."""
+"""`fedanon check lkc`: verify a released table with the independent brute-force checker.
+
+The command only reads the released CSV (every cell as a plain string) and the privacy
+requirement; it never imports the anonymizing engine, so a bug there cannot hide itself here.
+Exit codes: 0 LKC holds, 1 it does not (the worst violating group is printed), 2 input error.
+"""
+
+from __future__ import annotations
 
 import argparse
+import json
+import sys
+from fractions import Fraction
+from pathlib import Path
+
+import pandas as pd
+from rich.console import Console
+from rich.table import Table
+
+from fedanon.checker import CheckResult, Violation, check_lkc, parse_confidence
+from fedanon.errors import FedanonError
+
+DESCRIPTION = """\
+Check that a released table satisfies LKC-privacy: every group of rows that agree on at most L
+QID columns has at least K rows, and in it each sensitive value has a share of at most C.
+All QID subsets of size 1..L are checked by brute force on the cell strings.
+
+Special cases by name:
+  k-anonymity          --L all --K k --C 1 (no --sensitive needed)
+  confidence bounding  --L all --K 1 --C c --sensitive COL=v
+  (alpha,k)-anonymity  --L all --K k --C alpha --sensitive COL=v
+
+Exit status: 0 if LKC-privacy holds, 1 if it does not (the worst violating group is shown),
+2 for input errors."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    sub.add_parser("check")
+    """Add `check` and its `lkc` subcommand."""
+    check = sub.add_parser("check", help="verify a released table against a privacy model")
+    models = check.add_subparsers(dest="model", required=True, metavar="MODEL")
+    lkc = models.add_parser(
+        "lkc",
+        help="LKC-privacy (also k-anonymity, confidence bounding, (alpha,k)-anonymity)",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    lkc.add_argument("--data", required=True, help="released table (CSV with a header row)")
+    lkc.add_argument("--qid", help="comma-separated QID columns (default: from --taxonomy)")
+    lkc.add_argument(
+        "--sensitive",
+        action="append",
+        default=[],
+        metavar="COL=v1,v2",
+        help="sensitive values of a column; repeatable (default: from --taxonomy)",
+    )
+    lkc.add_argument("--taxonomy", help="taxonomy file supplying the QIDs and sensitive values")
+    lkc.add_argument(
+        "--L", required=True, help="max QID attributes known to the adversary, or 'all'"
+    )
+    lkc.add_argument("--K", required=True, help="minimum group size (integer >= 1)")
+    lkc.add_argument(
+        "--C", default="1", help="max share of a sensitive value: 0.2, 1/5 or 20%% (default 1)"
+    )
+    lkc.add_argument("--delimiter", default=",", help="CSV delimiter (default ','; '\\t' for tab)")
+    lkc.add_argument(
+        "--first",
+        action="store_true",
+        help="stop at the first QID subset with a violation (the worst is then only "
+        "among the subsets checked)",
+    )
+    lkc.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    lkc.set_defaults(handler=run_lkc)
+
+
+def _positive_int(name: str, text: str) -> int:
+    """Parse L or K here rather than in argparse so a bad value is a one-line input error."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise FedanonError(f"{name} must be an integer >= 1, got {text!r}") from None
+    if value < 1:
+        raise FedanonError(f"{name} must be an integer >= 1, got {text!r}")
+    return value
+
+
+def _parse_sensitive(specs: list[str]) -> dict[str, list[str]]:
+    """`COL=v1,v2` options into column -> values (values kept verbatim, repeats merged)."""
+    sensitive: dict[str, list[str]] = {}
+    for spec in specs:
+        column, sep, values = spec.partition("=")
+        if not sep or not column or not values:
+            raise FedanonError(f"--sensitive must look like COL=v1,v2, got {spec!r}")
+        sensitive.setdefault(column, []).extend(values.split(","))
+    return sensitive
+
+
+def _requirement(args: argparse.Namespace) -> tuple[list[str], dict[str, list[str]]]:
+    """QIDs and sensitive values: explicit options win over the taxonomy file's."""
+    qids = [q for q in args.qid.split(",") if q] if args.qid else []
+    sensitive = _parse_sensitive(args.sensitive)
+    if args.taxonomy and (not qids or not sensitive):
+        from fedanon.taxonomy.files import load_taxonomy  # lazy: optional, heavier dependency
+
+        taxonomy = load_taxonomy(args.taxonomy)
+        qids = qids or list(taxonomy.qids or [])  # some formats (ARX) name no QIDs
+        if not sensitive:
+            for s in taxonomy.sensitive or []:
+                sensitive.setdefault(s.column, []).append(s.value)
+    if not qids:
+        raise FedanonError("no QID columns: give --qid a,b,c or a --taxonomy FILE that names them")
+    return qids, sensitive
+
+
+def _read_release(path: str, delimiter: str) -> pd.DataFrame:
+    """The released CSV with every cell as the exact string written (no NA or number parsing)."""
+    sep = "\t" if delimiter in ("\\t", "tab") else delimiter
+    if len(sep) != 1:
+        raise FedanonError(f"--delimiter must be one character, got {delimiter!r}")
+    if not Path(path).is_file():
+        raise FedanonError(f"data file not found: {path}")
+    try:
+        return pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, na_filter=False)
+    except pd.errors.EmptyDataError:
+        raise FedanonError(f"data file is empty: {path}") from None
+    except (pd.errors.ParserError, UnicodeDecodeError, OSError) as exc:
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise FedanonError(f"cannot read {path}: {first_line}") from None
+
+
+def run_lkc(args: argparse.Namespace) -> int:
+    """Handler of `fedanon check lkc`."""
+    K = _positive_int("K", args.K)
+    C = parse_confidence(args.C)
+    qids, sensitive = _requirement(args)
+    L = len(qids) if args.L.strip().lower() == "all" else _positive_int("L", args.L)
+    df = _read_release(args.data, args.delimiter)
+    result = check_lkc(df, qids, sensitive, L, K, C, stop_at_first=args.first)
+    for column, values in sensitive.items():
+        for value in values:
+            if not (df[column] == value).any():
+                # Likely a typo: the C bound would then pass vacuously for this value.
+                print(
+                    f"fedanon: warning: sensitive value {column}={value} never occurs",
+                    file=sys.stderr,
+                )
+    if args.json:
+        print(json.dumps({"data": args.data, "qids": qids, **result.to_dict()}))
+    else:
+        _print_summary(result, qids)
+    return 0 if result.ok else 1
+
+
+def _percent(share: Fraction) -> str:
+    """Rounded percentage for reading; the exact fraction is always printed beside it."""
+    return f"{float(share):.2%}"
+
+
+def _print_summary(result: CheckResult, qids: list[str]) -> None:
+    """A few lines for a human; user strings are printed without rich markup interpretation."""
+    console = Console(markup=False, highlight=False, soft_wrap=True)
+    c = result.C
+    verdict = "holds" if result.ok else "VIOLATED"
+    console.print(
+        f"LKC-privacy {verdict}: L={result.L} K={result.K} C={c} ({_percent(c)}) "
+        f"on {result.rows} rows, {len(qids)} QIDs"
+    )
+    scope = " (stopped at the first violating subset)" if result.stopped_early else ""
+    console.print(
+        f"subsets checked: {result.subsets_checked}, groups checked: {result.groups_checked}, "
+        f"violating groups: {result.violating_groups}{scope}"
+    )
+    if result.min_group_size is not None:
+        console.print(f"min group size: {result.min_group_size}")
+    for (column, value), share in result.max_confidence.items():
+        console.print(f"max confidence of {column}={value}: {share} ({_percent(share)})")
+    if result.worst is not None:
+        _print_violation(console, result.worst, result)
+
+
+def _print_violation(console: Console, v: Violation, result: CheckResult) -> None:
+    """The worst group: which values, which bound, and the row where it first occurs."""
+    if v.bound == "K":
+        reason = f"group size {v.size} < K={result.K}"
+    else:
+        assert v.sensitive is not None and v.confidence is not None
+        reason = (
+            f"{v.sensitive[0]}={v.sensitive[1]} in {v.sensitive_count} of {v.size} rows: "
+            f"{v.confidence} ({_percent(v.confidence)}) > C={result.C}"
+        )
+    table = Table(title=f"worst violation: {reason}", title_justify="left")
+    table.add_column("QID")
+    table.add_column("value")
+    for name, value in zip(v.qids, v.values, strict=True):
+        table.add_row(name, value)
+    console.print(table)
+    console.print(f"first occurs at data row {v.first_row + 1} (1-based, header not counted)")

@@ -1,0 +1,315 @@
+"""Independent brute-force verifier of LKC-privacy on a released table.
+
+The anonymizing engine (`fedanon.lkc`) proves privacy incrementally: it only checks groups of
+exactly L attributes and only the groups a specialization touches. A bug there would silently
+release an unsafe table, so this module re-checks the *released* table from scratch, sharing no
+code with the engine:
+
+* it reads nothing but the released cell values (generalized values are plain strings; two rows
+  are in the same group of a QID subset iff their strings are equal on that subset);
+* it enumerates *every* QID subset of size 1..min(L, |QID|), not only the largest ones, so it
+  does not rely on the monotonicity argument the engine relies on;
+* it compares against K and C with exact integer arithmetic (C is a `Fraction`), so a group of
+  exactly K rows or a confidence of exactly C passes and nothing is decided by rounding.
+
+Subsets are visited depth-first in lexicographic QID order. Each subset's rows get dense group
+ids by factorizing (parent subset's ids x new column's codes) as one int64 key, so every subset
+costs one vectorized pass over the rows and keys never overflow (both factors are < #rows).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from math import comb
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from fedanon.errors import FedanonError
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One group that breaks LKC-privacy, with enough detail to find it in the release.
+
+    `bound` is "K" (group too small) or "C" (a sensitive value too frequent in the group); for
+    "C", `sensitive` names the value as (column, value) and `confidence` is its exact share.
+    `first_row` is the 0-based position (in the table as given) of the group's first row.
+    """
+
+    bound: str
+    qids: tuple[str, ...]
+    values: tuple[str, ...]
+    size: int
+    first_row: int
+    sensitive: tuple[str, str] | None = None
+    sensitive_count: int | None = None
+
+    @property
+    def confidence(self) -> Fraction | None:
+        """|T[qid ∧ s]| / |T[qid]| for a C violation, None for a K violation."""
+        if self.sensitive_count is None:
+            return None
+        return Fraction(self.sensitive_count, self.size)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (see `CheckResult.to_dict`)."""
+        confidence = self.confidence
+        return {
+            "bound": self.bound,
+            "qids": list(self.qids),
+            "values": list(self.values),
+            "size": self.size,
+            "first_row": self.first_row,
+            "sensitive": None
+            if self.sensitive is None
+            else {"column": self.sensitive[0], "value": self.sensitive[1]},
+            "sensitive_count": self.sensitive_count,
+            "confidence": None if confidence is None else _fraction_dict(confidence),
+        }
+
+
+@dataclass
+class CheckResult:
+    """Outcome of `check_lkc`.
+
+    `min_group_size` and `max_confidence` (keyed by (column, value) of each s in S) are taken
+    over the groups of the subsets of exactly min(L, |QID|) attributes, the figures the engine
+    reports; every smaller subset's group is a union of such groups, so these are also the
+    extremes over all subsets. With `stop_at_first` they only cover the subsets checked before
+    stopping (`stopped_early` tells).
+    """
+
+    ok: bool
+    L: int
+    K: int
+    C: Fraction
+    rows: int
+    subsets_checked: int
+    groups_checked: int
+    violating_groups: int
+    worst: Violation | None
+    min_group_size: int | None
+    max_confidence: dict[tuple[str, str], Fraction] = field(default_factory=dict)
+    stopped_early: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form; fractions are kept exact as "p/q" strings next to a float."""
+        return {
+            "ok": self.ok,
+            "L": self.L,
+            "K": self.K,
+            "C": _fraction_dict(self.C),
+            "rows": self.rows,
+            "subsets_checked": self.subsets_checked,
+            "groups_checked": self.groups_checked,
+            "violating_groups": self.violating_groups,
+            "stopped_early": self.stopped_early,
+            "min_group_size": self.min_group_size,
+            "max_confidence": [
+                {"column": col, "value": v, "confidence": _fraction_dict(share)}
+                for (col, v), share in self.max_confidence.items()
+            ],
+            "worst": None if self.worst is None else self.worst.to_dict(),
+        }
+
+
+def _fraction_dict(x: Fraction) -> dict[str, Any]:
+    """An exact fraction for machines that compare and a float for humans who plot."""
+    return {"fraction": f"{x.numerator}/{x.denominator}", "value": float(x)}
+
+
+def parse_confidence(value: Fraction | str | int) -> Fraction:
+    """C as an exact fraction: "0.2", "1/5", "20%" or 1.
+
+    Floats are refused because 0.2 as a binary float is not 1/5, which would move the exact
+    boundary the checker promises to honour.
+    """
+    if isinstance(value, Fraction):
+        c = value
+    elif isinstance(value, bool) or not isinstance(value, str | int):
+        raise FedanonError(f"C must be given exactly (a string like '0.2' or '1/5'), got {value!r}")
+    else:
+        text = str(value).strip()
+        scale = Fraction(1, 100) if text.endswith("%") else Fraction(1)
+        try:
+            c = Fraction(text.removesuffix("%").strip()) * scale
+        except (ValueError, ZeroDivisionError):
+            raise FedanonError(f"C must be a number in (0, 1], got {value!r}") from None
+    if not 0 < c <= 1:
+        raise FedanonError(f"C must be in (0, 1], got {value}")
+    return c
+
+
+def _validate(
+    df: pd.DataFrame, qids: Sequence[str], sensitive: Mapping[str, Sequence[str]], L: int, K: int
+) -> None:
+    """Reject inputs for which "LKC holds" would be meaningless or vacuous."""
+    if isinstance(L, bool) or not isinstance(L, int | np.integer) or L < 1:
+        raise FedanonError(f"L must be an integer >= 1, got {L!r}")
+    if isinstance(K, bool) or not isinstance(K, int | np.integer) or K < 1:
+        raise FedanonError(f"K must be an integer >= 1, got {K!r}")
+    if not qids:
+        raise FedanonError("no QID columns given")
+    duplicates = sorted({q for q in qids if list(qids).count(q) > 1})
+    if duplicates:
+        raise FedanonError(f"QID column listed twice: {', '.join(duplicates)}")
+    missing = [c for c in [*qids, *sensitive] if c not in df.columns]
+    if missing:
+        raise FedanonError(f"column not in the table: {', '.join(dict.fromkeys(missing))}")
+    if len(df) == 0:
+        raise FedanonError("the table has no rows")
+
+
+def _exact_argmax_ratio(num: np.ndarray, den: np.ndarray) -> int:
+    """Index of the largest num/den (first one among equals), decided by exact integer products.
+
+    The float quotient only proposes a candidate; the loop then climbs to any strictly larger
+    ratio found by cross-multiplication, so the answer never depends on rounding.
+    """
+    best = int(np.argmax(num / den))
+    while True:
+        larger = np.flatnonzero(num * den[best] > num[best] * den)
+        if larger.size == 0:
+            break
+        best = int(larger[np.argmax(num[larger] / den[larger])])
+    return int(np.flatnonzero(num * den[best] == num[best] * den)[0])
+
+
+def _worst_key(v: Violation, qid_pos: dict[str, int], s_pos: dict[tuple[str, str], int]) -> tuple:
+    """Sort key of the worst-violation rule (smallest key is reported).
+
+    K violations come first (an identifiable record is the more basic breach), smallest group
+    first; C violations by highest confidence. Ties go to the subset with fewer attributes (the
+    adversary needs less knowledge), then QID order, then sensitive-value order, then the row
+    where the group first occurs.
+    """
+    subset = tuple(qid_pos[q] for q in v.qids)
+    if v.bound == "K":
+        return (0, v.size, len(subset), subset, 0, v.first_row)
+    assert v.sensitive is not None and v.confidence is not None
+    return (1, -v.confidence, len(subset), subset, s_pos[v.sensitive], v.first_row)
+
+
+def _subsets(n_qids: int, depth: int) -> Iterator[tuple[int, ...]]:
+    """QID index subsets of size 1..depth in depth-first lexicographic order (parent first)."""
+
+    def extend(prefix: tuple[int, ...]) -> Iterator[tuple[int, ...]]:
+        start = prefix[-1] + 1 if prefix else 0
+        for j in range(start, n_qids):
+            subset = (*prefix, j)
+            yield subset
+            if len(subset) < depth:
+                yield from extend(subset)
+
+    return extend(())
+
+
+def check_lkc(
+    df: pd.DataFrame,
+    qids: Sequence[str],
+    sensitive: Mapping[str, Sequence[str]],
+    L: int,
+    K: int,
+    C: Fraction | str | int,
+    *,
+    stop_at_first: bool = False,
+) -> CheckResult:
+    """Verify LKC-privacy of `df` by brute force over all QID subsets of size <= L.
+
+    `sensitive` maps each sensitive column to its sensitive values S. A row matches s = (col, v)
+    iff its `col` cell equals `v` (compared as strings). LKC holds iff for every subset Q with
+    1 <= |Q| <= min(L, |QID|) and every group of rows equal on Q: size >= K and, for each s,
+    count(s) / size <= C. With `stop_at_first`, checking ends after the first subset that has a
+    violation (the worst within what was checked is reported). Input problems raise
+    `FedanonError`.
+    """
+    c = parse_confidence(C)
+    _validate(df, qids, sensitive, L, K)
+    qids = list(qids)
+    depth = min(int(L), len(qids))
+    s_values = [(col, str(v)) for col, values in sensitive.items() for v in dict.fromkeys(values)]
+    qid_pos = {q: i for i, q in enumerate(qids)}
+    s_pos = {s: i for i, s in enumerate(s_values)}
+
+    n = len(df)
+    # Counts are multiplied by C's terms and by other counts (exact ratio comparisons); use
+    # Python ints only if such a product could overflow int64 (huge tables or C denominators).
+    exact_dtype = np.int64 if n * max(n, c.numerator, c.denominator) < 2**62 else object
+    codes = [pd.factorize(df[q].astype(str))[0].astype(np.int64) for q in qids]
+    cards = [int(col.max()) + 1 for col in codes]
+    masks = [df[col].astype(str).to_numpy() == v for col, v in s_values]
+
+    ids_at: dict[int, np.ndarray] = {}
+    result = CheckResult(
+        ok=True,
+        L=int(L),
+        K=int(K),
+        C=c,
+        rows=n,
+        subsets_checked=0,
+        groups_checked=0,
+        violating_groups=0,
+        worst=None,
+        min_group_size=None,
+    )
+    worst_key: tuple | None = None
+
+    def consider(v: Violation) -> None:
+        nonlocal worst_key
+        key = _worst_key(v, qid_pos, s_pos)
+        if worst_key is None or key < worst_key:
+            result.worst, worst_key = v, key
+
+    def describe(subset: tuple[int, ...], ids: np.ndarray, group: int) -> tuple[tuple, int]:
+        row = int(np.argmax(ids == group))
+        return tuple(str(df[qids[i]].iat[row]) for i in subset), row
+
+    for subset in _subsets(len(qids), depth):
+        last = subset[-1]
+        if len(subset) == 1:
+            key = codes[last]
+        else:
+            key = ids_at[len(subset) - 1] * cards[last] + codes[last]
+        ids, _ = pd.factorize(key)
+        ids = ids.astype(np.int64)
+        ids_at[len(subset)] = ids
+        sizes = np.bincount(ids)
+        names = tuple(qids[i] for i in subset)
+        result.subsets_checked += 1
+        result.groups_checked += len(sizes)
+
+        bad = sizes < K
+        if bad.any():
+            smallest = int(np.argmin(sizes))
+            values, row = describe(subset, ids, smallest)
+            consider(Violation("K", names, values, int(sizes[smallest]), row))
+        at_depth = len(subset) == depth
+        exact_sizes = sizes.astype(exact_dtype)
+        for s, mask in zip(s_values, masks, strict=True):
+            hits = np.bincount(ids[mask], minlength=len(sizes)).astype(exact_dtype)
+            over = np.asarray(hits * c.denominator > exact_sizes * c.numerator, dtype=bool)
+            if not (at_depth or over.any()):
+                continue
+            top = _exact_argmax_ratio(hits, exact_sizes)
+            share = Fraction(int(hits[top]), int(sizes[top]))
+            if at_depth and (s not in result.max_confidence or share > result.max_confidence[s]):
+                result.max_confidence[s] = share
+            if over.any():
+                bad |= over
+                values, row = describe(subset, ids, top)
+                consider(Violation("C", names, values, int(sizes[top]), row, s, int(hits[top])))
+        if at_depth and (result.min_group_size is None or sizes.min() < result.min_group_size):
+            result.min_group_size = int(sizes.min())
+        result.violating_groups += int(bad.sum())
+        if result.worst is not None and stop_at_first:
+            break
+
+    result.ok = result.worst is None
+    result.stopped_early = result.subsets_checked < sum(
+        comb(len(qids), size) for size in range(1, depth + 1)
+    )
+    return result
