@@ -69,6 +69,7 @@ class StepInfo:
     score: float
     partitions: int
     candidates: int
+    min_group_size: int
 
 
 @dataclass
@@ -243,6 +244,7 @@ class LKCEngine:
         first = self.layout.unflatten(self._count(lambda: source.start(splits)), 1)
         self._check_feasible(first[0, 0])
         self.stats.store(0, first)
+        self.extremes = self.validator.group_extremes(self.table.keys[:1], first[:, 0, :])
         rows = np.array([0], dtype=np.int64)
         for attr, tax in enumerate(self.taxonomies):
             self._add_candidates(attr, [tax.root], rows)
@@ -258,7 +260,6 @@ class LKCEngine:
                 self.on_step(self._step_info(iteration, best))
 
         live = self.table.live_indices()
-        extremes = self.validator.group_extremes(self.table.keys[live], self.stats.data[live, 0, :])
         total = time.perf_counter() - began
         sizes = self.stats.data[live, 0, 0].astype(np.float64)
         records = int(self.stats.data[0, 0, 0])
@@ -269,7 +270,7 @@ class LKCEngine:
             },
             specializations=self.history,
             partitions=int(live.size),
-            extremes=extremes,
+            extremes=self.extremes,
             seconds_counting=self._counting,
             seconds_deciding=total - self._counting,
             records=records,
@@ -285,6 +286,7 @@ class LKCEngine:
             score=self._score(best),
             partitions=int(self.table.alive[: self.table.size].sum()),
             candidates=sum(1 for c in self.candidates.values() if c.valid),
+            min_group_size=self.extremes.min_size,
         )
 
     def _specialize(self, best: Candidate, source: CountSource) -> None:
@@ -310,6 +312,19 @@ class LKCEngine:
             )
         self.stats.store(applied.first_new, block)
         new_rows = np.arange(applied.first_new, applied.first_new + applied.n_new)
+        if applied.n_new:
+            changed = self.validator.group_extremes(
+                self.table.keys[new_rows], block[:, 0, :], (attr,)
+            )
+            self.extremes = GroupExtremes(
+                min_size=min(self.extremes.min_size, changed.min_size),
+                max_confidence=[
+                    max(a, b)
+                    for a, b in zip(
+                        self.extremes.max_confidence, changed.max_confidence, strict=True
+                    )
+                ],
+            )
 
         self.history.append(
             {"attribute": tax.attribute, "value": tax.labels[node], "score": self._score(best)}

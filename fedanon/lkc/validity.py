@@ -65,9 +65,7 @@ class Validator:
         free = subsets_with(self.n_qids, self.subset_size, (attr, *others_fixed))
         if rows.size == 0 or free.shape[0] == 0:
             return np.zeros(0, dtype=np.int64)
-        subset_cols = np.hstack(
-            [np.tile(np.array(others_fixed, dtype=np.int64), (free.shape[0], 1)), free]
-        )
+        subset_cols = _with_fixed(free, others_fixed)
         stats = slot_stats[rows]
         row_idx, slot_idx = np.nonzero(stats[:, :, 0] > 0)
         if row_idx.size == 0:
@@ -104,9 +102,15 @@ class Validator:
             bad_row |= bad_group[chunk.inverse].any(axis=1)
         return np.unique(part_keys[bad_row, attr]).astype(np.int64)
 
-    def group_extremes(self, keys: np.ndarray, own: np.ndarray) -> GroupExtremes:
-        """Min group size and max confidence over all subsets of size min(L, |QID|)."""
-        subset_cols = subsets_with(self.n_qids, self.subset_size, ())
+    def group_extremes(
+        self, keys: np.ndarray, own: np.ndarray, required: tuple[int, ...] = ()
+    ) -> GroupExtremes:
+        """Min group size and max confidence over subsets of size min(L, |QID|) ⊇ `required`.
+
+        The engine calls it on the partitions a specialization created, with `required` = the
+        specialized attribute: those are exactly the groups that changed.
+        """
+        subset_cols = _with_fixed(subsets_with(self.n_qids, self.subset_size, required), required)
         ranks, radix = dense_ranks(keys)
         base = np.zeros(keys.shape[0], dtype=np.int64)
         counts = own[:, 0].astype(np.float64)
@@ -125,3 +129,8 @@ class Validator:
                 )
                 max_conf[j] = max(max_conf[j], float((s / size).max()))
         return GroupExtremes(min_size=min_size, max_confidence=max_conf)
+
+
+def _with_fixed(free: np.ndarray, fixed: tuple[int, ...]) -> np.ndarray:
+    """Prepend the always-present attributes `fixed` to every subset row of `free`."""
+    return np.hstack([np.tile(np.array(fixed, dtype=np.int64), (free.shape[0], 1)), free])

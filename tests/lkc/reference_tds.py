@@ -19,8 +19,11 @@ from fedanon.taxonomy.tree import Taxonomy
 
 
 def _ancestor_in(tax: Taxonomy, atom: int, cut: set[int]) -> int:
-    node = next(n for n in range(tax.n_nodes) if not tax.children[n]
-                and tax.atom_lo[n] <= atom < tax.atom_hi[n])
+    node = next(
+        n
+        for n in range(tax.n_nodes)
+        if not tax.children[n] and tax.atom_lo[n] <= atom < tax.atom_hi[n]
+    )
     while node not in cut:
         node = tax.parent[node]
     return node
@@ -53,8 +56,10 @@ def reference_tds(taxonomies, atoms, classes, sens, L, K, C, score, n_class):
     order = []
 
     def generalized(cuts):
-        return [tuple(_ancestor_in(taxonomies[a], int(atoms[a][r]), cuts[a]) for a in range(n_q))
-                for r in range(n)]
+        return [
+            tuple(_ancestor_in(taxonomies[a], int(atoms[a][r]), cuts[a]) for a in range(n_q))
+            for r in range(n)
+        ]
 
     while True:
         current = generalized(cut)
@@ -81,8 +86,9 @@ def reference_tds(taxonomies, atoms, classes, sens, L, K, C, score, n_class):
                 else:
                     before = Counter(current[r] for r in range(n) if current[r][a] == x)
                     after = Counter(rows[r] for r in range(n) if current[r][a] == x)
-                    value = float(sum(v * v for v in before.values())
-                                  - sum(v * v for v in after.values()))
+                    value = float(
+                        sum(v * v for v in before.values()) - sum(v * v for v in after.values())
+                    )
                 key = (value, -a, -x)
                 if best_key is None or key > best_key:
                     best, best_key = (a, x), key

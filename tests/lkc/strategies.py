@@ -34,9 +34,20 @@ def lkc_case(draw, max_rows: int = 60):
             spec = draw(categorical_tree(f"q{q}_"))
             taxonomies.append(Taxonomy.categorical(f"q{q}", spec))
         else:
-            taxonomies.append(Taxonomy.numeric(
-                f"q{q}", Spec("r", [Spec("a", [Spec("a1", lo=0, hi=3), Spec("a2", lo=3, hi=5)],
-                                         lo=0, hi=5), Spec("b", lo=5, hi=10)], lo=0, hi=10)))
+            taxonomies.append(
+                Taxonomy.numeric(
+                    f"q{q}",
+                    Spec(
+                        "r",
+                        [
+                            Spec("a", [Spec("a1", lo=0, hi=3), Spec("a2", lo=3, hi=5)], lo=0, hi=5),
+                            Spec("b", lo=5, hi=10),
+                        ],
+                        lo=0,
+                        hi=10,
+                    ),
+                )
+            )
     n = draw(st.integers(4, max_rows))
     seed = draw(st.integers(0, 2**32 - 1))
     rng = np.random.default_rng(seed)

@@ -24,12 +24,23 @@ def test_engine_matches_reference(case, score):
     schema, table, L, K, C = case
     party = LocalParty(schema, table)
     steps = []
-    engine = LKCEngine(schema, LKCParams.of(L, K, C), score=score,
-                       on_step=lambda s: steps.append((s.attribute, s.value)))
+    engine = LKCEngine(
+        schema,
+        LKCParams.of(L, K, C),
+        score=score,
+        on_step=lambda s: steps.append((s.attribute, s.value)),
+    )
     engine.run(party)
     expected, _ = reference_tds(
-        schema.taxonomies, party.atoms, party.classes, list(party.sensitive), L, K,
-        Fraction(C), score, 2,
+        schema.taxonomies,
+        party.atoms,
+        party.classes,
+        list(party.sensitive),
+        L,
+        K,
+        Fraction(C),
+        score,
+        2,
     )
     want = [(schema.taxonomies[a].attribute, schema.taxonomies[a].labels[x]) for a, x in expected]
     assert steps == want

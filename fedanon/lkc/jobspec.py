@@ -1,0 +1,80 @@
+"""An LKC job as the leader announces it to the parties, and the schema each side derives.
+
+The leader has no data, so in distributed mode everything the schema needs (QIDs, sensitive
+values, class values) comes from the job and the taxonomy file, never from a table. Both sides
+derive the same fingerprint items from it; the leader compares them item by item so a mismatch
+is reported by name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from fedanon.errors import FedanonError
+from fedanon.schema import LKCParams, Schema, SensitiveValue
+from fedanon.taxonomy.files import TaxonomyFile
+from protos import fedanon_v1_pb2 as pb
+
+
+@dataclass(frozen=True)
+class LKCJobSpec:
+    """Parameters and schema choices of one distributed LKC job."""
+
+    params: LKCParams
+    score: str
+    qids: list[str]
+    sensitive: list[SensitiveValue] = field(default_factory=list)
+    class_column: str | None = None
+    class_values: list[str] = field(default_factory=list)
+    drop: list[str] = field(default_factory=list)
+
+    def to_proto(self) -> pb.LKCJob:
+        return pb.LKCJob(
+            L=self.params.L,
+            K=self.params.K,
+            C=str(self.params.C),
+            score=self.score,
+            qids=self.qids,
+            sensitive=[pb.SensitiveValue(column=s.column, value=s.value) for s in self.sensitive],
+            class_column=self.class_column or "",
+            class_values=self.class_values,
+            drop_columns=self.drop,
+        )
+
+    @classmethod
+    def from_proto(cls, job: pb.LKCJob) -> LKCJobSpec:
+        return cls(
+            params=LKCParams.of(job.L, job.K, Fraction(job.C)),
+            score=job.score,
+            qids=list(job.qids),
+            sensitive=[SensitiveValue(s.column, s.value) for s in job.sensitive],
+            class_column=job.class_column or None,
+            class_values=list(job.class_values),
+            drop=list(job.drop_columns),
+        )
+
+    def schema(self, taxonomy: TaxonomyFile) -> Schema:
+        """The schema from the taxonomy file alone (no data: dynamic trees are refused)."""
+        trees = []
+        for q in self.qids:
+            if q in taxonomy.dynamic_attributes:
+                raise FedanonError(
+                    f"QID '{q}' uses dynamic numerical splits, which the distributed mode does "
+                    "not offer (they would reveal per-value class histograms); give a tree"
+                )
+            if q not in taxonomy.taxonomies:
+                raise FedanonError(f"{taxonomy.source}: QID '{q}' has no taxonomy")
+            trees.append(taxonomy.taxonomies[q])
+        if self.class_column and not self.class_values:
+            raise FedanonError("the job's class column needs its class values listed")
+        return Schema(trees, list(self.sensitive), self.class_column, list(self.class_values))
+
+    def fingerprint_items(self, schema: Schema) -> list[str]:
+        """Parameters and schema, one comparable item per line."""
+        p = self.params
+        items = [
+            f"parameters:L={p.L},K={p.K},C={p.C},score={self.score}",
+            f"drop:{','.join(self.drop)}",
+        ]
+        return items + schema.fingerprint_items()
