@@ -6,6 +6,7 @@ A crash or an error half-way leaves no partial output file behind, which the CLI
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import tempfile
 from collections.abc import Iterator
@@ -31,3 +32,8 @@ def write_text_atomic(target: str | os.PathLike[str], text: str) -> None:
     """Write `text` to `target` atomically."""
     with atomic_path(target) as tmp:
         tmp.write_text(text, encoding="utf-8")
+
+
+def write_json_atomic(target: str | os.PathLike[str], payload: object) -> None:
+    """Write a JSON document (reports) atomically."""
+    write_text_atomic(target, json.dumps(payload, indent=2, default=str) + "\n")

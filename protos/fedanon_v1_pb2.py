@@ -24,17 +24,17 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17protos/fedanon_v1.proto\x12\nfedanon.v1\"3\n\nSessionRef\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x11\n\titeration\x18\x02 \x01(\x04\"5\n\x06Vector\x12\x0c\n\x04\x64\x61ta\x18\x01 \x01(\x0c\x12\x0e\n\x06length\x18\x02 \x01(\x04\x12\r\n\x05\x64type\x18\x03 \x01(\t\"/\n\x0eSensitiveValue\x12\x0e\n\x06\x63olumn\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t\"\xb7\x01\n\x06LKCJob\x12\t\n\x01L\x18\x01 \x01(\r\x12\t\n\x01K\x18\x02 \x01(\x04\x12\t\n\x01\x43\x18\x03 \x01(\t\x12\r\n\x05score\x18\x04 \x01(\t\x12\x0c\n\x04qids\x18\x05 \x03(\t\x12-\n\tsensitive\x18\x06 \x03(\x0b\x32\x1a.fedanon.v1.SensitiveValue\x12\x14\n\x0c\x63lass_column\x18\x07 \x01(\t\x12\x14\n\x0c\x63lass_values\x18\x08 \x03(\t\x12\x14\n\x0c\x64rop_columns\x18\t \x03(\t\"\x98\x01\n\x12OpenSessionRequest\x12#\n\x03ref\x18\x01 \x01(\x0b\x32\x16.fedanon.v1.SessionRef\x12!\n\x03lkc\x18\x02 \x01(\x0b\x32\x12.fedanon.v1.LKCJobH\x00\x12\x0c\n\x04ring\x18\x03 \x03(\t\x12%\n\x08sum_mode\x18\x04 \x01(\x0e\x32\x13.fedanon.v1.SumModeB\x05\n\x03job\"N\n\tPublicKey\x12\r\n\x05party\x18\x01 \x01(\t\x12\x0e\n\x06x25519\x18\x02 \x01(\x0c\x12\x11\n\tsignature\x18\x03 \x01(\x0c\x12\x0f\n\x07purpose\x18\x04 \x01(\t\"\x9c\x01\n\x10OpenSessionReply\x12\r\n\x05party\x18\x01 \x01(\t\x12\x13\n\x0b\x66ingerprint\x18\x02 \x01(\t\x12\x19\n\x11\x66ingerprint_items\x18\x03 \x03(\t\x12\x0f\n\x07\x63olumns\x18\x04 \x03(\t\x12#\n\x04keys\x18\x05 \x03(\x0b\x32\x15.fedanon.v1.PublicKey\x12\x13\n\x0b\x63\x65rtificate\x18\x06 \x01(\x0c\"\x90\x01\n\x10ShareKeysRequest\x12#\n\x03ref\x18\x01 \x01(\x0b\x32\x16.fedanon.v1.SessionRef\x12#\n\x04keys\x18\x02 \x03(\x0b\x32\x15.fedanon.v1.PublicKey\x12\x32\n\x0c\x63\x65rtificates\x18\x03 \x03(\x0b\x32\x1c.fedanon.v1.PartyCertificate\"6\n\x10PartyCertificate\x12\r\n\x05party\x18\x01 \x01(\t\x12\x13\n\x0b\x63\x65rtificate\x18\x02 \x01(\x0c\"\x10\n\x0eShareKeysReply\"D\n\x0c\x44ynamicSplit\x12\x0c\n\x04\x61ttr\x18\x01 \x01(\r\x12\x0c\n\x04node\x18\x02 \x01(\r\x12\x18\n\x10\x66irst_right_atom\x18\x03 \x01(\r\"|\n\x0bInstruction\x12\x0c\n\x04\x61ttr\x18\x01 \x01(\r\x12\x0c\n\x04node\x18\x02 \x01(\r\x12\x10\n\x08nonempty\x18\x03 \x01(\x0c\x12\x15\n\rnonempty_bits\x18\x04 \x01(\x04\x12(\n\x06splits\x18\x05 \x03(\x0b\x32\x18.fedanon.v1.DynamicSplit\"\x84\x01\n\nSumRequest\x12#\n\x03ref\x18\x01 \x01(\x0b\x32\x16.fedanon.v1.SessionRef\x12,\n\x0binstruction\x18\x02 \x01(\x0b\x32\x17.fedanon.v1.Instruction\x12#\n\x07partial\x18\x03 \x01(\x0b\x32\x12.fedanon.v1.Vector\"-\n\x08SumReply\x12!\n\x05total\x18\x01 \x01(\x0b\x32\x12.fedanon.v1.Vector\"P\n\nEndRequest\x12#\n\x03ref\x18\x01 \x01(\x0b\x32\x16.fedanon.v1.SessionRef\x12\r\n\x05\x61\x62ort\x18\x02 \x01(\x08\x12\x0e\n\x06reason\x18\x03 \x01(\t\"\n\n\x08\x45ndReply\"i\n\x0cUnionRequest\x12#\n\x03ref\x18\x01 \x01(\x0b\x32\x16.fedanon.v1.SessionRef\x12%\n\x05phase\x18\x02 \x01(\x0e\x32\x16.fedanon.v1.UnionPhase\x12\r\n\x05items\x18\x03 \x03(\x0c\"\x1b\n\nUnionReply\x12\r\n\x05items\x18\x01 \x03(\x0c\"/\n\x0eReleasedRecord\x12\x0e\n\x06values\x18\x01 \x03(\t\x12\r\n\x05\x64ummy\x18\x02 \x01(\x08\"\x0f\n\rStatusRequest\"p\n\x0bStatusReply\x12\r\n\x05party\x18\x01 \x01(\t\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\x11\n\titeration\x18\x03 \x01(\x04\x12\x12\n\nlast_error\x18\x04 \x01(\t\x12\x17\n\x0fsessions_served\x18\x05 \x01(\x04*M\n\x07SumMode\x12\x18\n\x14SUM_MODE_UNSPECIFIED\x10\x00\x12\x11\n\rSUM_MODE_RING\x10\x01\x12\x15\n\x11SUM_MODE_PAIRWISE\x10\x02*Y\n\nUnionPhase\x12\x1b\n\x17UNION_PHASE_UNSPECIFIED\x10\x00\x12\x17\n\x13UNION_PHASE_COLLECT\x10\x01\x12\x15\n\x11UNION_PHASE_STRIP\x10\x02\x32\xfe\x02\n\x05Party\x12K\n\x0bOpenSession\x12\x1e.fedanon.v1.OpenSessionRequest\x1a\x1c.fedanon.v1.OpenSessionReply\x12\x45\n\tShareKeys\x12\x1c.fedanon.v1.ShareKeysRequest\x1a\x1a.fedanon.v1.ShareKeysReply\x12\x33\n\x03Sum\x12\x16.fedanon.v1.SumRequest\x1a\x14.fedanon.v1.SumReply\x12\x39\n\x05Union\x12\x18.fedanon.v1.UnionRequest\x1a\x16.fedanon.v1.UnionReply\x12\x33\n\x03\x45nd\x12\x16.fedanon.v1.EndRequest\x1a\x14.fedanon.v1.EndReply\x12<\n\x06Status\x12\x19.fedanon.v1.StatusRequest\x1a\x17.fedanon.v1.StatusReplyb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17protos/fedanon_v1.proto\x12\nfedanon.v1\"3\n\nSessionRef\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x11\n\titeration\x18\x02 \x01(\x04\"5\n\x06Vector\x12\x0c\n\x04\x64\x61ta\x18\x01 \x01(\x0c\x12\x0e\n\x06length\x18\x02 \x01(\x04\x12\r\n\x05\x64type\x18\x03 \x01(\t\"/\n\x0eSensitiveValue\x12\x0e\n\x06\x63olumn\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t\"\xb7\x01\n\x06LKCJob\x12\t\n\x01L\x18\x01 \x01(\r\x12\t\n\x01K\x18\x02 \x01(\x04\x12\t\n\x01\x43\x18\x03 \x01(\t\x12\r\n\x05score\x18\x04 \x01(\t\x12\x0c\n\x04qids\x18\x05 \x03(\t\x12-\n\tsensitive\x18\x06 \x03(\x0b\x32\x1a.fedanon.v1.SensitiveValue\x12\x14\n\x0c\x63lass_column\x18\x07 \x01(\t\x12\x14\n\x0c\x63lass_values\x18\x08 \x03(\t\x12\x14\n\x0c\x64rop_columns\x18\t \x03(\t\"\x98\x01\n\x12OpenSessionRequest\x12#\n\x03ref\x18\x01 \x01(\x0b\x32\x16.fedanon.v1.SessionRef\x12!\n\x03lkc\x18\x02 \x01(\x0b\x32\x12.fedanon.v1.LKCJobH\x00\x12\x0c\n\x04ring\x18\x03 \x03(\t\x12%\n\x08sum_mode\x18\x04 \x01(\x0e\x32\x13.fedanon.v1.SumModeB\x05\n\x03job\"H\n\x08KeyShare\x12\x0e\n\x06holder\x18\x01 \x01(\t\x12\x0c\n\x04role\x18\x02 \x01(\t\x12\x0f\n\x07purpose\x18\x03 \x01(\t\x12\r\n\x05share\x18\x04 \x01(\x0c\"\x86\x01\n\x10OpenSessionReply\x12\r\n\x05party\x18\x01 \x01(\t\x12\x13\n\x0b\x66ingerprint\x18\x02 \x01(\t\x12\x19\n\x11\x66ingerprint_items\x18\x03 \x03(\t\x12\x0f\n\x07\x63olumns\x18\x04 \x03(\t\x12\"\n\x04keys\x18\x05 \x03(\x0b\x32\x14.fedanon.v1.KeyShare\"[\n\x10ShareKeysRequest\x12#\n\x03ref\x18\x01 \x01(\x0b\x32\x16.fedanon.v1.SessionRef\x12\"\n\x04keys\x18\x02 \x03(\x0b\x32\x14.fedanon.v1.KeyShare\"\x10\n\x0eShareKeysReply\"D\n\x0c\x44ynamicSplit\x12\x0c\n\x04\x61ttr\x18\x01 \x01(\r\x12\x0c\n\x04node\x18\x02 \x01(\r\x12\x18\n\x10\x66irst_right_atom\x18\x03 \x01(\r\"|\n\x0bInstruction\x12\x0c\n\x04\x61ttr\x18\x01 \x01(\r\x12\x0c\n\x04node\x18\x02 \x01(\r\x12\x10\n\x08nonempty\x18\x03 \x01(\x0c\x12\x15\n\rnonempty_bits\x18\x04 \x01(\x04\x12(\n\x06splits\x18\x05 \x03(\x0b\x32\x18.fedanon.v1.DynamicSplit\"\x84\x01\n\nSumRequest\x12#\n\x03ref\x18\x01 \x01(\x0b\x32\x16.fedanon.v1.SessionRef\x12,\n\x0binstruction\x18\x02 \x01(\x0b\x32\x17.fedanon.v1.Instruction\x12#\n\x07partial\x18\x03 \x01(\x0b\x32\x12.fedanon.v1.Vector\"-\n\x08SumReply\x12!\n\x05total\x18\x01 \x01(\x0b\x32\x12.fedanon.v1.Vector\"P\n\nEndRequest\x12#\n\x03ref\x18\x01 \x01(\x0b\x32\x16.fedanon.v1.SessionRef\x12\r\n\x05\x61\x62ort\x18\x02 \x01(\x08\x12\x0e\n\x06reason\x18\x03 \x01(\t\"6\n\x08\x45ndReply\x12\x12\n\nbytes_sent\x18\x01 \x01(\x04\x12\x16\n\x0e\x62ytes_received\x18\x02 \x01(\x04\"\x8e\x01\n\x0cUnionRequest\x12#\n\x03ref\x18\x01 \x01(\x0b\x32\x16.fedanon.v1.SessionRef\x12%\n\x05phase\x18\x02 \x01(\x0e\x32\x16.fedanon.v1.UnionPhase\x12\r\n\x05items\x18\x03 \x03(\x0c\x12\x13\n\x0brecord_size\x18\x04 \x01(\r\x12\x0e\n\x06pad_to\x18\x05 \x01(\x04\"0\n\nUnionReply\x12\r\n\x05items\x18\x01 \x03(\x0c\x12\x13\n\x0brecord_size\x18\x02 \x01(\r\"/\n\x0eReleasedRecord\x12\x0e\n\x06values\x18\x01 \x03(\t\x12\r\n\x05\x64ummy\x18\x02 \x01(\x08\"\x0f\n\rStatusRequest\"p\n\x0bStatusReply\x12\r\n\x05party\x18\x01 \x01(\t\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\x11\n\titeration\x18\x03 \x01(\x04\x12\x12\n\nlast_error\x18\x04 \x01(\t\x12\x17\n\x0fsessions_served\x18\x05 \x01(\x04*M\n\x07SumMode\x12\x18\n\x14SUM_MODE_UNSPECIFIED\x10\x00\x12\x11\n\rSUM_MODE_RING\x10\x01\x12\x15\n\x11SUM_MODE_PAIRWISE\x10\x02*r\n\nUnionPhase\x12\x1b\n\x17UNION_PHASE_UNSPECIFIED\x10\x00\x12\x17\n\x13UNION_PHASE_COLLECT\x10\x01\x12\x15\n\x11UNION_PHASE_STRIP\x10\x02\x12\x17\n\x13UNION_PHASE_MEASURE\x10\x03\x32\xfe\x02\n\x05Party\x12K\n\x0bOpenSession\x12\x1e.fedanon.v1.OpenSessionRequest\x1a\x1c.fedanon.v1.OpenSessionReply\x12\x45\n\tShareKeys\x12\x1c.fedanon.v1.ShareKeysRequest\x1a\x1a.fedanon.v1.ShareKeysReply\x12\x33\n\x03Sum\x12\x16.fedanon.v1.SumRequest\x1a\x14.fedanon.v1.SumReply\x12\x39\n\x05Union\x12\x18.fedanon.v1.UnionRequest\x1a\x16.fedanon.v1.UnionReply\x12\x33\n\x03\x45nd\x12\x16.fedanon.v1.EndRequest\x1a\x14.fedanon.v1.EndReply\x12<\n\x06Status\x12\x19.fedanon.v1.StatusRequest\x1a\x17.fedanon.v1.StatusReplyb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'protos.fedanon_v1_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_SUMMODE']._serialized_start=1785
-  _globals['_SUMMODE']._serialized_end=1862
-  _globals['_UNIONPHASE']._serialized_start=1864
-  _globals['_UNIONPHASE']._serialized_end=1953
+  _globals['_SUMMODE']._serialized_start=1750
+  _globals['_SUMMODE']._serialized_end=1827
+  _globals['_UNIONPHASE']._serialized_start=1829
+  _globals['_UNIONPHASE']._serialized_end=1943
   _globals['_SESSIONREF']._serialized_start=39
   _globals['_SESSIONREF']._serialized_end=90
   _globals['_VECTOR']._serialized_start=92
@@ -45,38 +45,36 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_LKCJOB']._serialized_end=380
   _globals['_OPENSESSIONREQUEST']._serialized_start=383
   _globals['_OPENSESSIONREQUEST']._serialized_end=535
-  _globals['_PUBLICKEY']._serialized_start=537
-  _globals['_PUBLICKEY']._serialized_end=615
-  _globals['_OPENSESSIONREPLY']._serialized_start=618
-  _globals['_OPENSESSIONREPLY']._serialized_end=774
-  _globals['_SHAREKEYSREQUEST']._serialized_start=777
-  _globals['_SHAREKEYSREQUEST']._serialized_end=921
-  _globals['_PARTYCERTIFICATE']._serialized_start=923
-  _globals['_PARTYCERTIFICATE']._serialized_end=977
-  _globals['_SHAREKEYSREPLY']._serialized_start=979
-  _globals['_SHAREKEYSREPLY']._serialized_end=995
-  _globals['_DYNAMICSPLIT']._serialized_start=997
-  _globals['_DYNAMICSPLIT']._serialized_end=1065
-  _globals['_INSTRUCTION']._serialized_start=1067
-  _globals['_INSTRUCTION']._serialized_end=1191
-  _globals['_SUMREQUEST']._serialized_start=1194
-  _globals['_SUMREQUEST']._serialized_end=1326
-  _globals['_SUMREPLY']._serialized_start=1328
-  _globals['_SUMREPLY']._serialized_end=1373
-  _globals['_ENDREQUEST']._serialized_start=1375
-  _globals['_ENDREQUEST']._serialized_end=1455
-  _globals['_ENDREPLY']._serialized_start=1457
-  _globals['_ENDREPLY']._serialized_end=1467
-  _globals['_UNIONREQUEST']._serialized_start=1469
-  _globals['_UNIONREQUEST']._serialized_end=1574
-  _globals['_UNIONREPLY']._serialized_start=1576
-  _globals['_UNIONREPLY']._serialized_end=1603
-  _globals['_RELEASEDRECORD']._serialized_start=1605
-  _globals['_RELEASEDRECORD']._serialized_end=1652
-  _globals['_STATUSREQUEST']._serialized_start=1654
-  _globals['_STATUSREQUEST']._serialized_end=1669
-  _globals['_STATUSREPLY']._serialized_start=1671
-  _globals['_STATUSREPLY']._serialized_end=1783
-  _globals['_PARTY']._serialized_start=1956
-  _globals['_PARTY']._serialized_end=2338
+  _globals['_KEYSHARE']._serialized_start=537
+  _globals['_KEYSHARE']._serialized_end=609
+  _globals['_OPENSESSIONREPLY']._serialized_start=612
+  _globals['_OPENSESSIONREPLY']._serialized_end=746
+  _globals['_SHAREKEYSREQUEST']._serialized_start=748
+  _globals['_SHAREKEYSREQUEST']._serialized_end=839
+  _globals['_SHAREKEYSREPLY']._serialized_start=841
+  _globals['_SHAREKEYSREPLY']._serialized_end=857
+  _globals['_DYNAMICSPLIT']._serialized_start=859
+  _globals['_DYNAMICSPLIT']._serialized_end=927
+  _globals['_INSTRUCTION']._serialized_start=929
+  _globals['_INSTRUCTION']._serialized_end=1053
+  _globals['_SUMREQUEST']._serialized_start=1056
+  _globals['_SUMREQUEST']._serialized_end=1188
+  _globals['_SUMREPLY']._serialized_start=1190
+  _globals['_SUMREPLY']._serialized_end=1235
+  _globals['_ENDREQUEST']._serialized_start=1237
+  _globals['_ENDREQUEST']._serialized_end=1317
+  _globals['_ENDREPLY']._serialized_start=1319
+  _globals['_ENDREPLY']._serialized_end=1373
+  _globals['_UNIONREQUEST']._serialized_start=1376
+  _globals['_UNIONREQUEST']._serialized_end=1518
+  _globals['_UNIONREPLY']._serialized_start=1520
+  _globals['_UNIONREPLY']._serialized_end=1568
+  _globals['_RELEASEDRECORD']._serialized_start=1570
+  _globals['_RELEASEDRECORD']._serialized_end=1617
+  _globals['_STATUSREQUEST']._serialized_start=1619
+  _globals['_STATUSREQUEST']._serialized_end=1634
+  _globals['_STATUSREPLY']._serialized_start=1636
+  _globals['_STATUSREPLY']._serialized_end=1748
+  _globals['_PARTY']._serialized_start=1946
+  _globals['_PARTY']._serialized_end=2328
 # @@protoc_insertion_point(module_scope)

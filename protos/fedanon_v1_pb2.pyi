@@ -18,12 +18,14 @@ class UnionPhase(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     UNION_PHASE_UNSPECIFIED: _ClassVar[UnionPhase]
     UNION_PHASE_COLLECT: _ClassVar[UnionPhase]
     UNION_PHASE_STRIP: _ClassVar[UnionPhase]
+    UNION_PHASE_MEASURE: _ClassVar[UnionPhase]
 SUM_MODE_UNSPECIFIED: SumMode
 SUM_MODE_RING: SumMode
 SUM_MODE_PAIRWISE: SumMode
 UNION_PHASE_UNSPECIFIED: UnionPhase
 UNION_PHASE_COLLECT: UnionPhase
 UNION_PHASE_STRIP: UnionPhase
+UNION_PHASE_MEASURE: UnionPhase
 
 class SessionRef(_message.Message):
     __slots__ = ("session_id", "iteration")
@@ -85,51 +87,39 @@ class OpenSessionRequest(_message.Message):
     sum_mode: SumMode
     def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ..., lkc: _Optional[_Union[LKCJob, _Mapping]] = ..., ring: _Optional[_Iterable[str]] = ..., sum_mode: _Optional[_Union[SumMode, str]] = ...) -> None: ...
 
-class PublicKey(_message.Message):
-    __slots__ = ("party", "x25519", "signature", "purpose")
-    PARTY_FIELD_NUMBER: _ClassVar[int]
-    X25519_FIELD_NUMBER: _ClassVar[int]
-    SIGNATURE_FIELD_NUMBER: _ClassVar[int]
+class KeyShare(_message.Message):
+    __slots__ = ("holder", "role", "purpose", "share")
+    HOLDER_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
     PURPOSE_FIELD_NUMBER: _ClassVar[int]
-    party: str
-    x25519: bytes
-    signature: bytes
+    SHARE_FIELD_NUMBER: _ClassVar[int]
+    holder: str
+    role: str
     purpose: str
-    def __init__(self, party: _Optional[str] = ..., x25519: _Optional[bytes] = ..., signature: _Optional[bytes] = ..., purpose: _Optional[str] = ...) -> None: ...
+    share: bytes
+    def __init__(self, holder: _Optional[str] = ..., role: _Optional[str] = ..., purpose: _Optional[str] = ..., share: _Optional[bytes] = ...) -> None: ...
 
 class OpenSessionReply(_message.Message):
-    __slots__ = ("party", "fingerprint", "fingerprint_items", "columns", "keys", "certificate")
+    __slots__ = ("party", "fingerprint", "fingerprint_items", "columns", "keys")
     PARTY_FIELD_NUMBER: _ClassVar[int]
     FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
     FINGERPRINT_ITEMS_FIELD_NUMBER: _ClassVar[int]
     COLUMNS_FIELD_NUMBER: _ClassVar[int]
     KEYS_FIELD_NUMBER: _ClassVar[int]
-    CERTIFICATE_FIELD_NUMBER: _ClassVar[int]
     party: str
     fingerprint: str
     fingerprint_items: _containers.RepeatedScalarFieldContainer[str]
     columns: _containers.RepeatedScalarFieldContainer[str]
-    keys: _containers.RepeatedCompositeFieldContainer[PublicKey]
-    certificate: bytes
-    def __init__(self, party: _Optional[str] = ..., fingerprint: _Optional[str] = ..., fingerprint_items: _Optional[_Iterable[str]] = ..., columns: _Optional[_Iterable[str]] = ..., keys: _Optional[_Iterable[_Union[PublicKey, _Mapping]]] = ..., certificate: _Optional[bytes] = ...) -> None: ...
+    keys: _containers.RepeatedCompositeFieldContainer[KeyShare]
+    def __init__(self, party: _Optional[str] = ..., fingerprint: _Optional[str] = ..., fingerprint_items: _Optional[_Iterable[str]] = ..., columns: _Optional[_Iterable[str]] = ..., keys: _Optional[_Iterable[_Union[KeyShare, _Mapping]]] = ...) -> None: ...
 
 class ShareKeysRequest(_message.Message):
-    __slots__ = ("ref", "keys", "certificates")
+    __slots__ = ("ref", "keys")
     REF_FIELD_NUMBER: _ClassVar[int]
     KEYS_FIELD_NUMBER: _ClassVar[int]
-    CERTIFICATES_FIELD_NUMBER: _ClassVar[int]
     ref: SessionRef
-    keys: _containers.RepeatedCompositeFieldContainer[PublicKey]
-    certificates: _containers.RepeatedCompositeFieldContainer[PartyCertificate]
-    def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ..., keys: _Optional[_Iterable[_Union[PublicKey, _Mapping]]] = ..., certificates: _Optional[_Iterable[_Union[PartyCertificate, _Mapping]]] = ...) -> None: ...
-
-class PartyCertificate(_message.Message):
-    __slots__ = ("party", "certificate")
-    PARTY_FIELD_NUMBER: _ClassVar[int]
-    CERTIFICATE_FIELD_NUMBER: _ClassVar[int]
-    party: str
-    certificate: bytes
-    def __init__(self, party: _Optional[str] = ..., certificate: _Optional[bytes] = ...) -> None: ...
+    keys: _containers.RepeatedCompositeFieldContainer[KeyShare]
+    def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ..., keys: _Optional[_Iterable[_Union[KeyShare, _Mapping]]] = ...) -> None: ...
 
 class ShareKeysReply(_message.Message):
     __slots__ = ()
@@ -186,24 +176,34 @@ class EndRequest(_message.Message):
     def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ..., abort: _Optional[bool] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class EndReply(_message.Message):
-    __slots__ = ()
-    def __init__(self) -> None: ...
+    __slots__ = ("bytes_sent", "bytes_received")
+    BYTES_SENT_FIELD_NUMBER: _ClassVar[int]
+    BYTES_RECEIVED_FIELD_NUMBER: _ClassVar[int]
+    bytes_sent: int
+    bytes_received: int
+    def __init__(self, bytes_sent: _Optional[int] = ..., bytes_received: _Optional[int] = ...) -> None: ...
 
 class UnionRequest(_message.Message):
-    __slots__ = ("ref", "phase", "items")
+    __slots__ = ("ref", "phase", "items", "record_size", "pad_to")
     REF_FIELD_NUMBER: _ClassVar[int]
     PHASE_FIELD_NUMBER: _ClassVar[int]
     ITEMS_FIELD_NUMBER: _ClassVar[int]
+    RECORD_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAD_TO_FIELD_NUMBER: _ClassVar[int]
     ref: SessionRef
     phase: UnionPhase
     items: _containers.RepeatedScalarFieldContainer[bytes]
-    def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ..., phase: _Optional[_Union[UnionPhase, str]] = ..., items: _Optional[_Iterable[bytes]] = ...) -> None: ...
+    record_size: int
+    pad_to: int
+    def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ..., phase: _Optional[_Union[UnionPhase, str]] = ..., items: _Optional[_Iterable[bytes]] = ..., record_size: _Optional[int] = ..., pad_to: _Optional[int] = ...) -> None: ...
 
 class UnionReply(_message.Message):
-    __slots__ = ("items",)
+    __slots__ = ("items", "record_size")
     ITEMS_FIELD_NUMBER: _ClassVar[int]
+    RECORD_SIZE_FIELD_NUMBER: _ClassVar[int]
     items: _containers.RepeatedScalarFieldContainer[bytes]
-    def __init__(self, items: _Optional[_Iterable[bytes]] = ...) -> None: ...
+    record_size: int
+    def __init__(self, items: _Optional[_Iterable[bytes]] = ..., record_size: _Optional[int] = ...) -> None: ...
 
 class ReleasedRecord(_message.Message):
     __slots__ = ("values", "dummy")

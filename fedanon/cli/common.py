@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from fedanon.atomic import write_text_atomic
+from fedanon.atomic import write_json_atomic
 
 
 def split_list(text: str | None) -> list[str]:
@@ -56,4 +56,4 @@ def print_summary(title: str, rows: list[tuple[str, Any]], as_json: dict[str, An
 
 def write_json(path: str, payload: dict[str, Any]) -> None:
     """Write a JSON report atomically."""
-    write_text_atomic(path, json.dumps(payload, indent=2, default=str) + "\n")
+    write_json_atomic(path, payload)

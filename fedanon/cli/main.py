@@ -19,6 +19,10 @@ COMMAND_MODULES = (
     "fedanon.cli.anonymize",
     "fedanon.cli.check",
     "fedanon.cli.evaluate",
+    "fedanon.cli.certs",
+    "fedanon.cli.party",
+    "fedanon.cli.leader",
+    "fedanon.cli.sim",
 )
 
 

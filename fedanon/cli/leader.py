@@ -1,0 +1,60 @@
+"""``fedanon leader run --config job.toml``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from fedanon.cli.common import print_summary, step_progress
+from fedanon.lkc.engine import StepInfo
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("leader", help="coordinate a distributed anonymization")
+    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    run = actions.add_parser("run", help="run one session over the parties of job.toml")
+    run.add_argument("--config", required=True, help="job.toml")
+    run.add_argument("--insecure", action="store_true",
+                     help="no TLS (local experiments only; overrides [tls])")
+    run.add_argument("--json", action="store_true", help="print the report as JSON")
+    run.add_argument("--quiet", action="store_true", help="no progress display")
+    run.set_defaults(handler=run_leader)
+
+
+def progress_text(step: StepInfo) -> str:
+    return (f"iteration {step.iteration}: Best {step.attribute}={step.value} "
+            f"(score {step.score:.4g}), min group {step.min_group_size}, "
+            f"{step.partitions} groups")
+
+
+def summarize(report: dict, as_json: bool) -> None:
+    groups = report["groups"]
+    print_summary(
+        "fedanon distributed LKC",
+        [
+            ("parties", ", ".join(report["parties"])),
+            ("records", report["records"]),
+            ("iterations", report["iterations"]),
+            ("min group size (L-subsets)", groups["min_group_size"]),
+            ("max confidence", groups["max_confidence"]),
+            ("privacy check", "passed" if report["privacy_check"]["ok"] else "FAILED"),
+            ("seconds", report["seconds"]),
+            ("output", report["output"]),
+        ],
+        report if as_json else None,
+    )
+
+
+def run_leader(args: argparse.Namespace) -> int:
+    from leader.config import load_job
+    from leader.run import run_job
+
+    job = load_job(args.config)
+    if args.insecure:
+        print("fedanon: WARNING: --insecure: no TLS, no authentication; local experiments only",
+              file=sys.stderr)
+        job.tls = None
+    with step_progress("distributed LKC", args.quiet) as show:
+        report = run_job(job, on_step=lambda s: show(progress_text(s)))
+    summarize(report, args.json)
+    return 0

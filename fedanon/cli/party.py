@@ -1,0 +1,70 @@
+"""``fedanon party serve`` and ``fedanon party status``."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+import grpc
+
+from fedanon.cli.common import print_summary
+from fedanon.errors import FedanonError
+from fedanon.transport import make_channel
+from party.config import PartyConfig
+from protos import fedanon_v1_pb2 as pb
+from protos import fedanon_v1_pb2_grpc as pb_grpc
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("party", help="run or query a party daemon")
+    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    serve = actions.add_parser("serve", help="serve sessions for the leader until stopped")
+    serve.add_argument("--config", required=True, help="party.toml")
+    serve.add_argument("--insecure", action="store_true",
+                       help="no TLS (local experiments only; overrides [tls])")
+    serve.add_argument("--log-level", default="INFO")
+    serve.set_defaults(handler=run_serve)
+    status = actions.add_parser("status", help="health and current session of a party daemon")
+    status.add_argument("--config", required=True,
+                        help="party.toml of the daemon (its address and TLS files are used)")
+    status.add_argument("--address", help="override the address (default: its listen address)")
+    status.add_argument("--json", action="store_true")
+    status.set_defaults(handler=run_status)
+
+
+def _config(args: argparse.Namespace) -> PartyConfig:
+    config = PartyConfig.load(args.config)
+    if getattr(args, "insecure", False):
+        print("fedanon: WARNING: --insecure: no TLS, no authentication; local experiments only",
+              file=sys.stderr)
+        config = PartyConfig(**{**config.__dict__, "tls": None})
+    return config
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    from party.daemon import serve
+
+    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    serve(_config(args))
+    return 0
+
+
+def run_status(args: argparse.Namespace) -> int:
+    config = _config(args)
+    address = args.address or config.listen.replace("0.0.0.0", "127.0.0.1")
+    channel = make_channel(address, config.name, config.tls)
+    try:
+        reply = pb_grpc.PartyStub(channel).Status(pb.StatusRequest(), timeout=5)
+    except grpc.RpcError as exc:
+        raise FedanonError(
+            f"party {config.name} at {address}: {exc.details() or exc.code().name}"
+        ) from None
+    finally:
+        channel.close()
+    info = {"party": reply.party, "health": "serving", "session": reply.session_id or None,
+            "iteration": reply.iteration, "sessions_served": reply.sessions_served,
+            "last_error": reply.last_error or None}
+    print_summary(f"party {reply.party}", list(info.items()), info if args.json else None)
+    return 0

@@ -1,0 +1,39 @@
+"""Small helpers for reading TOML configuration files with one-line errors.
+
+Party and leader configs are TOML; relative paths inside them are resolved against the config
+file's directory so a federation folder can be moved as a whole.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from fedanon.errors import FedanonError
+
+
+def read_toml(path: str | Path) -> tuple[dict[str, Any], Path]:
+    """Parse a TOML file; return (data, directory for resolving relative paths)."""
+    path = Path(path)
+    if not path.exists():
+        raise FedanonError(f"{path}: configuration file not found")
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8")), path.resolve().parent
+    except tomllib.TOMLDecodeError as exc:
+        raise FedanonError(f"{path}: invalid TOML ({exc})") from exc
+
+
+def need(table: dict[str, Any], key: str, where: str) -> Any:
+    """A required key, or an error naming the file section."""
+    if key not in table:
+        raise FedanonError(f"{where}: missing '{key}'")
+    return table[key]
+
+
+def resolve(base: Path, value: str | None) -> Path | None:
+    """A path from a config file, relative to the file's directory."""
+    if value is None:
+        return None
+    p = Path(value)
+    return p if p.is_absolute() else base / p

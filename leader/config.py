@@ -1,0 +1,119 @@
+"""The leader's job description (``job.toml``).
+
+Example::
+
+    name = "leader"                  # must match the leader's certificate
+    taxonomy = "hospital.toml"
+    out = "release.csv"
+    report = "report.json"
+    sum_mode = "ring"                # or "pairwise" (collusion-resistant)
+    allow_two_parties = false        # two parties learn each other's counts from the sums
+    [lkc]
+    L = 4
+    K = 20
+    C = "0.2"
+    score = "infogain"
+    drop = ["patient_id"]
+    # qids, sensitive = { diagnosis = ["HIV"] }, class, class_values: default to the taxonomy
+    [[parties]]                      # in ring order
+    name = "hospital-a"
+    address = "127.0.0.1:50051"
+    [tls]
+    ca = "certs/ca.pem"
+    cert = "certs/leader.pem"
+    key = "certs/leader.key"
+    [timeouts]
+    rpc_seconds = 60
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fedanon.errors import FedanonError
+from fedanon.lkc.api import resolve_params
+from fedanon.lkc.jobspec import LKCJobSpec
+from fedanon.schema import SensitiveValue
+from fedanon.taxonomy.files import TaxonomyFile
+from fedanon.taxonomy.loader import load_taxonomy
+from fedanon.tls import TLSFiles
+from fedanon.tomlconfig import need, read_toml, resolve
+from party.config import Hop
+
+SUM_MODES = ("ring", "pairwise")
+
+
+@dataclass
+class LeaderJob:
+    """Everything the leader needs for one distributed LKC run."""
+
+    name: str
+    taxonomy: TaxonomyFile
+    spec: LKCJobSpec
+    parties: list[Hop]
+    tls: TLSFiles | None
+    out: Path
+    report: Path | None = None
+    sum_mode: str = "ring"
+    allow_two_parties: bool = False
+    rpc_seconds: float = 60.0
+    extra_report: dict[str, Any] = field(default_factory=dict)
+
+    def check(self) -> None:
+        """Refuse jobs the protocol cannot run safely."""
+        if self.sum_mode not in SUM_MODES:
+            raise FedanonError(f"sum_mode '{self.sum_mode}' unknown (choose ring or pairwise)")
+        names = [p.name for p in self.parties]
+        if len(set(names)) != len(names):
+            raise FedanonError("a party is listed twice in the ring")
+        if len(names) < 2:
+            raise FedanonError("a federation needs at least two parties")
+        if len(names) < 3 and not self.allow_two_parties:
+            raise FedanonError(
+                "only two parties: each would learn the other's counts from the global sums; "
+                "set allow_two_parties = true (or --allow-two-parties) to accept that"
+            )
+
+
+def spec_from_table(lkc: dict[str, Any], taxonomy: TaxonomyFile, where: str) -> LKCJobSpec:
+    """The [lkc] section (or the same keys from the CLI), defaults from the taxonomy file."""
+    qids = list(lkc.get("qids") or taxonomy.qids or [])
+    if not qids:
+        raise FedanonError(f"{where}: no QIDs given and the taxonomy lists none")
+    if "sensitive" in lkc:
+        sensitive = [SensitiveValue(col, str(v)) for col, values in lkc["sensitive"].items()
+                     for v in values]
+    else:
+        sensitive = list(taxonomy.sensitive or [])
+    class_column = lkc.get("class", taxonomy.class_column)
+    class_values = list(lkc.get("class_values") or taxonomy.class_values or [])
+    params = resolve_params(str(lkc.get("preset", "lkc")), len(qids), lkc.get("L"), lkc.get("K"),
+                            None if lkc.get("C") is None else str(lkc.get("C")))
+    score = str(lkc.get("score") or ("infogain" if class_column else "discernibility"))
+    return LKCJobSpec(params, score, qids, sensitive, class_column, class_values,
+                      list(lkc.get("drop", [])))
+
+
+def load_job(path: str | Path) -> LeaderJob:
+    data, base = read_toml(path)
+    where = str(path)
+    taxonomy = load_taxonomy(resolve(base, str(need(data, "taxonomy", where))))  # type: ignore[arg-type]
+    parties = [Hop(str(need(p, "name", f"{where} [[parties]]")),
+                   str(need(p, "address", f"{where} [[parties]]")))
+               for p in need(data, "parties", where)]
+    job = LeaderJob(
+        name=str(data.get("name", "leader")),
+        taxonomy=taxonomy,
+        spec=spec_from_table(need(data, "lkc", where), taxonomy, f"{where} [lkc]"),
+        parties=parties,
+        tls=TLSFiles.from_config(data.get("tls"), base, where),
+        out=resolve(base, str(need(data, "out", where))),  # type: ignore[arg-type]
+        report=resolve(base, data.get("report")),
+        sum_mode=str(data.get("sum_mode", "ring")),
+        allow_two_parties=bool(data.get("allow_two_parties", False)),
+        rpc_seconds=float(data.get("timeouts", {}).get("rpc_seconds", 60.0)),
+    )
+    job.check()
+    return job

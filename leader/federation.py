@@ -1,0 +1,116 @@
+"""The federation as the engine's count source: every statistics request is one secure sum.
+
+Ring mode (the paper's protocol): the leader draws a fresh cryptographic mask R for the round,
+sends R with the instruction to the first party; each party applies the instruction, adds its
+local statistics and forwards; the last party's answer travels back, and the leader removes R.
+Only the leader learns the global sums; parties see uniformly masked vectors.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import grpc
+import numpy as np
+
+from crypto.secure_sum import start_round
+from fedanon.errors import FedanonError
+from fedanon.lkc.layout import DynamicSplit, Specialization, StatsLayout
+from fedanon.wire import from_vector, to_instruction
+from protos import fedanon_v1_pb2 as pb
+from protos import fedanon_v1_pb2_grpc as pb_grpc
+
+
+class PartyFailure(FedanonError):
+    """A party failed or timed out; the message names the party and the phase."""
+
+    exit_code = 4
+
+
+def describe_rpc_error(exc: grpc.RpcError, default_party: str, phase: str) -> PartyFailure:
+    """Turn a gRPC error into a one-line failure naming the party (from the chain if known)."""
+    detail = exc.details() or ""
+    code = exc.code()
+    if code == grpc.StatusCode.DEADLINE_EXCEEDED and not detail.startswith("party "):
+        detail = f"party {default_party}: no answer before the deadline"
+    elif code == grpc.StatusCode.UNAVAILABLE and not detail.startswith("party "):
+        detail = f"party {default_party}: unreachable ({detail})"
+    elif not detail.startswith("party "):
+        detail = f"party {default_party}: {detail or code.name}"
+    return PartyFailure(f"{phase}: {detail}")
+
+
+@dataclass
+class Traffic:
+    """Bytes the leader sent to and received from the federation, per phase."""
+
+    sent: dict[str, int] = field(default_factory=dict)
+    received: dict[str, int] = field(default_factory=dict)
+
+    def add(self, phase: str, sent: int, received: int) -> None:
+        self.sent[phase] = self.sent.get(phase, 0) + sent
+        self.received[phase] = self.received.get(phase, 0) + received
+
+
+class FederationSource:
+    """Count source backed by party daemons in ring order."""
+
+    def __init__(
+        self,
+        session_id: str,
+        ring: Sequence[str],
+        stubs: dict[str, pb_grpc.PartyStub],
+        layout: StatsLayout,
+        rpc_seconds: float,
+        traffic: Traffic,
+        on_round: Callable[[int, int], None] | None = None,
+    ) -> None:
+        self.session_id = session_id
+        self.ring = list(ring)
+        self.stubs = stubs
+        self.layout = layout
+        self.rpc_seconds = rpc_seconds
+        self.traffic = traffic
+        self.on_round = on_round
+        self.iteration = 0
+        self.seconds = 0.0
+
+    def atom_histogram(self, attr: int, node: int) -> np.ndarray:
+        raise FedanonError("dynamic numerical splits are not available in distributed mode")
+
+    def start(self, splits: Sequence[DynamicSplit]) -> np.ndarray:
+        if splits:
+            raise FedanonError("dynamic numerical splits are not available in distributed mode")
+        return self._ring_sum(None, 1)
+
+    def specialize(self, step: Specialization) -> np.ndarray:
+        if step.splits:
+            raise FedanonError("dynamic numerical splits are not available in distributed mode")
+        return self._ring_sum(to_instruction(step), int(np.count_nonzero(step.nonempty)))
+
+    def _ring_sum(self, instruction: pb.Instruction | None, n_partitions: int) -> np.ndarray:
+        began = time.perf_counter()
+        length = self.layout.vector_length(n_partitions)
+        mask, payload = start_round(length)
+        request = pb.SumRequest(
+            ref=pb.SessionRef(session_id=self.session_id, iteration=self.iteration),
+            partial=pb.Vector(data=payload, length=length, dtype="<u8"),
+        )
+        if instruction is not None:
+            request.instruction.CopyFrom(instruction)
+        first = self.ring[0]
+        timeout = self.rpc_seconds * (1 + 0.25 * len(self.ring))
+        try:
+            reply = self.stubs[first].Sum(request, timeout=timeout)
+        except grpc.RpcError as exc:
+            raise describe_rpc_error(exc, first, f"secure sum, iteration {self.iteration}") from exc
+        from_vector(reply.total, length)
+        total = mask.unmask(reply.total.data)
+        self.traffic.add("sum", request.ByteSize(), reply.ByteSize())
+        if self.on_round is not None:
+            self.on_round(self.iteration, length)
+        self.iteration += 1
+        self.seconds += time.perf_counter() - began
+        return total

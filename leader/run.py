@@ -1,0 +1,177 @@
+"""``fedanon leader run``: one distributed LKC session from handshake to written release.
+
+Order of a session: handshake (fingerprints compared item by item, columns agreed), key sharing
+for the union, the specialization loop (one ring secure sum per iteration), the secure set union
+of the generalized records, End. Any failure aborts the session at every reachable party, names
+the party and phase, and leaves no output file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import secrets
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import grpc
+import pandas as pd
+
+from fedanon.atomic import write_json_atomic
+from fedanon.checker import check_lkc
+from fedanon.errors import FedanonError
+from fedanon.lkc.api import build_report
+from fedanon.lkc.engine import LKCEngine, StepInfo
+from fedanon.lkc.layout import StatsLayout
+from fedanon.table_io import write_table
+from fedanon.transport import make_channel
+from leader.config import LeaderJob
+from leader.federation import FederationSource, PartyFailure, Traffic, describe_rpc_error
+from leader.union import UnionKeys, run_union
+from protos import fedanon_v1_pb2 as pb
+from protos import fedanon_v1_pb2_grpc as pb_grpc
+
+log = logging.getLogger(__name__)
+
+
+def _first_difference(ours: list[str], theirs: list[str]) -> str:
+    """Name the first item where a party's fingerprint differs from the leader's."""
+    theirs_set, ours_set = set(theirs), set(ours)
+    for item in ours:
+        if item not in theirs_set:
+            return f"the leader has '{item}', the party does not"
+    for item in theirs:
+        if item not in ours_set:
+            return f"the party has '{item}', the leader does not"
+    return "the items are the same but in another order"
+
+
+class Session:
+    """Stubs to every party for one session; aborts everywhere on failure."""
+
+    def __init__(self, job: LeaderJob) -> None:
+        self.job = job
+        self.session_id = secrets.token_hex(16)
+        self.ring = [p.name for p in job.parties]
+        self.channels = {p.name: make_channel(p.address, p.name, job.tls) for p in job.parties}
+        self.stubs = {n: pb_grpc.PartyStub(c) for n, c in self.channels.items()}
+        self.pool = ThreadPoolExecutor(max_workers=max(2, len(self.ring)))
+
+    def ref(self, iteration: int = 0) -> pb.SessionRef:
+        return pb.SessionRef(session_id=self.session_id, iteration=iteration)
+
+    def fan_out(self, phase: str, call: Callable[[str, pb_grpc.PartyStub], Any]) -> dict[str, Any]:
+        """Call every party in parallel; the first failure (in ring order) is raised."""
+        futures = {n: self.pool.submit(call, n, s) for n, s in self.stubs.items()}
+        out, failure = {}, None
+        for name in self.ring:
+            try:
+                out[name] = futures[name].result()
+            except grpc.RpcError as exc:
+                failure = failure or describe_rpc_error(exc, name, phase)
+        if failure is not None:
+            raise failure
+        return out
+
+    def abort(self, reason: str) -> None:
+        """Best effort: tell every party to drop the session (short deadline, errors ignored)."""
+        request = pb.EndRequest(ref=self.ref(), abort=True, reason=reason[:500])
+        for stub in self.stubs.values():
+            with contextlib.suppress(grpc.RpcError):
+                stub.End(request, timeout=3)
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        for channel in self.channels.values():
+            channel.close()
+
+
+def run_job(job: LeaderJob, on_step: Callable[[StepInfo], None] | None = None) -> dict[str, Any]:
+    """Run one session; write the release and report; return the report."""
+    job.check()
+    spec = job.spec
+    schema = spec.schema(job.taxonomy)
+    ours = spec.fingerprint_items(schema)
+    fingerprint = hashlib.sha256("\n".join(ours).encode()).hexdigest()
+    timings: dict[str, float] = {}
+    traffic = Traffic()
+    session = Session(job)
+    began = time.perf_counter()
+    try:
+        opened = session.fan_out("handshake", lambda n, s: s.OpenSession(
+            pb.OpenSessionRequest(ref=session.ref(), lkc=spec.to_proto(), ring=session.ring,
+                                  sum_mode=pb.SUM_MODE_RING), timeout=job.rpc_seconds))
+        columns: list[str] | None = None
+        for name in session.ring:
+            reply = opened[name]
+            if reply.fingerprint != fingerprint:
+                raise FedanonError(f"handshake: party {name} differs from the leader: "
+                                   f"{_first_difference(ours, list(reply.fingerprint_items))}")
+            if columns is None:
+                columns = list(reply.columns)
+            elif list(reply.columns) != columns:
+                raise FedanonError(f"handshake: party {name} has columns {list(reply.columns)}, "
+                                   f"party {session.ring[0]} has {columns}")
+        assert columns is not None
+        keys = UnionKeys.exchange(session, opened)
+        timings["handshake"] = time.perf_counter() - began
+
+        mark = time.perf_counter()
+        source = FederationSource(session.session_id, session.ring, session.stubs,
+                                  StatsLayout.for_schema(schema), job.rpc_seconds, traffic)
+        result = LKCEngine(schema, spec.params, score=spec.score, on_step=on_step).run(source)
+        timings["specialize"] = time.perf_counter() - mark
+
+        mark = time.perf_counter()
+        rows = run_union(session, keys, traffic, job.rpc_seconds, source.iteration)
+        timings["union"] = time.perf_counter() - mark
+
+        ended = session.fan_out("end", lambda n, s: s.End(
+            pb.EndRequest(ref=session.ref()), timeout=job.rpc_seconds))
+    except BaseException as exc:
+        session.abort(str(exc) or type(exc).__name__)
+        raise
+    finally:
+        session.close()
+
+    mark = time.perf_counter()
+    release = pd.DataFrame(rows, columns=columns)
+    sensitive: dict[str, list[str]] = defaultdict(list)
+    for s in spec.sensitive:
+        sensitive[s.column].append(s.value)
+    check = check_lkc(release, spec.qids, dict(sensitive), spec.params.L, spec.params.K,
+                      spec.params.C)
+    timings["check"] = time.perf_counter() - mark
+    if not check.ok:
+        raise FedanonError(f"the integrated release fails LKC-privacy ({check.worst}); "
+                           "nothing written")
+    mark = time.perf_counter()
+    write_table(release, job.out)
+    timings["write"] = time.perf_counter() - mark
+    timings["total"] = time.perf_counter() - began
+
+    report = build_report(schema, spec.params, spec.score, result)
+    report.update({
+        "mode": "distributed",
+        "session_id": session.session_id,
+        "parties": session.ring,
+        "sum_mode": job.sum_mode,
+        "iterations": source.iteration,
+        "seconds": {k: round(v, 4) for k, v in timings.items()},
+        "leader_bytes": {"sent": traffic.sent, "received": traffic.received},
+        "party_bytes": {n: {"sent": r.bytes_sent, "received": r.bytes_received}
+                        for n, r in ended.items()},
+        "privacy_check": check.to_dict(),
+        "output": str(job.out),
+        **job.extra_report,
+    })
+    if job.report is not None:
+        write_json_atomic(job.report, report)
+    return report
+
+
+__all__ = ["PartyFailure", "run_job"]

@@ -1,0 +1,229 @@
+"""The simulated federation: N real party daemons on loopback plus the leader, in one command.
+
+Used by ``fedanon sim lkc``, ``fedanon demo`` and the integration tests. It makes a throwaway CA
+and certificates, splits the table, writes one config per party, starts each daemon as its own
+process (which dies with this one: PR_SET_PDEATHSIG), waits until every daemon's gRPC health
+service reports SERVING over mutual TLS, runs the leader, and stops everything again - also on
+failure or Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import grpc
+import numpy as np
+import pandas as pd
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from crypto.identity import create_ca, issue_identity, save_ca, save_identity
+from fedanon.errors import FedanonError
+from fedanon.tls import TLSFiles
+from fedanon.transport import make_channel
+from party.config import Hop
+
+LEADER_NAME = "leader"
+
+
+def split_table(table: pd.DataFrame, parties: int, how: str, seed: int) -> list[pd.DataFrame]:
+    """Horizontal partitions: ``random`` (shuffled, near-equal) or ``by-column=COL``."""
+    if parties < 1:
+        raise FedanonError("need at least one party")
+    if how == "random":
+        order = np.random.default_rng(seed).permutation(len(table))
+        return [table.iloc[np.sort(part)].reset_index(drop=True)
+                for part in np.array_split(order, parties)]
+    if how.startswith("by-column="):
+        column = how.split("=", 1)[1]
+        if column not in table.columns:
+            raise FedanonError(f"--split {how}: the table has no column '{column}'")
+        values = sorted(table[column].astype(str).unique())
+        if len(values) < parties:
+            raise FedanonError(f"--split {how}: {len(values)} distinct values for {parties} "
+                               "parties")
+        owner = {v: i % parties for i, v in enumerate(values)}
+        which = table[column].astype(str).map(owner).to_numpy()
+        return [table[which == i].reset_index(drop=True) for i in range(parties)]
+    raise FedanonError(f"--split '{how}': use random or by-column=COL")
+
+
+def free_ports(count: int) -> list[int]:
+    """Ports free right now on 127.0.0.1 (the daemons bind them a moment later)."""
+    sockets, ports = [], []
+    for _ in range(count):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        sockets.append(s)
+        ports.append(s.getsockname()[1])
+    for s in sockets:
+        s.close()
+    return ports
+
+
+def _die_with_parent() -> None:
+    """In the child: receive SIGKILL when the parent dies, so no daemon outlives the sim."""
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    pr_set_pdeathsig = 1
+    libc.prctl(pr_set_pdeathsig, signal.SIGKILL)
+
+
+@dataclass
+class Daemon:
+    name: str
+    address: str
+    config: Path
+    log: Path
+    process: subprocess.Popen | None = None
+
+    def log_tail(self, lines: int = 5) -> str:
+        if not self.log.exists():
+            return ""
+        return " | ".join(self.log.read_text(errors="replace").strip().splitlines()[-lines:])
+
+
+@dataclass
+class Federation:
+    """A running simulated federation (see :func:`federation`)."""
+
+    workdir: Path
+    daemons: list[Daemon]
+    leader_tls: TLSFiles | None
+    cert_dir: Path
+    taxonomy: Path
+    secure: bool
+    extra: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def hops(self) -> list[Hop]:
+        return [Hop(d.name, d.address) for d in self.daemons]
+
+    def start(self, daemon: Daemon) -> None:
+        """(Re)start one daemon process."""
+        command = [sys.executable, "-m", "fedanon.cli.main", "party", "serve",
+                   "--config", str(daemon.config)]
+        if not self.secure:
+            command.append("--insecure")
+        log = daemon.log.open("ab")
+        daemon.process = subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            preexec_fn=_die_with_parent, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        log.close()
+
+    def wait_ready(self, daemon: Daemon, timeout: float = 60.0) -> None:
+        """Poll the daemon's standard gRPC health service until it says SERVING."""
+        deadline = time.monotonic() + timeout
+        channel = make_channel(daemon.address, daemon.name, self.leader_tls)
+        try:
+            stub = health_pb2_grpc.HealthStub(channel)
+            while True:
+                if daemon.process is not None and daemon.process.poll() is not None:
+                    raise FedanonError(f"party {daemon.name} exited at start-up: "
+                                       f"{daemon.log_tail()}")
+                try:
+                    status = stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=1)
+                    if status.status == health_pb2.HealthCheckResponse.SERVING:
+                        return
+                except grpc.RpcError:
+                    pass
+                if time.monotonic() > deadline:
+                    raise FedanonError(f"party {daemon.name} not ready after {timeout:.0f} s: "
+                                       f"{daemon.log_tail()}")
+                time.sleep(0.1)
+        finally:
+            channel.close()
+
+    def stop(self, daemon: Daemon, sig: int = signal.SIGTERM, timeout: float = 10.0) -> None:
+        process = daemon.process
+        if process is None or process.poll() is not None:
+            return
+        process.send_signal(sig)
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+    def stop_all(self) -> None:
+        for daemon in self.daemons:
+            self.stop(daemon)
+
+
+def _write_party_config(path: Path, name: str, port: int, data: Path, taxonomy: Path,
+                        next_hop: Hop | None, cert_dir: Path, rpc_seconds: float) -> None:
+    lines = [
+        f'name = "{name}"', f'listen = "127.0.0.1:{port}"', f'data = "{data}"',
+        f'taxonomy = "{taxonomy}"', f'leader = "{LEADER_NAME}"',
+    ]
+    if next_hop is not None:
+        lines += ["[next_hop]", f'name = "{next_hop.name}"', f'address = "{next_hop.address}"']
+    lines += ["[tls]", f'ca = "{cert_dir / "ca.crt"}"', f'cert = "{cert_dir / (name + ".crt")}"',
+              f'key = "{cert_dir / (name + ".key")}"',
+              "[timeouts]", f"rpc_seconds = {rpc_seconds}"]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _interrupt(_signum: int, _frame: object) -> None:
+    """SIGTERM ends the sim like Ctrl-C does, so the daemons are stopped on the way out."""
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def federation(
+    parts: list[pd.DataFrame],
+    taxonomy: Path,
+    secure: bool = True,
+    workdir: Path | None = None,
+    rpc_seconds: float = 60.0,
+) -> Iterator[Federation]:
+    """Start one daemon per part (ring order = list order); stop and clean up on exit."""
+    own_dir = workdir is None
+    root = Path(tempfile.mkdtemp(prefix="fedanon-sim-")) if own_dir else Path(workdir)
+    root.mkdir(parents=True, exist_ok=True)
+    names = [f"hospital-{i + 1}" for i in range(len(parts))]
+    cert_dir = root / "certs"
+    ca = create_ca("fedanon simulated federation CA")
+    save_ca(ca, cert_dir)
+    for name in names:
+        save_identity(issue_identity(ca, name, "party"), cert_dir)
+    save_identity(issue_identity(ca, LEADER_NAME, "leader"), cert_dir)
+    ports = free_ports(len(parts))
+    daemons = []
+    for i, (name, part) in enumerate(zip(names, parts, strict=True)):
+        data = root / f"{name}.csv"
+        part.to_csv(data, index=False)
+        next_hop = Hop(names[i + 1], f"127.0.0.1:{ports[i + 1]}") if i + 1 < len(parts) else None
+        config = root / f"{name}.toml"
+        _write_party_config(config, name, ports[i], data, Path(taxonomy).resolve(), next_hop,
+                            cert_dir, rpc_seconds)
+        daemons.append(Daemon(name, f"127.0.0.1:{ports[i]}", config, root / f"{name}.log"))
+    leader_tls = TLSFiles(cert_dir / "ca.crt", cert_dir / f"{LEADER_NAME}.crt",
+                          cert_dir / f"{LEADER_NAME}.key") if secure else None
+    fed = Federation(root, daemons, leader_tls, cert_dir, Path(taxonomy), secure)
+    previous = signal.getsignal(signal.SIGTERM)
+    if previous in (signal.SIG_DFL, None):
+        signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        for daemon in daemons:
+            fed.start(daemon)
+        for daemon in daemons:
+            fed.wait_ready(daemon)
+        yield fed
+    finally:
+        fed.stop_all()
+        if previous in (signal.SIG_DFL, None):
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        if own_dir:
+            shutil.rmtree(root, ignore_errors=True)

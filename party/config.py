@@ -1,0 +1,70 @@
+"""The party daemon's configuration (``party.toml``).
+
+Example::
+
+    name = "hospital-a"            # must match the name in this party's certificate
+    listen = "127.0.0.1:50051"
+    data = "hospital-a.csv"        # this party's private table
+    taxonomy = "hospital.toml"
+    leader = "leader"              # certificate name of the only leader accepted
+    [next_hop]                     # the next party in the ring (absent on the last party)
+    name = "hospital-b"
+    address = "127.0.0.1:50052"
+    [tls]
+    ca = "certs/ca.pem"
+    cert = "certs/hospital-a.pem"
+    key = "certs/hospital-a.key"
+    [timeouts]
+    rpc_seconds = 60               # deadline of calls this party makes (the ring forward)
+    idle_session_seconds = 300     # a session with no message for this long is dropped
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from fedanon.tls import TLSFiles
+from fedanon.tomlconfig import need, read_toml, resolve
+
+
+@dataclass(frozen=True)
+class Hop:
+    """A peer's certificate name and address."""
+
+    name: str
+    address: str
+
+
+@dataclass(frozen=True)
+class PartyConfig:
+    name: str
+    listen: str
+    data: Path
+    taxonomy: Path
+    leader: str
+    next_hop: Hop | None
+    tls: TLSFiles | None
+    delimiter: str | None = None
+    rpc_seconds: float = 60.0
+    idle_session_seconds: float = 300.0
+
+    @classmethod
+    def load(cls, path: str | Path) -> PartyConfig:
+        data, base = read_toml(path)
+        where = str(path)
+        hop = data.get("next_hop")
+        timeouts = data.get("timeouts", {})
+        return cls(
+            name=str(need(data, "name", where)),
+            listen=str(need(data, "listen", where)),
+            data=resolve(base, str(need(data, "data", where))),  # type: ignore[arg-type]
+            taxonomy=resolve(base, str(need(data, "taxonomy", where))),  # type: ignore[arg-type]
+            leader=str(data.get("leader", "leader")),
+            next_hop=Hop(str(need(hop, "name", f"{where} [next_hop]")),
+                         str(need(hop, "address", f"{where} [next_hop]"))) if hop else None,
+            tls=TLSFiles.from_config(data.get("tls"), base, where),
+            delimiter=data.get("delimiter"),
+            rpc_seconds=float(timeouts.get("rpc_seconds", 60.0)),
+            idle_session_seconds=float(timeouts.get("idle_session_seconds", 300.0)),
+        )

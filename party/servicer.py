@@ -1,0 +1,248 @@
+"""The party daemon's gRPC servicer.
+
+Serves sessions one at a time. Every handler checks who is calling (the leader, or in the ring
+the previous party) from the mutual-TLS certificate, then the session id and iteration. Errors
+end the call with a status whose message starts with ``party NAME:`` so the leader can name the
+party at fault even when the failure happened several hops down the ring.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+from collections.abc import Callable
+
+import grpc
+import pandas as pd
+from cryptography import x509
+
+from crypto.identity import Identity
+from crypto.secure_sum import add_vector
+from fedanon.errors import FedanonError
+from fedanon.lkc.jobspec import LKCJobSpec
+from fedanon.taxonomy.files import TaxonomyFile
+from fedanon.transport import peer_name
+from fedanon.unionkeys import new_union_share, union_route
+from fedanon.wire import from_vector
+from party.config import PartyConfig
+from party.session import PartySession, ProtocolError
+from party.union import UnionRole, measured_size, record_bytes
+from protos import fedanon_v1_pb2 as pb
+from protos import fedanon_v1_pb2_grpc as pb_grpc
+
+log = logging.getLogger(__name__)
+
+ForwardStub = Callable[[], pb_grpc.PartyStub]
+
+
+class PartyServicer(pb_grpc.PartyServicer):
+    """Holds the private table and at most one session."""
+
+    def __init__(
+        self,
+        config: PartyConfig,
+        table: pd.DataFrame,
+        taxonomy: TaxonomyFile,
+        next_stub: ForwardStub | None,
+        identity: Identity | None,
+        ca_certificate: x509.Certificate | None,
+    ) -> None:
+        self.config = config
+        self.table = table
+        self.taxonomy = taxonomy
+        self.next_stub = next_stub
+        self.identity = identity
+        self.ca_certificate = ca_certificate
+        self.secure = identity is not None
+        self.session: PartySession | None = None
+        self.lock = threading.Lock()
+        self.last_error = ""
+        self.sessions_served = 0
+
+    # ----------------------------------------------------------------- helpers
+    def _fail(self, context: grpc.ServicerContext, code: grpc.StatusCode, message: str) -> None:
+        text = message if message.startswith("party ") else f"party {self.config.name}: {message}"
+        self.last_error = text
+        log.warning("%s", text)
+        context.abort(code, text)
+
+    def _authorize(self, context: grpc.ServicerContext, allowed: set[str | None]) -> None:
+        if not self.secure:
+            return
+        caller = peer_name(context)
+        if caller not in allowed:
+            self._fail(context, grpc.StatusCode.PERMISSION_DENIED,
+                       f"caller '{caller}' may not send this message")
+
+    def _current(self, context: grpc.ServicerContext, ref: pb.SessionRef) -> PartySession:
+        session = self.session
+        if session is None:
+            self._fail(context, grpc.StatusCode.FAILED_PRECONDITION,
+                       f"no open session (message for session {ref.session_id[:12]})")
+        assert session is not None
+        if ref.session_id != session.session_id:
+            self._fail(context, grpc.StatusCode.FAILED_PRECONDITION,
+                       f"message for session {ref.session_id[:12]} but the open session is "
+                       f"{session.session_id[:12]}")
+        session.touch()
+        return session
+
+    def _forward_timeout(self, context: grpc.ServicerContext) -> float:
+        remaining = context.time_remaining()
+        budget = self.config.rpc_seconds if remaining is None else min(
+            self.config.rpc_seconds, remaining - 0.5)
+        return max(budget, 0.1)
+
+    def _forward_failed(self, context: grpc.ServicerContext, exc: grpc.RpcError, what: str) -> None:
+        detail = exc.details() or str(exc.code())
+        successor = self.session.successor if self.session else "next hop"
+        if not detail.startswith("party "):
+            detail = f"party {successor}: {detail} (during {what}, forwarded by " \
+                     f"{self.config.name})"
+        self._fail(context, exc.code(), detail)
+
+    # ----------------------------------------------------------------- handlers
+    def OpenSession(self, request: pb.OpenSessionRequest, context: grpc.ServicerContext):
+        self._authorize(context, {self.config.leader})
+        with self.lock:
+            busy = self.session
+            if busy is not None and not busy.ended and \
+                    busy.idle_for() < self.config.idle_session_seconds:
+                self._fail(context, grpc.StatusCode.RESOURCE_EXHAUSTED,
+                           f"busy with session {busy.session_id[:12]}; one session at a time")
+            try:
+                if request.WhichOneof("job") != "lkc":
+                    raise FedanonError("unsupported job type")
+                spec = LKCJobSpec.from_proto(request.lkc)
+                schema = spec.schema(self.taxonomy)
+                ring = list(request.ring)
+                session = PartySession(request.ref.session_id, spec, schema, self.table, ring,
+                                       self.config.name, request.sum_mode)
+                configured = self.config.next_hop.name if self.config.next_hop else None
+                if session.successor is not None and session.successor != configured:
+                    raise FedanonError(
+                        f"ring says the next hop is '{session.successor}' but this party is "
+                        f"configured to forward to '{configured}'")
+            except FedanonError as exc:
+                self._fail(context, grpc.StatusCode.FAILED_PRECONDITION, str(exc))
+            private, share = new_union_share(
+                self.identity, self.config.name, "party", bytes.fromhex(session.session_id))
+            session.union = UnionRole(private, session.position)
+            self.session = session
+            self.sessions_served += 1
+            log.info("session %s opened (ring position %d of %d)", session.session_id[:12],
+                     session.position + 1, len(ring))
+        items = spec.fingerprint_items(schema)
+        return pb.OpenSessionReply(
+            party=self.config.name,
+            fingerprint=hashlib.sha256("\n".join(items).encode()).hexdigest(),
+            fingerprint_items=items,
+            columns=session.released_columns,
+            keys=[share],
+        )
+
+    def ShareKeys(self, request: pb.ShareKeysRequest, context: grpc.ServicerContext):
+        self._authorize(context, {self.config.leader})
+        session = self._current(context, request.ref)
+        try:
+            session.union.route = union_route(
+                request.keys, session.ring, bytes.fromhex(session.session_id),
+                self.ca_certificate)
+        except (FedanonError, ValueError) as exc:
+            self._fail(context, grpc.StatusCode.PERMISSION_DENIED, f"key shares refused: {exc}")
+        return pb.ShareKeysReply()
+
+    def Sum(self, request: pb.SumRequest, context: grpc.ServicerContext):
+        session = self._current(context, request.ref)
+        expected = {self.config.leader} if session.predecessor is None else {session.predecessor}
+        self._authorize(context, expected)
+        session.bytes_received += request.ByteSize()
+        try:
+            local = session.contribution(request)
+            if request.partial.length != local.size:
+                raise ProtocolError(
+                    f"partial sum has {request.partial.length} elements, local statistics "
+                    f"{local.size}")
+            from_vector(request.partial, local.size)
+            partial = add_vector(request.partial.data, local)
+        except (FedanonError, ValueError) as exc:
+            code = grpc.StatusCode.FAILED_PRECONDITION if isinstance(exc, ProtocolError) \
+                else grpc.StatusCode.INVALID_ARGUMENT
+            self._fail(context, code, str(exc))
+        vector = pb.Vector(data=partial, length=local.size, dtype="<u8")
+        if session.successor is None or self.next_stub is None:
+            reply = pb.SumReply(total=vector)
+        else:
+            forward = pb.SumRequest(ref=request.ref, partial=vector)
+            if request.HasField("instruction"):
+                forward.instruction.CopyFrom(request.instruction)
+            session.bytes_sent += forward.ByteSize()
+            try:
+                reply = self.next_stub().Sum(forward, timeout=self._forward_timeout(context))
+            except grpc.RpcError as exc:
+                self._forward_failed(context, exc, f"iteration {request.ref.iteration}")
+            session.bytes_received += reply.ByteSize()
+        session.bytes_sent += reply.ByteSize()
+        return reply
+
+    def Union(self, request: pb.UnionRequest, context: grpc.ServicerContext):
+        session = self._current(context, request.ref)
+        from_leader = request.phase != pb.UNION_PHASE_STRIP or session.predecessor is None
+        self._authorize(context, {self.config.leader} if from_leader else {session.predecessor})
+        session.bytes_received += request.ByteSize()
+        try:
+            session.check_ref(request.ref)
+            records = record_bytes(session.local.generalized_table())
+            if request.phase == pb.UNION_PHASE_MEASURE:
+                return pb.UnionReply(record_size=measured_size(records))
+            ctx = session.union.context(bytes.fromhex(session.session_id),
+                                        request.ref.iteration, request.record_size)
+            if request.phase == pb.UNION_PHASE_COLLECT:
+                sealed = session.union.seal(records, ctx, request.pad_to or None)
+                reply = pb.UnionReply(items=sealed)
+                session.bytes_sent += reply.ByteSize()
+                return reply
+            if request.phase != pb.UNION_PHASE_STRIP:
+                raise ProtocolError("unknown union phase")
+            items = session.union.strip(list(request.items), ctx)
+        except (FedanonError, ValueError) as exc:
+            self._fail(context, grpc.StatusCode.FAILED_PRECONDITION, f"union: {exc}")
+        if session.successor is None or self.next_stub is None:
+            reply = pb.UnionReply(items=items)
+        else:
+            forward = pb.UnionRequest(ref=request.ref, phase=request.phase, items=items,
+                                      record_size=request.record_size, pad_to=request.pad_to)
+            session.bytes_sent += forward.ByteSize()
+            try:
+                reply = self.next_stub().Union(forward, timeout=self._forward_timeout(context))
+            except grpc.RpcError as exc:
+                self._forward_failed(context, exc, "union")
+            session.bytes_received += reply.ByteSize()
+        session.bytes_sent += reply.ByteSize()
+        return reply
+
+    def End(self, request: pb.EndRequest, context: grpc.ServicerContext):
+        self._authorize(context, {self.config.leader})
+        with self.lock:
+            session = self.session
+            if session is None or session.session_id != request.ref.session_id:
+                return pb.EndReply()
+            self.session = None
+            if request.abort:
+                self.last_error = f"session {session.session_id[:12]} aborted: {request.reason}"
+                log.warning("%s", self.last_error)
+            else:
+                log.info("session %s ended", session.session_id[:12])
+            return pb.EndReply(bytes_sent=session.bytes_sent,
+                               bytes_received=session.bytes_received)
+
+    def Status(self, request: pb.StatusRequest, context: grpc.ServicerContext):
+        session = self.session
+        return pb.StatusReply(
+            party=self.config.name,
+            session_id=session.session_id if session else "",
+            iteration=session.next_iteration if session else 0,
+            last_error=self.last_error,
+            sessions_served=self.sessions_served,
+        )

@@ -1,0 +1,113 @@
+"""One LKC session as a party holds it: its records, its copy of T_g, and the protocol position.
+
+The session enforces the order of the protocol: every message must carry this session's id and
+the next expected iteration number, so a replayed, stale or reordered message is rejected
+before it touches the data.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pandas as pd
+
+from fedanon.errors import FedanonError
+from fedanon.lkc.jobspec import LKCJobSpec
+from fedanon.lkc.local_party import LocalParty
+from fedanon.schema import Schema
+from fedanon.wire import from_instruction
+from party.union import UnionRole
+from protos import fedanon_v1_pb2 as pb
+
+
+class ProtocolError(FedanonError):
+    """A message out of order or for another session."""
+
+
+class PartySession:
+    """A party's state for one session."""
+
+    def __init__(
+        self,
+        session_id: str,
+        spec: LKCJobSpec,
+        schema: Schema,
+        table: pd.DataFrame,
+        ring: list[str],
+        me: str,
+        sum_mode: int,
+    ) -> None:
+        missing = [c for c in spec.drop if c not in table.columns]
+        if missing:
+            raise FedanonError(f"the table has no ID column '{missing[0]}' to drop")
+        self.session_id = session_id
+        self.spec = spec
+        self.schema = schema
+        self.released_columns = [c for c in table.columns if c not in spec.drop]
+        self.local = LocalParty(schema, table[self.released_columns])
+        if me not in ring:
+            raise FedanonError(f"this party ('{me}') is not in the session's ring {ring}")
+        self.ring = ring
+        self.position = ring.index(me)
+        self.sum_mode = sum_mode
+        self.next_iteration = 0
+        self.ended = False
+        self.last_seen = time.monotonic()
+        self.bytes_received = 0
+        self.bytes_sent = 0
+        self.union: UnionRole
+
+    @property
+    def successor(self) -> str | None:
+        """The next party in the ring, or None for the last one (which answers the leader)."""
+        return self.ring[self.position + 1] if self.position + 1 < len(self.ring) else None
+
+    @property
+    def predecessor(self) -> str | None:
+        """The previous party in the ring, or None for the first one (called by the leader)."""
+        return self.ring[self.position - 1] if self.position > 0 else None
+
+    def touch(self) -> None:
+        self.last_seen = time.monotonic()
+
+    def idle_for(self) -> float:
+        return time.monotonic() - self.last_seen
+
+    def check_ref(self, ref: pb.SessionRef, iteration: int | None = None) -> None:
+        """Reject a message for another session or an unexpected iteration."""
+        if ref.session_id != self.session_id:
+            raise ProtocolError(
+                f"message for session {ref.session_id[:12]} but the open session is "
+                f"{self.session_id[:12]}"
+            )
+        want = self.next_iteration if iteration is None else iteration
+        if ref.iteration != want:
+            raise ProtocolError(
+                f"stale or out-of-order iteration {ref.iteration} (expected {want})"
+            )
+
+    def contribution(self, request: pb.SumRequest) -> np.ndarray:
+        """Apply the request's instruction (if any) and return the local statistics vector."""
+        self.check_ref(request.ref)
+        if self.ended:
+            raise ProtocolError("the session has ended")
+        if request.ref.iteration == 0:
+            if request.HasField("instruction"):
+                raise ProtocolError("iteration 0 carries no instruction")
+            stats = self.local.start()
+        else:
+            if not request.HasField("instruction"):
+                raise ProtocolError(f"iteration {request.ref.iteration} carries no instruction")
+            ins = request.instruction
+            if ins.attr >= len(self.schema.taxonomies):
+                raise ProtocolError(f"instruction names attribute #{ins.attr}, which is unknown")
+            tax = self.schema.taxonomies[ins.attr]
+            if ins.node >= tax.n_nodes or tax.is_leaf(ins.node):
+                raise ProtocolError(f"instruction names node #{ins.node} of '{tax.attribute}', "
+                                    "which cannot be specialized")
+            n_link = self.local.partitions.link(ins.attr, ins.node).size
+            step = from_instruction(ins, n_link, len(tax.children[ins.node]))
+            stats = self.local.specialize(step)
+        self.next_iteration += 1
+        return stats
