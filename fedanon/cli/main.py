@@ -23,6 +23,7 @@ COMMAND_MODULES = (
     "fedanon.cli.party",
     "fedanon.cli.leader",
     "fedanon.cli.sim",
+    "fedanon.cli.demo",
 )
 
 
