@@ -4,6 +4,10 @@ Ring mode (the paper's protocol): the leader draws a fresh cryptographic mask R 
 sends R with the instruction to the first party; each party applies the instruction, adds its
 local statistics and forwards; the last party's answer travels back, and the leader removes R.
 Only the leader learns the global sums; parties see uniformly masked vectors.
+
+Pairwise mode (collusion-resistant): the instruction goes to every party at once; each answers
+with its vector masked by pairwise masks that cancel in the sum (crypto/pairwise.py), and the
+leader refuses to combine an incomplete set of answers.
 """
 
 from __future__ import annotations
@@ -11,10 +15,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import grpc
 import numpy as np
 
+from crypto.pairwise import PairwiseAggregator
 from crypto.secure_sum import start_round
 from fedanon.errors import FedanonError
 from fedanon.lkc.layout import DynamicSplit, Specialization, StatsLayout
@@ -54,6 +60,9 @@ class Traffic:
         self.received[phase] = self.received.get(phase, 0) + received
 
 
+FanOut = Callable[[str, Callable[[str, pb_grpc.PartyStub], Any]], dict[str, Any]]
+
+
 class FederationSource:
     """Count source backed by party daemons in ring order."""
 
@@ -66,6 +75,7 @@ class FederationSource:
         rpc_seconds: float,
         traffic: Traffic,
         on_round: Callable[[int, int], None] | None = None,
+        fan_out: FanOut | None = None,
     ) -> None:
         self.session_id = session_id
         self.ring = list(ring)
@@ -76,6 +86,9 @@ class FederationSource:
         self.on_round = on_round
         self.iteration = 0
         self.seconds = 0.0
+        self.fan_out = fan_out
+        self.aggregator = PairwiseAggregator(self.ring, bytes.fromhex(session_id)) \
+            if fan_out is not None else None
 
     def atom_histogram(self, attr: int, node: int) -> np.ndarray:
         raise FedanonError("dynamic numerical splits are not available in distributed mode")
@@ -83,16 +96,48 @@ class FederationSource:
     def start(self, splits: Sequence[DynamicSplit]) -> np.ndarray:
         if splits:
             raise FedanonError("dynamic numerical splits are not available in distributed mode")
-        return self._ring_sum(None, 1)
+        return self._sum(None, 1)
 
     def specialize(self, step: Specialization) -> np.ndarray:
         if step.splits:
             raise FedanonError("dynamic numerical splits are not available in distributed mode")
-        return self._ring_sum(to_instruction(step), int(np.count_nonzero(step.nonempty)))
+        return self._sum(to_instruction(step), int(np.count_nonzero(step.nonempty)))
 
-    def _ring_sum(self, instruction: pb.Instruction | None, n_partitions: int) -> np.ndarray:
+    def _sum(self, instruction: pb.Instruction | None, n_partitions: int) -> np.ndarray:
         began = time.perf_counter()
         length = self.layout.vector_length(n_partitions)
+        if self.fan_out is None:
+            total = self._ring_sum(instruction, length)
+        else:
+            total = self._pairwise_sum(instruction, length)
+        if self.on_round is not None:
+            self.on_round(self.iteration, length)
+        self.iteration += 1
+        self.seconds += time.perf_counter() - began
+        return total
+
+    def _pairwise_sum(self, instruction: pb.Instruction | None, length: int) -> np.ndarray:
+        assert self.fan_out is not None and self.aggregator is not None
+        request = pb.SumRequest(
+            ref=pb.SessionRef(session_id=self.session_id, iteration=self.iteration))
+        if instruction is not None:
+            request.instruction.CopyFrom(instruction)
+        replies = self.fan_out(f"secure sum (pairwise), iteration {self.iteration}",
+                               lambda n, s: s.Sum(request, timeout=self.rpc_seconds))
+        try:
+            total = self.aggregator.combine(
+                self.iteration, {n: bytes(r.pairwise_share) for n, r in replies.items()})
+        except (FedanonError, ValueError) as exc:
+            raise PartyFailure(f"secure sum (pairwise), iteration {self.iteration}: {exc}") \
+                from exc
+        if total.size != length:
+            raise PartyFailure(f"secure sum (pairwise), iteration {self.iteration}: "
+                               f"{total.size} elements, expected {length}")
+        self.traffic.add("sum", request.ByteSize() * len(replies),
+                         sum(r.ByteSize() for r in replies.values()))
+        return total
+
+    def _ring_sum(self, instruction: pb.Instruction | None, length: int) -> np.ndarray:
         mask, payload = start_round(length)
         request = pb.SumRequest(
             ref=pb.SessionRef(session_id=self.session_id, iteration=self.iteration),
@@ -109,8 +154,4 @@ class FederationSource:
         from_vector(reply.total, length)
         total = mask.unmask(reply.total.data)
         self.traffic.add("sum", request.ByteSize(), reply.ByteSize())
-        if self.on_round is not None:
-            self.on_round(self.iteration, length)
-        self.iteration += 1
-        self.seconds += time.perf_counter() - began
         return total

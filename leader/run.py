@@ -37,6 +37,8 @@ from protos import fedanon_v1_pb2_grpc as pb_grpc
 
 log = logging.getLogger(__name__)
 
+SUM_MODES = {"ring": pb.SUM_MODE_RING, "pairwise": pb.SUM_MODE_PAIRWISE}
+
 
 def _first_difference(ours: list[str], theirs: list[str]) -> str:
     """Name the first item where a party's fingerprint differs from the leader's."""
@@ -104,7 +106,7 @@ def run_job(job: LeaderJob, on_step: Callable[[StepInfo], None] | None = None) -
     try:
         opened = session.fan_out("handshake", lambda n, s: s.OpenSession(
             pb.OpenSessionRequest(ref=session.ref(), lkc=spec.to_proto(), ring=session.ring,
-                                  sum_mode=pb.SUM_MODE_RING), timeout=job.rpc_seconds))
+                                  sum_mode=SUM_MODES[job.sum_mode]), timeout=job.rpc_seconds))
         columns: list[str] | None = None
         for name in session.ring:
             reply = opened[name]
@@ -122,7 +124,8 @@ def run_job(job: LeaderJob, on_step: Callable[[StepInfo], None] | None = None) -
 
         mark = time.perf_counter()
         source = FederationSource(session.session_id, session.ring, session.stubs,
-                                  StatsLayout.for_schema(schema), job.rpc_seconds, traffic)
+                                  StatsLayout.for_schema(schema), job.rpc_seconds, traffic,
+                                  fan_out=session.fan_out if job.sum_mode == "pairwise" else None)
         result = LKCEngine(schema, spec.params, score=spec.score, on_step=on_step).run(source)
         timings["specialize"] = time.perf_counter() - mark
 

@@ -22,9 +22,10 @@ from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from crypto.identity import Identity, load_identity_files
+from crypto.keyshare import ONION_UNION
 from crypto.onion_union import UnionContext, open_records
 from fedanon.errors import FedanonError
-from fedanon.unionkeys import new_union_share, union_route
+from fedanon.keyshares import new_share, union_route
 from leader.federation import Traffic, describe_rpc_error
 from protos import fedanon_v1_pb2 as pb
 
@@ -48,7 +49,7 @@ class UnionKeys:
             identity = load_identity_files(job.tls.cert, job.tls.key)
             ca = x509.load_pem_x509_certificate(job.tls.ca.read_bytes())
         session_id = bytes.fromhex(session.session_id)
-        private, own = new_union_share(identity, job.name, "leader", session_id)
+        private, own = new_share(identity, job.name, "leader", session_id, ONION_UNION)
         shares = [own] + [k for name in session.ring for k in opened[name].keys]
         try:
             route = union_route(shares, session.ring, session_id, ca)

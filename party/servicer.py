@@ -18,12 +18,14 @@ import pandas as pd
 from cryptography import x509
 
 from crypto.identity import Identity
+from crypto.keyshare import ONION_UNION, PAIRWISE_SUM
+from crypto.pairwise import PairwiseMasker
 from crypto.secure_sum import add_vector
 from fedanon.errors import FedanonError
+from fedanon.keyshares import new_share, union_route, verified_peers
 from fedanon.lkc.jobspec import LKCJobSpec
 from fedanon.taxonomy.files import TaxonomyFile
 from fedanon.transport import peer_name
-from fedanon.unionkeys import new_union_share, union_route
 from fedanon.wire import from_vector
 from party.config import PartyConfig
 from party.session import PartySession, ProtocolError
@@ -126,9 +128,15 @@ class PartyServicer(pb_grpc.PartyServicer):
                         f"configured to forward to '{configured}'")
             except FedanonError as exc:
                 self._fail(context, grpc.StatusCode.FAILED_PRECONDITION, str(exc))
-            private, share = new_union_share(
-                self.identity, self.config.name, "party", bytes.fromhex(session.session_id))
+            sid = bytes.fromhex(session.session_id)
+            private, share = new_share(self.identity, self.config.name, "party", sid,
+                                       ONION_UNION)
             session.union = UnionRole(private, session.position)
+            shares = [share]
+            if session.sum_mode == pb.SUM_MODE_PAIRWISE:
+                session.pairwise_key, pairwise = new_share(
+                    self.identity, self.config.name, "party", sid, PAIRWISE_SUM)
+                shares.append(pairwise)
             self.session = session
             self.sessions_served += 1
             log.info("session %s opened (ring position %d of %d)", session.session_id[:12],
@@ -139,25 +147,32 @@ class PartyServicer(pb_grpc.PartyServicer):
             fingerprint=hashlib.sha256("\n".join(items).encode()).hexdigest(),
             fingerprint_items=items,
             columns=session.released_columns,
-            keys=[share],
+            keys=shares,
         )
 
     def ShareKeys(self, request: pb.ShareKeysRequest, context: grpc.ServicerContext):
         self._authorize(context, {self.config.leader})
         session = self._current(context, request.ref)
+        sid = bytes.fromhex(session.session_id)
         try:
-            session.union.route = union_route(
-                request.keys, session.ring, bytes.fromhex(session.session_id),
-                self.ca_certificate)
+            session.union.route = union_route(request.keys, session.ring, sid,
+                                              self.ca_certificate)
+            if session.sum_mode == pb.SUM_MODE_PAIRWISE:
+                peers = verified_peers(request.keys, PAIRWISE_SUM, sid, self.ca_certificate)
+                session.masker = PairwiseMasker(self.config.name, session.pairwise_key, peers,
+                                                session.ring, sid)
         except (FedanonError, ValueError) as exc:
             self._fail(context, grpc.StatusCode.PERMISSION_DENIED, f"key shares refused: {exc}")
         return pb.ShareKeysReply()
 
     def Sum(self, request: pb.SumRequest, context: grpc.ServicerContext):
         session = self._current(context, request.ref)
-        expected = {self.config.leader} if session.predecessor is None else {session.predecessor}
-        self._authorize(context, expected)
+        pairwise = session.sum_mode == pb.SUM_MODE_PAIRWISE
+        first = pairwise or session.predecessor is None
+        self._authorize(context, {self.config.leader} if first else {session.predecessor})
         session.bytes_received += request.ByteSize()
+        if pairwise:
+            return self._pairwise_sum(session, request, context)
         try:
             local = session.contribution(request)
             if request.partial.length != local.size:
@@ -219,6 +234,20 @@ class PartyServicer(pb_grpc.PartyServicer):
             except grpc.RpcError as exc:
                 self._forward_failed(context, exc, "union")
             session.bytes_received += reply.ByteSize()
+        session.bytes_sent += reply.ByteSize()
+        return reply
+
+    def _pairwise_sum(self, session: PartySession, request: pb.SumRequest,
+                      context: grpc.ServicerContext) -> pb.SumReply:
+        """Pairwise mode: answer the leader directly with the pairwise-masked local vector."""
+        try:
+            if session.masker is None:
+                raise ProtocolError("pairwise keys were not shared before the first sum")
+            local = session.contribution(request)
+            reply = pb.SumReply(
+                pairwise_share=session.masker.masked_share(request.ref.iteration, local))
+        except (FedanonError, ValueError, RuntimeError) as exc:
+            self._fail(context, grpc.StatusCode.FAILED_PRECONDITION, str(exc))
         session.bytes_sent += reply.ByteSize()
         return reply
 

@@ -11,7 +11,9 @@ import time
 
 import numpy as np
 import pandas as pd
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
+from crypto.pairwise import PairwiseMasker
 from fedanon.errors import FedanonError
 from fedanon.lkc.jobspec import LKCJobSpec
 from fedanon.lkc.local_party import LocalParty
@@ -57,6 +59,8 @@ class PartySession:
         self.bytes_received = 0
         self.bytes_sent = 0
         self.union: UnionRole
+        self.pairwise_key: X25519PrivateKey | None = None
+        self.masker: PairwiseMasker | None = None
 
     @property
     def successor(self) -> str | None:

@@ -24,17 +24,17 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17protos/fedanon_v1.proto\x12\nfedanon.v1\"3\n\nSessionRef\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x11\n\titeration\x18\x02 \x01(\x04\"5\n\x06Vector\x12\x0c\n\x04\x64\x61ta\x18\x01 \x01(\x0c\x12\x0e\n\x06length\x18\x02 \x01(\x04\x12\r\n\x05\x64type\x18\x03 \x01(\t\"/\n\x0eSensitiveValue\x12\x0e\n\x06\x63olumn\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t\"\xb7\x01\n\x06LKCJob\x12\t\n\x01L\x18\x01 \x01(\r\x12\t\n\x01K\x18\x02 \x01(\x04\x12\t\n\x01\x43\x18\x03 \x01(\t\x12\r\n\x05score\x18\x04 \x01(\t\x12\x0c\n\x04qids\x18\x05 \x03(\t\x12-\n\tsensitive\x18\x06 \x03(\x0b\x32\x1a.fedanon.v1.SensitiveValue\x12\x14\n\x0c\x63lass_column\x18\x07 \x01(\t\x12\x14\n\x0c\x63lass_values\x18\x08 \x03(\t\x12\x14\n\x0c\x64rop_columns\x18\t \x03(\t\"\x98\x01\n\x12OpenSessionRequest\x12#\n\x03ref\x18\x01 \x01(\x0b\x32\x16.fedanon.v1.SessionRef\x12!\n\x03lkc\x18\x02 \x01(\x0b\x32\x12.fedanon.v1.LKCJobH\x00\x12\x0c\n\x04ring\x18\x03 \x03(\t\x12%\n\x08sum_mode\x18\x04 \x01(\x0e\x32\x13.fedanon.v1.SumModeB\x05\n\x03job\"H\n\x08KeyShare\x12\x0e\n\x06holder\x18\x01 \x01(\t\x12\x0c\n\x04role\x18\x02 \x01(\t\x12\x0f\n\x07purpose\x18\x03 \x01(\t\x12\r\n\x05share\x18\x04 \x01(\x0c\"\x86\x01\n\x10OpenSessionReply\x12\r\n\x05party\x18\x01 \x01(\t\x12\x13\n\x0b\x66ingerprint\x18\x02 \x01(\t\x12\x19\n\x11\x66ingerprint_items\x18\x03 \x03(\t\x12\x0f\n\x07\x63olumns\x18\x04 \x03(\t\x12\"\n\x04keys\x18\x05 \x03(\x0b\x32\x14.fedanon.v1.KeyShare\"[\n\x10ShareKeysRequest\x12#\n\x03ref\x18\x01 \x01(\x0b\x32\x16.fedanon.v1.SessionRef\x12\"\n\x04keys\x18\x02 \x03(\x0b\x32\x14.fedanon.v1.KeyShare\"\x10\n\x0eShareKeysReply\"D\n\x0c\x44ynamicSplit\x12\x0c\n\x04\x61ttr\x18\x01 \x01(\r\x12\x0c\n\x04node\x18\x02 \x01(\r\x12\x18\n\x10\x66irst_right_atom\x18\x03 \x01(\r\"|\n\x0bInstruction\x12\x0c\n\x04\x61ttr\x18\x01 \x01(\r\x12\x0c\n\x04node\x18\x02 \x01(\r\x12\x10\n\x08nonempty\x18\x03 \x01(\x0c\x12\x15\n\rnonempty_bits\x18\x04 \x01(\x04\x12(\n\x06splits\x18\x05 \x03(\x0b\x32\x18.fedanon.v1.DynamicSplit\"\x84\x01\n\nSumRequest\x12#\n\x03ref\x18\x01 \x01(\x0b\x32\x16.fedanon.v1.SessionRef\x12,\n\x0binstruction\x18\x02 \x01(\x0b\x32\x17.fedanon.v1.Instruction\x12#\n\x07partial\x18\x03 \x01(\x0b\x32\x12.fedanon.v1.Vector\"-\n\x08SumReply\x12!\n\x05total\x18\x01 \x01(\x0b\x32\x12.fedanon.v1.Vector\"P\n\nEndRequest\x12#\n\x03ref\x18\x01 \x01(\x0b\x32\x16.fedanon.v1.SessionRef\x12\r\n\x05\x61\x62ort\x18\x02 \x01(\x08\x12\x0e\n\x06reason\x18\x03 \x01(\t\"6\n\x08\x45ndReply\x12\x12\n\nbytes_sent\x18\x01 \x01(\x04\x12\x16\n\x0e\x62ytes_received\x18\x02 \x01(\x04\"\x8e\x01\n\x0cUnionRequest\x12#\n\x03ref\x18\x01 \x01(\x0b\x32\x16.fedanon.v1.SessionRef\x12%\n\x05phase\x18\x02 \x01(\x0e\x32\x16.fedanon.v1.UnionPhase\x12\r\n\x05items\x18\x03 \x03(\x0c\x12\x13\n\x0brecord_size\x18\x04 \x01(\r\x12\x0e\n\x06pad_to\x18\x05 \x01(\x04\"0\n\nUnionReply\x12\r\n\x05items\x18\x01 \x03(\x0c\x12\x13\n\x0brecord_size\x18\x02 \x01(\r\"/\n\x0eReleasedRecord\x12\x0e\n\x06values\x18\x01 \x03(\t\x12\r\n\x05\x64ummy\x18\x02 \x01(\x08\"\x0f\n\rStatusRequest\"p\n\x0bStatusReply\x12\r\n\x05party\x18\x01 \x01(\t\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\x11\n\titeration\x18\x03 \x01(\x04\x12\x12\n\nlast_error\x18\x04 \x01(\t\x12\x17\n\x0fsessions_served\x18\x05 \x01(\x04*M\n\x07SumMode\x12\x18\n\x14SUM_MODE_UNSPECIFIED\x10\x00\x12\x11\n\rSUM_MODE_RING\x10\x01\x12\x15\n\x11SUM_MODE_PAIRWISE\x10\x02*r\n\nUnionPhase\x12\x1b\n\x17UNION_PHASE_UNSPECIFIED\x10\x00\x12\x17\n\x13UNION_PHASE_COLLECT\x10\x01\x12\x15\n\x11UNION_PHASE_STRIP\x10\x02\x12\x17\n\x13UNION_PHASE_MEASURE\x10\x03\x32\xfe\x02\n\x05Party\x12K\n\x0bOpenSession\x12\x1e.fedanon.v1.OpenSessionRequest\x1a\x1c.fedanon.v1.OpenSessionReply\x12\x45\n\tShareKeys\x12\x1c.fedanon.v1.ShareKeysRequest\x1a\x1a.fedanon.v1.ShareKeysReply\x12\x33\n\x03Sum\x12\x16.fedanon.v1.SumRequest\x1a\x14.fedanon.v1.SumReply\x12\x39\n\x05Union\x12\x18.fedanon.v1.UnionRequest\x1a\x16.fedanon.v1.UnionReply\x12\x33\n\x03\x45nd\x12\x16.fedanon.v1.EndRequest\x1a\x14.fedanon.v1.EndReply\x12<\n\x06Status\x12\x19.fedanon.v1.StatusRequest\x1a\x17.fedanon.v1.StatusReplyb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17protos/fedanon_v1.proto\x12\nfedanon.v1\"3\n\nSessionRef\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x11\n\titeration\x18\x02 \x01(\x04\"5\n\x06Vector\x12\x0c\n\x04\x64\x61ta\x18\x01 \x01(\x0c\x12\x0e\n\x06length\x18\x02 \x01(\x04\x12\r\n\x05\x64type\x18\x03 \x01(\t\"/\n\x0eSensitiveValue\x12\x0e\n\x06\x63olumn\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t\"\xb7\x01\n\x06LKCJob\x12\t\n\x01L\x18\x01 \x01(\r\x12\t\n\x01K\x18\x02 \x01(\x04\x12\t\n\x01\x43\x18\x03 \x01(\t\x12\r\n\x05score\x18\x04 \x01(\t\x12\x0c\n\x04qids\x18\x05 \x03(\t\x12-\n\tsensitive\x18\x06 \x03(\x0b\x32\x1a.fedanon.v1.SensitiveValue\x12\x14\n\x0c\x63lass_column\x18\x07 \x01(\t\x12\x14\n\x0c\x63lass_values\x18\x08 \x03(\t\x12\x14\n\x0c\x64rop_columns\x18\t \x03(\t\"\x98\x01\n\x12OpenSessionRequest\x12#\n\x03ref\x18\x01 \x01(\x0b\x32\x16.fedanon.v1.SessionRef\x12!\n\x03lkc\x18\x02 \x01(\x0b\x32\x12.fedanon.v1.LKCJobH\x00\x12\x0c\n\x04ring\x18\x03 \x03(\t\x12%\n\x08sum_mode\x18\x04 \x01(\x0e\x32\x13.fedanon.v1.SumModeB\x05\n\x03job\"H\n\x08KeyShare\x12\x0e\n\x06holder\x18\x01 \x01(\t\x12\x0c\n\x04role\x18\x02 \x01(\t\x12\x0f\n\x07purpose\x18\x03 \x01(\t\x12\r\n\x05share\x18\x04 \x01(\x0c\"\x86\x01\n\x10OpenSessionReply\x12\r\n\x05party\x18\x01 \x01(\t\x12\x13\n\x0b\x66ingerprint\x18\x02 \x01(\t\x12\x19\n\x11\x66ingerprint_items\x18\x03 \x03(\t\x12\x0f\n\x07\x63olumns\x18\x04 \x03(\t\x12\"\n\x04keys\x18\x05 \x03(\x0b\x32\x14.fedanon.v1.KeyShare\"[\n\x10ShareKeysRequest\x12#\n\x03ref\x18\x01 \x01(\x0b\x32\x16.fedanon.v1.SessionRef\x12\"\n\x04keys\x18\x02 \x03(\x0b\x32\x14.fedanon.v1.KeyShare\"\x10\n\x0eShareKeysReply\"D\n\x0c\x44ynamicSplit\x12\x0c\n\x04\x61ttr\x18\x01 \x01(\r\x12\x0c\n\x04node\x18\x02 \x01(\r\x12\x18\n\x10\x66irst_right_atom\x18\x03 \x01(\r\"|\n\x0bInstruction\x12\x0c\n\x04\x61ttr\x18\x01 \x01(\r\x12\x0c\n\x04node\x18\x02 \x01(\r\x12\x10\n\x08nonempty\x18\x03 \x01(\x0c\x12\x15\n\rnonempty_bits\x18\x04 \x01(\x04\x12(\n\x06splits\x18\x05 \x03(\x0b\x32\x18.fedanon.v1.DynamicSplit\"\x84\x01\n\nSumRequest\x12#\n\x03ref\x18\x01 \x01(\x0b\x32\x16.fedanon.v1.SessionRef\x12,\n\x0binstruction\x18\x02 \x01(\x0b\x32\x17.fedanon.v1.Instruction\x12#\n\x07partial\x18\x03 \x01(\x0b\x32\x12.fedanon.v1.Vector\"E\n\x08SumReply\x12!\n\x05total\x18\x01 \x01(\x0b\x32\x12.fedanon.v1.Vector\x12\x16\n\x0epairwise_share\x18\x02 \x01(\x0c\"P\n\nEndRequest\x12#\n\x03ref\x18\x01 \x01(\x0b\x32\x16.fedanon.v1.SessionRef\x12\r\n\x05\x61\x62ort\x18\x02 \x01(\x08\x12\x0e\n\x06reason\x18\x03 \x01(\t\"6\n\x08\x45ndReply\x12\x12\n\nbytes_sent\x18\x01 \x01(\x04\x12\x16\n\x0e\x62ytes_received\x18\x02 \x01(\x04\"\x8e\x01\n\x0cUnionRequest\x12#\n\x03ref\x18\x01 \x01(\x0b\x32\x16.fedanon.v1.SessionRef\x12%\n\x05phase\x18\x02 \x01(\x0e\x32\x16.fedanon.v1.UnionPhase\x12\r\n\x05items\x18\x03 \x03(\x0c\x12\x13\n\x0brecord_size\x18\x04 \x01(\r\x12\x0e\n\x06pad_to\x18\x05 \x01(\x04\"0\n\nUnionReply\x12\r\n\x05items\x18\x01 \x03(\x0c\x12\x13\n\x0brecord_size\x18\x02 \x01(\r\"/\n\x0eReleasedRecord\x12\x0e\n\x06values\x18\x01 \x03(\t\x12\r\n\x05\x64ummy\x18\x02 \x01(\x08\"\x0f\n\rStatusRequest\"p\n\x0bStatusReply\x12\r\n\x05party\x18\x01 \x01(\t\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\x11\n\titeration\x18\x03 \x01(\x04\x12\x12\n\nlast_error\x18\x04 \x01(\t\x12\x17\n\x0fsessions_served\x18\x05 \x01(\x04*M\n\x07SumMode\x12\x18\n\x14SUM_MODE_UNSPECIFIED\x10\x00\x12\x11\n\rSUM_MODE_RING\x10\x01\x12\x15\n\x11SUM_MODE_PAIRWISE\x10\x02*r\n\nUnionPhase\x12\x1b\n\x17UNION_PHASE_UNSPECIFIED\x10\x00\x12\x17\n\x13UNION_PHASE_COLLECT\x10\x01\x12\x15\n\x11UNION_PHASE_STRIP\x10\x02\x12\x17\n\x13UNION_PHASE_MEASURE\x10\x03\x32\xfe\x02\n\x05Party\x12K\n\x0bOpenSession\x12\x1e.fedanon.v1.OpenSessionRequest\x1a\x1c.fedanon.v1.OpenSessionReply\x12\x45\n\tShareKeys\x12\x1c.fedanon.v1.ShareKeysRequest\x1a\x1a.fedanon.v1.ShareKeysReply\x12\x33\n\x03Sum\x12\x16.fedanon.v1.SumRequest\x1a\x14.fedanon.v1.SumReply\x12\x39\n\x05Union\x12\x18.fedanon.v1.UnionRequest\x1a\x16.fedanon.v1.UnionReply\x12\x33\n\x03\x45nd\x12\x16.fedanon.v1.EndRequest\x1a\x14.fedanon.v1.EndReply\x12<\n\x06Status\x12\x19.fedanon.v1.StatusRequest\x1a\x17.fedanon.v1.StatusReplyb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'protos.fedanon_v1_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_SUMMODE']._serialized_start=1750
-  _globals['_SUMMODE']._serialized_end=1827
-  _globals['_UNIONPHASE']._serialized_start=1829
-  _globals['_UNIONPHASE']._serialized_end=1943
+  _globals['_SUMMODE']._serialized_start=1774
+  _globals['_SUMMODE']._serialized_end=1851
+  _globals['_UNIONPHASE']._serialized_start=1853
+  _globals['_UNIONPHASE']._serialized_end=1967
   _globals['_SESSIONREF']._serialized_start=39
   _globals['_SESSIONREF']._serialized_end=90
   _globals['_VECTOR']._serialized_start=92
@@ -60,21 +60,21 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_SUMREQUEST']._serialized_start=1056
   _globals['_SUMREQUEST']._serialized_end=1188
   _globals['_SUMREPLY']._serialized_start=1190
-  _globals['_SUMREPLY']._serialized_end=1235
-  _globals['_ENDREQUEST']._serialized_start=1237
-  _globals['_ENDREQUEST']._serialized_end=1317
-  _globals['_ENDREPLY']._serialized_start=1319
-  _globals['_ENDREPLY']._serialized_end=1373
-  _globals['_UNIONREQUEST']._serialized_start=1376
-  _globals['_UNIONREQUEST']._serialized_end=1518
-  _globals['_UNIONREPLY']._serialized_start=1520
-  _globals['_UNIONREPLY']._serialized_end=1568
-  _globals['_RELEASEDRECORD']._serialized_start=1570
-  _globals['_RELEASEDRECORD']._serialized_end=1617
-  _globals['_STATUSREQUEST']._serialized_start=1619
-  _globals['_STATUSREQUEST']._serialized_end=1634
-  _globals['_STATUSREPLY']._serialized_start=1636
-  _globals['_STATUSREPLY']._serialized_end=1748
-  _globals['_PARTY']._serialized_start=1946
-  _globals['_PARTY']._serialized_end=2328
+  _globals['_SUMREPLY']._serialized_end=1259
+  _globals['_ENDREQUEST']._serialized_start=1261
+  _globals['_ENDREQUEST']._serialized_end=1341
+  _globals['_ENDREPLY']._serialized_start=1343
+  _globals['_ENDREPLY']._serialized_end=1397
+  _globals['_UNIONREQUEST']._serialized_start=1400
+  _globals['_UNIONREQUEST']._serialized_end=1542
+  _globals['_UNIONREPLY']._serialized_start=1544
+  _globals['_UNIONREPLY']._serialized_end=1592
+  _globals['_RELEASEDRECORD']._serialized_start=1594
+  _globals['_RELEASEDRECORD']._serialized_end=1641
+  _globals['_STATUSREQUEST']._serialized_start=1643
+  _globals['_STATUSREQUEST']._serialized_end=1658
+  _globals['_STATUSREPLY']._serialized_start=1660
+  _globals['_STATUSREPLY']._serialized_end=1772
+  _globals['_PARTY']._serialized_start=1970
+  _globals['_PARTY']._serialized_end=2352
 # @@protoc_insertion_point(module_scope)

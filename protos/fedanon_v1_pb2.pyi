@@ -160,10 +160,12 @@ class SumRequest(_message.Message):
     def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ..., instruction: _Optional[_Union[Instruction, _Mapping]] = ..., partial: _Optional[_Union[Vector, _Mapping]] = ...) -> None: ...
 
 class SumReply(_message.Message):
-    __slots__ = ("total",)
+    __slots__ = ("total", "pairwise_share")
     TOTAL_FIELD_NUMBER: _ClassVar[int]
+    PAIRWISE_SHARE_FIELD_NUMBER: _ClassVar[int]
     total: Vector
-    def __init__(self, total: _Optional[_Union[Vector, _Mapping]] = ...) -> None: ...
+    pairwise_share: bytes
+    def __init__(self, total: _Optional[_Union[Vector, _Mapping]] = ..., pairwise_share: _Optional[bytes] = ...) -> None: ...
 
 class EndRequest(_message.Message):
     __slots__ = ("ref", "abort", "reason")
