@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
+import numpy as np
 import pandas as pd
 
 from fedanon.errors import FedanonError
@@ -18,6 +19,7 @@ from fedanon.lkc.local_party import LocalParty
 from fedanon.schema import LKCParams, Schema, SensitiveValue
 from fedanon.taxonomy.files import TaxonomyFile
 from fedanon.taxonomy.tree import Taxonomy
+from fedanon.text import as_numbers, as_text
 
 PRESETS = ("lkc", "k-anonymity", "confidence-bounding", "alpha-k")
 
@@ -102,20 +104,18 @@ def build_schema(
     if cls is not None:
         if cls not in table.columns:
             raise FedanonError(f"the table has no class column '{cls}'")
-        values = list(taxonomy.class_values or sorted(table[cls].astype(str).unique()))
+        values = list(taxonomy.class_values or sorted(as_text(table[cls]).unique()))
     return Schema(trees, sens, cls, values)
 
 
-def _numbers(table: pd.DataFrame, column: str) -> pd.Series:
-    numbers = pd.to_numeric(table[column], errors="coerce")
-    bad = numbers.isna().to_numpy().nonzero()[0]
-    if bad.size:
-        row = int(bad[0])
+def _numbers(table: pd.DataFrame, column: str) -> np.ndarray:
+    values, bad_row = as_numbers(table[column])
+    if bad_row is not None:
         raise FedanonError(
-            f"column '{column}': value '{table[column].iloc[row]}' (first at row {row + 1}) "
-            "is not a number"
+            f"column '{column}': value '{table[column].iloc[bad_row]}' (first at row "
+            f"{bad_row + 1}) is not a number"
         )
-    return numbers
+    return values
 
 
 @dataclass

@@ -19,6 +19,7 @@ from fedanon.lkc.layout import (
     StatsLayout,
 )
 from fedanon.schema import Schema
+from fedanon.text import as_text
 
 
 class LocalParty:
@@ -42,7 +43,7 @@ class LocalParty:
         if column not in table.columns:
             raise FedanonError(f"class column '{column}' is missing from the table")
         lookup = {v: i for i, v in enumerate(values)}
-        raw = table[column].astype(str)
+        raw = as_text(table[column])
         codes, uniques = pd.factorize(raw, sort=False)
         mapped = np.array([lookup.get(u, -1) for u in uniques], dtype=np.int64)
         out = mapped[codes] if len(codes) else np.empty(0, dtype=np.int64)
@@ -60,7 +61,7 @@ class LocalParty:
         for j, s in enumerate(self.schema.sensitive):
             if s.column not in table.columns:
                 raise FedanonError(f"sensitive column '{s.column}' is missing from the table")
-            out[j] = (table[s.column].astype(str) == s.value).to_numpy()
+            out[j] = (as_text(table[s.column]) == s.value).to_numpy(dtype=bool)
         return out
 
     # ----------------------------------------------------------------- counting
@@ -156,9 +157,10 @@ class LocalParty:
     # ----------------------------------------------------------------- release
     def generalized_table(self) -> pd.DataFrame:
         """The party's records with QIDs replaced by their cut labels; other columns unchanged."""
-        out = self.table.copy()
         keys = self.partitions.keys[self.record_partition]
+        columns = {name: self.table[name] for name in self.table.columns}
         for a, tax in enumerate(self.schema.taxonomies):
-            labels = np.asarray(tax.labels, dtype=object)
-            out[tax.attribute] = labels[keys[:, a]]
-        return out
+            label_codes, labels = pd.factorize(pd.Index(tax.labels))
+            columns[tax.attribute] = pd.Categorical.from_codes(
+                label_codes[keys[:, a]], categories=labels)
+        return pd.DataFrame(columns, index=self.table.index)

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from fedanon.errors import FedanonError
+from fedanon.text import as_numbers, as_text
 
 Kind = Literal["categorical", "numeric"]
 
@@ -241,15 +242,6 @@ class Taxonomy:
     def leaves_under(self, node: int) -> int:
         return self.atom_hi[node] - self.atom_lo[node]
 
-    def child_position(self, node: int, atoms: np.ndarray) -> np.ndarray:
-        """For atoms under `node`, the position (0-based, taxonomy order) of the child holding each."""
-        starts = np.fromiter(
-            (self.atom_lo[c] for c in self.children[node]),
-            dtype=np.int64,
-            count=len(self.children[node]),
-        )
-        return np.searchsorted(starts, atoms, side="right") - 1
-
     def split(self, node: int, first_right_atom: int) -> tuple[int, int]:
         """Grow a dynamic tree: split `node` before atom `first_right_atom` into two children."""
         if not self.dynamic or self.children[node]:
@@ -276,7 +268,7 @@ class Taxonomy:
         return self._encode_numeric(column)
 
     def _encode_categorical(self, column: pd.Series) -> np.ndarray:
-        values = column.astype(str)
+        values = as_text(column)
         codes, uniques = pd.factorize(values, sort=False)
         lookup = np.array([self._atom_index.get(u, -1) for u in uniques], dtype=np.int64)
         atoms = lookup[codes] if len(codes) else np.empty(0, dtype=np.int64)
@@ -290,15 +282,12 @@ class Taxonomy:
         return atoms.astype(np.int32)
 
     def _encode_numeric(self, column: pd.Series) -> np.ndarray:
-        numbers = pd.to_numeric(column, errors="coerce")
-        bad = np.flatnonzero(numbers.isna().to_numpy())
-        if bad.size:
-            row = int(bad[0])
+        x, bad_row = as_numbers(column)
+        if bad_row is not None:
             raise FedanonError(
-                f"column '{self.attribute}': value '{column.iloc[row]}' (first at row {row + 1}) "
-                "is not a number"
+                f"column '{self.attribute}': value '{column.iloc[bad_row]}' (first at row "
+                f"{bad_row + 1}) is not a number"
             )
-        x = numbers.to_numpy(dtype=float)
         if self.dynamic:
             atoms = np.searchsorted(self.atom_values, x)
             inside = (atoms < self.n_atoms) & (
