@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import signal
 import threading
+import time
 
 import grpc
 from cryptography import x509
@@ -61,9 +62,40 @@ def build_server(config: PartyConfig) -> tuple[grpc.Server, int, PartyServicer]:
     return server, port, servicer
 
 
+def check_next_hop(config: PartyConfig) -> bool:
+    """Probe the next hop's health service; with wait_next_hop_seconds > 0 insist on it.
+
+    Parties may start in any order, so by default an unreachable next hop is only a warning
+    (sessions will name it if it is still unreachable then).
+    """
+    hop = config.next_hop
+    if hop is None:
+        return True
+    wait = config.wait_next_hop_seconds
+    deadline = time.monotonic() + max(wait, 1.0)
+    channel = make_channel(hop.address, hop.name, config.tls)
+    try:
+        stub = health_pb2_grpc.HealthStub(channel)
+        while True:
+            try:
+                stub.Check(health_pb2.HealthCheckRequest(service=SERVICE_NAME), timeout=1)
+                return True
+            except grpc.RpcError as exc:
+                if time.monotonic() >= deadline:
+                    message = (f"next hop {hop.name} at {hop.address} is unreachable "
+                               f"({exc.code().name}: {exc.details()})")
+                    if wait > 0:
+                        raise FedanonError(message) from None
+                    log.warning("%s; sessions will fail until it is up", message)
+                    return False
+                time.sleep(0.2)
+    finally:
+        channel.close()
+
+
 def serve(config: PartyConfig, grace_seconds: float = 5.0) -> None:
-    """Run the daemon until SIGTERM/SIGINT."""
-    server, port, _ = build_server(config)
+    """Run the daemon until SIGTERM/SIGINT; in-flight calls get `grace_seconds` to finish."""
+    server, port, servicer = build_server(config)
     server.start()
     stop = threading.Event()
 
@@ -75,6 +107,14 @@ def serve(config: PartyConfig, grace_seconds: float = 5.0) -> None:
     signal.signal(signal.SIGINT, on_signal)
     mode = "mutual TLS" if config.tls else "INSECURE (no TLS)"
     print(f"party {config.name} listening on port {port} ({mode})", flush=True)
+    try:
+        check_next_hop(config)
+    except FedanonError:
+        server.stop(0).wait()
+        raise
     stop.wait()
+    if servicer.session is not None:
+        log.warning("stopping during session %s: in-flight calls get %.0f s, then the session "
+                    "is abandoned", servicer.session.session_id[:12], grace_seconds)
     server.stop(grace_seconds).wait()
     print(f"party {config.name} stopped", flush=True)

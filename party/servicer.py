@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
+import time
 from collections.abc import Callable
 
 import grpc
@@ -96,6 +97,30 @@ class PartyServicer(pb_grpc.PartyServicer):
             self.config.rpc_seconds, remaining - 0.5)
         return max(budget, 0.1)
 
+    def _forward(self, method: str, request: object, context: grpc.ServicerContext,
+                 what: str) -> object:
+        """Call the next hop; retry with exponential backoff while it is unavailable.
+
+        Retrying is safe: a hop that did receive the message rejects the copy as stale.
+        """
+        deadline = time.monotonic() + self._forward_timeout(context)
+        delay = self.config.backoff_seconds
+        for attempt in range(self.config.connect_retries + 1):
+            remaining = deadline - time.monotonic()
+            try:
+                return getattr(self.next_stub(), method)(request, timeout=max(remaining, 0.1))
+            except grpc.RpcError as exc:
+                retry = exc.code() == grpc.StatusCode.UNAVAILABLE and \
+                    attempt < self.config.connect_retries and remaining > 2 * delay
+                if not retry:
+                    self._forward_failed(context, exc, what)
+                log.warning("next hop unavailable during %s, retrying in %.1f s", what, delay,
+                            extra={"phase": what, "peer": self.config.next_hop.name
+                                   if self.config.next_hop else None})
+                time.sleep(delay)
+                delay *= 2
+        raise AssertionError("unreachable")
+
     def _forward_failed(self, context: grpc.ServicerContext, exc: grpc.RpcError, what: str) -> None:
         detail = exc.details() or str(exc.code())
         successor = self.session.successor if self.session else "next hop"
@@ -139,8 +164,8 @@ class PartyServicer(pb_grpc.PartyServicer):
                 shares.append(pairwise)
             self.session = session
             self.sessions_served += 1
-            log.info("session %s opened (ring position %d of %d)", session.session_id[:12],
-                     session.position + 1, len(ring))
+            log.info("session opened (ring position %d of %d)", session.position + 1, len(ring),
+                     extra={"session": session.session_id[:12], "iteration": 0})
         items = spec.fingerprint_items(schema)
         return pb.OpenSessionReply(
             party=self.config.name,
@@ -171,6 +196,8 @@ class PartyServicer(pb_grpc.PartyServicer):
         first = pairwise or session.predecessor is None
         self._authorize(context, {self.config.leader} if first else {session.predecessor})
         session.bytes_received += request.ByteSize()
+        log.info("secure sum", extra={"session": session.session_id[:12],
+                                      "iteration": request.ref.iteration})
         if pairwise:
             return self._pairwise_sum(session, request, context)
         try:
@@ -193,10 +220,7 @@ class PartyServicer(pb_grpc.PartyServicer):
             if request.HasField("instruction"):
                 forward.instruction.CopyFrom(request.instruction)
             session.bytes_sent += forward.ByteSize()
-            try:
-                reply = self.next_stub().Sum(forward, timeout=self._forward_timeout(context))
-            except grpc.RpcError as exc:
-                self._forward_failed(context, exc, f"iteration {request.ref.iteration}")
+            reply = self._forward("Sum", forward, context, f"iteration {request.ref.iteration}")
             session.bytes_received += reply.ByteSize()
         session.bytes_sent += reply.ByteSize()
         return reply
@@ -229,10 +253,7 @@ class PartyServicer(pb_grpc.PartyServicer):
             forward = pb.UnionRequest(ref=request.ref, phase=request.phase, items=items,
                                       record_size=request.record_size, pad_to=request.pad_to)
             session.bytes_sent += forward.ByteSize()
-            try:
-                reply = self.next_stub().Union(forward, timeout=self._forward_timeout(context))
-            except grpc.RpcError as exc:
-                self._forward_failed(context, exc, "union")
+            reply = self._forward("Union", forward, context, "union")
             session.bytes_received += reply.ByteSize()
         session.bytes_sent += reply.ByteSize()
         return reply

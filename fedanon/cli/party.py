@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 
 import grpc
 
 from fedanon.cli.common import print_summary
 from fedanon.errors import FedanonError
+from fedanon.logs import setup_logging
 from fedanon.transport import make_channel
 from party.config import PartyConfig
 from protos import fedanon_v1_pb2 as pb
@@ -24,6 +24,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     serve.add_argument("--insecure", action="store_true",
                        help="no TLS (local experiments only; overrides [tls])")
     serve.add_argument("--log-level", default="INFO")
+    serve.add_argument("--log-format", choices=("text", "json"), default="text",
+                       help="json: one JSON object per line with session id and iteration")
     serve.set_defaults(handler=run_serve)
     status = actions.add_parser("status", help="health and current session of a party daemon")
     status.add_argument("--config", required=True,
@@ -45,8 +47,7 @@ def _config(args: argparse.Namespace) -> PartyConfig:
 def run_serve(args: argparse.Namespace) -> int:
     from party.daemon import serve
 
-    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    setup_logging(args.log_level, args.log_format)
     serve(_config(args))
     return 0
 
