@@ -23,7 +23,8 @@ Example::
     cert = "certs/leader.pem"
     key = "certs/leader.key"
     [timeouts]
-    rpc_seconds = 60
+    rpc_seconds = 60                 # deadline of each call (a ring sum gets +25% per party)
+    union_seconds = 600              # deadline of a union phase (encryption of every record)
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ class LeaderJob:
     sum_mode: str = "ring"
     allow_two_parties: bool = False
     rpc_seconds: float = 60.0
+    union_seconds: float = 600.0
     extra_report: dict[str, Any] = field(default_factory=dict)
 
     def check(self) -> None:
@@ -114,6 +116,7 @@ def load_job(path: str | Path) -> LeaderJob:
         sum_mode=str(data.get("sum_mode", "ring")),
         allow_two_parties=bool(data.get("allow_two_parties", False)),
         rpc_seconds=float(data.get("timeouts", {}).get("rpc_seconds", 60.0)),
+        union_seconds=float(data.get("timeouts", {}).get("union_seconds", 600.0)),
     )
     job.check()
     return job

@@ -130,7 +130,8 @@ def run_job(job: LeaderJob, on_step: Callable[[StepInfo], None] | None = None) -
         timings["specialize"] = time.perf_counter() - mark
 
         mark = time.perf_counter()
-        rows = run_union(session, keys, traffic, job.rpc_seconds, source.iteration)
+        rows = run_union(session, keys, traffic, job.rpc_seconds, job.union_seconds,
+                         source.iteration)
         timings["union"] = time.perf_counter() - mark
 
         ended = session.fan_out("end", lambda n, s: s.End(

@@ -72,13 +72,13 @@ def _ring_call(session: Session, request: pb.UnionRequest, phase: str, timeout: 
 
 
 def run_union(session: Session, keys: UnionKeys, traffic: Traffic, rpc_seconds: float,
-              round_: int, pad_to: int = 0) -> list[list[str]]:
+              union_seconds: float, round_: int, pad_to: int = 0) -> list[list[str]]:
     """Integrate the release: returns the records (as lists of column values), shuffled."""
     ref = session.ref(round_)
     sizes = session.fan_out("union (measure)", lambda n, s: s.Union(
         pb.UnionRequest(ref=ref, phase=pb.UNION_PHASE_MEASURE), timeout=rpc_seconds))
     record_size = max(r.record_size for r in sizes.values())
-    timeout = rpc_seconds * (1 + 0.25 * len(session.ring))
+    timeout = union_seconds
     collect = pb.UnionRequest(ref=ref, phase=pb.UNION_PHASE_COLLECT, record_size=record_size,
                               pad_to=pad_to)
     batches = session.fan_out("union (collect)", lambda n, s: s.Union(collect, timeout=timeout))

@@ -92,9 +92,9 @@ class PartyServicer(pb_grpc.PartyServicer):
         return session
 
     def _forward_timeout(self, context: grpc.ServicerContext) -> float:
+        """What is left of the caller's deadline (the leader sizes it per phase), or ours."""
         remaining = context.time_remaining()
-        budget = self.config.rpc_seconds if remaining is None else min(
-            self.config.rpc_seconds, remaining - 0.5)
+        budget = self.config.rpc_seconds if remaining is None else remaining - 0.5
         return max(budget, 0.1)
 
     def _forward(self, method: str, request: object, context: grpc.ServicerContext,
