@@ -66,15 +66,19 @@ def read_table(path: str | os.PathLike[str], delimiter: str | None = None) -> pd
     return table.to_pandas(types_mapper=pd.ArrowDtype)
 
 
+def delimiter_hint(table: pd.DataFrame) -> str:
+    """A hint for 'missing column' errors when the whole header landed in one column."""
+    if len(table.columns) != 1:
+        return ""
+    return (f" (the file was read as a single column '{str(table.columns[0])[:40]}': "
+            "does it use another delimiter? try --delimiter)")
+
+
 def require_columns(table: pd.DataFrame, columns: list[str], path: str | os.PathLike[str]) -> None:
     """Name the first missing column, with a hint when the delimiter looks wrong."""
     for column in columns:
         if column not in table.columns:
-            hint = ""
-            if len(table.columns) == 1:
-                hint = (f" (the file was read as a single column '{table.columns[0][:40]}': "
-                        "does it use another delimiter? try --delimiter)")
-            raise FedanonError(f"{path}: no column '{column}'{hint}")
+            raise FedanonError(f"{path}: no column '{column}'{delimiter_hint(table)}")
 
 
 def write_table(table: pd.DataFrame, path: str | os.PathLike[str]) -> None:

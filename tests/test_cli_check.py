@@ -189,9 +189,9 @@ def run_in_process(monkeypatch, taxonomy: FakeTaxonomyFile, argv: list[str]) -> 
     Only `check.register` is used (not the whole `fedanon` parser) so that the test does not
     depend on the other commands' modules.
     """
-    import fedanon.taxonomy.files as files
+    import fedanon.taxonomy.loader as loader
 
-    monkeypatch.setattr(files, "load_taxonomy", lambda path: taxonomy, raising=False)
+    monkeypatch.setattr(loader, "load_taxonomy", lambda path, **_: taxonomy)
     parser = argparse.ArgumentParser()
     register(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(["check", "lkc", *argv])

@@ -99,7 +99,7 @@ def _requirement(args: argparse.Namespace) -> tuple[list[str], dict[str, list[st
     qids = [q for q in args.qid.split(",") if q] if args.qid else []
     sensitive = _parse_sensitive(args.sensitive)
     if args.taxonomy and (not qids or not sensitive):
-        from fedanon.taxonomy.files import load_taxonomy  # lazy: optional, heavier dependency
+        from fedanon.taxonomy.loader import load_taxonomy  # lazy: only with --taxonomy
 
         taxonomy = load_taxonomy(args.taxonomy)
         qids = qids or list(taxonomy.qids or [])  # some formats (ARX) name no QIDs

@@ -19,6 +19,7 @@ from fedanon.lkc.local_party import LocalParty
 from fedanon.schema import LKCParams, Schema, SensitiveValue
 from fedanon.taxonomy.files import TaxonomyFile
 from fedanon.taxonomy.tree import Taxonomy
+from fedanon.table_io import delimiter_hint
 from fedanon.text import as_numbers, as_text
 
 PRESETS = ("lkc", "k-anonymity", "confidence-bounding", "alpha-k")
@@ -84,7 +85,7 @@ def build_schema(
         raise FedanonError("a QID is listed twice")
     for column in names:
         if column not in table.columns:
-            raise FedanonError(f"the table has no QID column '{column}'")
+            raise FedanonError(f"the table has no QID column '{column}'{delimiter_hint(table)}")
     trees: list[Taxonomy] = []
     for column in names:
         if column in dynamic or column in taxonomy.dynamic_attributes:
