@@ -1,0 +1,145 @@
+"""``fedanon anonymize lkc`` end to end: a release that passes the checker, and bad input that is
+answered with one line, a non-zero exit code and no output file."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+TAXONOMY = """
+qids = ["age", "job"]
+[sensitive]
+disease = ["HIV"]
+[class]
+column = "outcome"
+values = ["no", "yes"]
+[attributes.age]
+kind = "numeric"
+tree = \"\"\"
+[0, 100)
+  [0, 50)
+  [50, 100)
+\"\"\"
+[attributes.job]
+kind = "categorical"
+tree = \"\"\"
+Any
+  Blue
+    Janitor
+    Mover
+  White
+    Clerk
+    Lawyer
+\"\"\"
+"""
+
+
+def _table(rows: int = 40) -> str:
+    jobs = ["Janitor", "Mover", "Clerk", "Lawyer"]
+    lines = ["pid,age,job,disease,outcome"]
+    for i in range(rows):
+        disease = "HIV" if i % 10 == 0 else "Flu"
+        lines.append(f"{i},{(i * 7) % 100},{jobs[i % 4]},{disease},{'yes' if i % 3 else 'no'}")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> dict[str, Path]:
+    taxonomy = tmp_path / "taxonomy.toml"
+    taxonomy.write_text(TAXONOMY, encoding="utf-8")
+    data = tmp_path / "data.csv"
+    data.write_text(_table(), encoding="utf-8")
+    return {"taxonomy": taxonomy, "data": data, "out": tmp_path / "out.csv"}
+
+
+def _run(*args: str | Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "fedanon.cli.main", *map(str, args)],
+                          capture_output=True, text=True, timeout=120)
+
+
+def _anonymize(files: dict[str, Path], *extra: str | Path, data: Path | None = None):
+    return _run("anonymize", "lkc", "--data", data or files["data"], "--taxonomy",
+                files["taxonomy"], "--drop", "pid", "--out", files["out"], "--quiet", *extra)
+
+
+def test_release_passes_checker_and_report_is_written(files, tmp_path):
+    report = tmp_path / "r.json"
+    done = _anonymize(files, "--L", "2", "--K", "4", "--C", "0.5", "--report", report)
+    assert done.returncode == 0, done.stderr
+    check = _run("check", "lkc", "--data", files["out"], "--taxonomy", files["taxonomy"],
+                 "--L", "2", "--K", "4", "--C", "0.5")
+    assert check.returncode == 0, check.stdout + check.stderr
+    content = json.loads(report.read_text())
+    assert content["groups"]["min_group_size"] >= 4
+    assert "pid" not in files["out"].read_text().splitlines()[0].split(",")
+
+
+def _expect_error(done: subprocess.CompletedProcess, files, pattern: str, code: int = 2):
+    assert done.returncode == code, done.stdout + done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("fedanon: error:"), done.stderr
+    assert pattern in lines[0], lines[0]
+    assert "Traceback" not in done.stderr
+    assert not files["out"].exists()
+    assert not any(p.name.startswith(".out.csv") for p in files["out"].parent.iterdir())
+
+
+def test_missing_file(files, tmp_path):
+    done = _anonymize(files, "--L", "2", "--K", "2", "--C", "1", data=tmp_path / "none.csv")
+    _expect_error(done, files, "file not found")
+
+
+def test_wrong_delimiter(files, tmp_path):
+    semi = tmp_path / "semi.csv"
+    semi.write_text(_table().replace(",", ";"), encoding="utf-8")
+    done = _anonymize(files, "--L", "2", "--K", "2", "--C", "1", data=semi)
+    _expect_error(done, files, "delimiter")
+
+
+def test_unknown_value(files, tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text(_table().replace("Lawyer", "Pilot", 1), encoding="utf-8")
+    done = _anonymize(files, "--L", "2", "--K", "2", "--C", "1", data=bad)
+    _expect_error(done, files, "'Pilot'")
+    assert "row 4" in done.stderr and "job" in done.stderr
+
+
+def test_missing_column(files, tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text(_table().replace("job", "occupation", 1), encoding="utf-8")
+    done = _anonymize(files, "--L", "2", "--K", "2", "--C", "1", data=bad)
+    _expect_error(done, files, "'job'")
+
+
+def test_k_larger_than_table(files):
+    done = _anonymize(files, "--L", "2", "--K", "41", "--C", "1")
+    _expect_error(done, files, "fewer than K=41", code=3)
+
+
+def test_infeasible_c(files):
+    done = _anonymize(files, "--L", "2", "--K", "2", "--C", "0.05")
+    _expect_error(done, files, "disease=HIV", code=3)
+
+
+def test_empty_table(files, tmp_path):
+    empty = tmp_path / "empty.csv"
+    empty.write_text("pid,age,job,disease,outcome\n", encoding="utf-8")
+    done = _anonymize(files, "--L", "2", "--K", "2", "--C", "1", data=empty)
+    _expect_error(done, files, "no records")
+
+
+def test_non_numeric_value_in_numeric_qid(files, tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text(_table().replace("\n5,35,", "\n5,thirty,", 1), encoding="utf-8")
+    done = _anonymize(files, "--L", "2", "--K", "2", "--C", "1", data=bad)
+    _expect_error(done, files, "'thirty'")
+    assert "not a number" in done.stderr
+
+
+def test_bad_parameters(files):
+    _expect_error(_anonymize(files, "--L", "0", "--K", "2", "--C", "1"), files, "L must be")
+    _expect_error(_anonymize(files, "--L", "2", "--K", "2", "--C", "1.5"), files, "C must be")
