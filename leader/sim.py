@@ -59,6 +59,15 @@ def split_table(table: pd.DataFrame, parties: int, how: str, seed: int) -> list[
     raise FedanonError(f"--split '{how}': use random or by-column=COL")
 
 
+def split_columns(table: pd.DataFrame, parties: int, id_column: str) -> list[pd.DataFrame]:
+    """Vertical partitions: the id column plus a contiguous block of the other attributes."""
+    attributes = [c for c in table.columns if c != id_column]
+    if parties < 1 or parties > len(attributes):
+        raise FedanonError(f"cannot split {len(attributes)} attributes over {parties} parties")
+    blocks = np.array_split(np.arange(len(attributes)), parties)
+    return [table[[id_column, *(attributes[i] for i in block)]] for block in blocks]
+
+
 def free_ports(count: int) -> list[int]:
     """Ports free right now on 127.0.0.1 (the daemons bind them a moment later)."""
     sockets, ports = [], []
@@ -101,7 +110,7 @@ class Federation:
     daemons: list[Daemon]
     leader_tls: TLSFiles | None
     cert_dir: Path
-    taxonomy: Path
+    taxonomy: Path | None
     secure: bool
     extra: dict[str, object] = field(default_factory=dict)
 
@@ -161,12 +170,12 @@ class Federation:
             self.stop(daemon)
 
 
-def _write_party_config(path: Path, name: str, port: int, data: Path, taxonomy: Path,
+def _write_party_config(path: Path, name: str, port: int, data: Path, taxonomy: Path | None,
                         next_hop: Hop | None, cert_dir: Path, rpc_seconds: float) -> None:
-    lines = [
-        f'name = "{name}"', f'listen = "127.0.0.1:{port}"', f'data = "{data}"',
-        f'taxonomy = "{taxonomy}"', f'leader = "{LEADER_NAME}"',
-    ]
+    lines = [f'name = "{name}"', f'listen = "127.0.0.1:{port}"', f'data = "{data}"',
+             f'leader = "{LEADER_NAME}"', f'output_dir = "{path.parent / (name + "-out")}"']
+    if taxonomy is not None:
+        lines.append(f'taxonomy = "{taxonomy}"')
     if next_hop is not None:
         lines += ["[next_hop]", f'name = "{next_hop.name}"', f'address = "{next_hop.address}"']
     lines += ["[tls]", f'ca = "{cert_dir / "ca.crt"}"', f'cert = "{cert_dir / (name + ".crt")}"',
@@ -183,7 +192,7 @@ def _interrupt(_signum: int, _frame: object) -> None:
 @contextlib.contextmanager
 def federation(
     parts: list[pd.DataFrame],
-    taxonomy: Path,
+    taxonomy: Path | None,
     secure: bool = True,
     workdir: Path | None = None,
     rpc_seconds: float = 60.0,
@@ -206,12 +215,13 @@ def federation(
         part.to_csv(data, index=False)
         next_hop = Hop(names[i + 1], f"127.0.0.1:{ports[i + 1]}") if i + 1 < len(parts) else None
         config = root / f"{name}.toml"
-        _write_party_config(config, name, ports[i], data, Path(taxonomy).resolve(), next_hop,
+        _write_party_config(config, name, ports[i], data,
+                            None if taxonomy is None else Path(taxonomy).resolve(), next_hop,
                             cert_dir, rpc_seconds)
         daemons.append(Daemon(name, f"127.0.0.1:{ports[i]}", config, root / f"{name}.log"))
     leader_tls = TLSFiles(cert_dir / "ca.crt", cert_dir / f"{LEADER_NAME}.crt",
                           cert_dir / f"{LEADER_NAME}.key") if secure else None
-    fed = Federation(root, daemons, leader_tls, cert_dir, Path(taxonomy), secure)
+    fed = Federation(root, daemons, leader_tls, cert_dir, taxonomy, secure)
     previous = signal.getsignal(signal.SIGTERM)
     if previous in (signal.SIG_DFL, None):
         signal.signal(signal.SIGTERM, _interrupt)

@@ -5,8 +5,9 @@ Example::
     name = "hospital-a"            # must match the name in this party's certificate
     listen = "127.0.0.1:50051"
     data = "hospital-a.csv"        # this party's private table
-    taxonomy = "hospital.toml"
+    taxonomy = "hospital.toml"     # needed for LKC jobs; a DRBT-only party may omit it
     leader = "leader"              # certificate name of the only leader accepted
+    output_dir = "out"             # DRBT cluster assignments sent by the leader go here
     [next_hop]                     # the next party in the ring (absent on the last party)
     name = "hospital-b"
     address = "127.0.0.1:50052"
@@ -44,7 +45,7 @@ class PartyConfig:
     name: str
     listen: str
     data: Path
-    taxonomy: Path
+    taxonomy: Path | None
     leader: str
     next_hop: Hop | None
     tls: TLSFiles | None
@@ -54,6 +55,7 @@ class PartyConfig:
     connect_retries: int = 5
     backoff_seconds: float = 0.2
     wait_next_hop_seconds: float = 0.0
+    output_dir: Path | None = None
 
     @classmethod
     def load(cls, path: str | Path) -> PartyConfig:
@@ -65,7 +67,7 @@ class PartyConfig:
             name=str(need(data, "name", where)),
             listen=str(need(data, "listen", where)),
             data=resolve(base, str(need(data, "data", where))),  # type: ignore[arg-type]
-            taxonomy=resolve(base, str(need(data, "taxonomy", where))),  # type: ignore[arg-type]
+            taxonomy=resolve(base, data.get("taxonomy")),
             leader=str(data.get("leader", "leader")),
             next_hop=Hop(str(need(hop, "name", f"{where} [next_hop]")),
                          str(need(hop, "address", f"{where} [next_hop]"))) if hop else None,
@@ -76,4 +78,5 @@ class PartyConfig:
             connect_retries=int(timeouts.get("connect_retries", 5)),
             backoff_seconds=float(timeouts.get("backoff_seconds", 0.2)),
             wait_next_hop_seconds=float(timeouts.get("wait_next_hop_seconds", 0.0)),
+            output_dir=resolve(base, data.get("output_dir")),
         )

@@ -33,7 +33,8 @@ SERVICE_NAME = "fedanon.v1.Party"
 def build_server(config: PartyConfig) -> tuple[grpc.Server, int, PartyServicer]:
     """A ready (not yet started) server for `config`, with the standard health service."""
     table = read_table(config.data, config.delimiter)
-    taxonomy = load_taxonomy(config.taxonomy, data_columns=list(table.columns))
+    taxonomy = None if config.taxonomy is None else load_taxonomy(
+        config.taxonomy, data_columns=list(table.columns))
     next_stub = None
     if config.next_hop is not None:
         hop = config.next_hop

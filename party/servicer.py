@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 
 import grpc
+import numpy as np
 import pandas as pd
 from cryptography import x509
 
@@ -29,6 +30,7 @@ from fedanon.taxonomy.files import TaxonomyFile
 from fedanon.transport import peer_name
 from fedanon.wire import from_vector
 from party.config import PartyConfig
+from party.drbt_session import DRBTSession
 from party.session import PartySession, ProtocolError
 from party.union import UnionRole, measured_size, record_bytes
 from protos import fedanon_v1_pb2 as pb
@@ -46,7 +48,7 @@ class PartyServicer(pb_grpc.PartyServicer):
         self,
         config: PartyConfig,
         table: pd.DataFrame,
-        taxonomy: TaxonomyFile,
+        taxonomy: TaxonomyFile | None,
         next_stub: ForwardStub | None,
         identity: Identity | None,
         ca_certificate: x509.Certificate | None,
@@ -138,9 +140,13 @@ class PartyServicer(pb_grpc.PartyServicer):
                     busy.idle_for() < self.config.idle_session_seconds:
                 self._fail(context, grpc.StatusCode.RESOURCE_EXHAUSTED,
                            f"busy with session {busy.session_id[:12]}; one session at a time")
+            if request.WhichOneof("job") == "drbt":
+                return self._open_drbt(request, context)
             try:
                 if request.WhichOneof("job") != "lkc":
                     raise FedanonError("unsupported job type")
+                if self.taxonomy is None:
+                    raise FedanonError("this party has no taxonomy configured (LKC jobs need one)")
                 spec = LKCJobSpec.from_proto(request.lkc)
                 schema = spec.schema(self.taxonomy)
                 ring = list(request.ring)
@@ -175,9 +181,72 @@ class PartyServicer(pb_grpc.PartyServicer):
             keys=shares,
         )
 
+    def _open_drbt(self, request: pb.OpenSessionRequest,
+                   context: grpc.ServicerContext) -> pb.OpenSessionReply:
+        """Open a DRBT session (caller holds the lock)."""
+        try:
+            session = DRBTSession(request.ref.session_id, request.drbt, self.table)
+        except FedanonError as exc:
+            self._fail(context, grpc.StatusCode.FAILED_PRECONDITION, str(exc))
+        self.session = session
+        self.sessions_served += 1
+        log.info("DRBT session opened (%d attributes)", len(session.attributes),
+                 extra={"session": session.session_id[:12]})
+        items = session.fingerprint_items()
+        return pb.OpenSessionReply(
+            party=self.config.name,
+            fingerprint=hashlib.sha256("\n".join(items).encode()).hexdigest(),
+            fingerprint_items=items, attributes=session.attributes)
+
+    def _of_kind(self, context: grpc.ServicerContext, ref: pb.SessionRef,
+                 kind: type) -> PartySession | DRBTSession:
+        session = self._current(context, ref)
+        if not isinstance(session, kind):
+            self._fail(context, grpc.StatusCode.FAILED_PRECONDITION,
+                       f"session {ref.session_id[:12]} is not a {kind.__name__} job")
+        return session
+
+    def Ids(self, request: pb.IdsRequest, context: grpc.ServicerContext):
+        self._authorize(context, {self.config.leader})
+        session = self._of_kind(context, request.ref, DRBTSession)
+        if request.send_yours:
+            reply = pb.IdsReply(ids=list(session.ids))
+        else:
+            try:
+                reply = pb.IdsReply(missing=session.common_ids(list(request.ids)))
+            except FedanonError as exc:
+                self._fail(context, grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        session.bytes_sent += reply.ByteSize()
+        return reply
+
+    def Project(self, request: pb.ProjectRequest, context: grpc.ServicerContext):
+        self._authorize(context, {self.config.leader})
+        session = self._of_kind(context, request.ref, DRBTSession)
+        try:
+            block = session.project()
+        except FedanonError as exc:
+            self._fail(context, grpc.StatusCode.FAILED_PRECONDITION, str(exc))
+        data = np.ascontiguousarray(block, dtype="<f8")
+        reply = pb.ProjectReply(block=pb.Matrix(data=data.tobytes(), rows=data.shape[0],
+                                                cols=data.shape[1], dtype="<f8"))
+        session.bytes_sent += reply.ByteSize()
+        return reply
+
+    def Assign(self, request: pb.AssignRequest, context: grpc.ServicerContext):
+        self._authorize(context, {self.config.leader})
+        session = self._of_kind(context, request.ref, DRBTSession)
+        directory = self.config.output_dir or self.config.data.parent
+        try:
+            path = session.save_assignment(list(request.clusters), directory)
+        except FedanonError as exc:
+            self._fail(context, grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        log.info("cluster assignment written to %s", path,
+                 extra={"session": session.session_id[:12]})
+        return pb.AssignReply()
+
     def ShareKeys(self, request: pb.ShareKeysRequest, context: grpc.ServicerContext):
         self._authorize(context, {self.config.leader})
-        session = self._current(context, request.ref)
+        session = self._of_kind(context, request.ref, PartySession)
         sid = bytes.fromhex(session.session_id)
         try:
             session.union.route = union_route(request.keys, session.ring, sid,
@@ -191,7 +260,7 @@ class PartyServicer(pb_grpc.PartyServicer):
         return pb.ShareKeysReply()
 
     def Sum(self, request: pb.SumRequest, context: grpc.ServicerContext):
-        session = self._current(context, request.ref)
+        session = self._of_kind(context, request.ref, PartySession)
         pairwise = session.sum_mode == pb.SUM_MODE_PAIRWISE
         first = pairwise or session.predecessor is None
         self._authorize(context, {self.config.leader} if first else {session.predecessor})
@@ -226,7 +295,7 @@ class PartyServicer(pb_grpc.PartyServicer):
         return reply
 
     def Union(self, request: pb.UnionRequest, context: grpc.ServicerContext):
-        session = self._current(context, request.ref)
+        session = self._of_kind(context, request.ref, PartySession)
         from_leader = request.phase != pb.UNION_PHASE_STRIP or session.predecessor is None
         self._authorize(context, {self.config.leader} if from_leader else {session.predecessor})
         session.bytes_received += request.ByteSize()

@@ -27,8 +27,26 @@ class ProtocolError(FedanonError):
     """A message out of order or for another session."""
 
 
-class PartySession:
-    """A party's state for one session."""
+class SessionBase:
+    """What every kind of session has: an id, an idle clock and traffic counters."""
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        self.ended = False
+        self.last_seen = time.monotonic()
+        self.bytes_received = 0
+        self.bytes_sent = 0
+        self.next_iteration = 0
+
+    def touch(self) -> None:
+        self.last_seen = time.monotonic()
+
+    def idle_for(self) -> float:
+        return time.monotonic() - self.last_seen
+
+
+class PartySession(SessionBase):
+    """A party's state for one LKC session."""
 
     def __init__(
         self,
@@ -43,7 +61,7 @@ class PartySession:
         missing = [c for c in spec.drop if c not in table.columns]
         if missing:
             raise FedanonError(f"the table has no ID column '{missing[0]}' to drop")
-        self.session_id = session_id
+        super().__init__(session_id)
         self.spec = spec
         self.schema = schema
         self.released_columns = [c for c in table.columns if c not in spec.drop]
@@ -53,11 +71,6 @@ class PartySession:
         self.ring = ring
         self.position = ring.index(me)
         self.sum_mode = sum_mode
-        self.next_iteration = 0
-        self.ended = False
-        self.last_seen = time.monotonic()
-        self.bytes_received = 0
-        self.bytes_sent = 0
         self.union: UnionRole
         self.pairwise_key: X25519PrivateKey | None = None
         self.masker: PairwiseMasker | None = None
@@ -71,12 +84,6 @@ class PartySession:
     def predecessor(self) -> str | None:
         """The previous party in the ring, or None for the first one (called by the leader)."""
         return self.ring[self.position - 1] if self.position > 0 else None
-
-    def touch(self) -> None:
-        self.last_seen = time.monotonic()
-
-    def idle_for(self) -> float:
-        return time.monotonic() - self.last_seen
 
     def check_ref(self, ref: pb.SessionRef, iteration: int | None = None) -> None:
         """Reject a message for another session or an unexpected iteration."""

@@ -75,17 +75,43 @@ class LKCJob(_message.Message):
     drop_columns: _containers.RepeatedScalarFieldContainer[str]
     def __init__(self, L: _Optional[int] = ..., K: _Optional[int] = ..., C: _Optional[str] = ..., score: _Optional[str] = ..., qids: _Optional[_Iterable[str]] = ..., sensitive: _Optional[_Iterable[_Union[SensitiveValue, _Mapping]]] = ..., class_column: _Optional[str] = ..., class_values: _Optional[_Iterable[str]] = ..., drop_columns: _Optional[_Iterable[str]] = ...) -> None: ...
 
+class DRBTJob(_message.Message):
+    __slots__ = ("id_column", "matrix", "k_dims", "rescale")
+    ID_COLUMN_FIELD_NUMBER: _ClassVar[int]
+    MATRIX_FIELD_NUMBER: _ClassVar[int]
+    K_DIMS_FIELD_NUMBER: _ClassVar[int]
+    RESCALE_FIELD_NUMBER: _ClassVar[int]
+    id_column: str
+    matrix: str
+    k_dims: int
+    rescale: bool
+    def __init__(self, id_column: _Optional[str] = ..., matrix: _Optional[str] = ..., k_dims: _Optional[int] = ..., rescale: _Optional[bool] = ...) -> None: ...
+
+class Matrix(_message.Message):
+    __slots__ = ("data", "rows", "cols", "dtype")
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    COLS_FIELD_NUMBER: _ClassVar[int]
+    DTYPE_FIELD_NUMBER: _ClassVar[int]
+    data: bytes
+    rows: int
+    cols: int
+    dtype: str
+    def __init__(self, data: _Optional[bytes] = ..., rows: _Optional[int] = ..., cols: _Optional[int] = ..., dtype: _Optional[str] = ...) -> None: ...
+
 class OpenSessionRequest(_message.Message):
-    __slots__ = ("ref", "lkc", "ring", "sum_mode")
+    __slots__ = ("ref", "lkc", "drbt", "ring", "sum_mode")
     REF_FIELD_NUMBER: _ClassVar[int]
     LKC_FIELD_NUMBER: _ClassVar[int]
+    DRBT_FIELD_NUMBER: _ClassVar[int]
     RING_FIELD_NUMBER: _ClassVar[int]
     SUM_MODE_FIELD_NUMBER: _ClassVar[int]
     ref: SessionRef
     lkc: LKCJob
+    drbt: DRBTJob
     ring: _containers.RepeatedScalarFieldContainer[str]
     sum_mode: SumMode
-    def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ..., lkc: _Optional[_Union[LKCJob, _Mapping]] = ..., ring: _Optional[_Iterable[str]] = ..., sum_mode: _Optional[_Union[SumMode, str]] = ...) -> None: ...
+    def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ..., lkc: _Optional[_Union[LKCJob, _Mapping]] = ..., drbt: _Optional[_Union[DRBTJob, _Mapping]] = ..., ring: _Optional[_Iterable[str]] = ..., sum_mode: _Optional[_Union[SumMode, str]] = ...) -> None: ...
 
 class KeyShare(_message.Message):
     __slots__ = ("holder", "role", "purpose", "share")
@@ -100,18 +126,20 @@ class KeyShare(_message.Message):
     def __init__(self, holder: _Optional[str] = ..., role: _Optional[str] = ..., purpose: _Optional[str] = ..., share: _Optional[bytes] = ...) -> None: ...
 
 class OpenSessionReply(_message.Message):
-    __slots__ = ("party", "fingerprint", "fingerprint_items", "columns", "keys")
+    __slots__ = ("party", "fingerprint", "fingerprint_items", "columns", "keys", "attributes")
     PARTY_FIELD_NUMBER: _ClassVar[int]
     FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
     FINGERPRINT_ITEMS_FIELD_NUMBER: _ClassVar[int]
     COLUMNS_FIELD_NUMBER: _ClassVar[int]
     KEYS_FIELD_NUMBER: _ClassVar[int]
+    ATTRIBUTES_FIELD_NUMBER: _ClassVar[int]
     party: str
     fingerprint: str
     fingerprint_items: _containers.RepeatedScalarFieldContainer[str]
     columns: _containers.RepeatedScalarFieldContainer[str]
     keys: _containers.RepeatedCompositeFieldContainer[KeyShare]
-    def __init__(self, party: _Optional[str] = ..., fingerprint: _Optional[str] = ..., fingerprint_items: _Optional[_Iterable[str]] = ..., columns: _Optional[_Iterable[str]] = ..., keys: _Optional[_Iterable[_Union[KeyShare, _Mapping]]] = ...) -> None: ...
+    attributes: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, party: _Optional[str] = ..., fingerprint: _Optional[str] = ..., fingerprint_items: _Optional[_Iterable[str]] = ..., columns: _Optional[_Iterable[str]] = ..., keys: _Optional[_Iterable[_Union[KeyShare, _Mapping]]] = ..., attributes: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ShareKeysRequest(_message.Message):
     __slots__ = ("ref", "keys")
@@ -214,6 +242,48 @@ class ReleasedRecord(_message.Message):
     values: _containers.RepeatedScalarFieldContainer[str]
     dummy: bool
     def __init__(self, values: _Optional[_Iterable[str]] = ..., dummy: _Optional[bool] = ...) -> None: ...
+
+class IdsRequest(_message.Message):
+    __slots__ = ("ref", "ids", "send_yours")
+    REF_FIELD_NUMBER: _ClassVar[int]
+    IDS_FIELD_NUMBER: _ClassVar[int]
+    SEND_YOURS_FIELD_NUMBER: _ClassVar[int]
+    ref: SessionRef
+    ids: _containers.RepeatedScalarFieldContainer[str]
+    send_yours: bool
+    def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ..., ids: _Optional[_Iterable[str]] = ..., send_yours: _Optional[bool] = ...) -> None: ...
+
+class IdsReply(_message.Message):
+    __slots__ = ("missing", "ids")
+    MISSING_FIELD_NUMBER: _ClassVar[int]
+    IDS_FIELD_NUMBER: _ClassVar[int]
+    missing: int
+    ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, missing: _Optional[int] = ..., ids: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ProjectRequest(_message.Message):
+    __slots__ = ("ref",)
+    REF_FIELD_NUMBER: _ClassVar[int]
+    ref: SessionRef
+    def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ...) -> None: ...
+
+class ProjectReply(_message.Message):
+    __slots__ = ("block",)
+    BLOCK_FIELD_NUMBER: _ClassVar[int]
+    block: Matrix
+    def __init__(self, block: _Optional[_Union[Matrix, _Mapping]] = ...) -> None: ...
+
+class AssignRequest(_message.Message):
+    __slots__ = ("ref", "clusters")
+    REF_FIELD_NUMBER: _ClassVar[int]
+    CLUSTERS_FIELD_NUMBER: _ClassVar[int]
+    ref: SessionRef
+    clusters: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ..., clusters: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class AssignReply(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
 
 class StatusRequest(_message.Message):
     __slots__ = ()

@@ -54,6 +54,21 @@ class PartyStub:
                 request_serializer=protos_dot_fedanon__v1__pb2.UnionRequest.SerializeToString,
                 response_deserializer=protos_dot_fedanon__v1__pb2.UnionReply.FromString,
                 _registered_method=True)
+        self.Ids = channel.unary_unary(
+                '/fedanon.v1.Party/Ids',
+                request_serializer=protos_dot_fedanon__v1__pb2.IdsRequest.SerializeToString,
+                response_deserializer=protos_dot_fedanon__v1__pb2.IdsReply.FromString,
+                _registered_method=True)
+        self.Project = channel.unary_unary(
+                '/fedanon.v1.Party/Project',
+                request_serializer=protos_dot_fedanon__v1__pb2.ProjectRequest.SerializeToString,
+                response_deserializer=protos_dot_fedanon__v1__pb2.ProjectReply.FromString,
+                _registered_method=True)
+        self.Assign = channel.unary_unary(
+                '/fedanon.v1.Party/Assign',
+                request_serializer=protos_dot_fedanon__v1__pb2.AssignRequest.SerializeToString,
+                response_deserializer=protos_dot_fedanon__v1__pb2.AssignReply.FromString,
+                _registered_method=True)
         self.End = channel.unary_unary(
                 '/fedanon.v1.Party/End',
                 request_serializer=protos_dot_fedanon__v1__pb2.EndRequest.SerializeToString,
@@ -93,6 +108,24 @@ class PartyServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Ids(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Project(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Assign(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def End(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -127,6 +160,21 @@ def add_PartyServicer_to_server(servicer, server):
                     servicer.Union,
                     request_deserializer=protos_dot_fedanon__v1__pb2.UnionRequest.FromString,
                     response_serializer=protos_dot_fedanon__v1__pb2.UnionReply.SerializeToString,
+            ),
+            'Ids': grpc.unary_unary_rpc_method_handler(
+                    servicer.Ids,
+                    request_deserializer=protos_dot_fedanon__v1__pb2.IdsRequest.FromString,
+                    response_serializer=protos_dot_fedanon__v1__pb2.IdsReply.SerializeToString,
+            ),
+            'Project': grpc.unary_unary_rpc_method_handler(
+                    servicer.Project,
+                    request_deserializer=protos_dot_fedanon__v1__pb2.ProjectRequest.FromString,
+                    response_serializer=protos_dot_fedanon__v1__pb2.ProjectReply.SerializeToString,
+            ),
+            'Assign': grpc.unary_unary_rpc_method_handler(
+                    servicer.Assign,
+                    request_deserializer=protos_dot_fedanon__v1__pb2.AssignRequest.FromString,
+                    response_serializer=protos_dot_fedanon__v1__pb2.AssignReply.SerializeToString,
             ),
             'End': grpc.unary_unary_rpc_method_handler(
                     servicer.End,
@@ -247,6 +295,87 @@ class Party:
             '/fedanon.v1.Party/Union',
             protos_dot_fedanon__v1__pb2.UnionRequest.SerializeToString,
             protos_dot_fedanon__v1__pb2.UnionReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Ids(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fedanon.v1.Party/Ids',
+            protos_dot_fedanon__v1__pb2.IdsRequest.SerializeToString,
+            protos_dot_fedanon__v1__pb2.IdsReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Project(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fedanon.v1.Party/Project',
+            protos_dot_fedanon__v1__pb2.ProjectRequest.SerializeToString,
+            protos_dot_fedanon__v1__pb2.ProjectReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Assign(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fedanon.v1.Party/Assign',
+            protos_dot_fedanon__v1__pb2.AssignRequest.SerializeToString,
+            protos_dot_fedanon__v1__pb2.AssignReply.FromString,
             options,
             channel_credentials,
             insecure,
