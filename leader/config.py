@@ -22,6 +22,13 @@ Example::
     ca = "certs/ca.pem"
     cert = "certs/leader.pem"
     key = "certs/leader.key"
+    # A vertical DRBT job has a [drbt] section instead of [lkc]:
+    #   [drbt]
+    #   id_column = "patient_id"
+    #   matrix = "sparse"            # or "gaussian"
+    #   k_dims = 0                   # per party; 0 = ceil(d_i / 2)
+    #   clusters = 3
+    #   send_assignment = true
     [timeouts]
     rpc_seconds = 60                 # deadline of each call (a ring sum gets +25% per party)
     union_seconds = 600              # deadline of a union phase (encryption of every record)
@@ -31,7 +38,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fedanon.errors import FedanonError
 from fedanon.lkc.api import resolve_params
@@ -42,6 +49,9 @@ from fedanon.taxonomy.loader import load_taxonomy
 from fedanon.tls import TLSFiles
 from fedanon.tomlconfig import need, read_toml, resolve
 from party.config import Hop
+
+if TYPE_CHECKING:
+    from leader.drbt import DRBTLeaderJob
 
 SUM_MODES = ("ring", "pairwise")
 
@@ -98,13 +108,43 @@ def spec_from_table(lkc: dict[str, Any], taxonomy: TaxonomyFile, where: str) -> 
                       list(lkc.get("drop", [])))
 
 
-def load_job(path: str | Path) -> LeaderJob:
+def _parties(data: dict[str, Any], where: str) -> list[Hop]:
+    return [Hop(str(need(p, "name", f"{where} [[parties]]")),
+                str(need(p, "address", f"{where} [[parties]]")))
+            for p in need(data, "parties", where)]
+
+
+def load_drbt_job(data: dict[str, Any], base: Path, where: str) -> DRBTLeaderJob:
+    """A job.toml with a [drbt] section instead of [lkc]."""
+    from leader.drbt import DRBTLeaderJob
+
+    section = data["drbt"]
+    job = DRBTLeaderJob(
+        parties=_parties(data, where),
+        tls=TLSFiles.from_config(data.get("tls"), base, where),
+        out=resolve(base, str(need(data, "out", where))),  # type: ignore[arg-type]
+        id_column=str(need(section, "id_column", f"{where} [drbt]")),
+        matrix=str(section.get("matrix", "sparse")),
+        k_dims=int(section.get("k_dims", 0)),
+        rescale=bool(section.get("rescale", False)),
+        clusters=int(section.get("clusters", 3)),
+        send_assignment=bool(section.get("send_assignment", False)),
+        report=resolve(base, data.get("report")),
+        name=str(data.get("name", "leader")),
+        rpc_seconds=float(data.get("timeouts", {}).get("rpc_seconds", 120.0)),
+    )
+    job.check()
+    return job
+
+
+def load_job(path: str | Path) -> LeaderJob | DRBTLeaderJob:
+    """Read job.toml: an LKC job ([lkc] section) or a vertical DRBT job ([drbt] section)."""
     data, base = read_toml(path)
     where = str(path)
+    if "drbt" in data:
+        return load_drbt_job(data, base, where)
     taxonomy = load_taxonomy(resolve(base, str(need(data, "taxonomy", where))))  # type: ignore[arg-type]
-    parties = [Hop(str(need(p, "name", f"{where} [[parties]]")),
-                   str(need(p, "address", f"{where} [[parties]]")))
-               for p in need(data, "parties", where)]
+    parties = _parties(data, where)
     job = LeaderJob(
         name=str(data.get("name", "leader")),
         taxonomy=taxonomy,

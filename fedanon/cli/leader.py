@@ -47,6 +47,7 @@ def summarize(report: dict, as_json: bool) -> None:
 
 def run_leader(args: argparse.Namespace) -> int:
     from leader.config import load_job
+    from leader.drbt import DRBTLeaderJob, run_drbt
     from leader.run import run_job
 
     job = load_job(args.config)
@@ -54,6 +55,13 @@ def run_leader(args: argparse.Namespace) -> int:
         print("fedanon: WARNING: --insecure: no TLS, no authentication; local experiments only",
               file=sys.stderr)
         job.tls = None
+    if isinstance(job, DRBTLeaderJob):
+        report = run_drbt(job)
+        rows = [("parties", ", ".join(report["parties"])), ("objects", report["objects"]),
+                ("dimensions", report["dimensions"]), ("cluster sizes", report["cluster_sizes"]),
+                ("seconds", report["seconds"]), ("output", report["output"])]
+        print_summary("fedanon vertical DRBT", rows, report if args.json else None)
+        return 0
     with step_progress("distributed LKC", args.quiet) as show:
         report = run_job(job, on_step=lambda s: show(progress_text(s)))
     summarize(report, args.json)
