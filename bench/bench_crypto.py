@@ -1,0 +1,246 @@
+"""Benchmark of the crypto primitives: secure sum, layered union, dedup union.
+
+Prints Markdown tables (pasted into bench/RESULTS.md under "## crypto"). Every role runs in this
+one process through `crypto.simulate`, and a stopwatch charges CPU time (not wall time, so other
+load on a shared machine does not count) to the role that spends it; network time is excluded.
+"Critical path" assumes the roles that can work in parallel in a deployment do (owners sealing or
+encrypting their own batches) and everything else runs one after the other. Each secure result
+is compared against the plain (insecure) computation timed in the same run.
+
+    .venv/bin/python bench/bench_crypto.py            # full sizes (about 10 minutes on 2 cores)
+    .venv/bin/python bench/bench_crypto.py --quick    # a tenth of the sizes, for a smoke run
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import secrets
+import statistics
+import sys
+import time
+from collections.abc import Callable, Sequence
+from importlib.metadata import version
+
+import gmpy2
+import numpy as np
+
+from crypto.commutative import EXPONENT_BITS, P, SraKey, encode
+from crypto.identity import create_ca, issue_identity
+from crypto.simulate import LEADER, Stopwatch, dedup_union, onion_union, pairwise_sum, ring_sum
+
+
+def machine() -> str:
+    """CPU model, core count and library versions, for the results file."""
+    model = platform.processor() or "unknown CPU"
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    versions = ", ".join(f"{p} {version(p)}" for p in ("numpy", "cryptography", "gmpy2"))
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    return (
+        f"{model}, {os.cpu_count()} cores (load average {load} at start), "
+        f"Python {platform.python_version()}, {versions}"
+    )
+
+
+def seconds(fn: Callable[[], object], repeat: int = 3) -> float:
+    """Best CPU time of `repeat` calls (for the plain baselines)."""
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.process_time()
+        fn()
+        best = min(best, time.process_time() - start)
+    return best
+
+
+def table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def ms(value: float) -> str:
+    return f"{value * 1000:.1f} ms"
+
+
+def s(value: float) -> str:
+    return f"{value:.2f} s"
+
+
+def plain_sum(vectors: Sequence[np.ndarray]) -> np.ndarray:
+    total = np.zeros(len(vectors[0]), dtype=np.uint64)
+    for vector in vectors:
+        total += vector
+    return total
+
+
+def bench_sum(length: int, party_counts: Sequence[int], repeat: int) -> str:
+    rng = np.random.default_rng(0)
+    ca = create_ca()
+    identities = [issue_identity(ca, f"p{i}", "party") for i in range(max(party_counts))]
+    rows = []
+    for n in party_counts:
+        vectors = [rng.integers(0, 1000, size=length, dtype=np.uint64) for _ in range(n)]
+        ring_sum(vectors)  # warm-up: the first large allocations pay page faults
+        plain = seconds(lambda vectors=vectors: plain_sum(vectors))
+        runs: dict[str, list[Stopwatch]] = {"ring": [], "pairwise": []}
+        for _ in range(repeat):
+            clock = Stopwatch()
+            ring_sum(vectors, clock)
+            runs["ring"].append(clock)
+            clock = Stopwatch()
+            pairwise_sum(vectors, identities[:n], ca.certificate, stopwatch=clock)
+            runs["pairwise"].append(clock)
+        for mode, clocks in runs.items():
+            rounds = [clock.phase("round") for clock in clocks]
+            party = statistics.median(
+                max(t for role, t in r.items() if role != LEADER) for r in rounds
+            )
+            leader = statistics.median(r[LEADER] for r in rounds)
+            total = statistics.median(sum(r.values()) for r in rounds)
+            setups = [clock.phase("setup") for clock in clocks]
+            setup = statistics.median(max(r.values(), default=0.0) for r in setups)
+            rows.append(
+                [
+                    mode,
+                    n,
+                    ms(party),
+                    ms(leader),
+                    ms(total),
+                    ms(setup) if setup else "-",
+                    ms(plain),
+                    f"{total / plain:.0f}x",
+                ]
+            )
+    header = [
+        "mode",
+        "parties",
+        "party compute / round (max)",
+        "leader / round",
+        "all roles / round",
+        "party setup / session",
+        "plain sum",
+        "ratio (all roles / plain)",
+    ]
+    return f"Secure sum of {length:,} uint64 counts (median of {repeat} runs)\n\n" + table(
+        header, rows
+    )
+
+
+def bench_union(total_records: int, record_size: int, n: int) -> str:
+    ca = create_ca()
+    identities = [issue_identity(ca, f"p{i}", "party") for i in range(n)]
+    leader = issue_identity(ca, "leader", "leader")
+    per_party = total_records // n
+    batches = [[secrets.token_bytes(record_size) for _ in range(per_party)] for _ in range(n)]
+    clock = Stopwatch()
+    result = onion_union(batches, identities, leader, ca.certificate, record_size, stopwatch=clock)
+    assert len(result) == per_party * n
+    plain = seconds(lambda: [record for batch in batches for record in batch])
+    seal, peel, opened = clock.phase("seal"), clock.phase("peel"), clock.phase("open")
+    rows = [[f"{role} seals {per_party:,} records", s(t)] for role, t in seal.items()]
+    rows += [[f"{role} peels + shuffles the batch", s(t)] for role, t in peel.items()]
+    rows += [[f"leader opens {len(result):,} records", s(opened["leader"])]]
+    rows += [["key shares (setup, all roles)", s(sum(clock.phase("setup").values()))]]
+    total = sum(seal.values()) + sum(peel.values()) + opened["leader"]
+    critical = max(seal.values()) + sum(peel.values()) + opened["leader"]
+    rows += [
+        ["**total compute, all roles (excl. setup)**", f"**{s(total)}**"],
+        ["**critical path (owners seal in parallel)**", f"**{s(critical)}**"],
+        ["plain concatenation", ms(plain)],
+        ["ratio total / plain", f"{total / plain:,.0f}x"],
+    ]
+    title = (
+        f"Layered-encryption union: {per_party * n:,} records of {record_size} bytes, "
+        f"{n} parties + leader"
+    )
+    return f"{title}\n\n" + table(["step", "time"], rows)
+
+
+def bench_dedup(total_values: int, n: int) -> str:
+    per_party = total_values // n
+    stride = per_party * 3 // 4  # consecutive parties share a quarter of their values
+    sets = [
+        {f"value-{k:08d}".encode() for k in range(i * stride, i * stride + per_party)}
+        for i in range(n)
+    ]
+    union = set().union(*sets)
+    clock = Stopwatch()
+    result = dedup_union(sets, clock)
+    assert result == sorted(union)
+    plain = seconds(lambda: sorted(set().union(*sets)))
+    encrypt, dedup, decrypt = clock.phase("encrypt"), clock.phase("dedup"), clock.phase("decrypt")
+    rows = [
+        [f"{role} encrypts + shuffles (every owner's batch)", s(t)] for role, t in encrypt.items()
+    ]
+    rows += [[f"leader merges, dedups, adds its layer ({len(union):,} distinct)", s(dedup[LEADER])]]
+    rows += [[f"{role} decrypts + shuffles", s(t)] for role, t in decrypt.items()]
+    total = sum(encrypt.values()) + sum(dedup.values()) + sum(decrypt.values())
+    critical = max(encrypt.values()) + dedup[LEADER] + sum(decrypt.values())
+    rows += [
+        ["**total compute, all roles**", f"**{s(total)}**"],
+        ["**critical path (ring parties encrypt in parallel)**", f"**{s(critical)}**"],
+        ["plain set union", ms(plain)],
+        ["ratio total / plain", f"{total / plain:,.0f}x"],
+    ]
+    title = (
+        f"Dedup union (commutative encryption): {per_party * n:,} values over {n} parties, "
+        f"{len(union):,} distinct"
+    )
+    return f"{title}\n\n" + table(["step", "time"], rows)
+
+
+def bench_modexp(count: int) -> str:
+    """Why gmpy2: one 2048-bit exponentiation with each backend and exponent length."""
+    x = encode(b"benchmark value")
+    key = SraKey.generate()
+    full = secrets.randbelow(P - 3) + 2
+    short = secrets.randbits(EXPONENT_BITS)
+    cases = [
+        ("CPython pow(), 2047-bit exponent (decryption)", lambda: pow(x, full, P)),
+        (f"CPython pow(), {EXPONENT_BITS}-bit exponent (encryption)", lambda: pow(x, short, P)),
+        ("gmpy2.powmod_sec, 2047-bit exponent (SraKey.decrypt)", lambda: key.decrypt(x)),
+        (
+            f"gmpy2.powmod_sec, {EXPONENT_BITS}-bit exponent (SraKey.encrypt)",
+            lambda: key.encrypt(x),
+        ),
+    ]
+    rows = []
+    for name, fn in cases:
+        start = time.process_time()
+        for _ in range(count):
+            fn()
+        rows.append([name, f"{(time.process_time() - start) / count * 1000:.2f} ms"])
+    return "Modular exponentiation mod the 2048-bit group-14 prime\n\n" + table(
+        ["operation", "per call"], rows
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a tenth of the sizes")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per secure-sum setting")
+    args = parser.parse_args(argv)
+    scale = 10 if args.quick else 1
+    print(f"Command: {' '.join([os.path.basename(sys.executable), *sys.argv])}")
+    print(f"Machine: {machine()}, {gmpy2.mp_version()}\n")
+    sections = [
+        lambda: bench_sum(10**6 // scale, (3, 5, 10), args.repeat),
+        lambda: bench_union(45_000 // scale, 120, 3),
+        lambda: bench_modexp(20),
+        lambda: bench_dedup(20_000 // scale, 3),
+    ]
+    for section in sections:
+        print(section(), end="\n\n", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

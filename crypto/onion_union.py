@@ -1,0 +1,250 @@
+"""Multiset union by layered (onion) encryption and shuffling around the ring.
+
+Route: the parties in ring order P_0..P_{n-1}, then the leader. Each owner wraps every one of its
+records in one layer per hop, innermost for the leader, outermost for P_0 (including a layer for
+itself, so its own records look like everyone else's at its hop). The owners' batches are merged
+and travel the ring: hop h strips its layer from the whole batch, shuffles it with `secrets`, and
+forwards it; the leader strips the last layer and keeps the records, minus the dummies.
+
+A layer is X25519 (ephemeral key to the hop's session key) -> HKDF-SHA256 -> AES-256-GCM with the
+associated data (session, round, hop, hop count). A batch replayed from another session or round,
+or delivered to the wrong hop, fails authentication at the first hop that sees it; so does any
+flipped byte. Every item at a hop has the same size (records are padded to the session's
+`record_size`), so lengths cannot link items across hops.
+
+Ephemeral keys: the leader's (innermost) layer uses a fresh ephemeral key per record; the party
+layers use one ephemeral key per owner batch and a random nonce per record. Per-batch keys cost
+one X25519 operation per batch instead of per record, but they let the hop that strips the layer
+see which items share an owner. That is harmless at party hops (they only see ciphertexts whose
+group sizes dummies can equalize) but not at the leader, who sees plaintexts: a per-batch
+innermost key would partition the release by hospital. docs/leakage.md has the full argument.
+"""
+
+from __future__ import annotations
+
+import secrets
+import struct
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+from crypto.errors import IdentityError, IntegrityError, MissingPartyError, WireFormatError
+from crypto.keyshare import X25519_KEY_BYTES, PeerKey
+from crypto.shuffle import secure_shuffle
+from crypto.wire import pack_frames, u32, u64, unpack_frames
+
+_LABEL = b"fedanon/onion-union/v1"
+_AAD_TAG = b"FOA1"
+_BATCH_TAG = b"FOB1"
+NONCE_BYTES = 12
+GCM_TAG_BYTES = 16
+LAYER_OVERHEAD = X25519_KEY_BYTES + NONCE_BYTES + GCM_TAG_BYTES
+# Innermost plaintext: kind (real or dummy), record length, record, zero padding.
+_INNER_HEADER = struct.Struct(">BH")
+_REAL, _DUMMY = 0, 1
+MAX_RECORD_SIZE = 0xFFFF
+
+
+@dataclass(frozen=True)
+class UnionContext:
+    """What every participant of one union run agrees on.
+
+    `route` holds the hops' X25519 public keys (from verified key shares, see `build_route`):
+    parties in ring order, leader last. `record_size` is the padded size of every record.
+    """
+
+    session_id: bytes
+    round: int
+    route: tuple[bytes, ...]
+    record_size: int
+
+    def __post_init__(self) -> None:
+        if not self.session_id:
+            raise ValueError("session id must be non-empty")
+        if self.round < 0:
+            raise ValueError("round must be non-negative")
+        if len(self.route) < 2:
+            raise ValueError("a route has at least one party and the leader")
+        if any(len(key) != X25519_KEY_BYTES for key in self.route):
+            raise ValueError("route keys are 32-byte X25519 public keys")
+        if len(set(self.route)) != len(self.route):
+            raise ValueError("route keys must be distinct")
+        if not 1 <= self.record_size <= MAX_RECORD_SIZE:
+            raise ValueError(f"record_size must be in 1..{MAX_RECORD_SIZE}")
+
+    @property
+    def leader_hop(self) -> int:
+        """Index of the leader's (last, innermost) layer."""
+        return len(self.route) - 1
+
+    def aad(self, hop: int) -> bytes:
+        """Associated data of a layer: binds it to session, round, hop and route length."""
+        fields = [self.session_id, u64(self.round), u32(hop), u32(len(self.route))]
+        return _LABEL + pack_frames(_AAD_TAG, fields)
+
+    def item_size(self, hop: int) -> int:
+        """Size of every item arriving at `hop` (layers hop..leader still on)."""
+        inner = _INNER_HEADER.size + self.record_size
+        return inner + LAYER_OVERHEAD * (len(self.route) - hop)
+
+
+def build_route(keys: Iterable[PeerKey], ring: Sequence[str]) -> tuple[bytes, ...]:
+    """Order verified union key shares into a route: `ring`'s parties, then the one leader."""
+    by_name: dict[str, PeerKey] = {}
+    for key in keys:
+        if key.name in by_name:
+            raise IntegrityError(f"two union key shares from {key.name!r}")
+        by_name[key.name] = key
+    leaders = [key for key in by_name.values() if key.role == "leader"]
+    if len(leaders) != 1:
+        raise IdentityError(f"expected one leader key share, got {len(leaders)}")
+    missing = [name for name in ring if name not in by_name]
+    if missing:
+        raise MissingPartyError(f"no union key share from {', '.join(missing)}")
+    for name in ring:
+        if by_name[name].role != "party":
+            raise IdentityError(f"{name!r} in the ring has role {by_name[name].role!r}")
+    extra = set(by_name) - set(ring) - {leaders[0].name}
+    if extra:
+        raise IntegrityError(f"union key shares from outside the ring: {', '.join(sorted(extra))}")
+    return (*(by_name[name].public_key for name in ring), leaders[0].public_key)
+
+
+@dataclass(frozen=True)
+class _Hop:
+    """Per-hop constants, computed once per batch rather than once per record."""
+
+    public_key: X25519PublicKey
+    aad: bytes
+    info_tail: bytes
+
+    @classmethod
+    def of(cls, ctx: UnionContext, hop: int) -> _Hop:
+        aad = ctx.aad(hop)
+        public_key = X25519PublicKey.from_public_bytes(ctx.route[hop])
+        return cls(public_key, aad, ctx.route[hop] + aad)
+
+
+def _layer_cipher(shared: bytes, epk: bytes, salt: bytes, hop: _Hop) -> AESGCM:
+    """AES-256-GCM under HKDF-SHA256(shared; salt=session, info=label|epk|recipient|aad)."""
+    info = _LABEL + epk + hop.info_tail
+    return AESGCM(HKDF(hashes.SHA256(), 32, salt=salt, info=info).derive(shared))
+
+
+def _new_ephemeral(salt: bytes, hop: _Hop) -> tuple[AESGCM, bytes]:
+    """A cipher under a fresh ephemeral key to `hop`, and that key's public half."""
+    ephemeral = X25519PrivateKey.generate()
+    epk = ephemeral.public_key().public_bytes_raw()
+    return _layer_cipher(ephemeral.exchange(hop.public_key), epk, salt, hop), epk
+
+
+def _seal_item(cipher: AESGCM, epk: bytes, item: bytes, aad: bytes) -> bytes:
+    nonce = secrets.token_bytes(NONCE_BYTES)
+    return epk + nonce + cipher.encrypt(nonce, item, aad)
+
+
+def _inner(kind: int, record: bytes, record_size: int) -> bytes:
+    if len(record) > record_size:
+        raise ValueError(f"record of {len(record)} bytes exceeds record_size {record_size}")
+    padding = bytes(record_size - len(record))
+    return _INNER_HEADER.pack(kind, len(record)) + record + padding
+
+
+def seal_records(
+    records: Sequence[bytes], ctx: UnionContext, pad_to: int | None = None
+) -> list[bytes]:
+    """Owner role: wrap each record in every hop's layer; pad with dummies to `pad_to` items.
+
+    Padding every party to the same public `pad_to` hides per-party record counts from the hops
+    (the leader still learns the total number of real records, which is the release size).
+    """
+    items = [_inner(_REAL, record, ctx.record_size) for record in records]
+    if pad_to is not None:
+        if len(items) > pad_to:
+            raise ValueError(f"{len(items)} records exceed pad_to={pad_to}")
+        items.extend(_inner(_DUMMY, b"", ctx.record_size) for _ in range(pad_to - len(items)))
+    leader = _Hop.of(ctx, ctx.leader_hop)
+    sealed = []
+    for item in items:
+        cipher, epk = _new_ephemeral(ctx.session_id, leader)
+        sealed.append(_seal_item(cipher, epk, item, leader.aad))
+    for index in range(ctx.leader_hop - 1, -1, -1):
+        hop = _Hop.of(ctx, index)
+        cipher, epk = _new_ephemeral(ctx.session_id, hop)
+        sealed = [_seal_item(cipher, epk, item, hop.aad) for item in sealed]
+    return sealed
+
+
+def _strip(
+    batch: Sequence[bytes], private_key: X25519PrivateKey, hop: int, ctx: UnionContext
+) -> list[bytes]:
+    """Remove layer `hop` from every item, refusing anything that does not authenticate."""
+    if private_key.public_key().public_bytes_raw() != ctx.route[hop]:
+        raise ValueError(f"this private key is not the route's key for hop {hop}")
+    if len(set(batch)) != len(batch):
+        raise IntegrityError(f"union batch at hop {hop} repeats an item (replayed record)")
+    expected = ctx.item_size(hop)
+    layer = _Hop.of(ctx, hop)
+    ciphers: dict[bytes, AESGCM] = {}
+    out = []
+    for item in batch:
+        if len(item) != expected:
+            raise WireFormatError(f"union item of {len(item)} bytes at hop {hop}, not {expected}")
+        epk = item[:X25519_KEY_BYTES]
+        cipher = ciphers.get(epk)
+        if cipher is None:
+            try:
+                shared = private_key.exchange(X25519PublicKey.from_public_bytes(epk))
+            except ValueError:
+                raise IntegrityError(f"union item at hop {hop} has an invalid key") from None
+            cipher = ciphers[epk] = _layer_cipher(shared, epk, ctx.session_id, layer)
+        nonce = item[X25519_KEY_BYTES : X25519_KEY_BYTES + NONCE_BYTES]
+        try:
+            out.append(cipher.decrypt(nonce, item[X25519_KEY_BYTES + NONCE_BYTES :], layer.aad))
+        except InvalidTag:
+            raise IntegrityError(
+                f"union batch failed authentication at hop {hop}: tampered, replayed from "
+                "another session or round, or delivered to the wrong hop"
+            ) from None
+    return out
+
+
+def peel_layer(
+    batch: Sequence[bytes], private_key: X25519PrivateKey, hop: int, ctx: UnionContext
+) -> list[bytes]:
+    """Party role at `hop`: strip this party's layer from the whole batch and shuffle it."""
+    if not 0 <= hop < ctx.leader_hop:
+        raise ValueError(f"party hops are 0..{ctx.leader_hop - 1}, got {hop}")
+    out = _strip(batch, private_key, hop, ctx)
+    secure_shuffle(out)
+    return out
+
+
+def open_records(
+    batch: Sequence[bytes], private_key: X25519PrivateKey, ctx: UnionContext
+) -> list[bytes]:
+    """Leader role: strip the innermost layer and return the real records (dummies dropped)."""
+    records = []
+    for inner in _strip(batch, private_key, ctx.leader_hop, ctx):
+        kind, length = _INNER_HEADER.unpack_from(inner)
+        body = inner[_INNER_HEADER.size :]
+        if kind not in (_REAL, _DUMMY) or length > ctx.record_size or body[length:].strip(b"\0"):
+            raise WireFormatError("malformed innermost union record")
+        if kind == _REAL:
+            records.append(body[:length])
+    return records
+
+
+def pack_batch(items: Sequence[bytes]) -> bytes:
+    """Serialize a batch (at any hop) to bytes: tagged, length-prefixed items."""
+    return pack_frames(_BATCH_TAG, items)
+
+
+def unpack_batch(data: bytes) -> list[bytes]:
+    """Inverse of `pack_batch`; malformed bytes raise `WireFormatError`."""
+    return unpack_frames(_BATCH_TAG, data)

@@ -1,0 +1,187 @@
+"""Collusion-resistant secure sum with pairwise masks (each party reports to the leader).
+
+Every pair of parties (i, j) shares an X25519 secret from their signed per-session keys
+(`crypto.keyshare`). For each round, HKDF turns it into a key bound to (session, round, roster,
+pair), and AES-CTR expands that key into a mask vector m_ij that both parties compute identically.
+Party i sends x_i + sum_{j>i} m_ij - sum_{j<i} m_ij to the leader (indices in roster order); every
+m_ij is added once and subtracted once, so the masks cancel in the leader's sum and only the sum
+of the x_i appears.
+
+Unlike the ring, a party's share is hidden from any coalition that misses at least one other
+party: the mask it shares with that party is unknown to the coalition and uniform. The price is
+that the sum is only correct with every roster member present: the leader refuses to combine an
+incomplete or inconsistent set of shares instead of returning a silently wrong total.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+
+import numpy as np
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+from numpy.typing import ArrayLike
+
+from crypto.errors import IdentityError, IntegrityError, MissingPartyError
+from crypto.keyshare import PeerKey
+from crypto.masks import MASK_KEY_BYTES, keyed_mask
+from crypto.wire import (
+    as_counts,
+    bytes_to_counts,
+    counts_to_bytes,
+    pack_frames,
+    read_u64,
+    u64,
+    unpack_frames,
+)
+
+_HKDF_LABEL = b"fedanon/pairwise-mask/v1"
+_ROSTER_TAG = b"FPR1"
+_INFO_TAG = b"FPI1"
+_SHARE_TAG = b"FPS1"
+
+
+def _check_roster(roster: Sequence[str], session_id: bytes) -> tuple[str, ...]:
+    roster = tuple(roster)
+    if len(roster) < 2:
+        raise ValueError("a pairwise sum needs at least two parties")
+    if len(set(roster)) != len(roster):
+        raise ValueError("roster names must be distinct")
+    if not session_id:
+        raise ValueError("session id must be non-empty")
+    return roster
+
+
+def roster_digest(roster: Sequence[str]) -> bytes:
+    """SHA-256 of the ordered roster: shares computed under different rosters never combine."""
+    return hashlib.sha256(pack_frames(_ROSTER_TAG, [n.encode() for n in roster])).digest()
+
+
+class PairwiseMasker:
+    """One party's side: holds its pair secrets for the session and masks its vectors.
+
+    `peers` are the verified key shares relayed by the leader (the party's own may be included);
+    every other roster member must be present and have the party role.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        private_key: X25519PrivateKey,
+        peers: Iterable[PeerKey],
+        roster: Sequence[str],
+        session_id: bytes,
+    ) -> None:
+        self.roster = _check_roster(roster, session_id)
+        if name not in self.roster:
+            raise ValueError(f"{name!r} is not in the roster")
+        self.name = name
+        self.session_id = session_id
+        self._digest = roster_digest(self.roster)
+        keys: dict[str, bytes] = {}
+        for peer in peers:
+            if peer.name == name:
+                continue
+            if peer.name not in self.roster:
+                raise IdentityError(f"key share from {peer.name!r}, who is not in the roster")
+            if peer.role != "party":
+                raise IdentityError(f"{peer.name!r} has role {peer.role!r}, not party")
+            if peer.name in keys:
+                raise IntegrityError(f"two key shares from {peer.name!r}")
+            keys[peer.name] = peer.public_key
+        missing = [n for n in self.roster if n != name and n not in keys]
+        if missing:
+            raise MissingPartyError(f"no key share from {', '.join(missing)}")
+        me = self.roster.index(name)
+        # Per other party: +1 if its roster index is higher (we add that mask), else -1, and
+        # the X25519 secret we share with it.
+        self._pairs: dict[str, tuple[int, bytes]] = {}
+        for j, other in enumerate(self.roster):
+            if j == me:
+                continue
+            try:
+                secret = private_key.exchange(X25519PublicKey.from_public_bytes(keys[other]))
+            except ValueError:
+                raise IntegrityError(f"key share of {other!r} is not a usable X25519 key") from None
+            self._pairs[other] = (1 if j > me else -1, secret)
+        self._used_rounds: set[int] = set()
+
+    def pair_mask(self, round_: int, other: str, length: int) -> np.ndarray:
+        """The mask this party and `other` both derive for `round_` (read-only).
+
+        Key: HKDF-SHA256 of the pair's X25519 secret, salt = session id, info binding round,
+        roster and the pair in roster order, so no two (session, round, pair) share a stream.
+        """
+        _, secret = self._pairs[other]
+        low, high = sorted((self.name, other), key=self.roster.index)
+        info = _HKDF_LABEL + pack_frames(
+            _INFO_TAG, [u64(round_), self._digest, low.encode(), high.encode()]
+        )
+        key = HKDF(hashes.SHA256(), MASK_KEY_BYTES, salt=self.session_id, info=info).derive(secret)
+        return keyed_mask(key, length)
+
+    def masked_share(self, round_: int, vector: ArrayLike) -> bytes:
+        """This party's masked vector for `round_`, as the message to send to the leader.
+
+        Each round may be masked once: the same masks over two different vectors would reveal
+        their difference.
+        """
+        if round_ in self._used_rounds:
+            raise RuntimeError(f"round {round_} was already masked; masks are never reused")
+        counts = as_counts(vector)
+        total = counts.copy()
+        for other, (sign, _) in self._pairs.items():
+            mask = self.pair_mask(round_, other, counts.size)
+            if sign > 0:
+                total += mask
+            else:
+                total -= mask
+        self._used_rounds.add(round_)
+        fields = [self.session_id, u64(round_), self.name.encode(), self._digest]
+        return pack_frames(_SHARE_TAG, [*fields, counts_to_bytes(total)])
+
+
+class PairwiseAggregator:
+    """The leader's side: checks that every roster member sent one consistent share, then sums."""
+
+    def __init__(self, roster: Sequence[str], session_id: bytes) -> None:
+        self.roster = _check_roster(roster, session_id)
+        self.session_id = session_id
+        self._digest = roster_digest(self.roster)
+
+    def combine(self, round_: int, shares: Mapping[str, bytes]) -> np.ndarray:
+        """Sum the shares of `round_`, keyed by the (TLS-authenticated) sender's name.
+
+        Raises `MissingPartyError` naming every absent party and `IntegrityError` for a share of
+        another session or round, under another roster, or claiming another sender.
+        """
+        vectors: list[np.ndarray] = []
+        length: int | None = None
+        for sender, share in shares.items():
+            if sender not in self.roster:
+                raise IntegrityError(f"share from {sender!r}, who is not in the roster")
+            session, round_field, name, digest, payload = unpack_frames(_SHARE_TAG, share, 5)
+            if session != self.session_id:
+                raise IntegrityError(f"share from {sender!r} belongs to another session")
+            if read_u64(round_field) != round_:
+                raise IntegrityError(
+                    f"share from {sender!r} is for round {read_u64(round_field)}, not {round_}"
+                )
+            if name != sender.encode():
+                raise IntegrityError(f"share sent by {sender!r} claims to be from {name!r}")
+            if digest != self._digest:
+                raise IntegrityError(f"{sender!r} masked under a different roster")
+            vector = bytes_to_counts(payload, length)
+            length = vector.size
+            vectors.append(vector)
+        missing = [n for n in self.roster if n not in shares]
+        if missing:
+            raise MissingPartyError(
+                f"round {round_}: no share from {', '.join(missing)}; the masks cannot cancel"
+            )
+        total = np.zeros(length or 0, dtype=np.uint64)
+        for vector in vectors:
+            total += vector
+        return total

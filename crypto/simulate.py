@@ -1,0 +1,207 @@
+"""Every role of each protocol, run in one process.
+
+These functions are the reference message flow for the party daemon and the leader: each step
+calls the role's public function and passes on the bytes it would send, parsed back by the
+receiver exactly as off the wire. Tests use them to compare against plain computations; the
+benchmark uses the optional `Stopwatch` to charge compute time to the role that spends it.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+
+import numpy as np
+from cryptography import x509
+from numpy.typing import ArrayLike
+
+from crypto.commutative import (
+    SraKey,
+    decode,
+    decrypt_batch,
+    distinct,
+    encode,
+    encrypt_batch,
+    pack_elements,
+    unpack_elements,
+)
+from crypto.identity import Identity
+from crypto.keyshare import ONION_UNION, PAIRWISE_SUM, create_key_share, verify_key_share
+from crypto.onion_union import (
+    UnionContext,
+    build_route,
+    open_records,
+    pack_batch,
+    peel_layer,
+    seal_records,
+    unpack_batch,
+)
+from crypto.pairwise import PairwiseAggregator, PairwiseMasker
+from crypto.secure_sum import add_vector, start_round
+
+LEADER = "leader"
+
+
+class Stopwatch:
+    """CPU seconds charged to (role, phase): e.g. ('p0', 'setup'), ('leader', 'open').
+
+    CPU time of this process rather than wall time, so that other load on a shared machine
+    does not count as the protocol's compute.
+    """
+
+    def __init__(self) -> None:
+        self.seconds: defaultdict[tuple[str, str], float] = defaultdict(float)
+
+    @contextmanager
+    def measure(self, role: str, phase: str) -> Iterator[None]:
+        """Add the CPU time of the `with` body to (`role`, `phase`)."""
+        start = time.process_time()
+        try:
+            yield
+        finally:
+            self.seconds[role, phase] += time.process_time() - start
+
+    def phase(self, phase: str) -> dict[str, float]:
+        """Seconds per role spent in `phase`."""
+        return {role: t for (role, p), t in self.seconds.items() if p == phase}
+
+
+def ring_sum(vectors: Sequence[ArrayLike], stopwatch: Stopwatch | None = None) -> np.ndarray:
+    """Ring mode: the leader masks, parties p0..p{n-1} add in order, the leader unmasks."""
+    clock = stopwatch or Stopwatch()
+    with clock.measure(LEADER, "round"):
+        mask, payload = start_round(len(vectors[0]))
+    for index, vector in enumerate(vectors):
+        with clock.measure(f"p{index}", "round"):
+            payload = add_vector(payload, vector)
+    with clock.measure(LEADER, "round"):
+        return mask.unmask(payload)
+
+
+def pairwise_sum(
+    vectors: Sequence[ArrayLike],
+    identities: Sequence[Identity],
+    ca_certificate: x509.Certificate,
+    round_: int = 0,
+    stopwatch: Stopwatch | None = None,
+) -> np.ndarray:
+    """Pairwise-mask mode for one round of a fresh session, parties named by `identities`.
+
+    Setup: each party publishes a signed X25519 key; the leader relays all of them; each party
+    verifies every share it receives. Round: each party sends its masked share to the leader.
+    """
+    clock = stopwatch or Stopwatch()
+    session_id = secrets.token_bytes(16)
+    roster = [identity.name for identity in identities]
+    private_keys, announcements = {}, {}
+    for identity in identities:
+        with clock.measure(identity.name, "setup"):
+            private_keys[identity.name], announcements[identity.name] = create_key_share(
+                identity, session_id, PAIRWISE_SUM
+            )
+    shares = {}
+    for identity, vector in zip(identities, vectors, strict=True):
+        with clock.measure(identity.name, "setup"):
+            peers = [
+                verify_key_share(
+                    message, ca_certificate, session_id, PAIRWISE_SUM, name, expected_role="party"
+                )
+                for name, message in announcements.items()
+                if name != identity.name
+            ]
+            masker = PairwiseMasker(
+                identity.name, private_keys[identity.name], peers, roster, session_id
+            )
+        with clock.measure(identity.name, "round"):
+            shares[identity.name] = masker.masked_share(round_, vector)
+    with clock.measure(LEADER, "round"):
+        return PairwiseAggregator(roster, session_id).combine(round_, shares)
+
+
+def onion_union(
+    batches: Sequence[Sequence[bytes]],
+    identities: Sequence[Identity],
+    leader: Identity,
+    ca_certificate: x509.Certificate,
+    record_size: int,
+    pad_to: int | None = None,
+    stopwatch: Stopwatch | None = None,
+) -> list[bytes]:
+    """Layered-encryption union: batches[i] belongs to identities[i]; ring order as given.
+
+    Setup: everyone (parties and leader) publishes a signed X25519 key; each party verifies them
+    and builds the route. Run: owners seal; the sealed batches are merged and go to the first
+    party; each party peels and shuffles; the leader opens.
+    """
+    clock = stopwatch or Stopwatch()
+    session_id = secrets.token_bytes(16)
+    ring = [identity.name for identity in identities]
+    private_keys, announcements = {}, []
+    for identity in (*identities, leader):
+        with clock.measure(identity.name, "setup"):
+            private_keys[identity.name], message = create_key_share(
+                identity, session_id, ONION_UNION
+            )
+        announcements.append(message)
+    contexts = {}
+    for identity in (*identities, leader):
+        with clock.measure(identity.name, "setup"):
+            peers = [
+                verify_key_share(message, ca_certificate, session_id, ONION_UNION)
+                for message in announcements
+            ]
+            contexts[identity.name] = UnionContext(
+                session_id, 0, build_route(peers, ring), record_size
+            )
+    merged: list[bytes] = []
+    for identity, records in zip(identities, batches, strict=True):
+        with clock.measure(identity.name, "seal"):
+            message = pack_batch(seal_records(records, contexts[identity.name], pad_to))
+        merged.extend(unpack_batch(message))
+    message = pack_batch(merged)
+    for hop, identity in enumerate(identities):
+        with clock.measure(identity.name, "peel"):
+            peeled = peel_layer(
+                unpack_batch(message), private_keys[identity.name], hop, contexts[identity.name]
+            )
+            message = pack_batch(peeled)
+    with clock.measure(leader.name, "open"):
+        return open_records(unpack_batch(message), private_keys[leader.name], contexts[leader.name])
+
+
+def dedup_union(sets: Sequence[Iterable[bytes]], stopwatch: Stopwatch | None = None) -> list[bytes]:
+    """Commutative-encryption union without duplicates; sets[i] belongs to party p{i}.
+
+    Each owner's encoded set travels the whole ring (every party encrypts and shuffles it) and
+    reaches the leader fully encrypted; the leader merges, removes duplicates, adds its own layer
+    and shuffles; the parties then each remove their layer (and shuffle), and the leader removes
+    the last one, so only the leader sees the plaintext union.
+    """
+    clock = stopwatch or Stopwatch()
+    n = len(sets)
+    keys = []
+    for index in range(n):
+        with clock.measure(f"p{index}", "setup"):
+            keys.append(SraKey.generate())
+    with clock.measure(LEADER, "setup"):
+        leader_key = SraKey.generate()
+    fully_encrypted: list[int] = []
+    for owner, values in enumerate(sets):
+        with clock.measure(f"p{owner}", "encrypt"):
+            message = pack_elements(encrypt_batch(keys[owner], map(encode, set(values))))
+        for step in range(1, n):
+            holder = (owner + step) % n
+            with clock.measure(f"p{holder}", "encrypt"):
+                message = pack_elements(encrypt_batch(keys[holder], unpack_elements(message)))
+        with clock.measure(LEADER, "dedup"):
+            fully_encrypted.extend(unpack_elements(message))
+    with clock.measure(LEADER, "dedup"):
+        message = pack_elements(encrypt_batch(leader_key, distinct(fully_encrypted)))
+    for index in range(n):
+        with clock.measure(f"p{index}", "decrypt"):
+            message = pack_elements(decrypt_batch(keys[index], unpack_elements(message)))
+    with clock.measure(LEADER, "decrypt"):
+        return sorted(decode(x) for x in decrypt_batch(leader_key, unpack_elements(message)))

@@ -1,0 +1,101 @@
+"""Ring-mode secure sum: correctness, what a member sees, and the neighbour-collusion weakness."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from crypto.errors import WireFormatError
+from crypto.secure_sum import add_vector, start_round
+from crypto.simulate import Stopwatch, ring_sum
+from crypto.wire import bytes_to_counts
+
+from .uniformity import CRITICAL, byte_position_chi2, looks_uniform
+from .vectors import plain_sum, random_vectors
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    n=st.integers(2, 16),
+    length=st.integers(0, 2000),
+    seed=st.integers(0, 2**32),
+    full_range=st.booleans(),
+)
+@example(n=3, length=10**6, seed=1, full_range=False)
+@example(n=16, length=10**6, seed=2, full_range=True)
+def test_ring_sum_equals_plain_sum(n: int, length: int, seed: int, full_range: bool) -> None:
+    vectors = random_vectors(n, length, seed, full_range)
+    assert np.array_equal(ring_sum(vectors), plain_sum(vectors))
+
+
+def test_ring_sum_wraps_modulo_2_64() -> None:
+    top = 2**64 - 1
+    result = ring_sum([np.array([top, 5], dtype=np.uint64), np.array([2, top], dtype=np.uint64)])
+    assert result.tolist() == [(top + 2) % 2**64, (5 + top) % 2**64]
+
+
+def test_masks_are_fresh_per_round_and_single_use() -> None:
+    mask_a, payload_a = start_round(64)
+    _, payload_b = start_round(64)
+    assert payload_a != payload_b
+    assert mask_a.unmask(payload_a).tolist() == [0] * 64
+    with pytest.raises(RuntimeError):
+        mask_a.unmask(payload_a)
+
+
+def test_length_mismatch_is_refused() -> None:
+    mask, payload = start_round(4)
+    with pytest.raises(WireFormatError):
+        add_vector(payload, [1, 2, 3])
+    with pytest.raises(WireFormatError):
+        mask.unmask(payload[:-8])
+
+
+def member_views(rounds: int, length: int) -> np.ndarray:
+    """What the third party of a 4-party ring receives, over many rounds of fixed small counts."""
+    vectors = random_vectors(4, length, seed=7, full_range=False)
+    views = []
+    for _ in range(rounds):
+        _, payload = start_round(length)
+        for vector in vectors[:2]:
+            payload = add_vector(payload, vector)
+        views.append(bytes_to_counts(payload))
+    return np.concatenate(views)
+
+
+def test_member_view_is_uniform() -> None:
+    assert looks_uniform(member_views(rounds=64, length=2048))
+
+
+def test_uniformity_check_detects_unmasked_and_badly_masked_views() -> None:
+    # The same check must fail on an unmasked view and on a mask that only covers 32 bits, or
+    # passing it above would mean nothing.
+    vectors = random_vectors(2, 64 * 2048, seed=7, full_range=False)
+    unmasked = vectors[0] + vectors[1]
+    assert not looks_uniform(unmasked)
+    weak_mask = np.random.default_rng(0).integers(0, 2**32, size=unmasked.size, dtype=np.uint64)
+    stats = byte_position_chi2(unmasked + weak_mask)
+    assert max(stats[:4]) < CRITICAL  # the low bytes look fine ...
+    assert min(stats[5:]) > CRITICAL  # ... the untouched high bytes give it away
+    assert not looks_uniform(unmasked + weak_mask)
+
+
+def test_two_colluding_neighbours_recover_the_middle_vector() -> None:
+    """The documented ring weakness: p0 and p2 subtract what they sent and received."""
+    vectors = random_vectors(4, 500, seed=3, full_range=True)
+    _, payload = start_round(500)
+    payload = add_vector(payload, vectors[0])
+    sent_by_p0 = payload  # p0 knows what it forwarded
+    payload = add_vector(payload, vectors[1])
+    received_by_p2 = payload  # p2 knows what it got
+    recovered = bytes_to_counts(received_by_p2) - bytes_to_counts(sent_by_p0)
+    assert np.array_equal(recovered, vectors[1])
+
+
+def test_stopwatch_charges_every_role() -> None:
+    clock = Stopwatch()
+    ring_sum(random_vectors(3, 100, seed=1, full_range=False), clock)
+    assert set(clock.phase("round")) == {"leader", "p0", "p1", "p2"}
+    assert all(seconds >= 0 for seconds in clock.seconds.values())
