@@ -17,7 +17,7 @@ Example::
     key = "certs/hospital-a.key"
     [timeouts]
     rpc_seconds = 60               # deadline of calls this party makes (the ring forward)
-    idle_session_seconds = 300     # a session with no message for this long is dropped
+    supersede_idle_seconds = 2     # a new session from the leader replaces one idle this long
     connect_retries = 5            # forwarding to an unavailable next hop: retries ...
     backoff_seconds = 0.2          # ... with exponential backoff from this delay
     wait_next_hop_seconds = 0      # > 0: refuse to start unless the next hop answers by then
@@ -51,7 +51,7 @@ class PartyConfig:
     tls: TLSFiles | None
     delimiter: str | None = None
     rpc_seconds: float = 60.0
-    idle_session_seconds: float = 300.0
+    supersede_idle_seconds: float = 2.0
     connect_retries: int = 5
     backoff_seconds: float = 0.2
     wait_next_hop_seconds: float = 0.0
@@ -74,7 +74,7 @@ class PartyConfig:
             tls=TLSFiles.from_config(data.get("tls"), base, where),
             delimiter=data.get("delimiter"),
             rpc_seconds=float(timeouts.get("rpc_seconds", 60.0)),
-            idle_session_seconds=float(timeouts.get("idle_session_seconds", 300.0)),
+            supersede_idle_seconds=float(timeouts.get("supersede_idle_seconds", 2.0)),
             connect_retries=int(timeouts.get("connect_retries", 5)),
             backoff_seconds=float(timeouts.get("backoff_seconds", 0.2)),
             wait_next_hop_seconds=float(timeouts.get("wait_next_hop_seconds", 0.0)),

@@ -136,10 +136,16 @@ class PartyServicer(pb_grpc.PartyServicer):
         self._authorize(context, {self.config.leader})
         with self.lock:
             busy = self.session
-            if busy is not None and not busy.ended and \
-                    busy.idle_for() < self.config.idle_session_seconds:
-                self._fail(context, grpc.StatusCode.RESOURCE_EXHAUSTED,
-                           f"busy with session {busy.session_id[:12]}; one session at a time")
+            if busy is not None and not busy.ended:
+                if busy.idle_for() < self.config.supersede_idle_seconds:
+                    self._fail(context, grpc.StatusCode.RESOURCE_EXHAUSTED,
+                               f"busy with session {busy.session_id[:12]}; one session at a time")
+                # The leader only leaves a session after aborting it, so an idle one means this
+                # party missed the abort (it was hung or cut off): the new session replaces it.
+                self.last_error = (f"session {busy.session_id[:12]} superseded by "
+                                   f"{request.ref.session_id[:12]} (its abort never arrived)")
+                log.warning("%s", self.last_error, extra={"session": busy.session_id[:12]})
+                self.session = None
             if request.WhichOneof("job") == "drbt":
                 return self._open_drbt(request, context)
             try:

@@ -1,0 +1,218 @@
+"""Shared helpers and fixtures of the distributed-mode integration tests.
+
+The main correctness claim of the distributed mode (specs/distributed.md) is that its release
+equals, as a multiset of rows, the centralized release on the union of the parties' tables, with
+the same final cut. Every test here therefore runs both and compares; the helpers keep that
+comparison identical everywhere so a weaker check cannot creep into one test.
+
+Daemon start-up (three Python processes importing pandas, gRPC and cryptography) dominates the
+cost of these tests, so one synthetic federation is shared by the whole session
+(:func:`hospital_federation`). Tests that kill or freeze one of its daemons restart it before
+they return, whatever the outcome; tests that need other data or configurations start their own.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import os
+import signal
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from fedanon.datadir import data_dir
+from fedanon.lkc.api import anonymize_lkc, build_schema
+from fedanon.lkc.engine import StepInfo
+from fedanon.lkc.jobspec import LKCJobSpec
+from fedanon.synth import generate_hospital, hospital_taxonomy_path
+from fedanon.taxonomy.files import TaxonomyFile
+from fedanon.taxonomy.loader import load_taxonomy
+from fedanon.tls import TLSFiles
+from fedanon.transport import make_channel
+from leader.config import LeaderJob, spec_from_table
+from leader.run import run_job
+from leader.sim import Federation, federation, split_table
+from party.config import Hop
+from protos import fedanon_v1_pb2 as pb
+from protos import fedanon_v1_pb2_grpc as pb_grpc
+
+ADULT_CSV = data_dir() / "adult" / "adult_all.csv"
+ADULT_TAXONOMY = data_dir() / "adult" / "lkc_paper_taxonomy.hchy"
+requires_adult = pytest.mark.skipif(
+    not (ADULT_CSV.exists() and ADULT_TAXONOMY.exists()),
+    reason=f"shared Adult data not found under {data_dir()}",
+)
+
+HOSPITAL_DROP = ["patient_id"]
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """A whole table (the union of the parties' tables) and its taxonomy file."""
+
+    table: pd.DataFrame
+    taxonomy_path: Path
+    taxonomy: TaxonomyFile
+    drop: tuple[str, ...] = ()
+
+    def spec(self, L: int, K: int, C: str, **lkc: Any) -> LKCJobSpec:
+        """The job as the leader builds it (``spec_from_table``, like ``fedanon sim lkc``)."""
+        section = {"L": L, "K": K, "C": C, "drop": list(self.drop), **lkc}
+        spec = spec_from_table(section, self.taxonomy, "test job")
+        if spec.class_column and not spec.class_values:
+            values = sorted(self.table[spec.class_column].astype(str).unique())
+            spec = dataclasses.replace(spec, class_values=values)
+        return spec
+
+
+def load_dataset(table: pd.DataFrame, taxonomy_path: Path, drop: tuple[str, ...] = ()) -> Dataset:
+    taxonomy = load_taxonomy(taxonomy_path, data_columns=list(table.columns))
+    return Dataset(table, Path(taxonomy_path), taxonomy, drop)
+
+
+def hospital_dataset(n_rows: int, seed: int) -> Dataset:
+    """The package's synthetic hospital table (no shared data needed)."""
+    return load_dataset(generate_hospital(n_rows, seed), hospital_taxonomy_path(),
+                        tuple(HOSPITAL_DROP))
+
+
+@functools.cache
+def adult_dataset() -> Dataset:
+    """Adult in the paper setting: the .hchy's 13 QIDs, sensitive section and class."""
+    table = pd.read_csv(ADULT_CSV, dtype=str, keep_default_na=False)
+    return load_dataset(table, ADULT_TAXONOMY)
+
+
+@dataclass(frozen=True)
+class Centralized:
+    table: pd.DataFrame
+    report: dict[str, Any]
+
+
+def centralized(dataset: Dataset, spec: LKCJobSpec) -> Centralized:
+    """The reference: the centralized engine on the whole table with the job's parameters."""
+    schema = build_schema(dataset.taxonomy, dataset.table, spec.qids, spec.sensitive,
+                          spec.class_column)
+    release = anonymize_lkc(dataset.table, schema, spec.params, spec.score, spec.drop)
+    return Centralized(release.table, release.report)
+
+
+def make_job(hops: list[Hop], tls: TLSFiles | None, dataset: Dataset, spec: LKCJobSpec,
+             out: Path, **options: Any) -> LeaderJob:
+    return LeaderJob(name="leader", taxonomy=dataset.taxonomy, spec=spec, parties=hops, tls=tls,
+                     out=out, **options)
+
+
+def run_distributed(hops: list[Hop], tls: TLSFiles | None, dataset: Dataset, spec: LKCJobSpec,
+                    out: Path, on_step: Any = None, **options: Any) -> dict[str, Any]:
+    return run_job(make_job(hops, tls, dataset, spec, out, **options), on_step=on_step)
+
+
+def read_release(path: Path) -> pd.DataFrame:
+    """A release as the checker reads it: every cell a plain string."""
+    return pd.read_csv(path, dtype=str, keep_default_na=False)
+
+
+def rows(table: pd.DataFrame) -> Counter[tuple[str, ...]]:
+    """The table as a multiset of rows of strings."""
+    return Counter(map(tuple, table.astype(str).itertuples(index=False, name=None)))
+
+
+def assert_same_release(out: Path, report: dict[str, Any], reference: Centralized) -> None:
+    """The distributed release equals the centralized one: columns, rows (multiset), cut."""
+    released = read_release(out)
+    assert list(released.columns) == list(reference.table.columns)
+    ours, theirs = rows(released), rows(reference.table)
+    if ours != theirs:
+        extra = list((ours - theirs).items())[:3]
+        missing = list((theirs - ours).items())[:3]
+        pytest.fail(f"distributed release differs from the centralized one: "
+                    f"{sum((ours - theirs).values())} extra rows (e.g. {extra}), "
+                    f"{sum((theirs - ours).values())} missing rows (e.g. {missing})")
+    assert report["final_cut"] == reference.report["final_cut"]
+    assert report["specialization_sequence"] == reference.report["specialization_sequence"]
+    assert report["records"] == len(reference.table)
+
+
+def status(fed: Federation, index: int) -> pb.StatusReply:
+    """A daemon's Status, asked with the leader's certificate."""
+    daemon = fed.daemons[index]
+    channel = make_channel(daemon.address, daemon.name, fed.leader_tls)
+    try:
+        return pb_grpc.PartyStub(channel).Status(pb.StatusRequest(), timeout=5)
+    finally:
+        channel.close()
+
+
+def party_processes(marker: str) -> list[int]:
+    """Pids of live ``party serve`` processes whose command line mentions `marker`.
+
+    psutil is not a dependency, so this reads /proc; `marker` (a test's private work
+    directory) keeps other engineers' daemons on the same machine out of the answer.
+    """
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if "party serve" in cmdline and marker in cmdline and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+class SignalAtIteration:
+    """An ``on_step`` callback that sends `sig` to daemon #`victim` after `iteration`.
+
+    The callback runs in the leader's thread right after the iteration's secure sum, so the
+    next sum is the first message that meets the dead (or frozen) party: deterministic, no
+    sleeps, no race with the leader.
+    """
+
+    def __init__(self, fed: Federation, victim: int, iteration: int, sig: int) -> None:
+        self.fed, self.victim, self.iteration, self.sig = fed, victim, iteration, sig
+        self.fired: list[int] = []
+
+    def __call__(self, step: StepInfo) -> None:
+        if step.iteration < self.iteration or self.fired:
+            return
+        self.fired.append(step.iteration)
+        daemon = self.fed.daemons[self.victim]
+        if self.sig == signal.SIGKILL:
+            self.fed.stop(daemon, signal.SIGKILL)  # waits until the process is gone
+        else:
+            assert daemon.process is not None
+            os.kill(daemon.process.pid, self.sig)
+
+
+def kill_when(fed: Federation, victim: int, iteration: int,
+              sig: int = signal.SIGKILL) -> SignalAtIteration:
+    return SignalAtIteration(fed, victim, iteration, sig)
+
+
+# ----------------------------------------------------------------------------------- fixtures
+@pytest.fixture(scope="session")
+def hospital_data() -> Dataset:
+    """2400 synthetic admissions: big enough for a dozen iterations, quick to unite."""
+    return hospital_dataset(2400, seed=5)
+
+
+@pytest.fixture(scope="session")
+def hospital_federation(hospital_data: Dataset) -> Iterator[Federation]:
+    """Three real daemons (mutual TLS) over a random split of `hospital_data`.
+
+    Shared by every test that leaves the daemons as it found them (sessions end or abort, a
+    killed daemon is restarted in the test's ``finally``).
+    """
+    parts = split_table(hospital_data.table, 3, "random", seed=1)
+    with federation(parts, hospital_data.taxonomy_path, secure=True) as fed:
+        yield fed

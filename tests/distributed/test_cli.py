@@ -1,0 +1,170 @@
+"""``fedanon sim lkc`` as a user runs it: a real process tree, exit codes, files, no leftovers.
+
+Each test passes ``--workdir`` inside its own temporary directory, so the daemons' command lines
+name that directory and the /proc scan for leftover ``party serve`` processes cannot mistake
+another engineer's daemons for ours.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from fedanon.synth import generate_hospital, hospital_taxonomy_path
+from tests.distributed.conftest import (
+    assert_same_release,
+    centralized,
+    hospital_dataset,
+    party_processes,
+)
+
+FEDANON = [sys.executable, "-m", "fedanon.cli.main"]
+ROWS, SEED = 1500, 21
+QIDS = ["age", "sex", "postcode", "country_of_birth", "marital_status", "employment",
+        "admission_type", "length_of_stay"]
+
+
+def fedanon(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*FEDANON, *args], capture_output=True, text=True, timeout=timeout,
+                          stdin=subprocess.DEVNULL)
+
+
+def wait_gone(marker: str, seconds: float = 10.0) -> list[int]:
+    """Daemons die with their parent (PR_SET_PDEATHSIG), but not in the same instant."""
+    deadline = time.monotonic() + seconds
+    while (left := party_processes(marker)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return left
+
+
+@pytest.fixture(scope="module")
+def hospital_csv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("data") / "hospital.csv"
+    generate_hospital(ROWS, SEED).to_csv(path, index=False)
+    return path
+
+
+def sim_args(data: Path, workdir: Path, out: Path, *extra: str, K: int = 20) -> list[str]:
+    return ["sim", "lkc", "--parties", "3", "--data", str(data),
+            "--taxonomy", str(hospital_taxonomy_path()), "--L", "3", "--K", str(K),
+            "--C", "0.2", "--drop", "patient_id", "--workdir", str(workdir),
+            "--out", str(out), "--quiet", *extra]
+
+
+@pytest.fixture(scope="module")
+def sim_run(hospital_csv: Path, tmp_path_factory: pytest.TempPathFactory,
+            ) -> tuple[subprocess.CompletedProcess[str], Path, Path, Path]:
+    """One successful ``fedanon sim lkc`` (module-scoped: several tests inspect its result)."""
+    tmp = tmp_path_factory.mktemp("sim")
+    out, report, workdir = tmp / "release.csv", tmp / "report.json", tmp / "w"
+    run = fedanon(*sim_args(hospital_csv, workdir, out, "--report", str(report)))
+    return run, out, report, workdir
+
+
+@pytest.mark.slow
+def test_sim_end_to_end_release_passes_check(
+    sim_run: tuple[subprocess.CompletedProcess[str], Path, Path, Path]
+) -> None:
+    """Exit 0, the release and report exist, ``fedanon check lkc`` accepts the release, it
+    equals the centralized one, and no daemon outlives the command."""
+    run, out, report, workdir = sim_run
+    assert run.returncode == 0, run.stderr
+    assert out.exists() and report.exists()
+    check = fedanon("check", "lkc", "--data", str(out), "--qid", ",".join(QIDS),
+                    "--sensitive", "diagnosis=HIV,Schizophrenia",
+                    "--L", "3", "--K", "20", "--C", "0.2")
+    assert check.returncode == 0, check.stdout + check.stderr
+    dataset = hospital_dataset(ROWS, SEED)
+    parsed = json.loads(report.read_text())
+    assert parsed["mode"] == "distributed" and len(parsed["parties"]) == 3
+    assert_same_release(out, parsed, centralized(dataset, dataset.spec(L=3, K=20, C="0.2")))
+    assert not wait_gone(str(workdir))
+
+
+@pytest.mark.slow
+def test_check_reads_the_requirement_from_the_taxonomy(
+    sim_run: tuple[subprocess.CompletedProcess[str], Path, Path, Path]
+) -> None:
+    """The way the docs check a distributed release: QIDs and sensitive values from the same
+    taxonomy file the sim used (``--taxonomy``) instead of listing them again."""
+    run, out, _, _ = sim_run
+    assert run.returncode == 0, run.stderr
+    check = fedanon("check", "lkc", "--data", str(out), "--taxonomy",
+                    str(hospital_taxonomy_path()), "--L", "3", "--K", "20", "--C", "0.2")
+    assert "Traceback" not in check.stderr, check.stderr
+    assert check.returncode == 0, check.stdout + check.stderr
+
+
+@pytest.mark.slow
+def test_sim_failure_leaves_no_output_and_no_daemons(hospital_csv: Path, tmp_path: Path) -> None:
+    """K larger than the table: non-zero exit with a one-line reason, no release, no report,
+    no temporary file, and every daemon gone."""
+    out, report, workdir = tmp_path / "release.csv", tmp_path / "report.json", tmp_path / "w"
+    run = fedanon(*sim_args(hospital_csv, workdir, out, "--report", str(report), K=ROWS + 1))
+    assert run.returncode != 0
+    assert "infeasible" in run.stderr and "Traceback" not in run.stderr, run.stderr
+    assert not out.exists() and not report.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["w"], "stray output files"
+    assert not wait_gone(str(workdir))
+
+
+@pytest.mark.slow
+def test_insecure_mode_warns(hospital_csv: Path, tmp_path: Path) -> None:
+    """``--insecure`` works but says loudly that nothing is authenticated, in the command and
+    in every daemon's log."""
+    out, workdir = tmp_path / "release.csv", tmp_path / "w"
+    run = fedanon(*sim_args(hospital_csv, workdir, out, "--insecure"))
+    assert run.returncode == 0, run.stderr
+    assert "WARNING: --insecure" in run.stderr
+    assert out.exists()
+    logs = sorted(workdir.glob("*.log"))
+    assert len(logs) == 3
+    for log in logs:
+        text = log.read_text()
+        assert "WARNING: --insecure" in text and "INSECURE" in text, text
+    assert not wait_gone(str(workdir))
+
+
+@pytest.fixture
+def sim_process(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], Path, Path]]:
+    """A sim on a table big enough to still be running when the test kills it."""
+    data = tmp_path / "big.csv"
+    generate_hospital(60_000, 3).to_csv(data, index=False)
+    out, workdir = tmp_path / "release.csv", tmp_path / "w"
+    process = subprocess.Popen([*FEDANON, *sim_args(data, workdir, out)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               stdin=subprocess.DEVNULL)
+    try:
+        yield process, workdir, out
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+        for pid in party_processes(str(workdir)):  # never leave ours behind, even on failure
+            os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.slow
+def test_killing_the_sim_takes_its_daemons_along(
+    sim_process: tuple[subprocess.Popen[bytes], Path, Path]
+) -> None:
+    """SIGKILL of the sim (no cleanup code runs) still leaves no daemon: PR_SET_PDEATHSIG."""
+    process, workdir, out = sim_process
+    deadline = time.monotonic() + 120
+    while len(party_processes(str(workdir))) < 3:
+        assert process.poll() is None, "the sim ended before its daemons were seen"
+        assert time.monotonic() < deadline, "daemons never appeared"
+        time.sleep(0.2)
+    time.sleep(1.0)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert not wait_gone(str(workdir))
+    assert not out.exists()
