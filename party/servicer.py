@@ -90,7 +90,6 @@ class PartyServicer(pb_grpc.PartyServicer):
             self._fail(context, grpc.StatusCode.FAILED_PRECONDITION,
                        f"message for session {ref.session_id[:12]} but the open session is "
                        f"{session.session_id[:12]}")
-        session.touch()
         return session
 
     def _forward_timeout(self, context: grpc.ServicerContext) -> float:
@@ -215,6 +214,7 @@ class PartyServicer(pb_grpc.PartyServicer):
     def Ids(self, request: pb.IdsRequest, context: grpc.ServicerContext):
         self._authorize(context, {self.config.leader})
         session = self._of_kind(context, request.ref, DRBTSession)
+        session.touch()
         if request.send_yours:
             reply = pb.IdsReply(ids=list(session.ids))
         else:
@@ -228,6 +228,7 @@ class PartyServicer(pb_grpc.PartyServicer):
     def Project(self, request: pb.ProjectRequest, context: grpc.ServicerContext):
         self._authorize(context, {self.config.leader})
         session = self._of_kind(context, request.ref, DRBTSession)
+        session.touch()
         try:
             block = session.project()
         except FedanonError as exc:
@@ -241,6 +242,7 @@ class PartyServicer(pb_grpc.PartyServicer):
     def Assign(self, request: pb.AssignRequest, context: grpc.ServicerContext):
         self._authorize(context, {self.config.leader})
         session = self._of_kind(context, request.ref, DRBTSession)
+        session.touch()
         directory = self.config.output_dir or self.config.data.parent
         try:
             path = session.save_assignment(list(request.clusters), directory)
@@ -253,6 +255,7 @@ class PartyServicer(pb_grpc.PartyServicer):
     def ShareKeys(self, request: pb.ShareKeysRequest, context: grpc.ServicerContext):
         self._authorize(context, {self.config.leader})
         session = self._of_kind(context, request.ref, PartySession)
+        session.touch()
         sid = bytes.fromhex(session.session_id)
         try:
             session.union.route = union_route(request.keys, session.ring, sid,
@@ -270,6 +273,7 @@ class PartyServicer(pb_grpc.PartyServicer):
         pairwise = session.sum_mode == pb.SUM_MODE_PAIRWISE
         first = pairwise or session.predecessor is None
         self._authorize(context, {self.config.leader} if first else {session.predecessor})
+        session.touch()
         session.bytes_received += request.ByteSize()
         log.info("secure sum", extra={"session": session.session_id[:12],
                                       "iteration": request.ref.iteration})
@@ -304,6 +308,7 @@ class PartyServicer(pb_grpc.PartyServicer):
         session = self._of_kind(context, request.ref, PartySession)
         from_leader = request.phase != pb.UNION_PHASE_STRIP or session.predecessor is None
         self._authorize(context, {self.config.leader} if from_leader else {session.predecessor})
+        session.touch()
         session.bytes_received += request.ByteSize()
         try:
             session.check_ref(request.ref)
