@@ -7,6 +7,7 @@ from pathlib import Path
 
 from fedanon.atomic import write_json_atomic
 from fedanon.cli.common import print_summary, split_list, step_progress
+from fedanon.cli.drbt import add_evaluate_drbt
 from fedanon.errors import FedanonError
 from fedanon.table_io import read_table, require_columns
 
@@ -40,6 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     grid.add_argument("--json", action="store_true")
     grid.add_argument("--quiet", action="store_true")
     grid.set_defaults(handler=run_sweep)
+    add_evaluate_drbt(kinds)
 
 
 def _schema_maker(args: argparse.Namespace, table):

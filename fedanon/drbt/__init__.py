@@ -1,0 +1,41 @@
+"""DRBT (random projection) and OSBR (dissimilarity release) for privacy-preserving clustering.
+
+The thesis's ch. 6.4-6.5 and 7.4 (`specs/drbt.md`). The names below are the public API; a
+vertically partitioned party needs only `zscore`, `project_block` and `secure_rng`.
+"""
+
+from fedanon.drbt.api import DrbtRelease, anonymize_drbt, evaluate_drbt
+from fedanon.drbt.fmeasure import membership_matrix, overall_f_measure
+from fedanon.drbt.kmeans import KMeansResult, kmeans
+from fedanon.drbt.matrices import MATRICES, random_matrix, secure_rng
+from fedanon.drbt.osbr import (
+    euclidean_dissimilarity,
+    gower_dissimilarity,
+    jaccard_dissimilarity,
+    lower_triangle,
+)
+from fedanon.drbt.projection import check_projection, project_block, zscore
+from fedanon.drbt.stress import Stress, expected_stress, stress
+
+__all__ = [
+    "MATRICES",
+    "DrbtRelease",
+    "KMeansResult",
+    "Stress",
+    "anonymize_drbt",
+    "check_projection",
+    "euclidean_dissimilarity",
+    "evaluate_drbt",
+    "expected_stress",
+    "gower_dissimilarity",
+    "jaccard_dissimilarity",
+    "kmeans",
+    "lower_triangle",
+    "membership_matrix",
+    "overall_f_measure",
+    "project_block",
+    "random_matrix",
+    "secure_rng",
+    "stress",
+    "zscore",
+]

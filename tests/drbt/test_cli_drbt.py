@@ -1,0 +1,170 @@
+"""`anonymize drbt` / `evaluate drbt` through argparse, as the command groups will wire them."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fedanon.cli.drbt import add_anonymize_drbt, add_evaluate_drbt
+from fedanon.errors import FedanonError
+
+
+def _run(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="fedanon")
+    commands = parser.add_subparsers(dest="command", required=True)
+    add_anonymize_drbt(commands.add_parser("anonymize").add_subparsers(dest="method"))
+    add_evaluate_drbt(commands.add_parser("evaluate").add_subparsers(dest="what"))
+    args = parser.parse_args(argv)
+    return args.handler(args)
+
+
+@pytest.fixture
+def table(tmp_path: Path) -> Path:
+    rng = np.random.default_rng(0)
+    path = tmp_path / "in" / "patients.csv"
+    path.parent.mkdir()
+    pd.DataFrame(
+        {
+            "pid": [f"P{i}" for i in range(80)],
+            "age": rng.integers(20, 90, 80),
+            "weight": rng.normal(75, 12, 80).round(1),
+            "h_rate": rng.normal(70, 9, 80).round(),
+            "qrs": rng.normal(90, 10, 80).round(),
+        }
+    ).to_csv(path, index=False)
+    return path
+
+
+def test_anonymize_writes_only_the_release_map_and_report(
+    table: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    code = _run(
+        [
+            "anonymize",
+            "drbt",
+            "--data",
+            str(table),
+            "--id",
+            "pid",
+            "--k-dims",
+            "2",
+            "--matrix",
+            "gaussian",
+            "--seed",
+            "123456789",
+            "--out",
+            str(out / "rel.csv"),
+            "--id-map",
+            str(out / "map.csv"),
+            "--report",
+            str(out / "rep.json"),
+            "--json",
+        ]
+    )
+    assert code == 0
+    assert sorted(p.name for p in out.iterdir()) == ["map.csv", "rel.csv", "rep.json"]
+    assert sorted(p.name for p in table.parent.iterdir()) == ["patients.csv"]
+    release = pd.read_csv(out / "rel.csv")
+    assert list(release.columns) == ["pid", "att1", "att2"] and len(release) == 80
+    report = json.loads((out / "rep.json").read_text())
+    assert report["columns"] == ["age", "weight", "h_rate", "qrs"] and report["seeded"] is True
+    # Neither the matrix nor the seed that determines it is written or printed.
+    everything = (out / "rep.json").read_text() + capsys.readouterr().out
+    assert "123456789" not in everything and 'matrix": "gaussian' in everything
+
+
+def test_anonymize_user_errors(table: Path, tmp_path: Path) -> None:
+    out = tmp_path / "rel.csv"
+    with pytest.raises(FedanonError, match="needs --id"):
+        _run(
+            [
+                "anonymize",
+                "drbt",
+                "--data",
+                str(table),
+                "--k-dims",
+                "2",
+                "--out",
+                str(out),
+                "--id-map",
+                str(tmp_path / "map.csv"),
+            ]
+        )
+    with pytest.raises(FedanonError, match="column 'pid', data row 1: 'P0'"):
+        _run(["anonymize", "drbt", "--data", str(table), "--k-dims", "2", "--out", str(out)])
+    with pytest.raises(FedanonError, match="choose k < 4"):
+        _run(
+            [
+                "anonymize",
+                "drbt",
+                "--data",
+                str(table),
+                "--id",
+                "pid",
+                "--k-dims",
+                "4",
+                "--out",
+                str(out),
+            ]
+        )
+    assert not out.exists()
+
+
+def test_evaluate_writes_report_and_png(table: Path, tmp_path: Path) -> None:
+    code = _run(
+        [
+            "evaluate",
+            "drbt",
+            "--data",
+            str(table),
+            "--columns",
+            "age,weight,h_rate,qrs",
+            "--k-dims",
+            "3",
+            "--seed",
+            "4",
+            "--trials",
+            "3",
+            "--projections",
+            "2",
+            "--clusters",
+            "2,3",
+            "--kept-dims",
+            "3,2",
+            "--quiet",
+            "--report",
+            str(tmp_path / "ev.json"),
+            "--chart",
+            str(tmp_path / "ev.png"),
+        ]
+    )
+    assert code == 0
+    report = json.loads((tmp_path / "ev.json").read_text())
+    assert [p["kept"] for p in report["stress"]["curve"]] == [3, 2]
+    assert [s["K"] for s in report["f_measure"]["by_clusters"]] == [2, 3]
+    assert (tmp_path / "ev.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_evaluate_rejects_bad_lists(table: Path) -> None:
+    with pytest.raises(FedanonError, match="--clusters: expected comma-separated integers"):
+        _run(
+            [
+                "evaluate",
+                "drbt",
+                "--data",
+                str(table),
+                "--id",
+                "pid",
+                "--k-dims",
+                "2",
+                "--clusters",
+                "2,three",
+            ]
+        )
