@@ -17,9 +17,9 @@ from fedanon.errors import FedanonError
 from fedanon.lkc.engine import LKCEngine, LKCResult, StepInfo
 from fedanon.lkc.local_party import LocalParty
 from fedanon.schema import LKCParams, Schema, SensitiveValue
+from fedanon.table_io import delimiter_hint
 from fedanon.taxonomy.files import TaxonomyFile
 from fedanon.taxonomy.tree import Taxonomy
-from fedanon.table_io import delimiter_hint
 from fedanon.text import as_numbers, as_text
 
 PRESETS = ("lkc", "k-anonymity", "confidence-bounding", "alpha-k")
