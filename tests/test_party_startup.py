@@ -1,0 +1,85 @@
+"""``fedanon party serve`` refuses to start with a clear one-line error (and exit code 2) for
+the operator mistakes that are most common in a deployment."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from crypto.identity import create_ca, issue_identity, save_ca, save_identity
+from fedanon.synth import generate_hospital, hospital_taxonomy_path
+
+
+@pytest.fixture
+def party_dir(tmp_path: Path) -> Path:
+    ca = create_ca("startup test CA")
+    save_ca(ca, tmp_path / "certs")
+    for name in ("hospital-a", "hospital-b"):
+        save_identity(issue_identity(ca, name, "party"), tmp_path / "certs")
+    generate_hospital(200, seed=3).to_csv(tmp_path / "a.csv", index=False)
+    return tmp_path
+
+
+def _config(root: Path, port: int, cert: str = "hospital-a", key: str = "hospital-a",
+            extra: str = "") -> Path:
+    path = root / "party.toml"
+    path.write_text(f"""
+name = "hospital-a"
+listen = "127.0.0.1:{port}"
+data = "a.csv"
+taxonomy = "{hospital_taxonomy_path()}"
+{extra}
+[tls]
+ca = "certs/ca.crt"
+cert = "certs/{cert}.crt"
+key = "certs/{key}.key"
+""", encoding="utf-8")
+    return path
+
+
+def _serve(config: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "fedanon.cli.main", "party", "serve",
+                           "--config", str(config)], capture_output=True, text=True, timeout=60)
+
+
+def _one_line_error(done: subprocess.CompletedProcess, pattern: str) -> None:
+    assert done.returncode == 2, done.stdout + done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("fedanon: error:")]
+    assert len(errors) == 1 and pattern in errors[0], done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_port_in_use(party_dir: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        done = _serve(_config(party_dir, busy.getsockname()[1]))
+    _one_line_error(done, "cannot listen on")
+
+
+def test_unreadable_certificate(party_dir: Path) -> None:
+    (party_dir / "certs" / "hospital-a.crt").write_text("not a certificate", encoding="utf-8")
+    _one_line_error(_serve(_config(party_dir, _free_port())), "hospital-a.crt")
+
+
+def test_certificate_and_key_do_not_match(party_dir: Path) -> None:
+    done = _serve(_config(party_dir, _free_port(), cert="hospital-a", key="hospital-b"))
+    _one_line_error(done, "does not belong to the certificate")
+
+
+def test_unreachable_next_hop_when_required(party_dir: Path) -> None:
+    extra = (f'[next_hop]\nname = "hospital-b"\naddress = "127.0.0.1:{_free_port()}"\n'
+             "[timeouts]\nwait_next_hop_seconds = 1.5")
+    done = _serve(_config(party_dir, _free_port(), extra=extra))
+    _one_line_error(done, "next hop hospital-b")
+    assert "unreachable" in done.stderr
