@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ import pandas as pd
 
 from fedanon.atomic import write_json_atomic
 from fedanon.drbt.kmeans import kmeans
-from fedanon.drbt.matrices import MATRICES
+from fedanon.drbt.matrices import MATRICES, secure_rng
 from fedanon.errors import FedanonError
 from fedanon.table_io import write_table
 from fedanon.tls import TLSFiles
@@ -71,8 +72,15 @@ def _matrix(message: pb.Matrix, party: str, rows: int) -> np.ndarray:
     return np.frombuffer(message.data, dtype="<f8").reshape(message.rows, message.cols)
 
 
-def run_drbt(job: DRBTLeaderJob) -> dict[str, Any]:
-    """Run one vertical DRBT session; write the clustered projected release and the report."""
+def run_drbt(
+    job: DRBTLeaderJob, on_clusters: Callable[[list[str], np.ndarray], None] | None = None
+) -> dict[str, Any]:
+    """Run one vertical DRBT session; write the clustered projected release and the report.
+
+    `on_clusters` receives the common ids and their cluster labels in id-list order (the
+    release itself is shuffled and carries tokens only); the simulation uses it to score the
+    clustering against centralized K-means.
+    """
     job.check()
     began = time.perf_counter()
     session = Session(job)  # type: ignore[arg-type]
@@ -128,9 +136,14 @@ def run_drbt(job: DRBTLeaderJob) -> dict[str, Any]:
     finally:
         session.close()
 
-    release = pd.DataFrame(joined, columns=[f"p{i + 1}" for i in range(joined.shape[1])])
+    if on_clusters is not None:
+        on_clusters(ids, clustering.labels)
+    # Rows in a secret random order, so that a release row cannot be matched to an id by its
+    # position in the id list.
+    order = secure_rng().permutation(len(ids))
+    release = pd.DataFrame(joined[order], columns=[f"p{i + 1}" for i in range(joined.shape[1])])
     release.insert(0, "token", [secrets.token_hex(8) for _ in range(len(release))])
-    release["cluster"] = clustering.labels
+    release["cluster"] = clustering.labels[order]
     write_table(release, job.out)
     timings["total"] = time.perf_counter() - began
     report = {

@@ -47,6 +47,7 @@ class DRBTSession(SessionBase):
         self.block = np.column_stack(columns)
         self.k = job.k_dims or math.ceil(len(self.attributes) / 2)
         self.order: np.ndarray | None = None
+        self.projected = False
 
     def fingerprint_items(self) -> list[str]:
         job = self.job
@@ -67,6 +68,10 @@ class DRBTSession(SessionBase):
         """z-score over the common objects, then D R with a fresh secret R (never stored)."""
         if self.order is None:
             raise FedanonError("no complete common id list was agreed before the projection")
+        if self.projected:
+            raise FedanonError("this session's block was already projected: a second, independent "
+                               "projection of the same data would reveal more of it")
+        self.projected = True
         block = zscore(self.block[self.order], self.attributes)
         return project_block(block, self.k, self.job.matrix, secure_rng(),
                              rescale=self.job.rescale)
