@@ -88,7 +88,7 @@ def run_drbt(
              f"rescale={job.rescale}"]
     fingerprint = hashlib.sha256("\n".join(items).encode()).hexdigest()
     timings: dict[str, float] = {}
-    try:
+    with session:
         opened = session.fan_out("handshake", lambda n, s: s.OpenSession(
             pb.OpenSessionRequest(ref=session.ref(), drbt=job.to_proto(), ring=session.ring),
             timeout=job.rpc_seconds))
@@ -130,11 +130,6 @@ def run_drbt(
                 pb.AssignRequest(ref=session.ref(), clusters=labels), timeout=job.rpc_seconds))
         ended = session.fan_out("end", lambda n, s: s.End(
             pb.EndRequest(ref=session.ref()), timeout=job.rpc_seconds))
-    except BaseException as exc:
-        session.abort(str(exc) or type(exc).__name__)
-        raise
-    finally:
-        session.close()
 
     if on_clusters is not None:
         on_clusters(ids, clustering.labels)

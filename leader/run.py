@@ -86,6 +86,16 @@ class Session:
             with contextlib.suppress(grpc.RpcError):
                 stub.End(request, timeout=3)
 
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 _traceback: object) -> None:
+        """Any failure (or Ctrl-C) aborts the session at every reachable party; always close."""
+        if error is not None:
+            self.abort(str(error) or kind.__name__)  # type: ignore[union-attr]
+        self.close()
+
     def close(self) -> None:
         self.pool.shutdown(wait=False, cancel_futures=True)
         for channel in self.channels.values():
@@ -103,7 +113,7 @@ def run_job(job: LeaderJob, on_step: Callable[[StepInfo], None] | None = None) -
     traffic = Traffic()
     session = Session(job)
     began = time.perf_counter()
-    try:
+    with session:
         opened = session.fan_out("handshake", lambda n, s: s.OpenSession(
             pb.OpenSessionRequest(ref=session.ref(), lkc=spec.to_proto(), ring=session.ring,
                                   sum_mode=SUM_MODES[job.sum_mode]), timeout=job.rpc_seconds))
@@ -136,11 +146,6 @@ def run_job(job: LeaderJob, on_step: Callable[[StepInfo], None] | None = None) -
 
         ended = session.fan_out("end", lambda n, s: s.End(
             pb.EndRequest(ref=session.ref()), timeout=job.rpc_seconds))
-    except BaseException as exc:
-        session.abort(str(exc) or type(exc).__name__)
-        raise
-    finally:
-        session.close()
 
     mark = time.perf_counter()
     release = pd.DataFrame(rows, columns=columns)
