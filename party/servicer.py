@@ -178,13 +178,16 @@ class PartyServicer(pb_grpc.PartyServicer):
             log.info("session opened (ring position %d of %d)", session.position + 1, len(ring),
                      extra={"session": session.session_id[:12], "iteration": 0})
         items = spec.fingerprint_items(schema)
-        return pb.OpenSessionReply(
+        reply = pb.OpenSessionReply(
             party=self.config.name,
             fingerprint=hashlib.sha256("\n".join(items).encode()).hexdigest(),
             fingerprint_items=items,
             columns=session.released_columns,
             keys=shares,
         )
+        session.bytes_received += request.ByteSize()
+        session.bytes_sent += reply.ByteSize()
+        return reply
 
     def _open_drbt(self, request: pb.OpenSessionRequest,
                    context: grpc.ServicerContext) -> pb.OpenSessionReply:
@@ -198,10 +201,13 @@ class PartyServicer(pb_grpc.PartyServicer):
         log.info("DRBT session opened (%d attributes)", len(session.attributes),
                  extra={"session": session.session_id[:12]})
         items = session.fingerprint_items()
-        return pb.OpenSessionReply(
+        reply = pb.OpenSessionReply(
             party=self.config.name,
             fingerprint=hashlib.sha256("\n".join(items).encode()).hexdigest(),
             fingerprint_items=items, attributes=session.attributes)
+        session.bytes_received += request.ByteSize()
+        session.bytes_sent += reply.ByteSize()
+        return reply
 
     def _of_kind(self, context: grpc.ServicerContext, ref: pb.SessionRef,
                  kind: type) -> PartySession | DRBTSession:
@@ -215,6 +221,7 @@ class PartyServicer(pb_grpc.PartyServicer):
         self._authorize(context, {self.config.leader})
         session = self._of_kind(context, request.ref, DRBTSession)
         session.touch()
+        session.bytes_received += request.ByteSize()
         if request.send_yours:
             reply = pb.IdsReply(ids=list(session.ids))
         else:
@@ -245,6 +252,7 @@ class PartyServicer(pb_grpc.PartyServicer):
         session.touch()
         directory = self.config.output_dir or self.config.data.parent
         try:
+            session.bytes_received += request.ByteSize()
             path = session.save_assignment(list(request.clusters), directory)
         except FedanonError as exc:
             self._fail(context, grpc.StatusCode.INVALID_ARGUMENT, str(exc))
@@ -266,6 +274,7 @@ class PartyServicer(pb_grpc.PartyServicer):
                                                 session.ring, sid)
         except (FedanonError, ValueError) as exc:
             self._fail(context, grpc.StatusCode.PERMISSION_DENIED, f"key shares refused: {exc}")
+        session.bytes_received += request.ByteSize()
         return pb.ShareKeysReply()
 
     def Sum(self, request: pb.SumRequest, context: grpc.ServicerContext):
