@@ -15,16 +15,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import secrets
 import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
-from importlib.metadata import version
 
 import gmpy2
 import numpy as np
+from machine_info import describe
 
 from crypto.commutative import EXPONENT_BITS, P, SraKey, encode
 from crypto.identity import create_ca, issue_identity
@@ -32,22 +31,8 @@ from crypto.simulate import LEADER, Stopwatch, dedup_union, onion_union, pairwis
 
 
 def machine() -> str:
-    """CPU model, core count and library versions, for the results file."""
-    model = platform.processor() or "unknown CPU"
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as info:
-            for line in info:
-                if line.startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    versions = ", ".join(f"{p} {version(p)}" for p in ("numpy", "cryptography", "gmpy2"))
-    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
-    return (
-        f"{model}, {os.cpu_count()} cores (load average {load} at start), "
-        f"Python {platform.python_version()}, {versions}"
-    )
+    """CPU, cores, load and the versions that matter for this benchmark."""
+    return describe(('numpy', 'cryptography', 'gmpy2'))
 
 
 def seconds(fn: Callable[[], object], repeat: int = 3) -> float:

@@ -31,18 +31,16 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import os
-import platform
 import statistics
 import sys
 import tempfile
 import time
 from collections import Counter
-from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from machine_info import describe
 
 from fedanon.datadir import data_dir
 from fedanon.lkc.api import anonymize_lkc, build_schema
@@ -58,21 +56,8 @@ PHASES = ("setup", "loop", "integrate", "total")
 
 
 def machine() -> str:
-    """CPU model, cores, load and versions: the numbers mean little without them."""
-    model = platform.processor() or "unknown CPU"
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as info:
-            for line in info:
-                if line.startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
-    versions = ", ".join(f"{p} {version(p)}" for p in ("grpcio", "cryptography", "numpy",
-                                                       "pandas"))
-    return (f"{model}, {os.cpu_count()} cores (load average {load}), "
-            f"Python {platform.python_version()}, {versions}")
+    """CPU, cores, load and the versions that matter for this benchmark."""
+    return describe(('grpcio', 'cryptography', 'numpy', 'pandas'))
 
 
 def rows(table: pd.DataFrame) -> Counter[tuple[str, ...]]:

@@ -39,21 +39,19 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
-import platform
 import statistics
 import tempfile
 import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable
-from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
 import grpc
 import numpy as np
 import pandas as pd
+from machine_info import describe
 
 import leader.run
 from fedanon.drbt.datasets import MISSING_SETS, load_thesis_set, thesis_set_path
@@ -74,20 +72,8 @@ THESIS_CHESS_CENTRAL = (.805, .735, .695, .665)  # Chess 37 -> 25, RP2
 
 
 def machine() -> str:
-    """CPU model, cores, load and versions: the numbers mean little without them."""
-    model = platform.processor() or "unknown CPU"
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as info:
-            for line in info:
-                if line.startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
-    versions = ", ".join(f"{p} {version(p)}" for p in ("grpcio", "numpy", "pandas"))
-    return (f"{model}, {os.cpu_count()} cores (load average {load}), "
-            f"Python {platform.python_version()}, {versions}")
+    """CPU, cores, load and the versions that matter for this benchmark."""
+    return describe(('grpcio', 'numpy', 'pandas'))
 
 
 # ------------------------------------------------------------------------------ wire counter
