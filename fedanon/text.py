@@ -34,3 +34,15 @@ def as_numbers(column: pd.Series) -> tuple[np.ndarray, int | None]:
             values = pd.to_numeric(text.astype(object), errors="coerce").to_numpy(dtype=float)
     bad = np.flatnonzero(np.isnan(values))
     return values, (int(bad[0]) if bad.size else None)
+
+
+def lookup_codes(column: pd.Series, lookup: dict[str, int]) -> tuple[np.ndarray, int | None]:
+    """Map every text value through `lookup` (-1 when absent); also the first absent row.
+
+    Factorizes first, so the dictionary is consulted once per distinct value, not per row.
+    """
+    codes, uniques = pd.factorize(as_text(column), sort=False)
+    mapped = np.array([lookup.get(u, -1) for u in uniques], dtype=np.int64)
+    out = mapped[codes] if len(codes) else np.empty(0, dtype=np.int64)
+    bad = np.flatnonzero(out < 0)
+    return out, (int(bad[0]) if bad.size else None)

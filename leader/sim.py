@@ -184,6 +184,15 @@ def _write_party_config(path: Path, name: str, port: int, data: Path, taxonomy: 
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
+def issue_federation_certificates(cert_dir: Path, parties: list[str], common_name: str) -> None:
+    """A fresh CA in `cert_dir` with a certificate for every party and for the leader."""
+    ca = create_ca(common_name)
+    save_ca(ca, cert_dir)
+    for name in parties:
+        save_identity(issue_identity(ca, name, "party"), cert_dir)
+    save_identity(issue_identity(ca, LEADER_NAME, "leader"), cert_dir)
+
+
 def _interrupt(_signum: int, _frame: object) -> None:
     """SIGTERM ends the sim like Ctrl-C does, so the daemons are stopped on the way out."""
     raise KeyboardInterrupt
@@ -203,11 +212,7 @@ def federation(
     root.mkdir(parents=True, exist_ok=True)
     names = [f"hospital-{i + 1}" for i in range(len(parts))]
     cert_dir = root / "certs"
-    ca = create_ca("fedanon simulated federation CA")
-    save_ca(ca, cert_dir)
-    for name in names:
-        save_identity(issue_identity(ca, name, "party"), cert_dir)
-    save_identity(issue_identity(ca, LEADER_NAME, "leader"), cert_dir)
+    issue_federation_certificates(cert_dir, names, "fedanon simulated federation CA")
     ports = free_ports(len(parts))
     daemons = []
     for i, (name, part) in enumerate(zip(names, parts, strict=True)):

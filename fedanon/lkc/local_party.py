@@ -19,7 +19,7 @@ from fedanon.lkc.layout import (
     StatsLayout,
 )
 from fedanon.schema import Schema
-from fedanon.text import as_text
+from fedanon.text import as_text, lookup_codes
 
 
 class LocalParty:
@@ -42,17 +42,11 @@ class LocalParty:
             return None
         if column not in table.columns:
             raise FedanonError(f"class column '{column}' is missing from the table")
-        lookup = {v: i for i, v in enumerate(values)}
-        raw = as_text(table[column])
-        codes, uniques = pd.factorize(raw, sort=False)
-        mapped = np.array([lookup.get(u, -1) for u in uniques], dtype=np.int64)
-        out = mapped[codes] if len(codes) else np.empty(0, dtype=np.int64)
-        bad = np.flatnonzero(out < 0)
-        if bad.size:
-            row = int(bad[0])
+        out, row = lookup_codes(table[column], {v: i for i, v in enumerate(values)})
+        if row is not None:
             raise FedanonError(
-                f"class column '{column}': value '{raw.iloc[row]}' (first at row {row + 1}) "
-                f"is not one of the class values {values}"
+                f"class column '{column}': value '{as_text(table[column]).iloc[row]}' (first at "
+                f"row {row + 1}) is not one of the class values {values}"
             )
         return out
 

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from fedanon.errors import FedanonError
-from fedanon.text import as_numbers, as_text
+from fedanon.text import as_numbers, as_text, lookup_codes
 
 Kind = Literal["categorical", "numeric"]
 
@@ -268,16 +268,11 @@ class Taxonomy:
         return self._encode_numeric(column)
 
     def _encode_categorical(self, column: pd.Series) -> np.ndarray:
-        values = as_text(column)
-        codes, uniques = pd.factorize(values, sort=False)
-        lookup = np.array([self._atom_index.get(u, -1) for u in uniques], dtype=np.int64)
-        atoms = lookup[codes] if len(codes) else np.empty(0, dtype=np.int64)
-        bad = np.flatnonzero(atoms < 0)
-        if bad.size:
-            row = int(bad[0])
+        atoms, row = lookup_codes(column, self._atom_index)
+        if row is not None:
             raise FedanonError(
-                f"column '{self.attribute}': value '{values.iloc[row]}' (first at row {row + 1}) "
-                "is not a leaf of its taxonomy"
+                f"column '{self.attribute}': value '{as_text(column).iloc[row]}' (first at row "
+                f"{row + 1}) is not a leaf of its taxonomy"
             )
         return atoms.astype(np.int32)
 

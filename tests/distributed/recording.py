@@ -47,10 +47,9 @@ from google.protobuf.message import Message
 
 import party.daemon
 import party.session
-from crypto.identity import create_ca, issue_identity, save_ca, save_identity
 from fedanon.tls import TLSFiles
 from fedanon.transport import MAX_MESSAGE_BYTES, make_channel, peer_name
-from leader.sim import LEADER_NAME, free_ports
+from leader.sim import LEADER_NAME, free_ports, issue_federation_certificates
 from party.config import Hop, PartyConfig
 
 _OPTIONS = [
@@ -235,11 +234,7 @@ def recording_federation(parts: list[pd.DataFrame], taxonomy: Path, workdir: Pat
     contributions = record_contributions(monkeypatch)
     names = [f"hospital-{i + 1}" for i in range(len(parts))]
     cert_dir = workdir / "certs"
-    ca = create_ca("fedanon recorded federation CA")
-    save_ca(ca, cert_dir)
-    for name in names:
-        save_identity(issue_identity(ca, name, "party"), cert_dir)
-    save_identity(issue_identity(ca, LEADER_NAME, "leader"), cert_dir)
+    issue_federation_certificates(cert_dir, names, "fedanon recorded federation CA")
     ports = free_ports(len(parts))
     hops = [Hop(n, f"127.0.0.1:{p}") for n, p in zip(names, ports, strict=True)]
     servers: list[grpc.Server] = []
