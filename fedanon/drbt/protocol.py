@@ -9,7 +9,10 @@
   K-means's own instability (an isometric release scores exactly 1). Redrawing R in every trial
   makes the mean estimate the utility of *a* release rather than of one lucky or unlucky
   matrix; its expectation is the same as with one R held fixed, its variance smaller. Min,
-  max, mean and sample std (ddof = 1) are reported.
+  max, mean and sample std (ddof = 1) are reported. This is what `evaluate drbt` reports.
+- `release_f_measure` is the thesis's literal trial instead: one release, K-means repeated on
+  it. The reproduction draws many such releases to see where the thesis's single release
+  falls among them (docs/reproduction.md).
 """
 
 from __future__ import annotations
@@ -105,6 +108,30 @@ def paired_f_measure(
     reference = kmeans(z, n_clusters, rng, seed_rows=rows).labels
     produced = kmeans(release, n_clusters, rng, seed_rows=rows).labels
     return overall_f_measure(reference, produced)
+
+
+def release_f_measure(
+    z: np.ndarray,
+    release: np.ndarray,
+    clusters: Sequence[int],
+    rng: np.random.Generator,
+    *,
+    trials: int = 10,
+) -> dict[int, Summary]:
+    """OF per K of `trials` paired K-means runs on one given release (the thesis's literal trial).
+
+    The thesis repeats K-means 10 times "considering that K-means is not deterministic": the
+    release stays fixed and only K-means's seeds change, so the spread measures K-means's
+    sensitivity on that release, not the spread between matrices.
+    """
+    if trials < 1:
+        raise ValueError("trials must be at least 1")
+    if z.shape[0] != release.shape[0]:
+        raise ValueError(f"release has {release.shape[0]} rows, the data {z.shape[0]}")
+    return {
+        k: Summary(tuple(paired_f_measure(z, release, k, rng) for _ in range(trials)))
+        for k in clusters
+    }
 
 
 def f_measure_trials(

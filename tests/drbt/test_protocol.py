@@ -6,7 +6,13 @@ import numpy as np
 import pytest
 
 from fedanon.drbt.projection import zscore
-from fedanon.drbt.protocol import Summary, f_measure_trials, paired_f_measure, stress_curve
+from fedanon.drbt.protocol import (
+    Summary,
+    f_measure_trials,
+    paired_f_measure,
+    release_f_measure,
+    stress_curve,
+)
 from fedanon.errors import FedanonError
 
 
@@ -33,6 +39,21 @@ def test_f_measure_trials_on_separated_clusters() -> None:
     # of this set-up the lowest mean was 0.997 (a boundary point or two); a release that lost
     # the clusters, or unpaired seeds on noise, would score far lower.
     assert scores[2].mean >= 0.99
+
+
+def test_release_f_measure_repeats_k_means_on_one_release() -> None:
+    rng = np.random.default_rng(3)
+    z = zscore(rng.standard_normal((150, 5)))
+    rotation, _ = np.linalg.qr(rng.standard_normal((5, 5)))
+    scores = release_f_measure(z, z @ rotation, (2, 4), rng, trials=7)
+    assert {k: s.values for k, s in scores.items()} == {2: (1.0,) * 7, 4: (1.0,) * 7}
+    # A release that has lost the structure (independent noise) is scored as such.
+    noise = release_f_measure(z, rng.standard_normal((150, 3)), (4,), rng, trials=7)
+    assert noise[4].mean < 0.7
+    with pytest.raises(ValueError, match="rows"):
+        release_f_measure(z, z[:-1], (2,), rng)
+    with pytest.raises(ValueError, match="trials"):
+        release_f_measure(z, z, (2,), rng, trials=0)
 
 
 def test_stress_curve_orders_and_counts() -> None:

@@ -15,8 +15,13 @@ import numpy as np
 import pytest
 
 from fedanon.datadir import have_data
-from fedanon.drbt.protocol import StressPoint, Summary
-from fedanon.drbt.reproduce import CLUSTERS, reproduce_f_measure, reproduce_stress
+from fedanon.drbt.protocol import StressPoint
+from fedanon.drbt.reproduce import (
+    CLUSTERS,
+    ReleaseDistribution,
+    reproduce_f_measure,
+    reproduce_stress,
+)
 from fedanon.drbt.stress import expected_stress
 from fedanon.drbt.thesis import F_MEASURE, STRESS
 
@@ -24,21 +29,22 @@ pytestmark = pytest.mark.skipif(
     not (have_data("fimi") and have_data("uci", "iris")), reason="shared data directory absent"
 )
 
-F_TOLERANCE = 0.05
 STRESS_TOLERANCE = 0.02
 
-# (set, K) whose 10-trial mean F misses the thesis by more than 0.05; the measured differences
-# are in docs/reproduction.md. Our F is lower than the thesis's in 11 of these 13 points, by
-# 0.07-0.14, and mostly also with 50 trials: a systematic difference of the K-means/F pipeline
-# that the thesis does not specify. The two higher points (Mushroom and Connect, K = 3) are
-# noise of our 10 trials (within 0.035 with 50). For these points the test asserts only the
-# guard band below, which catches regressions but is not a reproduction.
-F_GAPS = {
-    ("iris", 2), ("iris", 3), ("iris", 4), ("iris", 5),
-    ("chess", 2), ("chess", 3), ("chess", 4), ("chess", 5),
-    ("mushroom", 2), ("mushroom", 3),
-    ("connect", 3), ("connect", 4), ("connect", 5),
-}  # fmt: skip
+# The thesis's F-measure is one release with 10 K-means trials on it, so it is one draw from
+# the distribution of per-release means; the test asks whether the thesis's draw is a plausible
+# draw of ours: inside the central 95 % of our releases (`RELEASES` per set, at DEFAULT_SEED).
+# For a faithful reimplementation about 1 point in 20 falls outside by chance. The points that
+# do are listed with their measured numbers; for them, and as a regression check everywhere,
+# the median of our releases must stay within F_GUARD_BAND of the thesis. docs/reproduction.md
+# ("DRBT") has the table: the thesis's values sit in the upper part of our distributions
+# (percentile ranks mostly 0.65-1.0), and its K-means was far more stable on one release than
+# Forgy-seeded Lloyd (e.g. Mushroom K = 2: std 0.001 vs our median 0.095).
+F_OUTSIDE_BAND = {
+    ("mushroom", 2),  # thesis 0.974; ours median 0.876, central 95 % [0.687, 0.955]
+    ("connect", 4),  # thesis 0.687; ours median 0.561, [0.525, 0.599] (12 releases)
+    ("connect", 5),  # thesis 0.669; ours median 0.571, [0.516, 0.633] (12 releases)
+}
 F_GUARD_BAND = 0.15
 
 # (set, matrix, kept) whose 5-projection mean stress misses the thesis by more than 0.02. All
@@ -49,7 +55,7 @@ STRESS_GAPS = {("mushroom", "sparse", 15), ("mushroom", "sparse", 9), ("connect"
 
 
 @functools.cache
-def _f(name: str) -> dict[int, Summary]:
+def _f(name: str) -> ReleaseDistribution:
     return reproduce_f_measure(name)
 
 
@@ -61,11 +67,16 @@ def _stress(name: str, matrix: str) -> list[StressPoint]:
 def _check_f(name: str) -> None:
     measured = _f(name)
     for k in CLUSTERS:
-        diff = measured[k].mean - F_MEASURE[name][2][k]
-        if (name, k) in F_GAPS:
-            assert abs(diff) <= F_GUARD_BAND, (name, k, diff)
-        else:
-            assert abs(diff) <= F_TOLERANCE, (name, k, diff)
+        thesis = F_MEASURE[name][2][k]
+        low, high = measured.band(k)
+        median = _median_f(name, k)
+        assert abs(median - thesis) <= F_GUARD_BAND, (name, k, median)
+        if (name, k) not in F_OUTSIDE_BAND:
+            assert low <= thesis <= high, (name, k, low, thesis, high)
+
+
+def _median_f(name: str, k: int) -> float:
+    return float(np.median(_f(name).means(k)))
 
 
 def _check_stress(name: str) -> None:
@@ -84,7 +95,7 @@ def _check_stress(name: str) -> None:
 def test_iris_f_measure() -> None:
     _check_f("iris")
     # The thesis's observation: Iris's K = 2 clusters are the best preserved.
-    assert max(CLUSTERS, key=lambda k: _f("iris")[k].mean) == 2
+    assert max(CLUSTERS, key=lambda k: _median_f("iris", k)) == 2
 
 
 @pytest.mark.slow
@@ -94,7 +105,7 @@ def test_fimi_f_measure_and_the_dense_sparse_ordering() -> None:
         _check_f(name)
     # Thesis 7.4.4: F is lower on the dense Chess and Connect than on Iris and Mushroom.
     mean = {
-        name: np.mean([_f(name)[k].mean for k in CLUSTERS])
+        name: np.mean([_median_f(name, k) for k in CLUSTERS])
         for name in ("iris", "mushroom", "chess", "connect")
     }
     assert max(mean["chess"], mean["connect"]) < min(mean["iris"], mean["mushroom"])
