@@ -7,6 +7,7 @@ server, and the --insecure variants (no TLS at all, for local experiments only).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from concurrent import futures
 
 import grpc
@@ -27,9 +28,22 @@ def _ca(tls: TLSFiles) -> x509.Certificate:
     return x509.load_pem_x509_certificate(tls.ca.read_bytes())
 
 
-def make_server(listen: str, tls: TLSFiles | None, max_workers: int = 8) -> tuple[grpc.Server, int]:
-    """A server bound to `listen` requiring client certificates; returns it with its port."""
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers), options=_OPTIONS)
+def make_server(
+    listen: str,
+    tls: TLSFiles | None,
+    max_workers: int = 8,
+    interceptors: Sequence[grpc.ServerInterceptor] = (),
+) -> tuple[grpc.Server, int]:
+    """A server bound to `listen` requiring client certificates; returns it with its port.
+
+    `interceptors` see every call with the caller's verified certificate (the leakage tests
+    record the wire with one; an operator could add metrics the same way).
+    """
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=max_workers),
+        options=_OPTIONS,
+        interceptors=list(interceptors),
+    )
     if tls is None:
         return server, server.add_insecure_port(listen)
     identity = load_identity_files(tls.cert, tls.key)

@@ -7,12 +7,13 @@ not inside the protocol code:
 
 * **Party side, requests** - every party daemon is built by the real
   :func:`party.daemon.build_server` (real config file, real table loading, real servicer, real
-  next-hop channel, health service), in this test process. The only substitution is the
-  ``make_server`` that ``build_server`` calls: ours is ``fedanon.transport.make_server`` with a
-  :class:`RecordingServerInterceptor` passed to ``grpc.server``. The interceptor wraps each
-  unary handler, so it sees the deserialized request together with the caller's name taken from
-  the mutual-TLS certificate (the same :func:`fedanon.transport.peer_name` the servicer
-  authorizes with). Health checks are recorded too but are not protocol messages.
+  next-hop channel, health service), in this test process (:mod:`tests.inprocess`). The only
+  substitution is the ``make_server`` that ``build_server`` calls: ours is
+  ``fedanon.transport.make_server`` with a :class:`RecordingServerInterceptor`. The
+  interceptor wraps each unary handler, so it sees the deserialized request together with the
+  caller's name taken from the mutual-TLS certificate (the same
+  :func:`fedanon.transport.peer_name` the servicer authorizes with). Health checks are
+  recorded too but are not protocol messages.
 * **Party side, replies** - in the ring a party also *receives* its successor's reply (the masked
   total of the secure sum, the stripped union batch). ``build_server`` creates the next-hop channel
   with ``make_channel``; ours wraps the real channel with ``grpc.intercept_channel`` and a
@@ -34,7 +35,6 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Iterator
-from concurrent import futures
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,14 +48,10 @@ from google.protobuf.message import Message
 import party.daemon
 import party.session
 from fedanon.tls import TLSFiles
-from fedanon.transport import MAX_MESSAGE_BYTES, make_channel, peer_name
-from leader.sim import LEADER_NAME, free_ports, issue_federation_certificates
-from party.config import Hop, PartyConfig
-
-_OPTIONS = [
-    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-]
+from fedanon.transport import make_channel, peer_name
+from leader.sim import LEADER_NAME
+from party.config import Hop
+from tests.inprocess import inprocess_parties
 
 
 @dataclass(frozen=True)
@@ -146,26 +142,6 @@ def recording_channel_factory(role: str, log: MessageLog) -> Callable[..., grpc.
     return factory
 
 
-def recording_server_factory(role: str, log: MessageLog) -> Callable[..., tuple[grpc.Server, int]]:
-    """A drop-in ``make_server`` (same credentials as fedanon.transport) plus the recorder."""
-
-    def factory(listen: str, tls: TLSFiles | None,
-                max_workers: int = 8) -> tuple[grpc.Server, int]:
-        server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers),
-                             options=_OPTIONS,
-                             interceptors=[RecordingServerInterceptor(role, log)])
-        if tls is None:
-            return server, server.add_insecure_port(listen)
-        credentials = grpc.ssl_server_credentials(
-            [(tls.key.read_bytes(), tls.cert.read_bytes())],
-            root_certificates=tls.ca.read_bytes(),
-            require_client_auth=True,
-        )
-        return server, server.add_secure_port(listen, credentials)
-
-    return factory
-
-
 @dataclass
 class Contributions:
     """Ground truth: each party's local statistics vector per iteration (the test's oracle)."""
@@ -206,19 +182,6 @@ class RecordingFederation:
     tables: dict[str, pd.DataFrame]
 
 
-def write_party_config(path: Path, name: str, port: int, data: Path, taxonomy: Path,
-                       next_hop: Hop | None, cert_dir: Path, rpc_seconds: float = 30.0) -> None:
-    """A ``party.toml`` in the documented format (read back by ``PartyConfig.load``)."""
-    lines = [f'name = "{name}"', f'listen = "127.0.0.1:{port}"', f'data = "{data}"',
-             f'taxonomy = "{taxonomy}"', f'leader = "{LEADER_NAME}"']
-    if next_hop is not None:
-        lines += ["[next_hop]", f'name = "{next_hop.name}"', f'address = "{next_hop.address}"']
-    lines += ["[tls]", f'ca = "{cert_dir / "ca.crt"}"', f'cert = "{cert_dir / (name + ".crt")}"',
-              f'key = "{cert_dir / (name + ".key")}"',
-              "[timeouts]", f"rpc_seconds = {rpc_seconds}"]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-
-
 @contextlib.contextmanager
 def recording_federation(parts: list[pd.DataFrame], taxonomy: Path, workdir: Path,
                          monkeypatch: pytest.MonkeyPatch,
@@ -232,35 +195,17 @@ def recording_federation(parts: list[pd.DataFrame], taxonomy: Path, workdir: Pat
     """
     log = MessageLog()
     contributions = record_contributions(monkeypatch)
-    names = [f"hospital-{i + 1}" for i in range(len(parts))]
-    cert_dir = workdir / "certs"
-    issue_federation_certificates(cert_dir, names, "fedanon recorded federation CA")
-    ports = free_ports(len(parts))
-    hops = [Hop(n, f"127.0.0.1:{p}") for n, p in zip(names, ports, strict=True)]
-    servers: list[grpc.Server] = []
-    try:
-        for i, (name, part) in enumerate(zip(names, parts, strict=True)):
-            data = workdir / f"{name}.csv"
-            part.to_csv(data, index=False)
-            config_path = workdir / f"{name}.toml"
-            own = (taxonomy_of or {}).get(i, taxonomy)
-            write_party_config(config_path, name, ports[i], data, own.resolve(),
-                               hops[i + 1] if i + 1 < len(hops) else None, cert_dir)
-            with monkeypatch.context() as build:
-                build.setattr(party.daemon, "make_server", recording_server_factory(name, log))
-                build.setattr(party.daemon, "make_channel", recording_channel_factory(name, log))
-                server, _port, _servicer = party.daemon.build_server(
-                    PartyConfig.load(config_path))
-            server.start()
-            servers.append(server)
+
+    with inprocess_parties(
+        parts, workdir, monkeypatch, ca_name="fedanon recorded federation CA",
+        server_interceptor=lambda name: RecordingServerInterceptor(name, log),
+        hop_channel_factory=lambda name: recording_channel_factory(name, log),
+        taxonomy_of=lambda i: (taxonomy_of or {}).get(i, taxonomy),
+    ) as started:
         import leader.run
 
         monkeypatch.setattr(leader.run, "make_channel",
                             recording_channel_factory(LEADER_NAME, log))
-        tls = TLSFiles(cert_dir / "ca.crt", cert_dir / f"{LEADER_NAME}.crt",
-                       cert_dir / f"{LEADER_NAME}.key")
-        yield RecordingFederation(hops, tls, cert_dir, log, contributions,
-                                  dict(zip(names, parts, strict=True)))
-    finally:
-        for server in servers:
-            server.stop(None)
+        names = [hop.name for hop in started.hops]
+        yield RecordingFederation(started.hops, started.leader_tls, started.cert_dir, log,
+                                  contributions, dict(zip(names, parts, strict=True)))

@@ -7,9 +7,9 @@ wire ends and not inside the protocol code:
 
 * **Every party daemon is the production one**, built by :func:`party.daemon.build_server` from
   a real ``party.toml`` (real table loading, real :class:`party.servicer.PartyServicer`, mutual
-  TLS, health service), but in this test process. The only substitution is the ``make_server``
-  that ``build_server`` calls: ours builds the same ``grpc.server`` with the same credentials and
-  adds a :class:`WireRecorder` server interceptor. It wraps each unary handler and keeps, for
+  TLS, health service), but in this test process (:mod:`tests.inprocess`). The only
+  substitution is the ``make_server`` that ``build_server`` calls: ours is the production one
+  with a :class:`WireRecorder` server interceptor. It wraps each unary handler and keeps, for
   every call, the caller's certificate name, the *serialized* request the party received and
   the *serialized* reply it sent. In vertical DRBT the parties talk to the leader only, so this
   one interceptor sees every protocol message in both directions.
@@ -33,7 +33,6 @@ import contextlib
 import math
 import threading
 from collections.abc import Callable, Iterator
-from concurrent import futures
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,17 +43,11 @@ import pandas as pd
 import pytest
 
 import fedanon.drbt.projection
-import party.daemon
 import party.drbt_session
 from fedanon.tls import TLSFiles
-from fedanon.transport import MAX_MESSAGE_BYTES, make_channel, peer_name
-from leader.sim import LEADER_NAME, free_ports, issue_federation_certificates
-from party.config import Hop, PartyConfig
-
-_OPTIONS = [
-    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-]
+from fedanon.transport import make_channel, peer_name
+from party.config import Hop
+from tests.inprocess import inprocess_parties
 
 PROTOCOL_METHODS = {"OpenSession", "Ids", "Project", "Assign", "End"}
 
@@ -177,21 +170,6 @@ class _HopRecorder(grpc.UnaryUnaryClientInterceptor):
         return continuation(details, request)
 
 
-def _server_factory(party: str, log: WireLog) -> Callable[..., tuple[grpc.Server, int]]:
-    def factory(listen: str, tls: TLSFiles | None,
-                max_workers: int = 8) -> tuple[grpc.Server, int]:
-        server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers),
-                             options=_OPTIONS, interceptors=[WireRecorder(party, log)])
-        if tls is None:
-            return server, server.add_insecure_port(listen)
-        credentials = grpc.ssl_server_credentials(
-            [(tls.key.read_bytes(), tls.cert.read_bytes())],
-            root_certificates=tls.ca.read_bytes(), require_client_auth=True)
-        return server, server.add_secure_port(listen, credentials)
-
-    return factory
-
-
 def _hop_channel_factory(party: str, log: WireLog) -> Callable[..., grpc.Channel]:
     def factory(address: str, expected_name: str, tls: TLSFiles | None) -> grpc.Channel:
         return grpc.intercept_channel(make_channel(address, expected_name, tls),
@@ -263,48 +241,17 @@ class InProcessFederation:
         return self.workdir / f"{name}-out"
 
 
-def _write_config(path: Path, name: str, port: int, data: Path, next_hop: Hop | None,
-                  cert_dir: Path) -> None:
-    lines = [f'name = "{name}"', f'listen = "127.0.0.1:{port}"', f'data = "{data}"',
-             f'leader = "{LEADER_NAME}"', f'output_dir = "{path.parent / (name + "-out")}"']
-    if next_hop is not None:
-        lines += ["[next_hop]", f'name = "{next_hop.name}"', f'address = "{next_hop.address}"']
-    lines += ["[tls]", f'ca = "{cert_dir / "ca.crt"}"', f'cert = "{cert_dir / (name + ".crt")}"',
-              f'key = "{cert_dir / (name + ".key")}"', "[timeouts]", "rpc_seconds = 30"]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-
-
 @contextlib.contextmanager
 def inprocess_federation(parts: list[pd.DataFrame], workdir: Path,
                          monkeypatch: pytest.MonkeyPatch) -> Iterator[InProcessFederation]:
     """One recorded in-process party server per part (mutual TLS, names hospital-1..n)."""
-    workdir.mkdir(parents=True, exist_ok=True)
     log = WireLog()
     projections = record_projections(monkeypatch)
-    names = [f"hospital-{i + 1}" for i in range(len(parts))]
-    cert_dir = workdir / "certs"
-    issue_federation_certificates(cert_dir, names, "fedanon drbt test CA")
-    ports = free_ports(len(parts))
-    hops = [Hop(n, f"127.0.0.1:{p}") for n, p in zip(names, ports, strict=True)]
-    servers: list[grpc.Server] = []
-    servicers: dict[str, Any] = {}
-    try:
-        for i, (name, part) in enumerate(zip(names, parts, strict=True)):
-            data = workdir / f"{name}.csv"
-            part.to_csv(data, index=False)
-            config = workdir / f"{name}.toml"
-            _write_config(config, name, ports[i], data,
-                          hops[i + 1] if i + 1 < len(hops) else None, cert_dir)
-            with monkeypatch.context() as build:
-                build.setattr(party.daemon, "make_server", _server_factory(name, log))
-                build.setattr(party.daemon, "make_channel", _hop_channel_factory(name, log))
-                server, _port, servicer = party.daemon.build_server(PartyConfig.load(config))
-            server.start()
-            servers.append(server)
-            servicers[name] = servicer
-        tls = TLSFiles(cert_dir / "ca.crt", cert_dir / f"{LEADER_NAME}.crt",
-                       cert_dir / f"{LEADER_NAME}.key")
-        yield InProcessFederation(workdir, hops, tls, log, projections, servicers)
-    finally:
-        for server in servers:
-            server.stop(None)
+    with inprocess_parties(
+        parts, workdir, monkeypatch, ca_name="fedanon drbt test CA",
+        server_interceptor=lambda name: WireRecorder(name, log),
+        hop_channel_factory=lambda name: _hop_channel_factory(name, log),
+        output_dirs=True,
+    ) as started:
+        yield InProcessFederation(workdir, started.hops, started.leader_tls, log, projections,
+                                  started.servicers)

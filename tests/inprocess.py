@@ -1,0 +1,112 @@
+"""Production party daemons started inside the test process, with recorders on the wire ends.
+
+The leakage and privacy tests (distributed LKC, vertical DRBT) need to see every message a
+party receives and sends, so they run the parties in-process. What is shared lives here: every
+daemon is built by the real :func:`party.daemon.build_server` from a real ``party.toml`` with
+real mutual TLS; the only substitutions are the ``make_server`` it calls (the production
+:func:`fedanon.transport.make_server` plus the test's server interceptor) and the
+``make_channel`` for its next hop (the production channel wrapped by the test's client
+interceptor). ``monkeypatch`` raises on a missing attribute, so a rename fails loudly instead of
+silently recording nothing. Each test module brings its own interceptors and oracles.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pandas as pd
+import pytest
+
+import party.daemon
+from fedanon.tls import TLSFiles
+from fedanon.transport import make_server
+from leader.sim import LEADER_NAME, free_ports, issue_federation_certificates
+from party.config import Hop, PartyConfig
+
+
+@dataclass
+class InProcessParties:
+    """The started parties: ring order, certificates, the leader's TLS files, the servicers."""
+
+    hops: list[Hop]
+    cert_dir: Path
+    leader_tls: TLSFiles
+    servicers: dict[str, Any]
+
+
+def write_party_config(path: Path, name: str, port: int, data: Path, next_hop: Hop | None,
+                       cert_dir: Path, *, taxonomy: Path | None = None,
+                       output_dir: Path | None = None, rpc_seconds: float = 30.0) -> None:
+    """A ``party.toml`` in the documented format (read back by ``PartyConfig.load``)."""
+    lines = [f'name = "{name}"', f'listen = "127.0.0.1:{port}"', f'data = "{data}"',
+             f'leader = "{LEADER_NAME}"']
+    if taxonomy is not None:
+        lines.append(f'taxonomy = "{taxonomy}"')
+    if output_dir is not None:
+        lines.append(f'output_dir = "{output_dir}"')
+    if next_hop is not None:
+        lines += ["[next_hop]", f'name = "{next_hop.name}"', f'address = "{next_hop.address}"']
+    lines += ["[tls]", f'ca = "{cert_dir / "ca.crt"}"', f'cert = "{cert_dir / (name + ".crt")}"',
+              f'key = "{cert_dir / (name + ".key")}"',
+              "[timeouts]", f"rpc_seconds = {rpc_seconds}"]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+@contextlib.contextmanager
+def inprocess_parties(
+    parts: list[pd.DataFrame],
+    workdir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    *,
+    ca_name: str,
+    server_interceptor: Callable[[str], grpc.ServerInterceptor],
+    hop_channel_factory: Callable[[str], Callable[..., grpc.Channel]],
+    taxonomy_of: Callable[[int], Path | None] = lambda _index: None,
+    output_dirs: bool = False,
+) -> Iterator[InProcessParties]:
+    """One production daemon per part (names hospital-1..n, mutual TLS), stopped on exit.
+
+    `server_interceptor(name)` and `hop_channel_factory(name)` (a drop-in ``make_channel``,
+    usually the production one wrapped by ``grpc.intercept_channel``) give each party its
+    recorders;
+    `taxonomy_of(index)` its taxonomy file (LKC), `output_dirs` a ``<name>-out`` directory
+    (DRBT).
+    """
+    workdir.mkdir(parents=True, exist_ok=True)
+    names = [f"hospital-{i + 1}" for i in range(len(parts))]
+    cert_dir = workdir / "certs"
+    issue_federation_certificates(cert_dir, names, ca_name)
+    ports = free_ports(len(parts))
+    hops = [Hop(n, f"127.0.0.1:{p}") for n, p in zip(names, ports, strict=True)]
+    servers: list[grpc.Server] = []
+    servicers: dict[str, Any] = {}
+    try:
+        for i, (name, part) in enumerate(zip(names, parts, strict=True)):
+            data = workdir / f"{name}.csv"
+            part.to_csv(data, index=False)
+            config = workdir / f"{name}.toml"
+            taxonomy = taxonomy_of(i)
+            write_party_config(
+                config, name, ports[i], data, hops[i + 1] if i + 1 < len(hops) else None,
+                cert_dir, taxonomy=taxonomy.resolve() if taxonomy else None,
+                output_dir=workdir / f"{name}-out" if output_dirs else None)
+            with monkeypatch.context() as build:
+                build.setattr(party.daemon, "make_server", functools.partial(
+                    make_server, interceptors=[server_interceptor(name)]))
+                build.setattr(party.daemon, "make_channel", hop_channel_factory(name))
+                server, _port, servicer = party.daemon.build_server(PartyConfig.load(config))
+            server.start()
+            servers.append(server)
+            servicers[name] = servicer
+        tls = TLSFiles(cert_dir / "ca.crt", cert_dir / f"{LEADER_NAME}.crt",
+                       cert_dir / f"{LEADER_NAME}.key")
+        yield InProcessParties(hops, cert_dir, tls, servicers)
+    finally:
+        for server in servers:
+            server.stop(None)
