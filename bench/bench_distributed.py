@@ -17,6 +17,10 @@ Phases compared (wall time; daemon start-up is reported but excluded from the to
   leader's brute-force privacy check of the release (``check``), which the centralized path
   does not run.
 
+Union workers: ``--union-workers 1,0`` runs every size once per setting, each with its own
+daemons, the daemons (sealing) and the leader (opening) configured alike: 1 is in-process, 0 is
+one worker process per CPU (``crypto.parallel``). The union table then compares the settings.
+
 Bytes: the leader's report counts what it sent and received per phase; each party reports its
 whole-session totals. "All wire" = leader sent + sum of parties' sent (each message counted once,
 by its sender). A ring sum's request and reply each cross n links (leader -> P1 -> ... -> Pn and
@@ -25,6 +29,7 @@ the leader's per-iteration sum bytes times n, and the union's share as all wire 
 
     .venv/bin/python bench/bench_distributed.py                  # 3, 5, 10 parties
     .venv/bin/python bench/bench_distributed.py --parties 3 --repeat 2
+    .venv/bin/python bench/bench_distributed.py --parties 3 --union-workers 1,0
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ from typing import Any
 import pandas as pd
 from machine_info import describe
 
+from crypto.parallel import Parallelism
 from fedanon.datadir import data_dir
 from fedanon.lkc.api import anonymize_lkc, build_schema
 from fedanon.lkc.jobspec import LKCJobSpec
@@ -104,6 +110,11 @@ def wire(report: dict[str, Any]) -> dict[str, float]:
     }
 
 
+def label(n: int, workers: int, settings: int) -> str:
+    """A result row's name: the federation size, and the union workers if they vary."""
+    return f"{n}" if settings == 1 else f"{n} ({workers} union workers)"
+
+
 def fmt_bytes(n: float) -> str:
     for unit in ("B", "KB", "MB", "GB"):
         if abs(n) < 1024 or unit == "GB":
@@ -126,11 +137,16 @@ def main(argv: list[str] | None = None) -> int:
                         help="distributed sessions per size (median reported)")
     parser.add_argument("--rpc-seconds", type=float, default=60.0,
                         help="per-call deadline of parties and leader (the sim's default)")
+    parser.add_argument("--union-workers", default="0",
+                        help="union worker processes of daemons and leader, comma-separated "
+                             "(1 = in-process, 0 = one per CPU); each setting starts its own "
+                             "daemons")
     args = parser.parse_args(argv)
     if not args.data.exists() or not args.taxonomy.exists():
         print(f"data not found: {args.data} / {args.taxonomy}", file=sys.stderr)
         return 2
     sizes = [int(p) for p in args.parties.split(",")]
+    unions = [Parallelism.configured(int(w)) for w in args.union_workers.split(",")]
 
     print(f"machine: {machine()}")
     print(f"command: {' '.join([Path(sys.executable).name, *sys.argv])}")
@@ -149,34 +165,40 @@ def main(argv: list[str] | None = None) -> int:
     reference_rows, reference_report = rows(runs[0][1]), runs[0][2]
     print("centralized (best of 3): " + ", ".join(f"{p} {central[p]:.3f} s" for p in PHASES))
 
-    results: dict[int, dict[str, Any]] = {}
+    results: dict[tuple[int, int], dict[str, Any]] = {}
     for n in sizes:
         parts = split_table(table, n, "random", seed=n)
-        began = time.perf_counter()
-        with federation(parts, args.taxonomy, rpc_seconds=args.rpc_seconds) as fed:
-            start = time.perf_counter() - began
-            reports = []
-            for r in range(args.repeat):
-                out = work / f"release-{n}-{r}.csv"
-                job = LeaderJob(name="leader", taxonomy=taxonomy, spec=spec, parties=fed.hops,
-                                tls=fed.leader_tls, out=out, sum_mode=args.sum_mode,
-                                rpc_seconds=args.rpc_seconds)
-                report = run_job(job)
-                released = pd.read_csv(out, dtype=str, keep_default_na=False)
-                if rows(released) != reference_rows or \
-                        report["final_cut"] != reference_report["final_cut"]:
-                    print(f"{n} parties: the release differs from the centralized one",
-                          file=sys.stderr)
-                    return 1
-                reports.append(report)
-        phases = [distributed_phases(r) for r in reports]
-        results[n] = {
-            "start": start,
-            "phases": {p: statistics.median(x[p] for x in phases) for p in (*PHASES, "check")},
-            "wire": wire(reports[0]),
-        }
-        summary = ", ".join(f"{p} {results[n]['phases'][p]:.2f} s" for p in PHASES)
-        print(f"{n} parties: daemons up in {start:.1f} s; {summary}", flush=True)
+        for union in unions:
+            began = time.perf_counter()
+            with federation(parts, args.taxonomy, rpc_seconds=args.rpc_seconds,
+                            union=union) as fed:
+                start = time.perf_counter() - began
+                reports = []
+                for r in range(args.repeat):
+                    out = work / f"release-{n}-{union.workers}-{r}.csv"
+                    job = LeaderJob(name="leader", taxonomy=taxonomy, spec=spec,
+                                    parties=fed.hops, tls=fed.leader_tls, out=out,
+                                    sum_mode=args.sum_mode, rpc_seconds=args.rpc_seconds,
+                                    union_parallelism=union)
+                    report = run_job(job)
+                    released = pd.read_csv(out, dtype=str, keep_default_na=False)
+                    if rows(released) != reference_rows or \
+                            report["final_cut"] != reference_report["final_cut"]:
+                        print(f"{n} parties: the release differs from the centralized one",
+                              file=sys.stderr)
+                        return 1
+                    reports.append(report)
+            phases = [distributed_phases(r) for r in reports]
+            key = (n, union.workers)
+            results[key] = {
+                "start": start,
+                "phases": {p: statistics.median(x[p] for x in phases)
+                           for p in (*PHASES, "check")},
+                "wire": wire(reports[0]),
+            }
+            summary = ", ".join(f"{p} {results[key]['phases'][p]:.2f} s" for p in PHASES)
+            print(f"{label(*key, len(unions))} parties: daemons up in {start:.1f} s; {summary}",
+                  flush=True)
 
     print()
     print("Wall time (seconds) and ratio distributed / centralized")
@@ -186,10 +208,10 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---|---|---|---|---|---|---|---|---|")
     print(f"| centralized | {central['setup']:.3f} | {central['loop']:.3f} | "
           f"{central['integrate']:.3f} | - | {central['total']:.3f} | 1 | 1 | 1 | - |")
-    for n, res in results.items():
+    for (n, w), res in results.items():
         ph = res["phases"]
-        print(f"| {n} | {ph['setup']:.3f} | {ph['loop']:.3f} | {ph['integrate']:.3f} | "
-              f"{ph['check']:.3f} | {ph['total']:.3f} | "
+        print(f"| {label(n, w, len(unions))} | {ph['setup']:.3f} | {ph['loop']:.3f} | "
+              f"{ph['integrate']:.3f} | {ph['check']:.3f} | {ph['total']:.3f} | "
               f"{ph['loop'] / central['loop']:.1f}x | "
               f"{ph['integrate'] / central['integrate']:.0f}x | "
               f"{ph['total'] / central['total']:.1f}x | {res['start']:.1f} |")
@@ -199,21 +221,35 @@ def main(argv: list[str] | None = None) -> int:
     print("| parties | iterations | leader sum bytes / iter | ring sum bytes / iter (est.) | "
           "leader union bytes | union wire (est.) | all wire (session) |")
     print("|---|---|---|---|---|---|---|")
-    for n, res in results.items():
+    for (n, workers), res in results.items():
         w = res["wire"]
-        print(f"| {n} | {w['iterations']} | {fmt_bytes(w['leader_sum_per_iter'])} | "
+        print(f"| {label(n, workers, len(unions))} | {w['iterations']} | "
+              f"{fmt_bytes(w['leader_sum_per_iter'])} | "
               f"{fmt_bytes(w['ring_sum_per_iter'])} | {fmt_bytes(w['leader_union'])} | "
               f"{fmt_bytes(w['union_wire'])} | {fmt_bytes(w['all_wire'])} |")
-    if len(results) > 1:
-        base = min(results)
+    if len(unions) > 1:
+        first = unions[0].workers
+        print()
+        print(f"Union wall time by union workers (ratio: {first} workers / the others)")
+        print()
+        print("| parties | " + " | ".join(f"{u.workers} workers" for u in unions) + " | " +
+              " | ".join(f"{first} / {u.workers}" for u in unions[1:]) + " |")
+        print("|---|" + "---|" * (2 * len(unions) - 1))
+        for n in sizes:
+            union_s = [results[n, u.workers]["phases"]["integrate"] for u in unions]
+            print(f"| {n} | " + " | ".join(f"{t:.2f} s" for t in union_s) + " | " +
+                  " | ".join(f"{union_s[0] / t:.2f}x" for t in union_s[1:]) + " |")
+    if len(sizes) > 1:
+        base = min(sizes)
         print()
         print(f"Growth with the number of parties (relative to {base} parties)")
         print()
         print("| parties | loop | union | total | all wire |")
         print("|---|---|---|---|---|")
-        b = results[base]
-        for n, res in results.items():
-            print(f"| {n} | {res['phases']['loop'] / b['phases']['loop']:.2f}x | "
+        for (n, workers), res in results.items():
+            b = results[base, workers]
+            print(f"| {label(n, workers, len(unions))} | "
+                  f"{res['phases']['loop'] / b['phases']['loop']:.2f}x | "
                   f"{res['phases']['integrate'] / b['phases']['integrate']:.2f}x | "
                   f"{res['phases']['total'] / b['phases']['total']:.2f}x | "
                   f"{res['wire']['all_wire'] / b['wire']['all_wire']:.2f}x |")

@@ -10,6 +10,7 @@ Modules, one job each:
 - `pairwise`: collusion-resistant secure sum with pairwise X25519-derived masks.
 - `keyshare`: per-session X25519 public keys signed with a party's certificate key.
 - `onion_union`: multiset union by layered encryption and shuffling.
+- `parallel`: worker processes for the union's per-record layer (same output, other cores).
 - `commutative`: set union with duplicates removed by commutative (SRA) encryption.
 - `identity`: federation CA, party/leader certificates, key files.
 - `tls`: gRPC mutual-TLS credentials and the authenticated caller's identity.

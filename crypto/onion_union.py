@@ -18,14 +18,19 @@ one X25519 operation per batch instead of per record, but they let the hop that 
 see which items share an owner. That is harmless at party hops (they only see ciphertexts whose
 group sizes dummies can equalize) but not at the leader, who sees plaintexts: a per-batch
 innermost key would partition the release by hospital. docs/leakage.md has the full argument.
+
+The per-record leader layer is most of the union's cost, so sealing and opening it can run in
+worker processes (`crypto.parallel`); the party layers stay in the caller, keeping one ephemeral
+key per owner batch.
 """
 
 from __future__ import annotations
 
 import secrets
 import struct
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import astuple, dataclass
+from functools import partial
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives import hashes
@@ -35,6 +40,7 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from crypto.errors import IdentityError, IntegrityError, MissingPartyError, WireFormatError
 from crypto.keyshare import X25519_KEY_BYTES, PeerKey
+from crypto.parallel import SEQUENTIAL, Parallelism
 from crypto.shuffle import secure_shuffle
 from crypto.wire import pack_frames, u32, u64, unpack_frames
 
@@ -48,6 +54,8 @@ LAYER_OVERHEAD = X25519_KEY_BYTES + NONCE_BYTES + GCM_TAG_BYTES
 _INNER_HEADER = struct.Struct(">BH")
 _REAL, _DUMMY = 0, 1
 MAX_RECORD_SIZE = 0xFFFF
+# A UnionContext as plain values (`dataclasses.astuple`), the form in which it goes to a worker.
+_ContextFields = tuple[bytes, int, tuple[bytes, ...], int]
 
 
 @dataclass(frozen=True)
@@ -155,24 +163,35 @@ def _inner(kind: int, record: bytes, record_size: int) -> bytes:
     return _INNER_HEADER.pack(kind, len(record)) + record + padding
 
 
+def _seal_innermost(context: _ContextFields, items: Sequence[bytes]) -> list[bytes]:
+    """The leader's layer on each item, under a fresh ephemeral key per item.
+
+    Takes the context as plain values (`astuple`) so that it can run in a worker process.
+    """
+    ctx = UnionContext(*context)
+    leader = _Hop.of(ctx, ctx.leader_hop)
+    return [_seal_item(*_new_ephemeral(ctx.session_id, leader), item, leader.aad) for item in items]
+
+
 def seal_records(
-    records: Sequence[bytes], ctx: UnionContext, pad_to: int | None = None
+    records: Sequence[bytes],
+    ctx: UnionContext,
+    pad_to: int | None = None,
+    parallelism: Parallelism = SEQUENTIAL,
 ) -> list[bytes]:
     """Owner role: wrap each record in every hop's layer; pad with dummies to `pad_to` items.
 
     Padding every party to the same public `pad_to` hides per-party record counts from the hops
     (the leader still learns the total number of real records, which is the release size).
+    `parallelism` spreads the per-record leader layer over worker processes; the output has the
+    same form and order either way.
     """
     items = [_inner(_REAL, record, ctx.record_size) for record in records]
     if pad_to is not None:
         if len(items) > pad_to:
             raise ValueError(f"{len(items)} records exceed pad_to={pad_to}")
         items.extend(_inner(_DUMMY, b"", ctx.record_size) for _ in range(pad_to - len(items)))
-    leader = _Hop.of(ctx, ctx.leader_hop)
-    sealed = []
-    for item in items:
-        cipher, epk = _new_ephemeral(ctx.session_id, leader)
-        sealed.append(_seal_item(cipher, epk, item, leader.aad))
+    sealed = parallelism.map(partial(_seal_innermost, astuple(ctx)), items)
     for index in range(ctx.leader_hop - 1, -1, -1):
         hop = _Hop.of(ctx, index)
         cipher, epk = _new_ephemeral(ctx.session_id, hop)
@@ -180,18 +199,23 @@ def seal_records(
     return sealed
 
 
-def _strip(
+def _check_batch(
     batch: Sequence[bytes], private_key: X25519PrivateKey, hop: int, ctx: UnionContext
-) -> list[bytes]:
-    """Remove layer `hop` from every item, refusing anything that does not authenticate."""
+) -> None:
+    """Whole-batch checks, made before any item is opened (and before a pool splits the batch)."""
     if private_key.public_key().public_bytes_raw() != ctx.route[hop]:
         raise ValueError(f"this private key is not the route's key for hop {hop}")
     if len(set(batch)) != len(batch):
         raise IntegrityError(f"union batch at hop {hop} repeats an item (replayed record)")
+
+
+def _stripped(
+    batch: Iterable[bytes], private_key: X25519PrivateKey, hop: int, ctx: UnionContext
+) -> Iterator[bytes]:
+    """Remove layer `hop` from each item in turn, refusing anything that does not authenticate."""
     expected = ctx.item_size(hop)
     layer = _Hop.of(ctx, hop)
     ciphers: dict[bytes, AESGCM] = {}
-    out = []
     for item in batch:
         if len(item) != expected:
             raise WireFormatError(f"union item of {len(item)} bytes at hop {hop}, not {expected}")
@@ -205,13 +229,12 @@ def _strip(
             cipher = ciphers[epk] = _layer_cipher(shared, epk, ctx.session_id, layer)
         nonce = item[X25519_KEY_BYTES : X25519_KEY_BYTES + NONCE_BYTES]
         try:
-            out.append(cipher.decrypt(nonce, item[X25519_KEY_BYTES + NONCE_BYTES :], layer.aad))
+            yield cipher.decrypt(nonce, item[X25519_KEY_BYTES + NONCE_BYTES :], layer.aad)
         except InvalidTag:
             raise IntegrityError(
                 f"union batch failed authentication at hop {hop}: tampered, replayed from "
                 "another session or round, or delivered to the wrong hop"
             ) from None
-    return out
 
 
 def peel_layer(
@@ -220,17 +243,25 @@ def peel_layer(
     """Party role at `hop`: strip this party's layer from the whole batch and shuffle it."""
     if not 0 <= hop < ctx.leader_hop:
         raise ValueError(f"party hops are 0..{ctx.leader_hop - 1}, got {hop}")
-    out = _strip(batch, private_key, hop, ctx)
+    _check_batch(batch, private_key, hop, ctx)
+    out = list(_stripped(batch, private_key, hop, ctx))
     secure_shuffle(out)
     return out
 
 
-def open_records(
-    batch: Sequence[bytes], private_key: X25519PrivateKey, ctx: UnionContext
+def _open_innermost(
+    private_key: bytes, context: _ContextFields, items: Sequence[bytes]
 ) -> list[bytes]:
-    """Leader role: strip the innermost layer and return the real records (dummies dropped)."""
+    """Strip the leader's layer from each item and decode it; the real records, in order.
+
+    Takes the key as raw bytes and the context as plain values so that it can run in a worker
+    process. Each item is decoded as soon as it is decrypted, so the first bad item (in batch
+    order) names the error, however the batch is split into chunks.
+    """
+    ctx = UnionContext(*context)
+    key = X25519PrivateKey.from_private_bytes(private_key)
     records = []
-    for inner in _strip(batch, private_key, ctx.leader_hop, ctx):
+    for inner in _stripped(items, key, ctx.leader_hop, ctx):
         kind, length = _INNER_HEADER.unpack_from(inner)
         body = inner[_INNER_HEADER.size :]
         if kind not in (_REAL, _DUMMY) or length > ctx.record_size or body[length:].strip(b"\0"):
@@ -238,6 +269,22 @@ def open_records(
         if kind == _REAL:
             records.append(body[:length])
     return records
+
+
+def open_records(
+    batch: Sequence[bytes],
+    private_key: X25519PrivateKey,
+    ctx: UnionContext,
+    parallelism: Parallelism = SEQUENTIAL,
+) -> list[bytes]:
+    """Leader role: strip the innermost layer and return the real records (dummies dropped).
+
+    `parallelism` spreads the per-record key exchanges over worker processes; the records, their
+    order and any error are the same either way.
+    """
+    _check_batch(batch, private_key, ctx.leader_hop, ctx)
+    opener = partial(_open_innermost, private_key.private_bytes_raw(), astuple(ctx))
+    return parallelism.map(opener, list(batch))
 
 
 def pack_batch(items: Sequence[bytes]) -> bytes:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import secrets
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 
 import numpy as np
@@ -40,29 +40,32 @@ from crypto.onion_union import (
     unpack_batch,
 )
 from crypto.pairwise import PairwiseAggregator, PairwiseMasker
+from crypto.parallel import SEQUENTIAL, Parallelism
 from crypto.secure_sum import add_vector, start_round
 
 LEADER = "leader"
 
 
 class Stopwatch:
-    """CPU seconds charged to (role, phase): e.g. ('p0', 'setup'), ('leader', 'open').
+    """Seconds charged to (role, phase): e.g. ('p0', 'setup'), ('leader', 'open').
 
-    CPU time of this process rather than wall time, so that other load on a shared machine
-    does not count as the protocol's compute.
+    By default CPU time of this process rather than wall time, so that other load on a shared
+    machine does not count as the protocol's compute. Work done in worker processes
+    (`crypto.parallel`) is not CPU time of this process, so timing it needs a wall `clock`.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.process_time) -> None:
+        self.clock = clock
         self.seconds: defaultdict[tuple[str, str], float] = defaultdict(float)
 
     @contextmanager
     def measure(self, role: str, phase: str) -> Iterator[None]:
-        """Add the CPU time of the `with` body to (`role`, `phase`)."""
-        start = time.process_time()
+        """Add the time (by `clock`) of the `with` body to (`role`, `phase`)."""
+        start = self.clock()
         try:
             yield
         finally:
-            self.seconds[role, phase] += time.process_time() - start
+            self.seconds[role, phase] += self.clock() - start
 
     def phase(self, phase: str) -> dict[str, float]:
         """Seconds per role spent in `phase`."""
@@ -129,12 +132,14 @@ def onion_union(
     record_size: int,
     pad_to: int | None = None,
     stopwatch: Stopwatch | None = None,
+    parallelism: Parallelism = SEQUENTIAL,
 ) -> list[bytes]:
     """Layered-encryption union: batches[i] belongs to identities[i]; ring order as given.
 
     Setup: everyone (parties and leader) publishes a signed X25519 key; each party verifies them
     and builds the route. Run: owners seal; the sealed batches are merged and go to the first
-    party; each party peels and shuffles; the leader opens.
+    party; each party peels and shuffles; the leader opens. Owners and leader use `parallelism`
+    for their per-record layer.
     """
     clock = stopwatch or Stopwatch()
     session_id = secrets.token_bytes(16)
@@ -159,7 +164,8 @@ def onion_union(
     merged: list[bytes] = []
     for identity, records in zip(identities, batches, strict=True):
         with clock.measure(identity.name, "seal"):
-            message = pack_batch(seal_records(records, contexts[identity.name], pad_to))
+            sealed = seal_records(records, contexts[identity.name], pad_to, parallelism)
+            message = pack_batch(sealed)
         merged.extend(unpack_batch(message))
     message = pack_batch(merged)
     for hop, identity in enumerate(identities):
@@ -169,7 +175,9 @@ def onion_union(
             )
             message = pack_batch(peeled)
     with clock.measure(leader.name, "open"):
-        return open_records(unpack_batch(message), private_keys[leader.name], contexts[leader.name])
+        return open_records(
+            unpack_batch(message), private_keys[leader.name], contexts[leader.name], parallelism
+        )
 
 
 def dedup_union(sets: Sequence[Iterable[bytes]], stopwatch: Stopwatch | None = None) -> list[bytes]:

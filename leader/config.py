@@ -32,6 +32,10 @@ Example::
     [timeouts]
     rpc_seconds = 60                 # deadline of each call (a ring sum gets +25% per party)
     union_seconds = 600              # deadline of a union phase (encryption of every record)
+    [union]
+    workers = 0                      # processes opening the union's records: 0 = one per CPU
+                                     # (at most 8), 1 = none
+    min_records = 4096               # fewer records are opened in-process
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from crypto.parallel import Parallelism
 from fedanon.errors import FedanonError
 from fedanon.lkc.api import resolve_params
 from fedanon.lkc.jobspec import LKCJobSpec
@@ -48,7 +53,7 @@ from fedanon.taxonomy.files import TaxonomyFile
 from fedanon.taxonomy.loader import load_taxonomy
 from fedanon.tls import TLSFiles
 from fedanon.tomlconfig import need, read_toml, resolve
-from party.config import Hop
+from party.config import Hop, union_parallelism
 
 if TYPE_CHECKING:
     from leader.drbt import DRBTLeaderJob
@@ -71,6 +76,7 @@ class LeaderJob:
     allow_two_parties: bool = False
     rpc_seconds: float = 60.0
     union_seconds: float = 600.0
+    union_parallelism: Parallelism = field(default_factory=Parallelism.configured)
     extra_report: dict[str, Any] = field(default_factory=dict)
 
     def check(self) -> None:
@@ -157,6 +163,7 @@ def load_job(path: str | Path) -> LeaderJob | DRBTLeaderJob:
         allow_two_parties=bool(data.get("allow_two_parties", False)),
         rpc_seconds=float(data.get("timeouts", {}).get("rpc_seconds", 60.0)),
         union_seconds=float(data.get("timeouts", {}).get("union_seconds", 600.0)),
+        union_parallelism=union_parallelism(data, where),
     )
     job.check()
     return job

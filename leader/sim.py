@@ -29,6 +29,7 @@ import pandas as pd
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from crypto.identity import create_ca, issue_identity, save_ca, save_identity
+from crypto.parallel import Parallelism
 from fedanon.errors import FedanonError
 from fedanon.tls import TLSFiles
 from fedanon.transport import make_channel
@@ -170,8 +171,10 @@ class Federation:
             self.stop(daemon)
 
 
-def _write_party_config(path: Path, name: str, port: int, data: Path, taxonomy: Path | None,
-                        next_hop: Hop | None, cert_dir: Path, rpc_seconds: float) -> None:
+def write_party_config(path: Path, name: str, port: int, data: Path, taxonomy: Path | None,
+                       next_hop: Hop | None, cert_dir: Path, rpc_seconds: float,
+                       union: Parallelism | None = None) -> None:
+    """A ``party.toml`` in the documented format, its output directory beside it."""
     lines = [f'name = "{name}"', f'listen = "127.0.0.1:{port}"', f'data = "{data}"',
              f'leader = "{LEADER_NAME}"', f'output_dir = "{path.parent / (name + "-out")}"']
     if taxonomy is not None:
@@ -181,6 +184,8 @@ def _write_party_config(path: Path, name: str, port: int, data: Path, taxonomy: 
     lines += ["[tls]", f'ca = "{cert_dir / "ca.crt"}"', f'cert = "{cert_dir / (name + ".crt")}"',
               f'key = "{cert_dir / (name + ".key")}"',
               "[timeouts]", f"rpc_seconds = {rpc_seconds}"]
+    if union is not None:
+        lines += ["[union]", f"workers = {union.workers}", f"min_records = {union.min_records}"]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
@@ -205,8 +210,12 @@ def federation(
     secure: bool = True,
     workdir: Path | None = None,
     rpc_seconds: float = 60.0,
+    union: Parallelism | None = None,
 ) -> Iterator[Federation]:
-    """Start one daemon per part (ring order = list order); stop and clean up on exit."""
+    """Start one daemon per part (ring order = list order); stop and clean up on exit.
+
+    `union` sets the daemons' union worker processes (default: the config file's default).
+    """
     own_dir = workdir is None
     root = Path(tempfile.mkdtemp(prefix="fedanon-sim-")) if own_dir else Path(workdir)
     root.mkdir(parents=True, exist_ok=True)
@@ -220,9 +229,9 @@ def federation(
         part.to_csv(data, index=False)
         next_hop = Hop(names[i + 1], f"127.0.0.1:{ports[i + 1]}") if i + 1 < len(parts) else None
         config = root / f"{name}.toml"
-        _write_party_config(config, name, ports[i], data,
+        write_party_config(config, name, ports[i], data,
                             None if taxonomy is None else Path(taxonomy).resolve(), next_hop,
-                            cert_dir, rpc_seconds)
+                            cert_dir, rpc_seconds, union)
         daemons.append(Daemon(name, f"127.0.0.1:{ports[i]}", config, root / f"{name}.log"))
     leader_tls = TLSFiles(cert_dir / "ca.crt", cert_dir / f"{LEADER_NAME}.crt",
                           cert_dir / f"{LEADER_NAME}.key") if secure else None

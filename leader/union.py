@@ -9,7 +9,9 @@
    the batches in ring order (it can read none of them and learns each party's batch size,
    which `pad_to` dummies hide).
 4. STRIP around the ring: every party removes its layer from the whole batch and shuffles.
-5. The leader removes the innermost layer, drops dummies and decodes the records.
+5. The leader removes the innermost layer, drops dummies and decodes the records. That is one
+   key exchange per record, so with `parallelism` it runs in worker processes, whose fork
+   server starts while the parties seal.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from crypto.identity import Identity, load_identity_files
 from crypto.keyshare import ONION_UNION
 from crypto.onion_union import UnionContext, open_records
+from crypto.parallel import Parallelism
 from fedanon.errors import FedanonError
 from fedanon.keyshares import new_share, union_route
 from leader.federation import Traffic, describe_rpc_error
@@ -72,8 +75,10 @@ def _ring_call(session: Session, request: pb.UnionRequest, phase: str, timeout: 
 
 
 def run_union(session: Session, keys: UnionKeys, traffic: Traffic, rpc_seconds: float,
-              union_seconds: float, round_: int, pad_to: int = 0) -> list[list[str]]:
+              union_seconds: float, round_: int, parallelism: Parallelism,
+              pad_to: int = 0) -> list[list[str]]:
     """Integrate the release: returns the records (as lists of column values), shuffled."""
+    parallelism.start()
     ref = session.ref(round_)
     sizes = session.fan_out("union (measure)", lambda n, s: s.Union(
         pb.UnionRequest(ref=ref, phase=pb.UNION_PHASE_MEASURE), timeout=rpc_seconds))
@@ -90,7 +95,7 @@ def run_union(session: Session, keys: UnionKeys, traffic: Traffic, rpc_seconds: 
         pad_to=pad_to), "union (strip)", timeout, traffic)
     ctx = UnionContext(bytes.fromhex(session.session_id), round_, keys.route, record_size)
     try:
-        plain = open_records(list(stripped.items), keys.private_key, ctx)
+        plain = open_records(list(stripped.items), keys.private_key, ctx, parallelism)
     except (FedanonError, ValueError) as exc:
         raise FedanonError(f"union: the final batch is invalid: {exc}") from exc
     rows = []

@@ -21,13 +21,20 @@ Example::
     connect_retries = 5            # forwarding to an unavailable next hop: retries ...
     backoff_seconds = 0.2          # ... with exponential backoff from this delay
     wait_next_hop_seconds = 0      # > 0: refuse to start unless the next hop answers by then
+    [union]
+    workers = 0                    # processes sealing the union's records: 0 = one per CPU
+                                   # (at most 8), 1 = none
+    min_records = 4096             # fewer records are sealed in-process
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from crypto.parallel import DEFAULT_MIN_RECORDS, Parallelism
+from fedanon.errors import FedanonError
 from fedanon.tls import TLSFiles
 from fedanon.tomlconfig import need, read_toml, resolve
 
@@ -38,6 +45,16 @@ class Hop:
 
     name: str
     address: str
+
+
+def union_parallelism(data: dict[str, Any], where: str) -> Parallelism:
+    """The [union] section (party.toml and job.toml): worker processes for the union's layer."""
+    section = data.get("union", {})
+    try:
+        return Parallelism.configured(int(section.get("workers", 0)),
+                                      int(section.get("min_records", DEFAULT_MIN_RECORDS)))
+    except ValueError as exc:
+        raise FedanonError(f"{where} [union]: {exc}") from exc
 
 
 @dataclass(frozen=True)
@@ -56,6 +73,7 @@ class PartyConfig:
     backoff_seconds: float = 0.2
     wait_next_hop_seconds: float = 0.0
     output_dir: Path | None = None
+    union_parallelism: Parallelism = field(default_factory=Parallelism.configured)
 
     @classmethod
     def load(cls, path: str | Path) -> PartyConfig:
@@ -79,4 +97,5 @@ class PartyConfig:
             backoff_seconds=float(timeouts.get("backoff_seconds", 0.2)),
             wait_next_hop_seconds=float(timeouts.get("wait_next_hop_seconds", 0.0)),
             output_dir=resolve(base, data.get("output_dir")),
+            union_parallelism=union_parallelism(data, where),
         )

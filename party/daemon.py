@@ -98,6 +98,7 @@ def serve(config: PartyConfig, grace_seconds: float = 5.0) -> None:
     """Run the daemon until SIGTERM/SIGINT; in-flight calls get `grace_seconds` to finish."""
     server, port, servicer = build_server(config)
     server.start()
+    config.union_parallelism.start()  # its fork server boots now, not during a session's union
     stop = threading.Event()
 
     def on_signal(signum: int, _frame: object) -> None:

@@ -167,7 +167,8 @@ class PartyServicer(pb_grpc.PartyServicer):
             sid = bytes.fromhex(session.session_id)
             private, share = new_share(self.identity, self.config.name, "party", sid,
                                        ONION_UNION)
-            session.union = UnionRole(private, session.position)
+            session.union = UnionRole(private, session.position,
+                                      self.config.union_parallelism)
             shares = [share]
             if session.sum_mode == pb.SUM_MODE_PAIRWISE:
                 session.pairwise_key, pairwise = new_share(

@@ -13,6 +13,7 @@ import pandas as pd
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from crypto.onion_union import UnionContext, peel_layer, seal_records
+from crypto.parallel import Parallelism
 from protos import fedanon_v1_pb2 as pb
 
 
@@ -31,9 +32,12 @@ def measured_size(records: list[bytes]) -> int:
 class UnionRole:
     """Keys and context of one party for one session's union."""
 
-    def __init__(self, private_key: X25519PrivateKey, position: int) -> None:
+    def __init__(
+        self, private_key: X25519PrivateKey, position: int, parallelism: Parallelism
+    ) -> None:
         self.private_key = private_key
         self.position = position
+        self.parallelism = parallelism
         self.route: tuple[bytes, ...] | None = None
 
     def context(self, session_id: bytes, round_: int, record_size: int) -> UnionContext:
@@ -42,7 +46,7 @@ class UnionRole:
         return UnionContext(session_id, round_, self.route, record_size)
 
     def seal(self, records: list[bytes], ctx: UnionContext, pad_to: int | None) -> list[bytes]:
-        return seal_records(records, ctx, pad_to)
+        return seal_records(records, ctx, pad_to, self.parallelism)
 
     def strip(self, items: list[bytes], ctx: UnionContext) -> list[bytes]:
         return peel_layer(items, self.private_key, self.position, ctx)

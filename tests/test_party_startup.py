@@ -83,3 +83,8 @@ def test_unreachable_next_hop_when_required(party_dir: Path) -> None:
     done = _serve(_config(party_dir, _free_port(), extra=extra))
     _one_line_error(done, "next hop hospital-b")
     assert "unreachable" in done.stderr
+
+
+def test_negative_union_workers(party_dir: Path) -> None:
+    done = _serve(_config(party_dir, _free_port(), extra="[union]\nworkers = -2"))
+    _one_line_error(done, "[union]: workers must be 0 (one per CPU) or more, got -2")

@@ -1,5 +1,6 @@
-"""Layered-encryption union: multiset correctness, and rejection of tampered, replayed or
-misrouted batches."""
+"""Layered-encryption union: multiset correctness, rejection of tampered, replayed or
+misrouted batches, and the same records and errors with the per-record layer in worker
+processes."""
 
 from __future__ import annotations
 
@@ -29,9 +30,12 @@ from crypto.onion_union import (
     seal_records,
     unpack_batch,
 )
+from crypto.parallel import Parallelism
 from crypto.simulate import onion_union
 
 RECORD_SIZE = 24
+# Every batch goes to worker processes, in chunks of 2 items for the 15 of `Ring.sealed`.
+POOLED = Parallelism(workers=2, min_records=1)
 
 
 @settings(max_examples=40, deadline=None)
@@ -214,3 +218,77 @@ def test_route_from_key_shares() -> None:
         build_route([p for p in peers if p.role == "party"], ["a", "b", "c"])
     with pytest.raises(IntegrityError, match="outside"):
         build_route(peers, ["a", "b"])
+
+
+def test_pooled_open_gives_the_same_records_in_the_same_order() -> None:
+    ring = Ring()
+    batch = [item for k in (0, 3, 5) for item in seal_records([b"r%d" % k] * k, ring.ctx, 5)]
+    for hop in range(ring.ctx.leader_hop):
+        batch = peel_layer(batch, ring.keys[hop], hop, ring.ctx)
+    in_process = open_records(batch, ring.keys[-1], ring.ctx)
+    assert sorted(in_process) == [b"r3"] * 3 + [b"r5"] * 5  # the 7 dummies are dropped
+    assert open_records(batch, ring.keys[-1], ring.ctx, POOLED) == in_process
+    at_threshold = Parallelism(workers=2, min_records=len(batch))
+    assert open_records(batch, ring.keys[-1], ring.ctx, at_threshold) == in_process
+
+
+def test_pooled_seal_keeps_order_and_the_per_record_leader_keys(monkeypatch) -> None:
+    """Chunks sealed in different workers still get distinct leader keys (no RNG state forked
+    into two workers) and one party key per owner batch; the records come out in order."""
+    monkeypatch.setattr("crypto.onion_union.secure_shuffle", lambda items: None)
+    ring = Ring()
+    records = [b"record %d" % i for i in range(15)]
+    batch = seal_records(records, ring.ctx, pad_to=17, parallelism=POOLED)
+    assert {len(item) for item in batch} == {ring.ctx.item_size(0)}
+    assert len({item[:32] for item in batch}) == 1
+    for hop in range(ring.ctx.leader_hop):
+        batch = peel_layer(batch, ring.keys[hop], hop, ring.ctx)
+    assert len({item[:32] for item in batch}) == len(batch) == 17
+    assert open_records(batch, ring.keys[-1], ring.ctx) == records
+
+
+def _fully_peeled(ring: Ring) -> list[bytes]:
+    batch = ring.sealed()
+    for hop in range(ring.ctx.leader_hop):
+        batch = peel_layer(batch, ring.keys[hop], hop, ring.ctx)
+    return batch
+
+
+def _flip_tag(item: bytes) -> bytes:
+    return item[:-1] + bytes([item[-1] ^ 1])
+
+
+@pytest.mark.parametrize(
+    ("faults", "error"),
+    [
+        ({13: _flip_tag}, IntegrityError),
+        ({13: lambda item: bytes(32) + item[32:]}, IntegrityError),
+        ({13: lambda item: item[:-1]}, WireFormatError),
+        # Two bad items in different chunks: the first in batch order names the error.
+        ({2: _flip_tag, 13: lambda item: bytes(32) + item[32:]}, IntegrityError),
+        ({2: lambda item: bytes(32) + item[32:], 13: _flip_tag}, IntegrityError),
+    ],
+    ids=["tag", "key", "size", "tag-then-key", "key-then-tag"],
+)
+def test_pooled_open_raises_the_same_error_as_in_process(faults, error) -> None:
+    ring = Ring()
+    batch = _fully_peeled(ring)
+    for index, fault in faults.items():
+        batch[index] = fault(batch[index])
+    with pytest.raises(error) as in_process:
+        open_records(batch, ring.keys[-1], ring.ctx)
+    with pytest.raises(error) as pooled:
+        open_records(batch, ring.keys[-1], ring.ctx, POOLED)
+    assert type(pooled.value) is type(in_process.value)
+    assert str(pooled.value) == str(in_process.value)
+    assert "hop 3" in str(pooled.value)
+
+
+def test_pooled_open_checks_the_whole_batch_before_splitting_it() -> None:
+    """A replayed item is caught even when its copies would land in different chunks."""
+    ring = Ring()
+    batch = _fully_peeled(ring)
+    with pytest.raises(IntegrityError, match="repeats"):
+        open_records([*batch, batch[0]], ring.keys[-1], ring.ctx, POOLED)
+    with pytest.raises(ValueError, match="not the route's key"):
+        open_records(batch, ring.keys[0], ring.ctx, POOLED)

@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from crypto.parallel import Parallelism
 from leader.sim import Federation, federation, split_table
 from tests.distributed.conftest import (
     Dataset,
@@ -57,6 +58,18 @@ def test_pairwise_mode_equals_centralized(
     report = run_distributed(hospital_federation.hops, hospital_federation.leader_tls,
                              hospital_data, spec, out, sum_mode="pairwise")
     assert report["sum_mode"] == "pairwise"
+    assert_same_release(out, report, centralized(hospital_data, spec))
+
+
+def test_leader_opening_the_union_in_worker_processes_changes_nothing(
+    hospital_federation: Federation, hospital_data: Dataset, tmp_path: Path
+) -> None:
+    """The leader, a process with live gRPC threads, opens the union in a (forced) pool."""
+    spec = hospital_data.spec(L=2, K=25, C="0.2")
+    out = tmp_path / "release.csv"
+    report = run_distributed(hospital_federation.hops, hospital_federation.leader_tls,
+                             hospital_data, spec, out,
+                             union_parallelism=Parallelism(workers=2, min_records=1))
     assert_same_release(out, report, centralized(hospital_data, spec))
 
 
@@ -142,6 +155,22 @@ def test_party_with_no_records_joins(hospital_data: Dataset, tmp_path: Path) -> 
         out = tmp_path / "release.csv"
         report = run_distributed(fed.hops, fed.leader_tls, dataset, spec, out)
     assert_same_release(out, report, centralized(dataset, spec))
+
+
+@pytest.mark.slow
+def test_daemons_sealing_in_worker_processes_changes_nothing(
+    hospital_data: Dataset, tmp_path: Path
+) -> None:
+    """Every daemon seals its records in a (forced) pool, configured through party.toml."""
+    pooled = Parallelism(workers=2, min_records=1)
+    parts = split_table(hospital_data.table, 3, "random", seed=2)
+    spec = hospital_data.spec(L=3, K=20, C="0.2")
+    with federation(parts, hospital_data.taxonomy_path, workdir=tmp_path / "fed",
+                    union=pooled) as fed:
+        out = tmp_path / "release.csv"
+        report = run_distributed(fed.hops, fed.leader_tls, hospital_data, spec, out,
+                                 union_parallelism=pooled)
+    assert_same_release(out, report, centralized(hospital_data, spec))
 
 
 # ---------------------------------------------------------------------- Adult, paper setting

@@ -1,0 +1,111 @@
+"""Worker processes for the union's per-record public-key work.
+
+The leader's innermost union layer has a fresh X25519 key per record (see `onion_union`), so
+sealing and opening it cost one key exchange per record: about 80 µs to open and 150 µs to seal
+each, seconds for a release of tens of thousands of records. The work is independent per
+record, so it splits into chunks that run on other cores. Python threads did not speed it up
+when tried: per record it is a handful of short calls, and the GIL is held for most of them.
+
+Processes come from a fork server (`multiprocessing`'s "forkserver" start method), not from
+forking the caller: the leader and the party daemon are multi-threaded gRPC processes, and a
+forked copy of one can inherit a lock that another thread held. The server is started once per
+process (`Parallelism.start`), with the crypto code preloaded, so under the `fedanon` command
+each pool forks from it in about 30 ms (see `_PRELOAD` for callers with a heavy main script). A
+batch below `min_records` stays in-process because pool start-up would cost more than it saves.
+
+Only bytes, ints and tuples of them go to a worker (keys as raw bytes, rebuilt there), through
+a local pipe to the process's own workers. Nothing here touches the wire. Results come back
+in input order, and an error raised in a worker is re-raised in the caller unchanged (same type,
+same message), so a pooled call is indistinguishable from an in-process one.
+"""
+
+from __future__ import annotations
+
+import functools
+import multiprocessing
+import multiprocessing.context
+import multiprocessing.forkserver
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from typing import TypeVar
+
+T = TypeVar("T")
+
+DEFAULT_MAX_WORKERS = 8
+DEFAULT_MIN_RECORDS = 4096
+# Several chunks per worker, so a worker slowed down by other load does not hold up the rest.
+_TASKS_PER_WORKER = 4
+# The caller's main module and the module whose functions run in the workers. Python 3.11's fork
+# server never preloads __main__ (CPython gh-126631, fixed in later releases), so every worker
+# re-runs the caller's main script: about 30 ms per pool for the `fedanon` command, which imports
+# lazily, but about 0.5 s (and as much CPU per worker) for a script that imports pandas and gRPC.
+_PRELOAD = ["__main__", "crypto.onion_union"]
+
+
+def default_workers() -> int:
+    """One worker per CPU, capped: beyond that the union's serial rest (party layers) dominates."""
+    return min(os.cpu_count() or 1, DEFAULT_MAX_WORKERS)
+
+
+@functools.cache
+def _context() -> multiprocessing.context.ForkServerContext:
+    """The fork-server context, with the preload set before the server first starts."""
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(_PRELOAD)
+    return context
+
+
+@dataclass(frozen=True)
+class Parallelism:
+    """How many worker processes per-record work may use, and from which batch size on.
+
+    The default is in-process (one worker): the crypto functions stay pure unless a role asks
+    for a pool. Configuration files use `configured`, whose default is one worker per CPU.
+    """
+
+    workers: int = 1
+    min_records: int = DEFAULT_MIN_RECORDS
+
+    def __post_init__(self) -> None:
+        if self.workers < 1:
+            raise ValueError(f"workers must be at least 1, got {self.workers}")
+        if self.min_records < 1:
+            raise ValueError(f"min_records must be at least 1, got {self.min_records}")
+
+    @classmethod
+    def configured(cls, workers: int = 0, min_records: int = DEFAULT_MIN_RECORDS) -> Parallelism:
+        """From a config file, where `workers` = 0 means `default_workers()`."""
+        if workers < 0:
+            raise ValueError(f"workers must be 0 (one per CPU) or more, got {workers}")
+        return cls(workers or default_workers(), min_records)
+
+    def start(self) -> None:
+        """Start the fork server now (it boots in the background), not on the critical path."""
+        if self.workers > 1:
+            _context()
+            multiprocessing.forkserver.ensure_running()
+
+    def map(self, fn: Callable[[Sequence[bytes]], list[T]], items: Sequence[bytes]) -> list[T]:
+        """`fn(items)`, computed chunk by chunk on worker processes when the batch is large.
+
+        `fn` must be a module-level function (or a `functools.partial` of one over plain
+        values) that handles each item on its own, so that concatenating its results over
+        consecutive chunks equals one call on the whole batch. The first chunk (in input order)
+        that fails raises its error, as the in-process loop would; chunks not yet started are
+        cancelled.
+        """
+        if self.workers == 1 or len(items) < self.min_records:
+            return fn(items)
+        size = -(-len(items) // (self.workers * _TASKS_PER_WORKER))
+        chunks = [items[start : start + size] for start in range(0, len(items), size)]
+        pool = ProcessPoolExecutor(min(self.workers, len(chunks)), mp_context=_context())
+        try:
+            futures = [pool.submit(fn, chunk) for chunk in chunks]
+            return [result for future in futures for result in future.result()]
+        finally:
+            pool.shutdown(cancel_futures=True)
+
+
+SEQUENTIAL = Parallelism()
