@@ -26,7 +26,7 @@ import pytest
 import party.daemon
 from fedanon.tls import TLSFiles
 from fedanon.transport import make_server
-from leader.sim import LEADER_NAME, free_ports, issue_federation_certificates
+from leader.sim import LEADER_NAME, free_ports, issue_federation_certificates, write_party_config
 from party.config import Hop, PartyConfig
 
 
@@ -40,24 +40,6 @@ class InProcessParties:
     servicers: dict[str, Any]
 
 
-def write_party_config(path: Path, name: str, port: int, data: Path, next_hop: Hop | None,
-                       cert_dir: Path, *, taxonomy: Path | None = None,
-                       output_dir: Path | None = None, rpc_seconds: float = 30.0) -> None:
-    """A ``party.toml`` in the documented format (read back by ``PartyConfig.load``)."""
-    lines = [f'name = "{name}"', f'listen = "127.0.0.1:{port}"', f'data = "{data}"',
-             f'leader = "{LEADER_NAME}"']
-    if taxonomy is not None:
-        lines.append(f'taxonomy = "{taxonomy}"')
-    if output_dir is not None:
-        lines.append(f'output_dir = "{output_dir}"')
-    if next_hop is not None:
-        lines += ["[next_hop]", f'name = "{next_hop.name}"', f'address = "{next_hop.address}"']
-    lines += ["[tls]", f'ca = "{cert_dir / "ca.crt"}"', f'cert = "{cert_dir / (name + ".crt")}"',
-              f'key = "{cert_dir / (name + ".key")}"',
-              "[timeouts]", f"rpc_seconds = {rpc_seconds}"]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-
-
 @contextlib.contextmanager
 def inprocess_parties(
     parts: list[pd.DataFrame],
@@ -68,15 +50,14 @@ def inprocess_parties(
     server_interceptor: Callable[[str], grpc.ServerInterceptor],
     hop_channel_factory: Callable[[str], Callable[..., grpc.Channel]],
     taxonomy_of: Callable[[int], Path | None] = lambda _index: None,
-    output_dirs: bool = False,
 ) -> Iterator[InProcessParties]:
     """One production daemon per part (names hospital-1..n, mutual TLS), stopped on exit.
 
     `server_interceptor(name)` and `hop_channel_factory(name)` (a drop-in ``make_channel``,
     usually the production one wrapped by ``grpc.intercept_channel``) give each party its
     recorders;
-    `taxonomy_of(index)` its taxonomy file (LKC), `output_dirs` a ``<name>-out`` directory
-    (DRBT).
+    `taxonomy_of(index)` its taxonomy file (LKC). Each party's output directory is
+    ``<workdir>/<name>-out``.
     """
     workdir.mkdir(parents=True, exist_ok=True)
     names = [f"hospital-{i + 1}" for i in range(len(parts))]
@@ -92,10 +73,10 @@ def inprocess_parties(
             part.to_csv(data, index=False)
             config = workdir / f"{name}.toml"
             taxonomy = taxonomy_of(i)
-            write_party_config(
-                config, name, ports[i], data, hops[i + 1] if i + 1 < len(hops) else None,
-                cert_dir, taxonomy=taxonomy.resolve() if taxonomy else None,
-                output_dir=workdir / f"{name}-out" if output_dirs else None)
+            write_party_config(config, name, ports[i], data,
+                               taxonomy.resolve() if taxonomy else None,
+                               hops[i + 1] if i + 1 < len(hops) else None, cert_dir,
+                               rpc_seconds=30.0)
             with monkeypatch.context() as build:
                 build.setattr(party.daemon, "make_server", functools.partial(
                     make_server, interceptors=[server_interceptor(name)]))

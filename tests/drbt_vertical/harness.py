@@ -251,7 +251,6 @@ def inprocess_federation(parts: list[pd.DataFrame], workdir: Path,
         parts, workdir, monkeypatch, ca_name="fedanon drbt test CA",
         server_interceptor=lambda name: WireRecorder(name, log),
         hop_channel_factory=lambda name: _hop_channel_factory(name, log),
-        output_dirs=True,
     ) as started:
         yield InProcessFederation(workdir, started.hops, started.leader_tls, log, projections,
                                   started.servicers)
