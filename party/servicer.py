@@ -378,6 +378,9 @@ class PartyServicer(pb_grpc.PartyServicer):
                                bytes_received=session.bytes_received)
 
     def Status(self, request: pb.StatusRequest, context: grpc.ServicerContext):
+        # The leader and this party's own operator (`fedanon party status` uses the party's
+        # certificate); another hospital has no business knowing our session or last error.
+        self._authorize(context, {self.config.leader, self.config.name})
         session = self.session
         return pb.StatusReply(
             party=self.config.name,

@@ -311,7 +311,8 @@ def test_client_certificate_of_another_ca_is_refused(
     hospital_federation: Federation, hospital_data: Dataset, tmp_path: Path
 ) -> None:
     """A 'leader' certificate from another CA does not get past TLS; nor does no certificate;
-    nor does a genuine party certificate asking for the leader's messages."""
+    nor does a genuine party certificate asking for the leader's messages or another
+    party's status."""
     fed = hospital_federation
     rogue = _rogue_tls(fed, tmp_path)
     stub, channel = party_stub(fed, 0, rogue)
@@ -337,6 +338,9 @@ def test_client_certificate_of_another_ca_is_refused(
                          fed.cert_dir / "hospital-3.key")
     stub, channel = party_stub(fed, 0, neighbour)
     try:
+        with pytest.raises(grpc.RpcError) as refused:
+            stub.Status(pb.StatusRequest(), timeout=5)
+        assert refused.value.code() == grpc.StatusCode.PERMISSION_DENIED
         with pytest.raises(grpc.RpcError) as refused:
             stub.OpenSession(pb.OpenSessionRequest(
                 ref=pb.SessionRef(session_id=secrets.token_hex(16)),
