@@ -189,7 +189,10 @@ def seal_records(
     items = [_inner(_REAL, record, ctx.record_size) for record in records]
     if pad_to is not None:
         if len(items) > pad_to:
-            raise ValueError(f"{len(items)} records exceed pad_to={pad_to}")
+            # The count itself stays out of the message: it travels to the leader, and hiding
+            # it is what padding is for.
+            raise ValueError(f"more records than pad_to={pad_to}: a padded union needs pad_to "
+                             "at least every party's record count")
         items.extend(_inner(_DUMMY, b"", ctx.record_size) for _ in range(pad_to - len(items)))
     sealed = parallelism.map(partial(_seal_innermost, astuple(ctx)), items)
     for index in range(ctx.leader_hop - 1, -1, -1):

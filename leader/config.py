@@ -36,6 +36,9 @@ Example::
     workers = 0                      # processes opening the union's records: 0 = one per CPU
                                      # (at most 8), 1 = none
     min_records = 4096               # fewer records are opened in-process
+    pad_to = 0                       # > 0: every party pads its union batch with dummies to
+                                     # this many items, hiding its record count (must be at
+                                     # least the largest party's record count)
 """
 
 from __future__ import annotations
@@ -77,6 +80,7 @@ class LeaderJob:
     rpc_seconds: float = 60.0
     union_seconds: float = 600.0
     union_parallelism: Parallelism = field(default_factory=Parallelism.configured)
+    union_pad_to: int = 0
     extra_report: dict[str, Any] = field(default_factory=dict)
 
     def check(self) -> None:
@@ -93,6 +97,9 @@ class LeaderJob:
                 "only two parties: each would learn the other's counts from the global sums; "
                 "set allow_two_parties = true (or --allow-two-parties) to accept that"
             )
+        if self.union_pad_to < 0:
+            raise FedanonError(f"[union] pad_to must be 0 (no padding) or more, "
+                               f"got {self.union_pad_to}")
 
 
 def spec_from_table(lkc: dict[str, Any], taxonomy: TaxonomyFile, where: str) -> LKCJobSpec:
@@ -164,6 +171,7 @@ def load_job(path: str | Path) -> LeaderJob | DRBTLeaderJob:
         rpc_seconds=float(data.get("timeouts", {}).get("rpc_seconds", 60.0)),
         union_seconds=float(data.get("timeouts", {}).get("union_seconds", 600.0)),
         union_parallelism=union_parallelism(data, where),
+        union_pad_to=int(data.get("union", {}).get("pad_to", 0)),
     )
     job.check()
     return job

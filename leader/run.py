@@ -141,7 +141,7 @@ def run_job(job: LeaderJob, on_step: Callable[[StepInfo], None] | None = None) -
 
         mark = time.perf_counter()
         rows = run_union(session, keys, traffic, job.rpc_seconds, job.union_seconds,
-                         source.iteration, job.union_parallelism)
+                         source.iteration, job.union_parallelism, job.union_pad_to)
         timings["union"] = time.perf_counter() - mark
 
         ended = session.fan_out("end", lambda n, s: s.End(

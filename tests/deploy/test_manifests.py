@@ -236,6 +236,21 @@ def test_config_check_rejects_broken_ring(tmp_path: Path) -> None:
         load_job(job)
 
 
+def test_job_union_pad_to_is_read_and_checked(tmp_path: Path) -> None:
+    from fedanon.errors import FedanonError
+    from leader.config import load_job
+
+    conf = relocated_configs(tmp_path)
+    job = conf / "job.toml"
+    assert load_job(job).union_pad_to == 0  # no [union] pad_to: no padding
+    text = job.read_text()
+    job.write_text(text + "\n[union]\npad_to = 5000\n")
+    assert load_job(job).union_pad_to == 5000
+    job.write_text(text + "\n[union]\npad_to = -1\n")
+    with pytest.raises(FedanonError, match="pad_to must be 0"):
+        load_job(job)
+
+
 # ------------------------------------------------------------------------------ kubernetes
 
 def k8s_schema_errors(resource: dict, version: str) -> str | None:

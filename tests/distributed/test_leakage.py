@@ -146,7 +146,11 @@ def leak_data() -> Dataset:
     return hospital_dataset(1800, seed=9)
 
 
-def _record(tmp_path: Path, dataset: Dataset, sum_mode: str) -> Iterator[Recorded]:
+PAD_TO = 1000  # the pairwise session pads every union batch to this many items (> 1800 / 3)
+
+
+def _record(tmp_path: Path, dataset: Dataset, sum_mode: str,
+            pad_to: int = 0) -> Iterator[Recorded]:
     """Run one recorded session (module-scoped: the recording is read by several tests)."""
     parts = split_table(dataset.table, 3, "random", seed=4)
     with pytest.MonkeyPatch.context() as monkeypatch, \
@@ -154,7 +158,7 @@ def _record(tmp_path: Path, dataset: Dataset, sum_mode: str) -> Iterator[Recorde
         spec = dataset.spec(L=3, K=20, C="0.2")
         out = tmp_path / "release.csv"
         report = run_distributed(fed.hops, fed.leader_tls, dataset, spec, out,
-                                 sum_mode=sum_mode)
+                                 sum_mode=sum_mode, union_pad_to=pad_to)
         assert_same_release(out, report, centralized(dataset, spec))
         yield Recorded(fed, dataset, report, [h.name for h in fed.hops])
 
@@ -168,7 +172,7 @@ def ring_session(tmp_path_factory: pytest.TempPathFactory,
 @pytest.fixture(scope="module")
 def pairwise_session(tmp_path_factory: pytest.TempPathFactory,
                      leak_data: Dataset) -> Iterator[Recorded]:
-    yield from _record(tmp_path_factory.mktemp("pairwise"), leak_data, "pairwise")
+    yield from _record(tmp_path_factory.mktemp("pairwise"), leak_data, "pairwise", PAD_TO)
 
 
 # ----------------------------------------------------------------------------- the leader
@@ -227,6 +231,26 @@ def test_ring_leader_receives_only_masked_sums_and_ciphertexts(ring_session: Rec
     pooled_words = np.concatenate(pooled)
     assert pooled_words.size >= 2000, "too few words for a meaningful uniformity test"
     assert looks_uniform(pooled_words)
+
+
+def _collect_batch_sizes(rec: Recorded) -> dict[str, int]:
+    """Items per party in the COLLECT replies the leader received (the last Union reply with
+    items is the STRIP reply of the ring's first party)."""
+    replies = [r for r in rec.fed.log.of(role=LEADER_NAME, method="Union") if r.message.items]
+    assert len(replies) == len(rec.ring) + 1
+    return {r.peer: len(r.message.items) for r in replies[:-1]}
+
+
+def test_union_pad_to_hides_each_partys_record_count(ring_session: Recorded,
+                                                     pairwise_session: Recorded) -> None:
+    """Unpadded, the leader sees each hospital's record count in its COLLECT batch (as
+    docs/leakage.md says); with [union] pad_to every batch has exactly pad_to items, and the
+    release is still the centralized one (asserted when the session was recorded)."""
+    counts = {name: len(table) for name, table in ring_session.fed.tables.items()}
+    assert PAD_TO not in counts.values()
+    assert _collect_batch_sizes(ring_session) == counts
+    assert _collect_batch_sizes(pairwise_session) == dict.fromkeys(pairwise_session.ring, PAD_TO)
+    assert pairwise_session.report["records"] == len(pairwise_session.dataset.table)
 
 
 def test_pairwise_leader_shares_hide_each_party(pairwise_session: Recorded) -> None:
