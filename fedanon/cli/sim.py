@@ -27,6 +27,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     lkc.add_argument("--sum-mode", choices=("ring", "pairwise"), default="ring")
     lkc.add_argument("--allow-two-parties", action="store_true",
                      help="accept 2 parties (each learns the other's counts from the sums)")
+    lkc.add_argument("--pad-to", type=int, default=0, metavar="N",
+                     help="pad every party's union batch to N items, hiding its record count "
+                          "from the leader (job.toml [union] pad_to; N >= the largest party)")
     lkc.add_argument("--insecure", action="store_true", help="no TLS (local experiments only)")
     lkc.add_argument("--workdir", help="keep configs, certificates and logs here")
     lkc.add_argument("--out", required=True, help="integrated release (written atomically)")
@@ -97,7 +100,8 @@ def run_sim_lkc(args: argparse.Namespace) -> int:
         job = LeaderJob(name="leader", taxonomy=taxonomy, spec=spec, parties=fed.hops,
                         tls=fed.leader_tls, out=Path(args.out),
                         report=Path(args.report) if args.report else None,
-                        sum_mode=args.sum_mode, allow_two_parties=args.allow_two_parties)
+                        sum_mode=args.sum_mode, allow_two_parties=args.allow_two_parties,
+                        union_pad_to=args.pad_to)
         with step_progress("distributed LKC", args.quiet) as show:
             report = run_job(job, on_step=lambda s: show(progress_text(s)))
     summarize(report, args.json)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -16,9 +17,11 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from fedanon.synth import generate_hospital, hospital_taxonomy_path
+from leader.sim import split_table
 from tests.distributed.conftest import (
     assert_same_release,
     centralized,
@@ -113,6 +116,22 @@ def test_sim_failure_leaves_no_output_and_no_daemons(hospital_csv: Path, tmp_pat
     assert "infeasible" in run.stderr and "Traceback" not in run.stderr, run.stderr
     assert not out.exists() and not report.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["w"], "stray output files"
+    assert not wait_gone(str(workdir))
+
+
+@pytest.mark.slow
+def test_pad_to_below_a_party_size_fails_without_stating_it(hospital_csv: Path,
+                                                             tmp_path: Path) -> None:
+    """``--pad-to`` smaller than a party's table: the union is refused with a one-line reason
+    that names the party and pad_to but not the record count padding is meant to hide."""
+    out, workdir = tmp_path / "release.csv", tmp_path / "w"
+    run = fedanon(*sim_args(hospital_csv, workdir, out, "--pad-to", "7"))
+    assert run.returncode != 0
+    assert "pad_to=7" in run.stderr and "hospital-" in run.stderr, run.stderr
+    assert "Traceback" not in run.stderr, run.stderr
+    sizes = {len(part) for part in split_table(pd.read_csv(hospital_csv), 3, "random", 1)}
+    assert not any(re.search(rf"\b{size}\b", run.stderr) for size in sizes), run.stderr
+    assert not out.exists()
     assert not wait_gone(str(workdir))
 
 
