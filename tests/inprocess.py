@@ -30,6 +30,37 @@ from leader.sim import LEADER_NAME, free_ports, issue_federation_certificates, w
 from party.config import Hop, PartyConfig
 
 
+def short_method(full: str) -> str:
+    """``/fedanon.v1.Party/Sum`` -> ``Sum``."""
+    return full.rsplit("/", 1)[-1]
+
+
+class UnaryServerRecorder(grpc.ServerInterceptor):
+    """Base of the wire recorders: `around` runs in place of every unary handler a party serves.
+
+    Subclasses record what they need and must call ``inner(request, context)`` to serve the call;
+    `method` is the short RPC name (e.g. ``"Sum"``).
+    """
+
+    def around(self, method: str, request: Any, context: grpc.ServicerContext,
+               inner: Callable[[Any, grpc.ServicerContext], Any]) -> Any:
+        raise NotImplementedError
+
+    def intercept_service(self, continuation: Callable, handler_call_details: Any) -> Any:
+        handler = continuation(handler_call_details)
+        if handler is None or handler.unary_unary is None:
+            return handler
+        inner = handler.unary_unary
+        method = short_method(handler_call_details.method)
+
+        def behaviour(request: Any, context: grpc.ServicerContext) -> Any:
+            return self.around(method, request, context, inner)
+
+        return grpc.unary_unary_rpc_method_handler(
+            behaviour, request_deserializer=handler.request_deserializer,
+            response_serializer=handler.response_serializer)
+
+
 @dataclass
 class InProcessParties:
     """The started parties: ring order, certificates, the leader's TLS files, the servicers."""

@@ -51,7 +51,7 @@ from fedanon.tls import TLSFiles
 from fedanon.transport import make_channel, peer_name
 from leader.sim import LEADER_NAME
 from party.config import Hop
-from tests.inprocess import inprocess_parties
+from tests.inprocess import UnaryServerRecorder, inprocess_parties, short_method
 
 
 @dataclass(frozen=True)
@@ -85,33 +85,17 @@ class MessageLog:
                     and (kind is None or r.kind == kind)]
 
 
-def _short(method: str) -> str:
-    return method.rsplit("/", 1)[-1]
-
-
-class RecordingServerInterceptor(grpc.ServerInterceptor):
+class RecordingServerInterceptor(UnaryServerRecorder):
     """Records each unary request a party serves, with the caller's certificate name."""
 
     def __init__(self, role: str, log: MessageLog) -> None:
         self.role = role
         self.log = log
 
-    def intercept_service(self, continuation: Callable, handler_call_details: Any) -> Any:
-        handler = continuation(handler_call_details)
-        if handler is None or handler.unary_unary is None:
-            return handler
-        inner = handler.unary_unary
-        method = _short(handler_call_details.method)
-
-        def behaviour(request: Message, context: grpc.ServicerContext) -> Any:
-            self.log.add(Received(self.role, method, "request", peer_name(context), request))
-            return inner(request, context)
-
-        return grpc.unary_unary_rpc_method_handler(
-            behaviour,
-            request_deserializer=handler.request_deserializer,
-            response_serializer=handler.response_serializer,
-        )
+    def around(self, method: str, request: Message, context: grpc.ServicerContext,
+               inner: Callable[[Message, grpc.ServicerContext], Any]) -> Any:
+        self.log.add(Received(self.role, method, "request", peer_name(context), request))
+        return inner(request, context)
 
 
 class RecordingClientInterceptor(grpc.UnaryUnaryClientInterceptor):
@@ -126,7 +110,7 @@ class RecordingClientInterceptor(grpc.UnaryUnaryClientInterceptor):
                               request: Message) -> Any:
         outcome = continuation(client_call_details, request)
         with contextlib.suppress(grpc.RpcError):
-            self.log.add(Received(self.role, _short(client_call_details.method), "reply",
+            self.log.add(Received(self.role, short_method(client_call_details.method), "reply",
                                   self.peer, outcome.result()))
         return outcome
 

@@ -47,7 +47,7 @@ import party.drbt_session
 from fedanon.tls import TLSFiles
 from fedanon.transport import make_channel, peer_name
 from party.config import Hop
-from tests.inprocess import inprocess_parties
+from tests.inprocess import UnaryServerRecorder, inprocess_parties
 
 PROTOCOL_METHODS = {"OpenSession", "Ids", "Project", "Assign", "End"}
 
@@ -128,35 +128,25 @@ class WireLog:
             return out
 
 
-class WireRecorder(grpc.ServerInterceptor):
+class WireRecorder(UnaryServerRecorder):
     """Records each unary call a party serves: caller, serialized request and reply."""
 
     def __init__(self, party: str, log: WireLog) -> None:
         self.party = party
         self.log = log
 
-    def intercept_service(self, continuation: Callable, handler_call_details: Any) -> Any:
-        handler = continuation(handler_call_details)
-        if handler is None or handler.unary_unary is None:
-            return handler
-        inner = handler.unary_unary
-        method = handler_call_details.method.rsplit("/", 1)[-1]
-
-        def behaviour(request: Any, context: grpc.ServicerContext) -> Any:
-            caller = peer_name(context)
-            try:
-                response = inner(request, context)
-            except BaseException:
-                self.log.add(Call(self.party, method, caller, request.SerializeToString(),
-                                  None, request, None))
-                raise
+    def around(self, method: str, request: Any, context: grpc.ServicerContext,
+               inner: Callable[[Any, grpc.ServicerContext], Any]) -> Any:
+        caller = peer_name(context)
+        try:
+            response = inner(request, context)
+        except BaseException:
             self.log.add(Call(self.party, method, caller, request.SerializeToString(),
-                              response.SerializeToString(), request, response))
-            return response
-
-        return grpc.unary_unary_rpc_method_handler(
-            behaviour, request_deserializer=handler.request_deserializer,
-            response_serializer=handler.response_serializer)
+                              None, request, None))
+            raise
+        self.log.add(Call(self.party, method, caller, request.SerializeToString(),
+                          response.SerializeToString(), request, response))
+        return response
 
 
 class _HopRecorder(grpc.UnaryUnaryClientInterceptor):

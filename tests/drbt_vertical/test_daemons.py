@@ -19,11 +19,9 @@ import pytest
 import leader.sim
 from fedanon.cli.main import main
 from fedanon.errors import FedanonError
-from fedanon.transport import make_channel
 from leader.drbt import DRBTLeaderJob, run_drbt
 from leader.sim import federation, split_columns
-from protos import fedanon_v1_pb2 as pb
-from protos import fedanon_v1_pb2_grpc as pb_grpc
+from tests.distributed.conftest import status
 from tests.drbt_vertical.checks import (
     TOKEN,
     check_assignments,
@@ -35,15 +33,6 @@ from tests.drbt_vertical.checks import (
 from tests.drbt_vertical.harness import clustered_table
 
 pytestmark = pytest.mark.slow
-
-
-def status(fed: leader.sim.Federation, index: int) -> pb.StatusReply:
-    daemon = fed.daemons[index]
-    channel = make_channel(daemon.address, daemon.name, fed.leader_tls)
-    try:
-        return pb_grpc.PartyStub(channel).Status(pb.StatusRequest(), timeout=5)
-    finally:
-        channel.close()
 
 
 @pytest.mark.parametrize("parties", [1, 2, 3, 4])
