@@ -35,15 +35,22 @@ TAG_BYTES = 16
 
 
 class SealedTotalChannel:
-    """One direction of the last party -> leader channel for one session.
+    """The last party -> leader channel of one session (only the party seals, only the
+    leader opens).
 
-    Both ends build it from their own private key and the other end's public key: the shared
-    key is the same, and which end is the party is fixed by the order of the public keys in the
-    HKDF info (party's first), so a sealed total cannot be reflected back as the leader's.
+    Both ends build it from their own private key and the other end's public key and derive
+    the same AES key; the HKDF info names both public keys (party's first), so the key is bound
+    to this pair of session keys and to nothing else.
     """
 
-    def __init__(self, own_private: X25519PrivateKey, peer_public: bytes, session_id: bytes,
-                 party_public: bytes, leader_public: bytes) -> None:
+    def __init__(
+        self,
+        own_private: X25519PrivateKey,
+        peer_public: bytes,
+        session_id: bytes,
+        party_public: bytes,
+        leader_public: bytes,
+    ) -> None:
         if not session_id:
             raise ValueError("session id must be non-empty")
         if own_private.public_key().public_bytes_raw() not in (party_public, leader_public):
@@ -54,15 +61,17 @@ class SealedTotalChannel:
         self._session_id = session_id
 
     @classmethod
-    def for_party(cls, party_private: X25519PrivateKey, leader_public: bytes,
-                  session_id: bytes) -> SealedTotalChannel:
+    def for_party(
+        cls, party_private: X25519PrivateKey, leader_public: bytes, session_id: bytes
+    ) -> SealedTotalChannel:
         """The last party's end: it seals."""
         own = party_private.public_key().public_bytes_raw()
         return cls(party_private, leader_public, session_id, own, leader_public)
 
     @classmethod
-    def for_leader(cls, leader_private: X25519PrivateKey, party_public: bytes,
-                   session_id: bytes) -> SealedTotalChannel:
+    def for_leader(
+        cls, leader_private: X25519PrivateKey, party_public: bytes, session_id: bytes
+    ) -> SealedTotalChannel:
         """The leader's end: it opens."""
         own = leader_private.public_key().public_bytes_raw()
         return cls(leader_private, party_public, session_id, party_public, own)

@@ -76,7 +76,7 @@ class PartySession(SessionBase):
         self.union: UnionRole
         self.pairwise_key: X25519PrivateKey | None = None
         self.masker: PairwiseMasker | None = None
-        self.answers = AnswerOnce()  # retried Sum and Union hops get the first answer
+        self.answers = AnswerOnce(me)  # retried Sum and Union hops get the first answer
         self.sealed_totals: SealedTotalChannel | None = None  # the last party's, ring mode
 
     @property

@@ -69,14 +69,16 @@ def _vectors(message: Message) -> Iterable[tuple[str, np.ndarray | bytes]]:
                 yield field.name, value
 
 
-def sum_features(view: list[Seen],
-                 own: dict[int, np.ndarray] | None = None) -> dict[Feature, object]:
+def sum_features(
+    view: list[Seen], own: dict[int, np.ndarray] | None = None
+) -> dict[Feature, object]:
     """What a role can compute from the Sum messages of its view (see the module docstring).
 
-    Replies carry no iteration number; a reply belongs to the iteration of the request that was
-    answered just before it in the same direction pairing (the recorder keeps call order, and a
-    role's Sum calls never overlap), so replies are numbered in order per (direction, peer).
-    `own` adds the role's own statistics vector of each iteration.
+    Replies carry no iteration number; a role's Sum calls never overlap and the recorder keeps
+    call order, so replies are numbered in order per (direction, peer). `own` adds the role's
+    own statistics vector of each iteration. An opaque byte string (a sealed total) is also
+    read as a count vector at every byte offset where one fits: a total that were merely framed,
+    not encrypted, would then show up in the differences like a clear one.
     """
     vectors: dict[int, list[tuple[str, np.ndarray | bytes]]] = {}
     reply_counter: Counter[tuple[str, str | None]] = Counter()
@@ -96,6 +98,14 @@ def sum_features(view: list[Seen],
     features: dict[Feature, object] = {}
     for t, items in vectors.items():
         numeric = [(label, v) for label, v in items if isinstance(v, np.ndarray)]
+        sizes = {v.size for _, v in numeric}
+        for label, v in items:
+            if isinstance(v, bytes):
+                numeric += [
+                    (f"{label} @{offset}", np.frombuffer(v, dtype="<u8", count=n, offset=offset))
+                    for n in sizes
+                    for offset in range(len(v) - 8 * n + 1)
+                ]
         for label, v in items:
             features[(t, label, "size")] = len(v) if isinstance(v, bytes) else v.size
         for i, (a_label, a) in enumerate(numeric):
@@ -115,8 +125,12 @@ def share_vectors(view: list[Seen]) -> dict[int, list[np.ndarray]]:
     out: dict[int, list[np.ndarray]] = {}
     counter: Counter[str | None] = Counter()
     for s in view:
-        if s.method == "Sum" and s.kind == "reply" and s.direction == "received" \
-                and s.message.pairwise_share:
+        if (
+            s.method == "Sum"
+            and s.kind == "reply"
+            and s.direction == "received"
+            and s.message.pairwise_share
+        ):
             t = counter[s.other]
             counter[s.other] += 1
             fields = unpack_frames(b"FPS1", bytes(s.message.pairwise_share), 5)
@@ -162,13 +176,13 @@ def union_features(view: list[Seen]) -> dict[Feature, object]:
                 continue
             features[(label, "equal items in", other_label)] = len(set(items) & set(other))
             keys = {item[:EPHEMERAL_KEY_BYTES] for item in other}
-            features[(label, "shared keys with", other_label)] = \
-                sum(item[:EPHEMERAL_KEY_BYTES] in keys for item in items)
+            features[(label, "shared keys with", other_label)] = sum(
+                item[:EPHEMERAL_KEY_BYTES] in keys for item in items
+            )
     return features
 
 
-def mask_free(first: dict[Feature, object],
-              again: dict[Feature, object]) -> dict[Feature, object]:
+def mask_free(first: dict[Feature, object], again: dict[Feature, object]) -> dict[Feature, object]:
     """The quantities equal in two runs on the same data: those not hidden by fresh masks."""
     return {k: v for k, v in first.items() if again.get(k) == v}
 
@@ -177,8 +191,7 @@ def subset_sums(vectors: list[np.ndarray]) -> list[bytes]:
     """Every non-empty sum of `vectors` and its negation (mod 2^64), as bytes."""
     out = []
     for mask in range(1, 2 ** len(vectors)):
-        total = np.sum([v for i, v in enumerate(vectors) if mask >> i & 1], axis=0,
-                       dtype=np.uint64)
+        total = np.sum([v for i, v in enumerate(vectors) if mask >> i & 1], axis=0, dtype=np.uint64)
         out += [total.tobytes(), (np.uint64(0) - total).tobytes()]
     return out
 
