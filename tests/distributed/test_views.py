@@ -88,36 +88,47 @@ def _record(workdir: Path, dataset: Dataset, sum_mode: str, pad_to: int = 0) -> 
     moved = {}
     for observer in range(3):
         a, b = (i for i in range(3) if i != observer)
-        (run,) = _record_jobs(moved_records(parts, a, b), dataset,
-                              workdir / f"moved-{observer}", 1, sum_mode, pad_to)
+        (run,) = _record_jobs(
+            moved_records(parts, a, b), dataset, workdir / f"moved-{observer}", 1, sum_mode, pad_to
+        )
         # The precondition of a view test: the outputs are the same in every run...
         assert rows(run.release) == rows(first.release)
         assert run.sequence == first.sequence
         # ... while the traders' own statistics are not.
         trader = RING[b]
-        assert any(not np.array_equal(first.own[trader][t], run.own[trader][t])
-                   for t in first.own[trader]), "trading records changed no statistics"
+        assert any(
+            not np.array_equal(first.own[trader][t], run.own[trader][t]) for t in first.own[trader]
+        ), "trading records changed no statistics"
         moved[RING[observer]] = run
     assert rows(again.release) == rows(first.release) and again.sequence == first.sequence
     return Runs(first, again, moved)
 
 
-def _record_jobs(parts: list[pd.DataFrame], dataset: Dataset, workdir: Path, jobs: int,
-                 sum_mode: str, pad_to: int) -> list[Run]:
+def _record_jobs(
+    parts: list[pd.DataFrame],
+    dataset: Dataset,
+    workdir: Path,
+    jobs: int,
+    sum_mode: str,
+    pad_to: int,
+) -> list[Run]:
     """`jobs` recorded jobs on one in-process federation, each with its own wire log."""
     spec = dataset.spec(L=3, K=20, C="0.2")
     reference = centralized(dataset, spec)
     runs = []
-    with pytest.MonkeyPatch.context() as monkeypatch, \
-            recording_federation(parts, dataset.taxonomy_path, workdir, monkeypatch) as fed:
+    with (
+        pytest.MonkeyPatch.context() as monkeypatch,
+        recording_federation(parts, dataset.taxonomy_path, workdir, monkeypatch) as fed,
+    ):
         for job in range(jobs):
             with fed.log.lock:
                 fed.log.items.clear()
             with fed.contributions.lock:
                 fed.contributions.vectors.clear()
             out = workdir / f"release-{job}.csv"
-            report = run_distributed(fed.hops, fed.leader_tls, dataset, spec, out,
-                                     sum_mode=sum_mode, union_pad_to=pad_to)
+            report = run_distributed(
+                fed.hops, fed.leader_tls, dataset, spec, out, sum_mode=sum_mode, union_pad_to=pad_to
+            )
             assert_same_release(out, report, reference)
             log = MessageLog(list(fed.log.items))
             own: dict[str, dict[int, np.ndarray]] = {}
@@ -146,14 +157,15 @@ def _assert_same_view(runs: Runs, role: str, features: object, what: str) -> Non
     """Every mask-free quantity `role` computes in run A is the same in its run B; and for a
     party, none of them is a sum of other parties' statistics (a trade between the two others
     leaves their sum unchanged, so this second check covers it)."""
-    first, again, moved = (features(run) for run in (runs.first, runs.again,
-                                                     runs.other_data(role)))
+    first, again, moved = (features(run) for run in (runs.first, runs.again, runs.other_data(role)))
     stable = mask_free(first, again)
     assert stable, f"{role} computes nothing mask-free from the {what} (the test saw nothing)"
     differ = changed(stable, moved)
-    assert not differ, (f"{role} learns other parties' data from the {what}: "
-                        f"{len(differ)} mask-free quantities change with their records, "
-                        f"e.g. {differ[:3]}")
+    assert not differ, (
+        f"{role} learns other parties' data from the {what}: "
+        f"{len(differ)} mask-free quantities change with their records, "
+        f"e.g. {differ[:3]}"
+    )
     if role == LEADER_NAME:
         return
     own = runs.first.own
@@ -163,8 +175,7 @@ def _assert_same_view(runs: Runs, role: str, features: object, what: str) -> Non
             continue
         others = [own[name][t] for name in RING if name != role and t in own[name]]
         leaked = value in subset_sums(others)
-        assert not leaked, \
-            f"{role} computes a sum of other parties' statistics: {key}"
+        assert not leaked, f"{role} computes a sum of other parties' statistics: {key}"
 
 
 @pytest.mark.slow
@@ -174,6 +185,7 @@ def test_ring_sum_view_depends_only_on_the_outputs(ring_runs: Runs, role: str) -
 
     Before the fix (total travelling back through the ring), hospital-2 computed the returned
     total minus the partial it forwarded: hospital-3's exact vector every iteration."""
+
     def features(run: Run) -> dict:
         return sum_features(view_of(run.log, role), run.own.get(role))
 
@@ -185,6 +197,7 @@ def test_ring_sum_view_depends_only_on_the_outputs(ring_runs: Runs, role: str) -
 def test_pairwise_sum_view_depends_only_on_the_outputs(pairwise_runs: Runs, role: str) -> None:
     """Pairwise sum: each share and each difference of shares is masked; the sum of the shares
     (the global sum, an output) is all the leader computes; parties see only instructions."""
+
     def features(run: Run) -> dict:
         view = view_of(run.log, role)
         return {**sum_features(view, run.own.get(role)), **pairwise_features(view)}
@@ -195,8 +208,9 @@ def test_pairwise_sum_view_depends_only_on_the_outputs(pairwise_runs: Runs, role
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", ["ring", "pairwise"])
 @pytest.mark.parametrize("role", ["hospital-1", "hospital-2", "hospital-3", LEADER_NAME])
-def test_union_view_depends_only_on_the_outputs(ring_runs: Runs, pairwise_runs: Runs,
-                                                role: str, mode: str) -> None:
+def test_union_view_depends_only_on_the_outputs(
+    ring_runs: Runs, pairwise_runs: Runs, role: str, mode: str
+) -> None:
     """Union COLLECT/STRIP: batch sizes, owner groups and overlaps between any two batches a
     role sees are the same when records move between the other parties (counts unchanged)."""
     runs = ring_runs if mode == "ring" else pairwise_runs
