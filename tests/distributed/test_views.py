@@ -178,7 +178,6 @@ def _assert_same_view(runs: Runs, role: str, features: object, what: str) -> Non
         assert not leaked, f"{role} computes a sum of other parties' statistics: {key}"
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("role", ["hospital-1", "hospital-2", "hospital-3", LEADER_NAME])
 def test_ring_sum_view_depends_only_on_the_outputs(ring_runs: Runs, role: str) -> None:
     """Ring sum: no role can compute anything about parties 1 and 3 beyond the global sums.
@@ -192,7 +191,6 @@ def test_ring_sum_view_depends_only_on_the_outputs(ring_runs: Runs, role: str) -
     _assert_same_view(ring_runs, role, features, "ring secure sum")
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("role", ["hospital-1", "hospital-2", "hospital-3", LEADER_NAME])
 def test_pairwise_sum_view_depends_only_on_the_outputs(pairwise_runs: Runs, role: str) -> None:
     """Pairwise sum: each share and each difference of shares is masked; the sum of the shares
@@ -205,7 +203,6 @@ def test_pairwise_sum_view_depends_only_on_the_outputs(pairwise_runs: Runs, role
     _assert_same_view(pairwise_runs, role, features, "pairwise secure sum")
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["ring", "pairwise"])
 @pytest.mark.parametrize("role", ["hospital-1", "hospital-2", "hospital-3", LEADER_NAME])
 def test_union_view_depends_only_on_the_outputs(
