@@ -131,6 +131,10 @@ class PartyServicer(pb_grpc.PartyServicer):
         detail = exc.details() or str(exc.code())
         successor = self.session.successor if self.session else "next hop"
         if not detail.startswith("party "):
+            if exc.code() == grpc.StatusCode.UNAVAILABLE:
+                detail = f"unreachable ({detail})"
+            elif exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+                detail = "no answer before the deadline"
             detail = f"party {successor}: {detail} (during {what}, forwarded by " \
                      f"{self.config.name})"
         self._fail(context, exc.code(), detail)
