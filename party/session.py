@@ -28,7 +28,11 @@ class ProtocolError(FedanonError):
 
 
 class SessionBase:
-    """What every kind of session has: an id, an idle clock and traffic counters."""
+    """What every kind of session has: an id, a lease clock and traffic counters.
+
+    ``touch`` renews the lease (the session's leader, or in the ring its predecessor, was just
+    heard); ``idle_for`` is how long ago that was, which the servicer compares with the lease.
+    """
 
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
