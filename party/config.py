@@ -27,7 +27,7 @@ Example::
                                    # (at most 8), 1 = none
     min_records = 4096             # fewer records are sealed in-process
     [limits]
-    max_message_mb = 256           # largest request accepted at all (the union batch of every
+    max_message_mb = 128           # largest request accepted at all (the union batch of every
                                    # party's records must fit); refused unread above it
 """
 
@@ -78,7 +78,7 @@ class PartyConfig:
     wait_next_hop_seconds: float = 0.0
     output_dir: Path | None = None
     union_parallelism: Parallelism = field(default_factory=Parallelism.configured)
-    max_message_mb: float = 256.0
+    max_message_mb: float = 128.0
 
     @classmethod
     def load(cls, path: str | Path) -> PartyConfig:
@@ -103,5 +103,5 @@ class PartyConfig:
             wait_next_hop_seconds=float(timeouts.get("wait_next_hop_seconds", 0.0)),
             output_dir=resolve(base, data.get("output_dir")),
             union_parallelism=union_parallelism(data, where),
-            max_message_mb=float(data.get("limits", {}).get("max_message_mb", 256.0)),
+            max_message_mb=float(data.get("limits", {}).get("max_message_mb", 128.0)),
         )

@@ -376,7 +376,7 @@ def peak_rss_kb(pid: int) -> int:
     raise AssertionError("no VmHWM in /proc status")
 
 
-OVERSIZE_BYTES = 300 * 1000 * 1000  # over the default max_message_mb (256 MiB)
+OVERSIZE_BYTES = 300 * 1000 * 1000  # over the default max_message_mb (128 MiB)
 MIDSIZE_BYTES = 10 * 1000 * 1000  # under it, but far over what the open job's Sum can need
 
 
