@@ -22,10 +22,26 @@ _OPTIONS = [
     ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
     ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
 ]
+# gRPC binds with SO_REUSEPORT by default: a second daemon on a live daemon's port would start
+# and silently take about half of the new connections. Binding exclusively makes it fail.
+_SERVER_OPTIONS = [("grpc.so_reuseport", 0)]
 
 
 def _ca(tls: TLSFiles) -> x509.Certificate:
     return x509.load_pem_x509_certificate(tls.ca.read_bytes())
+
+
+def listen_port(listen: str) -> int:
+    """The port of a ``host:port`` listen address, refusing what gRPC would silently bend.
+
+    gRPC takes ``host:99999`` modulo 2^16 and a missing port as 443, so a typo would make the
+    daemon listen somewhere nobody dials; port 0 (any free port) is useless for a daemon whose
+    address the others are configured with.
+    """
+    _host, sep, port = listen.rpartition(":")
+    if not sep or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise ValueError(f"listen address '{listen}' needs a port from 1 to 65535 (host:port)")
+    return int(port)
 
 
 def make_server(
@@ -33,15 +49,19 @@ def make_server(
     tls: TLSFiles | None,
     max_workers: int = 8,
     interceptors: Sequence[grpc.ServerInterceptor] = (),
+    max_receive_bytes: int = MAX_MESSAGE_BYTES,
 ) -> tuple[grpc.Server, int]:
-    """A server bound to `listen` requiring client certificates; returns it with its port.
+    """A server bound exclusively to `listen` requiring client certificates, and its port.
 
-    `interceptors` see every call with the caller's verified certificate (the leakage tests
-    record the wire with one; an operator could add metrics the same way).
+    `interceptors` see every call with the caller's verified certificate (the party's gate
+    authorizes and bounds requests with one; the leakage tests record the wire with another).
+    gRPC refuses a request larger than `max_receive_bytes` from its length prefix, before
+    reading it, so an oversized message costs the server no memory.
     """
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=max_workers),
-        options=_OPTIONS,
+        options=[("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+                 ("grpc.max_receive_message_length", max_receive_bytes), *_SERVER_OPTIONS],
         interceptors=list(interceptors),
     )
     if tls is None:

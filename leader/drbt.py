@@ -92,6 +92,7 @@ def run_drbt(
         opened = session.fan_out("handshake", lambda n, s: s.OpenSession(
             pb.OpenSessionRequest(ref=session.ref(), drbt=job.to_proto(), ring=session.ring),
             timeout=job.rpc_seconds))
+        session.keep_alive(opened)
         owner: dict[str, str] = {}
         for name in session.ring:
             if opened[name].fingerprint != fingerprint:

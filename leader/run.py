@@ -3,7 +3,10 @@
 Order of a session: handshake (fingerprints compared item by item, columns agreed), key sharing
 for the union, the specialization loop (one ring secure sum per iteration), the secure set union
 of the generalized records, End. Any failure aborts the session at every reachable party, names
-the party and phase, and leaves no output file.
+the party and phase, and leaves no output file. From the handshake on, a heartbeat renews the
+session's lease at every party, so that however long the leader computes between messages no
+other leader can take the parties over; if this leader dies, the leases lapse and the parties
+accept the next job.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import contextlib
 import hashlib
 import logging
 import secrets
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -62,6 +66,8 @@ class Session:
         self.channels = {p.name: make_channel(p.address, p.name, job.tls) for p in job.parties}
         self.stubs = {n: pb_grpc.PartyStub(c) for n, c in self.channels.items()}
         self.pool = ThreadPoolExecutor(max_workers=max(2, len(self.ring)))
+        self.stop_heartbeat = threading.Event()
+        self.heartbeat: threading.Thread | None = None
 
     def ref(self, iteration: int = 0) -> pb.SessionRef:
         return pb.SessionRef(session_id=self.session_id, iteration=iteration)
@@ -78,6 +84,27 @@ class Session:
         if failure is not None:
             raise failure
         return out
+
+    def keep_alive(self, opened: dict[str, Any]) -> None:
+        """Renew the session's lease at every party (a quarter of the shortest lease) until
+        the session closes. Call once, right after a successful handshake."""
+        leases = [reply.lease_seconds for reply in opened.values() if reply.lease_seconds > 0]
+        interval = min(leases) / 4 if leases else 5.0
+        self.heartbeat = threading.Thread(target=self._renew_leases, args=(interval,),
+                                          name=f"lease-{self.session_id[:8]}", daemon=True)
+        self.heartbeat.start()
+
+    def _renew_leases(self, interval: float) -> None:
+        """Best effort: a party that misses a heartbeat fails the job's next real call anyway."""
+        request = pb.RenewRequest(ref=self.ref())
+        while not self.stop_heartbeat.wait(interval):
+            # Closing the session's channels cancels calls in flight (or refuses new ones).
+            with contextlib.suppress(grpc.RpcError, grpc.FutureCancelledError, ValueError):
+                calls = [stub.Renew.future(request, timeout=interval)
+                         for stub in self.stubs.values()]
+                for call in calls:
+                    with contextlib.suppress(grpc.RpcError, grpc.FutureCancelledError):
+                        call.result()
 
     def abort(self, reason: str) -> None:
         """Best effort: tell every party to drop the session (short deadline, errors ignored)."""
@@ -97,9 +124,12 @@ class Session:
         self.close()
 
     def close(self) -> None:
+        self.stop_heartbeat.set()
         self.pool.shutdown(wait=False, cancel_futures=True)
         for channel in self.channels.values():
             channel.close()
+        if self.heartbeat is not None:
+            self.heartbeat.join()
 
 
 def run_job(job: LeaderJob, on_step: Callable[[StepInfo], None] | None = None) -> dict[str, Any]:
@@ -117,6 +147,7 @@ def run_job(job: LeaderJob, on_step: Callable[[StepInfo], None] | None = None) -
         opened = session.fan_out("handshake", lambda n, s: s.OpenSession(
             pb.OpenSessionRequest(ref=session.ref(), lkc=spec.to_proto(), ring=session.ring,
                                   sum_mode=SUM_MODES[job.sum_mode]), timeout=job.rpc_seconds))
+        session.keep_alive(opened)
         columns: list[str] | None = None
         for name in session.ring:
             reply = opened[name]

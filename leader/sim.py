@@ -173,8 +173,11 @@ class Federation:
 
 def write_party_config(path: Path, name: str, port: int, data: Path, taxonomy: Path | None,
                        next_hop: Hop | None, cert_dir: Path, rpc_seconds: float,
-                       union: Parallelism | None = None) -> None:
-    """A ``party.toml`` in the documented format, its output directory beside it."""
+                       union: Parallelism | None = None,
+                       lease_seconds: float | None = None) -> None:
+    """A ``party.toml`` in the documented format, its output directory beside it.
+
+    `lease_seconds` shortens the session lease (tests of a dead leader's recovery)."""
     lines = [f'name = "{name}"', f'listen = "127.0.0.1:{port}"', f'data = "{data}"',
              f'leader = "{LEADER_NAME}"', f'output_dir = "{path.parent / (name + "-out")}"']
     if taxonomy is not None:
@@ -184,6 +187,8 @@ def write_party_config(path: Path, name: str, port: int, data: Path, taxonomy: P
     lines += ["[tls]", f'ca = "{cert_dir / "ca.crt"}"', f'cert = "{cert_dir / (name + ".crt")}"',
               f'key = "{cert_dir / (name + ".key")}"',
               "[timeouts]", f"rpc_seconds = {rpc_seconds}"]
+    if lease_seconds is not None:
+        lines.append(f"lease_seconds = {lease_seconds}")
     if union is not None:
         lines += ["[union]", f"workers = {union.workers}", f"min_records = {union.min_records}"]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -211,10 +216,12 @@ def federation(
     workdir: Path | None = None,
     rpc_seconds: float = 60.0,
     union: Parallelism | None = None,
+    lease_seconds: float | None = None,
 ) -> Iterator[Federation]:
     """Start one daemon per part (ring order = list order); stop and clean up on exit.
 
-    `union` sets the daemons' union worker processes (default: the config file's default).
+    `union` sets the daemons' union worker processes and `lease_seconds` their session lease
+    (default: the config file's defaults).
     """
     own_dir = workdir is None
     root = Path(tempfile.mkdtemp(prefix="fedanon-sim-")) if own_dir else Path(workdir)
@@ -231,7 +238,7 @@ def federation(
         config = root / f"{name}.toml"
         write_party_config(config, name, ports[i], data,
                             None if taxonomy is None else Path(taxonomy).resolve(), next_hop,
-                            cert_dir, rpc_seconds, union)
+                            cert_dir, rpc_seconds, union, lease_seconds)
         daemons.append(Daemon(name, f"127.0.0.1:{ports[i]}", config, root / f"{name}.log"))
     leader_tls = TLSFiles(cert_dir / "ca.crt", cert_dir / f"{LEADER_NAME}.crt",
                           cert_dir / f"{LEADER_NAME}.key") if secure else None

@@ -17,7 +17,8 @@ Example::
     key = "certs/hospital-a.key"
     [timeouts]
     rpc_seconds = 60               # deadline of calls this party makes (the ring forward)
-    supersede_idle_seconds = 2     # a new session from the leader replaces one idle this long
+    lease_seconds = 30             # a session's lease: renewed by every message of its leader
+                                   # (heartbeats included); only a lapsed session is replaced
     connect_retries = 5            # forwarding to an unavailable next hop: retries ...
     backoff_seconds = 0.2          # ... with exponential backoff from this delay
     wait_next_hop_seconds = 0      # > 0: refuse to start unless the next hop answers by then
@@ -25,6 +26,9 @@ Example::
     workers = 0                    # processes sealing the union's records: 0 = one per CPU
                                    # (at most 8), 1 = none
     min_records = 4096             # fewer records are sealed in-process
+    [limits]
+    max_message_mb = 128           # largest request accepted at all (the union batch of every
+                                   # party's records must fit); refused unread above it
 """
 
 from __future__ import annotations
@@ -68,12 +72,13 @@ class PartyConfig:
     tls: TLSFiles | None
     delimiter: str | None = None
     rpc_seconds: float = 60.0
-    supersede_idle_seconds: float = 2.0
+    lease_seconds: float = 30.0
     connect_retries: int = 5
     backoff_seconds: float = 0.2
     wait_next_hop_seconds: float = 0.0
     output_dir: Path | None = None
     union_parallelism: Parallelism = field(default_factory=Parallelism.configured)
+    max_message_mb: float = 128.0
 
     @classmethod
     def load(cls, path: str | Path) -> PartyConfig:
@@ -92,10 +97,11 @@ class PartyConfig:
             tls=TLSFiles.from_config(data.get("tls"), base, where),
             delimiter=data.get("delimiter"),
             rpc_seconds=float(timeouts.get("rpc_seconds", 60.0)),
-            supersede_idle_seconds=float(timeouts.get("supersede_idle_seconds", 2.0)),
+            lease_seconds=float(timeouts.get("lease_seconds", 30.0)),
             connect_retries=int(timeouts.get("connect_retries", 5)),
             backoff_seconds=float(timeouts.get("backoff_seconds", 0.2)),
             wait_next_hop_seconds=float(timeouts.get("wait_next_hop_seconds", 0.0)),
             output_dir=resolve(base, data.get("output_dir")),
             union_parallelism=union_parallelism(data, where),
+            max_message_mb=float(data.get("limits", {}).get("max_message_mb", 128.0)),
         )

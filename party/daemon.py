@@ -1,7 +1,8 @@
 """``fedanon party serve``: load the private table once, then serve sessions until stopped.
 
-Start-up problems (unreadable table or certificate, port in use) are reported as one line before
-anything listens. SIGTERM and SIGINT stop the server gracefully: the current call may finish
+Start-up problems (unreadable table or certificate, a listen address without a usable port, a
+port in use - also by another daemon: the port is bound exclusively) are reported as one line
+before anything listens. SIGTERM and SIGINT stop the server gracefully: the current call may finish
 within a short grace period, then the port is released.
 """
 
@@ -20,8 +21,9 @@ from crypto.identity import load_identity_files
 from fedanon.errors import FedanonError
 from fedanon.table_io import read_table
 from fedanon.taxonomy.loader import load_taxonomy
-from fedanon.transport import make_channel, make_server
+from fedanon.transport import listen_port, make_channel, make_server
 from party.config import PartyConfig
+from party.gate import PartyGate
 from party.servicer import PartyServicer
 from protos import fedanon_v1_pb2_grpc as pb_grpc
 
@@ -32,6 +34,16 @@ SERVICE_NAME = "fedanon.v1.Party"
 
 def build_server(config: PartyConfig) -> tuple[grpc.Server, int, PartyServicer]:
     """A ready (not yet started) server for `config`, with the standard health service."""
+    try:
+        asked = listen_port(config.listen)
+    except ValueError as exc:
+        raise FedanonError(str(exc)) from None
+    if config.lease_seconds <= 0:
+        raise FedanonError(f"[timeouts] lease_seconds must be more than 0, "
+                           f"got {config.lease_seconds:g}")
+    if config.max_message_mb <= 0:
+        raise FedanonError(f"[limits] max_message_mb must be more than 0, "
+                           f"got {config.max_message_mb:g}")
     table = read_table(config.data, config.delimiter)
     taxonomy = None if config.taxonomy is None else load_taxonomy(
         config.taxonomy, data_columns=list(table.columns))
@@ -50,11 +62,13 @@ def build_server(config: PartyConfig) -> tuple[grpc.Server, int, PartyServicer]:
         ca = x509.load_pem_x509_certificate(config.tls.ca.read_bytes())
     servicer = PartyServicer(config, table, taxonomy, next_stub, identity, ca)
     try:
-        server, port = make_server(config.listen, config.tls)
-    except RuntimeError as exc:
-        raise FedanonError(f"cannot listen on {config.listen}: {exc} (port in use?)") from exc
-    if port == 0:
-        raise FedanonError(f"cannot listen on {config.listen} (port in use?)")
+        server, port = make_server(config.listen, config.tls, interceptors=[PartyGate(servicer)],
+                                   max_receive_bytes=servicer.max_message_bytes)
+    except RuntimeError:
+        raise FedanonError(f"cannot listen on {config.listen}: the port is in use (another "
+                           "daemon?) or the address is not this host's") from None
+    if port != asked:
+        raise FedanonError(f"cannot listen on {config.listen}: bound port {port} instead")
     pb_grpc.add_PartyServicer_to_server(servicer, server)
     health_servicer = health.HealthServicer()
     health_servicer.set(SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)

@@ -76,6 +76,10 @@ class DRBTSession(SessionBase):
         return project_block(block, self.k, self.job.matrix, secure_rng(),
                              rescale=self.job.rescale)
 
+    def assign_request_limit(self) -> int:
+        """The largest ``AssignRequest``: a cluster (varint, at most 5 bytes) per common id."""
+        return 5 * len(self.ids) + (1 << 16)
+
     def save_assignment(self, clusters: list[int], directory: Path) -> Path:
         """Write (id, cluster) for the common objects to the party's output directory."""
         if self.order is None or len(clusters) != len(self.order):

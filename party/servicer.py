@@ -1,9 +1,18 @@
 """The party daemon's gRPC servicer.
 
-Serves sessions one at a time. Every handler checks who is calling (the leader, or in the ring
-the previous party) from the mutual-TLS certificate, then the session id and iteration. Errors
-end the call with a status whose message starts with ``party NAME:`` so the leader can name the
-party at fault even when the failure happened several hops down the ring.
+Serves sessions one at a time. Before a handler runs, the gate (:mod:`party.gate`) has checked
+the caller's certificate and the request's size against ``expected_peers`` and
+``request_limit`` below. Every handler then checks who is calling (the leader, or in the ring
+the previous party: name AND role from the mutual-TLS certificate), then the session id and
+iteration. Errors end the call with a status whose message starts with ``party NAME:`` so the
+leader can name the party at fault even when the failure happened several hops down the ring.
+
+Session lifecycle: a session holds a lease that every message of its leader renews (the leader
+also sends ``Renew`` heartbeats while it computes). A second ``OpenSession`` is refused while the
+lease runs, and the refusal changes nothing; only a session whose lease lapsed (its leader died
+or was cut off) is evicted for a new one. Refusals of messages that are not the open session's
+own (wrong caller, wrong session, busy) change no state: only the open session's failures and
+lifecycle events are recorded as ``Status``'s last error.
 """
 
 from __future__ import annotations
@@ -19,15 +28,16 @@ import numpy as np
 import pandas as pd
 from cryptography import x509
 
-from crypto.identity import Identity
+from crypto.errors import IdentityError
+from crypto.identity import Identity, PeerIdentity
 from crypto.keyshare import ONION_UNION, PAIRWISE_SUM
 from crypto.pairwise import PairwiseMasker
 from crypto.secure_sum import add_vector
+from crypto.tls import peer_identity
 from fedanon.errors import FedanonError
 from fedanon.keyshares import new_share, union_route, verified_peers
 from fedanon.lkc.jobspec import LKCJobSpec
 from fedanon.taxonomy.files import TaxonomyFile
-from fedanon.transport import peer_name
 from fedanon.wire import from_vector
 from party.config import PartyConfig
 from party.drbt_session import DRBTSession
@@ -39,6 +49,20 @@ from protos import fedanon_v1_pb2_grpc as pb_grpc
 log = logging.getLogger(__name__)
 
 ForwardStub = Callable[[], pb_grpc.PartyStub]
+
+# Largest request of each method that does not grow with the data (job spec, key shares with
+# their certificates, session references); methods missing here are bounded by the job
+# (``request_limit``) or only by the server's max_message_mb.
+CONTROL_LIMITS = {
+    "OpenSession": 1 << 20,
+    "ShareKeys": 1 << 20,
+    "Sum": 1 << 16,  # without an open LKC session
+    "Assign": 1 << 16,  # without an open DRBT session
+    "Project": 1 << 16,
+    "Renew": 1 << 16,
+    "End": 1 << 16,
+    "Status": 1 << 16,
+}
 
 
 class PartyServicer(pb_grpc.PartyServicer):
@@ -64,6 +88,7 @@ class PartyServicer(pb_grpc.PartyServicer):
         self.lock = threading.Lock()
         self.last_error = ""
         self.sessions_served = 0
+        self.max_message_bytes = int(config.max_message_mb * (1 << 20))
 
     # ----------------------------------------------------------------- helpers
     def _fail(self, context: grpc.ServicerContext, code: grpc.StatusCode, message: str) -> None:
@@ -72,24 +97,64 @@ class PartyServicer(pb_grpc.PartyServicer):
         log.warning("%s", text)
         context.abort(code, text)
 
+    def refuse(self, context: grpc.ServicerContext, code: grpc.StatusCode, message: str) -> None:
+        """End a call that is not the open session's business: one log line, no state change."""
+        text = f"party {self.config.name}: {message}"
+        log.warning("%s", text)
+        context.abort(code, text)
+
+    def _identity(self, name: str) -> PeerIdentity:
+        """The certificate a federation member called `name` must present (name AND role)."""
+        return PeerIdentity(name, "leader" if name == self.config.leader else "party")
+
+    def expected_peers(self, method: str) -> set[PeerIdentity]:
+        """Who may reach a handler at all right now (the gate's check; handlers narrow it).
+
+        The leader; the open LKC session's ring predecessor (which forwards the ring's
+        messages); for ``Status`` also this party's own operator.
+        """
+        peers = {self._identity(self.config.leader)}
+        session = self.session
+        if isinstance(session, PartySession) and session.predecessor is not None:
+            peers.add(self._identity(session.predecessor))
+        if method == "Status":
+            peers.add(self._identity(self.config.name))
+        return peers
+
+    def request_limit(self, method: str) -> int:
+        """The largest request of `method` the open job can need (the gate refuses more)."""
+        session = self.session
+        if method == "Sum" and isinstance(session, PartySession):
+            limit = session.sum_request_limit()
+        elif method == "Assign" and isinstance(session, DRBTSession):
+            limit = session.assign_request_limit()
+        else:
+            limit = CONTROL_LIMITS.get(method, self.max_message_bytes)
+        return min(limit, self.max_message_bytes)
+
     def _authorize(self, context: grpc.ServicerContext, allowed: set[str | None]) -> None:
         if not self.secure:
             return
-        caller = peer_name(context)
-        if caller not in allowed:
-            self._fail(context, grpc.StatusCode.PERMISSION_DENIED,
-                       f"caller '{caller}' may not send this message")
+        try:
+            caller = peer_identity(context)
+        except IdentityError as exc:  # the gate refuses these first; never a traceback here
+            self.refuse(context, grpc.StatusCode.UNAUTHENTICATED,
+                        f"malformed client certificate ({exc})")
+            return
+        if caller not in {self._identity(name) for name in allowed if name is not None}:
+            self.refuse(context, grpc.StatusCode.PERMISSION_DENIED,
+                        f"caller '{caller.name}' ({caller.role}) may not send this message")
 
     def _current(self, context: grpc.ServicerContext, ref: pb.SessionRef) -> PartySession:
         session = self.session
         if session is None:
-            self._fail(context, grpc.StatusCode.FAILED_PRECONDITION,
-                       f"no open session (message for session {ref.session_id[:12]})")
+            self.refuse(context, grpc.StatusCode.FAILED_PRECONDITION,
+                        f"no open session (message for session {ref.session_id[:12]})")
         assert session is not None
         if ref.session_id != session.session_id:
-            self._fail(context, grpc.StatusCode.FAILED_PRECONDITION,
-                       f"message for session {ref.session_id[:12]} but the open session is "
-                       f"{session.session_id[:12]}")
+            self.refuse(context, grpc.StatusCode.FAILED_PRECONDITION,
+                        f"message for session {ref.session_id[:12]} but the open session is "
+                        f"another one")
         return session
 
     def _forward_timeout(self, context: grpc.ServicerContext) -> float:
@@ -145,13 +210,18 @@ class PartyServicer(pb_grpc.PartyServicer):
         with self.lock:
             busy = self.session
             if busy is not None and not busy.ended:
-                if busy.idle_for() < self.config.supersede_idle_seconds:
-                    self._fail(context, grpc.StatusCode.RESOURCE_EXHAUSTED,
-                               f"busy with session {busy.session_id[:12]}; one session at a time")
-                # The leader only leaves a session after aborting it, so an idle one means this
-                # party missed the abort (it was hung or cut off): the new session replaces it.
-                self.last_error = (f"session {busy.session_id[:12]} superseded by "
-                                   f"{request.ref.session_id[:12]} (its abort never arrived)")
+                silent = busy.idle_for()
+                lease = self.config.lease_seconds
+                if silent < lease:
+                    self.refuse(context, grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                f"busy with another session (its leader was heard {silent:.1f} s "
+                                f"ago; a new session may replace it only after its {lease:g} s "
+                                "lease lapses)")
+                # A live leader renews its lease; a lapsed one means the leader died or was cut
+                # off (or this party missed its abort): the new session replaces it.
+                self.last_error = (f"session {busy.session_id[:12]} evicted by "
+                                   f"{request.ref.session_id[:12]}: its lease lapsed ({silent:.1f} "
+                                   f"s without a message from its leader)")
                 log.warning("%s", self.last_error, extra={"session": busy.session_id[:12]})
                 self.session = None
             if request.WhichOneof("job") == "drbt":
@@ -194,6 +264,7 @@ class PartyServicer(pb_grpc.PartyServicer):
             fingerprint_items=items,
             columns=session.released_columns,
             keys=shares,
+            lease_seconds=self.config.lease_seconds,
         )
         session.bytes_received += request.ByteSize()
         session.bytes_sent += reply.ByteSize()
@@ -214,7 +285,8 @@ class PartyServicer(pb_grpc.PartyServicer):
         reply = pb.OpenSessionReply(
             party=self.config.name,
             fingerprint=hashlib.sha256("\n".join(items).encode()).hexdigest(),
-            fingerprint_items=items, attributes=session.attributes)
+            fingerprint_items=items, attributes=session.attributes,
+            lease_seconds=self.config.lease_seconds)
         session.bytes_received += request.ByteSize()
         session.bytes_sent += reply.ByteSize()
         return reply
@@ -223,8 +295,8 @@ class PartyServicer(pb_grpc.PartyServicer):
                  kind: type) -> PartySession | DRBTSession:
         session = self._current(context, ref)
         if not isinstance(session, kind):
-            self._fail(context, grpc.StatusCode.FAILED_PRECONDITION,
-                       f"session {ref.session_id[:12]} is not a {kind.__name__} job")
+            self.refuse(context, grpc.StatusCode.FAILED_PRECONDITION,
+                        f"session {ref.session_id[:12]} is not a {kind.__name__} job")
         return session
 
     def Ids(self, request: pb.IdsRequest, context: grpc.ServicerContext):
@@ -404,6 +476,13 @@ class PartyServicer(pb_grpc.PartyServicer):
                 log.info("session %s ended", session.session_id[:12])
             return pb.EndReply(bytes_sent=session.bytes_sent,
                                bytes_received=session.bytes_received)
+
+    def Renew(self, request: pb.RenewRequest, context: grpc.ServicerContext):
+        """The leader's heartbeat: renew the session's lease while the leader computes."""
+        self._authorize(context, {self.config.leader})
+        session = self._current(context, request.ref)
+        session.touch()
+        return pb.RenewReply(lease_seconds=self.config.lease_seconds)
 
     def Status(self, request: pb.StatusRequest, context: grpc.ServicerContext):
         # The leader and this party's own operator (`fedanon party status` uses the party's

@@ -30,7 +30,11 @@ class ProtocolError(FedanonError):
 
 
 class SessionBase:
-    """What every kind of session has: an id, an idle clock and traffic counters."""
+    """What every kind of session has: an id, a lease clock and traffic counters.
+
+    ``touch`` renews the lease (the session's leader, or in the ring its predecessor, was just
+    heard); ``idle_for`` is how long ago that was, which the servicer compares with the lease.
+    """
 
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
@@ -88,6 +92,20 @@ class PartySession(SessionBase):
     def predecessor(self) -> str | None:
         """The previous party in the ring, or None for the first one (called by the leader)."""
         return self.ring[self.position - 1] if self.position > 0 else None
+
+    def sum_request_limit(self) -> int:
+        """The largest ``SumRequest`` the next iteration can need, from this session's state.
+
+        Every party holds the same partition table. The next instruction splits live partitions
+        into at most `widest` child groups each, so the partial sum has at most
+        ``vector_length(live * widest)`` elements of 8 bytes and the bitmap one bit per group;
+        64 KiB covers the rest of the message.
+        """
+        partitions = self.local.partitions
+        live = int(np.count_nonzero(partitions.alive[: partitions.size]))
+        widest = max((t.max_children for t in self.schema.taxonomies), default=1)
+        groups = max(1, live * max(widest, 1))
+        return 8 * self.local.layout.vector_length(groups) + groups // 8 + (1 << 16)
 
     def check_ref(self, ref: pb.SessionRef, iteration: int | None = None) -> None:
         """Reject a message for another session or an unexpected iteration."""

@@ -126,20 +126,22 @@ class KeyShare(_message.Message):
     def __init__(self, holder: _Optional[str] = ..., role: _Optional[str] = ..., purpose: _Optional[str] = ..., share: _Optional[bytes] = ...) -> None: ...
 
 class OpenSessionReply(_message.Message):
-    __slots__ = ("party", "fingerprint", "fingerprint_items", "columns", "keys", "attributes")
+    __slots__ = ("party", "fingerprint", "fingerprint_items", "columns", "keys", "attributes", "lease_seconds")
     PARTY_FIELD_NUMBER: _ClassVar[int]
     FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
     FINGERPRINT_ITEMS_FIELD_NUMBER: _ClassVar[int]
     COLUMNS_FIELD_NUMBER: _ClassVar[int]
     KEYS_FIELD_NUMBER: _ClassVar[int]
     ATTRIBUTES_FIELD_NUMBER: _ClassVar[int]
+    LEASE_SECONDS_FIELD_NUMBER: _ClassVar[int]
     party: str
     fingerprint: str
     fingerprint_items: _containers.RepeatedScalarFieldContainer[str]
     columns: _containers.RepeatedScalarFieldContainer[str]
     keys: _containers.RepeatedCompositeFieldContainer[KeyShare]
     attributes: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, party: _Optional[str] = ..., fingerprint: _Optional[str] = ..., fingerprint_items: _Optional[_Iterable[str]] = ..., columns: _Optional[_Iterable[str]] = ..., keys: _Optional[_Iterable[_Union[KeyShare, _Mapping]]] = ..., attributes: _Optional[_Iterable[str]] = ...) -> None: ...
+    lease_seconds: float
+    def __init__(self, party: _Optional[str] = ..., fingerprint: _Optional[str] = ..., fingerprint_items: _Optional[_Iterable[str]] = ..., columns: _Optional[_Iterable[str]] = ..., keys: _Optional[_Iterable[_Union[KeyShare, _Mapping]]] = ..., attributes: _Optional[_Iterable[str]] = ..., lease_seconds: _Optional[float] = ...) -> None: ...
 
 class ShareKeysRequest(_message.Message):
     __slots__ = ("ref", "keys")
@@ -284,6 +286,18 @@ class AssignRequest(_message.Message):
 class AssignReply(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
+
+class RenewRequest(_message.Message):
+    __slots__ = ("ref",)
+    REF_FIELD_NUMBER: _ClassVar[int]
+    ref: SessionRef
+    def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ...) -> None: ...
+
+class RenewReply(_message.Message):
+    __slots__ = ("lease_seconds",)
+    LEASE_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    lease_seconds: float
+    def __init__(self, lease_seconds: _Optional[float] = ...) -> None: ...
 
 class StatusRequest(_message.Message):
     __slots__ = ()

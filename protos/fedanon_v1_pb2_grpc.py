@@ -74,6 +74,11 @@ class PartyStub:
                 request_serializer=protos_dot_fedanon__v1__pb2.EndRequest.SerializeToString,
                 response_deserializer=protos_dot_fedanon__v1__pb2.EndReply.FromString,
                 _registered_method=True)
+        self.Renew = channel.unary_unary(
+                '/fedanon.v1.Party/Renew',
+                request_serializer=protos_dot_fedanon__v1__pb2.RenewRequest.SerializeToString,
+                response_deserializer=protos_dot_fedanon__v1__pb2.RenewReply.FromString,
+                _registered_method=True)
         self.Status = channel.unary_unary(
                 '/fedanon.v1.Party/Status',
                 request_serializer=protos_dot_fedanon__v1__pb2.StatusRequest.SerializeToString,
@@ -132,6 +137,12 @@ class PartyServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Renew(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def Status(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -180,6 +191,11 @@ def add_PartyServicer_to_server(servicer, server):
                     servicer.End,
                     request_deserializer=protos_dot_fedanon__v1__pb2.EndRequest.FromString,
                     response_serializer=protos_dot_fedanon__v1__pb2.EndReply.SerializeToString,
+            ),
+            'Renew': grpc.unary_unary_rpc_method_handler(
+                    servicer.Renew,
+                    request_deserializer=protos_dot_fedanon__v1__pb2.RenewRequest.FromString,
+                    response_serializer=protos_dot_fedanon__v1__pb2.RenewReply.SerializeToString,
             ),
             'Status': grpc.unary_unary_rpc_method_handler(
                     servicer.Status,
@@ -403,6 +419,33 @@ class Party:
             '/fedanon.v1.Party/End',
             protos_dot_fedanon__v1__pb2.EndRequest.SerializeToString,
             protos_dot_fedanon__v1__pb2.EndReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Renew(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fedanon.v1.Party/Renew',
+            protos_dot_fedanon__v1__pb2.RenewRequest.SerializeToString,
+            protos_dot_fedanon__v1__pb2.RenewReply.FromString,
             options,
             channel_credentials,
             insecure,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,6 +59,14 @@ class UnaryServerRecorder(grpc.ServerInterceptor):
         return grpc.unary_unary_rpc_method_handler(
             behaviour, request_deserializer=handler.request_deserializer,
             response_serializer=handler.response_serializer)
+
+
+def _recorded_server(*args: Any, recorder: grpc.ServerInterceptor,
+                     interceptors: Sequence[grpc.ServerInterceptor] = (),
+                     **kwargs: Any) -> tuple[grpc.Server, int]:
+    """The production ``make_server`` with the test's recorder inside the daemon's own
+    interceptors (its gate), so the recorder sees exactly the requests the handlers see."""
+    return make_server(*args, interceptors=[*interceptors, recorder], **kwargs)
 
 
 @dataclass
@@ -110,7 +118,7 @@ def inprocess_parties(
                                rpc_seconds=30.0)
             with monkeypatch.context() as build:
                 build.setattr(party.daemon, "make_server", functools.partial(
-                    make_server, interceptors=[server_interceptor(name)]))
+                    _recorded_server, recorder=server_interceptor(name)))
                 build.setattr(party.daemon, "make_channel", hop_channel_factory(name))
                 server, _port, servicer = party.daemon.build_server(PartyConfig.load(config))
             server.start()

@@ -88,3 +88,30 @@ def test_unreachable_next_hop_when_required(party_dir: Path) -> None:
 def test_negative_union_workers(party_dir: Path) -> None:
     done = _serve(_config(party_dir, _free_port(), extra="[union]\nworkers = -2"))
     _one_line_error(done, "[union]: workers must be 0 (one per CPU) or more, got -2")
+
+
+@pytest.mark.parametrize("listen", ["127.0.0.1:99999", "127.0.0.1:0", "127.0.0.1", "127.0.0.1:x"])
+def test_listen_address_without_a_usable_port(party_dir: Path, listen: str) -> None:
+    """gRPC would listen on 99999 mod 2^16, on a random port, or on 443: refused instead."""
+    config = _config(party_dir, 1)
+    config.write_text(config.read_text().replace('listen = "127.0.0.1:1"',
+                                                 f'listen = "{listen}"'), encoding="utf-8")
+    _one_line_error(_serve(config), "needs a port from 1 to 65535")
+
+
+def test_port_of_a_live_daemon(party_dir: Path) -> None:
+    """A second daemon on a live daemon's port does not start (no shared SO_REUSEPORT port
+    taking half the connections): one line, exit 2; the first daemon keeps serving."""
+    config = _config(party_dir, _free_port())
+    first = subprocess.Popen([sys.executable, "-m", "fedanon.cli.main", "party", "serve",
+                              "--config", str(config)], stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
+    try:
+        assert first.stdout is not None
+        banner = first.stdout.readline()
+        assert "listening on port" in banner, banner
+        _one_line_error(_serve(config), "cannot listen on")
+        assert first.poll() is None, "the first daemon died"
+    finally:
+        first.terminate()
+        first.wait(timeout=30)

@@ -50,6 +50,9 @@ requires_adult = pytest.mark.skipif(
 )
 
 HOSPITAL_DROP = ["patient_id"]
+# The shared federation's session lease: short, so that tests of a dead leader or a hung party
+# see the lease lapse within seconds (the default is 30 s).
+LEASE_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
@@ -214,5 +217,6 @@ def hospital_federation(hospital_data: Dataset) -> Iterator[Federation]:
     killed daemon is restarted in the test's ``finally``).
     """
     parts = split_table(hospital_data.table, 3, "random", seed=1)
-    with federation(parts, hospital_data.taxonomy_path, secure=True) as fed:
+    with federation(parts, hospital_data.taxonomy_path, secure=True,
+                    lease_seconds=LEASE_SECONDS) as fed:
         yield fed

@@ -49,6 +49,7 @@ LEADER_RECEIVES = {
     "Sum": pb.SumReply,
     "Union": pb.UnionReply,
     "End": pb.EndReply,
+    "Renew": pb.RenewReply,  # the lease heartbeat: the party's lease length only
 }
 PARTY_SERVES = {
     "OpenSession": pb.OpenSessionRequest,
@@ -56,6 +57,7 @@ PARTY_SERVES = {
     "Sum": pb.SumRequest,
     "Union": pb.UnionRequest,
     "End": pb.EndRequest,
+    "Renew": pb.RenewRequest,  # the lease heartbeat: a session reference only
 }
 PARTY_REPLIES_FROM_SUCCESSOR = {"Sum": pb.SumReply, "Union": pb.UnionReply}
 

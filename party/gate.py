@@ -1,0 +1,93 @@
+"""The party's gate: who is calling, and whether the request fits, before it is even parsed.
+
+Every call to the ``fedanon.v1.Party`` service passes here first, as a server interceptor that
+receives the request as raw bytes:
+
+1. The caller's certificate must name one federation identity (one SAN name, one known role);
+   anything else is refused with ``UNAUTHENTICATED`` and one log line, never a traceback.
+2. The caller must be a peer this party has business with right now (the servicer's
+   ``expected_peers``: the leader, the open session's ring predecessor, for ``Status`` the
+   party's own operator). Anyone else is refused with ``PERMISSION_DENIED`` before any session
+   state is read on its behalf, and learns nothing about the session.
+3. The request must fit the servicer's ``request_limit`` for the method, which follows from the
+   open job (a secure-sum partial cannot be longer than the statistics of the next
+   specialization); larger ones are refused with ``RESOURCE_EXHAUSTED`` before parsing.
+   Requests beyond the server's ``max_receive_message_length`` never get this far: gRPC refuses
+   them from their length prefix, unread.
+
+Refusals here change no state (not even ``Status``'s last error). Each handler then checks, for
+its own message, the exact caller, session id, iteration and job kind.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import grpc
+
+from crypto.errors import IdentityError
+from crypto.identity import PeerIdentity
+from crypto.tls import peer_identity
+
+log = logging.getLogger(__name__)
+
+SERVICE_PREFIX = "/fedanon.v1.Party/"
+
+
+class Admission(Protocol):
+    """What the gate asks the servicer."""
+
+    secure: bool
+
+    def expected_peers(self, method: str) -> set[PeerIdentity]: ...
+
+    def request_limit(self, method: str) -> int: ...
+
+    def refuse(self, context: grpc.ServicerContext, code: grpc.StatusCode, message: str) -> None:
+        ...
+
+
+class PartyGate(grpc.ServerInterceptor):
+    """Authenticate, authorize and size-check every Party call before its request is parsed."""
+
+    def __init__(self, servicer: Admission) -> None:
+        self.servicer = servicer
+
+    def intercept_service(self, continuation: Callable, handler_call_details: Any) -> Any:
+        handler = continuation(handler_call_details)
+        full_method = handler_call_details.method
+        if handler is None or handler.unary_unary is None or \
+                not full_method.startswith(SERVICE_PREFIX):
+            return handler  # the health service: open to any certificate of the federation
+        method = full_method[len(SERVICE_PREFIX):]
+        inner, parse = handler.unary_unary, handler.request_deserializer
+
+        def gated(raw: bytes, context: grpc.ServicerContext) -> Any:
+            self.admit(method, len(raw), context)
+            return inner(parse(raw), context)
+
+        # No deserializer: gRPC hands over the raw bytes, so the size is known before parsing.
+        return grpc.unary_unary_rpc_method_handler(
+            gated, request_deserializer=None, response_serializer=handler.response_serializer)
+
+    def admit(self, method: str, size: int, context: grpc.ServicerContext) -> None:
+        """Return if the call may proceed; otherwise end it with a refusal."""
+        servicer = self.servicer
+        if servicer.secure:
+            try:
+                caller = peer_identity(context)
+            except IdentityError as exc:
+                servicer.refuse(context, grpc.StatusCode.UNAUTHENTICATED,
+                                f"{method} refused: malformed client certificate ({exc})")
+                return
+            if caller not in servicer.expected_peers(method):
+                servicer.refuse(context, grpc.StatusCode.PERMISSION_DENIED,
+                                f"{method} refused: caller '{caller.name}' ({caller.role}) has "
+                                "no business with this party now")
+        limit = servicer.request_limit(method)
+        if size > limit:
+            servicer.refuse(context, grpc.StatusCode.RESOURCE_EXHAUSTED,
+                            f"{method} refused: request of {size} bytes exceeds the "
+                            f"{limit} bytes the open job can need")

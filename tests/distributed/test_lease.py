@@ -1,0 +1,160 @@
+"""Session leases with real daemons: a live job is never taken over, a dead one is recoverable.
+
+A party holds one session at a time under a lease that every message of its leader renews, the
+leader's heartbeat included. A second leader is refused while the lease runs, and the refusal
+changes nothing at any party; a session whose leader died is evicted once its lease lapsed.
+The shared federation runs with a short lease (``LEASE_SECONDS``) so that both show in seconds.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from fedanon.lkc.engine import StepInfo
+from leader.federation import PartyFailure
+from leader.sim import Federation
+from tests.distributed.conftest import (
+    LEASE_SECONDS,
+    Dataset,
+    assert_same_release,
+    centralized,
+    run_distributed,
+    status,
+)
+
+RPC_SECONDS = 10.0
+
+
+def snapshot(fed: Federation) -> list[tuple[str, str, int]]:
+    """What a refusal must not change at any party: session, last error, sessions served."""
+    return [
+        (r.session_id, r.last_error, r.sessions_served)
+        for r in (status(fed, i) for i in range(len(fed.daemons)))
+    ]
+
+
+def test_second_leader_is_refused_and_the_first_job_completes(
+    hospital_federation: Federation, hospital_data: Dataset, tmp_path: Path
+) -> None:
+    """Mid-job, after the first leader was silent longer than the lease (only its heartbeat
+    ran - like a slow iteration on Adult), a second leader is refused at the handshake with a
+    message naming a busy party; no party's session, last error or session count changes, and
+    the first job completes with the release centralized anonymization gives."""
+    fed = hospital_federation
+    spec = hospital_data.spec(L=3, K=20, C="0.2")
+    second_out = tmp_path / "second.csv"
+    seen: dict[str, object] = {}
+
+    def on_step(step: StepInfo) -> None:
+        if step.iteration != 2:
+            return
+        time.sleep(LEASE_SECONDS + 2)  # far longer than the lease: only heartbeats renew it
+        before = snapshot(fed)
+        with pytest.raises(PartyFailure) as refused:
+            run_distributed(
+                fed.hops, fed.leader_tls, hospital_data, spec, second_out, rpc_seconds=RPC_SECONDS
+            )
+        seen.update(before=before, after=snapshot(fed), message=str(refused.value))
+
+    out = tmp_path / "release.csv"
+    report = run_distributed(
+        fed.hops, fed.leader_tls, hospital_data, spec, out, on_step=on_step, rpc_seconds=RPC_SECONDS
+    )
+    message = str(seen["message"])
+    assert message.startswith("handshake: party hospital-1: "), message
+    assert "busy with another session" in message and "lease" in message, message
+    assert seen["after"] == seen["before"], "a refused leader changed a party's state"
+    assert all(sid == report["session_id"] for sid, _, _ in seen["before"])  # type: ignore[union-attr]
+    assert not second_out.exists()
+    assert_same_release(out, report, centralized(hospital_data, spec))
+
+
+def _write_job(fed: Federation, dataset: Dataset, workdir: Path) -> Path:
+    """A job.toml for `fed` in the documented format (as an operator would run it)."""
+    parties = "\n".join(
+        f'[[parties]]\nname = "{h.name}"\naddress = "{h.address}"' for h in fed.hops
+    )
+    assert fed.leader_tls is not None
+    job = workdir / "job.toml"
+    job.write_text(
+        f"""
+name = "leader"
+taxonomy = "{dataset.taxonomy_path}"
+out = "{workdir / "release.csv"}"
+[lkc]
+L = 3
+K = 20
+C = "0.2"
+drop = {list(dataset.drop)}
+{parties}
+[tls]
+ca = "{fed.leader_tls.ca}"
+cert = "{fed.leader_tls.cert}"
+key = "{fed.leader_tls.key}"
+[timeouts]
+rpc_seconds = {RPC_SECONDS}
+""",
+        encoding="utf-8",
+    )
+    return job
+
+
+def test_killed_leader_session_is_evicted_after_the_lease(
+    hospital_federation: Federation, hospital_data: Dataset, tmp_path: Path
+) -> None:
+    """A `leader run` process is SIGKILLed while parties 1 and 2 hold its session (party 3 is
+    stopped, so the handshake cannot finish first). The dead leader's session stays put until
+    its lease lapses - nobody else removes it - and then the next job evicts it, runs, and
+    equals centralized; party 1's Status names the eviction and its reason."""
+    fed = hospital_federation
+    third = fed.daemons[2].process
+    assert third is not None
+    job = _write_job(fed, hospital_data, tmp_path)
+    third.send_signal(signal.SIGSTOP)
+    leader = None
+    try:
+        leader = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "fedanon.cli.main",
+                "leader",
+                "run",
+                "--config",
+                str(job),
+                "--quiet",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 60
+        while not status(fed, 0).session_id or not status(fed, 1).session_id:
+            assert leader.poll() is None, "the leader exited before the parties opened"
+            assert time.monotonic() < deadline, "parties 1 and 2 never opened the session"
+            time.sleep(0.05)
+        dead = status(fed, 0).session_id
+        leader.send_signal(signal.SIGKILL)
+        leader.wait()
+    finally:
+        if leader is not None and leader.poll() is None:
+            leader.kill()
+            leader.wait()
+        third.send_signal(signal.SIGCONT)
+    assert status(fed, 0).session_id == dead and status(fed, 1).session_id == dead
+
+    time.sleep(LEASE_SECONDS + 1)
+    out = tmp_path / "rerun.csv"
+    spec = hospital_data.spec(L=3, K=20, C="0.2")
+    report = run_distributed(
+        fed.hops, fed.leader_tls, hospital_data, spec, out, rpc_seconds=RPC_SECONDS
+    )
+    assert_same_release(out, report, centralized(hospital_data, spec))
+    evicted = status(fed, 0).last_error
+    assert f"session {dead[:12]} evicted" in evicted and "lease lapsed" in evicted, evicted
+    assert all(status(fed, i).session_id == "" for i in range(3))
