@@ -87,4 +87,4 @@ def test_unreachable_next_hop_when_required(party_dir: Path) -> None:
 
 def test_negative_union_workers(party_dir: Path) -> None:
     done = _serve(_config(party_dir, _free_port(), extra="[union]\nworkers = -2"))
-    _one_line_error(done, "[union]: workers must be 0 (one per CPU) or more, got -2")
+    _one_line_error(done, "union.workers: expected an integer in [0, 1024], got -2")
