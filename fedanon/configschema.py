@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from fedanon.errors import FedanonError
+from fedanon.errors import FedanonError, one_line
 
 _SHOWN = 40
 
@@ -33,8 +33,7 @@ class ConfigError(FedanonError):
 
 def shown(value: object) -> str:
     """A short one-line rendering of an offending value for an error message."""
-    text = repr(value)
-    text = text.encode("unicode_escape").decode("ascii")
+    text = one_line(repr(value))
     return text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."
 
 
@@ -216,7 +215,7 @@ class TableOf(Rule):
         if not isinstance(value, dict) or not value:
             raise Mismatch
         return {
-            key: check_value(self.value, item, f"{path}.{key}", source)
+            key: check_value(self.value, item, f"{path}.{one_line(key)}", source)
             for key, item in value.items()
         }
 
@@ -248,7 +247,9 @@ class Table(Rule):
         prefix = f"{path}." if path else ""
         for name in value:
             if name not in self.keys:
-                raise ConfigError(f"{source}: unknown key '{prefix}{name}'{self._hint(name)}")
+                raise ConfigError(
+                    f"{source}: unknown key '{prefix}{one_line(name)}'{self._hint(name)}"
+                )
         out: dict[str, Any] = {}
         for name, key in self.keys.items():
             where = f"{prefix}{name}"

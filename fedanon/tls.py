@@ -10,7 +10,7 @@ from cryptography import x509
 
 from fedanon.configschema import Flag, Key, Table, Text
 from fedanon.errors import FedanonError
-from fedanon.tomlconfig import need, resolve
+from fedanon.tomlconfig import resolve
 
 #: The ``[tls]`` table of party.toml and job.toml.
 TLS_SCHEMA = Table({
@@ -46,8 +46,11 @@ class TLSFiles:
                                "set insecure = true in [tls] only for local experiments)")
         if table.get("insecure", False):
             return None
-        paths = (resolve(base, need(table, k, f"{where} [tls]")) for k in ("ca", "cert", "key"))
-        files = cls(*paths)
+        missing = [k for k in ("ca", "cert", "key") if table.get(k) is None]
+        if missing:
+            raise FedanonError(f"{where}: missing key 'tls.{missing[0]}' (a file path; or "
+                               "insecure = true for local experiments only)")
+        files = cls(*(resolve(base, table[k]) for k in ("ca", "cert", "key")))  # type: ignore[misc]
         for p in (files.ca, files.cert, files.key):
             if not p.is_file():
                 raise FedanonError(f"{where} [tls]: file {p} not found")
