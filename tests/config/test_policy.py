@@ -5,10 +5,14 @@ bound itself; DRBT jobs meet only the kind, leader and column rules."""
 from __future__ import annotations
 
 from fractions import Fraction
+from pathlib import Path
 
 import pytest
 
+from fedanon.synth import generate_hospital
+from party.config import PartyConfig
 from party.policy import JobRequest, Policy, PolicyRefusal, check_job, read_request
+from party.servicer import PartyServicer
 from protos import fedanon_v1_pb2 as pb
 
 COLUMNS = ["patient_id", "age", "sex", "postcode", "diagnosis"]
@@ -119,3 +123,50 @@ def test_canonical_spec_is_sorted_compact_json_and_order_free() -> None:
     assert " " not in job.canonical()
     assert job.sha256() == lkc(L=2, K=5, C="1/2").sha256()
     assert job.sha256() != lkc(L=2, K=6, C="1/2").sha256()
+
+
+class _Aborted(Exception):
+    pass
+
+
+class _Context:
+    """The two things OpenSession's gate uses of a gRPC context."""
+
+    def abort(self, code: object, details: str) -> None:
+        raise _Aborted(code, details)
+
+    def time_remaining(self) -> None:
+        return None
+
+
+def test_refusal_is_the_same_whatever_the_data() -> None:
+    """The leakage claim for policy refusals: a party's answer to a below-floor job depends on
+    the request, its policy and its column names only; two tables with other records give the
+    same refusal, and neither party's state changes."""
+    config = PartyConfig(
+        name="hospital-b",
+        listen="127.0.0.1:9",
+        data=Path("unused.csv"),
+        taxonomy=None,
+        leader="leader",
+        next_hop=None,
+        tls=None,
+        policy=FLOOR,
+    )
+    request = pb.OpenSessionRequest(
+        ref=pb.SessionRef(session_id="ef" * 16),
+        lkc=pb.LKCJob(
+            L=2, K=1, C="1/2", score="infogain", qids=["age"], drop_columns=["patient_id"]
+        ),
+        ring=["hospital-a", "hospital-b", "hospital-c"],
+    )
+    answers = []
+    for seed, rows in ((1, 50), (2, 400)):
+        servicer = PartyServicer(config, generate_hospital(rows, seed=seed), None, None, None, None)
+        with pytest.raises(_Aborted) as refused:
+            servicer.OpenSession(request, _Context())
+        answers.append(refused.value.args)
+        assert servicer.session is None and servicer.last_error == ""
+        assert servicer.sessions_served == 0
+    assert answers[0] == answers[1]
+    assert answers[0][1] == "party hospital-b refused: K=1 below its floor min_K=5"
