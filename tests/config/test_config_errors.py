@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from fedanon.errors import FedanonError
 from leader.config import load_job
 from party.config import PartyConfig
 from tests.config.configs import (
@@ -272,3 +273,40 @@ def test_party_config_reads_policy_and_defaults(tmp_path: Path, material: Path) 
     assert not config.policy.configured
     assert (config.policy.min_L, config.policy.min_K, config.policy.max_C) == (1, 1, 1)
     assert config.rpc_seconds == 60.0 and config.connect_retries == 5
+
+
+def test_error_quoting_a_line_break_stays_one_line(tmp_path: Path, material: Path) -> None:
+    """A file may name a key or column with a line break in it; the error quoting it is still
+    one line (the control character is escaped)."""
+    taxonomy = tmp_path / "taxonomy.toml"
+    taxonomy.write_text(
+        'qids = ["a\\nb"]\n[attributes.age]\nkind = "numeric"\n'
+        'tree = """\n[0, 10)\n  [0, 5)\n  [5, 10)\n"""\n',
+        encoding="utf-8",
+    )
+    line = assert_one_line_error(
+        *run_cli(
+            "anonymize",
+            "lkc",
+            "--data",
+            str(material / "a.csv"),
+            "--taxonomy",
+            str(taxonomy),
+            "--L",
+            "1",
+            "--K",
+            "2",
+            "--C",
+            "1",
+            "--out",
+            str(tmp_path / "release.csv"),
+        )
+    )
+    assert "a\\nb" in line
+    doc = job_doc(material, tmp_path)
+    doc["lkc"]["L\x1eX"] = 1
+    config = _write(tmp_path / "job.toml", doc)
+    with pytest.raises(FedanonError) as refused:
+        load_job(config)
+    assert str(refused.value).splitlines() == [str(refused.value)]
+    assert "unknown key 'lkc.L\\x1eX'" in str(refused.value)
