@@ -37,13 +37,6 @@ def read_text_file(path: Path) -> str:
                            "file?") from None
 
 
-def need(table: dict[str, Any], key: str, where: str) -> Any:
-    """A required key, or an error naming the file section."""
-    if key not in table:
-        raise FedanonError(f"{where}: missing '{key}'")
-    return table[key]
-
-
 def resolve(base: Path, value: str | None) -> Path | None:
     """A path from a config file, relative to the file's directory."""
     if value is None:
