@@ -130,13 +130,10 @@ class _Aborted(Exception):
 
 
 class _Context:
-    """The two things OpenSession's gate uses of a gRPC context."""
+    """What OpenSession's gate uses of a gRPC context (without TLS): abort."""
 
     def abort(self, code: object, details: str) -> None:
         raise _Aborted(code, details)
-
-    def time_remaining(self) -> None:
-        return None
 
 
 def test_refusal_is_the_same_whatever_the_data() -> None:
