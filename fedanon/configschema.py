@@ -281,7 +281,7 @@ class Tables(Rule):
 
     @property
     def expected(self) -> str:  # type: ignore[override]
-        return f"at least {self.min_items} [[table]] entries"
+        return f"an array of tables ([[...]]) with at least {self.min_items} entry"
 
     def check(self, value: Any, path: str, source: str) -> list[dict[str, Any]]:
         if not isinstance(value, list) or len(value) < self.min_items:
