@@ -19,16 +19,22 @@ def read_toml(path: str | Path) -> tuple[dict[str, Any], Path]:
     if not path.exists():
         raise FedanonError(f"{path}: configuration file not found")
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8")), path.resolve().parent
+        return tomllib.loads(read_text_file(path)), path.resolve().parent
     except tomllib.TOMLDecodeError as exc:
         raise FedanonError(f"{path}: invalid TOML ({exc})") from exc
 
 
-def need(table: dict[str, Any], key: str, where: str) -> Any:
-    """A required key, or an error naming the file section."""
-    if key not in table:
-        raise FedanonError(f"{where}: missing '{key}'")
-    return table[key]
+def read_text_file(path: Path) -> str:
+    """A UTF-8 text file's content; a directory, an unreadable or a binary file is one error."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise FedanonError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FedanonError(f"{path}: not UTF-8 text (byte {exc.start}); is it a binary "
+                           "file?") from None
 
 
 def resolve(base: Path, value: str | None) -> Path | None:

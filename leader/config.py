@@ -48,20 +48,79 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from crypto.parallel import Parallelism
+from fedanon.configschema import (
+    Address,
+    ConfigError,
+    Flag,
+    Integer,
+    Key,
+    Names,
+    Number,
+    Proportion,
+    Table,
+    TableOf,
+    Tables,
+    Text,
+    validate,
+)
+from fedanon.drbt.matrices import MATRICES
 from fedanon.errors import FedanonError
-from fedanon.lkc.api import resolve_params
+from fedanon.lkc.api import PRESETS, resolve_params
 from fedanon.lkc.jobspec import LKCJobSpec
+from fedanon.lkc.scores import SCORES
 from fedanon.schema import SensitiveValue
 from fedanon.taxonomy.files import TaxonomyFile
 from fedanon.taxonomy.loader import load_taxonomy
-from fedanon.tls import TLSFiles
-from fedanon.tomlconfig import need, read_toml, resolve
-from party.config import Hop, union_parallelism
+from fedanon.tls import TLS_SCHEMA, TLSFiles
+from fedanon.tomlconfig import read_toml, resolve
+from party.config import DAY, UNION_KEYS, Hop, union_parallelism
 
 if TYPE_CHECKING:
     from leader.drbt import DRBTLeaderJob
 
 SUM_MODES = ("ring", "pairwise")
+
+LKC_SCHEMA = Table({
+    "L": Key(Integer(1, 2**31 - 1)),
+    "K": Key(Integer(1, 2**63 - 1)),
+    "C": Key(Proportion()),
+    "preset": Key(Text(choices=PRESETS), default="lkc"),
+    "score": Key(Text(choices=SCORES)),
+    "qids": Key(Names()),
+    "sensitive": Key(TableOf(Names(min_items=1), expected='a table of column = ["value", ...]')),
+    "class": Key(Text()),
+    "class_values": Key(Names()),
+    "drop": Key(Names(), default=[]),
+})
+
+DRBT_SCHEMA = Table({
+    "id_column": Key(Text(), required=True),
+    "matrix": Key(Text(choices=MATRICES), default="sparse"),
+    "k_dims": Key(Integer(0, 2**31 - 1), default=0),
+    "rescale": Key(Flag(), default=False),
+    "clusters": Key(Integer(1, 2**31 - 1), default=3),
+    "send_assignment": Key(Flag(), default=False),
+})
+
+JOB_SCHEMA = Table({
+    "name": Key(Text(), default="leader"),
+    "taxonomy": Key(Text(what="a file path")),
+    "out": Key(Text(what="a file path"), required=True),
+    "report": Key(Text(what="a file path")),
+    "sum_mode": Key(Text(choices=SUM_MODES), default="ring"),
+    "allow_two_parties": Key(Flag(), default=False),
+    "lkc": Key(LKC_SCHEMA),
+    "drbt": Key(DRBT_SCHEMA),
+    "parties": Key(Tables(Table({"name": Key(Text(), required=True),
+                                 "address": Key(Address(), required=True)})), required=True),
+    "tls": Key(TLS_SCHEMA),
+    "timeouts": Key(Table({
+        "rpc_seconds": Key(Number(0, DAY, low_open=True)),
+        "union_seconds": Key(Number(0, 7 * DAY, low_open=True), default=600.0),
+    }), default={}),
+    "union": Key(Table({**UNION_KEYS, "pad_to": Key(Integer(0, 2**31 - 1), default=0)}),
+                 default={}),
+})
 
 
 @dataclass
@@ -112,6 +171,9 @@ def spec_from_table(lkc: dict[str, Any], taxonomy: TaxonomyFile, where: str) -> 
                      for v in values]
     else:
         sensitive = list(taxonomy.sensitive or [])
+    clash = [s.column for s in sensitive if s.column in qids]
+    if clash:
+        raise FedanonError(f"{where}: sensitive column '{clash[0]}' is also a QID")
     class_column = lkc.get("class", taxonomy.class_column)
     class_values = list(lkc.get("class_values") or taxonomy.class_values or [])
     params = resolve_params(str(lkc.get("preset", "lkc")), len(qids), lkc.get("L"), lkc.get("K"),
@@ -121,10 +183,17 @@ def spec_from_table(lkc: dict[str, Any], taxonomy: TaxonomyFile, where: str) -> 
                       list(lkc.get("drop", [])))
 
 
-def _parties(data: dict[str, Any], where: str) -> list[Hop]:
-    return [Hop(str(need(p, "name", f"{where} [[parties]]")),
-                str(need(p, "address", f"{where} [[parties]]")))
-            for p in need(data, "parties", where)]
+def _parties(data: dict[str, Any]) -> list[Hop]:
+    return [Hop(p["name"], p["address"]) for p in data["parties"]]
+
+
+def _kind(data: dict[str, Any], where: str) -> str:
+    """"lkc" or "drbt": exactly one of the two sections."""
+    if (data["lkc"] is None) == (data["drbt"] is None):
+        raise ConfigError(f"{where}: give exactly one of the sections [lkc] and [drbt]")
+    if data["lkc"] is not None and data["taxonomy"] is None:
+        raise ConfigError(f"{where}: missing key 'taxonomy' (an LKC job needs a file path)")
+    return "lkc" if data["lkc"] is not None else "drbt"
 
 
 def load_drbt_job(data: dict[str, Any], base: Path, where: str) -> DRBTLeaderJob:
@@ -133,18 +202,18 @@ def load_drbt_job(data: dict[str, Any], base: Path, where: str) -> DRBTLeaderJob
 
     section = data["drbt"]
     job = DRBTLeaderJob(
-        parties=_parties(data, where),
-        tls=TLSFiles.from_config(data.get("tls"), base, where),
-        out=resolve(base, str(need(data, "out", where))),  # type: ignore[arg-type]
-        id_column=str(need(section, "id_column", f"{where} [drbt]")),
-        matrix=str(section.get("matrix", "sparse")),
-        k_dims=int(section.get("k_dims", 0)),
-        rescale=bool(section.get("rescale", False)),
-        clusters=int(section.get("clusters", 3)),
-        send_assignment=bool(section.get("send_assignment", False)),
-        report=resolve(base, data.get("report")),
-        name=str(data.get("name", "leader")),
-        rpc_seconds=float(data.get("timeouts", {}).get("rpc_seconds", 120.0)),
+        parties=_parties(data),
+        tls=TLSFiles.from_config(data["tls"], base, where),
+        out=resolve(base, data["out"]),  # type: ignore[arg-type]
+        id_column=section["id_column"],
+        matrix=section["matrix"],
+        k_dims=section["k_dims"],
+        rescale=section["rescale"],
+        clusters=section["clusters"],
+        send_assignment=section["send_assignment"],
+        report=resolve(base, data["report"]),
+        name=data["name"],
+        rpc_seconds=data["timeouts"]["rpc_seconds"] or 120.0,
     )
     job.check()
     return job
@@ -152,26 +221,27 @@ def load_drbt_job(data: dict[str, Any], base: Path, where: str) -> DRBTLeaderJob
 
 def load_job(path: str | Path) -> LeaderJob | DRBTLeaderJob:
     """Read job.toml: an LKC job ([lkc] section) or a vertical DRBT job ([drbt] section)."""
-    data, base = read_toml(path)
+    raw, base = read_toml(path)
     where = str(path)
-    if "drbt" in data:
+    data = validate(raw, JOB_SCHEMA, where)
+    if _kind(data, where) == "drbt":
         return load_drbt_job(data, base, where)
-    taxonomy = load_taxonomy(resolve(base, str(need(data, "taxonomy", where))))  # type: ignore[arg-type]
-    parties = _parties(data, where)
+    taxonomy = load_taxonomy(resolve(base, data["taxonomy"]))  # type: ignore[arg-type]
+    lkc = {k: v for k, v in data["lkc"].items() if v is not None}
     job = LeaderJob(
-        name=str(data.get("name", "leader")),
+        name=data["name"],
         taxonomy=taxonomy,
-        spec=spec_from_table(need(data, "lkc", where), taxonomy, f"{where} [lkc]"),
-        parties=parties,
-        tls=TLSFiles.from_config(data.get("tls"), base, where),
-        out=resolve(base, str(need(data, "out", where))),  # type: ignore[arg-type]
-        report=resolve(base, data.get("report")),
-        sum_mode=str(data.get("sum_mode", "ring")),
-        allow_two_parties=bool(data.get("allow_two_parties", False)),
-        rpc_seconds=float(data.get("timeouts", {}).get("rpc_seconds", 60.0)),
-        union_seconds=float(data.get("timeouts", {}).get("union_seconds", 600.0)),
-        union_parallelism=union_parallelism(data, where),
-        union_pad_to=int(data.get("union", {}).get("pad_to", 0)),
+        spec=spec_from_table(lkc, taxonomy, f"{where} [lkc]"),
+        parties=_parties(data),
+        tls=TLSFiles.from_config(data["tls"], base, where),
+        out=resolve(base, data["out"]),  # type: ignore[arg-type]
+        report=resolve(base, data["report"]),
+        sum_mode=data["sum_mode"],
+        allow_two_parties=data["allow_two_parties"],
+        rpc_seconds=data["timeouts"]["rpc_seconds"] or 60.0,
+        union_seconds=data["timeouts"]["union_seconds"],
+        union_parallelism=union_parallelism(data["union"]),
+        union_pad_to=data["union"]["pad_to"],
     )
     job.check()
     return job

@@ -31,6 +31,10 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from crypto.identity import create_ca, issue_identity, save_ca, save_identity
 from crypto.parallel import Parallelism
 from fedanon.errors import FedanonError
+from fedanon.lkc.api import build_schema
+from fedanon.lkc.jobspec import LKCJobSpec
+from fedanon.taxonomy.files import TaxonomyFile
+from fedanon.text import as_text
 from fedanon.tls import TLSFiles
 from fedanon.transport import make_channel
 from party.config import Hop
@@ -58,6 +62,23 @@ def split_table(table: pd.DataFrame, parties: int, how: str, seed: int) -> list[
         which = table[column].astype(str).map(owner).to_numpy()
         return [table[which == i].reset_index(drop=True) for i in range(parties)]
     raise FedanonError(f"--split '{how}': use random or by-column=COL")
+
+
+def check_job_columns(spec: LKCJobSpec, taxonomy: TaxonomyFile, table: pd.DataFrame,
+                      source: str) -> None:
+    """The simulation holds the whole table: refuse a job naming what the table lacks.
+
+    Columns are checked as in centralized mode; a sensitive value that occurs nowhere would be
+    protected by nothing (usually a spelling that differs from the data), so it is named too.
+    """
+    build_schema(taxonomy, table, spec.qids, spec.sensitive, spec.class_column)
+    missing = [c for c in spec.drop if c not in table.columns]
+    if missing:
+        raise FedanonError(f"{source}: the table has no column '{missing[0]}' to drop")
+    for s in spec.sensitive:
+        if not (as_text(table[s.column]) == s.value).any():
+            raise FedanonError(f"{source}: sensitive value '{s}' occurs nowhere in column "
+                               f"'{s.column}'")
 
 
 def split_columns(table: pd.DataFrame, parties: int, id_column: str) -> list[pd.DataFrame]:
@@ -224,7 +245,9 @@ def federation(
     (default: the config file's defaults).
     """
     own_dir = workdir is None
-    root = Path(tempfile.mkdtemp(prefix="fedanon-sim-")) if own_dir else Path(workdir)
+    # Absolute: the party configs written below name files in it, and a relative path there
+    # would resolve against the config's own directory (relwd/relwd/...).
+    root = Path(tempfile.mkdtemp(prefix="fedanon-sim-")) if own_dir else Path(workdir).resolve()
     root.mkdir(parents=True, exist_ok=True)
     names = [f"hospital-{i + 1}" for i in range(len(parts))]
     cert_dir = root / "certs"

@@ -29,6 +29,18 @@ Example::
     [limits]
     max_message_mb = 128           # largest request accepted at all (the union batch of every
                                    # party's records must fit); refused unread above it
+
+    [policy]                       # this hospital's privacy floor (absent: any job is served)
+    min_L = 2                      # smallest L a job may ask (absent: 1)
+    min_K = 5                      # smallest K (absent: 1)
+    max_C = 0.5                    # largest C (absent: 1)
+    qids = ["age", "sex"]          # columns a job may use as QIDs (absent: any)
+    never_release = ["patient_id"] # columns no job may release, in any form
+    job_kinds = ["lkc", "drbt"]    # job kinds served (absent: every kind the daemon knows)
+    leader = "leader"              # the leader allowed to ask (same as `leader` above)
+
+Every key is checked against :data:`PARTY_SCHEMA` before use: an unknown key, a wrong type or
+an out-of-range value is one error line naming the file and the key.
 """
 
 from __future__ import annotations
@@ -38,9 +50,52 @@ from pathlib import Path
 from typing import Any
 
 from crypto.parallel import DEFAULT_MIN_RECORDS, Parallelism
-from fedanon.errors import FedanonError
-from fedanon.tls import TLSFiles
-from fedanon.tomlconfig import need, read_toml, resolve
+from fedanon.configschema import (
+    Address,
+    ConfigError,
+    Integer,
+    Key,
+    Number,
+    Table,
+    Text,
+    validate,
+)
+from fedanon.tls import TLS_SCHEMA, TLSFiles
+from fedanon.tomlconfig import read_toml, resolve
+from party.policy import POLICY_SCHEMA, Policy
+
+DAY = 86400.0
+
+#: ``[union]`` keys shared by party.toml and job.toml.
+UNION_KEYS = {
+    "workers": Key(Integer(0, 1024), default=0),
+    "min_records": Key(Integer(0, 2**31 - 1), default=DEFAULT_MIN_RECORDS),
+}
+
+PARTY_SCHEMA = Table({
+    "name": Key(Text(), required=True),
+    "listen": Key(Address(), required=True),
+    "data": Key(Text(what="a file path"), required=True),
+    "taxonomy": Key(Text(what="a file path")),
+    "leader": Key(Text()),
+    "output_dir": Key(Text(what="a directory path")),
+    "delimiter": Key(Text(what="a one-character string")),
+    "next_hop": Key(Table({"name": Key(Text(), required=True),
+                           "address": Key(Address(), required=True)})),
+    "tls": Key(TLS_SCHEMA),
+    "timeouts": Key(Table({
+        "rpc_seconds": Key(Number(0, DAY, low_open=True), default=60.0),
+        "lease_seconds": Key(Number(0, DAY, low_open=True), default=30.0),
+        "connect_retries": Key(Integer(0, 100), default=5),
+        "backoff_seconds": Key(Number(0, 60), default=0.2),
+        "wait_next_hop_seconds": Key(Number(0, DAY), default=0.0),
+    }), default={}),
+    "union": Key(Table(UNION_KEYS), default={}),
+    "limits": Key(Table({
+        "max_message_mb": Key(Number(0, 4096, low_open=True), default=128.0),
+    }), default={}),
+    "policy": Key(POLICY_SCHEMA),
+})
 
 
 @dataclass(frozen=True)
@@ -51,14 +106,19 @@ class Hop:
     address: str
 
 
-def union_parallelism(data: dict[str, Any], where: str) -> Parallelism:
-    """The [union] section (party.toml and job.toml): worker processes for the union's layer."""
-    section = data.get("union", {})
-    try:
-        return Parallelism.configured(int(section.get("workers", 0)),
-                                      int(section.get("min_records", DEFAULT_MIN_RECORDS)))
-    except ValueError as exc:
-        raise FedanonError(f"{where} [union]: {exc}") from exc
+def union_parallelism(section: dict[str, Any]) -> Parallelism:
+    """A validated [union] section (party.toml and job.toml): the union's worker processes."""
+    return Parallelism.configured(section["workers"], section["min_records"])
+
+
+def _leader(data: dict[str, Any], where: str) -> str:
+    """The one leader accepted: ``leader``, or ``[policy] leader`` (they must agree)."""
+    top = data["leader"]
+    policy = (data["policy"] or {}).get("leader")
+    if top is not None and policy is not None and top != policy:
+        raise ConfigError(f"{where}: leader '{top}' and policy.leader '{policy}' differ; "
+                          "give one")
+    return top or policy or "leader"
 
 
 @dataclass(frozen=True)
@@ -79,29 +139,34 @@ class PartyConfig:
     output_dir: Path | None = None
     union_parallelism: Parallelism = field(default_factory=Parallelism.configured)
     max_message_mb: float = 128.0
+    policy: Policy = field(default_factory=lambda: Policy(configured=False))
 
     @classmethod
     def load(cls, path: str | Path) -> PartyConfig:
-        data, base = read_toml(path)
+        raw, base = read_toml(path)
         where = str(path)
-        hop = data.get("next_hop")
-        timeouts = data.get("timeouts", {})
+        data = validate(raw, PARTY_SCHEMA, where)
+        if data["delimiter"] is not None and len(data["delimiter"]) != 1:
+            raise ConfigError(f"{where}: delimiter: expected a one-character string, "
+                              f"got {data['delimiter']!r}")
+        hop = data["next_hop"]
+        timeouts = data["timeouts"]
         return cls(
-            name=str(need(data, "name", where)),
-            listen=str(need(data, "listen", where)),
-            data=resolve(base, str(need(data, "data", where))),  # type: ignore[arg-type]
-            taxonomy=resolve(base, data.get("taxonomy")),
-            leader=str(data.get("leader", "leader")),
-            next_hop=Hop(str(need(hop, "name", f"{where} [next_hop]")),
-                         str(need(hop, "address", f"{where} [next_hop]"))) if hop else None,
-            tls=TLSFiles.from_config(data.get("tls"), base, where),
-            delimiter=data.get("delimiter"),
-            rpc_seconds=float(timeouts.get("rpc_seconds", 60.0)),
-            lease_seconds=float(timeouts.get("lease_seconds", 30.0)),
-            connect_retries=int(timeouts.get("connect_retries", 5)),
-            backoff_seconds=float(timeouts.get("backoff_seconds", 0.2)),
-            wait_next_hop_seconds=float(timeouts.get("wait_next_hop_seconds", 0.0)),
-            output_dir=resolve(base, data.get("output_dir")),
-            union_parallelism=union_parallelism(data, where),
-            max_message_mb=float(data.get("limits", {}).get("max_message_mb", 128.0)),
+            name=data["name"],
+            listen=data["listen"],
+            data=resolve(base, data["data"]),  # type: ignore[arg-type]
+            taxonomy=resolve(base, data["taxonomy"]),
+            leader=_leader(data, where),
+            next_hop=Hop(hop["name"], hop["address"]) if hop else None,
+            tls=TLSFiles.from_config(data["tls"], base, where),
+            delimiter=data["delimiter"],
+            rpc_seconds=timeouts["rpc_seconds"],
+            lease_seconds=timeouts["lease_seconds"],
+            connect_retries=timeouts["connect_retries"],
+            backoff_seconds=timeouts["backoff_seconds"],
+            wait_next_hop_seconds=timeouts["wait_next_hop_seconds"],
+            output_dir=resolve(base, data["output_dir"]),
+            union_parallelism=union_parallelism(data["union"]),
+            max_message_mb=data["limits"]["max_message_mb"],
+            policy=Policy.from_table(data["policy"]),
         )

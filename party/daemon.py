@@ -123,6 +123,7 @@ def serve(config: PartyConfig, grace_seconds: float = 5.0) -> None:
     signal.signal(signal.SIGINT, on_signal)
     mode = "mutual TLS" if config.tls else "INSECURE (no TLS)"
     print(f"party {config.name} listening on port {port} ({mode})", flush=True)
+    log.info("%s", config.policy.describe())
     try:
         check_next_hop(config)
     except FedanonError:

@@ -41,6 +41,7 @@ from fedanon.taxonomy.files import TaxonomyFile
 from fedanon.wire import from_vector
 from party.config import PartyConfig
 from party.drbt_session import DRBTSession
+from party.policy import admit, audit_served
 from party.session import PartySession, ProtocolError
 from party.union import UnionRole, measured_size, record_bytes
 from protos import fedanon_v1_pb2 as pb
@@ -207,6 +208,9 @@ class PartyServicer(pb_grpc.PartyServicer):
     # ----------------------------------------------------------------- handlers
     def OpenSession(self, request: pb.OpenSessionRequest, context: grpc.ServicerContext):
         self._authorize(context, {self.config.leader})
+        caller = peer_identity(context).name if self.secure else None
+        job = admit(context, self.config.policy, request, self.config.name, self.config.leader,
+                    caller, list(self.table.columns))
         with self.lock:
             busy = self.session
             if busy is not None and not busy.ended:
@@ -225,7 +229,9 @@ class PartyServicer(pb_grpc.PartyServicer):
                 log.warning("%s", self.last_error, extra={"session": busy.session_id[:12]})
                 self.session = None
             if request.WhichOneof("job") == "drbt":
-                return self._open_drbt(request, context)
+                reply = self._open_drbt(request, context)
+                audit_served(job, request.ref.session_id, caller)
+                return reply
             try:
                 if request.WhichOneof("job") != "lkc":
                     raise FedanonError("unsupported job type")
@@ -257,6 +263,7 @@ class PartyServicer(pb_grpc.PartyServicer):
             self.sessions_served += 1
             log.info("session opened (ring position %d of %d)", session.position + 1, len(ring),
                      extra={"session": session.session_id[:12], "iteration": 0})
+            audit_served(job, session.session_id, caller)
         items = spec.fingerprint_items(schema)
         reply = pb.OpenSessionReply(
             party=self.config.name,

@@ -87,7 +87,7 @@ def test_unreachable_next_hop_when_required(party_dir: Path) -> None:
 
 def test_negative_union_workers(party_dir: Path) -> None:
     done = _serve(_config(party_dir, _free_port(), extra="[union]\nworkers = -2"))
-    _one_line_error(done, "[union]: workers must be 0 (one per CPU) or more, got -2")
+    _one_line_error(done, "union.workers: expected an integer in [0, 1024], got -2")
 
 
 @pytest.mark.parametrize("listen", ["127.0.0.1:99999", "127.0.0.1:0", "127.0.0.1", "127.0.0.1:x"])
@@ -96,7 +96,7 @@ def test_listen_address_without_a_usable_port(party_dir: Path, listen: str) -> N
     config = _config(party_dir, 1)
     config.write_text(config.read_text().replace('listen = "127.0.0.1:1"',
                                                  f'listen = "{listen}"'), encoding="utf-8")
-    _one_line_error(_serve(config), "needs a port from 1 to 65535")
+    _one_line_error(_serve(config), "listen: expected an address \"host:port\" with a port in 1..65535")
 
 
 def test_port_of_a_live_daemon(party_dir: Path) -> None:

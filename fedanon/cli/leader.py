@@ -46,15 +46,17 @@ def summarize(report: dict, as_json: bool) -> None:
 
 
 def run_leader(args: argparse.Namespace) -> int:
+    from fedanon.tls import insecure_warning
     from leader.config import load_job
     from leader.drbt import DRBTLeaderJob, run_drbt
     from leader.run import run_job
 
     job = load_job(args.config)
     if args.insecure:
-        print("fedanon: WARNING: --insecure: no TLS, no authentication; local experiments only",
-              file=sys.stderr)
+        print(insecure_warning("--insecure"), file=sys.stderr)
         job.tls = None
+    elif job.tls is None:
+        print(insecure_warning(f"{args.config} [tls] insecure = true"), file=sys.stderr)
     if isinstance(job, DRBTLeaderJob):
         report = run_drbt(job)
         rows = [("parties", ", ".join(report["parties"])), ("objects", report["objects"]),

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from fedanon import __version__
-from fedanon.errors import FedanonError
+from fedanon.errors import FedanonError, one_line
 
 COMMAND_MODULES = (
     "fedanon.cli.anonymize",
@@ -50,7 +50,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except FedanonError as exc:
         if args.debug:
             raise
-        print(f"fedanon: error: {exc}", file=sys.stderr)
+        print(f"fedanon: error: {one_line(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("fedanon: interrupted", file=sys.stderr)

@@ -10,6 +10,7 @@ import grpc
 from fedanon.cli.common import print_summary
 from fedanon.errors import FedanonError
 from fedanon.logs import setup_logging
+from fedanon.tls import insecure_warning
 from fedanon.transport import make_channel
 from party.config import PartyConfig
 from protos import fedanon_v1_pb2 as pb
@@ -38,9 +39,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _config(args: argparse.Namespace) -> PartyConfig:
     config = PartyConfig.load(args.config)
     if getattr(args, "insecure", False):
-        print("fedanon: WARNING: --insecure: no TLS, no authentication; local experiments only",
-              file=sys.stderr)
+        print(insecure_warning("--insecure"), file=sys.stderr)
         config = PartyConfig(**{**config.__dict__, "tls": None})
+    elif config.tls is None:
+        print(insecure_warning(f"{args.config} [tls] insecure = true"), file=sys.stderr)
     return config
 
 

@@ -81,7 +81,7 @@ def lkc_section(args: argparse.Namespace) -> dict:
 def run_sim_lkc(args: argparse.Namespace) -> int:
     from leader.config import LeaderJob, spec_from_table
     from leader.run import run_job
-    from leader.sim import federation, split_table
+    from leader.sim import check_job_columns, federation, split_table
 
     if args.dynamic:
         raise FedanonError("--dynamic is not available in distributed mode")
@@ -91,6 +91,7 @@ def run_sim_lkc(args: argparse.Namespace) -> int:
     table = read_table(args.data, args.delimiter)
     taxonomy = load_taxonomy(args.taxonomy, data_columns=list(table.columns))
     spec = spec_from_table(lkc_section(args), taxonomy, "options")
+    check_job_columns(spec, taxonomy, table, args.data)
     if spec.class_column and not spec.class_values:
         values = sorted(table[spec.class_column].astype(str).unique())
         spec = type(spec)(**{**spec.__dict__, "class_values": values})

@@ -49,6 +49,7 @@ from fedanon.schema import SensitiveValue
 from fedanon.taxonomy.files import TaxonomyFile, check_consistency
 from fedanon.taxonomy.outline import format_outline, parse_outline
 from fedanon.taxonomy.tree import Taxonomy
+from fedanon.tomlconfig import read_text_file
 
 _TOP_KEYS = {"qids", "sensitive", "class", "attributes"}
 _ATTRIBUTE_KEYS = {"kind", "tree", "dynamic"}
@@ -57,7 +58,7 @@ _CLASS_KEYS = {"column", "values"}
 
 def read_toml_taxonomy(path: Path) -> TaxonomyFile:
     """Read a taxonomy file in our TOML format."""
-    return parse_toml_taxonomy(Path(path).read_text(encoding="utf-8"), str(path))
+    return parse_toml_taxonomy(read_text_file(Path(path)), str(path))
 
 
 def parse_toml_taxonomy(text: str, source: str) -> TaxonomyFile:

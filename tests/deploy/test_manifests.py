@@ -183,9 +183,11 @@ def relocated_configs(tmp_path: Path) -> Path:
 
     The example configs name files inside the containers (/etc/fedanon/tls/..., /data/...); to
     run fedanon's own loaders on them, every absolute path is re-rooted under tmp_path and the
-    TLS files they name are created (empty: the loaders check only that they exist). The
-    taxonomy is the demo data's, as make-demo-data.sh writes it.
+    TLS files they name are created (a real CA certificate, which the loaders parse; the own
+    certificate and key empty, since the loaders check only that they exist). The taxonomy is
+    the demo data's, as make-demo-data.sh writes it.
     """
+    from crypto.identity import create_ca, save_ca
     from fedanon.synth import hospital_taxonomy_path
 
     root = tmp_path / "root"
@@ -196,8 +198,9 @@ def relocated_configs(tmp_path: Path) -> Path:
         (conf / name).write_text(text.replace('"/', f'"{root}/'))
     shutil.copyfile(hospital_taxonomy_path(), conf / "taxonomy.toml")
     (root / "etc/fedanon/tls").mkdir(parents=True)
-    for name in ("ca.crt", "tls.crt", "tls.key"):
+    for name in ("tls.crt", "tls.key"):
         (root / "etc/fedanon/tls" / name).write_text("")
+    save_ca(create_ca("relocated configs CA"), root / "etc/fedanon/tls")
     return conf
 
 
@@ -247,7 +250,7 @@ def test_job_union_pad_to_is_read_and_checked(tmp_path: Path) -> None:
     job.write_text(text + "\n[union]\npad_to = 5000\n")
     assert load_job(job).union_pad_to == 5000
     job.write_text(text + "\n[union]\npad_to = -1\n")
-    with pytest.raises(FedanonError, match="pad_to must be 0"):
+    with pytest.raises(FedanonError, match=r"union\.pad_to: expected an integer in \[0,"):
         load_job(job)
 
 

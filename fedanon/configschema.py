@@ -1,0 +1,304 @@
+"""Declarative schemas for fedanon's TOML configuration files (job.toml, party.toml).
+
+Why a schema: a configuration read with ``dict.get`` ignores a typo (``pad-to`` ran unpadded),
+turns a wrong type into a traceback deep in the run (``L = "four"``) and accepts nonsense
+(``rpc_seconds = -5``). Each file's shape is written down once as a :class:`Table` of rules;
+:func:`validate` checks a parsed file against it before anything else reads it and ends at the
+first problem with ONE line naming the file, the dotted key and the expected form. Adding a key
+is one line in the schema.
+
+The rules are deliberately few and strict: TOML booleans are not integers, NaN and infinities
+are not numbers, an empty string is not a name or path. A rule also normalizes its value (a
+single string where a list of names is expected becomes a one-item list, never a list of
+letters), so readers of a validated file never re-check types.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from fedanon.errors import FedanonError, one_line
+
+_SHOWN = 40
+
+
+class ConfigError(FedanonError):
+    """A configuration file that does not match its schema (exit code 2)."""
+
+
+def shown(value: object) -> str:
+    """A short one-line rendering of an offending value for an error message."""
+    text = one_line(repr(value))
+    return text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."
+
+
+class Mismatch(Exception):
+    """Raised by a rule: the value does not have the expected form."""
+
+
+class Rule:
+    """One kind of value; `expected` is the form shown to the user when a value does not fit."""
+
+    expected: str = "a value"
+
+    def check(self, value: Any, path: str, source: str) -> Any:
+        """The normalized value, or :class:`Mismatch`."""
+        raise NotImplementedError
+
+
+def _fail(source: str, path: str, expected: str, value: object) -> ConfigError:
+    return ConfigError(f"{source}: {path}: expected {expected}, got {shown(value)}")
+
+
+def _bounds(low: float | None, high: float | None, low_open: bool) -> str:
+    def show(x: float) -> str:
+        return str(x) if isinstance(x, int) else f"{x:g}"
+
+    if low is not None and high is not None:
+        return f" in {'(' if low_open else '['}{show(low)}, {show(high)}]"
+    if low is not None:
+        return f" {'>' if low_open else '>='} {show(low)}"
+    if high is not None:
+        return f" <= {show(high)}"
+    return ""
+
+
+@dataclass(frozen=True)
+class Integer(Rule):
+    """A TOML integer (not a boolean, not a float) within [low, high]."""
+
+    low: int | None = None
+    high: int | None = None
+
+    @property
+    def expected(self) -> str:  # type: ignore[override]
+        return "an integer" + _bounds(self.low, self.high, False)
+
+    def check(self, value: Any, path: str, source: str) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise Mismatch
+        if (self.low is not None and value < self.low) or (
+            self.high is not None and value > self.high
+        ):
+            raise Mismatch
+        return value
+
+
+@dataclass(frozen=True)
+class Number(Rule):
+    """A finite TOML integer or float within the bounds (`low_open`: strictly above `low`)."""
+
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+
+    @property
+    def expected(self) -> str:  # type: ignore[override]
+        return "a number" + _bounds(self.low, self.high, self.low_open)
+
+    def check(self, value: Any, path: str, source: str) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise Mismatch
+        number = float(value) if abs(value) < 1e300 else math.inf
+        if not math.isfinite(number):
+            raise Mismatch
+        if self.low is not None and (number < self.low or (self.low_open and number == self.low)):
+            raise Mismatch
+        if self.high is not None and number > self.high:
+            raise Mismatch
+        return number
+
+
+@dataclass(frozen=True)
+class Flag(Rule):
+    """``true`` or ``false``."""
+
+    expected: str = "true or false"
+
+    def check(self, value: Any, path: str, source: str) -> bool:
+        if not isinstance(value, bool):
+            raise Mismatch
+        return value
+
+
+@dataclass(frozen=True)
+class Text(Rule):
+    """A non-empty single-line string, optionally one of `choices`."""
+
+    choices: tuple[str, ...] = ()
+    what: str = "a non-empty string"
+
+    @property
+    def expected(self) -> str:  # type: ignore[override]
+        if self.choices:
+            return "one of " + ", ".join(f'"{c}"' for c in self.choices)
+        return self.what
+
+    def check(self, value: Any, path: str, source: str) -> str:
+        if not isinstance(value, str) or not value.strip() or "\n" in value or "\0" in value:
+            raise Mismatch
+        if self.choices and value not in self.choices:
+            raise Mismatch
+        return value
+
+
+@dataclass(frozen=True)
+class Address(Rule):
+    """``host:port`` with a port in 1..65535."""
+
+    expected: str = 'an address "host:port" with a port in 1..65535'
+
+    def check(self, value: Any, path: str, source: str) -> str:
+        text = Text().check(value, path, source)
+        host, sep, port = text.rpartition(":")
+        if not sep or not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+            raise Mismatch
+        return text
+
+
+@dataclass(frozen=True)
+class Names(Rule):
+    """A list of non-empty strings without repeats; a single string is a one-item list."""
+
+    min_items: int = 0
+
+    @property
+    def expected(self) -> str:  # type: ignore[override]
+        least = f"at least {self.min_items} " if self.min_items else ""
+        return f'a list of {least}names, e.g. ["a", "b"] (a single "a" is a one-item list)'
+
+    def check(self, value: Any, path: str, source: str) -> list[str]:
+        items = [value] if isinstance(value, str) else value
+        if not isinstance(items, list) or len(items) < self.min_items:
+            raise Mismatch
+        names = [Text().check(item, path, source) for item in items]
+        if len(set(names)) != len(names):
+            raise Mismatch
+        return names
+
+
+@dataclass(frozen=True)
+class Proportion(Rule):
+    """A number in (0, 1]: 0.2, "0.2", "1/5" or "20%"; returned as an exact Fraction."""
+
+    expected: str = 'a number in (0, 1], e.g. 0.2, "0.2", "1/5" or "20%"'
+
+    def check(self, value: Any, path: str, source: str) -> Fraction:
+        if isinstance(value, str):
+            text = value.strip()
+            scale = Fraction(1, 100) if text.endswith("%") else Fraction(1)
+            try:
+                exact = Fraction(text.removesuffix("%").strip()) * scale
+            except (ValueError, ZeroDivisionError):
+                raise Mismatch from None
+        else:
+            number = Number().check(value, path, source)
+            exact = Fraction(str(number))
+        if not 0 < exact <= 1:
+            raise Mismatch
+        return exact
+
+
+@dataclass(frozen=True)
+class TableOf(Rule):
+    """A table whose keys are free names (e.g. column names), each value checked by `value`."""
+
+    value: Rule
+    expected: str = "a table"
+
+    def check(self, value: Any, path: str, source: str) -> dict[str, Any]:
+        if not isinstance(value, dict) or not value:
+            raise Mismatch
+        return {
+            key: check_value(self.value, item, f"{path}.{one_line(key)}", source)
+            for key, item in value.items()
+        }
+
+
+@dataclass(frozen=True)
+class Key:
+    """One key of a table: its rule, whether it is required, its default when absent."""
+
+    rule: Rule
+    required: bool = False
+    default: Any = None
+
+
+@dataclass(frozen=True)
+class Table(Rule):
+    """A TOML table with known keys; unknown keys are errors (a typo must not be ignored).
+
+    An absent key takes its default; an absent sub-table whose default is ``{}`` is validated
+    as an empty table, so its own defaults appear.
+    """
+
+    keys: Mapping[str, Key] = field(default_factory=dict)
+    expected: str = "a table"
+    checks: tuple[Callable[[dict[str, Any], str, str], None], ...] = ()
+
+    def check(self, value: Any, path: str, source: str) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise Mismatch
+        prefix = f"{path}." if path else ""
+        for name in value:
+            if name not in self.keys:
+                raise ConfigError(
+                    f"{source}: unknown key '{prefix}{one_line(name)}'{self._hint(name)}"
+                )
+        out: dict[str, Any] = {}
+        for name, key in self.keys.items():
+            where = f"{prefix}{name}"
+            if name in value:
+                out[name] = check_value(key.rule, value[name], where, source)
+            elif key.required:
+                raise ConfigError(f"{source}: missing key '{where}' ({key.rule.expected})")
+            elif isinstance(key.rule, Table) and isinstance(key.default, dict):
+                out[name] = check_value(key.rule, key.default, where, source)
+            else:
+                out[name] = key.default
+        for extra in self.checks:
+            extra(out, path, source)
+        return out
+
+    def _hint(self, name: str) -> str:
+        close = difflib.get_close_matches(name, list(self.keys), n=1, cutoff=0.6)
+        if close:
+            return f" (did you mean '{close[0]}'?)"
+        return f" (known keys: {', '.join(self.keys)})"
+
+
+@dataclass(frozen=True)
+class Tables(Rule):
+    """An array of tables (``[[parties]]``), at least `min_items` of them."""
+
+    table: Table
+    min_items: int = 1
+
+    @property
+    def expected(self) -> str:  # type: ignore[override]
+        return f"an array of tables ([[...]]) with at least {self.min_items} entry"
+
+    def check(self, value: Any, path: str, source: str) -> list[dict[str, Any]]:
+        if not isinstance(value, list) or len(value) < self.min_items:
+            raise Mismatch
+        return [
+            check_value(self.table, item, f"{path}[{i}]", source) for i, item in enumerate(value)
+        ]
+
+
+def check_value(rule: Rule, value: Any, path: str, source: str) -> Any:
+    """Apply `rule`; a mismatch becomes the one-line error naming file, key and form."""
+    try:
+        return rule.check(value, path, source)
+    except Mismatch:
+        raise _fail(source, path, rule.expected, value) from None
+
+
+def validate(data: dict[str, Any], schema: Table, source: str) -> dict[str, Any]:
+    """The parsed file `data` checked against `schema`, defaults filled in."""
+    return check_value(schema, data, "", source)

@@ -1,0 +1,155 @@
+"""Valid job.toml / party.toml documents and a tiny TOML writer for the configuration tests.
+
+The tests start from a valid document (as a dict), break one thing, write it with
+:func:`toml_text` and feed it to the real readers and the real CLI. The writer emits every table
+inline (``timeouts = {rpc_seconds = 5}``), which is valid TOML and lets any generated value,
+including NaN, infinities, huge integers and control characters, reach the reader intact.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import math
+from pathlib import Path
+from typing import Any
+
+from crypto.identity import create_ca, issue_identity, save_ca, save_identity
+from fedanon.cli.main import main
+from fedanon.synth import generate_hospital, hospital_taxonomy_path
+
+
+def toml_string(text: str) -> str:
+    """A TOML basic string; control characters escaped as \\uXXXX."""
+    out = []
+    for ch in text:
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+def toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        return repr(value)
+    if isinstance(value, str):
+        return toml_string(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return (
+            "{" + ", ".join(f"{toml_string(k)} = {toml_value(v)}" for k, v in value.items()) + "}"
+        )
+    raise TypeError(type(value))
+
+
+def toml_text(doc: dict[str, Any]) -> str:
+    """A whole document, one ``key = value`` line per top-level key."""
+    return "".join(f"{toml_string(k)} = {toml_value(v)}\n" for k, v in doc.items())
+
+
+def make_material(root: Path) -> Path:
+    """Certificates, a small hospital table and nothing else, under `root`."""
+    ca = create_ca("config test CA")
+    save_ca(ca, root / "certs")
+    save_identity(issue_identity(ca, "hospital-a", "party"), root / "certs")
+    save_identity(issue_identity(ca, "leader", "leader"), root / "certs")
+    generate_hospital(60, seed=2).to_csv(root / "a.csv", index=False)
+    return root
+
+
+def tls(material: Path, who: str) -> dict[str, str]:
+    certs = material / "certs"
+    return {
+        "ca": str(certs / "ca.crt"),
+        "cert": str(certs / f"{who}.crt"),
+        "key": str(certs / f"{who}.key"),
+    }
+
+
+def job_doc(material: Path, out_dir: Path) -> dict[str, Any]:
+    """A valid LKC job.toml over three parties."""
+    return {
+        "name": "leader",
+        "taxonomy": str(hospital_taxonomy_path()),
+        "out": str(out_dir / "release.csv"),
+        "report": str(out_dir / "report.json"),
+        "sum_mode": "ring",
+        "lkc": {"L": 4, "K": 20, "C": "0.2", "drop": ["patient_id"]},
+        # port 9 (discard): nothing listens there, so a valid job fails fast and harmlessly
+        "parties": [{"name": f"hospital-{c}", "address": "127.0.0.1:9"} for c in "abc"],
+        "tls": tls(material, "leader"),
+        "timeouts": {"rpc_seconds": 60, "union_seconds": 600},
+        "union": {"workers": 1, "min_records": 4096, "pad_to": 0},
+    }
+
+
+def party_doc(material: Path, out_dir: Path) -> dict[str, Any]:
+    """A valid party.toml with a [policy]."""
+    return {
+        "name": "hospital-a",
+        "listen": "127.0.0.1:9",
+        "data": str(material / "a.csv"),
+        "taxonomy": str(hospital_taxonomy_path()),
+        "leader": "leader",
+        "output_dir": str(out_dir / "out"),
+        "next_hop": {"name": "hospital-b", "address": "127.0.0.1:9"},
+        "tls": tls(material, "hospital-a"),
+        "timeouts": {
+            "rpc_seconds": 60,
+            "lease_seconds": 30,
+            "connect_retries": 5,
+            "backoff_seconds": 0.2,
+            "wait_next_hop_seconds": 0,
+        },
+        "union": {"workers": 1, "min_records": 4096},
+        "policy": {
+            "min_L": 2,
+            "min_K": 5,
+            "max_C": 0.5,
+            "qids": ["age", "sex"],
+            "never_release": ["patient_id"],
+            "job_kinds": ["lkc"],
+            "leader": "leader",
+        },
+    }
+
+
+def snapshot(root: Path) -> dict[str, str]:
+    """Every file under `root` with a hash of its content (to prove nothing was written)."""
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+def run_cli(*argv: str) -> tuple[int, str]:
+    """The real CLI in-process: (exit code, stderr)."""
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = main(list(argv))
+    return code, err.getvalue()
+
+
+def assert_one_line_error(code: int, stderr: str, *needles: str) -> str:
+    """Exit 2, exactly one stderr line, an error line, no traceback; return the line."""
+    lines = stderr.splitlines()
+    assert code == 2, stderr
+    assert "Traceback" not in stderr, stderr
+    assert len(lines) == 1 and lines[0].startswith("fedanon: error: "), stderr
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+    return lines[0]

@@ -1,0 +1,169 @@
+"""The party's privacy floor rule by rule (party/policy.py): each rule refuses exactly the jobs
+on the wrong side of its bound, with one line naming the party and the rule, and accepts the
+bound itself; DRBT jobs meet only the kind, leader and column rules."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from fedanon.synth import generate_hospital
+from party.config import PartyConfig
+from party.policy import JobRequest, Policy, PolicyRefusal, check_job, read_request
+from party.servicer import PartyServicer
+from protos import fedanon_v1_pb2 as pb
+
+COLUMNS = ["patient_id", "age", "sex", "postcode", "diagnosis"]
+
+
+def lkc(
+    L: int = 3,
+    K: int = 10,
+    C: str = "1/2",
+    qids: tuple[str, ...] = ("age", "sex"),
+    drop: tuple[str, ...] = ("patient_id",),
+) -> JobRequest:
+    request = pb.OpenSessionRequest(
+        ref=pb.SessionRef(session_id="ab" * 16),
+        lkc=pb.LKCJob(L=L, K=K, C=C, score="infogain", qids=list(qids), drop_columns=list(drop)),
+        ring=["a", "b", "c"],
+    )
+    job = read_request(request, COLUMNS)
+    assert job is not None
+    return job
+
+
+def drbt(id_column: str = "patient_id") -> JobRequest:
+    request = pb.OpenSessionRequest(
+        ref=pb.SessionRef(session_id="cd" * 16),
+        drbt=pb.DRBTJob(id_column=id_column, matrix="sparse"),
+        ring=["a", "b"],
+    )
+    job = read_request(request, COLUMNS)
+    assert job is not None
+    return job
+
+
+FLOOR = Policy(
+    min_L=2,
+    min_K=5,
+    max_C=Fraction(1, 2),
+    qids=("age", "sex", "postcode"),
+    never_release=("patient_id",),
+    job_kinds=("lkc",),
+    leader="leader",
+)
+
+
+def refusal(policy: Policy, job: JobRequest, caller: str | None = "leader") -> str:
+    with pytest.raises(PolicyRefusal) as refused:
+        check_job(policy, job, "hospital-b", "leader", caller)
+    return str(refused.value)
+
+
+def test_floor_itself_is_accepted() -> None:
+    check_job(FLOOR, lkc(L=2, K=5, C="1/2"), "hospital-b", "leader", "leader")
+
+
+@pytest.mark.parametrize(
+    ("job", "reason"),
+    [
+        (lambda: lkc(L=1), "L=1 below its floor min_L=2"),
+        (lambda: lkc(K=4), "K=4 below its floor min_K=5"),
+        (lambda: lkc(C="0.51"), "C=51/100 above its ceiling max_C=1/2"),
+        (lambda: lkc(qids=("age", "diagnosis")), "QID 'diagnosis' not among its allowed qids"),
+        (
+            lambda: lkc(drop=()),
+            "the job would release column 'patient_id', which it never releases",
+        ),
+        (lambda: drbt(), "job kind 'drbt' not among its job_kinds ['lkc']"),
+    ],
+)
+def test_each_rule_refuses_with_its_reason(job, reason: str) -> None:
+    assert refusal(FLOOR, job()) == f"party hospital-b refused: {reason}"
+
+
+def test_leader_rule_checks_the_callers_certificate_name() -> None:
+    assert (
+        refusal(FLOOR, lkc(L=2, K=5), caller="hospital-a")
+        == "party hospital-b refused: leader 'hospital-a' is not its leader 'leader'"
+    )
+    check_job(FLOOR, lkc(L=2, K=5), "hospital-b", "leader", None)  # --insecure: no identity
+
+
+def test_drbt_meets_only_kind_leader_and_columns() -> None:
+    policy = Policy(min_L=9, min_K=99, max_C=Fraction(1, 100), qids=(), job_kinds=("drbt",))
+    check_job(policy, drbt(), "hospital-b", "leader", "leader")  # no L, K, C, QIDs in DRBT
+    guarded = Policy(never_release=("diagnosis",), job_kinds=("drbt",))
+    assert "column 'diagnosis'" in refusal(guarded, drbt())
+
+
+def test_open_policy_serves_everything() -> None:
+    open_policy = Policy(configured=False)
+    for job in (lkc(L=1, K=1, C="1", drop=()), drbt()):
+        check_job(open_policy, job, "hospital-b", "leader", "leader")
+
+
+def test_first_broken_rule_is_the_one_named() -> None:
+    """L, K and C all below the floor: the message names one rule, on one line."""
+    message = refusal(FLOOR, lkc(L=1, K=1, C="1"))
+    assert message == "party hospital-b refused: L=1 below its floor min_L=2"
+
+
+def test_malformed_c_from_the_wire_is_refused() -> None:
+    with pytest.raises(PolicyRefusal, match="C='abc' is not a number"):
+        lkc(C="abc")
+
+
+def test_canonical_spec_is_sorted_compact_json_and_order_free() -> None:
+    job = lkc(L=2, K=5, C="1/2")
+    assert job.canonical().startswith('{"C":"1/2","K":5,"L":2,"class":null,')
+    assert " " not in job.canonical()
+    assert job.sha256() == lkc(L=2, K=5, C="1/2").sha256()
+    assert job.sha256() != lkc(L=2, K=6, C="1/2").sha256()
+
+
+class _Aborted(Exception):
+    pass
+
+
+class _Context:
+    """What OpenSession's gate uses of a gRPC context (without TLS): abort."""
+
+    def abort(self, code: object, details: str) -> None:
+        raise _Aborted(code, details)
+
+
+def test_refusal_is_the_same_whatever_the_data() -> None:
+    """The leakage claim for policy refusals: a party's answer to a below-floor job depends on
+    the request, its policy and its column names only; two tables with other records give the
+    same refusal, and neither party's state changes."""
+    config = PartyConfig(
+        name="hospital-b",
+        listen="127.0.0.1:9",
+        data=Path("unused.csv"),
+        taxonomy=None,
+        leader="leader",
+        next_hop=None,
+        tls=None,
+        policy=FLOOR,
+    )
+    request = pb.OpenSessionRequest(
+        ref=pb.SessionRef(session_id="ef" * 16),
+        lkc=pb.LKCJob(
+            L=2, K=1, C="1/2", score="infogain", qids=["age"], drop_columns=["patient_id"]
+        ),
+        ring=["hospital-a", "hospital-b", "hospital-c"],
+    )
+    answers = []
+    for seed, rows in ((1, 50), (2, 400)):
+        servicer = PartyServicer(config, generate_hospital(rows, seed=seed), None, None, None, None)
+        with pytest.raises(_Aborted) as refused:
+            servicer.OpenSession(request, _Context())
+        answers.append(refused.value.args)
+        assert servicer.session is None and servicer.last_error == ""
+        assert servicer.sessions_served == 0
+    assert answers[0] == answers[1]
+    assert answers[0][1] == "party hospital-b refused: K=1 below its floor min_K=5"
