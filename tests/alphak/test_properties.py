@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from fractions import Fraction
 
 import numpy as np
 import pandas as pd
@@ -43,15 +44,10 @@ def _release_or_infeasible(table: pd.DataFrame, method: str, alpha: str, k: int,
         return anonymize_alpha_k(table, QIDS, SENSITIVE, alpha, k, method, taxonomies(), seed)
     except InfeasibleError:
         counts = Counter(table[SENSITIVE])
-        feasible_ak = len(table) >= k and max(counts.values()) * 1 <= float_frac(alpha) * len(table)
+        feasible_ak = len(table) >= k and max(counts.values()) <= Fraction(alpha) * len(table)
         # Only Anatomy may refuse a table that is (alpha,k) as a whole (its n/l condition).
         assert method == "anatomy" or not feasible_ak
         return None
-
-
-def float_frac(text: str) -> float:
-    num, _, den = text.partition("/")
-    return float(num) / float(den or 1)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
