@@ -4,7 +4,9 @@
 
 Average relative error of 1000 COUNT queries on Alpha(Lossy), Anatomy, Alpha (local recoding)
 and global recoding, at the paper's default (qd = 4, s = 0.05, d = 8, n = 45,222, k = 2,
-alpha = 0.33) and along each axis the paper varies (qd, s, d, n), plus a k x alpha grid.
+alpha = 0.33) and along each axis the paper varies (qd, s, d, n), plus a k x alpha grid
+(k up to 7: with l = max(k, ceil(1/alpha)) = 10 Anatomy is infeasible on Adult, whose most
+frequent occupation holds 13.3% > 1/10 of the rows).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ QD_VALUES = (1, 2, 3, 4, 5, 6)
 S_VALUES = (0.01, 0.03, 0.05, 0.07, 0.1)
 D_VALUES = (4, 5, 6, 7, 8)
 N_VALUES = (10_000, 20_000, 30_000, 45_222)
-GRID = [(k, alpha) for k in (2, 5, 10) for alpha in ("0.25", "0.33", "0.5")]
+GRID = [(k, alpha) for k in (2, 5, 7) for alpha in ("0.25", "0.33", "0.5")]
 
 
 def _row(label: str, point: dict, names: list[str]) -> str:

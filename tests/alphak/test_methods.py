@@ -222,3 +222,13 @@ def test_pair_check_refuses_tables_that_are_not_one_release() -> None:
     result = check_pair(nss, ss_ok, SENSITIVE, "0.5", 2)
     assert not result.ok and result.first_violation["breaks"] == "alpha"
     assert result.first_violation["class"] == {"ClassID": "x"}
+
+
+def test_information_loss_of_the_example_by_hand() -> None:
+    # Loss metric per cell (leaves covered - 1) / (leaves - 1): white-collar 1/3, birth '*' 1,
+    # a leaf 0, job '*' 1. Classes (white,*,4350) and (blue,*,4350): 4/3 per row; (*,1955,5432):
+    # 1 per row. Mean over 6 rows x 3 QIDs: (4 * 4/3 + 2 * 1) / 18 = 22/54.
+    release = anonymize_alpha_k(TABLE1, QIDS, SENSITIVE, "0.5", 2, "local", taxonomies(), 1)
+    assert release.report["information_loss"] == round(22 / 54, 6)
+    lossy = anonymize_alpha_k(TABLE1, QIDS, SENSITIVE, "0.5", 2, "lossy-join", taxonomies(), 1)
+    assert lossy.report["information_loss"] == 0.0
