@@ -35,9 +35,7 @@ def add_anonymize_alpha_k(methods: argparse._SubParsersAction) -> None:
     _add_columns(parser)
     parser.add_argument("--alpha", default="0.33", help="max share of a value, in (0, 1]")
     parser.add_argument("--k", type=int, default=2, help="minimum class size (default 2)")
-    parser.add_argument(
-        "--method", choices=("global", "local", *PAIR_METHODS), default="local"
-    )
+    parser.add_argument("--method", choices=("global", "local", *PAIR_METHODS), default="local")
     parser.add_argument("--taxonomy", help="QID taxonomies: .toml, .hchy or ARX csv dir")
     parser.add_argument("--seed", type=int, help="reproducible run (default: secret random)")
     parser.add_argument("--out", help="generalized table (global, local)")
@@ -79,10 +77,20 @@ def add_evaluate_queries(kinds: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--data", required=True, help="the raw table")
     _add_columns(parser)
-    parser.add_argument("--release", action="append", default=[], metavar="[NAME=]PATH",
-                        help="generalized (or directly queried) table; repeatable")
-    parser.add_argument("--nss", action="append", default=[], metavar="[NAME=]PATH",
-                        help="NSS table; repeatable, paired with --ss in order")
+    parser.add_argument(
+        "--release",
+        action="append",
+        default=[],
+        metavar="[NAME=]PATH",
+        help="generalized (or directly queried) table; repeatable",
+    )
+    parser.add_argument(
+        "--nss",
+        action="append",
+        default=[],
+        metavar="[NAME=]PATH",
+        help="NSS table; repeatable, paired with --ss in order",
+    )
     parser.add_argument("--ss", action="append", default=[], metavar="PATH", help="SS table")
     parser.add_argument("--taxonomy", help="taxonomy naming the generalized values")
     parser.add_argument("--qd", type=int, default=4, help="QIDs per query (default 4)")
