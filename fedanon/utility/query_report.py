@@ -123,7 +123,9 @@ def plot_query_errors(report: Mapping[str, object], path: str | os.PathLike[str]
         axes.set(
             xlabel=axis, ylabel="average relative error", title=f"error against {axis} ({fixed})"
         )
-        axes.set_yscale("log")
+        # Errors of different methods span decades; a log axis cannot show a zero (raw table).
+        if all(p[name]["average_relative_error"] > 0 for p in points for name in names):
+            axes.set_yscale("log")
         if axis == "qd":
             axes.xaxis.set_major_locator(MaxNLocator(integer=True))
         axes.grid(True, alpha=0.3)
