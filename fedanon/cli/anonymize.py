@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from fedanon.cli.alphak import add_anonymize_alpha_k
 from fedanon.cli.common import print_summary, split_list, step_progress, write_json
 from fedanon.cli.drbt import add_anonymize_drbt
 from fedanon.lkc.api import PRESETS, anonymize_lkc, build_schema, parse_sensitive, resolve_params
@@ -44,6 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     lkc.add_argument("--quiet", action="store_true", help="no progress display")
     lkc.set_defaults(handler=run_lkc)
     add_anonymize_drbt(methods)
+    add_anonymize_alpha_k(methods)
 
 
 def run_lkc(args: argparse.Namespace) -> int:

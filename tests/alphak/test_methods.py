@@ -1,0 +1,234 @@
+"""The four (alpha,k) methods on the paper's example and on hand-sized tables."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fedanon.algorithms.alphak.anatomy import anatomy_groups, diversity_for
+from fedanon.algorithms.alphak.api import anonymize_alpha_k
+from fedanon.algorithms.alphak.local_recoding import plan_split
+from fedanon.algorithms.alphak.params import AlphaK
+from fedanon.errors import FedanonError, InfeasibleError
+from fedanon.models.alpha_k import check_generalized, check_pair
+from fedanon.utility.queries import CountQuery, QueryWorkload
+from tests.alphak.example import QIDS, SENSITIVE, TABLE1, taxonomies
+
+
+def _rows(table: pd.DataFrame) -> set[tuple[str, ...]]:
+    return {tuple(r) for r in table[[*QIDS, SENSITIVE]].astype(str).itertuples(index=False)}
+
+
+def test_local_recoding_reproduces_the_papers_table_3() -> None:
+    # Worked by hand: the root splits on postcode (all 6 records stay in satisfying children;
+    # job keeps 0, birth keeps 2); 4350 splits on job into white-/blue-collar pairs; 5432
+    # splits on birth (both records born 1955); nothing can be specialized further.
+    release = anonymize_alpha_k(TABLE1, QIDS, SENSITIVE, "0.5", 2, "local", taxonomies(), seed=1)
+    assert release.table is not None
+    assert _rows(release.table) == {
+        ("white-collar", "*", "4350", "HIV"),
+        ("white-collar", "*", "4350", "flu"),
+        ("*", "1955", "5432", "flu"),
+        ("*", "1955", "5432", "fever"),
+        ("blue-collar", "*", "4350", "flu"),
+        ("blue-collar", "*", "4350", "fever"),
+    }
+    # Each record keeps its own sensitive value and stays in its row.
+    assert release.table[SENSITIVE].tolist() == TABLE1[SENSITIVE].tolist()
+    assert release.report["classes"] == 3
+    assert release.report["min_class_size"] == 2
+    assert release.report["max_share"] == 0.5
+
+
+def test_lossy_join_of_the_example_is_tables_5_and_6() -> None:
+    release = anonymize_alpha_k(TABLE1, QIDS, SENSITIVE, "0.5", 2, "lossy-join", taxonomies(), 1)
+    nss, ss = release.nss, release.ss
+    assert nss is not None and ss is not None
+    assert list(nss.columns) == [*QIDS, "ClassID"]
+    assert list(ss.columns) == ["ClassID", SENSITIVE]
+    bags = {
+        frozenset(map(tuple, nss.loc[nss.ClassID == c, QIDS].to_numpy().tolist())): sorted(
+            ss.loc[ss.ClassID == c, SENSITIVE]
+        )
+        for c in nss.ClassID.unique()
+    }
+    assert bags == {
+        frozenset({("clerk", "1975", "4350"), ("manager", "1955", "4350")}): ["HIV", "flu"],
+        frozenset({("clerk", "1955", "5432"), ("factory worker", "1955", "5432")}): [
+            "fever",
+            "flu",
+        ],
+        frozenset({("factory worker", "1975", "4350"), ("technical supporter", "1940", "4350")}): [
+            "fever",
+            "flu",
+        ],
+    }
+
+
+def test_query_estimates_on_the_example_by_hand() -> None:
+    """COUNT(job = clerk AND illness = HIV): act 1; lossy join 1/2; generalized table 1/2."""
+    domains = {
+        "job": np.array(["clerk", "factory worker", "manager", "technical supporter"]),
+        "birth": np.array(["1940", "1955", "1975"]),
+        "postcode": np.array(["4350", "5432"]),
+        SENSITIVE: np.array(["HIV", "fever", "flu"]),
+    }
+    query = CountQuery(("job",), (np.array([0]),), np.array([0]))
+    wl = QueryWorkload(tuple(QIDS), SENSITIVE, 1, 0.5, 0, domains, [query], np.array([1]))
+    lossy = anonymize_alpha_k(TABLE1, QIDS, SENSITIVE, "0.5", 2, "lossy-join", taxonomies(), 1)
+    local = anonymize_alpha_k(TABLE1, QIDS, SENSITIVE, "0.5", 2, "local", taxonomies(), 1)
+    # Lossy join: class {clerk 1975, manager 1955} has 1 clerk and 1 HIV of 2 -> 1 * 1 / 2;
+    # class {clerk 1955, factory worker 1955} has 1 clerk and no HIV -> 0.
+    assert wl.estimate_lossy_join(lossy.nss, lossy.ss)[0] == pytest.approx(0.5)
+    # Generalized: the HIV row is (white-collar, *, 4350): clerk is 1 of its 2 jobs -> 1/2.
+    assert wl.estimate_generalized(local.table, taxonomies())[0] == pytest.approx(0.5)
+
+
+def test_global_recoding_uses_one_cut_for_every_record() -> None:
+    release = anonymize_alpha_k(TABLE1, QIDS, SENSITIVE, "0.5", 2, "global", taxonomies(), 1)
+    assert release.table is not None
+    assert check_generalized(release.table, QIDS, SENSITIVE, "0.5", 2).ok
+    # Full-domain recoding: a value generalized once is generalized in every record, so no raw
+    # value shares a column with one of its own ancestors.
+    for column in QIDS:
+        tax = taxonomies()[column]
+        released = set(release.table[column])
+        for value in released:
+            node = tax.labels.index(value)
+            ancestors = set()
+            while tax.parent[node] >= 0:
+                node = tax.parent[node]
+                ancestors.add(tax.labels[node])
+            assert not ancestors & released
+
+
+def test_plan_split_moves_back_the_value_the_parent_lacks() -> None:
+    # Values (HIV, flu, fever, cold). Child 0 = {HIV} violates k = 2 and goes back; the parent
+    # {HIV} then violates. The largest satisfying child (child 1: flu 2, fever 2, cold 1) can
+    # spare any one record and stay (0.5, 2); flu, fever and cold are all absent at the parent,
+    # so the first of them, flu, moves back. Child 2 (size 2) cannot spare a record.
+    counts = np.array([[1, 0, 0, 0], [0, 2, 2, 1], [0, 1, 1, 0]])
+    plan = plan_split(counts, AlphaK.of("0.5", 2))
+    assert plan is not None
+    satisfying, moved = plan
+    assert satisfying.tolist() == [False, True, True]
+    assert moved.tolist() == [[0, 0, 0, 0], [0, 1, 0, 0], [0, 0, 0, 0]]
+
+
+def test_plan_split_gives_up_when_no_child_can_spare_a_record() -> None:
+    counts = np.array([[1, 0], [1, 1]])
+    assert plan_split(counts, AlphaK.of("0.5", 2)) is None
+
+
+def test_anatomy_groups_by_hand() -> None:
+    # alpha 1/2, k 2 -> l = 2. Buckets a:3, b:2, c:1 -> groups {a,b}, {a,b}, {a,c}.
+    codes = np.array([0, 0, 0, 1, 1, 2])
+    groups = anatomy_groups(codes, 3, AlphaK.of("0.5", 2), seed=3)
+    members = sorted(sorted(codes[groups == g].tolist()) for g in np.unique(groups))
+    assert members == [[0, 1], [0, 1], [0, 2]]
+
+
+def test_anatomy_residue_joins_groups_without_its_value() -> None:
+    # l = 3 on a:2, b:2, c:2, d:1 -> groups {a,b,c} twice, d left over joins one of them.
+    codes = np.array([0, 0, 1, 1, 2, 2, 3])
+    groups = anatomy_groups(codes, 4, AlphaK.of("1/3", 3), seed=0)
+    sizes = sorted(np.bincount(groups).tolist())
+    assert sizes == [3, 4]
+    for g in np.unique(groups):
+        assert len(set(codes[groups == g])) == int(np.sum(groups == g))
+
+
+def test_anatomy_diversity_parameter() -> None:
+    assert diversity_for(AlphaK.of("0.33", 2)) == 4
+    assert diversity_for(AlphaK.of("1/3", 2)) == 3
+    assert diversity_for(AlphaK.of("0.5", 5)) == 5
+
+
+def test_anatomy_infeasible_beyond_n_over_l() -> None:
+    # (1, 3) holds for the whole table, but 3 of 6 records share a value and 3 * l > 6.
+    table = TABLE1.assign(illness=["a", "a", "a", "b", "c", "d"])
+    with pytest.raises(InfeasibleError, match="Anatomy infeasible"):
+        anonymize_alpha_k(table, QIDS, SENSITIVE, "1", 3, "anatomy", None, 0)
+
+
+def test_seed_makes_local_recoding_deterministic() -> None:
+    rng = np.random.default_rng(0)
+    table = pd.DataFrame(
+        {
+            "job": rng.choice(["clerk", "manager", "factory worker", "technical supporter"], 300),
+            "birth": rng.choice(["1940", "1955", "1975"], 300),
+            "postcode": rng.choice(["4350", "5432"], 300),
+            "illness": rng.choice(["HIV", "flu", "fever", "cold"], 300),
+        }
+    )
+    a = anonymize_alpha_k(table, QIDS, SENSITIVE, "0.4", 3, "local", taxonomies(), seed=5)
+    b = anonymize_alpha_k(table, QIDS, SENSITIVE, "0.4", 3, "local", taxonomies(), seed=5)
+    pd.testing.assert_frame_equal(a.table, b.table)
+    assert a.report["seed"] == 5
+
+
+@pytest.mark.parametrize(
+    ("alpha", "k", "sensitive", "message"),
+    [
+        ("0", 2, SENSITIVE, "alpha must be in"),
+        ("1.2", 2, SENSITIVE, "alpha must be in"),
+        ("x", 2, SENSITIVE, "alpha must be a number"),
+        ("0.5", 0, SENSITIVE, "k must be"),
+        ("0.5", 2, "job", "also a QID"),
+        ("0.3", 2, SENSITIVE, "infeasible"),
+        ("0.5", 7, SENSITIVE, "fewer than k"),
+    ],
+)
+def test_bad_parameters_are_one_line_errors(
+    alpha: str, k: int, sensitive: str, message: str
+) -> None:
+    for method in ("global", "local", "lossy-join", "anatomy"):
+        with pytest.raises(FedanonError, match=message) as info:
+            anonymize_alpha_k(TABLE1, QIDS, sensitive, alpha, k, method, taxonomies(), 0)
+        assert "\n" not in str(info.value)
+
+
+def test_checks_find_the_breaking_class() -> None:
+    table = TABLE1.assign(job="*", birth="*", postcode=["a", "a", "b", "b", "b", "c"])
+    result = check_generalized(table, QIDS, SENSITIVE, "0.5", 2)
+    assert not result.ok
+    # Class b = {flu, fever, flu} breaks alpha (2/3), class c = {fever} breaks k.
+    assert result.violations == 2 and result.min_class_size == 1
+    assert result.first_violation == {
+        "class": {"job": "*", "birth": "*", "postcode": "b"},
+        "size": 3,
+        "largest_share": "2/3",
+        "breaks": "alpha",
+    }
+    assert check_generalized(table, QIDS, SENSITIVE, "1", 1).ok
+    # Exactly at the bound passes: class b is {flu, fever, flu} -> 2/3, class a is now
+    # {HIV, flu, fever} -> 1/3.
+    merged = table.assign(postcode=["a", "a", "b", "b", "b", "a"])
+    assert check_generalized(merged, QIDS, SENSITIVE, "2/3", 3).ok
+    assert check_generalized(merged, QIDS, SENSITIVE, "2/3", 3).max_share == Fraction(2, 3)
+    assert not check_generalized(merged, QIDS, SENSITIVE, "0.66", 3).ok
+    assert not check_generalized(merged, QIDS, SENSITIVE, "2/3", 4).ok
+
+
+def test_pair_check_refuses_tables_that_are_not_one_release() -> None:
+    nss = pd.DataFrame({"job": ["a", "b", "c", "d"], "ClassID": ["x", "x", "y", "y"]})
+    ss = pd.DataFrame({"ClassID": ["x", "y", "y", "y"], SENSITIVE: ["p", "q", "r", "s"]})
+    with pytest.raises(FedanonError, match="disagree"):
+        check_pair(nss, ss, SENSITIVE, "0.5", 2)
+    ss_ok = ss.assign(ClassID=["x", "x", "y", "y"], illness=["p", "p", "q", "r"])
+    result = check_pair(nss, ss_ok, SENSITIVE, "0.5", 2)
+    assert not result.ok and result.first_violation["breaks"] == "alpha"
+    assert result.first_violation["class"] == {"ClassID": "x"}
+
+
+def test_information_loss_of_the_example_by_hand() -> None:
+    # Loss metric per cell (leaves covered - 1) / (leaves - 1): white-collar 1/3, birth '*' 1,
+    # a leaf 0, job '*' 1. Classes (white,*,4350) and (blue,*,4350): 4/3 per row; (*,1955,5432):
+    # 1 per row. Mean over 6 rows x 3 QIDs: (4 * 4/3 + 2 * 1) / 18 = 22/54.
+    release = anonymize_alpha_k(TABLE1, QIDS, SENSITIVE, "0.5", 2, "local", taxonomies(), 1)
+    assert release.report["information_loss"] == round(22 / 54, 6)
+    lossy = anonymize_alpha_k(TABLE1, QIDS, SENSITIVE, "0.5", 2, "lossy-join", taxonomies(), 1)
+    assert lossy.report["information_loss"] == 0.0

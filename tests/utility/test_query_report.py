@@ -1,0 +1,59 @@
+"""The multi-release query report: shared workloads, sweeps, naming rules, the chart."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from fedanon.errors import FedanonError
+from fedanon.utility.query_report import QueryRelease, evaluate_releases, plot_query_errors
+
+RAW = pd.DataFrame(
+    {
+        "a": list("xxyyzzxy"),
+        "b": list("12121212"),
+        "s": list("pqpqrrpq"),
+    }
+)
+
+
+def test_raw_table_scores_zero_and_a_blank_release_does_not() -> None:
+    blank = RAW.assign(a="*", b="*")
+    pair_nss = RAW[["a", "b"]].assign(ClassID="c")
+    pair_ss = RAW[["s"]].assign(ClassID="c")
+    report = evaluate_releases(
+        RAW,
+        [
+            QueryRelease("raw", table=RAW),
+            QueryRelease("blank", table=blank),
+            QueryRelease("one class", nss=pair_nss, ss=pair_ss),
+        ],
+        ["a", "b"],
+        "s",
+        qd=1,
+        s=0.3,
+        n_queries=40,
+        seed=2,
+        qd_values=[1, 2],
+        s_values=[0.3, 0.6],
+    )
+    assert report["releases"] == ["raw", "blank", "one class"]
+    assert report["default"]["raw"]["average_relative_error"] == 0.0
+    assert report["default"]["blank"]["average_relative_error"] > 0.0
+    assert report["default"]["one class"]["average_relative_error"] > 0.0
+    assert [p["qd"] for p in report["by_qd"]] == [1, 2]
+    assert [p["s"] for p in report["by_s"]] == [0.3, 0.6]
+
+
+def test_names_must_be_unique_and_releases_given() -> None:
+    with pytest.raises(FedanonError, match="share a name"):
+        evaluate_releases(RAW, [QueryRelease("x", RAW), QueryRelease("x", RAW)], ["a"], "s", 1)
+    with pytest.raises(FedanonError, match="no release"):
+        evaluate_releases(RAW, [], ["a"], "s", 1)
+
+
+def test_chart_is_a_png_even_with_zero_errors(tmp_path) -> None:
+    releases = [QueryRelease("raw", RAW), QueryRelease("blank", RAW.assign(a="*", b="*"))]
+    report = evaluate_releases(RAW, releases, ["a", "b"], "s", 1, 0.3, 10, 0, qd_values=[1, 2])
+    plot_query_errors(report, tmp_path / "c.png")
+    assert (tmp_path / "c.png").read_bytes()[:4] == b"\x89PNG"
