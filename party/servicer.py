@@ -29,8 +29,10 @@ from fedanon.lkc.jobspec import LKCJobSpec
 from fedanon.taxonomy.files import TaxonomyFile
 from fedanon.transport import peer_name
 from fedanon.wire import from_vector
+from party import randomize as randomize_job
 from party.config import PartyConfig
 from party.drbt_session import DRBTSession
+from party.randomize import RandomizeSession
 from party.session import PartySession, ProtocolError
 from party.union import UnionRole, measured_size, record_bytes
 from protos import fedanon_v1_pb2 as pb
@@ -39,6 +41,8 @@ from protos import fedanon_v1_pb2_grpc as pb_grpc
 log = logging.getLogger(__name__)
 
 ForwardStub = Callable[[], pb_grpc.PartyStub]
+# Session kinds that run the ring protocol: secure sum, key sharing and the secure set union.
+RING_SESSIONS = (PartySession, RandomizeSession)
 
 
 class PartyServicer(pb_grpc.PartyServicer):
@@ -147,6 +151,8 @@ class PartyServicer(pb_grpc.PartyServicer):
                 self.session = None
             if request.WhichOneof("job") == "drbt":
                 return self._open_drbt(request, context)
+            if request.WhichOneof("job") == "randomize":
+                return randomize_job.open_session(self, request, context)
             try:
                 if request.WhichOneof("job") != "lkc":
                     raise FedanonError("unsupported job type")
@@ -211,11 +217,12 @@ class PartyServicer(pb_grpc.PartyServicer):
         return reply
 
     def _of_kind(self, context: grpc.ServicerContext, ref: pb.SessionRef,
-                 kind: type) -> PartySession | DRBTSession:
+                 kind: type | tuple[type, ...]) -> PartySession | DRBTSession:
         session = self._current(context, ref)
         if not isinstance(session, kind):
+            names = " or ".join(k.__name__ for k in (kind if isinstance(kind, tuple) else (kind,)))
             self._fail(context, grpc.StatusCode.FAILED_PRECONDITION,
-                       f"session {ref.session_id[:12]} is not a {kind.__name__} job")
+                       f"session {ref.session_id[:12]} is not a {names} job")
         return session
 
     def Ids(self, request: pb.IdsRequest, context: grpc.ServicerContext):
@@ -261,9 +268,15 @@ class PartyServicer(pb_grpc.PartyServicer):
                  extra={"session": session.session_id[:12]})
         return pb.AssignReply()
 
+    def Randomize(self, request: pb.RandomizeRequest, context: grpc.ServicerContext):
+        self._authorize(context, {self.config.leader})
+        session = self._of_kind(context, request.ref, RandomizeSession)
+        session.touch()
+        return randomize_job.randomize(self, session, request, context)
+
     def ShareKeys(self, request: pb.ShareKeysRequest, context: grpc.ServicerContext):
         self._authorize(context, {self.config.leader})
-        session = self._of_kind(context, request.ref, PartySession)
+        session = self._of_kind(context, request.ref, RING_SESSIONS)
         session.touch()
         sid = bytes.fromhex(session.session_id)
         try:
@@ -279,7 +292,7 @@ class PartyServicer(pb_grpc.PartyServicer):
         return pb.ShareKeysReply()
 
     def Sum(self, request: pb.SumRequest, context: grpc.ServicerContext):
-        session = self._of_kind(context, request.ref, PartySession)
+        session = self._of_kind(context, request.ref, RING_SESSIONS)
         pairwise = session.sum_mode == pb.SUM_MODE_PAIRWISE
         first = pairwise or session.predecessor is None
         self._authorize(context, {self.config.leader} if first else {session.predecessor})
@@ -315,14 +328,14 @@ class PartyServicer(pb_grpc.PartyServicer):
         return reply
 
     def Union(self, request: pb.UnionRequest, context: grpc.ServicerContext):
-        session = self._of_kind(context, request.ref, PartySession)
+        session = self._of_kind(context, request.ref, RING_SESSIONS)
         from_leader = request.phase != pb.UNION_PHASE_STRIP or session.predecessor is None
         self._authorize(context, {self.config.leader} if from_leader else {session.predecessor})
         session.touch()
         session.bytes_received += request.ByteSize()
         try:
             session.check_ref(request.ref)
-            records = record_bytes(session.local.generalized_table())
+            records = record_bytes(session.release_table())
             if request.phase == pb.UNION_PHASE_MEASURE:
                 return pb.UnionReply(record_size=measured_size(records))
             ctx = session.union.context(bytes.fromhex(session.session_id),

@@ -85,6 +85,10 @@ class PartySession(SessionBase):
         """The previous party in the ring, or None for the first one (called by the leader)."""
         return self.ring[self.position - 1] if self.position > 0 else None
 
+    def release_table(self) -> pd.DataFrame:
+        """What this party contributes to the union: its generalized records."""
+        return self.local.generalized_table()
+
     def check_ref(self, ref: pb.SessionRef, iteration: int | None = None) -> None:
         """Reject a message for another session or an unexpected iteration."""
         if ref.session_id != self.session_id:
