@@ -29,6 +29,16 @@ Example::
     #   k_dims = 0                   # per party; 0 = ceil(d_i / 2)
     #   clusters = 3
     #   send_assignment = true
+    # A randomization job (RA / enhanced RA) has a [randomize] section instead:
+    #   [randomize]
+    #   qids = ["age", "sex"]
+    #   method = "ra"                # or "enhanced"
+    #   attrs = 2                    # enhanced: attributes redrawn per record
+    #   p = "optimal"                # ra: "uniform", "optimal" or [0.6, 0.4]
+    #   keep_at_parties = false      # true: no union, each party keeps its randomized table
+    #   [randomize.domains]          # the agreed domain of every QID (histogram order)
+    #   age = ["17", "18", "19"]
+    #   sex = ["Female", "Male"]
     [timeouts]
     rpc_seconds = 60                 # deadline of each call (a ring sum gets +25% per party)
     union_seconds = 600              # deadline of a union phase (encryption of every record)
@@ -60,6 +70,7 @@ from party.config import Hop, union_parallelism
 
 if TYPE_CHECKING:
     from leader.drbt import DRBTLeaderJob
+    from leader.randomize import RandomizeLeaderJob
 
 SUM_MODES = ("ring", "pairwise")
 
@@ -150,12 +161,51 @@ def load_drbt_job(data: dict[str, Any], base: Path, where: str) -> DRBTLeaderJob
     return job
 
 
-def load_job(path: str | Path) -> LeaderJob | DRBTLeaderJob:
-    """Read job.toml: an LKC job ([lkc] section) or a vertical DRBT job ([drbt] section)."""
+def load_randomize_job(data: dict[str, Any], base: Path, where: str) -> RandomizeLeaderJob:
+    """A job.toml with a [randomize] section: QIDs, their agreed domains, method, p or k."""
+    from fedanon.algorithms.randomization.jobspec import RandomizeSpec
+    from leader.randomize import RandomizeLeaderJob
+
+    section = data["randomize"]
+    here = f"{where} [randomize]"
+    qids = [str(q) for q in need(section, "qids", here)]
+    domains = section.get("domains", {})
+    missing = [q for q in qids if q not in domains]
+    if missing:
+        raise FedanonError(f"{here}.domains: no agreed domain for QID '{missing[0]}'")
+    p = section.get("p", "uniform")
+    spec = RandomizeSpec(tuple(qids), tuple(tuple(str(v) for v in domains[q]) for q in qids),
+                         str(section.get("method", "ra")),
+                         None if section.get("attrs") is None else int(section["attrs"]),
+                         p if isinstance(p, str) else tuple(float(x) for x in p),
+                         bool(section.get("keep_at_parties", False)))
+    timeouts = data.get("timeouts", {})
+    job = RandomizeLeaderJob(
+        parties=_parties(data, where),
+        tls=TLSFiles.from_config(data.get("tls"), base, where),
+        spec=spec,
+        out=resolve(base, data.get("out")),
+        report=resolve(base, data.get("report")),
+        name=str(data.get("name", "leader")),
+        sum_mode=str(data.get("sum_mode", "ring")),
+        allow_two_parties=bool(data.get("allow_two_parties", False)),
+        rpc_seconds=float(timeouts.get("rpc_seconds", 60.0)),
+        union_seconds=float(timeouts.get("union_seconds", 600.0)),
+        union_parallelism=union_parallelism(data, where),
+        union_pad_to=int(data.get("union", {}).get("pad_to", 0)),
+    )
+    job.check()
+    return job
+
+
+def load_job(path: str | Path) -> LeaderJob | DRBTLeaderJob | RandomizeLeaderJob:
+    """Read job.toml: an LKC job ([lkc]), a vertical DRBT job ([drbt]) or randomization."""
     data, base = read_toml(path)
     where = str(path)
     if "drbt" in data:
         return load_drbt_job(data, base, where)
+    if "randomize" in data:
+        return load_randomize_job(data, base, where)
     taxonomy = load_taxonomy(resolve(base, str(need(data, "taxonomy", where))))  # type: ignore[arg-type]
     parties = _parties(data, where)
     job = LeaderJob(

@@ -46,7 +46,7 @@ def summarize(report: dict, as_json: bool) -> None:
 
 
 def run_leader(args: argparse.Namespace) -> int:
-    from leader.config import load_job
+    from leader.config import LeaderJob, load_job
     from leader.drbt import DRBTLeaderJob, run_drbt
     from leader.run import run_job
 
@@ -55,6 +55,10 @@ def run_leader(args: argparse.Namespace) -> int:
         print("fedanon: WARNING: --insecure: no TLS, no authentication; local experiments only",
               file=sys.stderr)
         job.tls = None
+    if not isinstance(job, DRBTLeaderJob | LeaderJob):
+        from fedanon.cli.randomize import run_leader_randomize
+
+        return run_leader_randomize(job, args.json)
     if isinstance(job, DRBTLeaderJob):
         report = run_drbt(job)
         rows = [("parties", ", ".join(report["parties"])), ("objects", report["objects"]),

@@ -214,6 +214,22 @@ def run_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_leader_randomize(job: Any, as_json: bool) -> int:
+    """``fedanon leader run`` with a [randomize] job.toml."""
+    from leader.randomize import run_randomize
+
+    report = run_randomize(job)
+    rows = [
+        ("parties", ", ".join(report["parties"])),
+        ("sum mode", report["sum_mode"]),
+        *_summary_rows(report),
+        ("seconds", report["seconds"]),
+        ("output", report["output"] or "kept at the parties"),
+    ]
+    print_summary("fedanon distributed randomization", rows, report if as_json else None)
+    return 0
+
+
 def run_sim(args: argparse.Namespace) -> int:
     """Split, run the federation, and compare its plan with the centralized one on the union."""
     import numpy as np
