@@ -91,6 +91,19 @@ def add_evaluate_randomization(kinds: argparse._SubParsersAction) -> None:
     parser.add_argument("--queries", type=int, default=1000, help="COUNT queries (default 1000)")
     parser.add_argument("--qd", type=int, default=4, help="QIDs per query (default 4)")
     parser.add_argument("--s", type=float, default=0.05, help="query selectivity (default 0.05)")
+    parser.add_argument(
+        "--rule-support",
+        type=float,
+        default=0.08,
+        help="association rules: minimum support (default 0.08)",
+    )
+    parser.add_argument(
+        "--rule-confidence",
+        type=float,
+        default=0.15,
+        help="association rules: minimum confidence (default 0.15)",
+    )
+    parser.add_argument("--no-rules", action="store_true", help="skip the rule recovery")
     parser.add_argument("--report", help="JSON report path")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.set_defaults(handler=run_evaluate)
@@ -208,6 +221,16 @@ def run_evaluate(args: argparse.Namespace) -> int:
                 f"COUNT query error ({queries['queries']} queries, qd={queries['qd']}, "
                 f"s={queries['s']})",
                 f"{queries['average_relative_error']:.4f}",
+            )
+        )
+    if "rules" in report:
+        found = report["rules"]
+        rows.append(
+            (
+                f"rules recovered (support {found['min_support']}, confidence "
+                f"{found['min_confidence']})",
+                f"{found['recovered']} of {found['rules_original']} "
+                f"({found['recovery']}), {found['artificial']} artificial",
             )
         )
     print_summary("fedanon evaluate randomization", rows, report if args.json else None)

@@ -22,6 +22,7 @@ from fedanon.algorithms.randomization.bias import (
 from fedanon.algorithms.randomization.coding import encode
 from fedanon.algorithms.randomization.leader_half import Plan, make_plan
 from fedanon.algorithms.randomization.party_half import LocalRecords
+from fedanon.algorithms.randomization.rules import MIN_CONFIDENCE, MIN_SUPPORT, rule_recovery
 from fedanon.algorithms.randomization.sampler import make_rng
 from fedanon.errors import FedanonError
 
@@ -116,10 +117,14 @@ def evaluate_randomization(
     queries: int = 1000,
     qd: int = 4,
     s: float = 0.05,
+    rules: bool = True,
+    rule_support: float = MIN_SUPPORT,
+    rule_confidence: float = MIN_CONFIDENCE,
 ) -> dict[str, Any]:
     """Pa, changed cells, predicted vs measured bias of frequent combinations and, with a
     `sensitive` column, the count-query error of the shared workload (the release is queried
-    directly, as the paper does).
+    directly, as the paper does) and association-rule recovery over the QIDs (and the
+    sensitive column) at `rule_support` / `rule_confidence`.
 
     `release` is a randomized table of `df` made with the same method and parameters; without
     it one is made here (with `seed`, which also draws the query workload).
@@ -149,6 +154,9 @@ def evaluate_randomization(
         report["count_queries"] = query_error(
             df, release, plan.qids, sensitive, queries, qd, s, seed
         )
+    if rules:
+        columns = [*plan.qids, *([sensitive] if sensitive else [])]
+        report["rules"] = rule_recovery(df, release, columns, rule_support, rule_confidence)
     return report
 
 
