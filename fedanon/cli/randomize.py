@@ -81,8 +81,9 @@ def add_evaluate_randomization(kinds: argparse._SubParsersAction) -> None:
     _method_options(parser)
     parser.add_argument(
         "--release",
-        help="an existing randomized table of --data (same "
-        "method and parameters); default: randomize here",
+        help="an existing randomized table of --data (same method and parameters; changed "
+        "cells are counted row by row, so they mean something only for an unshuffled "
+        "release); default: randomize here",
     )
     parser.add_argument(
         "--top", type=int, default=10, help="frequent combinations per length 2 and 3 (default 10)"

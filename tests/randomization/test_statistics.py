@@ -142,3 +142,18 @@ def test_spec_lift_formula_equals_exact_expectation_for_uniform_ra():
         mean, _ = expected_support(combo, coded.codes, frequencies, "ra", p)
         assert (mean / n - supp) / supp == pytest.approx(spec, rel=1e-9)
         assert lift_bias(combo, coded.codes, frequencies, p) == pytest.approx(spec, rel=1e-9)
+
+
+def test_expected_support_limits_known_in_closed_form():
+    """Enhanced RA with k = m redraws everything: E = n prod f_i(q_i). RA whose p puts all mass
+    outside Q never touches q: E = supp(q), variance 0."""
+    coded = encode(correlated_table(), QIDS)
+    n = len(coded.codes)
+    frequencies = [c / c.sum() for c in coded.histograms()]
+    combo = Combination((0, 1, 3), (1, 2, 0))
+    mean, _ = expected_support(combo, coded.codes, frequencies, "enhanced", k=4)
+    assert mean == pytest.approx(n * frequencies[0][1] * frequencies[1][2] * frequencies[3][0])
+    mean, variance = expected_support(
+        combo, coded.codes, frequencies, "ra", np.array([0.0, 0.0, 1.0, 0.0])
+    )
+    assert mean == combo.support(coded.codes) and variance == 0
