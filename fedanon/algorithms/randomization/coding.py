@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from fedanon.errors import FedanonError
 
@@ -49,9 +50,19 @@ def check_qids(table: pd.DataFrame, qids: Sequence[str]) -> tuple[str, ...]:
     return tuple(qids)
 
 
+def _distinct(column: pd.Series) -> tuple[np.ndarray, list[str]]:
+    """Codes into the column's distinct values, and those values as text.
+
+    Factorizing first (vectorized, Arrow-aware) and turning only the few distinct values into
+    text is what keeps a million-row column fast; missing values become the text ``nan``.
+    """
+    codes, uniques = pd.factorize(column, use_na_sentinel=False)
+    return codes, [str(u) for u in uniques]
+
+
 def observed_domain(column: pd.Series) -> tuple[str, ...]:
     """The distinct values of a column as text, sorted (the centralized domain)."""
-    return tuple(sorted(pd.unique(column.astype(str))))
+    return tuple(sorted(set(_distinct(column)[1])))
 
 
 def encode(
@@ -63,17 +74,19 @@ def encode(
     (never the values themselves: in a federation the message goes to the leader).
     """
     qids = check_qids(table, qids)
-    if domains is None:
-        domains = [observed_domain(table[c]) for c in qids]
-    if len(domains) != len(qids):
+    if domains is not None and len(domains) != len(qids):
         raise FedanonError(f"{len(domains)} domains for {len(qids)} QID columns")
     codes = np.empty((len(table), len(qids)), dtype=np.int32)
     frozen = []
-    for i, (column, domain) in enumerate(zip(qids, domains, strict=True)):
-        domain = tuple(str(v) for v in domain)
-        if len(set(domain)) != len(domain):
+    for i, column in enumerate(qids):
+        local, labels = _distinct(table[column])
+        domain = (
+            tuple(str(v) for v in domains[i]) if domains is not None else tuple(sorted(set(labels)))
+        )
+        index = {v: j for j, v in enumerate(domain)}
+        if len(index) != len(domain):
             raise FedanonError(f"column '{column}': the domain lists a value twice")
-        coded = pd.Categorical(table[column].astype(str), categories=list(domain)).codes
+        coded = np.array([index.get(v, -1) for v in labels], dtype=np.int32)[local]
         outside = int(np.count_nonzero(coded < 0))
         if outside:
             raise FedanonError(
@@ -86,19 +99,17 @@ def encode(
 
 
 def decode(table: pd.DataFrame, coded: CodedQIDs, codes: np.ndarray) -> pd.DataFrame:
-    """A copy of `table` whose QID columns hold the values `codes` index (same dtype as text).
+    """A copy of `table` whose QID columns hold the values `codes` index, as text.
 
-    Every other column is the input column itself, untouched.
+    Arrow-backed text (what read_table gives) stays Arrow text, built by one Arrow `take`;
+    any other column becomes plain text. Every other column is the input column, untouched.
     """
     out = table.copy()
     for i, column in enumerate(coded.qids):
-        values = np.asarray(coded.domains[i], dtype=object)[codes[:, i]]
-        out[column] = pd.Series(values, index=table.index).astype(_text_dtype(table[column]))
+        if isinstance(table[column].dtype, pd.ArrowDtype):
+            values = pa.array(coded.domains[i], type=pa.string()).take(pa.array(codes[:, i]))
+            out[column] = pd.Series(pd.arrays.ArrowExtensionArray(values), index=table.index)
+        else:
+            values = np.asarray(coded.domains[i], dtype=object)[codes[:, i]]
+            out[column] = pd.Series(values, index=table.index, dtype=object)
     return out
-
-
-def _text_dtype(column: pd.Series) -> object:
-    """Keep Arrow-backed text as Arrow text (what read_table gives); otherwise plain str."""
-    if isinstance(column.dtype, pd.ArrowDtype):
-        return column.dtype if pd.api.types.is_string_dtype(column.dtype) else "string"
-    return object
