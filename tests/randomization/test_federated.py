@@ -15,6 +15,7 @@ Claims checked here (docs/randomization.md, "Across the federation"):
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
 
@@ -240,3 +241,39 @@ def test_kept_records_refuse_the_union():
     session = _session(union, keep_at_parties=True)
     with pytest.raises(FedanonError, match="keeps the randomized records at the parties"):
         session.release_table()
+
+
+def test_leader_run_with_a_randomize_job_toml(tmp_path, monkeypatch, capsys):
+    from fedanon.cli.main import main
+
+    union, parts = _parts()
+    with recording_federation(parts, None, tmp_path / "fed", monkeypatch) as fed:
+        tls = fed.leader_tls
+        domains = "\n".join(f"{q} = {list(observed_domain(union[q]))}" for q in QIDS)
+        hops = "\n".join(
+            f'[[parties]]\nname = "{h.name}"\naddress = "{h.address}"' for h in fed.hops
+        )
+        job = tmp_path / "job.toml"
+        job.write_text(
+            f"""out = "release.csv"
+report = "report.json"
+[randomize]
+qids = {list(QIDS)}
+method = "enhanced"
+attrs = 3
+[randomize.domains]
+{domains}
+[tls]
+ca = "{tls.ca}"
+cert = "{tls.cert}"
+key = "{tls.key}"
+{hops}
+""".replace("'", '"'),
+            encoding="utf-8",
+        )
+        assert main(["leader", "run", "--config", str(job), "--json"]) == 0
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert json.loads(capsys.readouterr().out)["session_id"] == report["session_id"]
+    assert report["attrs"] == 3 and report["records"] == len(union)
+    release = pd.read_csv(tmp_path / "release.csv", dtype=str)
+    assert sorted(release["id"]) == sorted(union["id"])
