@@ -265,6 +265,13 @@ def run_sim(args: argparse.Namespace) -> int:
     from leader.randomize import RandomizeLeaderJob, run_randomize
     from leader.sim import federation, split_table
 
+    if args.keep_at_parties and not args.workdir:
+        raise FedanonError(
+            "--keep-at-parties needs --workdir: each party writes its randomized "
+            "table into <workdir>/<party>-out"
+        )
+    if not args.keep_at_parties and not args.out:
+        raise FedanonError("--out is required unless --keep-at-parties")
     if args.insecure:
         print(
             "fedanon: WARNING: --insecure: no TLS, no authentication; local experiments only",

@@ -188,3 +188,15 @@ def test_sim_randomize_three_daemons_matches_centralized(data, tmp_path, capsys)
     assert result["Pa"] == result["centralized"]["Pa"]
     release = pd.read_csv(out, dtype=str)
     assert sorted(release["id"]) == sorted(pd.read_csv(data, dtype=str)["id"])
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--keep-at-parties"], "--keep-at-parties needs --workdir"),
+        ([], "--out is required unless --keep-at-parties"),
+    ],
+)
+def test_sim_refuses_outputs_that_would_be_lost(data, capsys, extra, message):
+    assert main(["sim", "randomize", "--data", str(data), "--qid", QIDS, *extra]) == 2
+    assert message in capsys.readouterr().err
