@@ -7,6 +7,8 @@ about gRPC (credentials and caller identity); every other module is transport-fr
 Modules, one job each:
 - `masks`: uniform uint64 mask vectors from an AES-CTR keystream.
 - `secure_sum`: ring-mode secure sum (initiator masks, members add, initiator unmasks).
+- `sealed_total`: the ring's last member seals the masked total to the initiator, so the
+  members relaying it back cannot read it.
 - `pairwise`: collusion-resistant secure sum with pairwise X25519-derived masks.
 - `keyshare`: per-session X25519 public keys signed with a party's certificate key.
 - `onion_union`: multiset union by layered encryption and shuffling.

@@ -3,7 +3,10 @@
 The initiator (the leader) starts a round with a fresh uniform mask R and sends R to the first
 party; each member adds its vector to what it received and forwards the result; the initiator
 subtracts R from what the last member returns. Every message a member sees is its predecessor's
-running total plus R, which is uniform because R is; the initiator sees only the sum.
+running total plus R, which is uniform because R is; the initiator sees only the sum. Where the
+last member's answer travels back through the other members (gRPC reply chains), it must be
+sealed to the initiator (`crypto.sealed_total`): a member that saw both R + its prefix and
+R + the total would learn the sum of the later members' vectors.
 
 Known weakness (documented in docs/leakage.md and shown by a test): the two ring neighbours of a
 party see the running total before and after it, so together they learn its vector. Use

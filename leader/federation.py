@@ -2,8 +2,10 @@
 
 Ring mode (the paper's protocol): the leader draws a fresh cryptographic mask R for the round,
 sends R with the instruction to the first party; each party applies the instruction, adds its
-local statistics and forwards; the last party's answer travels back, and the leader removes R.
-Only the leader learns the global sums; parties see uniformly masked vectors.
+local statistics and forwards; the last party seals the masked total to the leader
+(crypto/sealed_total.py), the sealed answer travels back, and the leader opens it and removes
+R. Only the leader learns the global sums; parties see uniformly masked vectors on the way out
+and bytes they cannot open on the way back.
 
 Pairwise mode (collusion-resistant): the instruction goes to every party at once; each answers
 with its vector masked by pairwise masks that cancel in the sum (crypto/pairwise.py), and the
@@ -21,10 +23,11 @@ import grpc
 import numpy as np
 
 from crypto.pairwise import PairwiseAggregator
+from crypto.sealed_total import SealedTotalChannel
 from crypto.secure_sum import start_round
 from fedanon.errors import FedanonError
 from fedanon.lkc.layout import DynamicSplit, Specialization, StatsLayout
-from fedanon.wire import from_vector, to_instruction
+from fedanon.wire import to_instruction
 from protos import fedanon_v1_pb2 as pb
 from protos import fedanon_v1_pb2_grpc as pb_grpc
 
@@ -76,7 +79,12 @@ class FederationSource:
         traffic: Traffic,
         on_round: Callable[[int, int], None] | None = None,
         fan_out: FanOut | None = None,
+        sealed_totals: SealedTotalChannel | None = None,
     ) -> None:
+        """Ring mode needs `sealed_totals` (the leader's end of the last party's channel);
+        pairwise mode needs `fan_out`."""
+        if fan_out is None and sealed_totals is None:
+            raise ValueError("ring mode needs the channel that opens the last party's totals")
         self.session_id = session_id
         self.ring = list(ring)
         self.stubs = stubs
@@ -87,6 +95,7 @@ class FederationSource:
         self.iteration = 0
         self.seconds = 0.0
         self.fan_out = fan_out
+        self.sealed_totals = sealed_totals
         self.aggregator = PairwiseAggregator(self.ring, bytes.fromhex(session_id)) \
             if fan_out is not None else None
 
@@ -145,13 +154,18 @@ class FederationSource:
         )
         if instruction is not None:
             request.instruction.CopyFrom(instruction)
-        first = self.ring[0]
+        assert self.sealed_totals is not None
+        first, last = self.ring[0], self.ring[-1]
+        phase = f"secure sum, iteration {self.iteration}"
         timeout = self.rpc_seconds * (1 + 0.25 * len(self.ring))
         try:
             reply = self.stubs[first].Sum(request, timeout=timeout)
         except grpc.RpcError as exc:
-            raise describe_rpc_error(exc, first, f"secure sum, iteration {self.iteration}") from exc
-        from_vector(reply.total, length)
-        total = mask.unmask(reply.total.data)
+            raise describe_rpc_error(exc, first, phase) from exc
+        try:
+            payload = self.sealed_totals.open(self.iteration, length, reply.sealed_total)
+        except FedanonError as exc:
+            raise PartyFailure(f"{phase}: party {last}: {exc}") from exc
+        total = mask.unmask(payload)
         self.traffic.add("sum", request.ByteSize(), reply.ByteSize())
         return total

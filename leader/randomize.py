@@ -149,6 +149,7 @@ def run_randomize(job: RandomizeLeaderJob, on_plan: Any | None = None) -> dict[s
             job.rpc_seconds,
             traffic,
             fan_out=session.fan_out if job.sum_mode == "pairwise" else None,
+            sealed_totals=keys.sealed_totals(session.session_id),
         )
         total = source.start([])
         plan = global_plan(spec, total)

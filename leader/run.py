@@ -135,7 +135,8 @@ def run_job(job: LeaderJob, on_step: Callable[[StepInfo], None] | None = None) -
         mark = time.perf_counter()
         source = FederationSource(session.session_id, session.ring, session.stubs,
                                   StatsLayout.for_schema(schema), job.rpc_seconds, traffic,
-                                  fan_out=session.fan_out if job.sum_mode == "pairwise" else None)
+                                  fan_out=session.fan_out if job.sum_mode == "pairwise" else None,
+                                  sealed_totals=keys.sealed_totals(session.session_id))
         result = LKCEngine(schema, spec.params, score=spec.score, on_step=on_step).run(source)
         timings["specialize"] = time.perf_counter() - mark
 

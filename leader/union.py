@@ -27,6 +27,7 @@ from crypto.identity import Identity, load_identity_files
 from crypto.keyshare import ONION_UNION
 from crypto.onion_union import UnionContext, open_records
 from crypto.parallel import Parallelism
+from crypto.sealed_total import SealedTotalChannel
 from fedanon.errors import FedanonError
 from fedanon.keyshares import new_share, union_route
 from leader.federation import Traffic, describe_rpc_error
@@ -61,6 +62,12 @@ class UnionKeys:
         session.fan_out("key sharing", lambda n, s: s.ShareKeys(
             pb.ShareKeysRequest(ref=session.ref(), keys=shares), timeout=job.rpc_seconds))
         return cls(private, route)
+
+    def sealed_totals(self, session_id: str) -> SealedTotalChannel:
+        """The leader's end of the channel on which the last ring party seals the sum's total
+        (the route's keys are verified: the last party's is second to last, before ours)."""
+        return SealedTotalChannel.for_leader(self.private_key, self.route[-2],
+                                             bytes.fromhex(session_id))
 
 
 def _ring_call(session: Session, request: pb.UnionRequest, phase: str, timeout: float,

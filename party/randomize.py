@@ -28,6 +28,7 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from crypto.keyshare import ONION_UNION, PAIRWISE_SUM
 from crypto.pairwise import PairwiseMasker
+from crypto.sealed_total import SealedTotalChannel
 from fedanon.algorithms.randomization.jobspec import RandomizeSpec, check_probabilities
 from fedanon.algorithms.randomization.leader_half import split_histograms
 from fedanon.algorithms.randomization.party_half import LocalRecords
@@ -36,6 +37,7 @@ from fedanon.atomic import atomic_path
 from fedanon.errors import FedanonError
 from fedanon.keyshares import new_share
 from fedanon.wire import from_vector
+from party.replay import AnswerOnce
 from party.session import ProtocolError, SessionBase
 from party.union import UnionRole
 from protos import fedanon_v1_pb2 as pb
@@ -104,6 +106,8 @@ class RandomizeSession(SessionBase):
         self.union: UnionRole
         self.pairwise_key: X25519PrivateKey | None = None
         self.masker: PairwiseMasker | None = None
+        self.answers = AnswerOnce(me)  # retried Sum and Union hops get the first answer
+        self.sealed_totals: SealedTotalChannel | None = None  # the last party's, ring mode
         self.randomized: pd.DataFrame | None = None
 
     @property

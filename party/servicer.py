@@ -104,9 +104,13 @@ class PartyServicer(pb_grpc.PartyServicer):
 
     def _forward(self, method: str, request: object, context: grpc.ServicerContext,
                  what: str) -> object:
-        """Call the next hop; retry with exponential backoff while it is unavailable.
+        """Call the next hop; retry with exponential backoff while it is unreachable.
 
-        Retrying is safe: a hop that did receive the message rejects the copy as stale.
+        Only the next hop's own unavailability is retried, never an error it relays from
+        further down the ring (those start with ``party NAME:``): retrying those re-ran the
+        whole rest of the ring once per retry and then blamed this hop. Retrying is safe: a
+        hop that did receive the message answers the copy with its first answer
+        (party/replay.py).
         """
         deadline = time.monotonic() + self._forward_timeout(context)
         delay = self.config.backoff_seconds
@@ -115,7 +119,8 @@ class PartyServicer(pb_grpc.PartyServicer):
             try:
                 return getattr(self.next_stub(), method)(request, timeout=max(remaining, 0.1))
             except grpc.RpcError as exc:
-                retry = exc.code() == grpc.StatusCode.UNAVAILABLE and \
+                relayed = (exc.details() or "").startswith("party ")
+                retry = exc.code() == grpc.StatusCode.UNAVAILABLE and not relayed and \
                     attempt < self.config.connect_retries and remaining > 2 * delay
                 if not retry:
                     self._forward_failed(context, exc, what)
@@ -130,6 +135,10 @@ class PartyServicer(pb_grpc.PartyServicer):
         detail = exc.details() or str(exc.code())
         successor = self.session.successor if self.session else "next hop"
         if not detail.startswith("party "):
+            if exc.code() == grpc.StatusCode.UNAVAILABLE:
+                detail = f"unreachable ({detail})"
+            elif exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+                detail = "no answer before the deadline"
             detail = f"party {successor}: {detail} (during {what}, forwarded by " \
                      f"{self.config.name})"
         self._fail(context, exc.code(), detail)
@@ -300,9 +309,19 @@ class PartyServicer(pb_grpc.PartyServicer):
         session.bytes_received += request.ByteSize()
         log.info("secure sum", extra={"session": session.session_id[:12],
                                       "iteration": request.ref.iteration})
-        if pairwise:
-            return self._pairwise_sum(session, request, context)
+        step = self._pairwise_sum if pairwise else self._ring_sum
+        return session.answers.answer("sum", request.ref.iteration, request, context, self._fail,
+                                      lambda: step(session, request, context))
+
+    def _ring_sum(self, session: PartySession, request: pb.SumRequest,
+                  context: grpc.ServicerContext) -> pb.SumReply:
+        """Ring mode: add the local statistics and forward; the last party seals the total to
+        the leader, so the parties relaying the reply cannot read it."""
+        last = session.successor is None or self.next_stub is None
         try:
+            if last and session.sealed_totals is None:
+                session.sealed_totals = session.union.total_channel(
+                    bytes.fromhex(session.session_id))
             local = session.contribution(request)
             if request.partial.length != local.size:
                 raise ProtocolError(
@@ -314,10 +333,12 @@ class PartyServicer(pb_grpc.PartyServicer):
             code = grpc.StatusCode.FAILED_PRECONDITION if isinstance(exc, ProtocolError) \
                 else grpc.StatusCode.INVALID_ARGUMENT
             self._fail(context, code, str(exc))
-        vector = pb.Vector(data=partial, length=local.size, dtype="<u8")
-        if session.successor is None or self.next_stub is None:
-            reply = pb.SumReply(total=vector)
+        if last:
+            assert session.sealed_totals is not None
+            reply = pb.SumReply(sealed_total=session.sealed_totals.seal(
+                request.ref.iteration, local.size, partial))
         else:
+            vector = pb.Vector(data=partial, length=local.size, dtype="<u8")
             forward = pb.SumRequest(ref=request.ref, partial=vector)
             if request.HasField("instruction"):
                 forward.instruction.CopyFrom(request.instruction)
@@ -333,6 +354,13 @@ class PartyServicer(pb_grpc.PartyServicer):
         self._authorize(context, {self.config.leader} if from_leader else {session.predecessor})
         session.touch()
         session.bytes_received += request.ByteSize()
+        return session.answers.answer(
+            f"union phase {int(request.phase)}", request.ref.iteration, request, context,
+            self._fail, lambda: self._union_step(session, request, context))
+
+    def _union_step(self, session: PartySession, request: pb.UnionRequest,
+                    context: grpc.ServicerContext) -> pb.UnionReply:
+        """One union phase at this party (MEASURE, COLLECT, or STRIP and forward)."""
         try:
             session.check_ref(request.ref)
             records = record_bytes(session.release_table())
@@ -356,7 +384,7 @@ class PartyServicer(pb_grpc.PartyServicer):
             forward = pb.UnionRequest(ref=request.ref, phase=request.phase, items=items,
                                       record_size=request.record_size, pad_to=request.pad_to)
             session.bytes_sent += forward.ByteSize()
-            reply = self._forward("Union", forward, context, "union")
+            reply = self._forward("Union", forward, context, "union strip")
             session.bytes_received += reply.ByteSize()
         session.bytes_sent += reply.ByteSize()
         return reply

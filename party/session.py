@@ -14,11 +14,13 @@ import pandas as pd
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from crypto.pairwise import PairwiseMasker
+from crypto.sealed_total import SealedTotalChannel
 from fedanon.errors import FedanonError
 from fedanon.lkc.jobspec import LKCJobSpec
 from fedanon.lkc.local_party import LocalParty
 from fedanon.schema import Schema
 from fedanon.wire import from_instruction
+from party.replay import AnswerOnce
 from party.union import UnionRole
 from protos import fedanon_v1_pb2 as pb
 
@@ -74,6 +76,8 @@ class PartySession(SessionBase):
         self.union: UnionRole
         self.pairwise_key: X25519PrivateKey | None = None
         self.masker: PairwiseMasker | None = None
+        self.answers = AnswerOnce(me)  # retried Sum and Union hops get the first answer
+        self.sealed_totals: SealedTotalChannel | None = None  # the last party's, ring mode
 
     @property
     def successor(self) -> str | None:

@@ -14,6 +14,7 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from crypto.onion_union import UnionContext, peel_layer, seal_records
 from crypto.parallel import Parallelism
+from crypto.sealed_total import SealedTotalChannel
 from protos import fedanon_v1_pb2 as pb
 
 
@@ -50,3 +51,10 @@ class UnionRole:
 
     def strip(self, items: list[bytes], ctx: UnionContext) -> list[bytes]:
         return peel_layer(items, self.private_key, self.position, ctx)
+
+    def total_channel(self, session_id: bytes) -> SealedTotalChannel:
+        """The last party's channel sealing the ring sum's total to the leader (whose union key
+        ends the route): the keys are verified, so a middle party cannot stand in for either."""
+        if self.route is None:
+            raise ValueError("union keys were not shared before the first sum")
+        return SealedTotalChannel.for_party(self.private_key, self.route[-1], session_id)

@@ -214,12 +214,12 @@ class SumRequest(_message.Message):
     def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ..., instruction: _Optional[_Union[Instruction, _Mapping]] = ..., partial: _Optional[_Union[Vector, _Mapping]] = ...) -> None: ...
 
 class SumReply(_message.Message):
-    __slots__ = ("total", "pairwise_share")
-    TOTAL_FIELD_NUMBER: _ClassVar[int]
+    __slots__ = ("sealed_total", "pairwise_share")
+    SEALED_TOTAL_FIELD_NUMBER: _ClassVar[int]
     PAIRWISE_SHARE_FIELD_NUMBER: _ClassVar[int]
-    total: Vector
+    sealed_total: bytes
     pairwise_share: bytes
-    def __init__(self, total: _Optional[_Union[Vector, _Mapping]] = ..., pairwise_share: _Optional[bytes] = ...) -> None: ...
+    def __init__(self, sealed_total: _Optional[bytes] = ..., pairwise_share: _Optional[bytes] = ...) -> None: ...
 
 class EndRequest(_message.Message):
     __slots__ = ("ref", "abort", "reason")

@@ -164,6 +164,7 @@ class RecordingFederation:
     log: MessageLog
     contributions: Contributions
     tables: dict[str, pd.DataFrame]
+    servicers: dict[str, Any]  # the parties' production servicers, by name
 
 
 @contextlib.contextmanager
@@ -192,4 +193,5 @@ def recording_federation(parts: list[pd.DataFrame], taxonomy: Path, workdir: Pat
                             recording_channel_factory(LEADER_NAME, log))
         names = [hop.name for hop in started.hops]
         yield RecordingFederation(started.hops, started.leader_tls, started.cert_dir, log,
-                                  contributions, dict(zip(names, parts, strict=True)))
+                                  contributions, dict(zip(names, parts, strict=True)),
+                                  started.servicers)

@@ -211,23 +211,26 @@ def _check_leader_messages(rec: Recorded) -> None:
 
 
 def test_ring_leader_receives_only_masked_sums_and_ciphertexts(ring_session: Recorded) -> None:
-    """Ring mode: the leader's Sum replies are R + total, never the total; bytes uniform."""
+    """Ring mode: the leader's Sum replies are the last party's sealed total (nonce + AES-GCM
+    of R + total: 28 bytes more than the vector), holding neither the total nor R + total in
+    clear; bytes uniform. That the leader opens them to the right sums is shown by the
+    release equalling the centralized one."""
     _check_leader_messages(ring_session)
     fed, ring = ring_session.fed, ring_session.ring
     replies = fed.log.of(role=LEADER_NAME, method="Sum")
     assert len(replies) == ring_session.report["iterations"]
     pooled = []
     for t, r in enumerate(replies):
-        masked = words(r.message.total)
+        sealed = bytes(r.message.sealed_total)
         assert not r.message.pairwise_share
         total = sum(fed.contributions.get(p, t) for p in ring)
-        assert masked.size == total.size
-        assert not np.any(masked == total), f"iteration {t}: the leader got a plain element"
+        assert len(sealed) == 8 * total.size + 28
         first = fed.log.of(role=ring[0], method="Sum", kind="request")[t].message
         assert first.ref.iteration == t
-        assert np.array_equal(masked - total, words(first.partial)), \
-            "the leader's reply is not total + the round's mask"
-        pooled.append(masked)
+        masked = (words(first.partial) + total).astype("<u8")
+        for plain in (total.astype("<u8"), masked):
+            assert plain.tobytes()[:16] not in sealed, f"iteration {t}: a sum in clear"
+        pooled.append(np.frombuffer(sealed[12:12 + 8 * total.size], dtype="<u8"))
     pooled_words = np.concatenate(pooled)
     assert pooled_words.size >= 2000, "too few words for a meaningful uniformity test"
     assert looks_uniform(pooled_words)
@@ -264,7 +267,7 @@ def test_pairwise_leader_shares_hide_each_party(pairwise_session: Recorded) -> N
         replies = [r for r in fed.log.of(role=LEADER_NAME, method="Sum") if r.peer == name]
         assert len(replies) == iterations
         shares[name] = [share_words(bytes(r.message.pairwise_share)) for r in replies]
-        assert all(not r.message.HasField("total") for r in replies)
+        assert all(not r.message.sealed_total for r in replies)
     for t in range(iterations):
         total = np.zeros_like(shares[ring[0]][t])
         for name in ring:
@@ -332,9 +335,10 @@ def test_ring_parties_receive_only_masked_partial_sums(ring_session: Recorded) -
             prefix = plain + local
             replies = fed.log.of(role=name, method="Sum", kind="reply")
             if i + 1 < len(ring):
-                back = words(replies[t].message.total)
-                total = sum(fed.contributions.get(p, t) for p in ring)
-                assert not np.any(back == total), f"{name} saw the plain total"
+                # What comes back is the last party's sealed total: no vector at all.
+                back = replies[t].message
+                assert [f.name for f, _ in back.ListFields()] == ["sealed_total"], \
+                    f"{name} received more than a sealed total"
             else:
                 assert not replies
         assert all(np.array_equal(m, round_masks[0]) for m in round_masks), \

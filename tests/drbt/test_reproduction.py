@@ -98,17 +98,26 @@ def test_iris_f_measure() -> None:
     assert max(CLUSTERS, key=lambda k: _median_f("iris", k)) == 2
 
 
+def _mean_median_f(name: str) -> float:
+    return float(np.mean([_median_f(name, k) for k in CLUSTERS]))
+
+
 @pytest.mark.slow
 def test_fimi_f_measure_and_the_dense_sparse_ordering() -> None:
-    # One test for the three sets, so that the ordering below reuses their results.
-    for name in ("chess", "mushroom", "connect"):
+    # The reduced form CI runs: Chess and Mushroom (about a minute); Connect (12 minutes of
+    # K-means on 67,557 rows) is `test_connect_f_measure`, behind the `reproduce` marker.
+    for name in ("chess", "mushroom"):
         _check_f(name)
-    # Thesis 7.4.4: F is lower on the dense Chess and Connect than on Iris and Mushroom.
-    mean = {
-        name: np.mean([_median_f(name, k) for k in CLUSTERS])
-        for name in ("iris", "mushroom", "chess", "connect")
-    }
-    assert max(mean["chess"], mean["connect"]) < min(mean["iris"], mean["mushroom"])
+    # Thesis 7.4.4: F is lower on the dense Chess than on Iris and Mushroom.
+    assert _mean_median_f("chess") < min(_mean_median_f("iris"), _mean_median_f("mushroom"))
+
+
+@pytest.mark.slow
+@pytest.mark.reproduce
+def test_connect_f_measure_and_its_place_among_the_dense_sets() -> None:
+    _check_f("connect")
+    # Thesis 7.4.4: the dense Connect, like Chess, lies below Iris and Mushroom.
+    assert _mean_median_f("connect") < min(_mean_median_f("iris"), _mean_median_f("mushroom"))
 
 
 @pytest.mark.slow

@@ -141,12 +141,12 @@ def test_view_leader_learns_only_global_histograms_and_parties_nothing_of_others
     length = int(sum(spec.sizes))
     total = sum(histograms[n] for n in names)
 
-    # Leader: the only Sum reply it gets is the masked total; the marginals it sends back are
-    # the global histograms exactly; no reply carries a party's histogram or a raw id.
+    # Leader: the only Sum reply it gets is the masked total, sealed to it by the last party;
+    # the marginals it sends back are the global histograms exactly; no reply carries a
+    # party's histogram or a raw id.
     leader_sum = log.of("leader", "Sum", "reply")
     assert len(leader_sum) == 1
-    masked = from_vector(leader_sum[0].message.total, length)
-    assert not np.array_equal(masked, total)
+    assert to_vector(total).data not in leader_sum[0].message.sealed_total
     sent = [r.message for r in log.of(names[0], "Randomize", "request")]
     np.testing.assert_array_equal(from_vector(sent[0].marginals, length), total)
     leader_bytes = b"".join(r.message.SerializeToString() for r in log.of("leader"))
