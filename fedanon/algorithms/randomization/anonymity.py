@@ -17,7 +17,6 @@ import numpy as np
 
 from fedanon.errors import FedanonError
 
-P_CHOICES = ("uniform", "optimal")
 METHODS = ("ra", "enhanced")
 # How far a user's probabilities may be from summing to 1 (rounding in a typed list).
 P_SUM_TOLERANCE = 1e-6
