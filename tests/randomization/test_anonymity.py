@@ -85,7 +85,7 @@ def test_expected_changed_fraction_closed_form():
 
 @pytest.mark.skipif(not have_data("adult", "adult_train.csv"), reason="no shared Adult data")
 def test_adult_pa_matches_the_papers_34():
-    """Adult, 30,162 rows, the spec's 9 QIDs: the paper reports Pa = 34 (we get 33.99)."""
+    """Adult, 30,162 rows, the paper's 9 QIDs: the paper reports Pa = 34 (we get 33.99)."""
     table = adult_train()
     release = anonymize_randomize(table, ADULT_QIDS, seed=0)
     assert len(table) == 30162

@@ -76,7 +76,7 @@ def bias_table(
     """Predicted vs measured relative bias of the `top` most frequent combinations per length.
 
     The prediction is exact given the original data (``expected_support``); its standard
-    deviation says how far one release may stray. For RA the spec's lift form is reported too.
+    deviation says how far one release may stray. For RA the paper's lift form is reported too.
     """
     coded = encode(original, plan.qids)
     after = encode(released, plan.qids, coded.domains).codes

@@ -9,7 +9,7 @@ drew q's value. Summing over which subset S of Q is redrawn gives the expected s
 with P(S) = p_i for S = {i} and 1 - sum_{i in Q} p_i for S = {} under RA, and the hypergeometric
 C(m - |Q|, k - |S|) / C(m, k) under enhanced RA(k). For RA with uniform p the relative bias is
 (1/m) sum_{i in Q} (1/lift_i - 1) with lift_i = supp(q) / (supp(q without i) f_i(q_i)), which
-is the spec's B(q) (its absolute value). The variance of supp'(q) follows from the same
+is the paper's B(q) (its absolute value). The variance of supp'(q) follows from the same
 per-record probabilities, since records are randomized independently.
 """
 
@@ -84,7 +84,7 @@ def expected_support(
 def lift_bias(
     combo: Combination, codes: np.ndarray, frequencies: Sequence[np.ndarray], p: np.ndarray
 ) -> float:
-    """The spec's relative bias of RA, sum_{i in Q} p_i (1/lift_i - 1) (signed)."""
+    """The paper's relative bias of RA, sum_{i in Q} p_i (1/lift_i - 1) (signed)."""
     match = combo.matches(codes)
     n = len(codes)
     supp = match.all(axis=1).sum() / n
