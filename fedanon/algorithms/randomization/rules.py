@@ -2,9 +2,9 @@
 
 Each record becomes a transaction of items (column, value) over the QIDs and, when given, the
 sensitive column (so rules linking QIDs to the sensitive value count too). Rules are mined on the
-original D and on the release D' with the shared miner at the same thresholds (the paper's support 8 %,
-confidence 15 %); recovery is |Asso_D ∩ Asso_D'| / |Asso_D| and the artificial rules are those of
-D' that D does not have. Rules are compared by (antecedent, consequent) only.
+original D and on the release D' with the shared miner at the same thresholds (the paper's
+support 8 %, confidence 15 %); recovery is |Asso_D ∩ Asso_D'| / |Asso_D| and the artificial
+rules are those of D' that D does not have. Rules are compared by (antecedent, consequent) only.
 """
 
 from __future__ import annotations
