@@ -205,6 +205,58 @@ class Proportion(Rule):
 
 
 @dataclass(frozen=True)
+class Numbers(Rule):
+    """A non-empty list of finite numbers (e.g. attribute probabilities)."""
+
+    expected: str = "a list of numbers, e.g. [0.5, 0.5]"
+
+    def check(self, value: Any, path: str, source: str) -> list[float]:
+        if not isinstance(value, list) or not value:
+            raise Mismatch
+        return [Number().check(item, path, source) for item in value]
+
+
+@dataclass(frozen=True)
+class Values(Rule):
+    """A non-empty list of distinct data values (strings or numbers), read as text: how a
+    table's cells compare once read."""
+
+    expected: str = 'a list of values, e.g. ["a", "b"] or [17, 18]'
+
+    def check(self, value: Any, path: str, source: str) -> list[str]:
+        if not isinstance(value, list) or not value:
+            raise Mismatch
+        texts = []
+        for item in value:
+            if isinstance(item, bool) or not isinstance(item, str | int | float):
+                raise Mismatch
+            if isinstance(item, float) and not math.isfinite(item):
+                raise Mismatch
+            texts.append(str(item))
+        if len(set(texts)) != len(texts):
+            raise Mismatch
+        return texts
+
+
+@dataclass(frozen=True)
+class Either(Rule):
+    """A value of the first form or, failing that, of the second (e.g. a name or numbers)."""
+
+    first: Rule
+    second: Rule
+
+    @property
+    def expected(self) -> str:  # type: ignore[override]
+        return f"{self.first.expected} or {self.second.expected}"
+
+    def check(self, value: Any, path: str, source: str) -> Any:
+        try:
+            return self.first.check(value, path, source)
+        except Mismatch:
+            return self.second.check(value, path, source)
+
+
+@dataclass(frozen=True)
 class TableOf(Rule):
     """A table whose keys are free names (e.g. column names), each value checked by `value`."""
 

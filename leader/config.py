@@ -29,6 +29,16 @@ Example::
     #   k_dims = 0                   # per party; 0 = ceil(d_i / 2)
     #   clusters = 3
     #   send_assignment = true
+    # A randomization job (RA / enhanced RA) has a [randomize] section instead:
+    #   [randomize]
+    #   qids = ["age", "sex"]
+    #   method = "ra"                # or "enhanced"
+    #   attrs = 2                    # enhanced: attributes redrawn per record
+    #   p = "optimal"                # ra: "uniform", "optimal" or [0.6, 0.4]
+    #   keep_at_parties = false      # true: no union, each party keeps its randomized table
+    #   [randomize.domains]          # the agreed domain of every QID (histogram order)
+    #   age = ["17", "18", "19"]
+    #   sex = ["Female", "Male"]
     [timeouts]
     rpc_seconds = 60                 # deadline of each call (a ring sum gets +25% per party)
     union_seconds = 600              # deadline of a union phase (encryption of every record)
@@ -51,16 +61,19 @@ from crypto.parallel import Parallelism
 from fedanon.configschema import (
     Address,
     ConfigError,
+    Either,
     Flag,
     Integer,
     Key,
     Names,
     Number,
+    Numbers,
     Proportion,
     Table,
     TableOf,
     Tables,
     Text,
+    Values,
     validate,
 )
 from fedanon.drbt.matrices import MATRICES
@@ -77,6 +90,7 @@ from party.config import DAY, UNION_KEYS, Hop, union_parallelism
 
 if TYPE_CHECKING:
     from leader.drbt import DRBTLeaderJob
+    from leader.randomize import RandomizeLeaderJob
 
 SUM_MODES = ("ring", "pairwise")
 
@@ -102,15 +116,25 @@ DRBT_SCHEMA = Table({
     "send_assignment": Key(Flag(), default=False),
 })
 
+RANDOMIZE_SCHEMA = Table({
+    "qids": Key(Names(min_items=1), required=True),
+    "domains": Key(TableOf(Values(), expected='a table of column = ["value", ...]')),
+    "method": Key(Text(choices=("ra", "enhanced")), default="ra"),
+    "attrs": Key(Integer(1, 2**31 - 1)),
+    "p": Key(Either(Text(choices=("uniform", "optimal")), Numbers()), default="uniform"),
+    "keep_at_parties": Key(Flag(), default=False),
+})
+
 JOB_SCHEMA = Table({
     "name": Key(Text(), default="leader"),
     "taxonomy": Key(Text(what="a file path")),
-    "out": Key(Text(what="a file path"), required=True),
+    "out": Key(Text(what="a file path")),  # required except for randomize kept at the parties
     "report": Key(Text(what="a file path")),
     "sum_mode": Key(Text(choices=SUM_MODES), default="ring"),
     "allow_two_parties": Key(Flag(), default=False),
     "lkc": Key(LKC_SCHEMA),
     "drbt": Key(DRBT_SCHEMA),
+    "randomize": Key(RANDOMIZE_SCHEMA),
     "parties": Key(Tables(Table({"name": Key(Text(), required=True),
                                  "address": Key(Address(), required=True)})), required=True),
     "tls": Key(TLS_SCHEMA),
@@ -187,13 +211,20 @@ def _parties(data: dict[str, Any]) -> list[Hop]:
     return [Hop(p["name"], p["address"]) for p in data["parties"]]
 
 
+JOB_KIND_SECTIONS = ("lkc", "drbt", "randomize")
+
+
 def _kind(data: dict[str, Any], where: str) -> str:
-    """"lkc" or "drbt": exactly one of the two sections."""
-    if (data["lkc"] is None) == (data["drbt"] is None):
-        raise ConfigError(f"{where}: give exactly one of the sections [lkc] and [drbt]")
-    if data["lkc"] is not None and data["taxonomy"] is None:
+    """The job kind: exactly one of the sections [lkc], [drbt] and [randomize]."""
+    given = [kind for kind in JOB_KIND_SECTIONS if data[kind] is not None]
+    if len(given) != 1:
+        raise ConfigError(f"{where}: give exactly one of the sections "
+                          + ", ".join(f"[{kind}]" for kind in JOB_KIND_SECTIONS))
+    if given[0] == "lkc" and data["taxonomy"] is None:
         raise ConfigError(f"{where}: missing key 'taxonomy' (an LKC job needs a file path)")
-    return "lkc" if data["lkc"] is not None else "drbt"
+    if given[0] != "randomize" and data["out"] is None:
+        raise ConfigError(f"{where}: missing key 'out' (a file path)")
+    return given[0]
 
 
 def load_drbt_job(data: dict[str, Any], base: Path, where: str) -> DRBTLeaderJob:
@@ -219,13 +250,50 @@ def load_drbt_job(data: dict[str, Any], base: Path, where: str) -> DRBTLeaderJob
     return job
 
 
-def load_job(path: str | Path) -> LeaderJob | DRBTLeaderJob:
-    """Read job.toml: an LKC job ([lkc] section) or a vertical DRBT job ([drbt] section)."""
+def load_randomize_job(data: dict[str, Any], base: Path, where: str) -> RandomizeLeaderJob:
+    """A job.toml with a [randomize] section: QIDs, their agreed domains, method, p or k."""
+    from fedanon.algorithms.randomization.jobspec import RandomizeSpec
+    from leader.randomize import RandomizeLeaderJob
+
+    section = data["randomize"]
+    qids = section["qids"]
+    domains = section["domains"] or {}
+    missing = [q for q in qids if q not in domains]
+    if missing:
+        raise ConfigError(f"{where}: randomize.domains: no agreed domain for QID '{missing[0]}'")
+    p = section["p"]
+    spec = RandomizeSpec(tuple(qids), tuple(tuple(domains[q]) for q in qids), section["method"],
+                         section["attrs"], p if isinstance(p, str) else tuple(p),
+                         section["keep_at_parties"])
+    job = RandomizeLeaderJob(
+        parties=_parties(data),
+        tls=TLSFiles.from_config(data["tls"], base, where),
+        spec=spec,
+        out=resolve(base, data["out"]),
+        report=resolve(base, data["report"]),
+        name=data["name"],
+        sum_mode=data["sum_mode"],
+        allow_two_parties=data["allow_two_parties"],
+        rpc_seconds=data["timeouts"]["rpc_seconds"] or 60.0,
+        union_seconds=data["timeouts"]["union_seconds"],
+        union_parallelism=union_parallelism(data["union"]),
+        union_pad_to=data["union"]["pad_to"],
+    )
+    job.check()
+    return job
+
+
+def load_job(path: str | Path) -> LeaderJob | DRBTLeaderJob | RandomizeLeaderJob:
+    """Read job.toml: an LKC job ([lkc]), a vertical DRBT job ([drbt]) or randomization
+    ([randomize])."""
     raw, base = read_toml(path)
     where = str(path)
     data = validate(raw, JOB_SCHEMA, where)
-    if _kind(data, where) == "drbt":
+    kind = _kind(data, where)
+    if kind == "drbt":
         return load_drbt_job(data, base, where)
+    if kind == "randomize":
+        return load_randomize_job(data, base, where)
     taxonomy = load_taxonomy(resolve(base, data["taxonomy"]))  # type: ignore[arg-type]
     lkc = {k: v for k, v in data["lkc"].items() if v is not None}
     job = LeaderJob(

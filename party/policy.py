@@ -109,10 +109,31 @@ def drbt_request(request: pb.OpenSessionRequest, columns: Sequence[str]) -> JobR
     return JobRequest("drbt", parameters, tuple(columns))
 
 
+def randomize_request(request: pb.OpenSessionRequest, columns: Sequence[str]) -> JobRequest:
+    """A randomization job: its QIDs are randomized; every column leaves through the union,
+    none when the randomized table is kept at the parties. L, K and C do not apply (a hospital
+    that wants no randomization leaves the kind out of its job_kinds)."""
+    job = request.randomize
+    parameters = {
+        "qids": [q.column for q in job.qids],
+        "domain_sizes": [len(q.values) for q in job.qids],
+        "method": job.method,
+        "attrs": job.attrs,
+        "p": job.p,
+        "p_values": list(job.p_values),
+        "keep_at_parties": job.keep_at_parties,
+        **_ring(request),
+    }
+    released = () if job.keep_at_parties else tuple(columns)
+    return JobRequest("randomize", parameters, released,
+                      qids=tuple(q.column for q in job.qids))
+
+
 # The job kinds this daemon can serve: the OpenSessionRequest ``job`` field name -> its reader.
 JOB_KINDS: dict[str, Callable[[pb.OpenSessionRequest, Sequence[str]], JobRequest]] = {
     "lkc": lkc_request,
     "drbt": drbt_request,
+    "randomize": randomize_request,
 }
 
 

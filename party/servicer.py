@@ -39,9 +39,11 @@ from fedanon.keyshares import new_share, union_route, verified_peers
 from fedanon.lkc.jobspec import LKCJobSpec
 from fedanon.taxonomy.files import TaxonomyFile
 from fedanon.wire import from_vector
+from party import randomize as randomize_job
 from party.config import PartyConfig
 from party.drbt_session import DRBTSession
 from party.policy import admit, audit_served
+from party.randomize import RandomizeSession
 from party.session import PartySession, ProtocolError
 from party.union import UnionRole, measured_size, record_bytes
 from protos import fedanon_v1_pb2 as pb
@@ -50,6 +52,8 @@ from protos import fedanon_v1_pb2_grpc as pb_grpc
 log = logging.getLogger(__name__)
 
 ForwardStub = Callable[[], pb_grpc.PartyStub]
+# Session kinds that run the ring protocol: secure sum, key sharing and the secure set union.
+RING_SESSIONS = (PartySession, RandomizeSession)
 
 # Largest request of each method that does not grow with the data (job spec, key shares with
 # their certificates, session references); methods missing here are bounded by the job
@@ -57,7 +61,7 @@ ForwardStub = Callable[[], pb_grpc.PartyStub]
 CONTROL_LIMITS = {
     "OpenSession": 1 << 20,
     "ShareKeys": 1 << 20,
-    "Sum": 1 << 16,  # without an open LKC session
+    "Sum": 1 << 16,  # without an open LKC or randomize session
     "Assign": 1 << 16,  # without an open DRBT session
     "Project": 1 << 16,
     "Renew": 1 << 16,
@@ -111,12 +115,12 @@ class PartyServicer(pb_grpc.PartyServicer):
     def expected_peers(self, method: str) -> set[PeerIdentity]:
         """Who may reach a handler at all right now (the gate's check; handlers narrow it).
 
-        The leader; the open LKC session's ring predecessor (which forwards the ring's
-        messages); for ``Status`` also this party's own operator.
+        The leader; the open ring session's predecessor (which forwards the ring's messages);
+        for ``Status`` also this party's own operator.
         """
         peers = {self._identity(self.config.leader)}
         session = self.session
-        if isinstance(session, PartySession) and session.predecessor is not None:
+        if isinstance(session, RING_SESSIONS) and session.predecessor is not None:
             peers.add(self._identity(session.predecessor))
         if method == "Status":
             peers.add(self._identity(self.config.name))
@@ -125,7 +129,9 @@ class PartyServicer(pb_grpc.PartyServicer):
     def request_limit(self, method: str) -> int:
         """The largest request of `method` the open job can need (the gate refuses more)."""
         session = self.session
-        if method == "Sum" and isinstance(session, PartySession):
+        if method == "Sum" and isinstance(session, RING_SESSIONS):
+            limit = session.sum_request_limit()
+        elif method == "Randomize" and isinstance(session, RandomizeSession):
             limit = session.sum_request_limit()
         elif method == "Assign" and isinstance(session, DRBTSession):
             limit = session.assign_request_limit()
@@ -232,6 +238,10 @@ class PartyServicer(pb_grpc.PartyServicer):
                 reply = self._open_drbt(request, context)
                 audit_served(job, request.ref.session_id, caller)
                 return reply
+            if request.WhichOneof("job") == "randomize":
+                reply = randomize_job.open_session(self, request, context)
+                audit_served(job, request.ref.session_id, caller)
+                return reply
             try:
                 if request.WhichOneof("job") != "lkc":
                     raise FedanonError("unsupported job type")
@@ -299,11 +309,12 @@ class PartyServicer(pb_grpc.PartyServicer):
         return reply
 
     def _of_kind(self, context: grpc.ServicerContext, ref: pb.SessionRef,
-                 kind: type) -> PartySession | DRBTSession:
+                 kind: type | tuple[type, ...]) -> PartySession | DRBTSession:
         session = self._current(context, ref)
         if not isinstance(session, kind):
+            names = " or ".join(k.__name__ for k in (kind if isinstance(kind, tuple) else (kind,)))
             self.refuse(context, grpc.StatusCode.FAILED_PRECONDITION,
-                        f"session {ref.session_id[:12]} is not a {kind.__name__} job")
+                        f"session {ref.session_id[:12]} is not a {names} job")
         return session
 
     def Ids(self, request: pb.IdsRequest, context: grpc.ServicerContext):
@@ -349,9 +360,15 @@ class PartyServicer(pb_grpc.PartyServicer):
                  extra={"session": session.session_id[:12]})
         return pb.AssignReply()
 
+    def Randomize(self, request: pb.RandomizeRequest, context: grpc.ServicerContext):
+        self._authorize(context, {self.config.leader})
+        session = self._of_kind(context, request.ref, RandomizeSession)
+        session.touch()
+        return randomize_job.randomize(self, session, request, context)
+
     def ShareKeys(self, request: pb.ShareKeysRequest, context: grpc.ServicerContext):
         self._authorize(context, {self.config.leader})
-        session = self._of_kind(context, request.ref, PartySession)
+        session = self._of_kind(context, request.ref, RING_SESSIONS)
         session.touch()
         sid = bytes.fromhex(session.session_id)
         try:
@@ -367,7 +384,7 @@ class PartyServicer(pb_grpc.PartyServicer):
         return pb.ShareKeysReply()
 
     def Sum(self, request: pb.SumRequest, context: grpc.ServicerContext):
-        session = self._of_kind(context, request.ref, PartySession)
+        session = self._of_kind(context, request.ref, RING_SESSIONS)
         pairwise = session.sum_mode == pb.SUM_MODE_PAIRWISE
         first = pairwise or session.predecessor is None
         self._authorize(context, {self.config.leader} if first else {session.predecessor})
@@ -415,7 +432,7 @@ class PartyServicer(pb_grpc.PartyServicer):
         return reply
 
     def Union(self, request: pb.UnionRequest, context: grpc.ServicerContext):
-        session = self._of_kind(context, request.ref, PartySession)
+        session = self._of_kind(context, request.ref, RING_SESSIONS)
         from_leader = request.phase != pb.UNION_PHASE_STRIP or session.predecessor is None
         self._authorize(context, {self.config.leader} if from_leader else {session.predecessor})
         session.touch()
@@ -429,7 +446,7 @@ class PartyServicer(pb_grpc.PartyServicer):
         """One union phase at this party (MEASURE, COLLECT, or STRIP and forward)."""
         try:
             session.check_ref(request.ref)
-            records = record_bytes(session.local.generalized_table())
+            records = record_bytes(session.release_table())
             if request.phase == pb.UNION_PHASE_MEASURE:
                 return pb.UnionReply(record_size=measured_size(records))
             ctx = session.union.context(bytes.fromhex(session.session_id),

@@ -107,6 +107,10 @@ class PartySession(SessionBase):
         groups = max(1, live * max(widest, 1))
         return 8 * self.local.layout.vector_length(groups) + groups // 8 + (1 << 16)
 
+    def release_table(self) -> pd.DataFrame:
+        """What this party contributes to the union: its generalized records."""
+        return self.local.generalized_table()
+
     def check_ref(self, ref: pb.SessionRef, iteration: int | None = None) -> None:
         """Reject a message for another session or an unexpected iteration."""
         if ref.session_id != self.session_id:

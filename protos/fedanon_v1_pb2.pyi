@@ -87,6 +87,30 @@ class DRBTJob(_message.Message):
     rescale: bool
     def __init__(self, id_column: _Optional[str] = ..., matrix: _Optional[str] = ..., k_dims: _Optional[int] = ..., rescale: _Optional[bool] = ...) -> None: ...
 
+class QIDDomain(_message.Message):
+    __slots__ = ("column", "values")
+    COLUMN_FIELD_NUMBER: _ClassVar[int]
+    VALUES_FIELD_NUMBER: _ClassVar[int]
+    column: str
+    values: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, column: _Optional[str] = ..., values: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class RandomizeJob(_message.Message):
+    __slots__ = ("qids", "method", "attrs", "p", "p_values", "keep_at_parties")
+    QIDS_FIELD_NUMBER: _ClassVar[int]
+    METHOD_FIELD_NUMBER: _ClassVar[int]
+    ATTRS_FIELD_NUMBER: _ClassVar[int]
+    P_FIELD_NUMBER: _ClassVar[int]
+    P_VALUES_FIELD_NUMBER: _ClassVar[int]
+    KEEP_AT_PARTIES_FIELD_NUMBER: _ClassVar[int]
+    qids: _containers.RepeatedCompositeFieldContainer[QIDDomain]
+    method: str
+    attrs: int
+    p: str
+    p_values: _containers.RepeatedScalarFieldContainer[float]
+    keep_at_parties: bool
+    def __init__(self, qids: _Optional[_Iterable[_Union[QIDDomain, _Mapping]]] = ..., method: _Optional[str] = ..., attrs: _Optional[int] = ..., p: _Optional[str] = ..., p_values: _Optional[_Iterable[float]] = ..., keep_at_parties: _Optional[bool] = ...) -> None: ...
+
 class Matrix(_message.Message):
     __slots__ = ("data", "rows", "cols", "dtype")
     DATA_FIELD_NUMBER: _ClassVar[int]
@@ -100,18 +124,20 @@ class Matrix(_message.Message):
     def __init__(self, data: _Optional[bytes] = ..., rows: _Optional[int] = ..., cols: _Optional[int] = ..., dtype: _Optional[str] = ...) -> None: ...
 
 class OpenSessionRequest(_message.Message):
-    __slots__ = ("ref", "lkc", "drbt", "ring", "sum_mode")
+    __slots__ = ("ref", "lkc", "drbt", "randomize", "ring", "sum_mode")
     REF_FIELD_NUMBER: _ClassVar[int]
     LKC_FIELD_NUMBER: _ClassVar[int]
     DRBT_FIELD_NUMBER: _ClassVar[int]
+    RANDOMIZE_FIELD_NUMBER: _ClassVar[int]
     RING_FIELD_NUMBER: _ClassVar[int]
     SUM_MODE_FIELD_NUMBER: _ClassVar[int]
     ref: SessionRef
     lkc: LKCJob
     drbt: DRBTJob
+    randomize: RandomizeJob
     ring: _containers.RepeatedScalarFieldContainer[str]
     sum_mode: SumMode
-    def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ..., lkc: _Optional[_Union[LKCJob, _Mapping]] = ..., drbt: _Optional[_Union[DRBTJob, _Mapping]] = ..., ring: _Optional[_Iterable[str]] = ..., sum_mode: _Optional[_Union[SumMode, str]] = ...) -> None: ...
+    def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ..., lkc: _Optional[_Union[LKCJob, _Mapping]] = ..., drbt: _Optional[_Union[DRBTJob, _Mapping]] = ..., randomize: _Optional[_Union[RandomizeJob, _Mapping]] = ..., ring: _Optional[_Iterable[str]] = ..., sum_mode: _Optional[_Union[SumMode, str]] = ...) -> None: ...
 
 class KeyShare(_message.Message):
     __slots__ = ("holder", "role", "purpose", "share")
@@ -298,6 +324,20 @@ class RenewReply(_message.Message):
     LEASE_SECONDS_FIELD_NUMBER: _ClassVar[int]
     lease_seconds: float
     def __init__(self, lease_seconds: _Optional[float] = ...) -> None: ...
+
+class RandomizeRequest(_message.Message):
+    __slots__ = ("ref", "marginals", "p")
+    REF_FIELD_NUMBER: _ClassVar[int]
+    MARGINALS_FIELD_NUMBER: _ClassVar[int]
+    P_FIELD_NUMBER: _ClassVar[int]
+    ref: SessionRef
+    marginals: Vector
+    p: _containers.RepeatedScalarFieldContainer[float]
+    def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ..., marginals: _Optional[_Union[Vector, _Mapping]] = ..., p: _Optional[_Iterable[float]] = ...) -> None: ...
+
+class RandomizeReply(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
 
 class StatusRequest(_message.Message):
     __slots__ = ()

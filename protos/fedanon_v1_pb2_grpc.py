@@ -69,6 +69,11 @@ class PartyStub:
                 request_serializer=protos_dot_fedanon__v1__pb2.AssignRequest.SerializeToString,
                 response_deserializer=protos_dot_fedanon__v1__pb2.AssignReply.FromString,
                 _registered_method=True)
+        self.Randomize = channel.unary_unary(
+                '/fedanon.v1.Party/Randomize',
+                request_serializer=protos_dot_fedanon__v1__pb2.RandomizeRequest.SerializeToString,
+                response_deserializer=protos_dot_fedanon__v1__pb2.RandomizeReply.FromString,
+                _registered_method=True)
         self.End = channel.unary_unary(
                 '/fedanon.v1.Party/End',
                 request_serializer=protos_dot_fedanon__v1__pb2.EndRequest.SerializeToString,
@@ -131,6 +136,12 @@ class PartyServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Randomize(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def End(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -186,6 +197,11 @@ def add_PartyServicer_to_server(servicer, server):
                     servicer.Assign,
                     request_deserializer=protos_dot_fedanon__v1__pb2.AssignRequest.FromString,
                     response_serializer=protos_dot_fedanon__v1__pb2.AssignReply.SerializeToString,
+            ),
+            'Randomize': grpc.unary_unary_rpc_method_handler(
+                    servicer.Randomize,
+                    request_deserializer=protos_dot_fedanon__v1__pb2.RandomizeRequest.FromString,
+                    response_serializer=protos_dot_fedanon__v1__pb2.RandomizeReply.SerializeToString,
             ),
             'End': grpc.unary_unary_rpc_method_handler(
                     servicer.End,
@@ -392,6 +408,33 @@ class Party:
             '/fedanon.v1.Party/Assign',
             protos_dot_fedanon__v1__pb2.AssignRequest.SerializeToString,
             protos_dot_fedanon__v1__pb2.AssignReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Randomize(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fedanon.v1.Party/Randomize',
+            protos_dot_fedanon__v1__pb2.RandomizeRequest.SerializeToString,
+            protos_dot_fedanon__v1__pb2.RandomizeReply.FromString,
             options,
             channel_credentials,
             insecure,

@@ -7,6 +7,7 @@ import argparse
 from fedanon.cli.alphak import add_anonymize_alpha_k
 from fedanon.cli.common import print_summary, split_list, step_progress, write_json
 from fedanon.cli.drbt import add_anonymize_drbt
+from fedanon.cli.randomize import add_anonymize_randomize
 from fedanon.lkc.api import PRESETS, anonymize_lkc, build_schema, parse_sensitive, resolve_params
 from fedanon.lkc.scores import SCORES
 from fedanon.table_io import read_table, write_table
@@ -46,6 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     lkc.set_defaults(handler=run_lkc)
     add_anonymize_drbt(methods)
     add_anonymize_alpha_k(methods)
+    add_anonymize_randomize(methods)
 
 
 def run_lkc(args: argparse.Namespace) -> int:

@@ -9,6 +9,7 @@ from fedanon.atomic import write_json_atomic
 from fedanon.cli.alphak import add_evaluate_queries
 from fedanon.cli.common import print_summary, split_list, step_progress
 from fedanon.cli.drbt import add_evaluate_drbt
+from fedanon.cli.randomize import add_evaluate_randomization
 from fedanon.errors import FedanonError
 from fedanon.table_io import read_table, require_columns
 
@@ -44,6 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     grid.set_defaults(handler=run_sweep)
     add_evaluate_drbt(kinds)
     add_evaluate_queries(kinds)
+    add_evaluate_randomization(kinds)
 
 
 def _schema_maker(args: argparse.Namespace, table):

@@ -47,7 +47,7 @@ def summarize(report: dict, as_json: bool) -> None:
 
 def run_leader(args: argparse.Namespace) -> int:
     from fedanon.tls import insecure_warning
-    from leader.config import load_job
+    from leader.config import LeaderJob, load_job
     from leader.drbt import DRBTLeaderJob, run_drbt
     from leader.run import run_job
 
@@ -57,6 +57,10 @@ def run_leader(args: argparse.Namespace) -> int:
         job.tls = None
     elif job.tls is None:
         print(insecure_warning(f"{args.config} [tls] insecure = true"), file=sys.stderr)
+    if not isinstance(job, DRBTLeaderJob | LeaderJob):
+        from fedanon.cli.randomize import run_leader_randomize
+
+        return run_leader_randomize(job, args.json)
     if isinstance(job, DRBTLeaderJob):
         report = run_drbt(job)
         rows = [("parties", ", ".join(report["parties"])), ("objects", report["objects"]),

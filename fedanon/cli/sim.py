@@ -9,6 +9,7 @@ from pathlib import Path
 from fedanon.cli.anonymize import add_lkc_options
 from fedanon.cli.common import print_summary, split_list, step_progress
 from fedanon.cli.leader import progress_text, summarize
+from fedanon.cli.randomize import add_sim_randomize
 from fedanon.errors import FedanonError
 from fedanon.lkc.api import parse_sensitive
 from fedanon.table_io import read_table
@@ -60,6 +61,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     drbt.add_argument("--report", help="JSON report path")
     drbt.add_argument("--json", action="store_true", help="print the report as JSON")
     drbt.set_defaults(handler=run_sim_drbt)
+    add_sim_randomize(methods)
 
 
 def lkc_section(args: argparse.Namespace) -> dict:

@@ -1,0 +1,331 @@
+"""``fedanon anonymize randomize``, ``evaluate randomization`` and ``sim randomize``.
+
+Heavy imports (pandas, the algorithm, the federation) stay inside the handlers so that
+``fedanon --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from fedanon.cli.common import print_summary, split_list, write_json
+from fedanon.errors import FedanonError
+
+
+def _p_value(text: str) -> str | tuple[float, ...]:
+    """--p: uniform, optimal, or one probability per QID (0.5,0.3,0.2)."""
+    if text in ("uniform", "optimal"):
+        return text
+    try:
+        return tuple(float(x) for x in split_list(text))
+    except ValueError:
+        raise FedanonError(
+            f"--p '{text}': use uniform, optimal or numbers like 0.5,0.3,0.2"
+        ) from None
+
+
+def _method_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data", required=True, help="input table (CSV with header, or Parquet)")
+    parser.add_argument("--qid", required=True, help="QID columns a,b,c (the others are kept)")
+    parser.add_argument(
+        "--method",
+        choices=("ra", "enhanced"),
+        default="ra",
+        help="ra: one attribute per record w.p. p_i; enhanced: k attributes",
+    )
+    parser.add_argument(
+        "--attrs",
+        type=int,
+        metavar="K",
+        help="enhanced RA: attributes redrawn per record (default 2)",
+    )
+    parser.add_argument(
+        "--p",
+        default="uniform",
+        metavar="uniform|optimal|p1,p2,..",
+        help="RA attribute probabilities (optimal maximizes Pa)",
+    )
+    parser.add_argument(
+        "--seed", type=int, help="seed for reproducible runs (default: secret, from the OS)"
+    )
+    parser.add_argument("--delimiter", help="CSV delimiter (default ',' or tab for .tsv)")
+
+
+def add_anonymize_randomize(methods: argparse._SubParsersAction) -> None:
+    """Add `randomize` to the `fedanon anonymize` methods."""
+    parser = methods.add_parser(
+        "randomize",
+        help="randomization by breaking attribute links (RA, enhanced RA)",
+        description="Redraw one QID value per record (RA) or k of them (enhanced RA) from the "
+        "column's marginal; other columns are untouched. Reports Pa.",
+    )
+    _method_options(parser)
+    parser.add_argument("--out", required=True, help="randomized table (written atomically)")
+    parser.add_argument("--report", help="JSON report path")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.set_defaults(handler=run_anonymize)
+
+
+def add_evaluate_randomization(kinds: argparse._SubParsersAction) -> None:
+    """Add `randomization` to the `fedanon evaluate` kinds."""
+    parser = kinds.add_parser(
+        "randomization",
+        help="Pa, bias of frequent combinations, query error of RA",
+        description="Randomize --data (or read --release) and report Pa, the changed cells, "
+        "predicted vs measured bias of the most frequent QID combinations and, with "
+        "--sensitive, the average relative error of random COUNT queries.",
+    )
+    _method_options(parser)
+    parser.add_argument(
+        "--release",
+        help="an existing randomized table of --data (same method and parameters; changed "
+        "cells are counted row by row, so they mean something only for an unshuffled "
+        "release); default: randomize here",
+    )
+    parser.add_argument(
+        "--top", type=int, default=10, help="frequent combinations per length 2 and 3 (default 10)"
+    )
+    parser.add_argument("--sensitive", help="sensitive column of the COUNT queries")
+    parser.add_argument("--queries", type=int, default=1000, help="COUNT queries (default 1000)")
+    parser.add_argument("--qd", type=int, default=4, help="QIDs per query (default 4)")
+    parser.add_argument("--s", type=float, default=0.05, help="query selectivity (default 0.05)")
+    parser.add_argument(
+        "--rule-support",
+        type=float,
+        default=0.08,
+        help="association rules: minimum support (default 0.08)",
+    )
+    parser.add_argument(
+        "--rule-confidence",
+        type=float,
+        default=0.15,
+        help="association rules: minimum confidence (default 0.15)",
+    )
+    parser.add_argument("--no-rules", action="store_true", help="skip the rule recovery")
+    parser.add_argument("--report", help="JSON report path")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.set_defaults(handler=run_evaluate)
+
+
+def add_sim_randomize(methods: argparse._SubParsersAction) -> None:
+    """Add `randomize` to the `fedanon sim` methods."""
+    parser = methods.add_parser(
+        "randomize",
+        help="federated randomization over N real party daemons on loopback",
+        description="Split --data over N parties, sum their histograms securely, randomize "
+        "locally, integrate by secure union; compare with a centralized run on the union.",
+    )
+    _method_options(parser)
+    parser.add_argument("--parties", type=int, default=3, help="number of hospitals (default 3)")
+    parser.add_argument("--split", default="random", help="random (default) or by-column=COL")
+    parser.add_argument("--split-seed", type=int, default=1, help="seed of the random split")
+    parser.add_argument("--sum-mode", choices=("ring", "pairwise"), default="ring")
+    parser.add_argument(
+        "--keep-at-parties",
+        action="store_true",
+        help="no union: each party keeps its randomized table",
+    )
+    parser.add_argument(
+        "--allow-two-parties",
+        action="store_true",
+        help="accept 2 parties (each learns the other's histograms)",
+    )
+    parser.add_argument(
+        "--pad-to",
+        type=int,
+        default=0,
+        metavar="N",
+        help="pad every party's union batch to N items",
+    )
+    parser.add_argument("--insecure", action="store_true", help="no TLS (local experiments only)")
+    parser.add_argument("--workdir", help="keep configs, certificates, logs and kept tables here")
+    parser.add_argument("--out", help="integrated release (required unless --keep-at-parties)")
+    parser.add_argument("--report", help="JSON report path")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.set_defaults(handler=run_sim)
+
+
+def _summary_rows(report: dict[str, Any]) -> list[tuple[str, Any]]:
+    rows: list[tuple[str, Any]] = [("records", report["records"]), ("method", report["method"])]
+    if report["method"] == "enhanced":
+        rows.append(("attributes per record (k)", report["attrs"]))
+    else:
+        rows.append(("p", ", ".join(f"{x:.4f}" for x in report["p"])))
+    rows.append(("Pa", report["Pa"]))
+    rows.append(("expected changed cells", f"{report['expected_changed_cell_fraction']:.4%}"))
+    return rows
+
+
+def run_anonymize(args: argparse.Namespace) -> int:
+    from fedanon.algorithms.randomization.api import anonymize_randomize
+    from fedanon.table_io import read_table, write_table
+
+    table = read_table(args.data, args.delimiter)
+    release = anonymize_randomize(
+        table, split_list(args.qid), args.method, args.attrs, _p_value(args.p), args.seed
+    )
+    write_table(release.table, args.out)
+    report = {**release.report, "input": str(args.data), "output": str(args.out)}
+    if args.report:
+        write_json(args.report, report)
+    rows = _summary_rows(report)
+    rows += [
+        ("changed cells", f"{report['changed_cell_fraction']:.4%}"),
+        ("seconds", report["seconds"]),
+        ("output", args.out),
+    ]
+    print_summary("fedanon anonymize randomize", rows, report if args.json else None)
+    return 0
+
+
+def run_evaluate(args: argparse.Namespace) -> int:
+    from fedanon.algorithms.randomization.api import evaluate_randomization
+    from fedanon.table_io import read_table
+
+    table = read_table(args.data, args.delimiter)
+    release = read_table(args.release, args.delimiter) if args.release else None
+    report = evaluate_randomization(
+        table,
+        split_list(args.qid),
+        args.method,
+        args.attrs,
+        _p_value(args.p),
+        args.seed,
+        release=release,
+        top=args.top,
+        sensitive=args.sensitive,
+        queries=args.queries,
+        qd=args.qd,
+        s=args.s,
+    )
+    report = {**report, "input": str(args.data), "release": args.release}
+    if args.report:
+        write_json(args.report, report)
+    rows = _summary_rows(report)
+    rows.append(("changed cells", f"{report['changed_cell_fraction']:.4%}"))
+    rows += [
+        (
+            b["combination"],
+            f"support {b['support']:.4f}: bias predicted "
+            f"{b['predicted_bias']:+.4f} (sd {b['predicted_sd']:.4f}), measured "
+            f"{b['measured_bias']:+.4f}",
+        )
+        for b in report["bias"]
+    ]
+    if "count_queries" in report:
+        queries = report["count_queries"]
+        rows.append(
+            (
+                f"COUNT query error ({queries['queries']} queries, qd={queries['qd']}, "
+                f"s={queries['s']})",
+                f"{queries['average_relative_error']:.4f}",
+            )
+        )
+    if "rules" in report:
+        found = report["rules"]
+        rows.append(
+            (
+                f"rules recovered (support {found['min_support']}, confidence "
+                f"{found['min_confidence']})",
+                f"{found['recovered']} of {found['rules_original']} "
+                f"({found['recovery']}), {found['artificial']} artificial",
+            )
+        )
+    print_summary("fedanon evaluate randomization", rows, report if args.json else None)
+    return 0
+
+
+def run_leader_randomize(job: Any, as_json: bool) -> int:
+    """``fedanon leader run`` with a [randomize] job.toml."""
+    from leader.randomize import run_randomize
+
+    report = run_randomize(job)
+    rows = [
+        ("parties", ", ".join(report["parties"])),
+        ("sum mode", report["sum_mode"]),
+        *_summary_rows(report),
+        ("seconds", report["seconds"]),
+        ("output", report["output"] or "kept at the parties"),
+    ]
+    print_summary("fedanon distributed randomization", rows, report if as_json else None)
+    return 0
+
+
+def run_sim(args: argparse.Namespace) -> int:
+    """Split, run the federation, and compare its plan with the centralized one on the union."""
+    import numpy as np
+
+    from fedanon.algorithms.randomization.api import anonymize_randomize
+    from fedanon.algorithms.randomization.coding import encode, observed_domain
+    from fedanon.algorithms.randomization.jobspec import RandomizeSpec
+    from fedanon.table_io import read_table
+    from leader.randomize import RandomizeLeaderJob, run_randomize
+    from leader.sim import federation, split_table
+
+    if args.keep_at_parties and not args.workdir:
+        raise FedanonError(
+            "--keep-at-parties needs --workdir: each party writes its randomized "
+            "table into <workdir>/<party>-out"
+        )
+    if not args.keep_at_parties and not args.out:
+        raise FedanonError("--out is required unless --keep-at-parties")
+    if args.insecure:
+        print(
+            "fedanon: WARNING: --insecure: no TLS, no authentication; local experiments only",
+            file=sys.stderr,
+        )
+    table = read_table(args.data, args.delimiter)
+    qids = split_list(args.qid)
+    coded = encode(table, qids)
+    # The simulation knows the union, so it can fix the agreed domains from it; a real
+    # federation writes them into job.toml from a public code book.
+    spec = RandomizeSpec(
+        tuple(qids),
+        tuple(observed_domain(table[q]) for q in qids),
+        args.method,
+        args.attrs,
+        _p_value(args.p),
+        args.keep_at_parties,
+    )
+    central = anonymize_randomize(table, qids, args.method, args.attrs, spec.p, args.seed)
+    parts = split_table(table, args.parties, args.split, args.split_seed)
+    plans: list[Any] = []
+    with federation(
+        parts, None, secure=not args.insecure, workdir=Path(args.workdir) if args.workdir else None
+    ) as fed:
+        job = RandomizeLeaderJob(
+            fed.hops,
+            fed.leader_tls,
+            spec,
+            Path(args.out) if args.out else None,
+            report=None,
+            sum_mode=args.sum_mode,
+            allow_two_parties=args.allow_two_parties,
+            union_pad_to=args.pad_to,
+        )
+        report = run_randomize(job, on_plan=plans.append)
+    exact = all(
+        np.array_equal(a, b) for a, b in zip(plans[0].marginals, coded.histograms(), strict=True)
+    )
+    report["centralized"] = {
+        "Pa": central.report["Pa"],
+        "p": central.report["p"],
+        "seconds": central.report["seconds"],
+        "global_marginals_equal_union_marginals": exact,
+    }
+    if args.report:
+        write_json(args.report, report)
+    rows = [
+        ("parties", ", ".join(report["parties"])),
+        ("sum mode", report["sum_mode"]),
+        *_summary_rows(report),
+        ("Pa of the centralized run", central.report["Pa"]),
+        ("global marginals == union marginals", exact),
+        ("seconds", report["seconds"]),
+        ("output", report["output"] or "kept at the parties"),
+    ]
+    print_summary("fedanon sim randomize", rows, report if args.json else None)
+    return 0

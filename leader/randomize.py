@@ -1,0 +1,212 @@
+"""The leader's side of a federated randomization job (RA / enhanced RA(k)).
+
+Steps: open the session everywhere (fingerprints of the job and the released columns must
+agree), share the union and pairwise keys, sum the parties' per-QID histograms over the agreed
+domains by the ring or pairwise secure sum (the leader learns only the global histograms), derive
+the plan (probabilities, Pa) from them, send the global marginals and probabilities to every
+party, which randomizes its own rows, then integrate the randomized rows by the secure set
+union - or leave them at the parties when the job says so. A party's record never leaves it
+before it is randomized.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from crypto.parallel import Parallelism
+from fedanon.algorithms.randomization.jobspec import RandomizeSpec
+from fedanon.algorithms.randomization.leader_half import Plan, split_histograms
+from fedanon.atomic import write_json_atomic
+from fedanon.errors import FedanonError
+from fedanon.table_io import write_table
+from fedanon.tls import TLSFiles
+from fedanon.wire import to_vector
+from leader.federation import FederationSource, Traffic
+from leader.run import SUM_MODES, Session, _first_difference
+from leader.union import UnionKeys, run_union
+from party.config import Hop
+from party.randomize import RANDOMIZE_ROUND, UNION_ROUND, fingerprint, spec_to_proto
+from protos import fedanon_v1_pb2 as pb
+
+
+@dataclass
+class RandomizeLeaderJob:
+    """A federated randomization run: parties, the job, the secure-sum mode and the outputs."""
+
+    parties: list[Hop]
+    tls: TLSFiles | None
+    spec: RandomizeSpec
+    out: Path | None
+    report: Path | None = None
+    name: str = "leader"
+    sum_mode: str = "ring"
+    allow_two_parties: bool = False
+    rpc_seconds: float = 60.0
+    union_seconds: float = 600.0
+    union_parallelism: Parallelism = field(default_factory=Parallelism.configured)
+    union_pad_to: int = 0
+    extra_report: dict[str, Any] = field(default_factory=dict)
+
+    def check(self) -> None:
+        """Refuse jobs the protocol cannot run safely (same rules as distributed LKC)."""
+        self.spec.check()
+        if self.sum_mode not in SUM_MODES:
+            raise FedanonError(f"sum_mode '{self.sum_mode}' unknown (choose ring or pairwise)")
+        names = [p.name for p in self.parties]
+        if len(set(names)) != len(names):
+            raise FedanonError("a party is listed twice in the ring")
+        if len(names) < 2:
+            raise FedanonError("a federation needs at least two parties")
+        if len(names) < 3 and not self.allow_two_parties:
+            raise FedanonError(
+                "only two parties: each would learn the other's histograms from the global "
+                "marginals; set allow_two_parties = true (or --allow-two-parties) to accept that"
+            )
+        if self.out is None and not self.spec.keep_at_parties:
+            raise FedanonError(
+                "no output path for the integrated release (out = ...), and "
+                "the records are not kept at the parties"
+            )
+        if self.union_pad_to < 0:
+            raise FedanonError(f"[union] pad_to must be 0 or more, got {self.union_pad_to}")
+
+
+@dataclass(frozen=True)
+class HistogramLayout:
+    """The secure sum's vector for this job: every QID histogram, concatenated."""
+
+    length: int
+
+    def vector_length(self, _partitions: int) -> int:
+        return self.length
+
+
+def global_plan(spec: RandomizeSpec, total: Any) -> Plan:
+    """Cut the summed vector into marginals, check they describe one set of rows, plan."""
+    marginals = split_histograms(total, spec.sizes)
+    records = {int(m.sum()) for m in marginals}
+    if len(records) != 1:
+        raise FedanonError("the global histograms count different numbers of records per QID")
+    return spec.plan(marginals)
+
+
+def run_randomize(job: RandomizeLeaderJob, on_plan: Any | None = None) -> dict[str, Any]:
+    """Run one session; write the integrated release (unless kept at the parties) and report.
+
+    `on_plan` receives the plan made from the global marginals (the simulation compares it with
+    the centralized plan of the union).
+    """
+    job.check()
+    spec = job.spec
+    items = spec.fingerprint_items()
+    timings: dict[str, float] = {}
+    traffic = Traffic()
+    session = Session(job)  # type: ignore[arg-type]
+    began = time.perf_counter()
+    with session:
+        opened = session.fan_out(
+            "handshake",
+            lambda n, s: s.OpenSession(
+                pb.OpenSessionRequest(
+                    ref=session.ref(),
+                    randomize=spec_to_proto(spec),
+                    ring=session.ring,
+                    sum_mode=SUM_MODES[job.sum_mode],
+                ),
+                timeout=job.rpc_seconds,
+            ),
+        )
+        columns: list[str] | None = None
+        for name in session.ring:
+            reply = opened[name]
+            if reply.fingerprint != fingerprint(items):
+                raise FedanonError(
+                    f"handshake: party {name} differs from the leader: "
+                    f"{_first_difference(items, list(reply.fingerprint_items))}"
+                )
+            if columns is None:
+                columns = list(reply.columns)
+            elif list(reply.columns) != columns:
+                raise FedanonError(
+                    f"handshake: party {name} has columns {list(reply.columns)}, "
+                    f"party {session.ring[0]} has {columns}"
+                )
+        assert columns is not None
+        keys = UnionKeys.exchange(session, opened)
+        timings["handshake"] = time.perf_counter() - began
+
+        mark = time.perf_counter()
+        source = FederationSource(
+            session.session_id,
+            session.ring,
+            session.stubs,
+            HistogramLayout(int(sum(spec.sizes))),  # type: ignore[arg-type]
+            job.rpc_seconds,
+            traffic,
+            fan_out=session.fan_out if job.sum_mode == "pairwise" else None,
+            sealed_totals=keys.sealed_totals(session.session_id),
+        )
+        total = source.start([])
+        plan = global_plan(spec, total)
+        if on_plan is not None:
+            on_plan(plan)
+        timings["marginals"] = time.perf_counter() - mark
+
+        mark = time.perf_counter()
+        request = pb.RandomizeRequest(
+            ref=session.ref(RANDOMIZE_ROUND),
+            marginals=to_vector(total),
+            p=[] if plan.p is None else [float(x) for x in plan.p],
+        )
+        session.fan_out("randomize", lambda n, s: s.Randomize(request, timeout=job.rpc_seconds))
+        traffic.add("randomize", request.ByteSize() * len(session.ring), 0)
+        timings["randomize"] = time.perf_counter() - mark
+
+        rows: list[list[str]] = []
+        if not spec.keep_at_parties:
+            mark = time.perf_counter()
+            rows = run_union(
+                session,
+                keys,
+                traffic,
+                job.rpc_seconds,
+                job.union_seconds,
+                UNION_ROUND,
+                job.union_parallelism,
+                job.union_pad_to,
+            )
+            timings["union"] = time.perf_counter() - mark
+        ended = session.fan_out(
+            "end", lambda n, s: s.End(pb.EndRequest(ref=session.ref()), timeout=job.rpc_seconds)
+        )
+
+    if not spec.keep_at_parties:
+        assert job.out is not None
+        mark = time.perf_counter()
+        write_table(pd.DataFrame(rows, columns=columns), job.out)
+        timings["write"] = time.perf_counter() - mark
+    timings["total"] = time.perf_counter() - began
+    report = {
+        **plan.summary(),
+        "mode": "distributed",
+        "session_id": session.session_id,
+        "parties": session.ring,
+        "sum_mode": job.sum_mode,
+        "kept_at_parties": spec.keep_at_parties,
+        "released_records": None if spec.keep_at_parties else len(rows),
+        "seconds": {k: round(v, 4) for k, v in timings.items()},
+        "leader_bytes": {"sent": traffic.sent, "received": traffic.received},
+        "party_bytes": {
+            n: {"sent": r.bytes_sent, "received": r.bytes_received} for n, r in ended.items()
+        },
+        "output": None if spec.keep_at_parties else str(job.out),
+        **job.extra_report,
+    }
+    if job.report is not None:
+        write_json_atomic(job.report, report)
+    return report
