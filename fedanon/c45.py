@@ -40,6 +40,7 @@ import itertools
 import math
 import sys
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from statistics import NormalDist
 
 import numpy as np
@@ -90,6 +91,27 @@ class _Node:
         self.children = other.children
         self.counts = other.counts
         self.best = other.best
+
+
+@dataclass
+class TreeNode:
+    """A read-only copy of one node of a fitted tree, for algorithms that walk the tree
+    themselves (kACTUS evaluates each record's path). A leaf has ``feature`` None.
+
+    ``children`` maps a branch key to the child: the category for a categorical test (every
+    training value, empty branches included as leaves with no training rows), and False
+    (``value <= threshold``) / True (``value > threshold``) for a numeric test.
+    """
+
+    feature: str | None
+    numeric: bool = False
+    threshold: float = math.nan
+    children: dict[object, TreeNode] = field(default_factory=dict)
+    rows: int = 0  # training rows that reached the node
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.feature is None
 
 
 class C45:
@@ -488,6 +510,31 @@ class C45:
             depth = max(depth, level + (empty > 0))
             stack.extend((child, level + 1) for child in node.children.values())
         return nodes, depth, leaves
+
+    def tree(self) -> TreeNode:
+        """A copy of the fitted tree as plain :class:`TreeNode` objects (iterative: deep trees
+        cannot hit the recursion limit)."""
+        root = self._fitted_root()
+        copy = TreeNode(None, rows=int(root.counts.sum()))
+        stack = [(root, copy)]
+        while stack:
+            node, out = stack.pop()
+            if node.attr < 0:
+                continue
+            out.feature = self.features_[node.attr]
+            out.numeric = bool(self._is_numeric[node.attr])
+            out.threshold = node.threshold
+            if out.numeric:
+                keys: list[object] = [False, True]
+            else:
+                keys = list(self._domains[self._column[node.attr]])
+            for branch, key in enumerate(keys):
+                child = node.children.get(branch)
+                rows = 0 if child is None else int(child.counts.sum())
+                out.children[key] = TreeNode(None, rows=rows)
+                if child is not None:
+                    stack.append((child, out.children[key]))
+        return copy
 
     def to_text(self) -> str:
         """The tree in C4.5's indented text form, with (training rows/errors) per leaf."""

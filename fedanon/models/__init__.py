@@ -1,0 +1,1 @@
+"""Privacy models and their independent checkers."""
