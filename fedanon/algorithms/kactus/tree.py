@@ -82,7 +82,7 @@ def place_records(tree: TreeNode, columns: Sequence[QidColumn]) -> tuple[Node, n
             residual.append(rows[~known])
             above = x > source.threshold
             for side in (False, True):
-                child = Node(node.path + (Test(column.name, False, source.threshold, side),))
+                child = Node((*node.path, Test(column.name, False, source.threshold, side)))
                 node.children.append(child)
                 stack.append((source.children[side], child, rows[known & (above == side)]))
             continue
@@ -92,7 +92,7 @@ def place_records(tree: TreeNode, columns: Sequence[QidColumn]) -> tuple[Node, n
             here = codes == int(code)
             routed |= here
             value = column.categories[int(code)]
-            child = Node(node.path + (Test(column.name, True, value),))
+            child = Node((*node.path, Test(column.name, True, value)))
             node.children.append(child)
             stack.append((child_source, child, rows[here]))
         residual.append(rows[~routed])
