@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fedanon.algorithms.kactus.tree import Node, Test
+from fedanon.algorithms.kactus.tree import Node, Condition
 
 
 @dataclass
@@ -33,7 +33,7 @@ class Group:
     """Records released together: they keep what their common path reveals."""
 
     rows: np.ndarray
-    path: tuple[Test, ...]
+    path: tuple[Condition, ...]
 
 
 @dataclass

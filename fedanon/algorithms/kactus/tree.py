@@ -25,7 +25,7 @@ from fedanon.c45 import C45, TreeNode
 
 
 @dataclass(frozen=True)
-class Test:
+class Condition:
     """One test on a path: ``feature = value`` (equality) or ``feature <= / > threshold``."""
 
     feature: str
@@ -38,7 +38,7 @@ class Test:
 class Node:
     """A node of the tree phase 2 works on: a leaf holds the positions of its records."""
 
-    path: tuple[Test, ...] = ()
+    path: tuple[Condition, ...] = ()
     children: list[Node] = field(default_factory=list)
     rows: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.intp))
 
@@ -82,7 +82,7 @@ def place_records(tree: TreeNode, columns: Sequence[QidColumn]) -> tuple[Node, n
             residual.append(rows[~known])
             above = x > source.threshold
             for side in (False, True):
-                child = Node((*node.path, Test(column.name, False, source.threshold, side)))
+                child = Node((*node.path, Condition(column.name, False, source.threshold, side)))
                 node.children.append(child)
                 stack.append((source.children[side], child, rows[known & (above == side)]))
             continue
@@ -92,7 +92,7 @@ def place_records(tree: TreeNode, columns: Sequence[QidColumn]) -> tuple[Node, n
             here = codes == int(code)
             routed |= here
             value = column.categories[int(code)]
-            child = Node((*node.path, Test(column.name, True, value)))
+            child = Node((*node.path, Condition(column.name, True, value)))
             node.children.append(child)
             stack.append((child_source, child, rows[here]))
         residual.append(rows[~routed])
