@@ -6,6 +6,7 @@ import argparse
 
 from fedanon.cli.common import print_summary, split_list, step_progress, write_json
 from fedanon.cli.drbt import add_anonymize_drbt
+from fedanon.cli.kactus import add_anonymize_kactus
 from fedanon.lkc.api import PRESETS, anonymize_lkc, build_schema, parse_sensitive, resolve_params
 from fedanon.lkc.scores import SCORES
 from fedanon.table_io import read_table, write_table
@@ -44,6 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     lkc.add_argument("--quiet", action="store_true", help="no progress display")
     lkc.set_defaults(handler=run_lkc)
     add_anonymize_drbt(methods)
+    add_anonymize_kactus(methods)
 
 
 def run_lkc(args: argparse.Namespace) -> int:

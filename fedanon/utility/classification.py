@@ -241,7 +241,10 @@ def _naive_bayes(
         if len(present) < len(classes):
             continue  # a class without a known value: the attribute cannot be modelled
         if name in numeric:
-            model = GaussianNB().fit(column[known].astype(float)[:, None], y[known])
+            values = column[known].astype(float)
+            if np.ptp(values) == 0:
+                continue  # a constant carries no information (and has no variance)
+            model = GaussianNB().fit(values[:, None], y[known])
             test = x_test[name].to_numpy(dtype=float)
             ok = ~np.isnan(test)
             joint = model.predict_joint_log_proba(test[ok][:, None])

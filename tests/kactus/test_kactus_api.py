@@ -19,13 +19,15 @@ def tables(draw: st.DrawFn) -> tuple[pd.DataFrame, int]:
     seed = draw(st.integers(0, 2**32 - 1))
     rng = np.random.default_rng(seed)
     colours = draw(st.integers(1, 5))
-    df = pd.DataFrame({
-        "id": [f"r{i}" for i in range(n)],
-        "colour": rng.choice([f"c{i}" for i in range(colours)], n),
-        "age": rng.integers(18, 90, n).astype(str),
-        "score": np.round(rng.normal(5, 2, n), 1).astype(str),
-        "note": rng.choice(["u", "v", "w"], n),
-    })
+    df = pd.DataFrame(
+        {
+            "id": [f"r{i}" for i in range(n)],
+            "colour": rng.choice([f"c{i}" for i in range(colours)], n),
+            "age": rng.integers(18, 90, n).astype(str),
+            "score": np.round(rng.normal(5, 2, n), 1).astype(str),
+            "note": rng.choice(["u", "v", "w"], n),
+        }
+    )
     # the class depends on the QIDs, so the tree has something to split on
     signal = (df["age"].astype(int) > 50) ^ (df["colour"] == "c0")
     noise = rng.random(n) < 0.15
@@ -71,12 +73,14 @@ def test_equality_kept_cells_are_the_records_own_values(case):
 
 def _adultish(n: int = 400, seed: int = 0) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
-    df = pd.DataFrame({
-        "age": rng.integers(18, 80, n).astype(str),
-        "job": rng.choice(["a", "b", "c", "d"], n),
-        "city": rng.choice(["x", "y"], n),
-        "other": rng.integers(0, 5, n).astype(str),
-    })
+    df = pd.DataFrame(
+        {
+            "age": rng.integers(18, 80, n).astype(str),
+            "job": rng.choice(["a", "b", "c", "d"], n),
+            "city": rng.choice(["x", "y"], n),
+            "other": rng.integers(0, 5, n).astype(str),
+        }
+    )
     df["class"] = np.where((df["age"].astype(int) > 45) | (df["job"] == "a"), ">50K", "<=50K")
     return df
 

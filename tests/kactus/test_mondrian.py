@@ -52,14 +52,16 @@ def test_records_with_missing_qids_are_set_aside():
 @given(st.integers(6, 150), st.integers(0, 2**32 - 1), st.data())
 def test_every_release_is_k_anonymous(n, seed, data):
     rng = np.random.default_rng(seed)
-    df = pd.DataFrame({
-        "id": [f"r{i}" for i in range(n)],
-        "age": rng.integers(18, 90, n).astype(str),
-        "job": rng.choice(list("abcde"), n),
-        "w": np.round(rng.random(n) * 10, 2).astype(str),
-        "note": rng.choice(["u", "v"], n),
-        "cls": rng.choice(["yes", "no"], n),
-    })
+    df = pd.DataFrame(
+        {
+            "id": [f"r{i}" for i in range(n)],
+            "age": rng.integers(18, 90, n).astype(str),
+            "job": rng.choice(list("abcde"), n),
+            "w": np.round(rng.random(n) * 10, 2).astype(str),
+            "note": rng.choice(["u", "v"], n),
+            "cls": rng.choice(["yes", "no"], n),
+        }
+    )
     if df["cls"].nunique() < 2:
         df.loc[0, "cls"] = "yes" if df.loc[0, "cls"] == "no" else "no"
     k = data.draw(st.integers(2, max(2, n // 2)))

@@ -7,7 +7,7 @@ import pandas as pd
 
 from fedanon.algorithms.kactus.api import _released_cells
 from fedanon.algorithms.kactus.phase2 import Group, prune_and_release
-from fedanon.algorithms.kactus.tree import Node, Condition
+from fedanon.algorithms.kactus.tree import Condition, Node
 from fedanon.algorithms.tabular import encode_qid
 
 EMPTY = np.empty(0, dtype=np.intp)
@@ -66,8 +66,12 @@ def test_no_donation_when_surplus_is_too_small():
 
 def test_no_donation_when_non_complying_leaves_already_reach_k():
     # k=3: x has 5 (2 surplus); y, z, w hold 1 + 1 + 2 = 4 >= k: no donation.
-    children = [leaf((eq("x"),), 0, 5), leaf((eq("y"),), 5, 1), leaf((eq("z"),), 6, 1),
-                leaf((eq("w"),), 7, 2)]
+    children = [
+        leaf((eq("x"),), 0, 5),
+        leaf((eq("y"),), 5, 1),
+        leaf((eq("z"),), 6, 1),
+        leaf((eq("w"),), 7, 2),
+    ]
     root = Node((), children)
     out = prune_and_release(root, EMPTY, 3, np.random.default_rng(3))
     groups = by_path(out.groups)
@@ -98,7 +102,9 @@ def test_a_single_leaf_tree_is_released_fully_suppressed():
 
 def test_same_generator_seed_gives_the_same_donation():
     def run(seed: int) -> list[list[int]]:
-        root = Node((), [leaf((eq("x"),), 0, 30), leaf((eq("y"),), 30, 40), leaf((eq("z"),), 70, 2)])
+        root = Node(
+            (), [leaf((eq("x"),), 0, 30), leaf((eq("y"),), 30, 40), leaf((eq("z"),), 70, 2)]
+        )
         out = prune_and_release(root, EMPTY, 10, np.random.default_rng(seed))
         return [sorted(g.rows.tolist()) for g in out.groups]
 
@@ -107,11 +113,13 @@ def test_same_generator_seed_gives_the_same_donation():
 
 
 def test_released_cells_keep_equalities_average_inequalities_suppress_the_rest():
-    df = pd.DataFrame({
-        "colour": ["red", "red", "red", "blue", "blue"],
-        "age": ["30", "31", "35", "50", "60"],
-        "zip": ["1", "2", "3", "4", "5"],
-    })
+    df = pd.DataFrame(
+        {
+            "colour": ["red", "red", "red", "blue", "blue"],
+            "age": ["30", "31", "35", "50", "60"],
+            "zip": ["1", "2", "3", "4", "5"],
+        }
+    )
     colour, age, zipc = (encode_qid(df[c], c, "?") for c in df.columns)
     path = (Condition("colour", True, "red"), Condition("age", False, 40.0, False))
     groups = [Group(np.array([0, 1, 2]), path), Group(np.array([3, 4]), ())]

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fedanon.algorithms.kactus.tree import Node, Condition
+from fedanon.algorithms.kactus.tree import Condition, Node
 
 
 @dataclass

@@ -95,8 +95,7 @@ def anonymize_mondrian(
         "groups": {"count": len(partitions), "min_size": min(sizes) if sizes else None},
         "suppressed_cells": {c.name: int((cells[c.name][rows] == marker).sum()) for c in columns},
         "range_cells": {
-            c.name: int(pd.Series(cells[c.name][rows]).str.startswith("[").sum())
-            for c in columns
+            c.name: int(pd.Series(cells[c.name][rows]).str.startswith("[").sum()) for c in columns
         },
         "seconds": {"partition": round(cut - began, 4), "release": round(done - cut, 4)},
     }
