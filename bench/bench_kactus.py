@@ -107,14 +107,23 @@ def main() -> None:
         print(json.dumps(run_one(args.one)))
         return
     print(f"load average before: {os.getloadavg()}, cores: {os.cpu_count()}")
-    print(f"{'sigma':>5} {'rows':>10} {'tree s':>8} {'anon s':>8} {'total s':>8} "
-          f"{'groups':>6} {'peak MB':>8}")
+    print(
+        f"{'sigma':>5} {'rows':>10} {'tree s':>8} {'anon s':>8} {'total s':>8} "
+        f"{'groups':>6} {'peak MB':>8}"
+    )
     for sigma in (int(s) for s in args.sigmas.split(",")):
-        child = subprocess.run([sys.executable, __file__, "--one", str(sigma)],
-                               capture_output=True, text=True, check=True)
+        child = subprocess.run(
+            [sys.executable, __file__, "--one", str(sigma)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         r = json.loads(child.stdout.strip().splitlines()[-1])
-        print(f"{r['sigma']:>5} {r['rows']:>10,} {r['tree_s']:>8.2f} {r['anonymize_s']:>8.2f} "
-              f"{r['total_s']:>8.2f} {r['groups']:>6} {r['peak_rss_mb']:>8.0f}", flush=True)
+        print(
+            f"{r['sigma']:>5} {r['rows']:>10,} {r['tree_s']:>8.2f} {r['anonymize_s']:>8.2f} "
+            f"{r['total_s']:>8.2f} {r['groups']:>6} {r['peak_rss_mb']:>8.0f}",
+            flush=True,
+        )
     print(f"load average after: {os.getloadavg()}")
     if args.compare:
         print("\nAdult 45,222 records, 14 QIDs, k = 50")
