@@ -57,6 +57,6 @@ def test_adult_releases_are_k_anonymous_and_lose_fewer_than_k(k):
     ):
         assert check_k_anonymity(release.table, qids, k).ok
         assert len(adult) - len(release.table) < k
-        assert release.table["class"].value_counts().to_dict() == (
-            adult["class"].value_counts().to_dict()
-        )
+        released = release.table["class"].value_counts()
+        raw = adult["class"].value_counts()
+        assert all(released.get(c, 0) <= n for c, n in raw.items())
