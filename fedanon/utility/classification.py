@@ -136,7 +136,7 @@ def evaluate_classification(
     df = df.reset_index(drop=True)
     numeric = numeric_columns(df, exclude=[class_column])
     folds = five_by_two_folds(df[class_column], seed)
-    half = min(len(test) for test, _ in folds)
+    half = min(len(train) for train, _ in folds)
     if max(ks) > half:
         raise FedanonError(f"k = {max(ks)} exceeds the training half ({half} records)")
     accuracy: dict[tuple[str, int, str], list[float]] = {}

@@ -122,7 +122,7 @@ def _partition(ranks: np.ndarray, rows: np.ndarray, k: int) -> list[np.ndarray]:
     """Strict Mondrian: cut at medians until no allowable cut is left (iterative)."""
     if len(rows) == 0:
         return []
-    span = np.nanmax(ranks, axis=0) - np.nanmin(ranks, axis=0) if len(ranks) else None
+    span = np.nanmax(ranks, axis=0) - np.nanmin(ranks, axis=0)  # the whole table's ranges
     span = np.where(span > 0, span, 1.0)
     final: list[np.ndarray] = []
     stack = [rows]
