@@ -86,15 +86,19 @@ def place_records(tree: TreeNode, columns: Sequence[QidColumn]) -> tuple[Node, n
                 node.children.append(child)
                 stack.append((source.children[side], child, rows[known & (above == side)]))
             continue
+        # One stable sort routes the rows of a many-valued test at once.
+        keys = np.array([int(code) for code in source.children], dtype=np.intp)
+        lookup = np.full(len(column.categories), -1, dtype=np.intp)
+        lookup[keys] = np.arange(len(keys))
         codes = column.codes[rows]
-        routed = np.zeros(len(rows), dtype=bool)
-        for code, child_source in source.children.items():
-            here = codes == int(code)
-            routed |= here
+        slot = np.where(codes >= 0, lookup[np.maximum(codes, 0)], -1)
+        residual.append(rows[slot < 0])
+        order = np.argsort(slot, kind="stable")
+        bounds = np.searchsorted(slot[order], np.arange(len(keys) + 1))
+        for i, (code, child_source) in enumerate(source.children.items()):
             value = column.categories[int(code)]
             child = Node((*node.path, Condition(column.name, True, value)))
             node.children.append(child)
-            stack.append((child_source, child, rows[here]))
-        residual.append(rows[~routed])
+            stack.append((child_source, child, rows[order[bounds[i] : bounds[i + 1]]]))
     leftover = np.concatenate(residual) if residual else np.empty(0, dtype=np.intp)
     return root, np.sort(leftover)
