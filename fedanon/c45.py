@@ -16,8 +16,10 @@ induction in numpy. What it does, and where it departs from C4.5 (see docs/evalu
   (stored implicitly, so a test on an attribute with thousands of values stays cheap).
 - Numeric attributes: a binary test ``x <= t``, t the midpoint between adjacent distinct values
   (C4.5 uses the largest training value below the midpoint instead; on data the tree has seen
-  both give the same partition). Each side must hold at least ``clamp(0.1 * n / classes,
-  min_leaf, 25)`` rows. The threshold maximizes the information gain minus log2(T) / n, T the
+  both give the same partition). Each side must hold at least C4.5's MinSplit rows:
+  ``0.1 * n / classes``, raised to ``min_leaf`` when it is below, otherwise capped at 25 (so a
+  ``min_leaf`` above 25, as kACTUS uses, holds only while 10% of the rows per class is below
+  it). The threshold maximizes the information gain minus log2(T) / n, T the
   number of admissible thresholds: C4.5 release 8's MDL correction, which keeps numeric
   attributes with many values from winning by chance. That corrected gain enters the gain
   ratio.
@@ -326,7 +328,12 @@ class C45:
         gain = np.full(m, -_EPSILON)
         split_info = np.zeros(m)
         thresholds = np.full(m, math.nan)
-        min_split = min(max(0.1 * n / k, self.min_leaf), _MAX_MIN_SPLIT)
+        # C4.5's MinSplit: 10% of the rows per class, at least min_leaf, else capped at 25.
+        min_split = 0.1 * n / k
+        if min_split <= self.min_leaf:
+            min_split = self.min_leaf
+        elif min_split > _MAX_MIN_SPLIT:
+            min_split = _MAX_MIN_SPLIT
         lo = math.ceil(min_split) - 1  # cut after sorted position i: left holds i + 1 rows
         hi = math.floor(n - min_split)  # exclusive bound on i
         if hi <= lo:
