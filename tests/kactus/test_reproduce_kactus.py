@@ -65,7 +65,7 @@ def test_adult_releases_are_k_anonymous_and_lose_fewer_than_k(k):
 @pytest.mark.reproduce
 @pytest.mark.skipif(not has_table("adult"), reason="needs the shared Adult data")
 def test_adult_full_grid_cells_that_reproduce():
-    """The whole Adult 14/14 grid (about 15 minutes on a loaded 2-core machine). The cells
+    """The whole Adult 14/14 grid (3 to 15 minutes on the shared 2-core machine). The cells
     asserted are those within tolerance; the kACTUS cells deviate (docs/reproduction.md)."""
     from fedanon.datadir import data_dir
 
