@@ -16,8 +16,10 @@ induction in numpy. What it does, and where it departs from C4.5 (see docs/evalu
   (stored implicitly, so a test on an attribute with thousands of values stays cheap).
 - Numeric attributes: a binary test ``x <= t``, t the midpoint between adjacent distinct values
   (C4.5 uses the largest training value below the midpoint instead; on data the tree has seen
-  both give the same partition). Each side must hold at least ``clamp(0.1 * n / classes,
-  min_leaf, 25)`` rows. The threshold maximizes the information gain minus log2(T) / n, T the
+  both give the same partition). Each side must hold at least C4.5's MinSplit rows:
+  ``0.1 * n / classes``, raised to ``min_leaf`` when it is below, otherwise capped at 25 (so a
+  ``min_leaf`` above 25, as kACTUS uses, holds only while 10% of the rows per class is below
+  it). The threshold maximizes the information gain minus log2(T) / n, T the
   number of admissible thresholds: C4.5 release 8's MDL correction, which keeps numeric
   attributes with many values from winning by chance. That corrected gain enters the gain
   ratio.
@@ -40,6 +42,7 @@ import itertools
 import math
 import sys
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from statistics import NormalDist
 
 import numpy as np
@@ -90,6 +93,27 @@ class _Node:
         self.children = other.children
         self.counts = other.counts
         self.best = other.best
+
+
+@dataclass
+class TreeNode:
+    """A read-only copy of one node of a fitted tree, for algorithms that walk the tree
+    themselves (kACTUS evaluates each record's path). A leaf has ``feature`` None.
+
+    ``children`` maps a branch key to the child: the category for a categorical test (every
+    training value, empty branches included as leaves with no training rows), and False
+    (``value <= threshold``) / True (``value > threshold``) for a numeric test.
+    """
+
+    feature: str | None
+    numeric: bool = False
+    threshold: float = math.nan
+    children: dict[object, TreeNode] = field(default_factory=dict)
+    rows: int = 0  # training rows that reached the node
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.feature is None
 
 
 class C45:
@@ -304,7 +328,12 @@ class C45:
         gain = np.full(m, -_EPSILON)
         split_info = np.zeros(m)
         thresholds = np.full(m, math.nan)
-        min_split = min(max(0.1 * n / k, self.min_leaf), _MAX_MIN_SPLIT)
+        # C4.5's MinSplit: 10% of the rows per class, at least min_leaf, else capped at 25.
+        min_split = 0.1 * n / k
+        if min_split <= self.min_leaf:
+            min_split = self.min_leaf
+        elif min_split > _MAX_MIN_SPLIT:
+            min_split = _MAX_MIN_SPLIT
         lo = math.ceil(min_split) - 1  # cut after sorted position i: left holds i + 1 rows
         hi = math.floor(n - min_split)  # exclusive bound on i
         if hi <= lo:
@@ -488,6 +517,31 @@ class C45:
             depth = max(depth, level + (empty > 0))
             stack.extend((child, level + 1) for child in node.children.values())
         return nodes, depth, leaves
+
+    def tree(self) -> TreeNode:
+        """A copy of the fitted tree as plain :class:`TreeNode` objects (iterative: deep trees
+        cannot hit the recursion limit)."""
+        root = self._fitted_root()
+        copy = TreeNode(None, rows=int(root.counts.sum()))
+        stack = [(root, copy)]
+        while stack:
+            node, out = stack.pop()
+            if node.attr < 0:
+                continue
+            out.feature = self.features_[node.attr]
+            out.numeric = bool(self._is_numeric[node.attr])
+            out.threshold = node.threshold
+            if out.numeric:
+                keys: list[object] = [False, True]
+            else:
+                keys = list(self._domains[self._column[node.attr]])
+            for branch, key in enumerate(keys):
+                child = node.children.get(branch)
+                rows = 0 if child is None else int(child.counts.sum())
+                out.children[key] = TreeNode(None, rows=rows)
+                if child is not None:
+                    stack.append((child, out.children[key]))
+        return copy
 
     def to_text(self) -> str:
         """The tree in C4.5's indented text form, with (training rows/errors) per leaf."""

@@ -8,6 +8,7 @@ from fedanon.cli.alphak import add_anonymize_alpha_k
 from fedanon.cli.common import print_summary, split_list, step_progress, write_json
 from fedanon.cli.drbt import add_anonymize_drbt
 from fedanon.cli.randomize import add_anonymize_randomize
+from fedanon.cli.kactus import add_anonymize_kactus
 from fedanon.lkc.api import PRESETS, anonymize_lkc, build_schema, parse_sensitive, resolve_params
 from fedanon.lkc.scores import SCORES
 from fedanon.table_io import read_table, write_table
@@ -48,6 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_anonymize_drbt(methods)
     add_anonymize_alpha_k(methods)
     add_anonymize_randomize(methods)
+    add_anonymize_kactus(methods)
 
 
 def run_lkc(args: argparse.Namespace) -> int:

@@ -19,6 +19,7 @@ from rich.table import Table
 
 from fedanon.checker import CheckResult, Violation, check_lkc, parse_confidence
 from fedanon.cli.alphak import add_check_alpha_k
+from fedanon.cli.kactus import add_check_k_anonymity
 from fedanon.errors import FedanonError
 
 DESCRIPTION = """\
@@ -72,6 +73,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     lkc.add_argument("--json", action="store_true", help="print the result as one JSON object")
     lkc.set_defaults(handler=run_lkc)
     add_check_alpha_k(models)
+    add_check_k_anonymity(models)
 
 
 def _positive_int(name: str, text: str) -> int:

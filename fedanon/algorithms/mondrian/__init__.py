@@ -1,0 +1,1 @@
+"""Mondrian: strict multidimensional k-anonymous partitioning by median cuts (the baseline)."""

@@ -1,0 +1,131 @@
+"""Input checks and output conventions shared by the k-anonymity algorithms (kACTUS, Mondrian).
+
+Both algorithms take a table, a class column and the QID columns, and release the same shape:
+every input column in its input order, QID cells as text (a suppressed cell holds the marker,
+``?`` by default), non-QID columns and the class unchanged, rows shuffled so that their order
+reveals neither the input order nor the groups. Keeping these rules in one place lets kACTUS,
+Mondrian and TDS releases be compared cell for cell.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from fedanon.errors import FedanonError
+
+# Numbers written with more decimals than this are rounded to it when a group mean replaces them.
+_MAX_DECIMALS = 6
+_DECIMALS = re.compile(r"\.(\d+)$")
+
+
+@dataclass
+class QidColumn:
+    """One QID column, encoded once: original cell text, numbers or category codes."""
+
+    name: str
+    numeric: bool
+    text: np.ndarray  # object array: the original cell text ('' when missing)
+    missing: np.ndarray  # bool: NA, empty, or the suppression marker
+    values: np.ndarray  # float64 (NaN when missing); numeric columns only, else empty
+    codes: np.ndarray  # intp category codes (-1 when missing); categorical columns only
+    categories: np.ndarray  # object array: category of each code (sorted); categorical only
+    decimals: int  # digits after the decimal point that group means are rounded to
+
+    def format_number(self, value: float) -> str:
+        """A group mean at the column's precision: ages stay whole numbers."""
+        return f"{round(value, self.decimals):.{self.decimals}f}"
+
+
+def generator(seed: int | None) -> np.random.Generator:
+    """The run's generator: the user's seed, or 128 secret bits from the OS."""
+    return np.random.default_rng(secrets.randbits(128) if seed is None else seed)
+
+
+def validate(
+    df: pd.DataFrame, class_column: str, qids: Sequence[str] | None, k: int, marker: str
+) -> list[str]:
+    """The QID names after checking every precondition a user can get wrong (one-line errors)."""
+    if not isinstance(marker, str) or not marker:
+        raise FedanonError("the suppression marker must be a non-empty string")
+    if class_column not in df.columns:
+        raise FedanonError(f"the table has no class column '{class_column}'")
+    names = [c for c in df.columns if c != class_column] if not qids else list(qids)
+    if len(set(names)) != len(names):
+        raise FedanonError("a QID column is listed twice")
+    for name in names:
+        if name not in df.columns:
+            raise FedanonError(f"the table has no QID column '{name}'")
+        if name == class_column:
+            raise FedanonError(f"the class column '{class_column}' cannot also be a QID")
+    if not names:
+        raise FedanonError("no QID columns (the table holds only the class)")
+    if isinstance(k, bool) or not isinstance(k, int | np.integer):
+        raise FedanonError(f"k must be an integer, got {k!r}")
+    if len(df) == 0:
+        raise FedanonError("the table has no records")
+    if k < 2 or k > len(df):
+        raise FedanonError(f"k must be between 2 and the number of records ({len(df)}), got {k}")
+    labels = df[class_column]
+    if labels.isna().any():
+        row = int(np.flatnonzero(labels.isna().to_numpy())[0])
+        raise FedanonError(f"class column '{class_column}' has a missing value (row {row + 1})")
+    if labels.nunique() < 2:
+        raise FedanonError(f"class column '{class_column}' holds a single value: nothing to learn")
+    return names
+
+
+def encode_qid(column: pd.Series, name: str, marker: str) -> QidColumn:
+    """Encode one QID column; numeric when every present value parses as a number."""
+    raw = column.astype(object).to_numpy()
+    present = ~pd.isna(raw)
+    text = np.full(len(raw), "", dtype=object)
+    text[present] = [str(v).strip() for v in raw[present]]
+    missing = (text == "") | (text == marker)
+    if missing.all():
+        raise FedanonError(f"QID column '{name}' holds only missing values")
+    values = pd.to_numeric(pd.Series(np.where(missing, None, text)), errors="coerce")
+    values = values.to_numpy(dtype=np.float64)
+    numeric = not bool((np.isnan(values) & ~missing).any())
+    if numeric:
+        decimals = max(
+            (len(m.group(1)) for t in set(text[~missing]) if (m := _DECIMALS.search(t))),
+            default=0,
+        )
+        return QidColumn(
+            name,
+            True,
+            text,
+            missing,
+            values,
+            np.empty(0, np.intp),
+            np.empty(0, object),
+            min(decimals, _MAX_DECIMALS),
+        )
+    codes, categories = pd.factorize(pd.Series(np.where(missing, None, text)), sort=True)
+    return QidColumn(
+        name,
+        False,
+        text,
+        missing,
+        np.empty(0),
+        codes.astype(np.intp),
+        np.asarray(categories, dtype=object),
+        0,
+    )
+
+
+def release_table(
+    df: pd.DataFrame, qid_cells: dict[str, np.ndarray], rows: np.ndarray, rng: np.random.Generator
+) -> pd.DataFrame:
+    """The released rows (positions in `df`) with QID cells replaced, in shuffled order."""
+    order = rng.permutation(rows)
+    out = df.iloc[order].reset_index(drop=True)
+    for name, cells in qid_cells.items():
+        out[name] = pd.Series(cells[order], dtype=object)
+    return out

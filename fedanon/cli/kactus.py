@@ -1,0 +1,211 @@
+"""`anonymize kactus`, `anonymize mondrian`, `check k-anonymity`, `evaluate classification`.
+
+The command groups belong to their own modules; they call the ``add_*`` functions here. Heavy
+imports stay inside the handlers so that ``fedanon --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from fedanon.cli.common import print_summary, split_list, step_progress, write_json
+from fedanon.errors import FedanonError
+
+
+def _add_release_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data", required=True, help="input table (CSV with header, or Parquet)")
+    parser.add_argument("--class", dest="class_column", required=True, help="class column")
+    parser.add_argument("--qid", help="QID columns a,b,c (default: every column but the class)")
+    parser.add_argument("--k", type=int, required=True, help="minimum group size, 2 <= k <= rows")
+    parser.add_argument("--seed", type=int, help="reproducible run (default: secret random bits)")
+    parser.add_argument("--marker", default="?", help="suppressed cell value (default '?')")
+    parser.add_argument("--out", required=True, help="released table (written atomically)")
+    parser.add_argument("--report", help="JSON report path")
+    parser.add_argument("--delimiter", help="CSV delimiter (default ',' or tab for .tsv)")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+
+
+def add_anonymize_kactus(methods: argparse._SubParsersAction) -> None:
+    """Add `kactus` and `mondrian` to the `fedanon anonymize` methods."""
+    kactus = methods.add_parser(
+        "kactus",
+        help="k-anonymity by tree-driven multi-dimensional suppression (no taxonomy needed)",
+        description="Grow a C4.5-style tree with k records per branch on the QIDs and the "
+        "class, then prune it bottom-up releasing complying leaves: QIDs tested by equality "
+        "are kept, numeric ones tested by inequalities get the group mean, the rest are "
+        "suppressed.",
+    )
+    _add_release_options(kactus)
+    kactus.set_defaults(handler=run_anonymize_kactus)
+    mondrian = methods.add_parser(
+        "mondrian",
+        help="k-anonymity by strict multidimensional median partitioning (baseline)",
+        description="Cut the table at medians of the widest QID until no cut leaves k records "
+        "on both sides; numbers become [lo, hi], categories without order their single value "
+        "or the marker.",
+    )
+    _add_release_options(mondrian)
+    mondrian.add_argument(
+        "--order",
+        action="append",
+        default=[],
+        metavar="COL=v1,v2,..",
+        help="value order of an ordered categorical QID (repeatable)",
+    )
+    mondrian.set_defaults(handler=run_anonymize_mondrian)
+
+
+def add_check_k_anonymity(models: argparse._SubParsersAction) -> None:
+    """Add `k-anonymity` to the `fedanon check` models."""
+    parser = models.add_parser(
+        "k-anonymity",
+        help="every combination of QID values occurs at least k times",
+        description="Independent of every algorithm: groups rows by their QID cell strings (a "
+        "suppressed value is a value like any other). Exit 0 if k-anonymous, 1 if not, 2 for "
+        "input errors.",
+    )
+    parser.add_argument("--data", required=True, help="released table (CSV with header)")
+    parser.add_argument("--qid", required=True, help="QID columns a,b,c")
+    parser.add_argument("--k", type=int, required=True, help="minimum group size")
+    parser.add_argument("--delimiter", default=",", help="CSV delimiter (default ',')")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    parser.set_defaults(handler=run_check_k_anonymity)
+
+
+def add_evaluate_classification(kinds: argparse._SubParsersAction) -> None:
+    """Add `classification` to the `fedanon evaluate` kinds."""
+    parser = kinds.add_parser(
+        "classification",
+        help="accuracy of classifiers trained on k-anonymous releases (5x2 cross-validation)",
+        description="The kACTUS paper's protocol: 5x2 cross-validation, only the training half "
+        "anonymized, classifiers tested on the raw other half; mean accuracy, std and the "
+        "combined 5x2 cv F test per method and k.",
+    )
+    parser.add_argument("--data", required=True, help="input table (CSV with header, or Parquet)")
+    parser.add_argument("--class", dest="class_column", required=True, help="class column")
+    parser.add_argument("--method", default="kactus", help="kactus,mondrian,tds (comma list)")
+    parser.add_argument("--k", default="5,10,20,30", help="values of k (comma list)")
+    parser.add_argument("--inducer", default="c45", help="c45,naive-bayes,logistic (comma list)")
+    parser.add_argument("--qid", help="QID columns a,b,c (default: every column but the class)")
+    parser.add_argument("--taxonomy", help="taxonomy file (needed by --method tds)")
+    parser.add_argument("--seed", type=int, default=1, help="folds and anonymization seed")
+    parser.add_argument("--delimiter", help="CSV delimiter (default ',' or tab for .tsv)")
+    parser.add_argument("--report", help="JSON report path")
+    parser.add_argument("--chart", help="PNG chart path (accuracy against k per method)")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--quiet", action="store_true", help="no progress display")
+    parser.set_defaults(handler=run_evaluate_classification)
+
+
+def run_anonymize_kactus(args: argparse.Namespace) -> int:
+    from fedanon.algorithms.kactus.api import anonymize_kactus
+
+    return _release(args, "kactus", anonymize_kactus, {})
+
+
+def run_anonymize_mondrian(args: argparse.Namespace) -> int:
+    from fedanon.algorithms.mondrian.api import anonymize_mondrian
+
+    orders: dict[str, list[str]] = {}
+    for spec in args.order:
+        column, sep, values = spec.partition("=")
+        if not sep or not column.strip() or not split_list(values):
+            raise FedanonError(f"--order must look like COL=v1,v2, got '{spec}'")
+        orders[column.strip()] = split_list(values)
+    return _release(args, "mondrian", anonymize_mondrian, {"orders": orders})
+
+
+def _release(args: argparse.Namespace, method: str, anonymize, extra: dict) -> int:
+    from fedanon.table_io import read_table, write_table
+
+    table = read_table(args.data, args.delimiter)
+    release = anonymize(
+        table,
+        args.class_column,
+        qids=split_list(args.qid) or None,
+        k=args.k,
+        seed=args.seed,
+        marker=args.marker,
+        **extra,
+    )
+    write_table(release.table, args.out)
+    report = {**release.report, "input": str(args.data), "output": str(args.out)}
+    if args.report:
+        write_json(args.report, report)
+    suppressed = report["suppressed_cells"]
+    print_summary(
+        f"fedanon anonymize {method}",
+        [
+            ("records in", report["records"]),
+            ("released", report["released"]),
+            ("dropped", report["dropped"]),
+            ("groups", f"{report['groups']['count']} (smallest {report['groups']['min_size']})"),
+            ("suppressed cells", sum(suppressed.values())),
+            ("seconds", report["seconds"]),
+            ("output", args.out),
+        ],
+        report if args.json else None,
+    )
+    return 0
+
+
+def run_check_k_anonymity(args: argparse.Namespace) -> int:
+    from fedanon.cli.check import _read_release
+    from fedanon.models.k_anonymity import check_k_anonymity
+
+    if args.k < 1:
+        raise FedanonError(f"--k must be at least 1, got {args.k}")
+    qids = split_list(args.qid)
+    table = _read_release(args.data, args.delimiter)
+    result = check_k_anonymity(table, qids, args.k)
+    verdict = "holds" if result.ok else "VIOLATED"
+    print_summary(
+        f"k-anonymity {verdict}",
+        [
+            ("rows", result.rows),
+            ("groups", result.groups),
+            ("k", result.k),
+            ("smallest group", result.min_group_size),
+            ("violating groups", result.violating_groups),
+            ("violating rows", result.violating_rows),
+            ("smallest group values", result.smallest),
+        ],
+        {"data": args.data, "qids": qids, **result.to_dict()} if args.json else None,
+    )
+    return 0 if result.ok else 1
+
+
+def run_evaluate_classification(args: argparse.Namespace) -> int:
+    from fedanon.table_io import read_table
+    from fedanon.utility.classification import evaluate_classification
+    from fedanon.utility.classification_chart import plot_accuracy
+    from fedanon.utility.k_anonymizers import anonymizers
+
+    try:
+        ks = [int(v) for v in split_list(args.k)]
+    except ValueError:
+        raise FedanonError(f"--k: expected comma-separated integers, got '{args.k}'") from None
+    table = read_table(args.data, args.delimiter)
+    if args.class_column not in table.columns:
+        raise FedanonError(f"{args.data}: no class column '{args.class_column}'")
+    methods = anonymizers(
+        split_list(args.method), args.class_column, split_list(args.qid) or None, args.taxonomy
+    )
+    with step_progress("evaluating", args.quiet or args.json) as show:
+        report = evaluate_classification(
+            table, args.class_column, methods, ks, split_list(args.inducer), args.seed, show
+        )
+    report = {**report, "input": str(args.data)}
+    if args.report:
+        write_json(args.report, report)
+    if args.chart:
+        plot_accuracy(report, args.chart)
+    rows = [
+        (
+            f"{r['method']} k={r['k']} {r['inducer']}",
+            f"{r['accuracy_mean']:.2f} ± {r['accuracy_std']:.2f} %",
+        )
+        for r in report["results"]
+    ]
+    print_summary("fedanon evaluate classification", rows, report if args.json else None)
+    return 0

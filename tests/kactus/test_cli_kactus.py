@@ -1,0 +1,135 @@
+"""The kACTUS command line: releases, the independent check, evaluation, one-line errors."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fedanon.cli.main import main
+
+
+def _write_table(path, n: int = 300, seed: int = 0) -> None:
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame(
+        {
+            "age": rng.integers(18, 80, n),
+            "job": rng.choice(["a", "b", "c"], n),
+            "city": rng.choice(["x", "y"], n),
+            "note": rng.integers(0, 9, n),
+        }
+    )
+    df["class"] = np.where((df["age"] > 45) ^ (df["job"] == "a"), "yes", "no")
+    df.to_csv(path, index=False)
+
+
+@pytest.mark.parametrize("method", ["kactus", "mondrian"])
+def test_release_then_independent_check(tmp_path, capsys, method):
+    data, out, report = tmp_path / "in.csv", tmp_path / "out.csv", tmp_path / "r.json"
+    _write_table(data)
+    code = main(
+        [
+            "anonymize",
+            method,
+            "--data",
+            str(data),
+            "--class",
+            "class",
+            "--k",
+            "20",
+            "--seed",
+            "3",
+            "--out",
+            str(out),
+            "--report",
+            str(report),
+            "--json",
+        ]
+    )
+    assert code == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["released"] + printed["dropped"] == 300
+    assert json.loads(report.read_text())["method"] == method
+    qids = "--qid=age,job,city,note"
+    assert main(["check", "k-anonymity", "--data", str(out), qids, "--k", "20"]) == 0
+    capsys.readouterr()
+    assert main(["check", "k-anonymity", "--data", str(out), qids, "--k", "301", "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["ok"] is False
+
+
+def test_evaluate_classification_writes_json_and_chart(tmp_path, capsys):
+    data = tmp_path / "in.csv"
+    _write_table(data, n=240)
+    report, chart = tmp_path / "e.json", tmp_path / "e.png"
+    code = main(
+        [
+            "evaluate",
+            "classification",
+            "--data",
+            str(data),
+            "--class",
+            "class",
+            "--method",
+            "kactus,mondrian",
+            "--k",
+            "5,20",
+            "--inducer",
+            "c45,naive-bayes",
+            "--report",
+            str(report),
+            "--chart",
+            str(chart),
+            "--json",
+        ]
+    )
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    cases = {(r["method"], r["k"], r["inducer"]) for r in out["results"]}
+    assert ("original", 1, "c45") in cases and ("mondrian", 20, "naive-bayes") in cases
+    assert all(len(r["accuracies"]) == 10 for r in out["results"])
+    assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert json.loads(report.read_text())["ks"] == [5, 20]
+
+
+@pytest.mark.parametrize(
+    ("edit", "options", "message"),
+    [
+        (None, ["--class", "nope"], "no class column 'nope'"),
+        ("constant", [], "single value"),
+        (None, ["--k", "1"], "k must be between 2"),
+        (None, ["--k", "301"], "k must be between 2"),
+        (None, ["--qid", "age,ghost"], "no QID column 'ghost'"),
+        ("empty_city", ["--qid", "age,city"], "'city' holds only missing values"),
+    ],
+)
+@pytest.mark.parametrize("method", ["kactus", "mondrian"])
+def test_bad_input_is_one_line_and_no_output_file(tmp_path, capsys, edit, options, message, method):
+    data, out = tmp_path / "in.csv", tmp_path / "out.csv"
+    _write_table(data)
+    if edit:
+        df = pd.read_csv(data)
+        if edit == "constant":
+            df["class"] = "same"
+        else:
+            df["city"] = ""
+        df.to_csv(data, index=False)
+    argv = [
+        "anonymize",
+        method,
+        "--data",
+        str(data),
+        "--class",
+        "class",
+        "--k",
+        "5",
+        "--out",
+        str(out),
+        *options,
+    ]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
+    assert not out.exists()
+    assert list(tmp_path.iterdir()) == [data]  # no temporary file left either
