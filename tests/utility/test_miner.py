@@ -1,0 +1,75 @@
+"""The miner against itemsets and rules counted by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from fedanon.errors import FedanonError
+from fedanon.utility.miner import (
+    Rule,
+    association_rules,
+    frequent_itemsets,
+    min_count,
+    mine_rules,
+)
+from fedanon.utility.transactions import Transactions
+
+# Five baskets; counts by hand: 1:4 2:3 3:3 4:1 | 12:3 13:3 23:2 | 123:2 (4 never with others).
+LOG = Transactions.from_lists([[1, 2, 3], [1, 3], [1, 2, 3], [1, 2], [4]])
+
+
+def fs(*items: int) -> frozenset[int]:
+    return frozenset(items)
+
+
+def test_itemsets_at_forty_percent():
+    assert frequent_itemsets(LOG, 0.4) == {
+        fs(1): 4,
+        fs(2): 3,
+        fs(3): 3,
+        fs(1, 2): 3,
+        fs(1, 3): 3,
+        fs(2, 3): 2,
+        fs(1, 2, 3): 2,
+    }
+
+
+def test_threshold_is_inclusive_and_rounds_up():
+    # 0.6 * 5 = 3 exactly: count 3 qualifies, count 2 does not.
+    assert set(frequent_itemsets(LOG, 0.6)) == {fs(1), fs(2), fs(3), fs(1, 2), fs(1, 3)}
+    # 0.5 * 5 = 2.5 -> at least 3 transactions.
+    assert min_count(5, 0.5) == 3
+    assert min_count(1000, 0.001) == 1
+
+
+def test_rules_with_confidence_by_hand():
+    rules = {r.key: r for r in mine_rules(LOG, 0.4, 0.75)}
+    # In: 2=>1 (3/3), 1=>2 (3/4), 3=>1 (3/3), 1=>3 (3/4), 2,3=>1 (2/2).
+    # Out: 2=>3, 3=>2, 1,2=>3, 1,3=>2, 2=>1,3, 3=>1,2 (all 2/3), 1=>2,3 (2/4).
+    assert set(rules) == {
+        (fs(2), fs(1)),
+        (fs(1), fs(2)),
+        (fs(3), fs(1)),
+        (fs(1), fs(3)),
+        (fs(2, 3), fs(1)),
+    }
+    assert rules[(fs(1), fs(3))] == Rule(fs(1), fs(3), 3, 0.75)
+    assert rules[(fs(2, 3), fs(1))].support == 2
+
+
+def test_rules_from_given_itemsets():
+    itemsets = {fs(7): 10, fs(8): 5, fs(7, 8): 5}
+    rules = association_rules(itemsets, 20, 0.5)
+    assert [str(r) for r in rules] == ["7 => 8", "8 => 7"]
+    assert [r.confidence for r in rules] == [0.5, 1.0]
+
+
+def test_thresholds_outside_unit_interval_are_user_errors():
+    with pytest.raises(FedanonError):
+        frequent_itemsets(LOG, 1.5)
+    with pytest.raises(FedanonError):
+        mine_rules(LOG, 0.4, -0.1)
+
+
+def test_empty_log_has_no_itemsets():
+    assert frequent_itemsets(Transactions.from_lists([]), 0.1) == {}
