@@ -11,6 +11,10 @@ the same definitions:
   threshold sigma of the thesis, compared without floating-point surprises);
 - every frequent itemset I with |I| >= 2 yields the rules X => I \\ X for each nonempty proper
   subset X whose confidence s(I) / s(X) reaches phi.
+
+`rule_support="antecedent"` switches to the other definition in use, that of Borgelt's apriori
+program and of Oliveira's thesis: a rule's support is its antecedent's, so X => Y is mined when
+s(X) >= ceil(sigma * N) and s(X u Y) / s(X) >= phi (X u Y itself may be rarer than sigma).
 """
 
 from __future__ import annotations
@@ -74,15 +78,23 @@ def frequent_itemsets(tx: Transactions, min_support: float) -> Itemsets:
     return {frozenset(items): int(count) for items, count in found}
 
 
-def association_rules(itemsets: Itemsets, n_transactions: int, min_confidence: float) -> list[Rule]:
-    """All rules X => Y with X u Y frequent, X and Y nonempty and confidence >= min_confidence.
+def association_rules(
+    itemsets: Itemsets,
+    n_transactions: int,
+    min_confidence: float,
+    min_antecedent_support: float | None = None,
+) -> list[Rule]:
+    """All rules X => Y with X u Y in `itemsets`, X and Y nonempty, confidence >= min_confidence.
 
     `itemsets` must be downward closed (every subset of a listed itemset is listed), as the
-    output of `frequent_itemsets` is. Rules come sorted by itemset, then antecedent, so two runs
-    list them in the same order.
+    output of `frequent_itemsets` is. With `min_antecedent_support` only rules whose antecedent
+    has support count >= ceil(min_antecedent_support * n_transactions) are kept. Rules come
+    sorted by itemset, then antecedent, so two runs list them in the same order.
     """
     _check_fraction("minimum confidence", min_confidence)
-    del n_transactions  # the confidence needs only counts; kept for a uniform signature
+    min_body = (
+        0 if min_antecedent_support is None else min_count(n_transactions, min_antecedent_support)
+    )
     rules: list[Rule] = []
     for itemset, count in sorted(itemsets.items(), key=lambda kv: sorted(kv[0])):
         if len(itemset) < 2:
@@ -91,15 +103,43 @@ def association_rules(itemsets: Itemsets, n_transactions: int, min_confidence: f
         for size in range(1, len(ordered)):
             for left in combinations(ordered, size):
                 antecedent = frozenset(left)
-                confidence = count / itemsets[antecedent]
-                if confidence >= min_confidence - _TOLERANCE:
+                body = itemsets[antecedent]
+                confidence = count / body
+                if body >= min_body and confidence >= min_confidence - _TOLERANCE:
                     rules.append(Rule(antecedent, itemset - antecedent, count, confidence))
     return rules
 
 
-def mine_rules(tx: Transactions, min_support: float, min_confidence: float) -> list[Rule]:
-    """Frequent itemsets at `min_support`, then their rules at `min_confidence`."""
-    return association_rules(frequent_itemsets(tx, min_support), len(tx), min_confidence)
+RULE_SUPPORTS = ("itemset", "antecedent")
+
+
+def mine_rules(
+    tx: Transactions, min_support: float, min_confidence: float, rule_support: str = "itemset"
+) -> list[Rule]:
+    """Rules at `min_support` and `min_confidence`; see the module docstring for `rule_support`."""
+    if rule_support == "itemset":
+        return association_rules(frequent_itemsets(tx, min_support), len(tx), min_confidence)
+    if rule_support != "antecedent":
+        raise FedanonError(
+            f"rule support is one of {', '.join(RULE_SUPPORTS)}, not '{rule_support}'"
+        )
+    return association_rules(
+        rule_itemsets(tx, min_support, min_confidence, rule_support),
+        len(tx),
+        min_confidence,
+        min_antecedent_support=min_support,
+    )
+
+
+def rule_itemsets(
+    tx: Transactions, min_support: float, min_confidence: float, rule_support: str = "itemset"
+) -> Itemsets:
+    """The itemsets every rule of `mine_rules` is built from (all of them for "antecedent":
+    X u Y needs only phi * ceil(sigma * N) transactions when X has ceil(sigma * N))."""
+    if rule_support == "itemset":
+        return frequent_itemsets(tx, min_support)
+    floor = math.ceil(min_confidence * min_count(len(tx), min_support) - _TOLERANCE)
+    return frequent_itemsets(tx, max(floor, 1) / len(tx) if len(tx) else min_support)
 
 
 def _check_fraction(name: str, value: float) -> None:

@@ -102,3 +102,17 @@ def test_itemsets_equal_brute_force(rows, min_support):
             if count >= threshold:
                 expected[frozenset(combo)] = count
     assert frequent_itemsets(tx, min_support) == expected
+
+
+def test_antecedent_support_definition_keeps_rarer_itemsets():
+    # 1 in 4 of 8 baskets, {1,2} in 3: at sigma = 50%, phi = 70% the itemset {1,2} (37.5%) is not
+    # frequent, but its antecedent {1} (50%) is and confidence is 3/4.
+    tx = Transactions.from_lists([[1, 2]] * 3 + [[1], [3], [3], [3], [3]])
+    assert mine_rules(tx, 0.5, 0.7) == []
+    rules = mine_rules(tx, 0.5, 0.7, rule_support="antecedent")
+    assert rules == [Rule(fs(1), fs(2), 3, 0.75)]  # 2 => 1 has antecedent support 3 < 4
+
+
+def test_unknown_rule_support_is_a_user_error():
+    with pytest.raises(FedanonError, match="rule support"):
+        mine_rules(LOG, 0.4, 0.5, rule_support="body")
