@@ -8,6 +8,7 @@ from pathlib import Path
 from fedanon.atomic import write_json_atomic
 from fedanon.cli.common import print_summary, split_list, step_progress
 from fedanon.cli.drbt import add_evaluate_drbt
+from fedanon.cli.sanitize import add_evaluate_sanitize
 from fedanon.errors import FedanonError
 from fedanon.table_io import read_table, require_columns
 
@@ -42,6 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     grid.add_argument("--quiet", action="store_true")
     grid.set_defaults(handler=run_sweep)
     add_evaluate_drbt(kinds)
+    add_evaluate_sanitize(kinds)
 
 
 def _schema_maker(args: argparse.Namespace, table):

@@ -1,0 +1,1 @@
+"""Anonymization algorithms, one package each."""
