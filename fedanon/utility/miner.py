@@ -117,29 +117,29 @@ def mine_rules(
     tx: Transactions, min_support: float, min_confidence: float, rule_support: str = "itemset"
 ) -> list[Rule]:
     """Rules at `min_support` and `min_confidence`; see the module docstring for `rule_support`."""
-    if rule_support == "itemset":
-        return association_rules(frequent_itemsets(tx, min_support), len(tx), min_confidence)
-    if rule_support != "antecedent":
+    itemsets = frequent_itemsets(
+        tx, itemset_support(len(tx), min_support, min_confidence, rule_support)
+    )
+    body = min_support if rule_support == "antecedent" else None
+    return association_rules(itemsets, len(tx), min_confidence, min_antecedent_support=body)
+
+
+def itemset_support(
+    n_transactions: int, min_support: float, min_confidence: float, rule_support: str
+) -> float:
+    """The relative support at which to mine the itemsets that rules are built from.
+
+    "itemset": sigma itself. "antecedent": a rule X => Y with s(X) >= ceil(sigma N) and
+    confidence >= phi needs only s(X u Y) >= ceil(phi ceil(sigma N)), so mine down to that.
+    """
+    if rule_support not in RULE_SUPPORTS:
         raise FedanonError(
             f"rule support is one of {', '.join(RULE_SUPPORTS)}, not '{rule_support}'"
         )
-    return association_rules(
-        rule_itemsets(tx, min_support, min_confidence, rule_support),
-        len(tx),
-        min_confidence,
-        min_antecedent_support=min_support,
-    )
-
-
-def rule_itemsets(
-    tx: Transactions, min_support: float, min_confidence: float, rule_support: str = "itemset"
-) -> Itemsets:
-    """The itemsets every rule of `mine_rules` is built from (all of them for "antecedent":
-    X u Y needs only phi * ceil(sigma * N) transactions when X has ceil(sigma * N))."""
-    if rule_support == "itemset":
-        return frequent_itemsets(tx, min_support)
-    floor = math.ceil(min_confidence * min_count(len(tx), min_support) - _TOLERANCE)
-    return frequent_itemsets(tx, max(floor, 1) / len(tx) if len(tx) else min_support)
+    if rule_support == "itemset" or n_transactions == 0:
+        return min_support
+    body = min_count(n_transactions, min_support)
+    return max(1, math.ceil(min_confidence * body - _TOLERANCE)) / n_transactions
 
 
 def _check_fraction(name: str, value: float) -> None:

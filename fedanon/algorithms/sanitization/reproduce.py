@@ -10,14 +10,13 @@ percent, like the thesis's tables.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
 from fedanon.algorithms.sanitization import thesis
 from fedanon.algorithms.sanitization.api import evaluate_sanitization, sanitize
 from fedanon.datadir import data_dir
-from fedanon.utility.miner import min_count, mine_rules
+from fedanon.utility.miner import itemset_support, mine_rules
 from fedanon.utility.transactions import Transactions
 
 SEED = 20051
@@ -92,13 +91,42 @@ def run_psi_sweep(
     return rows
 
 
-def _run(tx, rules, algorithm, psi, sigma, original_rules, rule_support) -> dict[str, Any]:
-    window = thesis.WINDOW if algorithm == "swa" else None
+def run_swa_settings(
+    dataset: str, tx: Transactions | None = None, rule_support: str = "itemset"
+) -> list[dict[str, Any]]:
+    """Scenario S3 with SWA: the window sizes of table B.17 (psi = 25%), then table 7.7's
+    one-psi-per-rule run (K = 100,000)."""
+    tx = load(dataset) if tx is None else tx
+    sigma = thesis.SIGMA[dataset]
+    original_rules = mine_rules(tx, sigma, thesis.PHI, rule_support)
+    rules = thesis.thesis_rules(dataset, "S3", tx)
+    rows = []
+    for window, (dif, mc, hf) in thesis.WINDOW_EFFECT[dataset].items():
+        metrics = _run(tx, rules, "swa", 0.25, sigma, original_rules, rule_support, window)
+        rows.append(
+            {"setting": f"K = {window:,}, psi = 25%", **metrics}
+            | {"thesis_mc": mc, "thesis_hf": hf, "thesis_dif": dif}
+        )
+    psis = thesis.PER_RULE_PSI
+    metrics = _run(
+        tx, rules, "swa", psis, sigma, original_rules, rule_support, thesis.PER_RULE_WINDOW
+    )
+    mc, hf, dif = thesis.PER_RULE_EFFECT[dataset]
+    rows.append(
+        {"setting": "K = 100,000, psi per rule", **metrics}
+        | {"thesis_mc": mc, "thesis_hf": hf, "thesis_dif": dif}
+    )
+    return rows
+
+
+def _run(
+    tx, rules, algorithm, psi, sigma, original_rules, rule_support, window=None
+) -> dict[str, Any]:
+    if algorithm == "swa" and window is None:
+        window = thesis.WINDOW
     graph_support = None
     if algorithm == "dsa":  # DSA's graph holds every itemset a rule can be built from
-        graph_support = sigma
-        if rule_support == "antecedent":
-            graph_support = math.ceil(thesis.PHI * min_count(len(tx), sigma) - 1e-9) / len(tx)
+        graph_support = itemset_support(len(tx), sigma, thesis.PHI, rule_support)
     out = sanitize(tx, rules, algorithm, psi, window=window, seed=SEED, min_support=graph_support)
     released = out.itemsets if out.transactions is None else out.transactions
     report = evaluate_sanitization(
@@ -133,6 +161,7 @@ C1_COLUMNS = (
     "thesis_sef", "sensitive", "rules_original",
 )  # fmt: skip
 PSI_COLUMNS = ("algorithm", "psi", "mc", "thesis_mc", "hf", "thesis_hf")
+SWA_COLUMNS = ("setting", "mc", "thesis_mc", "hf", "thesis_hf", "dif", "thesis_dif")
 RUNS = (("retail", "antecedent"), ("retail", "itemset"), ("bms1", "itemset"))
 
 
@@ -146,6 +175,9 @@ def main() -> None:
         print(f"\n## {title}: effect of psi (S3)\n")
         sweep = run_psi_sweep(dataset, tx=tx, rule_support=rule_support)
         print(markdown(sweep, PSI_COLUMNS), flush=True)
+        print(f"\n## {title}: SWA window size and per-rule psi (S3)\n")
+        swa = run_swa_settings(dataset, tx=tx, rule_support=rule_support)
+        print(markdown(swa, SWA_COLUMNS), flush=True)
 
 
 if __name__ == "__main__":
