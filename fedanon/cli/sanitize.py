@@ -13,12 +13,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from fedanon.algorithms.sanitization.api import ALGORITHMS, DATA_SHARING, DEFAULT_WINDOW
 from fedanon.cli.common import print_summary, split_list, step_progress, write_json
 from fedanon.errors import FedanonError
-
-ALGORITHMS = ("iga", "rra", "ra", "swa", "dsa")
-DATA_SHARING = ("iga", "rra", "ra", "swa")
-RULE_SUPPORTS = ("itemset", "antecedent")
+from fedanon.utility.miner import RULE_SUPPORTS
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -38,7 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="disclosure threshold in [0,1]: share of each rule's sensitive transactions left "
         "untouched (default 0); swa also takes one per rule, comma-separated",
     )
-    parser.add_argument("--window", type=int, help="swa: window size K (default 50000)")
+    parser.add_argument("--window", type=int, help=f"swa: window size K (default {DEFAULT_WINDOW})")
     parser.add_argument(
         "--seed", type=int, help="reproducible random choices (default: secret random)"
     )
@@ -70,7 +68,9 @@ def add_evaluate_sanitize(kinds: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--algorithms", default="iga,rra,ra,swa", help="sweep: algorithms")
     parser.add_argument("--psi", default="0,0.05,0.1,0.15,0.25", help="sweep: values of psi")
-    parser.add_argument("--window", type=int, help="sweep: swa window size (default 50000)")
+    parser.add_argument(
+        "--window", type=int, help=f"sweep: swa window size (default {DEFAULT_WINDOW})"
+    )
     parser.add_argument("--seed", type=int, help="sweep: seed for ra and swa")
     parser.add_argument("--report", help="JSON report path")
     parser.add_argument("--chart", help="sweep: PNG of MC and HF against psi per algorithm")
