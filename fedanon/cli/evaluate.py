@@ -11,6 +11,7 @@ from fedanon.cli.common import print_summary, split_list, step_progress
 from fedanon.cli.drbt import add_evaluate_drbt
 from fedanon.cli.randomize import add_evaluate_randomization
 from fedanon.cli.kactus import add_evaluate_classification
+from fedanon.cli.sanitize import add_evaluate_sanitize
 from fedanon.errors import FedanonError
 from fedanon.table_io import read_table, require_columns
 
@@ -48,6 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_evaluate_queries(kinds)
     add_evaluate_randomization(kinds)
     add_evaluate_classification(kinds)
+    add_evaluate_sanitize(kinds)
 
 
 def _schema_maker(args: argparse.Namespace, table):

@@ -24,6 +24,7 @@ COMMAND_MODULES = (
     "fedanon.cli.leader",
     "fedanon.cli.sim",
     "fedanon.cli.demo",
+    "fedanon.cli.sanitize",
 )
 
 

@@ -11,6 +11,10 @@ the same definitions:
   threshold sigma of the thesis, compared without floating-point surprises);
 - every frequent itemset I with |I| >= 2 yields the rules X => I \\ X for each nonempty proper
   subset X whose confidence s(I) / s(X) reaches phi.
+
+`rule_support="antecedent"` switches to the other definition in use, that of Borgelt's apriori
+program and of Oliveira's thesis: a rule's support is its antecedent's, so X => Y is mined when
+s(X) >= ceil(sigma * N) and s(X u Y) / s(X) >= phi (X u Y itself may be rarer than sigma).
 """
 
 from __future__ import annotations
@@ -66,19 +70,31 @@ def frequent_itemsets(tx: Transactions, min_support: float) -> Itemsets:
     if len(tx) == 0:
         return {}
     threshold = min_count(len(tx), min_support)
-    found = fim.fpgrowth(tx.to_lists(), target="s", supp=-threshold, zmin=1, report="a")
+    # pyfim 6.28 leaves out every itemset contained in *all* transactions (try [[5, 1], [5, 2]]:
+    # {5} is missing). One extra empty transaction changes no itemset's count but makes such
+    # itemsets ordinary; tests/utility/test_miner.py checks the miner against brute force.
+    baskets = [*tx.to_lists(), []]
+    found = fim.fpgrowth(baskets, target="s", supp=-threshold, zmin=1, report="a")
     return {frozenset(items): int(count) for items, count in found}
 
 
-def association_rules(itemsets: Itemsets, n_transactions: int, min_confidence: float) -> list[Rule]:
-    """All rules X => Y with X u Y frequent, X and Y nonempty and confidence >= min_confidence.
+def association_rules(
+    itemsets: Itemsets,
+    n_transactions: int,
+    min_confidence: float,
+    min_antecedent_support: float | None = None,
+) -> list[Rule]:
+    """All rules X => Y with X u Y in `itemsets`, X and Y nonempty, confidence >= min_confidence.
 
     `itemsets` must be downward closed (every subset of a listed itemset is listed), as the
-    output of `frequent_itemsets` is. Rules come sorted by itemset, then antecedent, so two runs
-    list them in the same order.
+    output of `frequent_itemsets` is. With `min_antecedent_support` only rules whose antecedent
+    has support count >= ceil(min_antecedent_support * n_transactions) are kept. Rules come
+    sorted by itemset, then antecedent, so two runs list them in the same order.
     """
     _check_fraction("minimum confidence", min_confidence)
-    del n_transactions  # the confidence needs only counts; kept for a uniform signature
+    min_body = (
+        0 if min_antecedent_support is None else min_count(n_transactions, min_antecedent_support)
+    )
     rules: list[Rule] = []
     for itemset, count in sorted(itemsets.items(), key=lambda kv: sorted(kv[0])):
         if len(itemset) < 2:
@@ -87,15 +103,43 @@ def association_rules(itemsets: Itemsets, n_transactions: int, min_confidence: f
         for size in range(1, len(ordered)):
             for left in combinations(ordered, size):
                 antecedent = frozenset(left)
-                confidence = count / itemsets[antecedent]
-                if confidence >= min_confidence - _TOLERANCE:
+                body = itemsets[antecedent]
+                confidence = count / body
+                if body >= min_body and confidence >= min_confidence - _TOLERANCE:
                     rules.append(Rule(antecedent, itemset - antecedent, count, confidence))
     return rules
 
 
-def mine_rules(tx: Transactions, min_support: float, min_confidence: float) -> list[Rule]:
-    """Frequent itemsets at `min_support`, then their rules at `min_confidence`."""
-    return association_rules(frequent_itemsets(tx, min_support), len(tx), min_confidence)
+RULE_SUPPORTS = ("itemset", "antecedent")
+
+
+def mine_rules(
+    tx: Transactions, min_support: float, min_confidence: float, rule_support: str = "itemset"
+) -> list[Rule]:
+    """Rules at `min_support` and `min_confidence`; see the module docstring for `rule_support`."""
+    itemsets = frequent_itemsets(
+        tx, itemset_support(len(tx), min_support, min_confidence, rule_support)
+    )
+    body = min_support if rule_support == "antecedent" else None
+    return association_rules(itemsets, len(tx), min_confidence, min_antecedent_support=body)
+
+
+def itemset_support(
+    n_transactions: int, min_support: float, min_confidence: float, rule_support: str
+) -> float:
+    """The relative support at which to mine the itemsets that rules are built from.
+
+    "itemset": sigma itself. "antecedent": a rule X => Y with s(X) >= ceil(sigma N) and
+    confidence >= phi needs only s(X u Y) >= ceil(phi ceil(sigma N)), so mine down to that.
+    """
+    if rule_support not in RULE_SUPPORTS:
+        raise FedanonError(
+            f"rule support is one of {', '.join(RULE_SUPPORTS)}, not '{rule_support}'"
+        )
+    if rule_support == "itemset" or n_transactions == 0:
+        return min_support
+    body = min_count(n_transactions, min_support)
+    return max(1, math.ceil(min_confidence * body - _TOLERANCE)) / n_transactions
 
 
 def _check_fraction(name: str, value: float) -> None:

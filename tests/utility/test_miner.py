@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from itertools import combinations
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fedanon.errors import FedanonError
 from fedanon.utility.miner import (
@@ -73,3 +77,42 @@ def test_thresholds_outside_unit_interval_are_user_errors():
 
 def test_empty_log_has_no_itemsets():
     assert frequent_itemsets(Transactions.from_lists([]), 0.1) == {}
+
+
+def test_an_item_in_every_transaction_is_frequent():
+    # pyfim on its own drops itemsets whose support is the number of transactions.
+    tx = Transactions.from_lists([[5, 1], [5, 2], [5, 3]])
+    assert frequent_itemsets(tx, 1.0) == {fs(5): 3}
+    assert frequent_itemsets(tx, 0.3)[fs(5)] == 3
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    rows=st.lists(st.sets(st.integers(0, 5), max_size=5), min_size=1, max_size=25),
+    min_support=st.sampled_from([0.0, 0.1, 0.25, 0.5, 1.0]),
+)
+def test_itemsets_equal_brute_force(rows, min_support):
+    tx = Transactions.from_lists(sorted(r) for r in rows)
+    threshold = min_count(len(tx), min_support)
+    universe = sorted({i for r in rows for i in r})
+    expected = {}
+    for size in range(1, len(universe) + 1):
+        for combo in combinations(universe, size):
+            count = sum(1 for r in rows if set(combo) <= r)
+            if count >= threshold:
+                expected[frozenset(combo)] = count
+    assert frequent_itemsets(tx, min_support) == expected
+
+
+def test_antecedent_support_definition_keeps_rarer_itemsets():
+    # 1 in 4 of 8 baskets, {1,2} in 3: at sigma = 50%, phi = 70% the itemset {1,2} (37.5%) is not
+    # frequent, but its antecedent {1} (50%) is and confidence is 3/4.
+    tx = Transactions.from_lists([[1, 2]] * 3 + [[1], [3], [3], [3], [3]])
+    assert mine_rules(tx, 0.5, 0.7) == []
+    rules = mine_rules(tx, 0.5, 0.7, rule_support="antecedent")
+    assert rules == [Rule(fs(1), fs(2), 3, 0.75)]  # 2 => 1 has antecedent support 3 < 4
+
+
+def test_unknown_rule_support_is_a_user_error():
+    with pytest.raises(FedanonError, match="rule support"):
+        mine_rules(LOG, 0.4, 0.5, rule_support="body")

@@ -1,0 +1,178 @@
+"""Python entry points: `sanitize` a log (or its patterns) and `evaluate_sanitization`.
+
+`sanitize(tx, rules, algorithm, psi)` runs one of the thesis's algorithms: the data-sharing
+ones (iga, rra, ra, swa) return the sanitized log D' (same number of transactions, each a
+subset of its original); the pattern-sharing one (dsa) returns the released frequent itemsets
+of D at `min_support`. `evaluate_sanitization` mines D and D' (or the released itemsets) with
+the same miner and thresholds and computes HF, MC, AP, Dif and SEF.
+"""
+
+from __future__ import annotations
+
+import math
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from fedanon.algorithms.sanitization.deletion import delete_items
+from fedanon.algorithms.sanitization.dsa import downright_sanitize
+from fedanon.algorithms.sanitization.heuristic1 import (
+    item_grouping_victims,
+    random_victims,
+    round_robin_victims,
+    support_in,
+)
+from fedanon.algorithms.sanitization.index import InvertedIndex
+from fedanon.algorithms.sanitization.metrics import dif, rule_metrics
+from fedanon.algorithms.sanitization.rules import SensitiveRule, require_items_present
+from fedanon.algorithms.sanitization.swa import sliding_window_victims
+from fedanon.errors import FedanonError
+from fedanon.utility.miner import (
+    Itemsets,
+    Rule,
+    association_rules,
+    frequent_itemsets,
+    mine_rules,
+)
+from fedanon.utility.transactions import Transactions
+
+DATA_SHARING = ("iga", "rra", "ra", "swa")
+ALGORITHMS = (*DATA_SHARING, "dsa")
+DEFAULT_WINDOW = 50_000  # the thesis's SWA window for all its experiments (section 7.2.3)
+
+
+@dataclass(frozen=True)
+class Sanitized:
+    """What a run releases: the sanitized log, or (DSA) the sanitized itemsets; and a report."""
+
+    algorithm: str
+    transactions: Transactions | None = None
+    itemsets: Itemsets | None = None
+    report: dict[str, Any] = field(default_factory=dict)
+
+
+def sanitize(
+    tx: Transactions,
+    rules: Sequence[SensitiveRule],
+    algorithm: str,
+    psi: float | Sequence[float] = 0.0,
+    window: int | None = None,
+    seed: int | None = None,
+    min_support: float | None = None,
+) -> Sanitized:
+    """Hide `rules` in `tx` with `algorithm`; `psi` is per rule (a list) only for swa.
+
+    `seed` fixes RA's and SWA's random victims and DSA's random pairs; without it they come
+    from a 128-bit secret seed, so nobody can replay which item was deleted where.
+    """
+    algorithm = algorithm.lower()
+    psis = _check(tx, rules, algorithm, psi, window, min_support)
+    rng = np.random.default_rng(secrets.randbits(128) if seed is None else seed)
+    if algorithm == "dsa":
+        assert min_support is not None
+        itemsets = frequent_itemsets(tx, min_support)
+        released, marked = downright_sanitize(itemsets, rules, rng)
+        report = {
+            "itemsets_original": len(itemsets),
+            "itemsets_released": len(released),
+            "marked_pairs": len(marked),
+        }
+        return Sanitized(algorithm, itemsets=released, report=_report(tx, rules, report))
+    index = InvertedIndex.build(tx, rules)
+    if algorithm == "swa":
+        tids, items = sliding_window_victims(tx, index, rules, psis, window or DEFAULT_WINDOW, rng)
+    elif algorithm == "rra":
+        tids, items = round_robin_victims(index, rules, psis[0])
+    elif algorithm == "ra":
+        tids, items = random_victims(index, rules, psis[0], rng)
+    else:
+        support = support_in(tx, {i for rule in rules for i in rule.itemset})
+        tids, items = item_grouping_victims(index, rules, psis[0], support)
+    released_tx = delete_items(tx, tids, items)
+    report = {
+        "sensitive_transactions": int(np.count_nonzero(index.degree)),
+        "deletions": len(tx.items) - len(released_tx.items),
+        "transactions_touched": int(np.count_nonzero(tx.lengths() != released_tx.lengths())),
+    }
+    if algorithm == "swa":
+        report["window"] = window or DEFAULT_WINDOW
+    return Sanitized(algorithm, transactions=released_tx, report=_report(tx, rules, report))
+
+
+def evaluate_sanitization(
+    original: Transactions,
+    sanitized: Transactions | Itemsets,
+    rules: Sequence[SensitiveRule],
+    min_support: float,
+    min_confidence: float,
+    original_rules: Sequence[Rule] | None = None,
+    rule_support: str = "itemset",
+) -> dict[str, Any]:
+    """HF, MC, AP, SEF (and Dif for a sanitized log) at one sigma and phi for D and D'.
+
+    `rule_support` picks the rule definition of `fedanon.utility.miner` for both D and D'.
+    `original_rules` may pass the rules of D mined earlier with the same settings, so a sweep
+    over algorithms and thresholds mines D once.
+    """
+    before = (
+        list(original_rules)
+        if original_rules is not None
+        else mine_rules(original, min_support, min_confidence, rule_support)
+    )
+    if isinstance(sanitized, Transactions):
+        if len(sanitized) != len(original):
+            raise FedanonError(
+                f"the sanitized log has {len(sanitized)} transactions, the original "
+                f"{len(original)}: sanitization never drops a transaction"
+            )
+        after = mine_rules(sanitized, min_support, min_confidence, rule_support)
+        difference = dif(original, sanitized)
+    else:
+        body = min_support if rule_support == "antecedent" else None
+        after = association_rules(sanitized, len(original), min_confidence, body)
+        difference = None
+    return {
+        **rule_metrics(before, after, rules),
+        "dif": difference,
+        "min_support": min_support,
+        "min_confidence": min_confidence,
+        "rule_support": rule_support,
+        "transactions": len(original),
+    }
+
+
+def _check(
+    tx: Transactions,
+    rules: Sequence[SensitiveRule],
+    algorithm: str,
+    psi: float | Sequence[float],
+    window: int | None,
+    min_support: float | None,
+) -> list[float]:
+    if algorithm not in ALGORITHMS:
+        raise FedanonError(f"unknown algorithm '{algorithm}' (one of {', '.join(ALGORITHMS)})")
+    if not rules:
+        raise FedanonError("no sensitive rule to hide")
+    psis = [float(psi)] * len(rules) if isinstance(psi, int | float) else [float(p) for p in psi]
+    if len(psis) != len(rules):
+        raise FedanonError(f"{len(psis)} disclosure thresholds for {len(rules)} rules")
+    if len(set(psis)) > 1 and algorithm != "swa":
+        raise FedanonError("one disclosure threshold per rule is an SWA feature; give one psi")
+    for value in psis:
+        if not 0.0 <= value <= 1.0 or math.isnan(value):
+            raise FedanonError(f"psi must be in [0, 1], got {value}")
+    if window is not None and (algorithm != "swa" or window < 1):
+        raise FedanonError("--window K is SWA's window size, a positive number of transactions")
+    if algorithm == "dsa" and min_support is None:
+        raise FedanonError("dsa sanitizes the frequent itemsets: give the minimum support")
+    require_items_present(rules, tx)
+    return psis
+
+
+def _report(
+    tx: Transactions, rules: Sequence[SensitiveRule], extra: dict[str, Any]
+) -> dict[str, Any]:
+    return {"transactions": len(tx), "sensitive_rules": [str(r) for r in rules], **extra}

@@ -1,0 +1,203 @@
+"""`fedanon sanitize` and `fedanon evaluate sanitize`: hide sensitive association rules.
+
+`fedanon sanitize` writes the sanitized transaction log (iga, rra, ra, swa) or, for dsa, the
+released frequent itemsets (`i j k (support)` a line). Every check (rules file, items present
+in the log, psi in [0, 1]) runs before anything is written, and the output is written
+atomically, so an error never leaves a partial file. `fedanon evaluate sanitize` measures HF,
+MC, AP, Dif and SEF of one sanitized log, or sweeps algorithms and psi on the original and
+draws MC and HF against psi.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from fedanon.algorithms.sanitization.api import ALGORITHMS, DATA_SHARING, DEFAULT_WINDOW
+from fedanon.cli.common import print_summary, split_list, step_progress, write_json
+from fedanon.errors import FedanonError
+from fedanon.utility.miner import RULE_SUPPORTS
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add the top-level `fedanon sanitize` command."""
+    parser = sub.add_parser(
+        "sanitize",
+        help="hide sensitive association rules in a transaction log (IGA, RRA, RA, SWA, DSA)",
+        description="Delete items so that the sensitive rules can no longer be mined (iga, "
+        "rra, ra, swa), or release the frequent itemsets without them (dsa).",
+    )
+    parser.add_argument("--data", required=True, help="transaction log, FIMI format")
+    parser.add_argument("--rules", required=True, help="sensitive rules, one 'X => Y' a line")
+    parser.add_argument("--algorithm", required=True, choices=ALGORITHMS)
+    parser.add_argument(
+        "--psi",
+        default="0",
+        help="disclosure threshold in [0,1]: share of each rule's sensitive transactions left "
+        "untouched (default 0); swa also takes one per rule, comma-separated",
+    )
+    parser.add_argument("--window", type=int, help=f"swa: window size K (default {DEFAULT_WINDOW})")
+    parser.add_argument(
+        "--seed", type=int, help="reproducible random choices (default: secret random)"
+    )
+    parser.add_argument("--support", type=float, help="dsa: minimum support of the itemsets")
+    parser.add_argument("--out", required=True, help="sanitized log (dsa: itemsets), atomic")
+    parser.add_argument("--report", help="JSON report path")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.set_defaults(handler=run_sanitize)
+
+
+def add_evaluate_sanitize(kinds: argparse._SubParsersAction) -> None:
+    """Add `sanitize` to the `fedanon evaluate` subcommands."""
+    parser = kinds.add_parser(
+        "sanitize",
+        help="HF, MC, AP, Dif, SEF of a sanitized log, or a sweep over algorithms and psi",
+        description="With --sanitized: the metrics of that log against --original. Without: "
+        "run --algorithms at every --psi on --original and report (and --chart) MC and HF.",
+    )
+    parser.add_argument("--original", required=True, help="original log, FIMI format")
+    parser.add_argument("--sanitized", help="sanitized log (omit to sweep algorithms and psi)")
+    parser.add_argument("--rules", required=True, help="sensitive rules, one 'X => Y' a line")
+    parser.add_argument("--support", type=float, required=True, help="minimum support sigma")
+    parser.add_argument("--confidence", type=float, default=0.6, help="phi (default 0.6)")
+    parser.add_argument(
+        "--rule-support",
+        choices=RULE_SUPPORTS,
+        default="itemset",
+        help="itemset: X u Y reaches sigma (default); antecedent: X does (the thesis's)",
+    )
+    parser.add_argument("--algorithms", default="iga,rra,ra,swa", help="sweep: algorithms")
+    parser.add_argument("--psi", default="0,0.05,0.1,0.15,0.25", help="sweep: values of psi")
+    parser.add_argument(
+        "--window", type=int, help=f"sweep: swa window size (default {DEFAULT_WINDOW})"
+    )
+    parser.add_argument("--seed", type=int, help="sweep: seed for ra and swa")
+    parser.add_argument("--report", help="JSON report path")
+    parser.add_argument("--chart", help="sweep: PNG of MC and HF against psi per algorithm")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--quiet", action="store_true", help="no progress display")
+    parser.set_defaults(handler=run_evaluate_sanitize)
+
+
+def run_sanitize(args: argparse.Namespace) -> int:
+    from fedanon.algorithms.sanitization.api import sanitize
+    from fedanon.algorithms.sanitization.dsa import format_itemsets
+    from fedanon.algorithms.sanitization.rules import read_rules
+    from fedanon.atomic import write_text_atomic
+    from fedanon.utility.transactions import Transactions
+
+    if args.algorithm != "dsa" and args.support is not None:
+        raise FedanonError("--support is for dsa (the data-sharing algorithms need no miner)")
+    psi = _floats(args.psi, "--psi")
+    rules = read_rules(args.rules)
+    tx = Transactions.read_fimi(args.data)
+    result = sanitize(
+        tx,
+        rules,
+        args.algorithm,
+        psi[0] if len(psi) == 1 else psi,
+        window=args.window,
+        seed=args.seed,
+        min_support=args.support,
+    )
+    if result.transactions is not None:
+        result.transactions.write_fimi(args.out)
+    else:
+        assert result.itemsets is not None
+        write_text_atomic(args.out, format_itemsets(result.itemsets))
+    report = {
+        "algorithm": args.algorithm,
+        "psi": psi,
+        "seeded": args.seed is not None,
+        **result.report,
+        "input": str(args.data),
+        "output": str(args.out),
+    }
+    if args.report:
+        write_json(args.report, report)
+    rows = [("algorithm", args.algorithm), ("transactions", report["transactions"])]
+    rows += [(key.replace("_", " "), report[key]) for key in _SUMMARY_KEYS if key in report]
+    rows.append(("output", args.out))
+    print_summary("fedanon sanitize", rows, report if args.json else None)
+    return 0
+
+
+_SUMMARY_KEYS = (
+    "sensitive_transactions",
+    "transactions_touched",
+    "deletions",
+    "itemsets_original",
+    "itemsets_released",
+)
+
+
+def run_evaluate_sanitize(args: argparse.Namespace) -> int:
+    from fedanon.algorithms.sanitization.api import evaluate_sanitization, sanitize
+    from fedanon.algorithms.sanitization.rules import read_rules
+    from fedanon.utility.miner import mine_rules
+    from fedanon.utility.transactions import Transactions
+
+    rules = read_rules(args.rules)
+    original = Transactions.read_fimi(args.original)
+    if args.sanitized:
+        if args.chart:
+            raise FedanonError("--chart draws a sweep over psi: omit --sanitized")
+        sanitized = Transactions.read_fimi(args.sanitized)
+        report: dict[str, Any] = evaluate_sanitization(
+            original, sanitized, rules, args.support, args.confidence, None, args.rule_support
+        )
+        report |= {"original": str(args.original), "sanitized": str(args.sanitized)}
+        rows = [(key.upper(), _percent(report[key])) for key in ("hf", "mc", "ap", "dif", "sef")]
+        rows += [("rules D / D'", f"{report['rules_original']} / {report['rules_sanitized']}")]
+    else:
+        algorithms = split_list(args.algorithms)
+        unknown = sorted(set(algorithms) - set(DATA_SHARING))
+        if unknown or not algorithms:
+            raise FedanonError(f"--algorithms: choose among {','.join(DATA_SHARING)}")
+        psis = _floats(args.psi, "--psi")
+        sweep = []
+        with step_progress("evaluating", args.quiet or args.json) as show:
+            show("mining the original")
+            before = mine_rules(original, args.support, args.confidence, args.rule_support)
+            for algorithm in algorithms:
+                for psi in psis:
+                    show(f"{algorithm} psi={psi}")
+                    window = args.window if algorithm == "swa" else None
+                    out = sanitize(original, rules, algorithm, psi, window, args.seed)
+                    assert out.transactions is not None
+                    metrics = evaluate_sanitization(
+                        original, out.transactions, rules, args.support, args.confidence,
+                        before, args.rule_support,
+                    )  # fmt: skip
+                    sweep.append({"algorithm": algorithm, "psi": psi, **metrics})
+        report = {"original": str(args.original), "sweep": sweep}
+        if args.chart:
+            from fedanon.algorithms.sanitization.chart import plot_psi_sweep
+
+            plot_psi_sweep(sweep, args.chart)
+        rows = [
+            (f"{row['algorithm']} psi={row['psi']:g}",
+             f"MC {_percent(row['mc'])}  HF {_percent(row['hf'])}  Dif {_percent(row['dif'])}")
+            for row in sweep
+        ]  # fmt: skip
+    if args.report:
+        write_json(args.report, report)
+    print_summary("fedanon evaluate sanitize", rows, report if args.json else None)
+    return 0
+
+
+def _percent(value: float | None) -> str:
+    return "undefined" if value is None else f"{100 * value:.2f}%"
+
+
+def _floats(text: str, option: str) -> list[float]:
+    try:
+        values = [float(part) for part in split_list(text)]
+    except ValueError:
+        raise FedanonError(f"{option}: expected comma-separated numbers, got '{text}'") from None
+    if not values:
+        raise FedanonError(f"{option}: no value given")
+    for value in values:
+        if not 0.0 <= value <= 1.0:
+            raise FedanonError(f"{option}: {value} is outside [0, 1]")
+    return values
