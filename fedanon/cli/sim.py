@@ -11,6 +11,7 @@ from fedanon.cli.common import print_summary, split_list, step_progress
 from fedanon.cli.leader import progress_text, summarize
 from fedanon.errors import FedanonError
 from fedanon.lkc.api import parse_sensitive
+from fedanon.outputs import CommandOutputs
 from fedanon.table_io import read_table
 from fedanon.taxonomy.loader import load_taxonomy
 
@@ -85,6 +86,9 @@ def run_sim_lkc(args: argparse.Namespace) -> int:
 
     if args.dynamic:
         raise FedanonError("--dynamic is not available in distributed mode")
+    outputs = CommandOutputs(inputs=[args.data, args.taxonomy])
+    outputs.claim("--out", args.out)
+    outputs.claim("--report", args.report)
     if args.insecure:
         print("fedanon: WARNING: --insecure: no TLS, no authentication; local experiments only",
               file=sys.stderr)
@@ -122,6 +126,9 @@ def run_sim_drbt(args: argparse.Namespace) -> int:
     if args.insecure:
         print("fedanon: WARNING: --insecure: no TLS, no authentication; local experiments only",
               file=sys.stderr)
+    outputs = CommandOutputs(inputs=[args.data])
+    outputs.claim("--out", args.out)
+    outputs.claim("--report", args.report)
     table = read_table(args.data, args.delimiter)
     id_column = args.id_column or "object_id"
     if args.id_column is None:
@@ -130,6 +137,8 @@ def run_sim_drbt(args: argparse.Namespace) -> int:
         raise FedanonError(f"the table has no id column '{args.id_column}'")
     if args.columns:
         table = table[[id_column, *split_list(args.columns)]]
+    if args.clusters > len(table):
+        raise FedanonError(f"--clusters {args.clusters} exceeds the table's {len(table)} rows")
     parts = split_columns(table, args.parties, id_column)
     with federation(parts, None, secure=not args.insecure,
                     workdir=Path(args.workdir) if args.workdir else None) as fed:

@@ -1,0 +1,1 @@
+"""Utility measures and protocols shared by every method."""
