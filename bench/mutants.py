@@ -15,8 +15,9 @@ without a mutant cannot show that it kills one (reported as an error).
     python bench/mutants.py --only ID    # one mutant (repeatable)
     python bench/mutants.py --list       # ids, files and reasons, without running anything
 
-Prints a table id | file | result | seconds; exit status 0 when every mutant is killed, 1 when
-one survives or cannot be run, 2 for an invalid mutant definition (refused before any run).
+Prints a table id | file | result | first failing test | seconds; exit status 0 when every
+mutant is killed, 1 when one survives or cannot be run, 2 for an invalid mutant definition
+(refused before any run).
 """
 
 from __future__ import annotations
@@ -54,6 +55,15 @@ class Mutant:
     replace: str
     tests: tuple[str, ...]
     why: str
+
+
+@dataclass(frozen=True)
+class PytestRun:
+    """One pytest run: its exit code (None: timed out), the first failing test, its duration."""
+
+    code: int | None
+    failed: str
+    seconds: float
 
 
 def load_mutants(directory: Path) -> list[Mutant]:
@@ -128,8 +138,8 @@ def copy_repository(destination: Path) -> None:
             shutil.copy2(source, destination / name)
 
 
-def run_tests(copy: Path, tests: tuple[str, ...], timeout: float) -> tuple[int | None, float]:
-    """Run pytest on `tests` inside `copy`; (exit code or None on timeout, seconds)."""
+def run_tests(copy: Path, tests: tuple[str, ...], timeout: float) -> PytestRun:
+    """Run pytest on `tests` inside `copy`: exit code (None on timeout), first failing test."""
     env = {**os.environ, "PYTHONPATH": str(copy), "PYTHONDONTWRITEBYTECODE": "1"}
     began = time.perf_counter()
     try:
@@ -138,12 +148,13 @@ def run_tests(copy: Path, tests: tuple[str, ...], timeout: float) -> tuple[int |
             cwd=copy,
             env=env,
             capture_output=True,
+            text=True,
             timeout=timeout,
         )
-        code: int | None = done.returncode
     except subprocess.TimeoutExpired:
-        code = None
-    return code, time.perf_counter() - began
+        return PytestRun(None, "", time.perf_counter() - began)
+    failed = re.search(r"^FAILED (\S+)", done.stdout, re.MULTILINE)
+    return PytestRun(done.returncode, failed[1] if failed else "", time.perf_counter() - began)
 
 
 def verdict(code: int | None) -> str:
@@ -193,31 +204,31 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{m.id} | {m.file} | {m.why}")
         return 0
 
-    rows: list[tuple[str, str, str, float]] = []
+    rows: list[tuple[str, str, str, str, float]] = []
     with tempfile.TemporaryDirectory(prefix="fedanon-mutants-") as tmp:
         copy = Path(tmp)
         copy_repository(copy)
         baseline: dict[tuple[str, ...], int | None] = {}
         for m in chosen:
             if m.tests not in baseline:
-                baseline[m.tests] = run_tests(copy, m.tests, args.timeout)[0]
+                baseline[m.tests] = run_tests(copy, m.tests, args.timeout).code
             if baseline[m.tests] != 0:
-                rows.append((m.id, m.file, "error (tests fail without the mutant)", 0.0))
+                rows.append((m.id, m.file, "error (tests fail without the mutant)", "", 0.0))
                 continue
             target = copy / m.file
             original = target.read_text(encoding="utf-8")
             target.write_text(original.replace(m.find, m.replace, 1), encoding="utf-8")
             try:
-                code, seconds = run_tests(copy, m.tests, args.timeout)
+                run = run_tests(copy, m.tests, args.timeout)
             finally:
                 target.write_text(original, encoding="utf-8")
-            rows.append((m.id, m.file, verdict(code), seconds))
-            print(f"{m.id}: {rows[-1][2]} ({seconds:.1f} s)", file=sys.stderr, flush=True)
+            rows.append((m.id, m.file, verdict(run.code), run.failed, run.seconds))
+            print(f"{m.id}: {rows[-1][2]} ({run.seconds:.1f} s)", file=sys.stderr, flush=True)
 
-    print("| id | file | result | seconds |")
-    print("|---|---|---|---|")
-    for mutant_id, file, result, seconds in rows:
-        print(f"| {mutant_id} | {file} | {result} | {seconds:.1f} |")
+    print("| id | file | result | first failing test | seconds |")
+    print("|---|---|---|---|---|")
+    for mutant_id, file, result, failed, seconds in rows:
+        print(f"| {mutant_id} | {file} | {result} | {failed} | {seconds:.1f} |")
     return 0 if all(r[2].startswith("killed") for r in rows) else 1
 
 

@@ -57,6 +57,13 @@ def place(tmp_path: Path) -> Path:
         ("r.csv", "/proc/fedanon/r.json", "report /proc/fedanon/r.json: cannot create files in"),
         ("r.csv", "r.csv", "report {place}/r.csv: is also the out output"),
     ],
+    ids=[
+        "out-symlink-to-dir",
+        "out-dir",
+        "report-symlink-to-dir",
+        "report-in-proc",
+        "report-is-out",
+    ],
 )
 def test_unwritable_outputs_are_refused_before_the_session(place, runner, out, report, message):
     report_path = None if report is None else place / report
