@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from fedanon.atomic import write_json_atomic
 from fedanon.errors import FedanonError
 
 
@@ -60,3 +61,8 @@ def print_summary(title: str, rows: list[tuple[str, Any]], as_json: dict[str, An
     for key, value in rows:
         table.add_row(key, str(value))
     Console(file=sys.stdout).print(table)
+
+
+def write_json(path: str, payload: dict[str, Any]) -> None:
+    """Write a JSON report atomically (a command with several outputs uses CommandOutputs)."""
+    write_json_atomic(path, payload)
