@@ -137,6 +137,7 @@ COMMANDS: dict[str, tuple[list[str], list[tuple[str, str | None, str]]]] = {
             ("--clusters", "int", "2"),
             ("--out", "out", "release.csv"),
             ("--report", "out", "report.json"),
+            ("--workdir", "out_dir", "wd"),
         ],
     ),
     "demo": (

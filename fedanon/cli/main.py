@@ -4,7 +4,8 @@ Each subcommand group lives in its own module exposing `register(subparsers)`; t
 below is the only place that knows them all. User errors (`FedanonError`) end as one line on
 stderr and a non-zero exit code; `--debug` shows the traceback instead. Exit codes: 0 success,
 1 a check that ran and failed (`check lkc`), 2 a usage or input error (also argparse's), 3 an
-infeasible privacy requirement, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM). An interrupt
+infeasible privacy requirement, 4 a party failed (distributed runs), 130 interrupted (Ctrl-C),
+143 terminated (SIGTERM). An interrupt
 or SIGTERM unwinds like an error, so no partial output or temporary file is left behind.
 """
 
