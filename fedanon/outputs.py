@@ -130,11 +130,11 @@ class CommandOutputs:
         staged = StagedWrites(self._claimed)
         created = []
         try:
-            for directory in self._new_directories:
-                if not directory.is_dir():
-                    directory.mkdir()
-                    created.append(directory)
             try:
+                for directory in self._new_directories:
+                    if not directory.is_dir():
+                        directory.mkdir()
+                        created.append(directory)
                 yield staged
             except OSError as exc:  # disk full, I/O error while staging: a user-facing failure
                 raise FedanonError(f"cannot write the outputs ({exc}); none was written") from None
