@@ -177,4 +177,3 @@ def run_evaluate_drbt(args: argparse.Namespace) -> int:
     ]
     print_summary("fedanon evaluate drbt", rows, report if args.json else None)
     return 0
-
