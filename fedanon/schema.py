@@ -35,14 +35,35 @@ class LKCParams:
 
     @classmethod
     def of(cls, L: int, K: int, C: float | str | Fraction) -> LKCParams:
-        c = Fraction(str(C)) if not isinstance(C, Fraction) else C
+        c = parse_confidence_bound(C)
         if L < 1:
             raise FedanonError(f"L must be at least 1 (got {L})")
         if K < 1:
             raise FedanonError(f"K must be at least 1 (got {K})")
-        if not 0 < c <= 1:
-            raise FedanonError(f"C must be in (0, 1] (got {C})")
         return cls(L=L, K=K, C=c)
+
+
+def parse_confidence_bound(value: float | str | Fraction) -> Fraction:
+    """C of LKC-privacy as an exact fraction in (0, 1]: ``0.2``, ``1/5`` or ``20%``.
+
+    The one parser of C for every anonymizing command and config file, so each accepts the same
+    forms. Anything else (``nan``, ``inf``, ``abc``, ``1/0``, out of range) is a one-line
+    error. Floats (TOML numbers) are read through their shortest decimal text, so 0.2 is 1/5.
+    """
+    if isinstance(value, Fraction):
+        c = value
+    elif isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise FedanonError(f"C must be a number like 0.2, 1/5 or 20%, got {value!r}")
+    else:
+        text = str(value).strip()
+        scale = Fraction(1, 100) if text.endswith("%") else Fraction(1)
+        try:
+            c = Fraction(text.removesuffix("%").strip()) * scale
+        except (ValueError, ZeroDivisionError):
+            raise FedanonError(f"C must be a number like 0.2, 1/5 or 20%, got {text!r}") from None
+    if not 0 < c <= 1:
+        raise FedanonError(f"C must be in (0, 1], got {value}")
+    return c
 
 
 @dataclass

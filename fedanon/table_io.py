@@ -83,13 +83,17 @@ def require_columns(table: pd.DataFrame, columns: list[str], path: str | os.Path
 
 def write_table(table: pd.DataFrame, path: str | os.PathLike[str]) -> None:
     """Write CSV (or Parquet by extension) atomically: no partial file on failure."""
-    path = Path(path)
-    arrow = pa.Table.from_pandas(table, preserve_index=False)
     with atomic_path(path) as tmp:
-        if path.suffix.lower() in {".parquet", ".pq"}:
-            pq.write_table(arrow, tmp)
-        else:
-            _write_csv(arrow, tmp, _delimiter_for(path, None))
+        write_table_to(table, tmp, Path(path))
+
+
+def write_table_to(table: pd.DataFrame, path: Path, like: Path) -> None:
+    """Write `table` to `path` in the format `like`'s suffix names (for staged temporaries)."""
+    arrow = pa.Table.from_pandas(table, preserve_index=False)
+    if like.suffix.lower() in {".parquet", ".pq"}:
+        pq.write_table(arrow, path)
+    else:
+        _write_csv(arrow, path, _delimiter_for(like, None))
 
 
 def _write_csv(arrow: pa.Table, path: Path, sep: str) -> None:

@@ -21,11 +21,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fedanon.atomic import write_json_atomic
 from fedanon.drbt.kmeans import kmeans
 from fedanon.drbt.matrices import MATRICES, secure_rng
 from fedanon.errors import FedanonError
-from fedanon.table_io import write_table
+from fedanon.outputs import CommandOutputs
 from fedanon.tls import TLSFiles
 from leader.run import Session
 from party.config import Hop
@@ -82,6 +81,9 @@ def run_drbt(
     clustering against centralized K-means.
     """
     job.check()
+    outputs = CommandOutputs()
+    outputs.claim("out", job.out)
+    outputs.claim("report", job.report)
     began = time.perf_counter()
     session = Session(job)  # type: ignore[arg-type]
     items = [f"drbt:id={job.id_column},matrix={job.matrix},k={job.k_dims},"
@@ -112,6 +114,8 @@ def run_drbt(
             counts = ", ".join(f"party {n} lacks {c} of {len(ids)} ids" for n, c in
                                lacking.items())
             raise FedanonError(f"id list: {counts}")
+        if job.clusters > len(ids):
+            raise FedanonError(f"clusters = {job.clusters} exceeds the {len(ids)} objects")
         timings["handshake"] = time.perf_counter() - began
 
         mark = time.perf_counter()
@@ -140,25 +144,26 @@ def run_drbt(
     release = pd.DataFrame(joined[order], columns=[f"p{i + 1}" for i in range(joined.shape[1])])
     release.insert(0, "token", [secrets.token_hex(8) for _ in range(len(release))])
     release["cluster"] = clustering.labels[order]
-    write_table(release, job.out)
-    timings["total"] = time.perf_counter() - began
-    report = {
-        "mode": "drbt-vertical",
-        "session_id": session.session_id,
-        "parties": {n: {"attributes": list(opened[n].attributes),
-                        "kept_dimensions": blocks[i].shape[1],
-                        "bytes_sent": ended[n].bytes_sent}
-                    for i, n in enumerate(session.ring)},
-        "objects": len(ids),
-        "dimensions": joined.shape[1],
-        "matrix": job.matrix,
-        "clusters": job.clusters,
-        "cluster_sizes": np.bincount(clustering.labels, minlength=job.clusters).tolist(),
-        "assignment_sent": job.send_assignment,
-        "seconds": {k: round(v, 4) for k, v in timings.items()},
-        "output": str(job.out),
-        **job.extra_report,
-    }
-    if job.report is not None:
-        write_json_atomic(job.report, report)
+    with outputs.writing() as staged:
+        staged.table(job.out, release)
+        timings["total"] = time.perf_counter() - began
+        report = {
+            "mode": "drbt-vertical",
+            "session_id": session.session_id,
+            "parties": {n: {"attributes": list(opened[n].attributes),
+                            "kept_dimensions": blocks[i].shape[1],
+                            "bytes_sent": ended[n].bytes_sent}
+                        for i, n in enumerate(session.ring)},
+            "objects": len(ids),
+            "dimensions": joined.shape[1],
+            "matrix": job.matrix,
+            "clusters": job.clusters,
+            "cluster_sizes": np.bincount(clustering.labels, minlength=job.clusters).tolist(),
+            "assignment_sent": job.send_assignment,
+            "seconds": {k: round(v, 4) for k, v in timings.items()},
+            "output": str(job.out),
+            **job.extra_report,
+        }
+        if job.report is not None:
+            staged.json(job.report, report)
     return report

@@ -25,13 +25,12 @@ from typing import Any
 import grpc
 import pandas as pd
 
-from fedanon.atomic import write_json_atomic
 from fedanon.checker import check_lkc
 from fedanon.errors import FedanonError
 from fedanon.lkc.api import build_report
 from fedanon.lkc.engine import LKCEngine, StepInfo
 from fedanon.lkc.layout import StatsLayout
-from fedanon.table_io import write_table
+from fedanon.outputs import CommandOutputs
 from fedanon.transport import make_channel
 from leader.config import LeaderJob
 from leader.federation import FederationSource, PartyFailure, Traffic, describe_rpc_error
@@ -135,6 +134,9 @@ class Session:
 def run_job(job: LeaderJob, on_step: Callable[[StepInfo], None] | None = None) -> dict[str, Any]:
     """Run one session; write the release and report; return the report."""
     job.check()
+    outputs = CommandOutputs()
+    outputs.claim("out", job.out)
+    outputs.claim("report", job.report)
     spec = job.spec
     schema = spec.schema(job.taxonomy)
     ours = spec.fingerprint_items(schema)
@@ -191,27 +193,28 @@ def run_job(job: LeaderJob, on_step: Callable[[StepInfo], None] | None = None) -
         raise FedanonError(f"the integrated release fails LKC-privacy ({check.worst}); "
                            "nothing written")
     mark = time.perf_counter()
-    write_table(release, job.out)
-    timings["write"] = time.perf_counter() - mark
-    timings["total"] = time.perf_counter() - began
+    with outputs.writing() as staged:
+        staged.table(job.out, release)
+        timings["write"] = time.perf_counter() - mark
+        timings["total"] = time.perf_counter() - began
 
-    report = build_report(schema, spec.params, spec.score, result)
-    report.update({
-        "mode": "distributed",
-        "session_id": session.session_id,
-        "parties": session.ring,
-        "sum_mode": job.sum_mode,
-        "iterations": source.iteration,
-        "seconds": {k: round(v, 4) for k, v in timings.items()},
-        "leader_bytes": {"sent": traffic.sent, "received": traffic.received},
-        "party_bytes": {n: {"sent": r.bytes_sent, "received": r.bytes_received}
-                        for n, r in ended.items()},
-        "privacy_check": check.to_dict(),
-        "output": str(job.out),
-        **job.extra_report,
-    })
-    if job.report is not None:
-        write_json_atomic(job.report, report)
+        report = build_report(schema, spec.params, spec.score, result)
+        report.update({
+            "mode": "distributed",
+            "session_id": session.session_id,
+            "parties": session.ring,
+            "sum_mode": job.sum_mode,
+            "iterations": source.iteration,
+            "seconds": {k: round(v, 4) for k, v in timings.items()},
+            "leader_bytes": {"sent": traffic.sent, "received": traffic.received},
+            "party_bytes": {n: {"sent": r.bytes_sent, "received": r.bytes_received}
+                            for n, r in ended.items()},
+            "privacy_check": check.to_dict(),
+            "output": str(job.out),
+            **job.extra_report,
+        })
+        if job.report is not None:
+            staged.json(job.report, report)
     return report
 
 

@@ -129,10 +129,10 @@ class PartyServicer(pb_grpc.PartyServicer):
     def request_limit(self, method: str) -> int:
         """The largest request of `method` the open job can need (the gate refuses more)."""
         session = self.session
-        if method == "Sum" and isinstance(session, RING_SESSIONS):
-            limit = session.sum_request_limit()
-        elif method == "Randomize" and isinstance(session, RandomizeSession):
-            limit = session.sum_request_limit()
+        sums = method == "Sum" and isinstance(session, RING_SESSIONS)
+        marginals = method == "Randomize" and isinstance(session, RandomizeSession)
+        if sums or marginals:
+            limit = session.sum_request_limit()  # type: ignore[union-attr]
         elif method == "Assign" and isinstance(session, DRBTSession):
             limit = session.assign_request_limit()
         else:

@@ -354,3 +354,12 @@ def test_matches_naive_oracle(rows: list[tuple], S: list[str], L: int, K: int, C
         assert tuple(rows[r.worst.first_row][j] for j in q) == key
     # Early exit never changes the verdict.
     assert check_lkc(df, columns, {"s": S}, L, K, C, stop_at_first=True).ok == r.ok
+
+
+def test_cells_are_compared_as_text_not_as_numbers():
+    # 1 and 1.0 are equal numbers but different released strings: two groups of one row each.
+    df = pd.DataFrame({"q": pd.Series([1, 1.0], dtype=object), "s": ["a", "b"]})
+    result = check_lkc(df, ["q"], {}, 1, 2, 1)
+    assert not result.ok
+    assert result.min_group_size == 1
+    assert result.worst is not None and result.worst.values in (("1",), ("1.0",))

@@ -96,7 +96,7 @@ def test_listen_address_without_a_usable_port(party_dir: Path, listen: str) -> N
     config = _config(party_dir, 1)
     config.write_text(config.read_text().replace('listen = "127.0.0.1:1"',
                                                  f'listen = "{listen}"'), encoding="utf-8")
-    _one_line_error(_serve(config), "listen: expected an address \"host:port\" with a port in 1..65535")
+    _one_line_error(_serve(config), 'expected an address "host:port" with a port in 1..65535')
 
 
 def test_port_of_a_live_daemon(party_dir: Path) -> None:

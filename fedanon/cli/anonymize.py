@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 
 from fedanon.cli.alphak import add_anonymize_alpha_k
-from fedanon.cli.common import print_summary, split_list, step_progress, write_json
+from fedanon.cli.common import print_summary, split_list, step_progress
 from fedanon.cli.drbt import add_anonymize_drbt
-from fedanon.cli.randomize import add_anonymize_randomize
 from fedanon.cli.kactus import add_anonymize_kactus
+from fedanon.cli.randomize import add_anonymize_randomize
 from fedanon.lkc.api import PRESETS, anonymize_lkc, build_schema, parse_sensitive, resolve_params
 from fedanon.lkc.scores import SCORES
-from fedanon.table_io import read_table, write_table
+from fedanon.outputs import CommandOutputs
+from fedanon.table_io import read_table
 from fedanon.taxonomy.loader import load_taxonomy
 
 
@@ -53,6 +54,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_lkc(args: argparse.Namespace) -> int:
+    outputs = CommandOutputs(inputs=[args.data, args.taxonomy])
+    outputs.claim("--out", args.out)
+    outputs.claim("--report", args.report)
     table = read_table(args.data, args.delimiter)
     taxonomy = load_taxonomy(args.taxonomy, data_columns=list(table.columns))
     drop = split_list(args.drop)
@@ -69,10 +73,11 @@ def run_lkc(args: argparse.Namespace) -> int:
             on_step=lambda s: show(f"#{s.iteration} {s.attribute}={s.value} "
                                    f"({s.partitions} groups, {s.candidates} candidates)"),
         )
-    write_table(release.table, args.out)
     report = {**release.report, "input": str(args.data), "output": str(args.out)}
-    if args.report:
-        write_json(args.report, report)
+    with outputs.writing() as staged:
+        staged.table(args.out, release.table)
+        if args.report:
+            staged.json(args.report, report)
     groups = report["groups"]
     print_summary(
         "fedanon anonymize lkc",

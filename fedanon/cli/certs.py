@@ -42,7 +42,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _init(args: argparse.Namespace) -> int:
-    path = save_ca(create_ca(args.name), args.dir)
+    try:
+        path = save_ca(create_ca(args.name), args.dir)
+    except OSError as exc:
+        raise FedanonError(f"--dir {args.dir}: cannot write the CA ({exc.strerror})") from None
     print(f"created CA {path} (key {path.with_suffix('.key')}, mode 0600)")
     return 0
 
@@ -53,6 +56,9 @@ def _issue(args: argparse.Namespace) -> int:
             f"no CA key in {args.dir}: run `fedanon certs init --dir {args.dir}` first"
         )
     identity = issue_identity(load_ca(args.dir), args.name, args.role)
-    path = save_identity(identity, args.dir)
+    try:
+        path = save_identity(identity, args.dir)
+    except OSError as exc:
+        raise FedanonError(f"--dir {args.dir}: cannot write {args.name} ({exc.strerror})") from None
     print(f"issued {args.role} certificate {path} (key {path.with_suffix('.key')}, mode 0600)")
     return 0

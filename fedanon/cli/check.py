@@ -46,7 +46,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    lkc.add_argument("--data", required=True, help="released table (CSV with a header row)")
+    lkc.add_argument(
+        "--data", required=True, help="released table (CSV with a header row, or Parquet)"
+    )
     lkc.add_argument("--qid", help="comma-separated QID columns (default: from --taxonomy)")
     lkc.add_argument(
         "--sensitive",
@@ -122,6 +124,8 @@ def _read_release(path: str, delimiter: str) -> pd.DataFrame:
         raise FedanonError(f"--delimiter must be one character, got {delimiter!r}")
     if not Path(path).is_file():
         raise FedanonError(f"data file not found: {path}")
+    if Path(path).suffix.lower() in {".parquet", ".pq"}:
+        return _read_parquet_release(path)
     try:
         return pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, na_filter=False)
     except pd.errors.EmptyDataError:
@@ -129,6 +133,24 @@ def _read_release(path: str, delimiter: str) -> pd.DataFrame:
     except (pd.errors.ParserError, UnicodeDecodeError, OSError) as exc:
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise FedanonError(f"cannot read {path}: {first_line}") from None
+
+
+def _read_parquet_release(path: str) -> pd.DataFrame:
+    """A Parquet release with every cell cast to its text (missing cells as empty strings)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(path)
+        columns = [pc.fill_null(pc.cast(col, pa.string()), "") for col in table.columns]
+    except (pa.ArrowException, OSError) as exc:
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise FedanonError(f"cannot read {path}: {first_line}") from None
+    return pd.DataFrame(
+        {name: col.to_pylist() for name, col in zip(table.column_names, columns, strict=True)},
+        dtype=object,
+    )
 
 
 def run_lkc(args: argparse.Namespace) -> int:

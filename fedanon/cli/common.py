@@ -13,6 +13,7 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from fedanon.atomic import write_json_atomic
+from fedanon.errors import FedanonError
 
 
 def split_list(text: str | None) -> list[str]:
@@ -20,6 +21,14 @@ def split_list(text: str | None) -> list[str]:
     if not text:
         return []
     return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def int_list(text: str | None, option: str) -> list[int]:
+    """``2,4,6`` -> [2, 4, 6]; anything else is a one-line error naming `option`."""
+    try:
+        return [int(part) for part in split_list(text)]
+    except ValueError:
+        raise FedanonError(f"{option}: expected comma-separated integers, got '{text}'") from None
 
 
 def stderr_console() -> Console:
@@ -55,5 +64,5 @@ def print_summary(title: str, rows: list[tuple[str, Any]], as_json: dict[str, An
 
 
 def write_json(path: str, payload: dict[str, Any]) -> None:
-    """Write a JSON report atomically."""
+    """Write a JSON report atomically (a command with several outputs uses CommandOutputs)."""
     write_json_atomic(path, payload)

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import argparse
 
-from fedanon.cli.common import print_summary, split_list, step_progress, write_json
+from fedanon.cli.common import int_list, print_summary, split_list, step_progress
 from fedanon.drbt.api import anonymize_drbt, evaluate_drbt
 from fedanon.drbt.chart import plot_evaluation
 from fedanon.drbt.matrices import MATRICES
 from fedanon.errors import FedanonError
-from fedanon.table_io import read_table, write_table
+from fedanon.outputs import CommandOutputs
+from fedanon.table_io import read_table
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
@@ -94,6 +95,10 @@ def add_evaluate_drbt(subparsers: argparse._SubParsersAction) -> None:
 def run_anonymize_drbt(args: argparse.Namespace) -> int:
     if args.id_map and not args.id_column:
         raise FedanonError("--id-map needs --id (there are no ids to map)")
+    outputs = CommandOutputs(inputs=[args.data])
+    outputs.claim("--out", args.out)
+    outputs.claim("--id-map", args.id_map)
+    outputs.claim("--report", args.report)
     table = read_table(args.data, args.delimiter)
     release = anonymize_drbt(
         table,
@@ -105,12 +110,13 @@ def run_anonymize_drbt(args: argparse.Namespace) -> int:
         rescale=args.rescale,
         source=str(args.data),
     )
-    write_table(release.table, args.out)
-    if args.id_map and release.id_map is not None:
-        write_table(release.id_map, args.id_map)
     report = {**release.report, "input": str(args.data), "output": str(args.out)}
-    if args.report:
-        write_json(args.report, report)
+    with outputs.writing() as staged:
+        staged.table(args.out, release.table)
+        if args.id_map and release.id_map is not None:
+            staged.table(args.id_map, release.id_map)
+        if args.report:
+            staged.json(args.report, report)
     print_summary(
         "fedanon anonymize drbt",
         [
@@ -131,6 +137,9 @@ def run_anonymize_drbt(args: argparse.Namespace) -> int:
 
 
 def run_evaluate_drbt(args: argparse.Namespace) -> int:
+    outputs = CommandOutputs(inputs=[args.data])
+    outputs.claim("--report", args.report)
+    outputs.claim("--chart", args.chart)
     table = read_table(args.data, args.delimiter)
     with step_progress("evaluating", args.quiet or args.json) as show:
         report = evaluate_drbt(
@@ -141,17 +150,18 @@ def run_evaluate_drbt(args: argparse.Namespace) -> int:
             id_column=args.id_column,
             seed=args.seed,
             rescale=args.rescale,
-            clusters=_int_list(args.clusters, "--clusters"),
+            clusters=int_list(args.clusters, "--clusters"),
             trials=args.trials,
             projections=args.projections,
-            kept_dims=_int_list(args.kept_dims, "--kept-dims") or None,
+            kept_dims=int_list(args.kept_dims, "--kept-dims") or None,
             on_step=show,
         )
     report = {**report, "input": str(args.data)}
-    if args.report:
-        write_json(args.report, report)
-    if args.chart:
-        plot_evaluation(report, args.chart)
+    with outputs.writing() as staged:
+        if args.report:
+            staged.json(args.report, report)
+        if args.chart:
+            plot_evaluation(report, staged.path(args.chart))
     rows = [
         ("records", report["records"]),
         ("d -> k", f"{report['d']} -> {report['k']}"),
@@ -167,10 +177,3 @@ def run_evaluate_drbt(args: argparse.Namespace) -> int:
     ]
     print_summary("fedanon evaluate drbt", rows, report if args.json else None)
     return 0
-
-
-def _int_list(text: str | None, option: str) -> list[int]:
-    try:
-        return [int(part) for part in split_list(text)]
-    except ValueError as exc:
-        raise FedanonError(f"{option}: expected comma-separated integers, got '{text}'") from exc

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
-from fedanon.atomic import write_json_atomic
 from fedanon.cli.alphak import add_evaluate_queries
-from fedanon.cli.common import print_summary, split_list, step_progress
+from fedanon.cli.common import int_list, print_summary, split_list, step_progress
 from fedanon.cli.drbt import add_evaluate_drbt
-from fedanon.cli.randomize import add_evaluate_randomization
 from fedanon.cli.kactus import add_evaluate_classification
+from fedanon.cli.randomize import add_evaluate_randomization
 from fedanon.cli.sanitize import add_evaluate_sanitize
 from fedanon.errors import FedanonError
+from fedanon.outputs import CommandOutputs
 from fedanon.table_io import read_table, require_columns
 
 
@@ -22,7 +21,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     one = kinds.add_parser("lkc", help="CE/BE/UE/DR of one LKC release")
     one.add_argument("--raw", required=True, help="the raw table (training rows first)")
-    one.add_argument("--release", required=True, help="its release, same rows in the same order")
+    one.add_argument("--release", required=True,
+                     help="its release, rows in any order (paired with the raw rows by their "
+                          "generalization; what cannot be paired is refused)")
     one.add_argument("--train-rows", type=int, required=True,
                      help="the first N rows train the classifier, the rest test it")
     one.add_argument("--taxonomy", required=True, help="gives QIDs, numeric QIDs and the class")
@@ -71,15 +72,17 @@ def _schema_maker(args: argparse.Namespace, table):
 def run_one(args: argparse.Namespace) -> int:
     from fedanon.evaluation import evaluate_release
     from fedanon.lkc.sweep import numeric_view
+    from fedanon.utility.pairing import release_in_raw_order
 
+    outputs = CommandOutputs(inputs=[args.raw, args.release, args.taxonomy])
+    outputs.claim("--out", args.out)
     raw = read_table(args.raw)
     release = read_table(args.release)
-    if len(raw) != len(release):
-        raise FedanonError(f"{args.release} has {len(release)} rows, {args.raw} has {len(raw)}")
     schema = _schema_maker(args, raw)()
     if schema.class_column is None:
         raise FedanonError("no class column (--class)")
     require_columns(release, [*schema.qids, schema.class_column], args.release)
+    release = release_in_raw_order(raw, release, schema.taxonomies, args.release)
     if not 0 < args.train_rows < len(raw):
         raise FedanonError(f"--train-rows must be between 1 and {len(raw) - 1}")
     numeric = [t.attribute for t in schema.taxonomies if t.kind == "numeric"]
@@ -87,8 +90,9 @@ def run_one(args: argparse.Namespace) -> int:
     n = args.train_rows
     result = evaluate_release(rawn.iloc[:n], rawn.iloc[n:], release.iloc[:n], release.iloc[n:],
                               schema.class_column, schema.qids, numeric)
-    if args.out:
-        write_json_atomic(args.out, result)
+    with outputs.writing() as staged:
+        if args.out:
+            staged.json(args.out, result)
     print_summary("fedanon evaluate lkc", list(result.items()), result if args.json else None)
     return 0
 
@@ -97,17 +101,20 @@ def run_sweep(args: argparse.Namespace) -> int:
     from fedanon.charts import plot_sweep
     from fedanon.lkc.sweep import sweep
 
+    outputs = CommandOutputs(inputs=[args.data, args.taxonomy])
+    out = outputs.claim_directory("--out-dir", args.out_dir)
+    outputs.claim("--out-dir", out / "sweep.json")
+    outputs.claim("--out-dir", out / "sweep.png")
+    Ls = int_list(args.L, "--L")
+    Ks = int_list(args.K, "--K")
     table = read_table(args.data)
-    Ls = [int(x) for x in split_list(args.L)]
-    Ks = [int(x) for x in split_list(args.K)]
-    out = Path(args.out_dir)
     with step_progress("evaluating", args.quiet) as show:
         rows = sweep(table, _schema_maker(args, table), Ls, Ks, args.C, args.train_rows,
                      args.score, on_row=lambda r: show(
                          f"L={r['L']} K={r['K']}: CE {r['CE']:.2f}% DR {r['DR']:.4f}"))
-    out.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(out / "sweep.json", rows)
-    plot_sweep(rows, out / "sweep.png")
+    with outputs.writing() as staged:
+        staged.json(out / "sweep.json", rows)
+        plot_sweep(rows, staged.path(out / "sweep.png"))
     summary = [(f"L={r['L']} K={r['K']}",
                 f"CE {r['CE']:.2f}%  BE {r['BE']:.2f}%  UE {r['UE']:.2f}%  DR {r['DR']:.4f}"
                 f"  check {'ok' if r.get('checker_ok') else 'FAILED'}") for r in rows]

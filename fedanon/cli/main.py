@@ -2,15 +2,22 @@
 
 Each subcommand group lives in its own module exposing `register(subparsers)`; the module list
 below is the only place that knows them all. User errors (`FedanonError`) end as one line on
-stderr and a non-zero exit code; `--debug` shows the traceback instead.
+stderr and a non-zero exit code; `--debug` shows the traceback instead. Exit codes: 0 success,
+1 a check that ran and failed (`check lkc`), 2 a usage or input error (also argparse's), 3 an
+infeasible privacy requirement, 4 a party failed (distributed runs), 130 interrupted (Ctrl-C),
+143 terminated (SIGTERM). An interrupt
+or SIGTERM unwinds like an error, so no partial output or temporary file is left behind.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import NoReturn
 
 from fedanon import __version__
 from fedanon.errors import FedanonError, one_line
@@ -28,9 +35,37 @@ COMMAND_MODULES = (
 )
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse with its usage errors on one line (the CLI's promise for every user error).
+
+    Subcommand parsers inherit the class, so every level answers the same way.
+    """
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the program is so that `finally` blocks remove temporary files."""
+
+
+def _raise_terminated(_signum: int, _frame: object) -> None:
+    raise Terminated
+
+
+@contextlib.contextmanager
+def _sigterm_unwinds() -> Iterator[None]:
+    """Turn SIGTERM into :class:`Terminated` while a command runs (daemons set their own)."""
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser with every registered subcommand."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="fedanon",
         description="Joint anonymization of hospital tables (LKC-privacy, DRBT, ...).",
     )
@@ -47,12 +82,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        code = args.handler(args)
+        with _sigterm_unwinds():
+            code = args.handler(args)
     except FedanonError as exc:
         if args.debug:
             raise
         print(f"fedanon: error: {one_line(str(exc))}", file=sys.stderr)
         return exc.exit_code
+    except Terminated:
+        print("fedanon: terminated", file=sys.stderr)
+        return 143
     except KeyboardInterrupt:
         print("fedanon: interrupted", file=sys.stderr)
         return 130

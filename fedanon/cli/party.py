@@ -24,7 +24,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     serve.add_argument("--config", required=True, help="party.toml")
     serve.add_argument("--insecure", action="store_true",
                        help="no TLS (local experiments only; overrides [tls])")
-    serve.add_argument("--log-level", default="INFO")
+    serve.add_argument("--log-level", default="INFO", type=str.upper,
+                       choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     serve.add_argument("--log-format", choices=("text", "json"), default="text",
                        help="json: one JSON object per line with session id and iteration")
     serve.set_defaults(handler=run_serve)

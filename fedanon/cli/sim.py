@@ -12,7 +12,8 @@ from fedanon.cli.leader import progress_text, summarize
 from fedanon.cli.randomize import add_sim_randomize
 from fedanon.errors import FedanonError
 from fedanon.lkc.api import parse_sensitive
-from fedanon.table_io import read_table
+from fedanon.outputs import CommandOutputs
+from fedanon.table_io import read_table, require_columns
 from fedanon.taxonomy.loader import load_taxonomy
 
 
@@ -87,6 +88,11 @@ def run_sim_lkc(args: argparse.Namespace) -> int:
 
     if args.dynamic:
         raise FedanonError("--dynamic is not available in distributed mode")
+    outputs = CommandOutputs(inputs=[args.data, args.taxonomy])
+    outputs.claim("--out", args.out)
+    outputs.claim("--report", args.report)
+    if args.workdir:
+        outputs.claim_directory("--workdir", args.workdir)
     if args.insecure:
         print("fedanon: WARNING: --insecure: no TLS, no authentication; local experiments only",
               file=sys.stderr)
@@ -125,6 +131,11 @@ def run_sim_drbt(args: argparse.Namespace) -> int:
     if args.insecure:
         print("fedanon: WARNING: --insecure: no TLS, no authentication; local experiments only",
               file=sys.stderr)
+    outputs = CommandOutputs(inputs=[args.data])
+    outputs.claim("--out", args.out)
+    outputs.claim("--report", args.report)
+    if args.workdir:
+        outputs.claim_directory("--workdir", args.workdir)
     table = read_table(args.data, args.delimiter)
     id_column = args.id_column or "object_id"
     if args.id_column is None:
@@ -132,7 +143,14 @@ def run_sim_drbt(args: argparse.Namespace) -> int:
     elif args.id_column not in table.columns:
         raise FedanonError(f"the table has no id column '{args.id_column}'")
     if args.columns:
+        require_columns(table, split_list(args.columns), args.data)
         table = table[[id_column, *split_list(args.columns)]]
+    for column in table.columns:
+        if column != id_column and (bad := as_numbers(table[column])[1]) is not None:
+            raise FedanonError(f"{args.data}: column '{column}': value '{table[column].iloc[bad]}' "
+                               f"(row {bad + 1}) is not a number (DRBT projects numbers only)")
+    if args.clusters > len(table):
+        raise FedanonError(f"--clusters {args.clusters} exceeds the table's {len(table)} rows")
     parts = split_columns(table, args.parties, id_column)
     with federation(parts, None, secure=not args.insecure,
                     workdir=Path(args.workdir) if args.workdir else None) as fed:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from fractions import Fraction
 
 import numpy as np
 import pandas as pd
@@ -16,7 +15,7 @@ import pandas as pd
 from fedanon.errors import FedanonError
 from fedanon.lkc.engine import LKCEngine, LKCResult, StepInfo
 from fedanon.lkc.local_party import LocalParty
-from fedanon.schema import LKCParams, Schema, SensitiveValue
+from fedanon.schema import LKCParams, Schema, SensitiveValue, parse_confidence_bound
 from fedanon.table_io import delimiter_hint
 from fedanon.taxonomy.files import TaxonomyFile
 from fedanon.taxonomy.tree import Taxonomy
@@ -44,7 +43,7 @@ def resolve_params(
     if preset == "k-anonymity":
         if K is None:
             raise FedanonError("k-anonymity needs --K")
-        if C is not None and Fraction(str(C)) != 1:
+        if C is not None and parse_confidence_bound(C) != 1:
             raise FedanonError("k-anonymity fixes C to 1; drop --C")
         return LKCParams.of(n_qids, K, 1)
     if preset == "confidence-bounding":

@@ -30,6 +30,19 @@ def load_taxonomy(
     ARX's ``<prefix>_<column>.csv`` naming. The other formats name their attributes themselves.
     """
     paths = [Path(path)] if isinstance(path, str | os.PathLike) else [Path(p) for p in path]
+    try:
+        return _load(paths, data_columns)
+    except UnicodeDecodeError as exc:
+        raise FedanonError(
+            f"{', '.join(map(str, paths))}: not a text taxonomy file (byte {exc.start} is not "
+            "UTF-8)"
+        ) from None
+    except OSError as exc:
+        raise FedanonError(f"{exc.filename or paths[0]}: cannot read ({exc.strerror})") from None
+
+
+def _load(paths: list[Path], data_columns: Sequence[str] | None) -> TaxonomyFile:
+    """The reader chosen by the paths' form (see :func:`load_taxonomy`)."""
     if not paths:
         raise FedanonError("no taxonomy file given")
     for p in paths:

@@ -95,4 +95,5 @@ def test_leader_may_not_call_a_mid_ring_sum_or_skip_union_hops(
     assert len(refusals) == 6
     for label, error in refusals.items():
         assert error.code() == grpc.StatusCode.PERMISSION_DENIED, (label, error.details())
-        assert "caller 'leader' (leader) may not send this message" in (error.details() or ""), label
+        details = error.details() or ""
+        assert "caller 'leader' (leader) may not send this message" in details, label

@@ -1,0 +1,32 @@
+"""Run the fedanon CLI in-process (fast enough for property tests) and capture what it prints."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from dataclasses import dataclass
+from pathlib import Path
+
+from fedanon.cli.main import main
+
+
+@dataclass
+class CliResult:
+    code: int
+    out: str
+    err: str
+
+    @property
+    def err_lines(self) -> list[str]:
+        return self.err.splitlines()
+
+
+def run_cli(*args: str | Path) -> CliResult:
+    """``fedanon ARGS`` in this process: exit code (argparse's exits too), stdout, stderr."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main([str(a) for a in args])
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+    return CliResult(code, out.getvalue(), err.getvalue())

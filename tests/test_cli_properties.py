@@ -1,0 +1,223 @@
+"""Property: hostile command lines end as one line on stderr, exit 2, with nothing written.
+
+Hypothesis builds command lines for every fedanon command from a valid base in which one to
+three arguments are replaced by hostile values (wrong types, NaN, missing files, directories,
+random bytes, the command's own input as its output, unwritable places). Every such command must
+fail before doing work: exit code 2, exactly one line on stderr, no traceback, and the working
+directory (names and bytes) unchanged. Commands run in-process through fedanon.cli.main.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fedanon.cli.main import build_parser
+
+from .clirun import run_cli
+from .test_cli_anonymize import TAXONOMY, _table
+from .test_cli_output_safety import NUMERIC, snapshot
+
+# Hostile values by the kind of argument they replace; each is an error for that kind.
+HOSTILE = {
+    "table": ["missing.csv", "sub", "random.bin", "empty.csv", "", "taxonomy.toml"],
+    "numbers": ["missing.csv", "sub", "random.bin", "empty.csv", "data.csv"],
+    "taxonomy": ["missing.toml", "random.hchy", "empty.toml", "data.csv", "sub"],
+    # {input}: the command's first input file; alias-{input}: a symlink to it.
+    "out": [
+        "{input}",
+        "alias-{input}",
+        "sub",
+        "dirlink",
+        "{input}/out.csv",
+        "/proc/out.csv",
+        "/proc/new/out.csv",
+        "",
+    ],
+    "out_dir": ["data.csv", "data.csv/deeper", "/proc/fedanon-out"],
+    "int": ["abc", "2.5", "nan", "", "1e3", "0x10", "٣.٣"],
+    "int_list": ["a,b", "2.5", "1,,x", "nan"],
+    "C": ["nan", "inf", "-inf", "abc", "1/0", "0", "-1", "1.5", "", "101%", "1//2"],
+    "config": ["missing.toml", "empty.toml"],
+    "cert_dir": ["/proc/fedanon-ca", "data.csv"],
+}
+
+# Every command with its arguments: (option, kind, valid value); kind None = never replaced.
+COMMANDS: dict[str, tuple[list[str], list[tuple[str, str | None, str]]]] = {
+    "anonymize lkc": (
+        ["anonymize", "lkc", "--quiet", "--drop=pid"],
+        [
+            ("--data", "table", "data.csv"),
+            ("--taxonomy", "taxonomy", "taxonomy.toml"),
+            ("--L", "int", "2"),
+            ("--K", "int", "4"),
+            ("--C", "C", "0.5"),
+            ("--out", "out", "release.csv"),
+            ("--report", "out", "report.json"),
+        ],
+    ),
+    "anonymize drbt": (
+        ["anonymize", "drbt"],
+        [
+            ("--data", "numbers", "numbers.csv"),
+            ("--k-dims", "int", "2"),
+            ("--seed", "int", "1"),
+            ("--out", "out", "release.csv"),
+            ("--report", "out", "report.json"),
+        ],
+    ),
+    "check lkc": (
+        ["check", "lkc", "--qid=age,job"],
+        [
+            ("--data", "table", "data.csv"),
+            ("--L", "int", "2"),
+            ("--K", "int", "1"),
+            ("--C", "C", "1"),
+        ],
+    ),
+    "evaluate lkc": (
+        ["evaluate", "lkc"],
+        [
+            ("--raw", "table", "data.csv"),
+            ("--release", "table", "data.csv"),
+            ("--taxonomy", "taxonomy", "taxonomy.toml"),
+            ("--train-rows", "int", "20"),
+            ("--out", "out", "utility.json"),
+        ],
+    ),
+    "evaluate lkc-sweep": (
+        ["evaluate", "lkc-sweep", "--quiet"],
+        [
+            ("--data", "table", "data.csv"),
+            ("--taxonomy", "taxonomy", "taxonomy.toml"),
+            ("--train-rows", "int", "20"),
+            ("--L", "int_list", "2"),
+            ("--K", "int_list", "4"),
+            ("--C", "C", "0.5"),
+            ("--out-dir", "out_dir", "sweep"),
+        ],
+    ),
+    "evaluate drbt": (
+        ["evaluate", "drbt", "--quiet"],
+        [
+            ("--data", "numbers", "numbers.csv"),
+            ("--k-dims", "int", "2"),
+            ("--clusters", "int_list", "2"),
+            ("--trials", "int", "1"),
+            ("--report", "out", "report.json"),
+            ("--chart", "out", "chart.png"),
+        ],
+    ),
+    "certs init": (["certs", "init"], [("--dir", "cert_dir", "/proc/fedanon-ca")]),
+    "certs issue": (["certs", "issue", "hospital-1"], [("--dir", "cert_dir", "sub")]),
+    "party serve": (["party", "serve"], [("--config", "config", "missing.toml")]),
+    "party status": (["party", "status"], [("--config", "config", "missing.toml")]),
+    "leader run": (["leader", "run"], [("--config", "config", "missing.toml")]),
+    "sim lkc": (
+        ["sim", "lkc", "--quiet", "--drop=pid"],
+        [
+            ("--data", "table", "data.csv"),
+            ("--taxonomy", "taxonomy", "taxonomy.toml"),
+            ("--parties", "int", "3"),
+            ("--L", "int", "2"),
+            ("--K", "int", "4"),
+            ("--C", "C", "0.5"),
+            ("--out", "out", "release.csv"),
+        ],
+    ),
+    "sim drbt": (
+        ["sim", "drbt"],
+        [
+            ("--data", "numbers", "numbers.csv"),
+            ("--clusters", "int", "2"),
+            ("--out", "out", "release.csv"),
+            ("--report", "out", "report.json"),
+            ("--workdir", "out_dir", "wd"),
+        ],
+    ),
+    "demo": (
+        ["demo", "--quiet"],
+        [("--rows", "int", "300"), ("--C", "int", "0.25"), ("--out-dir", "out_dir", "demo")],
+    ),
+}
+# Arguments that are only ever hostile (the command would otherwise run for real).
+ALWAYS_HOSTILE = {"certs init", "certs issue", "party serve", "party status", "leader run"}
+
+
+@st.composite
+def hostile_command(draw) -> list[str]:
+    name = draw(st.sampled_from(sorted(COMMANDS)))
+    head, slots = COMMANDS[name]
+    replaceable = [i for i, (_, kind, _) in enumerate(slots) if kind]
+    if name in ALWAYS_HOSTILE:
+        chosen = set(replaceable)
+    else:
+        chosen = set(draw(st.lists(st.sampled_from(replaceable), min_size=1, max_size=3)))
+    first_input = next((v for _, kind, v in slots if kind in ("table", "numbers")), "data.csv")
+    options = []
+    for i, (option, kind, valid) in enumerate(slots):
+        value = draw(st.sampled_from(HOSTILE[kind])) if i in chosen else valid
+        options.append(f"{option}={value.format(input=first_input)}")
+    return [*head, *draw(st.permutations(options))]
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("hostile")
+    (root / "taxonomy.toml").write_text(TAXONOMY, encoding="utf-8")
+    (root / "data.csv").write_text(_table(), encoding="utf-8")
+    (root / "numbers.csv").write_text(NUMERIC, encoding="utf-8")
+    (root / "random.bin").write_bytes(os.urandom(512))
+    (root / "random.hchy").write_bytes(bytes(range(128, 256)) * 4)
+    (root / "empty.csv").write_bytes(b"")
+    (root / "empty.toml").write_bytes(b"")
+    (root / "sub").mkdir()
+    os.symlink(root / "data.csv", root / "alias-data.csv")
+    os.symlink(root / "numbers.csv", root / "alias-numbers.csv")
+    os.symlink(root / "sub", root / "dirlink")
+    return root
+
+
+@settings(
+    max_examples=250,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(args=hostile_command())
+def test_hostile_command_line_is_one_line_exit_2_and_writes_nothing(work, args):
+    before = snapshot(work)
+    cwd = os.getcwd()
+    os.chdir(work)
+    try:
+        done = run_cli(*args)
+    finally:
+        os.chdir(cwd)
+    assert "Traceback" not in done.err, done.err
+    assert done.code == 2, (args, done.code, done.err)
+    assert len(done.err_lines) == 1, (args, done.err)
+    assert snapshot(work) == before, args
+
+
+def _leaf_commands(parser: argparse.ArgumentParser, prefix: str = "") -> list[str]:
+    """Every runnable command of `parser`, e.g. 'anonymize lkc', 'demo'."""
+    groups = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not groups:
+        return [prefix.strip()]
+    return [
+        name
+        for group in groups
+        for word, sub in group.choices.items()
+        for name in _leaf_commands(sub, f"{prefix} {word}")
+    ]
+
+
+def test_the_property_covers_every_command():
+    """A new command must join the table above (with a hostile value for one of its arguments)."""
+    assert sorted(_leaf_commands(build_parser())) == sorted(COMMANDS)
+    for _head, slots in COMMANDS.values():
+        assert any(kind for _, kind, _ in slots)

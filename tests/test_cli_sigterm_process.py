@@ -1,0 +1,81 @@
+"""SIGTERM to a real ``fedanon`` process: exit 143, one line on stderr, no file left behind.
+
+The command reads its table from a named pipe. The test opens the pipe's writing end, which
+succeeds only once the command has opened it for reading (so it is running its handler, past
+start-up), writes nothing, and sends SIGTERM while the command waits for its input. What
+happens when the signal lands in the middle of writing the outputs is tested in-process in
+test_cli_output_safety.py.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from .test_cli_anonymize import TAXONOMY
+
+
+def open_when_read(fifo: Path, process: subprocess.Popen, seconds: float = 120) -> int:
+    """The writing end of `fifo`, once `process` has opened it for reading."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            return os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError as exc:
+            if exc.errno != errno.ENXIO:  # ENXIO: no reader yet
+                raise
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, "the command never opened its input"
+        time.sleep(0.02)
+
+
+def test_sigterm_ends_a_running_command_cleanly(tmp_path: Path):
+    (tmp_path / "taxonomy.toml").write_text(TAXONOMY, encoding="utf-8")
+    fifo = tmp_path / "data.csv"
+    os.mkfifo(fifo)
+    out = tmp_path / "out"
+    out.mkdir()
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "fedanon.cli.main",
+            "anonymize",
+            "lkc",
+            "--data",
+            str(fifo),
+            "--taxonomy",
+            str(tmp_path / "taxonomy.toml"),
+            "--L",
+            "2",
+            "--K",
+            "4",
+            "--C",
+            "0.5",
+            "--quiet",
+            "--out",
+            str(out / "release.csv"),
+            "--report",
+            str(out / "report.json"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    writer = None
+    try:
+        writer = open_when_read(fifo, process)
+        process.send_signal(signal.SIGTERM)
+        _out, err = process.communicate(timeout=60)
+    finally:
+        process.kill()
+        if writer is not None:
+            os.close(writer)
+    assert process.returncode == 143, err
+    assert err.splitlines() == ["fedanon: terminated"]
+    assert list(out.iterdir()) == []
