@@ -9,6 +9,13 @@ from fedanon.cli.common import print_summary, split_list, step_progress
 from fedanon.cli.drbt import add_anonymize_drbt
 from fedanon.cli.kactus import add_anonymize_kactus
 from fedanon.cli.randomize import add_anonymize_randomize
+from fedanon.cli.reporting import (
+    add_report_options,
+    lkc_release_report,
+    seconds_text,
+    stage_html,
+    summary_rows,
+)
 from fedanon.lkc.api import PRESETS, anonymize_lkc, build_schema, parse_sensitive, resolve_params
 from fedanon.lkc.scores import SCORES
 from fedanon.outputs import CommandOutputs
@@ -46,6 +53,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     lkc.add_argument("--report", help="JSON report path")
     lkc.add_argument("--json", action="store_true", help="print the report as JSON")
     lkc.add_argument("--quiet", action="store_true", help="no progress display")
+    add_report_options(lkc)
     lkc.set_defaults(handler=run_lkc)
     add_anonymize_drbt(methods)
     add_anonymize_alpha_k(methods)
@@ -57,6 +65,7 @@ def run_lkc(args: argparse.Namespace) -> int:
     outputs = CommandOutputs(inputs=[args.data, args.taxonomy])
     outputs.claim("--out", args.out)
     outputs.claim("--report", args.report)
+    outputs.claim("--html", args.html)
     table = read_table(args.data, args.delimiter)
     taxonomy = load_taxonomy(args.taxonomy, data_columns=list(table.columns))
     drop = split_list(args.drop)
@@ -74,10 +83,13 @@ def run_lkc(args: argparse.Namespace) -> int:
                                    f"({s.partitions} groups, {s.candidates} candidates)"),
         )
     report = {**release.report, "input": str(args.data), "output": str(args.out)}
+    steward = lkc_release_report(args, release.table, "anonymize lkc", schema, params, score)
+    report["release_report"] = steward
     with outputs.writing() as staged:
         staged.table(args.out, release.table)
         if args.report:
             staged.json(args.report, report)
+        stage_html(staged, args, steward)
     groups = report["groups"]
     print_summary(
         "fedanon anonymize lkc",
@@ -87,9 +99,9 @@ def run_lkc(args: argparse.Namespace) -> int:
             ("score", score),
             ("specializations", report["specializations"]),
             ("min group size (L-subsets)", groups["min_group_size"]),
-            ("max confidence", groups["max_confidence"]),
+            *summary_rows(steward),
             ("discernibility ratio", f"{groups['discernibility_ratio']:.6f}"),
-            ("seconds", report["seconds"]),
+            ("time", seconds_text(report["seconds"])),
             ("output", args.out),
         ],
         report if args.json else None,

@@ -20,6 +20,7 @@ from rich.table import Table
 from fedanon.checker import CheckResult, Violation, check_lkc, parse_confidence
 from fedanon.cli.alphak import add_check_alpha_k
 from fedanon.cli.kactus import add_check_k_anonymity
+from fedanon.cli.reporting import add_report_options, write_check_reports
 from fedanon.errors import FedanonError
 
 DESCRIPTION = """\
@@ -73,6 +74,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "among the subsets checked)",
     )
     lkc.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    add_report_options(lkc, json_report=True)
     lkc.set_defaults(handler=run_lkc)
     add_check_alpha_k(models)
     add_check_k_anonymity(models)
@@ -169,6 +171,7 @@ def run_lkc(args: argparse.Namespace) -> int:
                     f"fedanon: warning: sensitive value {column}={value} never occurs",
                     file=sys.stderr,
                 )
+    write_check_reports(args, df, qids, sensitive, result.to_dict())
     if args.json:
         print(json.dumps({"data": args.data, "qids": qids, **result.to_dict()}))
     else:

@@ -55,12 +55,17 @@ def print_summary(title: str, rows: list[tuple[str, Any]], as_json: dict[str, An
     if as_json is not None:
         print(json.dumps(as_json, indent=2, default=str))
         return
+    from fedanon.report.display import plain
+
     table = Table(title=title, show_header=False)
     table.add_column("item", style="bold")
-    table.add_column("value")
+    table.add_column("value", overflow="fold")
     for key, value in rows:
-        table.add_row(key, str(value))
-    Console(file=sys.stdout).print(table)
+        table.add_row(key, plain(value))
+    console = Console(file=sys.stdout, markup=False, highlight=False)
+    if not console.is_terminal:  # a pipe or file has no width: never wrap at rich's default 80
+        console.width = 1000
+    console.print(table)
 
 
 def write_json(path: str, payload: dict[str, Any]) -> None:

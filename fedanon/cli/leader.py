@@ -6,6 +6,13 @@ import argparse
 import sys
 
 from fedanon.cli.common import print_summary, step_progress
+from fedanon.cli.reporting import (
+    add_report_options,
+    claim_distributed_reports,
+    finish_distributed_reports,
+    seconds_text,
+    summary_rows,
+)
 from fedanon.lkc.engine import StepInfo
 
 
@@ -18,6 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help="no TLS (local experiments only; overrides [tls])")
     run.add_argument("--json", action="store_true", help="print the report as JSON")
     run.add_argument("--quiet", action="store_true", help="no progress display")
+    add_report_options(run)
     run.set_defaults(handler=run_leader)
 
 
@@ -36,9 +44,8 @@ def summarize(report: dict, as_json: bool) -> None:
             ("records", report["records"]),
             ("iterations", report["iterations"]),
             ("min group size (L-subsets)", groups["min_group_size"]),
-            ("max confidence", groups["max_confidence"]),
-            ("privacy check", "passed" if report["privacy_check"]["ok"] else "FAILED"),
-            ("seconds", report["seconds"]),
+            *summary_rows(report["release_report"]),
+            ("time", seconds_text(report["seconds"])),
             ("output", report["output"]),
         ],
         report if as_json else None,
@@ -68,7 +75,9 @@ def run_leader(args: argparse.Namespace) -> int:
                 ("seconds", report["seconds"]), ("output", report["output"])]
         print_summary("fedanon vertical DRBT", rows, report if args.json else None)
         return 0
+    claim_distributed_reports(args, [args.config, job.out])
     with step_progress("distributed LKC", args.quiet) as show:
         report = run_job(job, on_step=lambda s: show(progress_text(s)))
+    finish_distributed_reports(args, job, report, "leader run")
     summarize(report, args.json)
     return 0

@@ -10,6 +10,7 @@ from fedanon.cli.anonymize import add_lkc_options
 from fedanon.cli.common import print_summary, split_list, step_progress
 from fedanon.cli.leader import progress_text, summarize
 from fedanon.cli.randomize import add_sim_randomize
+from fedanon.cli.reporting import add_report_options, finish_distributed_reports
 from fedanon.errors import FedanonError
 from fedanon.lkc.api import parse_sensitive
 from fedanon.outputs import CommandOutputs
@@ -38,6 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     lkc.add_argument("--report", help="JSON report path")
     lkc.add_argument("--json", action="store_true", help="print the report as JSON")
     lkc.add_argument("--quiet", action="store_true", help="no progress display")
+    add_report_options(lkc)
     lkc.set_defaults(handler=run_sim_lkc)
 
     drbt = methods.add_parser("drbt", help="DRBT over vertically partitioned parties")
@@ -91,6 +93,7 @@ def run_sim_lkc(args: argparse.Namespace) -> int:
     outputs = CommandOutputs(inputs=[args.data, args.taxonomy])
     outputs.claim("--out", args.out)
     outputs.claim("--report", args.report)
+    outputs.claim("--html", args.html)
     if args.workdir:
         outputs.claim_directory("--workdir", args.workdir)
     if args.insecure:
@@ -113,6 +116,7 @@ def run_sim_lkc(args: argparse.Namespace) -> int:
                         union_pad_to=args.pad_to)
         with step_progress("distributed LKC", args.quiet) as show:
             report = run_job(job, on_step=lambda s: show(progress_text(s)))
+    finish_distributed_reports(args, job, report, "sim lkc")
     summarize(report, args.json)
     return 0
 

@@ -1,0 +1,250 @@
+"""The release report on the command line: ``--html`` and the plain-words summary rows.
+
+Each command that releases or checks a table adds the options with :func:`add_report_options`
+and calls :func:`release_report` once it has the released table; the HTML page is staged with
+the command's other outputs (:func:`stage_html`) or, for the distributed commands whose outputs
+the leader already wrote, written on its own (:func:`write_html`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+
+from fedanon.report.display import count, percent, seconds
+
+
+def add_report_options(parser: argparse.ArgumentParser, json_report: bool = False) -> None:
+    """``--html FILE`` and ``--risk-threshold`` (and ``--report FILE`` when the command has none).
+
+    For a command that releases or checks a table.
+    """
+    if json_report:
+        parser.add_argument("--report", metavar="FILE", help="JSON report path")
+    parser.add_argument(
+        "--html", metavar="FILE", help="steward's release report: one self-contained HTML page"
+    )
+    parser.add_argument(
+        "--risk-threshold",
+        type=float,
+        default=0.2,
+        metavar="SHARE",
+        help="records whose prosecutor risk exceeds this count as at risk "
+        "(default 0.2, i.e. classes of fewer than 5 records)",
+    )
+
+
+def wants_report(args: argparse.Namespace) -> bool:
+    """True when an HTML or JSON report is asked for (the independent check then runs)."""
+    return bool(getattr(args, "html", None) or getattr(args, "report", None))
+
+
+def release_report(
+    args: argparse.Namespace,
+    release: pd.DataFrame,
+    *,
+    command: str,
+    method: str,
+    parameters: dict[str, Any],
+    inputs: Sequence[str | os.PathLike[str]],
+    qids: Sequence[str],
+    sensitive: Sequence[tuple[str, str]],
+    taxonomies: Sequence[Any] | None,
+    class_column: str | None,
+    check: dict[str, Any] | None,
+    parties: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """Build the ``fedanon-report/1`` object (see fedanon.report.build)."""
+    from fedanon.errors import FedanonError
+    from fedanon.report.build import JobDescription, build_release_report
+
+    threshold = getattr(args, "risk_threshold", 0.2)
+    if not 0 <= threshold <= 1:
+        raise FedanonError(f"--risk-threshold must be a share in [0, 1], got {threshold}")
+    job = JobDescription(command, method, parameters, inputs, parties or [])
+    return build_release_report(
+        release, job, qids, sensitive, taxonomies, class_column, check, threshold
+    )
+
+
+def lkc_release_report(
+    args: argparse.Namespace,
+    release: pd.DataFrame,
+    command: str,
+    schema: Any,
+    params: Any,
+    score: str,
+    inputs: Sequence[str | os.PathLike[str]] | None = None,
+    parties: list[dict[str, Any]] | None = None,
+    check: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The report of an LKC release; the independent checker runs when a report file is asked.
+
+    `schema` is the job's :class:`fedanon.schema.Schema`, `params` its L, K, C; `check` is a
+    verdict the caller already has (the leader checks every integrated release).
+    """
+    if check is None and wants_report(args):
+        from fedanon.checker import check_lkc
+
+        grouped: dict[str, list[str]] = {}
+        for s in schema.sensitive:
+            grouped.setdefault(s.column, []).append(s.value)
+        check = check_lkc(release, schema.qids, grouped, params.L, params.K, params.C).to_dict()
+    return release_report(
+        args,
+        release,
+        command=f"fedanon {command}",
+        method="LKC-privacy (top-down specialization)",
+        parameters={"L": params.L, "K": params.K, "C": str(params.C), "score": score},
+        inputs=inputs if inputs is not None else [args.data, args.taxonomy],
+        qids=schema.qids,
+        sensitive=[(s.column, s.value) for s in schema.sensitive],
+        taxonomies=schema.taxonomies,
+        class_column=schema.class_column,
+        check=check,
+        parties=parties,
+    )
+
+
+def write_check_reports(
+    args: argparse.Namespace,
+    release: pd.DataFrame,
+    qids: Sequence[str],
+    sensitive: dict[str, list[str]],
+    check: dict[str, Any],
+) -> None:
+    """``check lkc --html/--report``: the report of a release file, checked independently."""
+    if not wants_report(args):
+        return
+    from fedanon.outputs import CommandOutputs
+
+    outputs = CommandOutputs(inputs=[args.data, args.taxonomy])
+    outputs.claim("--html", args.html)
+    outputs.claim("--report", args.report)
+    taxonomies = None
+    if args.taxonomy:
+        from fedanon.taxonomy.loader import load_taxonomy
+
+        trees = load_taxonomy(args.taxonomy, data_columns=list(release.columns)).taxonomies
+        taxonomies = [trees[q] for q in qids if q in trees] or None
+    report = release_report(
+        args,
+        release,
+        command="fedanon check lkc",
+        method="LKC-privacy check of a released table",
+        parameters={"L": check["L"], "K": check["K"], "C": check["C"]["fraction"]},
+        inputs=[p for p in (args.data, args.taxonomy) if p],
+        qids=qids,
+        sensitive=[(column, v) for column, values in sensitive.items() for v in values],
+        taxonomies=taxonomies,
+        class_column=None,
+        check=check,
+    )
+    with outputs.writing() as staged:
+        if args.report:
+            staged.json(args.report, {"data": args.data, **check, "release_report": report})
+        stage_html(staged, args, report)
+
+
+def claim_distributed_reports(args: argparse.Namespace, inputs: Sequence[Any]) -> None:
+    """Refuse an unwritable ``--html`` before the federation starts (fail before the work)."""
+    if getattr(args, "html", None):
+        from fedanon.outputs import CommandOutputs
+
+        CommandOutputs(inputs=inputs).claim("--html", args.html)
+
+
+def finish_distributed_reports(
+    args: argparse.Namespace, job: Any, report: dict[str, Any], command: str
+) -> None:
+    """After a distributed LKC job: describe the release file the leader wrote.
+
+    The release is read back from ``job.out`` so the report describes exactly the cells on
+    disk. Party record counts are never included: the leader does not learn them from the
+    protocol's results (docs/steward-guide.md, "Parties"). The JSON report the leader wrote is
+    replaced, atomically, by the same report with ``release_report`` added.
+    """
+    from fedanon.atomic import write_json_atomic
+    from fedanon.table_io import read_table
+
+    release = read_table(job.out).astype(str)
+    steward = lkc_release_report(
+        args,
+        release,
+        command,
+        job.spec.schema(job.taxonomy),
+        job.spec.params,
+        job.spec.score,
+        inputs=[p for p in (getattr(args, "config", None),) if p],
+        parties=[{"name": name, "records": None} for name in report["parties"]],
+        check=report["privacy_check"],
+    )
+    report["release_report"] = steward
+    if job.report is not None:
+        write_json_atomic(job.report, report)
+    write_html(args, steward)
+
+
+def stage_html(staged: Any, args: argparse.Namespace, report: dict[str, Any]) -> None:
+    """Stage the HTML page beside the command's other outputs (all written or none)."""
+    from fedanon.report.html import render_html
+
+    if getattr(args, "html", None):
+        staged.path(args.html).write_text(render_html(report), encoding="utf-8")
+
+
+def write_html(args: argparse.Namespace, report: dict[str, Any]) -> None:
+    """Write the HTML page on its own, all or nothing (the release itself is already written)."""
+    if getattr(args, "html", None):
+        from fedanon.outputs import CommandOutputs
+
+        outputs = CommandOutputs()
+        outputs.claim("--html", args.html)
+        with outputs.writing() as staged:
+            stage_html(staged, args, report)
+
+
+def summary_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
+    """The report's headline figures as (label, plain text) rows for the terminal summary."""
+    pr = report["risk"]["prosecutor"]
+    rows = [
+        ("privacy check", report["privacy_check"]["verdict"]),
+        (
+            "equivalence classes",
+            f"{count(report['equivalence_classes']['count'])} "
+            f"(smallest {count(report['equivalence_classes']['smallest'])})",
+        ),
+        ("prosecutor risk", f"highest {percent(pr['highest'])}, average {percent(pr['average'])}"),
+        (
+            f"records at risk (> {percent(pr['threshold'])})",
+            f"{count(pr['records_at_risk'])} ({percent(pr['records_at_risk_share'])})",
+        ),
+    ]
+    overall = report["information_loss"]["overall_ncp"]
+    if overall is not None:
+        rows.append(("information loss (NCP)", percent(overall)))
+    for m in report["max_confidence"]:
+        at_l = (
+            ""
+            if m["confidence_at_L"] is None
+            else f"{percent(m['confidence_at_L'])} knowing L QIDs, "
+        )
+        rows.append(
+            (
+                f"max confidence {m['column']}={m['value']}",
+                f"{at_l}{percent(m['confidence'])} knowing all QIDs",
+            )
+        )
+    metric = report["utility"]["classification_metric"]
+    if metric is not None:
+        rows.append(("records off their class's majority", percent(metric)))
+    return rows
+
+
+def seconds_text(timings: dict[str, float]) -> str:
+    """``{'encode': 0.01, 'anonymize': 1.2}`` -> ``encode 0.01 s, anonymize 1.20 s``."""
+    return ", ".join(f"{name} {seconds(value)}" for name, value in timings.items())

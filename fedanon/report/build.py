@@ -1,0 +1,143 @@
+"""Assemble the release report (``"schema": "fedanon-report/1"``) from a released table.
+
+Everything is computed from the released cells, the job's description and the independent
+checker's verdict, so one builder serves ``anonymize``, ``check``, ``sim`` and ``leader run``.
+Party record counts appear only when the caller passes them, which it does only when the job
+revealed them (docs/steward-guide.md, "Parties").
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from fedanon import __version__
+from fedanon.metrics import discernibility_ratio
+from fedanon.report.loss import overall_ncp, release_loss
+from fedanon.report.risk import (
+    class_purity_error,
+    equivalence_classes,
+    max_confidence,
+    prosecutor_risk,
+    size_distribution,
+)
+from fedanon.taxonomy.tree import Taxonomy
+
+SCHEMA_ID = "fedanon-report/1"
+SCHEMA_FILE = Path(__file__).with_name("fedanon-report-1.schema.json")
+DEFAULT_RISK_THRESHOLD = 0.2
+JOURNALIST_UNDEFINED = (
+    "needs the size of each class in the population the release is drawn from "
+    "(a population table); the release alone does not define it"
+)
+
+
+@dataclass
+class JobDescription:
+    """Who ran what on which inputs; parties' record counts only where the job revealed them."""
+
+    command: str
+    method: str
+    parameters: dict[str, Any]
+    inputs: Sequence[str | os.PathLike[str]] = ()
+    parties: list[dict[str, Any]] = field(default_factory=list)
+
+
+def sha256_of(path: str | os.PathLike[str]) -> str | None:
+    """Hex SHA-256 of a file (None for a directory, e.g. an ARX hierarchy folder)."""
+    target = Path(path)
+    if not target.is_file():
+        return None
+    digest = hashlib.sha256()
+    with target.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def build_release_report(
+    release: pd.DataFrame,
+    job: JobDescription,
+    qids: Sequence[str],
+    sensitive: Sequence[tuple[str, str]],
+    taxonomies: Sequence[Taxonomy] | None,
+    class_column: str | None,
+    check: dict[str, Any] | None,
+    risk_threshold: float = DEFAULT_RISK_THRESHOLD,
+) -> dict[str, Any]:
+    """The report's JSON object (validated by the packaged JSON Schema in the tests)."""
+    classes = equivalence_classes(release, qids)
+    losses = release_loss(release, list(taxonomies)) if taxonomies else []
+    by_name = {x.attribute: x for x in losses}
+    n = len(release)
+    return {
+        "schema": SCHEMA_ID,
+        "job": {
+            "command": job.command,
+            "method": job.method,
+            "parameters": job.parameters,
+            "inputs": [{"path": str(p), "sha256": sha256_of(p)} for p in job.inputs],
+            "parties": job.parties,
+            "fedanon_version": __version__,
+            "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        },
+        "records": n,
+        "privacy_check": {
+            "verdict": "not checked" if check is None else ("holds" if check["ok"] else "violated"),
+            "details": check,
+        },
+        "attributes": [
+            {
+                "name": q,
+                "kept_values": sorted(release[q].astype(str).unique().tolist()),
+                "ncp": by_name[q].ncp if q in by_name else None,
+            }
+            for q in qids
+        ],
+        "information_loss": {"overall_ncp": overall_ncp(losses)},
+        "equivalence_classes": {
+            "count": len(classes.sizes),
+            "smallest": int(classes.sizes.min()),
+            "largest": int(classes.sizes.max()),
+            "average_size": n / len(classes.sizes),
+            "distribution": size_distribution(classes),
+        },
+        "risk": {
+            "prosecutor": prosecutor_risk(classes, risk_threshold),
+            "marketer": {"expected_share": len(classes.sizes) / n, "population": "release"},
+            "journalist": {"defined": False, "reason": JOURNALIST_UNDEFINED},
+        },
+        "max_confidence": _with_checked_confidence(
+            max_confidence(release, classes, sensitive), check
+        ),
+        "utility": {
+            "discernibility_ratio": discernibility_ratio(release, list(qids)),
+            "class_column": class_column,
+            "classification_metric": None
+            if class_column is None
+            else class_purity_error(release, classes, class_column),
+        },
+    }
+
+
+def _with_checked_confidence(
+    entries: list[dict[str, Any]], check: dict[str, Any] | None
+) -> list[dict[str, Any]]:
+    """Add the checker's max confidence over groups of L QIDs (the LKC bound's own figure).
+
+    The entry's ``confidence`` assumes an attacker who knows every QID; ``confidence_at_L`` one
+    who knows at most L of them, which is what C bounds. None when the release was not checked.
+    """
+    checked = {}
+    if check is not None:
+        checked = {
+            (m["column"], m["value"]): m["confidence"]["value"] for m in check["max_confidence"]
+        }
+    return [{**e, "confidence_at_L": checked.get((e["column"], e["value"]))} for e in entries]
