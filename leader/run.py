@@ -131,8 +131,12 @@ class Session:
             self.heartbeat.join()
 
 
-def run_job(job: LeaderJob, on_step: Callable[[StepInfo], None] | None = None) -> dict[str, Any]:
-    """Run one session; write the release and report; return the report."""
+def run_job(job: LeaderJob, on_step: Callable[[StepInfo], None] | None = None,
+            on_phase: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Run one session; write the release and report; return the report.
+
+    `on_step` hears every specialization, `on_phase` every phase of the union that follows.
+    """
     job.check()
     outputs = CommandOutputs()
     outputs.claim("out", job.out)
@@ -175,7 +179,7 @@ def run_job(job: LeaderJob, on_step: Callable[[StepInfo], None] | None = None) -
 
         mark = time.perf_counter()
         rows = run_union(session, keys, traffic, job.rpc_seconds, job.union_seconds,
-                         source.iteration, job.union_parallelism, job.union_pad_to)
+                         source.iteration, job.union_parallelism, job.union_pad_to, on_phase)
         timings["union"] = time.perf_counter() - mark
 
         ended = session.fan_out("end", lambda n, s: s.End(

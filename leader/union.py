@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -83,10 +84,16 @@ def _ring_call(session: Session, request: pb.UnionRequest, phase: str, timeout: 
 
 def run_union(session: Session, keys: UnionKeys, traffic: Traffic, rpc_seconds: float,
               union_seconds: float, round_: int, parallelism: Parallelism,
-              pad_to: int = 0) -> list[list[str]]:
-    """Integrate the release: returns the records (as lists of column values), shuffled."""
+              pad_to: int = 0, on_phase: Callable[[str], None] | None = None) -> list[list[str]]:
+    """Integrate the release: returns the records (as lists of column values), shuffled.
+
+    `on_phase` hears a line per phase (for a progress display); it is told only what the leader
+    learns anyway: the number of sealed items, never a party's share of them.
+    """
+    show = on_phase or (lambda _text: None)
     parallelism.start()
     ref = session.ref(round_)
+    show(f"union: {len(session.ring)} parties measure and seal their records")
     sizes = session.fan_out("union (measure)", lambda n, s: s.Union(
         pb.UnionRequest(ref=ref, phase=pb.UNION_PHASE_MEASURE), timeout=rpc_seconds))
     record_size = max(r.record_size for r in sizes.values())
@@ -95,11 +102,14 @@ def run_union(session: Session, keys: UnionKeys, traffic: Traffic, rpc_seconds: 
                               pad_to=pad_to)
     batches = session.fan_out("union (collect)", lambda n, s: s.Union(collect, timeout=timeout))
     items = [item for name in session.ring for item in batches[name].items]
+    show(f"union: {len(items):,} sealed items collected; {len(session.ring)} parties peel their "
+         "layers around the ring")
     traffic.add("union", collect.ByteSize() * len(batches),
                 sum(b.ByteSize() for b in batches.values()))
     stripped = _ring_call(session, pb.UnionRequest(
         ref=ref, phase=pb.UNION_PHASE_STRIP, items=items, record_size=record_size,
         pad_to=pad_to), "union (strip)", timeout, traffic)
+    show(f"union: opening {len(stripped.items):,} peeled items")
     ctx = UnionContext(bytes.fromhex(session.session_id), round_, keys.route, record_size)
     try:
         plain = open_records(list(stripped.items), keys.private_key, ctx, parallelism)

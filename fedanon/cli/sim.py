@@ -115,7 +115,7 @@ def run_sim_lkc(args: argparse.Namespace) -> int:
                         sum_mode=args.sum_mode, allow_two_parties=args.allow_two_parties,
                         union_pad_to=args.pad_to)
         with step_progress("distributed LKC", args.quiet) as show:
-            report = run_job(job, on_step=lambda s: show(progress_text(s)))
+            report = run_job(job, on_step=lambda s: show(progress_text(s)), on_phase=show)
     finish_distributed_reports(args, job, report, "sim lkc")
     summarize(report, args.json)
     return 0

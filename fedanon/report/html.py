@@ -289,12 +289,12 @@ def render_html(report: dict[str, Any]) -> str:
         [
             f"<h1>{_e(title)}</h1><p class='muted'>report schema {_e(report['schema'])}</p>",
             _verdict(report),
-            _job(report),
-            _attributes(report),
-            _classes(report),
             _risk(report),
             _confidence(report),
+            _attributes(report),
+            _classes(report),
             _utility(report),
+            _job(report),
         ]
     )
     return (

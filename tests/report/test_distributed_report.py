@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import jsonschema
@@ -16,8 +18,15 @@ from tests.report.conftest import write_inputs
 
 @pytest.mark.slow
 def test_sim_report_describes_the_integrated_release_and_hides_party_counts(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    shown: list[str] = []
+
+    @contextlib.contextmanager
+    def recording(title: str, quiet: bool) -> Iterator[Callable[[str], None]]:
+        yield shown.append
+
+    monkeypatch.setattr("fedanon.cli.sim.step_progress", recording)
     data, taxonomy = write_inputs(tmp_path, rows=600)
     out, report_path, html = tmp_path / "sim.csv", tmp_path / "sim.json", tmp_path / "sim.html"
     result = run_cli(
@@ -61,3 +70,11 @@ def test_sim_report_describes_the_integrated_release_and_hides_party_counts(
     )
     assert "not revealed by this job" in html.read_text(encoding="utf-8")
     assert "{" not in result.out
+    # Progress moves through the union's phases after the last specialization.
+    union = [line for line in shown if line.startswith("union:")]
+    assert [line.split()[1:3] for line in union] == [
+        ["3", "parties"],
+        ["600", "sealed"],
+        ["opening", "600"],
+    ]
+    assert shown.index(union[0]) > max(i for i, t in enumerate(shown) if t.startswith("iteration"))
