@@ -9,6 +9,13 @@ from __future__ import annotations
 import argparse
 
 from fedanon.cli.common import print_summary, split_list, step_progress, write_json
+from fedanon.cli.reporting import (
+    add_report_options,
+    claim_html,
+    suppression_release_report,
+    wants_report,
+    write_html,
+)
 from fedanon.errors import FedanonError
 
 
@@ -23,6 +30,7 @@ def _add_release_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--report", help="JSON report path")
     parser.add_argument("--delimiter", help="CSV delimiter (default ',' or tab for .tsv)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    add_report_options(parser)
 
 
 def add_anonymize_kactus(methods: argparse._SubParsersAction) -> None:
@@ -118,6 +126,7 @@ def run_anonymize_mondrian(args: argparse.Namespace) -> int:
 def _release(args: argparse.Namespace, method: str, anonymize, extra: dict) -> int:
     from fedanon.table_io import read_table, write_table
 
+    claim_html(args, [args.data])
     table = read_table(args.data, args.delimiter)
     release = anonymize(
         table,
@@ -130,8 +139,12 @@ def _release(args: argparse.Namespace, method: str, anonymize, extra: dict) -> i
     )
     write_table(release.table, args.out)
     report = {**release.report, "input": str(args.data), "output": str(args.out)}
+    if wants_report(args):
+        report["release_report"] = suppression_release_report(
+            args, table, release.table, release.report, method)
     if args.report:
         write_json(args.report, report)
+    write_html(args, report.get("release_report", {}))
     suppressed = report["suppressed_cells"]
     print_summary(
         f"fedanon anonymize {method}",

@@ -8,7 +8,7 @@ import sys
 from fedanon.cli.common import print_summary, step_progress
 from fedanon.cli.reporting import (
     add_report_options,
-    claim_distributed_reports,
+    claim_html,
     finish_distributed_reports,
     seconds_text,
     summary_rows,
@@ -75,7 +75,7 @@ def run_leader(args: argparse.Namespace) -> int:
                 ("seconds", report["seconds"]), ("output", report["output"])]
         print_summary("fedanon vertical DRBT", rows, report if args.json else None)
         return 0
-    claim_distributed_reports(args, [args.config, job.out])
+    claim_html(args, [args.config, job.out])
     with step_progress("distributed LKC", args.quiet) as show:
         report = run_job(job, on_step=lambda s: show(progress_text(s)), on_phase=show)
     finish_distributed_reports(args, job, report, "leader run")

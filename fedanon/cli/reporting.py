@@ -57,6 +57,7 @@ def release_report(
     class_column: str | None,
     check: dict[str, Any] | None,
     parties: list[dict[str, Any]] | None = None,
+    losses: Sequence[Any] | None = None,
 ) -> dict[str, Any]:
     """Build the ``fedanon-report/1`` object (see fedanon.report.build)."""
     from fedanon.errors import FedanonError
@@ -67,7 +68,7 @@ def release_report(
         raise FedanonError(f"--risk-threshold must be a share in [0, 1], got {threshold}")
     job = JobDescription(command, method, parameters, inputs, parties or [])
     return build_release_report(
-        release, job, qids, sensitive, taxonomies, class_column, check, threshold
+        release, job, qids, sensitive, taxonomies, class_column, check, threshold, losses
     )
 
 
@@ -150,8 +151,8 @@ def write_check_reports(
         stage_html(staged, args, report)
 
 
-def claim_distributed_reports(args: argparse.Namespace, inputs: Sequence[Any]) -> None:
-    """Refuse an unwritable ``--html`` before the federation starts (fail before the work)."""
+def claim_html(args: argparse.Namespace, inputs: Sequence[Any]) -> None:
+    """Refuse an unwritable ``--html`` before the work starts (commands outside CommandOutputs)."""
     if getattr(args, "html", None):
         from fedanon.outputs import CommandOutputs
 
@@ -187,6 +188,39 @@ def finish_distributed_reports(
     if job.report is not None:
         write_json_atomic(job.report, report)
     write_html(args, steward)
+
+
+def suppression_release_report(
+    args: argparse.Namespace,
+    raw: pd.DataFrame,
+    release: pd.DataFrame,
+    report: dict[str, Any],
+    method: str,
+) -> dict[str, Any]:
+    """The report of a k-anonymous release by suppression (kACTUS, Mondrian); no taxonomy.
+
+    `report` is the method's own report (it names the QIDs, k and the marker).
+    """
+    from fedanon.models.k_anonymity import check_k_anonymity
+    from fedanon.report.loss import suppression_loss
+
+    qids = list(report["parameters"]["qids"])
+    text = release.astype(str)
+    losses = [suppression_loss(text[q], raw[q], args.marker) for q in qids]
+    return release_report(
+        args,
+        text,
+        command=f"fedanon anonymize {method}",
+        method=f"k-anonymity by {method} (suppression)",
+        parameters={"k": args.k, "marker": args.marker, "class": args.class_column},
+        inputs=[args.data],
+        qids=qids,
+        sensitive=[],
+        taxonomies=None,
+        class_column=args.class_column,
+        check=check_k_anonymity(text, qids, args.k).to_dict(),
+        losses=losses,
+    )
 
 
 def stage_html(staged: Any, args: argparse.Namespace, report: dict[str, Any]) -> None:

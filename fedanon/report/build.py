@@ -20,7 +20,7 @@ import pandas as pd
 
 from fedanon import __version__
 from fedanon.metrics import discernibility_ratio
-from fedanon.report.loss import overall_ncp, release_loss
+from fedanon.report.loss import AttributeLoss, overall_ncp, release_loss
 from fedanon.report.risk import (
     class_purity_error,
     equivalence_classes,
@@ -71,10 +71,17 @@ def build_release_report(
     class_column: str | None,
     check: dict[str, Any] | None,
     risk_threshold: float = DEFAULT_RISK_THRESHOLD,
+    losses: Sequence[AttributeLoss] | None = None,
 ) -> dict[str, Any]:
-    """The report's JSON object (validated by the packaged JSON Schema in the tests)."""
+    """The report's JSON object (validated by the packaged JSON Schema in the tests).
+
+    Information loss comes from `taxonomies` (generalization) or, for methods that suppress
+    instead, from precomputed `losses` (:func:`fedanon.report.loss.suppression_loss`).
+    """
     classes = equivalence_classes(release, qids)
-    losses = release_loss(release, list(taxonomies)) if taxonomies else []
+    if losses is None:
+        losses = release_loss(release, list(taxonomies)) if taxonomies else []
+    losses = list(losses)
     by_name = {x.attribute: x for x in losses}
     n = len(release)
     return {
@@ -96,8 +103,11 @@ def build_release_report(
         "attributes": [
             {
                 "name": q,
-                "kept_values": sorted(release[q].astype(str).unique().tolist()),
+                "kept_values": by_name[q].kept_values
+                if q in by_name
+                else sorted(release[q].astype(str).unique().tolist()),
                 "ncp": by_name[q].ncp if q in by_name else None,
+                "suppressed_share": by_name[q].suppressed_share if q in by_name else None,
             }
             for q in qids
         ],
@@ -136,7 +146,7 @@ def _with_checked_confidence(
     who knows at most L of them, which is what C bounds. None when the release was not checked.
     """
     checked = {}
-    if check is not None:
+    if check is not None and "max_confidence" in check:  # an LKC check; k-anonymity has none
         checked = {
             (m["column"], m["value"]): m["confidence"]["value"] for m in check["max_confidence"]
         }

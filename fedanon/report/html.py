@@ -83,11 +83,15 @@ def _verdict(report: dict[str, Any]) -> str:
     css = {"holds": "holds", "violated": "violated"}.get(verdict, "unchecked")
     details = report["privacy_check"]["details"] or {}
     scope = ""
-    if details:
+    if "L" in details:
         scope = (
             f" <span class='muted'>(independent brute-force check of L = {details['L']}, "
             f"K = {details['K']}, C = {details['C']['fraction']} over "
             f"{count(details['subsets_checked'])} QID subsets)</span>"
+        )
+    elif "k" in details:
+        scope = (
+            f" <span class='muted'>(independent check of k-anonymity, k = {details['k']})</span>"
         )
     return (
         f"<h2>Privacy check</h2><p><span class='verdict {css}'>"
@@ -107,6 +111,7 @@ def _bar(share: float | None, width: int = 160) -> str:
 
 
 def _attributes(report: dict[str, Any]) -> str:
+    suppressing = any(a["suppressed_share"] is not None for a in report["attributes"])
     rows = []
     for i, a in enumerate(report["attributes"]):
         kept = a["kept_values"]
@@ -116,9 +121,16 @@ def _attributes(report: dict[str, Any]) -> str:
             if a["ncp"] is not None
             else "<span class='muted'>no taxonomy</span>"
         )
+        suppressed = ""
+        if suppressing and a["suppressed_share"] is not None:
+            suppressed = (
+                "<td class='num'>"
+                + _field(f"attributes.{i}.suppressed_share", percent(a["suppressed_share"]))
+                + "</td>"
+            )
         rows.append(
             f"<tr><td>{_e(a['name'])}</td><td>{_e(shown)}</td>"
-            f"<td class='num'>{len(kept)}</td><td class='num'>{ncp}</td>"
+            f"<td class='num'>{len(kept)}</td>{suppressed}<td class='num'>{ncp}</td>"
             f"<td>{_bar(a['ncp'])}</td></tr>"
         )
     overall = report["information_loss"]["overall_ncp"]
@@ -127,12 +139,14 @@ def _attributes(report: dict[str, Any]) -> str:
         if overall is not None
         else "not available (no taxonomy given)"
     )
+    kept_header = "released values" if suppressing else "released values (the cut)"
+    suppressed_header = "<th>suppressed</th>" if suppressing else ""
     return (
         "<h2>What the release keeps, and what it costs</h2>"
         "<p class='muted'>NCP: normalized certainty penalty, 0 % = values kept exactly, "
-        "100 % = fully generalized.</p>"
-        "<table><tr><th>attribute</th><th>released values (the cut)</th><th>distinct</th>"
-        f"<th>NCP</th><th></th></tr>{''.join(rows)}</table>"
+        "100 % = fully generalized or suppressed.</p>"
+        f"<table><tr><th>attribute</th><th>{kept_header}</th><th>distinct</th>"
+        f"{suppressed_header}<th>NCP</th><th></th></tr>{''.join(rows)}</table>"
         f"<p>Overall information loss (mean NCP): <b>{total}</b></p>"
     )
 

@@ -8,6 +8,8 @@ describes any release (centralized, distributed, or a file handed to ``check``).
   0 for a leaf kept as is, 1 for the root ("Any");
 * a numeric cell released as the interval [lo-hi) costs (hi - lo) / (max - min) of the
   attribute's domain (the root interval); a raw number costs 0;
+* without a taxonomy (suppression methods: kACTUS, Mondrian) a suppressed cell (the marker)
+  costs 1, an interval [lo, hi] costs its width over the raw column's range, any other value 0;
 * an attribute's NCP is the mean over records, the overall NCP the mean over attributes
   (every QID weighs the same), all in 0..1.
 """
@@ -23,7 +25,7 @@ import pandas as pd
 from fedanon.errors import FedanonError
 from fedanon.taxonomy.tree import Taxonomy
 
-_INTERVAL = re.compile(r"^[\[(]\s*(-?[0-9.eE+]+)\s*-\s*(-?[0-9.eE+]+)\s*[\])]$")
+_INTERVAL = re.compile(r"^[\[(]\s*(-?[0-9.eE+]+)\s*[-,]\s*(-?[0-9.eE+]+)\s*[\])]$")
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,7 @@ class AttributeLoss:
     attribute: str
     kept_values: list[str]
     ncp: float
+    suppressed_share: float | None = None
 
 
 def _cell_penalty_categorical(tax: Taxonomy, value: str) -> float:
@@ -95,3 +98,31 @@ def release_loss(release: pd.DataFrame, taxonomies: list[Taxonomy]) -> list[Attr
 def overall_ncp(losses: list[AttributeLoss]) -> float | None:
     """Mean NCP over the attributes (None when no attribute could be priced)."""
     return float(np.mean([x.ncp for x in losses])) if losses else None
+
+
+def suppression_loss(release: pd.Series, raw: pd.Series, marker: str) -> AttributeLoss:
+    """NCP of a QID released by suppression (no taxonomy): marker 1, intervals by width, else 0.
+
+    The interval width is priced against the raw column's range (when the raw column is
+    numeric); the suppressed share is the share of released cells equal to the marker.
+    """
+    numbers = pd.to_numeric(raw.astype(str), errors="coerce")
+    span = float(numbers.max() - numbers.min()) if numbers.notna().all() else float("nan")
+    counts = release.astype(str).value_counts(sort=False)
+
+    def price(value: str) -> float:
+        if value == marker:
+            return 1.0
+        match = _INTERVAL.match(value.strip())
+        if match and np.isfinite(span) and span > 0:
+            width = float(match.group(2)) - float(match.group(1))
+            return float(min(1.0, max(0.0, width / span)))
+        return 0.0
+
+    penalties = np.array([price(v) for v in counts.index], dtype=float)
+    weights = counts.to_numpy(dtype=float)
+    total = weights.sum()
+    suppressed = float(counts.get(marker, 0)) / total if total else 0.0
+    ncp = float(penalties @ weights / total) if total else 0.0
+    kept = sorted(v for v in counts.index.tolist() if v != marker)
+    return AttributeLoss(str(release.name), kept, ncp, suppressed)

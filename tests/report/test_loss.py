@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from fedanon.errors import FedanonError
-from fedanon.report.loss import attribute_loss, overall_ncp
+from fedanon.report.loss import attribute_loss, overall_ncp, suppression_loss
 from fedanon.taxonomy.tree import Spec, Taxonomy
 
 
@@ -54,3 +54,17 @@ def test_a_value_outside_the_taxonomy_is_a_one_line_error() -> None:
         attribute_loss(pd.Series(["Pilot"]), _jobs())
     with pytest.raises(FedanonError, match="neither a number nor an interval"):
         attribute_loss(pd.Series(["old"]), _age())
+
+
+def test_suppression_ncp_prices_the_marker_as_one_and_intervals_by_raw_range() -> None:
+    raw = pd.Series(["0", "10", "20", "40"])  # range 40
+    release = pd.Series(["?", "[0, 20]", "[0-10)", "40"], name="age")
+    loss = suppression_loss(release, raw, "?")
+    assert loss.ncp == pytest.approx((1 + 0.5 + 0.25 + 0) / 4)
+    assert loss.suppressed_share == pytest.approx(0.25)
+    assert loss.kept_values == ["40", "[0, 20]", "[0-10)"]
+
+
+def test_suppression_ncp_of_a_categorical_column_counts_only_the_marker() -> None:
+    loss = suppression_loss(pd.Series(["a", "*", "*", "b"], name="x"), pd.Series(list("abcd")), "*")
+    assert loss.ncp == pytest.approx(0.5) and loss.suppressed_share == pytest.approx(0.5)
