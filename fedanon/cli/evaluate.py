@@ -9,6 +9,7 @@ from fedanon.cli.common import int_list, print_summary, split_list, step_progres
 from fedanon.cli.drbt import add_evaluate_drbt
 from fedanon.cli.kactus import add_evaluate_classification
 from fedanon.cli.randomize import add_evaluate_randomization
+from fedanon.cli.reporting import evaluation_rows
 from fedanon.cli.sanitize import add_evaluate_sanitize
 from fedanon.errors import FedanonError
 from fedanon.outputs import CommandOutputs
@@ -93,7 +94,7 @@ def run_one(args: argparse.Namespace) -> int:
     with outputs.writing() as staged:
         if args.out:
             staged.json(args.out, result)
-    print_summary("fedanon evaluate lkc", list(result.items()), result if args.json else None)
+    print_summary("fedanon evaluate lkc", evaluation_rows(result), result if args.json else None)
     return 0
 
 

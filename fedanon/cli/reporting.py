@@ -282,3 +282,31 @@ def summary_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
 def seconds_text(timings: dict[str, float]) -> str:
     """``{'encode': 0.01, 'anonymize': 1.2}`` -> ``encode 0.01 s, anonymize 1.20 s``."""
     return ", ".join(f"{name} {seconds(value)}" for name, value in timings.items())
+
+
+# Labels of `evaluate lkc`'s figures; CE, BE, UE, cost and benefit are already in percent.
+_EVALUATION_LABELS = {
+    "CE": "classification error (CE)",
+    "BE": "baseline error, raw data (BE)",
+    "UE": "error without the QIDs (UE)",
+    "cost": "cost of anonymization (CE - BE)",
+    "benefit": "benefit over dropping the QIDs (UE - CE)",
+    "DR": "discernibility ratio (DR)",
+    "n_train": "training records",
+    "n_test": "test records",
+}
+
+
+def evaluation_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
+    """``evaluate lkc`` figures with units: ``CE 18.53 %``, counts with separators."""
+    rows = []
+    for key, value in result.items():
+        label = _EVALUATION_LABELS.get(key, key)
+        if key in ("CE", "BE", "UE", "cost", "benefit"):
+            text = f"{value:.2f} %"
+        elif isinstance(value, int):
+            text = count(value)
+        else:
+            text = f"{value:.4f}"
+        rows.append((label, text))
+    return rows

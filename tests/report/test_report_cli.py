@@ -157,3 +157,38 @@ def test_an_unwritable_html_path_fails_before_any_output(
     )
     assert result.code != 0 and len(result.err_lines) == 1
     assert "--html" in result.err and "is a directory" in result.err and not out.exists()
+
+
+def test_evaluate_summary_gives_errors_in_percent(tmp_path: Path, lkc_report: ReportRun) -> None:
+    raw = tmp_path / "raw.csv"  # the raw table without the dropped ID column
+    pd.read_csv(lkc_report.data, dtype=str).drop(columns=["pid"]).to_csv(raw, index=False)
+    result = run_cli(
+        "evaluate",
+        "lkc",
+        "--raw",
+        raw,
+        "--release",
+        lkc_report.release,
+        "--train-rows",
+        "1600",
+        "--taxonomy",
+        lkc_report.taxonomy,
+    )
+    assert result.code == 0, result.err
+    ce = re.search(r"classification error \(CE\)\s*│\s*(\d+\.\d\d) %", result.out)
+    assert ce is not None, result.out
+    again = run_cli(
+        "evaluate",
+        "lkc",
+        "--raw",
+        raw,
+        "--release",
+        lkc_report.release,
+        "--train-rows",
+        "1600",
+        "--taxonomy",
+        lkc_report.taxonomy,
+        "--json",
+    )
+    assert float(ce.group(1)) == pytest.approx(json.loads(again.out)["CE"], abs=0.005)
+    assert re.search(r"test records\s*│\s*800\b", result.out)
