@@ -10,6 +10,13 @@ import argparse
 from pathlib import Path
 
 from fedanon.cli.common import print_summary, split_list, write_json
+from fedanon.cli.reporting import (
+    add_report_options,
+    alpha_k_release_report,
+    claim_html,
+    wants_report,
+    write_html,
+)
 from fedanon.errors import FedanonError
 
 PAIR_METHODS = ("lossy-join", "anatomy")
@@ -42,6 +49,7 @@ def add_anonymize_alpha_k(methods: argparse._SubParsersAction) -> None:
     parser.add_argument("--nss", help="NSS table (lossy-join, anatomy)")
     parser.add_argument("--ss", help="SS table (lossy-join, anatomy)")
     parser.add_argument("--report", help="JSON report path")
+    add_report_options(parser)
     parser.set_defaults(handler=run_anonymize)
 
 
@@ -118,6 +126,10 @@ def run_anonymize(args: argparse.Namespace) -> int:
         raise FedanonError(f"--method {args.method} writes one table: give --out")
     if pair and Path(args.nss).resolve() == Path(args.ss).resolve():
         raise FedanonError("--nss and --ss name the same file")
+    if pair and args.html:
+        raise FedanonError(f"--html describes one generalized table; --method {args.method} "
+                           "writes a pair")
+    claim_html(args, [args.data, args.taxonomy])
     table = read_table(args.data, args.delimiter)
     taxonomy = (
         load_taxonomy(args.taxonomy, data_columns=list(table.columns)) if args.taxonomy else None
@@ -130,6 +142,9 @@ def run_anonymize(args: argparse.Namespace) -> int:
     if release.table is not None:
         write_table(release.table, args.out)
         report["output"] = str(args.out)
+        if wants_report(args):
+            report["release_report"] = alpha_k_release_report(
+                args, release.table, taxonomy, args.method)
     else:
         note = NOTE.format(
             cls="ClassID",
@@ -145,6 +160,7 @@ def run_anonymize(args: argparse.Namespace) -> int:
         report["output"] = {"nss": str(args.nss), "ss": str(args.ss)}
     if args.report:
         write_json(args.report, report)
+    write_html(args, report.get("release_report", {}))
     print_summary(
         f"fedanon anonymize alpha-k ({args.method})",
         [

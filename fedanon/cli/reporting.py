@@ -223,6 +223,38 @@ def suppression_release_report(
     )
 
 
+def alpha_k_release_report(
+    args: argparse.Namespace, release: pd.DataFrame, taxonomy: Any, method: str
+) -> dict[str, Any]:
+    """The report of an (alpha,k)-anonymous generalized table (global or local recoding).
+
+    Every value of the sensitive column is bounded by alpha, so each gets a max-confidence row.
+    """
+    from fedanon.models.alpha_k import check_generalized
+
+    qids = split_qids(args.qid)
+    text = release.astype(str)
+    values = sorted(text[args.sensitive].unique().tolist())
+    return release_report(
+        args,
+        text,
+        command="fedanon anonymize alpha-k",
+        method=f"(alpha,k)-anonymity by {method} recoding",
+        parameters={"alpha": args.alpha, "k": args.k, "method": method},
+        inputs=[args.data, args.taxonomy],
+        qids=qids,
+        sensitive=[(args.sensitive, v) for v in values],
+        taxonomies=[taxonomy.taxonomies[q] for q in qids],
+        class_column=None,
+        check=check_generalized(text, qids, args.sensitive, args.alpha, args.k).to_dict(),
+    )
+
+
+def split_qids(text: str) -> list[str]:
+    """``a, b`` -> [a, b] (the option format of ``--qid``)."""
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
 def stage_html(staged: Any, args: argparse.Namespace, report: dict[str, Any]) -> None:
     """Stage the HTML page beside the command's other outputs (all written or none)."""
     from fedanon.report.html import render_html

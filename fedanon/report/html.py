@@ -89,6 +89,11 @@ def _verdict(report: dict[str, Any]) -> str:
             f"K = {details['K']}, C = {details['C']['fraction']} over "
             f"{count(details['subsets_checked'])} QID subsets)</span>"
         )
+    elif "alpha" in details:
+        scope = (
+            " <span class='muted'>(independent check of (alpha,k)-anonymity, alpha = "
+            f"{details['alpha']['fraction']}, k = {details['k']})</span>"
+        )
     elif "k" in details:
         scope = (
             f" <span class='muted'>(independent check of k-anonymity, k = {details['k']})</span>"
