@@ -16,7 +16,9 @@ from typing import Any
 
 import pytest
 
-from tests.report.conftest import ReportRun
+from fedanon.datadir import data_dir, have_data
+from tests.clirun import run_cli
+from tests.report.conftest import ReportRun, write_inputs
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(
@@ -98,18 +100,91 @@ def _assert_reads_as(text: str, value: Any, path: str) -> None:
         assert abs(float(text.replace(",", "")) - value) <= 0.005 + 1e-12, (path, text, value)
 
 
-def test_rendered_page_shows_the_json_reports_numbers(
-    tmp_path: Path, lkc_report: ReportRun
-) -> None:
-    report = json.loads(lkc_report.report.read_text())["release_report"]
-    dom = _chromium("--dump-dom", lkc_report.html.resolve().as_uri()).stdout
+def _assert_page_matches(html: Path, report: dict[str, Any], required: set[str]) -> None:
+    """Chromium's DOM of `html` shows every `required` field, each equal to the JSON's."""
+    dom = _chromium("--dump-dom", html.resolve().as_uri()).stdout
     parser = _Fields()
     parser.feed(dom)
-    assert parser.fields.keys() >= HEADLINE, HEADLINE - parser.fields.keys()
+    assert parser.fields.keys() >= required, required - parser.fields.keys()
     for path, text in parser.fields.items():
         _assert_reads_as(text, _at(report, path), path)
     for i in range(len(report["attributes"])):
         assert f"attributes.{i}.ncp" in parser.fields
+
+
+def test_rendered_page_shows_the_json_reports_numbers(lkc_report: ReportRun) -> None:
+    report = json.loads(lkc_report.report.read_text())["release_report"]
+    _assert_page_matches(lkc_report.html, report, HEADLINE)
+
+
+def test_rendered_suppression_page_shows_the_suppressed_shares(tmp_path: Path) -> None:
+    data, _ = write_inputs(tmp_path, rows=400)
+    html, report_path = tmp_path / "k.html", tmp_path / "k.json"
+    result = run_cli(
+        "anonymize",
+        "kactus",
+        "--data",
+        data,
+        "--class",
+        "outcome",
+        "--qid",
+        "age,job",
+        "--k",
+        "5",
+        "--seed",
+        "1",
+        "--out",
+        tmp_path / "k.csv",
+        "--report",
+        report_path,
+        "--html",
+        html,
+    )
+    assert result.code == 0, result.err
+    report = json.loads(report_path.read_text())["release_report"]
+    required = {
+        "risk.prosecutor.highest",
+        "attributes.0.suppressed_share",
+        "attributes.1.suppressed_share",
+        "information_loss.overall_ncp",
+    }
+    _assert_page_matches(html, report, required)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not have_data("adult", "adult_all.csv"), reason="no shared Adult data")
+def test_rendered_adult_report_shows_the_json_reports_numbers(tmp_path: Path) -> None:
+    """The example of docs/steward-guide.md: Adult, L = 4, K = 20, C = 0.2."""
+    adult = data_dir() / "adult"
+    html, report_path = tmp_path / "adult.html", tmp_path / "adult.json"
+    result = run_cli(
+        "anonymize",
+        "lkc",
+        "--data",
+        adult / "adult_all.csv",
+        "--taxonomy",
+        adult / "lkc_paper_taxonomy.hchy",
+        "--L",
+        "4",
+        "--K",
+        "20",
+        "--C",
+        "0.2",
+        "--out",
+        tmp_path / "release.csv",
+        "--report",
+        report_path,
+        "--html",
+        html,
+        "--quiet",
+    )
+    assert result.code == 0, result.err
+    report = json.loads(report_path.read_text())["release_report"]
+    _assert_page_matches(html, report, HEADLINE | {"max_confidence.1.confidence"})
+    # The figures the guide quotes for this run.
+    assert report["equivalence_classes"]["count"] == 49
+    assert report["risk"]["prosecutor"]["highest"] == pytest.approx(1 / 21)
+    assert report["information_loss"]["overall_ncp"] == pytest.approx(0.8183, abs=5e-5)
 
 
 def test_rendered_page_screenshot_has_content(tmp_path: Path, lkc_report: ReportRun) -> None:
