@@ -2,8 +2,8 @@
 
 Each command that releases or checks a table adds the options with :func:`add_report_options`
 and calls :func:`release_report` once it has the released table; the HTML page is staged with
-the command's other outputs (:func:`stage_html`) or, for the distributed commands whose outputs
-the leader already wrote, written on its own (:func:`write_html`).
+the command's other outputs (:func:`stage_html`) or, for commands whose outputs are already
+written (the leader's, kACTUS's, alpha-k's), on its own (:func:`write_html`).
 """
 
 from __future__ import annotations
@@ -11,11 +11,13 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-
+from fedanon.cli.common import split_list
 from fedanon.report.display import count, percent, seconds
+
+if TYPE_CHECKING:  # pandas loads lazily so that `fedanon --help` stays fast
+    import pandas as pd
 
 
 def add_report_options(parser: argparse.ArgumentParser, json_report: bool = False) -> None:
@@ -232,7 +234,7 @@ def alpha_k_release_report(
     """
     from fedanon.models.alpha_k import check_generalized
 
-    qids = split_qids(args.qid)
+    qids = split_list(args.qid)
     text = release.astype(str)
     values = sorted(text[args.sensitive].unique().tolist())
     return release_report(
@@ -248,11 +250,6 @@ def alpha_k_release_report(
         class_column=None,
         check=check_generalized(text, qids, args.sensitive, args.alpha, args.k).to_dict(),
     )
-
-
-def split_qids(text: str) -> list[str]:
-    """``a, b`` -> [a, b] (the option format of ``--qid``)."""
-    return [part.strip() for part in text.split(",") if part.strip()]
 
 
 def stage_html(staged: Any, args: argparse.Namespace, report: dict[str, Any]) -> None:
