@@ -146,6 +146,7 @@ def run_job(job: LeaderJob, on_step: Callable[[StepInfo], None] | None = None,
     ours = spec.fingerprint_items(schema)
     fingerprint = hashlib.sha256("\n".join(ours).encode()).hexdigest()
     timings: dict[str, float] = {}
+    revealed: dict[str, int] = {}  # party record counts, only when the union reveals them
     traffic = Traffic()
     session = Session(job)
     began = time.perf_counter()
@@ -179,7 +180,8 @@ def run_job(job: LeaderJob, on_step: Callable[[StepInfo], None] | None = None,
 
         mark = time.perf_counter()
         rows = run_union(session, keys, traffic, job.rpc_seconds, job.union_seconds,
-                         source.iteration, job.union_parallelism, job.union_pad_to, on_phase)
+                         source.iteration, job.union_parallelism, job.union_pad_to, on_phase,
+                         on_counts=revealed.update)
         timings["union"] = time.perf_counter() - mark
 
         ended = session.fan_out("end", lambda n, s: s.End(
@@ -214,6 +216,7 @@ def run_job(job: LeaderJob, on_step: Callable[[StepInfo], None] | None = None,
             "party_bytes": {n: {"sent": r.bytes_sent, "received": r.bytes_received}
                             for n, r in ended.items()},
             "privacy_check": check.to_dict(),
+            "party_records": revealed or None,
             "output": str(job.out),
             **job.extra_report,
         })

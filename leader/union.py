@@ -84,11 +84,14 @@ def _ring_call(session: Session, request: pb.UnionRequest, phase: str, timeout: 
 
 def run_union(session: Session, keys: UnionKeys, traffic: Traffic, rpc_seconds: float,
               union_seconds: float, round_: int, parallelism: Parallelism,
-              pad_to: int = 0, on_phase: Callable[[str], None] | None = None) -> list[list[str]]:
+              pad_to: int = 0, on_phase: Callable[[str], None] | None = None,
+              on_counts: Callable[[dict[str, int]], None] | None = None) -> list[list[str]]:
     """Integrate the release: returns the records (as lists of column values), shuffled.
 
     `on_phase` hears a line per phase (for a progress display); it is told only what the leader
-    learns anyway: the number of sealed items, never a party's share of them.
+    learns anyway: the number of sealed items, never a party's share of them. `on_counts` hears
+    each party's record count only when the job reveals it to the leader (no `pad_to`: the
+    batch sizes are the counts); with padding it is never called.
     """
     show = on_phase or (lambda _text: None)
     parallelism.start()
@@ -102,6 +105,8 @@ def run_union(session: Session, keys: UnionKeys, traffic: Traffic, rpc_seconds: 
                               pad_to=pad_to)
     batches = session.fan_out("union (collect)", lambda n, s: s.Union(collect, timeout=timeout))
     items = [item for name in session.ring for item in batches[name].items]
+    if pad_to == 0 and on_counts is not None:
+        on_counts({name: len(batches[name].items) for name in session.ring})
     show(f"union: {len(items):,} sealed items collected; {len(session.ring)} parties peel their "
          "layers around the ring")
     traffic.add("union", collect.ByteSize() * len(batches),

@@ -167,14 +167,15 @@ def finish_distributed_reports(
     """After a distributed LKC job: describe the release file the leader wrote.
 
     The release is read back from ``job.out`` so the report describes exactly the cells on
-    disk. Party record counts are never included: the leader does not learn them from the
-    protocol's results (docs/steward-guide.md, "Parties"). The JSON report the leader wrote is
+    disk. A party's record count appears only when the union revealed it to the leader (no
+    ``pad_to``; docs/steward-guide.md, "Parties"). The JSON report the leader wrote is
     replaced, atomically, by the same report with ``release_report`` added.
     """
     from fedanon.atomic import write_json_atomic
     from fedanon.table_io import read_table
 
     release = read_table(job.out).astype(str)
+    revealed = report.get("party_records") or {}
     steward = lkc_release_report(
         args,
         release,
@@ -183,7 +184,7 @@ def finish_distributed_reports(
         job.spec.params,
         job.spec.score,
         inputs=[p for p in (getattr(args, "config", None),) if p],
-        parties=[{"name": name, "records": None} for name in report["parties"]],
+        parties=[{"name": name, "records": revealed.get(name)} for name in report["parties"]],
         check=report["privacy_check"],
     )
     report["release_report"] = steward
@@ -287,6 +288,10 @@ def summary_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
             f"{count(pr['records_at_risk'])} ({percent(pr['records_at_risk_share'])})",
         ),
     ]
+    revealed = [p for p in report["job"]["parties"] if p["records"] is not None]
+    if revealed:
+        rows.append(("records per party (revealed by the union)",
+                     ", ".join(f"{p['name']} {count(p['records'])}" for p in revealed)))
     overall = report["information_loss"]["overall_ncp"]
     if overall is not None:
         rows.append(("information loss (NCP)", percent(overall)))

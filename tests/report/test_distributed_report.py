@@ -34,6 +34,8 @@ def test_sim_report_describes_the_integrated_release_and_hides_party_counts(
         "lkc",
         "--parties",
         "3",
+        "--pad-to",
+        "400",
         "--data",
         data,
         "--taxonomy",
@@ -60,7 +62,8 @@ def test_sim_report_describes_the_integrated_release_and_hides_party_counts(
     jsonschema.Draft202012Validator(json.loads(SCHEMA_FILE.read_text())).validate(steward)
     assert steward["privacy_check"]["verdict"] == "holds"
     assert steward["privacy_check"]["details"] == report["privacy_check"]
-    # The leader never learns a party's record count from the protocol's results.
+    # Padded batches hide each party's record count from the leader: the report shows none.
+    assert report["party_records"] is None
     assert [p["records"] for p in steward["job"]["parties"]] == [None, None, None]
     assert [p["name"] for p in steward["job"]["parties"]] == report["parties"]
     release = pd.read_csv(out, dtype=str)
@@ -74,7 +77,48 @@ def test_sim_report_describes_the_integrated_release_and_hides_party_counts(
     union = [line for line in shown if line.startswith("union:")]
     assert [line.split()[1:3] for line in union] == [
         ["3", "parties"],
-        ["600", "sealed"],
-        ["opening", "600"],
+        ["1,200", "sealed"],
+        ["opening", "1,200"],
     ]
     assert shown.index(union[0]) > max(i for i, t in enumerate(shown) if t.startswith("iteration"))
+
+
+@pytest.mark.slow
+def test_sim_report_lists_party_counts_the_union_revealed(tmp_path: Path) -> None:
+    data, taxonomy = write_inputs(tmp_path, rows=600)
+    report_path, html = tmp_path / "sim.json", tmp_path / "sim.html"
+    result = run_cli(
+        "sim",
+        "lkc",
+        "--parties",
+        "3",
+        "--split",
+        "by-column=job",
+        "--data",
+        data,
+        "--taxonomy",
+        taxonomy,
+        "--L",
+        "2",
+        "--K",
+        "5",
+        "--C",
+        "0.5",
+        "--drop",
+        "pid",
+        "--out",
+        tmp_path / "sim.csv",
+        "--report",
+        report_path,
+        "--html",
+        html,
+        "--quiet",
+    )
+    assert result.code == 0, result.err
+    # by-column=job: jobs sorted Clerk, Janitor, Lawyer, Mover go to parties 1, 2, 3, 1; every
+    # job holds 150 of the 600 rows, so the parties hold 300, 150 and 150 records.
+    expected = [300, 150, 150]
+    steward = json.loads(report_path.read_text())["release_report"]
+    assert [p["records"] for p in steward["job"]["parties"]] == expected
+    assert "not revealed" not in html.read_text(encoding="utf-8")
+    assert "records per party" in result.out
