@@ -1,21 +1,34 @@
 """Reproduction of the kACTUS paper's Table 2 (C4.5, all attributes QID), with tolerances.
 
 Tolerance from the issue: 1.5 accuracy points. Cells outside it are documented as deviations
-with their numbers in docs/reproduction.md (section kACTUS): on the tables with numeric QIDs
-the paper's group means become fingerprints of the groups (docs/kactus.md). The CI test runs
-the cells that take seconds (Nursery, German); the whole grid (Adult with Mondrian and TDS at
-eight values of k) takes tens of minutes and is marked ``reproduce``.
+with their numbers in docs/reproduction.md (section kACTUS): on Adult the paper's group means
+become fingerprints of the groups, and Weka's J48 trained on the same releases collapses on the
+same folds as our C4.5 (docs/kactus.md), so the Adult kACTUS cells are not met and Mondrian is
+not below kACTUS. The CI tests run the cells that take seconds (Nursery, German) and one Adult
+fold that pins the documented deviation and its cause (with the group mean switched off, a
+diagnostic that is not k-anonymous, that fold meets the paper's cell); the whole grid (Adult
+with Mondrian and TDS at eight values of k) takes tens of minutes and is marked ``reproduce``.
 """
 
 from __future__ import annotations
 
+from unittest import mock
+
+import numpy as np
+import pandas as pd
 import pytest
 
 from fedanon.algorithms.kactus.api import anonymize_kactus
 from fedanon.algorithms.mondrian.api import anonymize_mondrian
 from fedanon.models.k_anonymity import check_k_anonymity
 from fedanon.utility.benchmark_tables import has_table, load_table
-from fedanon.utility.classification import evaluate_classification
+from fedanon.utility.classification import (
+    Prepared,
+    evaluate_classification,
+    five_by_two_folds,
+    fold_accuracy,
+    numeric_columns,
+)
 from fedanon.utility.k_anonymizers import anonymizers
 
 pytestmark = pytest.mark.slow
@@ -60,6 +73,83 @@ def test_adult_releases_are_k_anonymous_and_lose_fewer_than_k(k):
         released = release.table["class"].value_counts()
         raw = adult["class"].value_counts()
         assert all(released.get(c, 0) <= n for c, n in raw.items())
+
+
+@pytest.mark.skipif(not has_table("adult"), reason="needs the shared Adult data")
+def test_adult_k50_deviation_comes_from_the_group_mean_fingerprint_of_capital_gain():
+    """The documented Adult deviation, pinned on fold 4 of the protocol (seed 1), k = 50.
+
+    The paper reports 84.89 % for this cell; our C4.5 scores 26.4 % on this fold, and Weka's
+    J48 on the same release 24.7 % (bench/kactus_j48_crosscheck.py). The release is complete
+    (no record dropped, class counts of the training half unchanged); the collapse comes from
+    capital-gain: the tree tests it at the root, so every released record carries its group's
+    mean, which is 0 only in the few groups of people with a capital loss (Adult never has
+    both), mostly >50K, while 92 % of raw test records have no capital gain.
+    """
+    adult = load_table("adult")
+    numeric = numeric_columns(adult, exclude=["class"])
+    train_rows, test_rows = five_by_two_folds(adult["class"], 1)[3]
+    train, test = adult.iloc[train_rows], adult.iloc[test_rows]
+    release = anonymize_kactus(train, "class", k=50, seed=1003).table
+
+    assert release["class"].value_counts().to_dict() == train["class"].value_counts().to_dict()
+    gain = pd.to_numeric(release["capital-gain"], errors="coerce")  # never suppressed here
+    loss = pd.to_numeric(release["capital-loss"], errors="coerce")  # NaN where suppressed
+    zero = gain == 0
+    assert zero.mean() < 0.05 and (loss[zero] > 0).all()
+    assert (release["class"][zero] == ">50K").mean() > 0.8
+    assert (test["capital-gain"].astype(float) == 0).mean() > 0.9
+
+    raw = fold_accuracy(Prepared(train, test, numeric, marker=None), "class", "c45", 4)
+    anonymized = fold_accuracy(Prepared(release, test, numeric), "class", "c45", 4)
+    assert abs(100 * raw - 85.96) <= TOLERANCE
+    assert 100 * anonymized < 84.89 - 50  # the deviation as documented: 26.4 %, not 84.89 %
+    assert abs(anonymized - (test["class"] == ">50K").mean()) < 0.03  # all said >50K
+
+    # The diagnostic of docs/kactus.md: the same groups with every tested QID kept raw (not
+    # averaged) give the paper's cell, and such a table is no longer k-anonymous.
+    with mock.patch("fedanon.algorithms.kactus.api._released_cells", _tested_qids_raw):
+        unaveraged = anonymize_kactus(train, "class", k=50, seed=1003).table
+    qids = [c for c in adult.columns if c != "class"]
+    assert not check_k_anonymity(unaveraged, qids, 50).ok
+    kept = fold_accuracy(Prepared(unaveraged, test, numeric), "class", "c45", 4)
+    assert abs(100 * kept - 84.89) <= TOLERANCE
+
+
+@pytest.mark.reproduce
+@pytest.mark.skipif(not has_table("adult"), reason="needs the shared Adult data")
+def test_adult_unaveraged_diagnostic_meets_the_paper_from_k5_to_k100():
+    """The whole diagnostic column of docs/reproduction.md (3-10 minutes): kACTUS's groups
+    with every tested QID kept raw meet the paper's Adult 14/14 cells within tolerance at
+    k = 5 to 100 and stay above Mondrian's paper cells; at k = 500 and 1000 they stay above the
+    paper's kACTUS cells (by 1.9 and 3.8 points, documented)."""
+    [kactus] = anonymizers(["kactus"], "class").values()
+
+    def unaveraged(train, test, k, seed, numeric):
+        with mock.patch("fedanon.algorithms.kactus.api._released_cells", _tested_qids_raw):
+            return kactus(train, test, k, seed, numeric)
+
+    ks = [5, 10, 20, 30, 50, 100, 500, 1000]
+    report = evaluate_classification(
+        load_table("adult"), "class", {"kactus": unaveraged}, ks, ("c45",), 1
+    )
+    paper = {5: 85.88, 10: 85.73, 20: 85.48, 30: 85.32, 50: 84.89, 100: 84.25}
+    for k, cell in paper.items():
+        assert abs(_accuracy(report, "kactus", k) - cell) <= TOLERANCE, k
+    mondrian_paper = {5: 82.17, 20: 82.15, 50: 81.31, 100: 81.11, 500: 75.18, 1000: 75.21}
+    for k, cell in mondrian_paper.items():
+        assert _accuracy(report, "kactus", k) > cell, k
+    assert _accuracy(report, "kactus", 500) > 82.43 + TOLERANCE
+    assert _accuracy(report, "kactus", 1000) > 79.27 + TOLERANCE
+
+
+def _tested_qids_raw(column, groups, marker: str) -> np.ndarray:
+    """kACTUS's cells with the group mean rule switched off: a QID its path tests stays raw."""
+    out = np.full(len(column.text), marker, dtype=object)
+    for group in groups:
+        if any(t.feature == column.name for t in group.path):
+            out[group.rows] = column.text[group.rows]
+    return out
 
 
 @pytest.mark.reproduce
