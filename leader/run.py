@@ -175,7 +175,8 @@ def run_job(job: LeaderJob, on_step: Callable[[StepInfo], None] | None = None) -
 
         mark = time.perf_counter()
         rows = run_union(session, keys, traffic, job.rpc_seconds, job.union_seconds,
-                         source.iteration, job.union_parallelism, job.union_pad_to)
+                         source.iteration, job.union_parallelism, job.union_pad_to,
+                         job.union_mode)
         timings["union"] = time.perf_counter() - mark
 
         ended = session.fan_out("end", lambda n, s: s.End(
@@ -204,6 +205,7 @@ def run_job(job: LeaderJob, on_step: Callable[[StepInfo], None] | None = None) -
             "session_id": session.session_id,
             "parties": session.ring,
             "sum_mode": job.sum_mode,
+            "union_mode": job.union_mode,
             "iterations": source.iteration,
             "seconds": {k: round(v, 4) for k, v in timings.items()},
             "leader_bytes": {"sent": traffic.sent, "received": traffic.received},

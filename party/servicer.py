@@ -438,17 +438,32 @@ class PartyServicer(pb_grpc.PartyServicer):
         session.touch()
         session.bytes_received += request.ByteSize()
         return session.answers.answer(
-            f"union phase {int(request.phase)}", request.ref.iteration, request, context,
-            self._fail, lambda: self._union_step(session, request, context))
+            f"union phase {int(request.phase)} step {request.step}", request.ref.iteration,
+            request, context, self._fail, lambda: self._union_step(session, request, context))
 
     def _union_step(self, session: PartySession, request: pb.UnionRequest,
                     context: grpc.ServicerContext) -> pb.UnionReply:
         """One union phase at this party (MEASURE, COLLECT, or STRIP and forward)."""
         try:
             session.check_ref(request.ref)
-            records = record_bytes(session.release_table())
+            if request.phase == pb.UNION_PHASE_SHUFFLE_STEP:
+                reply = pb.UnionReply(items=session.union.shuffle_step(request.step,
+                                                                       list(request.items)))
+                session.bytes_sent += reply.ByteSize()
+                return reply
+            records = session.union.local_records(
+                request.ref.iteration, lambda: record_bytes(session.release_table()))
             if request.phase == pb.UNION_PHASE_MEASURE:
-                return pb.UnionReply(record_size=measured_size(records))
+                # The count only where nothing hides it anyway (no padding): the shuffle
+                # mode's public block sizes.
+                count = len(records) if request.pad_to == 0 else 0
+                return pb.UnionReply(record_size=measured_size(records), count=count)
+            if request.phase == pb.UNION_PHASE_SHUFFLE_SHARE:
+                reply = pb.UnionReply(items=session.union.share(
+                    records, bytes.fromhex(session.session_id), request.ref.iteration,
+                    request.record_size, tuple(request.block_sizes)))
+                session.bytes_sent += reply.ByteSize()
+                return reply
             ctx = session.union.context(bytes.fromhex(session.session_id),
                                         request.ref.iteration, request.record_size)
             if request.phase == pb.UNION_PHASE_COLLECT:

@@ -24,17 +24,17 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17protos/fedanon_v1.proto\x12\nfedanon.v1\"3\n\nSessionRef\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x11\n\titeration\x18\x02 \x01(\x04\"5\n\x06Vector\x12\x0c\n\x04\x64\x61ta\x18\x01 \x01(\x0c\x12\x0e\n\x06length\x18\x02 \x01(\x04\x12\r\n\x05\x64type\x18\x03 \x01(\t\"/\n\x0eSensitiveValue\x12\x0e\n\x06\x63olumn\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t\"\xb7\x01\n\x06LKCJob\x12\t\n\x01L\x18\x01 \x01(\r\x12\t\n\x01K\x18\x02 \x01(\x04\x12\t\n\x01\x43\x18\x03 \x01(\t\x12\r\n\x05score\x18\x04 \x01(\t\x12\x0c\n\x04qids\x18\x05 \x03(\t\x12-\n\tsensitive\x18\x06 \x03(\x0b\x32\x1a.fedanon.v1.SensitiveValue\x12\x14\n\x0c\x63lass_column\x18\x07 \x01(\t\x12\x14\n\x0c\x63lass_values\x18\x08 \x03(\t\x12\x14\n\x0c\x64rop_columns\x18\t \x03(\t\"M\n\x07\x44RBTJob\x12\x11\n\tid_column\x18\x01 \x01(\t\x12\x0e\n\x06matrix\x18\x02 \x01(\t\x12\x0e\n\x06k_dims\x18\x03 \x01(\r\x12\x0f\n\x07rescale\x18\x04 \x01(\x08\"+\n\tQIDDomain\x12\x0e\n\x06\x63olumn\x18\x01 \x01(\t\x12\x0e\n\x06values\x18\x02 \x03(\t\"\x88\x01\n\x0cRandomizeJob\x12#\n\x04qids\x18\x01 \x03(\x0b\x32\x15.fedanon.v1.QIDDomain\x12\x0e\n\x06method\x18\x02 \x01(\t\x12\r\n\x05\x61ttrs\x18\x03 \x01(\r\x12\t\n\x01p\x18\x04 \x01(\t\x12\x10\n\x08p_values\x18\x05 \x03(\x01\x12\x17\n\x0fkeep_at_parties\x18\x06 \x01(\x08\"A\n\x06Matrix\x12\x0c\n\x04\x64\x61ta\x18\x01 \x01(\x0c\x12\x0c\n\x04rows\x18\x02 \x01(\x04\x12\x0c\n\x04\x63ols\x18\x03 \x01(\x04\x12\r\n\x05\x64type\x18\x04 \x01(\t\"\xec\x01\n\x12OpenSessionRequest\x12#\n\x03ref\x18\x01 \x01(\x0b\x32\x16.fedanon.v1.SessionRef\x12!\n\x03lkc\x18\x02 \x01(\x0b\x32\x12.fedanon.v1.LKCJobH\x00\x12#\n\x04\x64rbt\x18\x05 \x01(\x0b\x32\x13.fedanon.v1.DRBTJobH\x00\x12-\n\trandomize\x18\x06 \x01(\x0b\x32\x18.fedanon.v1.RandomizeJobH\x00\x12\x0c\n\x04ring\x18\x03 \x03(\t\x12%\n\x08sum_mode\x18\x04 \x01(\x0e\x32\x13.fedanon.v1.SumModeB\x05\n\x03job\"H\n\x08KeyShare\x12\x0e\n\x06holder\x18\x01 \x01(\t\x12\x0c\n\x04role\x18\x02 \x01(\t\x12\x0f\n\x07purpose\x18\x03 \x01(\t\x12\r\n\x05share\x18\x04 \x01(\x0c\"\xb1\x01\n\x10OpenSessionReply\x12\r\n\x05party\x18\x01 \x01(\t\x12\x13\n\x0b\x66ingerprint\x18\x02 \x01(\t\x12\x19\n\x11\x66ingerprint_items\x18\x03 \x03(\t\x12\x0f\n\x07\x63olumns\x18\x04 \x03(\t\x12\"\n\x04keys\x18\x05 \x03(\x0b\x32\x14.fedanon.v1.KeyShare\x12\x12\n\nattributes\x18\x06 \x03(\t\x12\x15\n\rlease_seconds\x18\x07 \x01(\x01\"[\n\x10ShareKeysRequest\x12#\n\x03ref\x18\x01 \x01(\x0b\x32\x16.fedanon.v1.SessionRef\x12\"\n\x04keys\x18\x02 \x03(\x0b\x32\x14.fedanon.v1.KeyShare\"\x10\n\x0eShareKeysReply\"D\n\x0c\x44ynamicSplit\x12\x0c\n\x04\x61ttr\x18\x01 \x01(\r\x12\x0c\n\x04node\x18\x02 \x01(\r\x12\x18\n\x10\x66irst_right_atom\x18\x03 \x01(\r\"|\n\x0bInstruction\x12\x0c\n\x04\x61ttr\x18\x01 \x01(\r\x12\x0c\n\x04node\x18\x02 \x01(\r\x12\x10\n\x08nonempty\x18\x03 \x01(\x0c\x12\x15\n\rnonempty_bits\x18\x04 \x01(\x04\x12(\n\x06splits\x18\x05 \x03(\x0b\x32\x18.fedanon.v1.DynamicSplit\"\x84\x01\n\nSumRequest\x12#\n\x03ref\x18\x01 \x01(\x0b\x32\x16.fedanon.v1.SessionRef\x12,\n\x0binstruction\x18\x02 \x01(\x0b\x32\x17.fedanon.v1.Instruction\x12#\n\x07partial\x18\x03 \x01(\x0b\x32\x12.fedanon.v1.Vector\"E\n\x08SumReply\x12\x14\n\x0csealed_total\x18\x03 \x01(\x0c\x12\x16\n\x0epairwise_share\x18\x02 \x01(\x0cJ\x04\x08\x01\x10\x02R\x05total\"P\n\nEndRequest\x12#\n\x03ref\x18\x01 \x01(\x0b\x32\x16.fedanon.v1.SessionRef\x12\r\n\x05\x61\x62ort\x18\x02 \x01(\x08\x12\x0e\n\x06reason\x18\x03 \x01(\t\"6\n\x08\x45ndReply\x12\x12\n\nbytes_sent\x18\x01 \x01(\x04\x12\x16\n\x0e\x62ytes_received\x18\x02 \x01(\x04\"\x8e\x01\n\x0cUnionRequest\x12#\n\x03ref\x18\x01 \x01(\x0b\x32\x16.fedanon.v1.SessionRef\x12%\n\x05phase\x18\x02 \x01(\x0e\x32\x16.fedanon.v1.UnionPhase\x12\r\n\x05items\x18\x03 \x03(\x0c\x12\x13\n\x0brecord_size\x18\x04 \x01(\r\x12\x0e\n\x06pad_to\x18\x05 \x01(\x04\"0\n\nUnionReply\x12\r\n\x05items\x18\x01 \x03(\x0c\x12\x13\n\x0brecord_size\x18\x02 \x01(\r\"/\n\x0eReleasedRecord\x12\x0e\n\x06values\x18\x01 \x03(\t\x12\r\n\x05\x64ummy\x18\x02 \x01(\x08\"R\n\nIdsRequest\x12#\n\x03ref\x18\x01 \x01(\x0b\x32\x16.fedanon.v1.SessionRef\x12\x0b\n\x03ids\x18\x02 \x03(\t\x12\x12\n\nsend_yours\x18\x03 \x01(\x08\"(\n\x08IdsReply\x12\x0f\n\x07missing\x18\x01 \x01(\x04\x12\x0b\n\x03ids\x18\x02 \x03(\t\"5\n\x0eProjectRequest\x12#\n\x03ref\x18\x01 \x01(\x0b\x32\x16.fedanon.v1.SessionRef\"1\n\x0cProjectReply\x12!\n\x05\x62lock\x18\x01 \x01(\x0b\x32\x12.fedanon.v1.Matrix\"F\n\rAssignRequest\x12#\n\x03ref\x18\x01 \x01(\x0b\x32\x16.fedanon.v1.SessionRef\x12\x10\n\x08\x63lusters\x18\x02 \x03(\r\"\r\n\x0b\x41ssignReply\"3\n\x0cRenewRequest\x12#\n\x03ref\x18\x01 \x01(\x0b\x32\x16.fedanon.v1.SessionRef\"#\n\nRenewReply\x12\x15\n\rlease_seconds\x18\x01 \x01(\x01\"i\n\x10RandomizeRequest\x12#\n\x03ref\x18\x01 \x01(\x0b\x32\x16.fedanon.v1.SessionRef\x12%\n\tmarginals\x18\x02 \x01(\x0b\x32\x12.fedanon.v1.Vector\x12\t\n\x01p\x18\x03 \x03(\x01\"\x10\n\x0eRandomizeReply\"\x0f\n\rStatusRequest\"p\n\x0bStatusReply\x12\r\n\x05party\x18\x01 \x01(\t\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\x11\n\titeration\x18\x03 \x01(\x04\x12\x12\n\nlast_error\x18\x04 \x01(\t\x12\x17\n\x0fsessions_served\x18\x05 \x01(\x04*M\n\x07SumMode\x12\x18\n\x14SUM_MODE_UNSPECIFIED\x10\x00\x12\x11\n\rSUM_MODE_RING\x10\x01\x12\x15\n\x11SUM_MODE_PAIRWISE\x10\x02*r\n\nUnionPhase\x12\x1b\n\x17UNION_PHASE_UNSPECIFIED\x10\x00\x12\x17\n\x13UNION_PHASE_COLLECT\x10\x01\x12\x15\n\x11UNION_PHASE_STRIP\x10\x02\x12\x17\n\x13UNION_PHASE_MEASURE\x10\x03\x32\xb4\x05\n\x05Party\x12K\n\x0bOpenSession\x12\x1e.fedanon.v1.OpenSessionRequest\x1a\x1c.fedanon.v1.OpenSessionReply\x12\x45\n\tShareKeys\x12\x1c.fedanon.v1.ShareKeysRequest\x1a\x1a.fedanon.v1.ShareKeysReply\x12\x33\n\x03Sum\x12\x16.fedanon.v1.SumRequest\x1a\x14.fedanon.v1.SumReply\x12\x39\n\x05Union\x12\x18.fedanon.v1.UnionRequest\x1a\x16.fedanon.v1.UnionReply\x12\x33\n\x03Ids\x12\x16.fedanon.v1.IdsRequest\x1a\x14.fedanon.v1.IdsReply\x12?\n\x07Project\x12\x1a.fedanon.v1.ProjectRequest\x1a\x18.fedanon.v1.ProjectReply\x12<\n\x06\x41ssign\x12\x19.fedanon.v1.AssignRequest\x1a\x17.fedanon.v1.AssignReply\x12\x45\n\tRandomize\x12\x1c.fedanon.v1.RandomizeRequest\x1a\x1a.fedanon.v1.RandomizeReply\x12\x33\n\x03\x45nd\x12\x16.fedanon.v1.EndRequest\x1a\x14.fedanon.v1.EndReply\x12\x39\n\x05Renew\x12\x18.fedanon.v1.RenewRequest\x1a\x16.fedanon.v1.RenewReply\x12<\n\x06Status\x12\x19.fedanon.v1.StatusRequest\x1a\x17.fedanon.v1.StatusReplyb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17protos/fedanon_v1.proto\x12\nfedanon.v1\"3\n\nSessionRef\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x11\n\titeration\x18\x02 \x01(\x04\"5\n\x06Vector\x12\x0c\n\x04\x64\x61ta\x18\x01 \x01(\x0c\x12\x0e\n\x06length\x18\x02 \x01(\x04\x12\r\n\x05\x64type\x18\x03 \x01(\t\"/\n\x0eSensitiveValue\x12\x0e\n\x06\x63olumn\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t\"\xb7\x01\n\x06LKCJob\x12\t\n\x01L\x18\x01 \x01(\r\x12\t\n\x01K\x18\x02 \x01(\x04\x12\t\n\x01\x43\x18\x03 \x01(\t\x12\r\n\x05score\x18\x04 \x01(\t\x12\x0c\n\x04qids\x18\x05 \x03(\t\x12-\n\tsensitive\x18\x06 \x03(\x0b\x32\x1a.fedanon.v1.SensitiveValue\x12\x14\n\x0c\x63lass_column\x18\x07 \x01(\t\x12\x14\n\x0c\x63lass_values\x18\x08 \x03(\t\x12\x14\n\x0c\x64rop_columns\x18\t \x03(\t\"M\n\x07\x44RBTJob\x12\x11\n\tid_column\x18\x01 \x01(\t\x12\x0e\n\x06matrix\x18\x02 \x01(\t\x12\x0e\n\x06k_dims\x18\x03 \x01(\r\x12\x0f\n\x07rescale\x18\x04 \x01(\x08\"+\n\tQIDDomain\x12\x0e\n\x06\x63olumn\x18\x01 \x01(\t\x12\x0e\n\x06values\x18\x02 \x03(\t\"\x88\x01\n\x0cRandomizeJob\x12#\n\x04qids\x18\x01 \x03(\x0b\x32\x15.fedanon.v1.QIDDomain\x12\x0e\n\x06method\x18\x02 \x01(\t\x12\r\n\x05\x61ttrs\x18\x03 \x01(\r\x12\t\n\x01p\x18\x04 \x01(\t\x12\x10\n\x08p_values\x18\x05 \x03(\x01\x12\x17\n\x0fkeep_at_parties\x18\x06 \x01(\x08\"A\n\x06Matrix\x12\x0c\n\x04\x64\x61ta\x18\x01 \x01(\x0c\x12\x0c\n\x04rows\x18\x02 \x01(\x04\x12\x0c\n\x04\x63ols\x18\x03 \x01(\x04\x12\r\n\x05\x64type\x18\x04 \x01(\t\"\xec\x01\n\x12OpenSessionRequest\x12#\n\x03ref\x18\x01 \x01(\x0b\x32\x16.fedanon.v1.SessionRef\x12!\n\x03lkc\x18\x02 \x01(\x0b\x32\x12.fedanon.v1.LKCJobH\x00\x12#\n\x04\x64rbt\x18\x05 \x01(\x0b\x32\x13.fedanon.v1.DRBTJobH\x00\x12-\n\trandomize\x18\x06 \x01(\x0b\x32\x18.fedanon.v1.RandomizeJobH\x00\x12\x0c\n\x04ring\x18\x03 \x03(\t\x12%\n\x08sum_mode\x18\x04 \x01(\x0e\x32\x13.fedanon.v1.SumModeB\x05\n\x03job\"H\n\x08KeyShare\x12\x0e\n\x06holder\x18\x01 \x01(\t\x12\x0c\n\x04role\x18\x02 \x01(\t\x12\x0f\n\x07purpose\x18\x03 \x01(\t\x12\r\n\x05share\x18\x04 \x01(\x0c\"\xb1\x01\n\x10OpenSessionReply\x12\r\n\x05party\x18\x01 \x01(\t\x12\x13\n\x0b\x66ingerprint\x18\x02 \x01(\t\x12\x19\n\x11\x66ingerprint_items\x18\x03 \x03(\t\x12\x0f\n\x07\x63olumns\x18\x04 \x03(\t\x12\"\n\x04keys\x18\x05 \x03(\x0b\x32\x14.fedanon.v1.KeyShare\x12\x12\n\nattributes\x18\x06 \x03(\t\x12\x15\n\rlease_seconds\x18\x07 \x01(\x01\"[\n\x10ShareKeysRequest\x12#\n\x03ref\x18\x01 \x01(\x0b\x32\x16.fedanon.v1.SessionRef\x12\"\n\x04keys\x18\x02 \x03(\x0b\x32\x14.fedanon.v1.KeyShare\"\x10\n\x0eShareKeysReply\"D\n\x0c\x44ynamicSplit\x12\x0c\n\x04\x61ttr\x18\x01 \x01(\r\x12\x0c\n\x04node\x18\x02 \x01(\r\x12\x18\n\x10\x66irst_right_atom\x18\x03 \x01(\r\"|\n\x0bInstruction\x12\x0c\n\x04\x61ttr\x18\x01 \x01(\r\x12\x0c\n\x04node\x18\x02 \x01(\r\x12\x10\n\x08nonempty\x18\x03 \x01(\x0c\x12\x15\n\rnonempty_bits\x18\x04 \x01(\x04\x12(\n\x06splits\x18\x05 \x03(\x0b\x32\x18.fedanon.v1.DynamicSplit\"\x84\x01\n\nSumRequest\x12#\n\x03ref\x18\x01 \x01(\x0b\x32\x16.fedanon.v1.SessionRef\x12,\n\x0binstruction\x18\x02 \x01(\x0b\x32\x17.fedanon.v1.Instruction\x12#\n\x07partial\x18\x03 \x01(\x0b\x32\x12.fedanon.v1.Vector\"E\n\x08SumReply\x12\x14\n\x0csealed_total\x18\x03 \x01(\x0c\x12\x16\n\x0epairwise_share\x18\x02 \x01(\x0cJ\x04\x08\x01\x10\x02R\x05total\"P\n\nEndRequest\x12#\n\x03ref\x18\x01 \x01(\x0b\x32\x16.fedanon.v1.SessionRef\x12\r\n\x05\x61\x62ort\x18\x02 \x01(\x08\x12\x0e\n\x06reason\x18\x03 \x01(\t\"6\n\x08\x45ndReply\x12\x12\n\nbytes_sent\x18\x01 \x01(\x04\x12\x16\n\x0e\x62ytes_received\x18\x02 \x01(\x04\"\xb1\x01\n\x0cUnionRequest\x12#\n\x03ref\x18\x01 \x01(\x0b\x32\x16.fedanon.v1.SessionRef\x12%\n\x05phase\x18\x02 \x01(\x0e\x32\x16.fedanon.v1.UnionPhase\x12\r\n\x05items\x18\x03 \x03(\x0c\x12\x13\n\x0brecord_size\x18\x04 \x01(\r\x12\x0e\n\x06pad_to\x18\x05 \x01(\x04\x12\x13\n\x0b\x62lock_sizes\x18\x06 \x03(\x04\x12\x0c\n\x04step\x18\x07 \x01(\r\"?\n\nUnionReply\x12\r\n\x05items\x18\x01 \x03(\x0c\x12\x13\n\x0brecord_size\x18\x02 \x01(\r\x12\r\n\x05\x63ount\x18\x03 \x01(\x04\"/\n\x0eReleasedRecord\x12\x0e\n\x06values\x18\x01 \x03(\t\x12\r\n\x05\x64ummy\x18\x02 \x01(\x08\"R\n\nIdsRequest\x12#\n\x03ref\x18\x01 \x01(\x0b\x32\x16.fedanon.v1.SessionRef\x12\x0b\n\x03ids\x18\x02 \x03(\t\x12\x12\n\nsend_yours\x18\x03 \x01(\x08\"(\n\x08IdsReply\x12\x0f\n\x07missing\x18\x01 \x01(\x04\x12\x0b\n\x03ids\x18\x02 \x03(\t\"5\n\x0eProjectRequest\x12#\n\x03ref\x18\x01 \x01(\x0b\x32\x16.fedanon.v1.SessionRef\"1\n\x0cProjectReply\x12!\n\x05\x62lock\x18\x01 \x01(\x0b\x32\x12.fedanon.v1.Matrix\"F\n\rAssignRequest\x12#\n\x03ref\x18\x01 \x01(\x0b\x32\x16.fedanon.v1.SessionRef\x12\x10\n\x08\x63lusters\x18\x02 \x03(\r\"\r\n\x0b\x41ssignReply\"3\n\x0cRenewRequest\x12#\n\x03ref\x18\x01 \x01(\x0b\x32\x16.fedanon.v1.SessionRef\"#\n\nRenewReply\x12\x15\n\rlease_seconds\x18\x01 \x01(\x01\"i\n\x10RandomizeRequest\x12#\n\x03ref\x18\x01 \x01(\x0b\x32\x16.fedanon.v1.SessionRef\x12%\n\tmarginals\x18\x02 \x01(\x0b\x32\x12.fedanon.v1.Vector\x12\t\n\x01p\x18\x03 \x03(\x01\"\x10\n\x0eRandomizeReply\"\x0f\n\rStatusRequest\"p\n\x0bStatusReply\x12\r\n\x05party\x18\x01 \x01(\t\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\x11\n\titeration\x18\x03 \x01(\x04\x12\x12\n\nlast_error\x18\x04 \x01(\t\x12\x17\n\x0fsessions_served\x18\x05 \x01(\x04*M\n\x07SumMode\x12\x18\n\x14SUM_MODE_UNSPECIFIED\x10\x00\x12\x11\n\rSUM_MODE_RING\x10\x01\x12\x15\n\x11SUM_MODE_PAIRWISE\x10\x02*\xaf\x01\n\nUnionPhase\x12\x1b\n\x17UNION_PHASE_UNSPECIFIED\x10\x00\x12\x17\n\x13UNION_PHASE_COLLECT\x10\x01\x12\x15\n\x11UNION_PHASE_STRIP\x10\x02\x12\x17\n\x13UNION_PHASE_MEASURE\x10\x03\x12\x1d\n\x19UNION_PHASE_SHUFFLE_SHARE\x10\x04\x12\x1c\n\x18UNION_PHASE_SHUFFLE_STEP\x10\x05\x32\xb4\x05\n\x05Party\x12K\n\x0bOpenSession\x12\x1e.fedanon.v1.OpenSessionRequest\x1a\x1c.fedanon.v1.OpenSessionReply\x12\x45\n\tShareKeys\x12\x1c.fedanon.v1.ShareKeysRequest\x1a\x1a.fedanon.v1.ShareKeysReply\x12\x33\n\x03Sum\x12\x16.fedanon.v1.SumRequest\x1a\x14.fedanon.v1.SumReply\x12\x39\n\x05Union\x12\x18.fedanon.v1.UnionRequest\x1a\x16.fedanon.v1.UnionReply\x12\x33\n\x03Ids\x12\x16.fedanon.v1.IdsRequest\x1a\x14.fedanon.v1.IdsReply\x12?\n\x07Project\x12\x1a.fedanon.v1.ProjectRequest\x1a\x18.fedanon.v1.ProjectReply\x12<\n\x06\x41ssign\x12\x19.fedanon.v1.AssignRequest\x1a\x17.fedanon.v1.AssignReply\x12\x45\n\tRandomize\x12\x1c.fedanon.v1.RandomizeRequest\x1a\x1a.fedanon.v1.RandomizeReply\x12\x33\n\x03\x45nd\x12\x16.fedanon.v1.EndRequest\x1a\x14.fedanon.v1.EndReply\x12\x39\n\x05Renew\x12\x18.fedanon.v1.RenewRequest\x1a\x16.fedanon.v1.RenewReply\x12<\n\x06Status\x12\x19.fedanon.v1.StatusRequest\x1a\x17.fedanon.v1.StatusReplyb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'protos.fedanon_v1_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_SUMMODE']._serialized_start=2765
-  _globals['_SUMMODE']._serialized_end=2842
-  _globals['_UNIONPHASE']._serialized_start=2844
-  _globals['_UNIONPHASE']._serialized_end=2958
+  _globals['_SUMMODE']._serialized_start=2815
+  _globals['_SUMMODE']._serialized_end=2892
+  _globals['_UNIONPHASE']._serialized_start=2895
+  _globals['_UNIONPHASE']._serialized_end=3070
   _globals['_SESSIONREF']._serialized_start=39
   _globals['_SESSIONREF']._serialized_end=90
   _globals['_VECTOR']._serialized_start=92
@@ -74,35 +74,35 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_ENDREPLY']._serialized_start=1800
   _globals['_ENDREPLY']._serialized_end=1854
   _globals['_UNIONREQUEST']._serialized_start=1857
-  _globals['_UNIONREQUEST']._serialized_end=1999
-  _globals['_UNIONREPLY']._serialized_start=2001
-  _globals['_UNIONREPLY']._serialized_end=2049
-  _globals['_RELEASEDRECORD']._serialized_start=2051
-  _globals['_RELEASEDRECORD']._serialized_end=2098
-  _globals['_IDSREQUEST']._serialized_start=2100
-  _globals['_IDSREQUEST']._serialized_end=2182
-  _globals['_IDSREPLY']._serialized_start=2184
-  _globals['_IDSREPLY']._serialized_end=2224
-  _globals['_PROJECTREQUEST']._serialized_start=2226
-  _globals['_PROJECTREQUEST']._serialized_end=2279
-  _globals['_PROJECTREPLY']._serialized_start=2281
-  _globals['_PROJECTREPLY']._serialized_end=2330
-  _globals['_ASSIGNREQUEST']._serialized_start=2332
-  _globals['_ASSIGNREQUEST']._serialized_end=2402
-  _globals['_ASSIGNREPLY']._serialized_start=2404
-  _globals['_ASSIGNREPLY']._serialized_end=2417
-  _globals['_RENEWREQUEST']._serialized_start=2419
-  _globals['_RENEWREQUEST']._serialized_end=2470
-  _globals['_RENEWREPLY']._serialized_start=2472
-  _globals['_RENEWREPLY']._serialized_end=2507
-  _globals['_RANDOMIZEREQUEST']._serialized_start=2509
-  _globals['_RANDOMIZEREQUEST']._serialized_end=2614
-  _globals['_RANDOMIZEREPLY']._serialized_start=2616
-  _globals['_RANDOMIZEREPLY']._serialized_end=2632
-  _globals['_STATUSREQUEST']._serialized_start=2634
-  _globals['_STATUSREQUEST']._serialized_end=2649
-  _globals['_STATUSREPLY']._serialized_start=2651
-  _globals['_STATUSREPLY']._serialized_end=2763
-  _globals['_PARTY']._serialized_start=2961
-  _globals['_PARTY']._serialized_end=3653
+  _globals['_UNIONREQUEST']._serialized_end=2034
+  _globals['_UNIONREPLY']._serialized_start=2036
+  _globals['_UNIONREPLY']._serialized_end=2099
+  _globals['_RELEASEDRECORD']._serialized_start=2101
+  _globals['_RELEASEDRECORD']._serialized_end=2148
+  _globals['_IDSREQUEST']._serialized_start=2150
+  _globals['_IDSREQUEST']._serialized_end=2232
+  _globals['_IDSREPLY']._serialized_start=2234
+  _globals['_IDSREPLY']._serialized_end=2274
+  _globals['_PROJECTREQUEST']._serialized_start=2276
+  _globals['_PROJECTREQUEST']._serialized_end=2329
+  _globals['_PROJECTREPLY']._serialized_start=2331
+  _globals['_PROJECTREPLY']._serialized_end=2380
+  _globals['_ASSIGNREQUEST']._serialized_start=2382
+  _globals['_ASSIGNREQUEST']._serialized_end=2452
+  _globals['_ASSIGNREPLY']._serialized_start=2454
+  _globals['_ASSIGNREPLY']._serialized_end=2467
+  _globals['_RENEWREQUEST']._serialized_start=2469
+  _globals['_RENEWREQUEST']._serialized_end=2520
+  _globals['_RENEWREPLY']._serialized_start=2522
+  _globals['_RENEWREPLY']._serialized_end=2557
+  _globals['_RANDOMIZEREQUEST']._serialized_start=2559
+  _globals['_RANDOMIZEREQUEST']._serialized_end=2664
+  _globals['_RANDOMIZEREPLY']._serialized_start=2666
+  _globals['_RANDOMIZEREPLY']._serialized_end=2682
+  _globals['_STATUSREQUEST']._serialized_start=2684
+  _globals['_STATUSREQUEST']._serialized_end=2699
+  _globals['_STATUSREPLY']._serialized_start=2701
+  _globals['_STATUSREPLY']._serialized_end=2813
+  _globals['_PARTY']._serialized_start=3073
+  _globals['_PARTY']._serialized_end=3765
 # @@protoc_insertion_point(module_scope)

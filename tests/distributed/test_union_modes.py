@@ -1,0 +1,123 @@
+"""The shuffle union mode over real daemons: same release as centralized, job.toml and CLI."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fedanon.errors import FedanonError
+from leader.sim import Federation, federation, split_table
+from party.config import Hop
+from tests.distributed.conftest import (
+    Dataset,
+    adult_dataset,
+    assert_same_release,
+    centralized,
+    make_job,
+    requires_adult,
+    run_distributed,
+)
+
+
+def test_shuffle_mode_equals_centralized(
+    hospital_federation: Federation, hospital_data: Dataset, tmp_path: Path
+) -> None:
+    """Three daemons over mutual TLS, no padding: the block sizes are the record counts."""
+    spec = hospital_data.spec(L=3, K=20, C="0.2")
+    out = tmp_path / "release.csv"
+    report = run_distributed(
+        hospital_federation.hops,
+        hospital_federation.leader_tls,
+        hospital_data,
+        spec,
+        out,
+        union_mode="shuffle",
+    )
+    assert report["union_mode"] == "shuffle"
+    assert_same_release(out, report, centralized(hospital_data, spec))
+
+
+def test_shuffle_mode_with_padding_and_pairwise_sums_equals_centralized(
+    hospital_federation: Federation, hospital_data: Dataset, tmp_path: Path
+) -> None:
+    spec = hospital_data.spec(L=2, K=30, C="0.2")
+    out = tmp_path / "release.csv"
+    report = run_distributed(
+        hospital_federation.hops,
+        hospital_federation.leader_tls,
+        hospital_data,
+        spec,
+        out,
+        union_mode="shuffle",
+        union_pad_to=900,
+        sum_mode="pairwise",
+    )
+    assert_same_release(out, report, centralized(hospital_data, spec))
+
+
+def test_the_same_daemons_serve_a_layered_job_after_a_shuffle_job(
+    hospital_federation: Federation, hospital_data: Dataset, tmp_path: Path
+) -> None:
+    spec = hospital_data.spec(L=2, K=25, C="0.2")
+    reference = centralized(hospital_data, spec)
+    for mode in ("shuffle", "layered"):
+        out = tmp_path / f"{mode}.csv"
+        report = run_distributed(
+            hospital_federation.hops,
+            hospital_federation.leader_tls,
+            hospital_data,
+            spec,
+            out,
+            union_mode=mode,
+        )
+        assert report["union_mode"] == mode
+        assert_same_release(out, report, reference)
+
+
+def test_a_pad_to_below_a_party_count_fails_in_one_line(
+    hospital_federation: Federation, hospital_data: Dataset, tmp_path: Path
+) -> None:
+    spec = hospital_data.spec(L=2, K=25, C="0.2")
+    out = tmp_path / "release.csv"
+    with pytest.raises(FedanonError, match="pad_to") as failure:
+        run_distributed(
+            hospital_federation.hops,
+            hospital_federation.leader_tls,
+            hospital_data,
+            spec,
+            out,
+            union_mode="shuffle",
+            union_pad_to=10,
+        )
+    assert "\n" not in str(failure.value)
+    assert not out.exists()
+
+
+def test_shuffle_mode_needs_three_parties(hospital_data: Dataset, tmp_path: Path) -> None:
+    """With two parties each would know every permutation: refused before any call."""
+    spec = hospital_data.spec(L=2, K=25, C="0.2")
+    two = [Hop("a", "127.0.0.1:1"), Hop("b", "127.0.0.1:2")]
+    job = make_job(
+        two,
+        None,
+        hospital_data,
+        spec,
+        tmp_path / "x.csv",
+        union_mode="shuffle",
+        allow_two_parties=True,
+    )
+    with pytest.raises(FedanonError, match="three parties"):
+        job.check()
+
+
+@requires_adult
+@pytest.mark.slow
+def test_adult_three_parties_shuffle_mode_equals_centralized(tmp_path: Path) -> None:
+    dataset = adult_dataset()
+    spec = dataset.spec(L=4, K=20, C="0.2")
+    parts = split_table(dataset.table, 3, "random", seed=3)
+    with federation(parts, dataset.taxonomy_path) as fed:
+        out = tmp_path / "release.csv"
+        report = run_distributed(fed.hops, fed.leader_tls, dataset, spec, out, union_mode="shuffle")
+    assert_same_release(out, report, centralized(dataset, spec))
