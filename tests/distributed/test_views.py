@@ -266,6 +266,8 @@ def test_shuffle_union_view_depends_only_on_the_outputs(shuffle_runs: Runs, role
     shown = [item for item in received if any(record in item for record in records)]
     assert not shown, f"{role} received a union message with a record in clear"
     if role == LEADER_NAME:
-        first, again = (list(map(tuple, run.release.itertuples(index=False)))
-                        for run in (shuffle_runs.first, shuffle_runs.again))
+        first, again = (
+            list(map(tuple, each.release.itertuples(index=False)))
+            for each in (shuffle_runs.first, shuffle_runs.again)
+        )
         assert sorted(first) == sorted(again) and first != again
