@@ -19,8 +19,11 @@ records in the order pi_{n-1} o ... o pi_0, with the dummies dropped.
 Why this hides the owners: the owner blocks' positions are public; only the composed permutation
 links an output position to a block. pi_t is known to P_t and P_{t+1} alone, and every share a
 party or the leader receives is masked by a key it does not hold, so it is uniformly random on its
-own. Linking needs the leader plus parties covering every step's pair (for three parties: two of
-them). docs/leakage.md states the trust model next to the layered mode's.
+own. But the two parties of one step's pair hold both shares: together they reconstruct the
+vector at that step (P_0 and P_1 in the public block layout), so the mode trusts the parties not
+to collude pairwise; with the leader, linking takes parties covering every step's pair. For three
+parties: any two parties link, the leader with one party does not. docs/leakage.md sets this
+beside the layered mode, which is stronger and stays the default.
 
 Per-record work is AES-CTR keystream, one table gather and one XOR per step (vectorized with
 numpy); the only public-key operations are one X25519 per pair of parties per session.
