@@ -162,7 +162,7 @@ def run_job(job: LeaderJob, on_step: Callable[[StepInfo], None] | None = None) -
                 raise FedanonError(f"handshake: party {name} has columns {list(reply.columns)}, "
                                    f"party {session.ring[0]} has {columns}")
         assert columns is not None
-        keys = UnionKeys.exchange(session, opened)
+        keys = UnionKeys.exchange(session, opened, prepare_union=job.union_mode == "layered")
         timings["handshake"] = time.perf_counter() - began
 
         mark = time.perf_counter()

@@ -51,7 +51,10 @@ class UnionKeys:
     route: tuple[bytes, ...]
 
     @classmethod
-    def exchange(cls, session: Session, opened: dict[str, pb.OpenSessionReply]) -> UnionKeys:
+    def exchange(cls, session: Session, opened: dict[str, pb.OpenSessionReply],
+                 prepare_union: bool = False) -> UnionKeys:
+        """Verify and distribute the union keys; `prepare_union` asks the parties to prepare
+        their leader-layer ephemeral keys for a layered union while the loop runs."""
         job = session.job
         identity: Identity | None = None
         ca: x509.Certificate | None = None
@@ -66,7 +69,8 @@ class UnionKeys:
         except (FedanonError, ValueError) as exc:
             raise FedanonError(f"handshake: union key shares refused: {exc}") from exc
         session.fan_out("key sharing", lambda n, s: s.ShareKeys(
-            pb.ShareKeysRequest(ref=session.ref(), keys=shares), timeout=job.rpc_seconds))
+            pb.ShareKeysRequest(ref=session.ref(), keys=shares, prepare_union=prepare_union),
+            timeout=job.rpc_seconds))
         return cls(private, route)
 
     def sealed_totals(self, session_id: str) -> SealedTotalChannel:

@@ -374,6 +374,8 @@ class PartyServicer(pb_grpc.PartyServicer):
         try:
             session.union.route = union_route(request.keys, session.ring, sid,
                                               self.ca_certificate)
+            if request.prepare_union:
+                session.union.prepare(len(self.table))
             if session.sum_mode == pb.SUM_MODE_PAIRWISE:
                 peers = verified_peers(request.keys, PAIRWISE_SUM, sid, self.ca_certificate)
                 session.masker = PairwiseMasker(self.config.name, session.pairwise_key, peers,
@@ -508,6 +510,8 @@ class PartyServicer(pb_grpc.PartyServicer):
             if session is None or session.session_id != request.ref.session_id:
                 return pb.EndReply()
             self.session = None
+            if isinstance(session, RING_SESSIONS):
+                session.union.stop_preparing()
             if request.abort:
                 self.last_error = f"session {session.session_id[:12]} aborted: {request.reason}"
                 log.warning("%s", self.last_error)

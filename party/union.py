@@ -13,12 +13,20 @@ at each of its two steps.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import threading
 from collections.abc import Callable
 
 import pandas as pd
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
-from crypto.onion_union import UnionContext, peel_layer, seal_records
+from crypto.onion_union import (
+    UnionContext,
+    peel_layer,
+    prepare_leader_ephemeral,
+    seal_records,
+)
 from crypto.parallel import Parallelism
 from crypto.sealed_total import SealedTotalChannel
 from crypto.share_shuffle import PairKeys, ShuffleContext, ShuffleParty
@@ -43,6 +51,36 @@ def measured_size(records: list[bytes]) -> int:
     return max(64, -(-largest // 64) * 64)
 
 
+class LeaderLayerKeys:
+    """Leader-layer ephemeral keys made on a background thread while the specialization loop
+    runs (they depend on no record and no round), until the union takes them or the session
+    ends. The thread runs at the lowest CPU priority, so it fills the loop's idle time (waiting
+    for the ring) rather than slowing the loop."""
+
+    def __init__(self, leader_key: bytes, count: int) -> None:
+        self._leader_key = leader_key
+        self._count = count
+        self._made: list[tuple[bytes, bytes]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="union-keys", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        # Lowest priority for this thread only (Linux: a thread id is a process id to
+        # setpriority): the loop's own work must not wait for keys the union needs later.
+        with contextlib.suppress(OSError, AttributeError):
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+        while len(self._made) < self._count and not self._stop.is_set():
+            self._made.append(prepare_leader_ephemeral(self._leader_key))
+
+    def take(self) -> list[tuple[bytes, bytes]]:
+        """Stop preparing and hand over what is ready; each pair leaves this object once."""
+        self._stop.set()
+        self._thread.join()
+        made, self._made = self._made, []
+        return made
+
+
 class UnionRole:
     """Keys and context of one party for one session's union."""
 
@@ -55,6 +93,19 @@ class UnionRole:
         self.route: tuple[bytes, ...] | None = None
         self.shuffle: ShuffleParty | None = None
         self._records: tuple[int, list[bytes]] | None = None
+        self._prepared: LeaderLayerKeys | None = None
+
+    def prepare(self, count: int) -> None:
+        """Start preparing `count` leader-layer keys (the route must be known)."""
+        if self.route is None:
+            raise ValueError("union keys were not shared before preparing the union")
+        self.stop_preparing()
+        self._prepared = LeaderLayerKeys(self.route[-1], count)
+
+    def stop_preparing(self) -> list[tuple[bytes, bytes]]:
+        """End the background preparation; the keys it made (used once, by `seal`)."""
+        prepared, self._prepared = self._prepared, None
+        return prepared.take() if prepared is not None else []
 
     def local_records(self, round_: int, serialize: Callable[[], list[bytes]]) -> list[bytes]:
         """This party's serialized records for `round_`, computed once for all union phases."""
@@ -68,7 +119,7 @@ class UnionRole:
         return UnionContext(session_id, round_, self.route, record_size)
 
     def seal(self, records: list[bytes], ctx: UnionContext, pad_to: int | None) -> list[bytes]:
-        return seal_records(records, ctx, pad_to, self.parallelism)
+        return seal_records(records, ctx, pad_to, self.parallelism, self.stop_preparing())
 
     def strip(self, items: list[bytes], ctx: UnionContext) -> list[bytes]:
         return peel_layer(items, self.private_key, self.position, ctx)

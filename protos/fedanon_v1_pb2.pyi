@@ -174,12 +174,14 @@ class OpenSessionReply(_message.Message):
     def __init__(self, party: _Optional[str] = ..., fingerprint: _Optional[str] = ..., fingerprint_items: _Optional[_Iterable[str]] = ..., columns: _Optional[_Iterable[str]] = ..., keys: _Optional[_Iterable[_Union[KeyShare, _Mapping]]] = ..., attributes: _Optional[_Iterable[str]] = ..., lease_seconds: _Optional[float] = ...) -> None: ...
 
 class ShareKeysRequest(_message.Message):
-    __slots__ = ("ref", "keys")
+    __slots__ = ("ref", "keys", "prepare_union")
     REF_FIELD_NUMBER: _ClassVar[int]
     KEYS_FIELD_NUMBER: _ClassVar[int]
+    PREPARE_UNION_FIELD_NUMBER: _ClassVar[int]
     ref: SessionRef
     keys: _containers.RepeatedCompositeFieldContainer[KeyShare]
-    def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ..., keys: _Optional[_Iterable[_Union[KeyShare, _Mapping]]] = ...) -> None: ...
+    prepare_union: bool
+    def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ..., keys: _Optional[_Iterable[_Union[KeyShare, _Mapping]]] = ..., prepare_union: _Optional[bool] = ...) -> None: ...
 
 class ShareKeysReply(_message.Message):
     __slots__ = ()

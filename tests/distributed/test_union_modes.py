@@ -7,8 +7,10 @@ from pathlib import Path
 import pytest
 
 from fedanon.errors import FedanonError
+from leader.config import load_job
 from leader.sim import Federation, federation, split_table
 from party.config import Hop
+from tests.config.configs import job_doc, make_material, toml_text
 from tests.distributed.conftest import (
     Dataset,
     adult_dataset,
@@ -109,6 +111,18 @@ def test_shuffle_mode_needs_three_parties(hospital_data: Dataset, tmp_path: Path
     )
     with pytest.raises(FedanonError, match="three parties"):
         job.check()
+
+
+@pytest.mark.parametrize("mode", ["layered", "shuffle"])
+def test_job_toml_selects_the_union_mode(tmp_path: Path, mode: str) -> None:
+    doc = job_doc(make_material(tmp_path / "material"), tmp_path)
+    default = tmp_path / "default.toml"
+    default.write_text(toml_text(doc), encoding="utf-8")
+    assert load_job(default).union_mode == "layered"
+    doc["union"]["mode"] = mode
+    chosen = tmp_path / "job.toml"
+    chosen.write_text(toml_text(doc), encoding="utf-8")
+    assert load_job(chosen).union_mode == mode
 
 
 @requires_adult
