@@ -13,21 +13,14 @@ at each of its two steps.
 
 from __future__ import annotations
 
-import contextlib
-import os
-import threading
 from collections.abc import Callable
 
 import pandas as pd
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
-from crypto.onion_union import (
-    UnionContext,
-    peel_layer,
-    prepare_leader_ephemeral,
-    seal_records,
-)
+from crypto.onion_union import UnionContext, peel_layer, seal_records
 from crypto.parallel import Parallelism
+from crypto.prepared_keys import PreparedLeaderKeys
 from crypto.sealed_total import SealedTotalChannel
 from crypto.share_shuffle import PairKeys, ShuffleContext, ShuffleParty
 from protos import fedanon_v1_pb2 as pb
@@ -51,36 +44,6 @@ def measured_size(records: list[bytes]) -> int:
     return max(64, -(-largest // 64) * 64)
 
 
-class LeaderLayerKeys:
-    """Leader-layer ephemeral keys made on a background thread while the specialization loop
-    runs (they depend on no record and no round), until the union takes them or the session
-    ends. The thread runs at the lowest CPU priority, so it fills the loop's idle time (waiting
-    for the ring) rather than slowing the loop."""
-
-    def __init__(self, leader_key: bytes, count: int) -> None:
-        self._leader_key = leader_key
-        self._count = count
-        self._made: list[tuple[bytes, bytes]] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="union-keys", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        # Lowest priority for this thread only (Linux: a thread id is a process id to
-        # setpriority): the loop's own work must not wait for keys the union needs later.
-        with contextlib.suppress(OSError, AttributeError):
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
-        while len(self._made) < self._count and not self._stop.is_set():
-            self._made.append(prepare_leader_ephemeral(self._leader_key))
-
-    def take(self) -> list[tuple[bytes, bytes]]:
-        """Stop preparing and hand over what is ready; each pair leaves this object once."""
-        self._stop.set()
-        self._thread.join()
-        made, self._made = self._made, []
-        return made
-
-
 class UnionRole:
     """Keys and context of one party for one session's union."""
 
@@ -93,14 +56,14 @@ class UnionRole:
         self.route: tuple[bytes, ...] | None = None
         self.shuffle: ShuffleParty | None = None
         self._records: tuple[int, list[bytes]] | None = None
-        self._prepared: LeaderLayerKeys | None = None
+        self._prepared: PreparedLeaderKeys | None = None
 
     def prepare(self, count: int) -> None:
         """Start preparing `count` leader-layer keys (the route must be known)."""
         if self.route is None:
             raise ValueError("union keys were not shared before preparing the union")
         self.stop_preparing()
-        self._prepared = LeaderLayerKeys(self.route[-1], count)
+        self._prepared = PreparedLeaderKeys(self.route[-1], count)
 
     def stop_preparing(self) -> list[tuple[bytes, bytes]]:
         """End the background preparation; the keys it made (used once, by `seal`)."""

@@ -3,6 +3,7 @@ specialization loop): same union, each key used once, bound to the route's leade
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 
 import pytest
@@ -17,7 +18,7 @@ from crypto.onion_union import (
     prepare_leader_ephemeral,
     seal_records,
 )
-from party.union import LeaderLayerKeys
+from crypto.prepared_keys import PreparedLeaderKeys
 
 SESSION = b"prepared-session"
 
@@ -63,9 +64,16 @@ def test_keys_prepared_for_another_leader_fail_authentication() -> None:
 
 
 def test_background_preparation_hands_each_key_over_once() -> None:
-    leader = X25519PrivateKey.generate().public_key().public_bytes_raw()
-    preparing = LeaderLayerKeys(leader, 50)
-    first = preparing.take()
-    assert len(first) <= 50
-    assert len({epk for epk, _ in first}) == len(first)
+    """Keys made in the worker process seal a union the leader opens; a second take is empty."""
+    keys, ctx = _route()
+    preparing = PreparedLeaderKeys(ctx.route[-1], 40)
+    deadline = time.monotonic() + 60
+    made: list[tuple[bytes, bytes]] = []
+    while not made and time.monotonic() < deadline:  # the first chunk, however loaded the host
+        time.sleep(0.05)
+        made = preparing.take() if preparing._futures[0].done() else []
+    assert len(made) == 40 and len({epk for epk, _ in made}) == 40
     assert preparing.take() == []
+    records = [f"r{i}".encode() for i in range(40)]
+    sealed = seal_records(records, ctx, prepared=made)
+    assert Counter(_through_ring(sealed, keys, ctx)) == Counter(records)
