@@ -125,6 +125,23 @@ def test_job_toml_selects_the_union_mode(tmp_path: Path, mode: str) -> None:
     assert load_job(chosen).union_mode == mode
 
 
+@pytest.mark.slow
+def test_five_parties_uneven_shuffle_mode_equals_centralized(
+    hospital_data: Dataset, tmp_path: Path
+) -> None:
+    """Five steps, pairs (P4, P0) last; one party with no records (an empty block)."""
+    table = hospital_data.table.iloc[:1500].reset_index(drop=True)
+    dataset = Dataset(
+        table, hospital_data.taxonomy_path, hospital_data.taxonomy, hospital_data.drop
+    )
+    parts = [*split_table(table, 4, "random", seed=7), table.iloc[:0]]
+    spec = dataset.spec(L=2, K=15, C="0.25")
+    with federation(parts, dataset.taxonomy_path, workdir=tmp_path / "fed") as fed:
+        out = tmp_path / "release.csv"
+        report = run_distributed(fed.hops, fed.leader_tls, dataset, spec, out, union_mode="shuffle")
+    assert_same_release(out, report, centralized(dataset, spec))
+
+
 @requires_adult
 @pytest.mark.slow
 def test_adult_three_parties_shuffle_mode_equals_centralized(tmp_path: Path) -> None:
