@@ -86,7 +86,7 @@ def test_output_order_hides_the_owner() -> None:
     assert all(59 <= count <= 141 for count in owners.values()), owners
 
 
-def test_every_received_share_looks_uniform_and_differs_across_runs() -> None:
+def test_every_received_message_has_uniform_bytes_and_no_record() -> None:
     """No role receives a share in which the records (or their zero padding) show: byte
     frequencies of each received message are those of uniform bytes."""
     blocks = [[b"same record"] * 400 for _ in range(3)]
