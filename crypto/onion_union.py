@@ -173,18 +173,32 @@ def _seal_innermost(context: _ContextFields, items: Sequence[bytes]) -> list[byt
     return [_seal_item(*_new_ephemeral(ctx.session_id, leader), item, leader.aad) for item in items]
 
 
+def prepare_leader_ephemeral(leader_key: bytes) -> tuple[bytes, bytes]:
+    """One ephemeral key for the leader's layer, made before the records exist.
+
+    Returns its public half and its X25519 secret with `leader_key` (the route's last key): the
+    per-record public-key work, which depends on no record and no round, so owners can do it
+    while the specialization loop runs. Each pair must seal exactly one item.
+    """
+    ephemeral = X25519PrivateKey.generate()
+    shared = ephemeral.exchange(X25519PublicKey.from_public_bytes(leader_key))
+    return ephemeral.public_key().public_bytes_raw(), shared
+
+
 def seal_records(
     records: Sequence[bytes],
     ctx: UnionContext,
     pad_to: int | None = None,
     parallelism: Parallelism = SEQUENTIAL,
+    prepared: Sequence[tuple[bytes, bytes]] = (),
 ) -> list[bytes]:
     """Owner role: wrap each record in every hop's layer; pad with dummies to `pad_to` items.
 
     Padding every party to the same public `pad_to` hides per-party record counts from the hops
     (the leader still learns the total number of real records, which is the release size).
-    `parallelism` spreads the per-record leader layer over worker processes; the output has the
-    same form and order either way.
+    `prepared` (from `prepare_leader_ephemeral` for this route's leader, never reused) seals the
+    first items' leader layer without public-key work; `parallelism` spreads the remaining
+    items' leader layer over worker processes. The output has the same form and order either way.
     """
     items = [_inner(_REAL, record, ctx.record_size) for record in records]
     if pad_to is not None:
@@ -194,7 +208,12 @@ def seal_records(
             raise ValueError(f"more records than pad_to={pad_to}: a padded union needs pad_to "
                              "at least every party's record count")
         items.extend(_inner(_DUMMY, b"", ctx.record_size) for _ in range(pad_to - len(items)))
-    sealed = parallelism.map(partial(_seal_innermost, astuple(ctx)), items)
+    leader = _Hop.of(ctx, ctx.leader_hop)
+    sealed = [
+        _seal_item(_layer_cipher(shared, epk, ctx.session_id, leader), epk, item, leader.aad)
+        for (epk, shared), item in zip(prepared, items, strict=False)
+    ]
+    sealed += parallelism.map(partial(_seal_innermost, astuple(ctx)), items[len(sealed) :])
     for index in range(ctx.leader_hop - 1, -1, -1):
         hop = _Hop.of(ctx, index)
         cipher, epk = _new_ephemeral(ctx.session_id, hop)

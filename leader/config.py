@@ -49,6 +49,8 @@ Example::
     pad_to = 0                       # > 0: every party pads its union batch with dummies to
                                      # this many items, hiding its record count (must be at
                                      # least the largest party's record count)
+    mode = "layered"                 # or "shuffle": secret-shared shuffle, symmetric crypto
+                                     # only, fast; weaker collusion threshold (docs/leakage.md)
 """
 
 from __future__ import annotations
@@ -93,6 +95,7 @@ if TYPE_CHECKING:
     from leader.randomize import RandomizeLeaderJob
 
 SUM_MODES = ("ring", "pairwise")
+UNION_MODES = ("layered", "shuffle")
 
 LKC_SCHEMA = Table({
     "L": Key(Integer(1, 2**31 - 1)),
@@ -142,8 +145,8 @@ JOB_SCHEMA = Table({
         "rpc_seconds": Key(Number(0, DAY, low_open=True)),
         "union_seconds": Key(Number(0, 7 * DAY, low_open=True), default=600.0),
     }), default={}),
-    "union": Key(Table({**UNION_KEYS, "pad_to": Key(Integer(0, 2**31 - 1), default=0)}),
-                 default={}),
+    "union": Key(Table({**UNION_KEYS, "pad_to": Key(Integer(0, 2**31 - 1), default=0),
+                        "mode": Key(Text(choices=UNION_MODES), default="layered")}), default={}),
 })
 
 
@@ -164,6 +167,7 @@ class LeaderJob:
     union_seconds: float = 600.0
     union_parallelism: Parallelism = field(default_factory=Parallelism.configured)
     union_pad_to: int = 0
+    union_mode: str = "layered"
     extra_report: dict[str, Any] = field(default_factory=dict)
 
     def check(self) -> None:
@@ -183,6 +187,12 @@ class LeaderJob:
         if self.union_pad_to < 0:
             raise FedanonError(f"[union] pad_to must be 0 (no padding) or more, "
                                f"got {self.union_pad_to}")
+        if self.union_mode not in UNION_MODES:
+            raise FedanonError(f"[union] mode '{self.union_mode}' unknown (choose layered or "
+                               "shuffle)")
+        if self.union_mode == "shuffle" and len(names) < 3:
+            raise FedanonError("[union] mode = \"shuffle\" needs at least three parties (with "
+                               "two, each would know every permutation)")
 
 
 def spec_from_table(lkc: dict[str, Any], taxonomy: TaxonomyFile, where: str) -> LKCJobSpec:
@@ -310,6 +320,7 @@ def load_job(path: str | Path) -> LeaderJob | DRBTLeaderJob | RandomizeLeaderJob
         union_seconds=data["timeouts"]["union_seconds"],
         union_parallelism=union_parallelism(data["union"]),
         union_pad_to=data["union"]["pad_to"],
+        union_mode=data["union"]["mode"],
     )
     job.check()
     return job

@@ -167,7 +167,7 @@ def run_job(job: LeaderJob, on_step: Callable[[StepInfo], None] | None = None,
                 raise FedanonError(f"handshake: party {name} has columns {list(reply.columns)}, "
                                    f"party {session.ring[0]} has {columns}")
         assert columns is not None
-        keys = UnionKeys.exchange(session, opened)
+        keys = UnionKeys.exchange(session, opened, prepare_union=job.union_mode == "layered")
         timings["handshake"] = time.perf_counter() - began
 
         mark = time.perf_counter()
@@ -180,8 +180,8 @@ def run_job(job: LeaderJob, on_step: Callable[[StepInfo], None] | None = None,
 
         mark = time.perf_counter()
         rows = run_union(session, keys, traffic, job.rpc_seconds, job.union_seconds,
-                         source.iteration, job.union_parallelism, job.union_pad_to, on_phase,
-                         on_counts=revealed.update)
+                         source.iteration, job.union_parallelism, job.union_pad_to,
+                         job.union_mode, on_phase, on_counts=revealed.update)
         timings["union"] = time.perf_counter() - mark
 
         ended = session.fan_out("end", lambda n, s: s.End(
@@ -210,6 +210,7 @@ def run_job(job: LeaderJob, on_step: Callable[[StepInfo], None] | None = None,
             "session_id": session.session_id,
             "parties": session.ring,
             "sum_mode": job.sum_mode,
+            "union_mode": job.union_mode,
             "iterations": source.iteration,
             "seconds": {k: round(v, 4) for k, v in timings.items()},
             "leader_bytes": {"sent": traffic.sent, "received": traffic.received},

@@ -12,6 +12,11 @@
 5. The leader removes the innermost layer, drops dummies and decodes the records. That is one
    key exchange per record, so with `parallelism` it runs in worker processes, whose fork
    server starts while the parties seal.
+
+The shuffle mode (`[union] mode = "shuffle"`, crypto/share_shuffle.py) replaces 3-5: SHARE at
+every party (parties 2.. return their blocks sealed for party 1), then one SHUFFLE_STEP per party
+sent to that step's pair, the leader relaying the share the first of the pair hands on; the last
+pair returns both shares, which the leader XORs.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from crypto.keyshare import ONION_UNION
 from crypto.onion_union import UnionContext, open_records
 from crypto.parallel import Parallelism
 from crypto.sealed_total import SealedTotalChannel
+from crypto.share_shuffle import ShuffleContext, open_shuffled
 from fedanon.errors import FedanonError
 from fedanon.keyshares import new_share, union_route
 from leader.federation import Traffic, describe_rpc_error
@@ -46,7 +52,10 @@ class UnionKeys:
     route: tuple[bytes, ...]
 
     @classmethod
-    def exchange(cls, session: Session, opened: dict[str, pb.OpenSessionReply]) -> UnionKeys:
+    def exchange(cls, session: Session, opened: dict[str, pb.OpenSessionReply],
+                 prepare_union: bool = False) -> UnionKeys:
+        """Verify and distribute the union keys; `prepare_union` asks the parties to prepare
+        their leader-layer ephemeral keys for a layered union while the loop runs."""
         job = session.job
         identity: Identity | None = None
         ca: x509.Certificate | None = None
@@ -61,7 +70,8 @@ class UnionKeys:
         except (FedanonError, ValueError) as exc:
             raise FedanonError(f"handshake: union key shares refused: {exc}") from exc
         session.fan_out("key sharing", lambda n, s: s.ShareKeys(
-            pb.ShareKeysRequest(ref=session.ref(), keys=shares), timeout=job.rpc_seconds))
+            pb.ShareKeysRequest(ref=session.ref(), keys=shares, prepare_union=prepare_union),
+            timeout=job.rpc_seconds))
         return cls(private, route)
 
     def sealed_totals(self, session_id: str) -> SealedTotalChannel:
@@ -84,22 +94,32 @@ def _ring_call(session: Session, request: pb.UnionRequest, phase: str, timeout: 
 
 def run_union(session: Session, keys: UnionKeys, traffic: Traffic, rpc_seconds: float,
               union_seconds: float, round_: int, parallelism: Parallelism,
-              pad_to: int = 0, on_phase: Callable[[str], None] | None = None,
+              pad_to: int = 0, mode: str = "layered",
+              on_phase: Callable[[str], None] | None = None,
               on_counts: Callable[[dict[str, int]], None] | None = None) -> list[list[str]]:
     """Integrate the release: returns the records (as lists of column values), shuffled.
 
-    `on_phase` hears a line per phase (for a progress display); it is told only what the leader
-    learns anyway: the number of sealed items, never a party's share of them. `on_counts` hears
-    each party's record count only when the job reveals it to the leader (no `pad_to`: the
-    batch sizes are the counts); with padding it is never called.
+    `mode` is "layered" (onion encryption, the default) or "shuffle" (secret-shared shuffle
+    among the parties). `on_phase` hears a line per phase (for a progress display); it is told
+    only what the leader learns anyway: the number of sealed items, never a party's share of
+    them. `on_counts` hears each party's record count only when the job reveals it to the
+    leader (no `pad_to`: the batch sizes are the counts); with padding it is never called.
     """
     show = on_phase or (lambda _text: None)
-    parallelism.start()
     ref = session.ref(round_)
     show(f"union: {len(session.ring)} parties measure and seal their records")
     sizes = session.fan_out("union (measure)", lambda n, s: s.Union(
-        pb.UnionRequest(ref=ref, phase=pb.UNION_PHASE_MEASURE), timeout=rpc_seconds))
+        pb.UnionRequest(ref=ref, phase=pb.UNION_PHASE_MEASURE, pad_to=pad_to),
+        timeout=rpc_seconds))
     record_size = max(r.record_size for r in sizes.values())
+    if mode == "shuffle":
+        block_sizes = [pad_to or sizes[name].count for name in session.ring]
+        if pad_to == 0 and on_counts is not None:
+            on_counts(dict(zip(session.ring, block_sizes, strict=True)))
+        show(f"union: {len(session.ring)} parties shuffle {sum(block_sizes):,} shared records")
+        return _decoded(_shuffle_union(session, keys, traffic, union_seconds, ref, record_size,
+                                       block_sizes))
+    parallelism.start()
     timeout = union_seconds
     collect = pb.UnionRequest(ref=ref, phase=pb.UNION_PHASE_COLLECT, record_size=record_size,
                               pad_to=pad_to)
@@ -120,9 +140,63 @@ def run_union(session: Session, keys: UnionKeys, traffic: Traffic, rpc_seconds: 
         plain = open_records(list(stripped.items), keys.private_key, ctx, parallelism)
     except (FedanonError, ValueError) as exc:
         raise FedanonError(f"union: the final batch is invalid: {exc}") from exc
+    return _decoded(plain)
+
+
+def _decoded(plain: list[bytes]) -> list[list[str]]:
+    """The records' column values. A generalized release repeats few distinct records, so each
+    distinct serialization is parsed once (the rows share its list; nothing mutates them)."""
+    parsed: dict[bytes, list[str]] = {}
     rows = []
     for blob in plain:
-        record = pb.ReleasedRecord()
-        record.ParseFromString(blob)
-        rows.append(list(record.values))
+        values = parsed.get(blob)
+        if values is None:
+            values = parsed[blob] = list(pb.ReleasedRecord.FromString(blob).values)
+        rows.append(values)
     return rows
+
+
+def _shuffle_union(session: Session, keys: UnionKeys, traffic: Traffic, timeout: float,
+                   ref: pb.SessionRef, record_size: int, block_sizes: list[int]) -> list[bytes]:
+    """The shuffle mode's phases; returns the real records in the shuffled order."""
+    ring, n = session.ring, len(session.ring)
+    share = pb.UnionRequest(ref=ref, phase=pb.UNION_PHASE_SHUFFLE_SHARE, record_size=record_size,
+                            block_sizes=block_sizes)
+    owned = session.fan_out("union (share)", lambda _, s: s.Union(share, timeout=timeout))
+    traffic.add("union", share.ByteSize() * n, sum(r.ByteSize() for r in owned.values()))
+    _expect_items(owned, {name: int(o >= 2) for o, name in enumerate(ring)}, "share")
+    incoming = [item for name in ring[2:] for item in owned[name].items]
+    for t in range(n):
+        first, second = ring[t], ring[(t + 1) % n]
+        requests = {
+            first: pb.UnionRequest(ref=ref, phase=pb.UNION_PHASE_SHUFFLE_STEP, step=t),
+            second: pb.UnionRequest(ref=ref, phase=pb.UNION_PHASE_SHUFFLE_STEP, step=t,
+                                    items=incoming),
+        }
+        futures = {name: session.pool.submit(session.stubs[name].Union, request,
+                                             timeout=timeout)
+                   for name, request in requests.items()}
+        replies = {}
+        for name, future in futures.items():
+            try:
+                replies[name] = future.result()
+            except grpc.RpcError as exc:
+                raise describe_rpc_error(exc, name, f"union (shuffle step {t})") from exc
+            traffic.add("union", requests[name].ByteSize(), replies[name].ByteSize())
+        last = t == n - 1
+        _expect_items(replies, {first: 1, second: int(last)}, f"shuffle step {t}")
+        incoming = list(replies[first].items)
+    shares = [replies[first].items[0], replies[second].items[0]]
+    ctx = ShuffleContext(bytes.fromhex(session.session_id), ref.iteration, keys.route[:-1],
+                         record_size, tuple(block_sizes))
+    try:
+        return open_shuffled(shares, ctx)
+    except (FedanonError, ValueError) as exc:
+        raise FedanonError(f"union: the shuffled shares are invalid: {exc}") from exc
+
+
+def _expect_items(replies: dict[str, Any], counts: dict[str, int], phase: str) -> None:
+    for name, count in counts.items():
+        if len(replies[name].items) != count:
+            raise FedanonError(f"union ({phase}): party {name} sent {len(replies[name].items)} "
+                               f"items, expected {count}")

@@ -374,6 +374,8 @@ class PartyServicer(pb_grpc.PartyServicer):
         try:
             session.union.route = union_route(request.keys, session.ring, sid,
                                               self.ca_certificate)
+            if request.prepare_union:
+                session.union.prepare(len(self.table))
             if session.sum_mode == pb.SUM_MODE_PAIRWISE:
                 peers = verified_peers(request.keys, PAIRWISE_SUM, sid, self.ca_certificate)
                 session.masker = PairwiseMasker(self.config.name, session.pairwise_key, peers,
@@ -438,17 +440,32 @@ class PartyServicer(pb_grpc.PartyServicer):
         session.touch()
         session.bytes_received += request.ByteSize()
         return session.answers.answer(
-            f"union phase {int(request.phase)}", request.ref.iteration, request, context,
-            self._fail, lambda: self._union_step(session, request, context))
+            f"union phase {int(request.phase)} step {request.step}", request.ref.iteration,
+            request, context, self._fail, lambda: self._union_step(session, request, context))
 
     def _union_step(self, session: PartySession, request: pb.UnionRequest,
                     context: grpc.ServicerContext) -> pb.UnionReply:
         """One union phase at this party (MEASURE, COLLECT, or STRIP and forward)."""
         try:
             session.check_ref(request.ref)
-            records = record_bytes(session.release_table())
+            if request.phase == pb.UNION_PHASE_SHUFFLE_STEP:
+                reply = pb.UnionReply(items=session.union.shuffle_step(request.step,
+                                                                       list(request.items)))
+                session.bytes_sent += reply.ByteSize()
+                return reply
+            records = session.union.local_records(
+                request.ref.iteration, lambda: record_bytes(session.release_table()))
             if request.phase == pb.UNION_PHASE_MEASURE:
-                return pb.UnionReply(record_size=measured_size(records))
+                # The count only where nothing hides it anyway (no padding): the shuffle
+                # mode's public block sizes.
+                count = len(records) if request.pad_to == 0 else 0
+                return pb.UnionReply(record_size=measured_size(records), count=count)
+            if request.phase == pb.UNION_PHASE_SHUFFLE_SHARE:
+                reply = pb.UnionReply(items=session.union.share(
+                    records, bytes.fromhex(session.session_id), request.ref.iteration,
+                    request.record_size, tuple(request.block_sizes)))
+                session.bytes_sent += reply.ByteSize()
+                return reply
             ctx = session.union.context(bytes.fromhex(session.session_id),
                                         request.ref.iteration, request.record_size)
             if request.phase == pb.UNION_PHASE_COLLECT:
@@ -493,6 +510,8 @@ class PartyServicer(pb_grpc.PartyServicer):
             if session is None or session.session_id != request.ref.session_id:
                 return pb.EndReply()
             self.session = None
+            if isinstance(session, RING_SESSIONS):
+                session.union.stop_preparing()
             if request.abort:
                 self.last_error = f"session {session.session_id[:12]} aborted: {request.reason}"
                 log.warning("%s", self.last_error)

@@ -19,6 +19,8 @@ class UnionPhase(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     UNION_PHASE_COLLECT: _ClassVar[UnionPhase]
     UNION_PHASE_STRIP: _ClassVar[UnionPhase]
     UNION_PHASE_MEASURE: _ClassVar[UnionPhase]
+    UNION_PHASE_SHUFFLE_SHARE: _ClassVar[UnionPhase]
+    UNION_PHASE_SHUFFLE_STEP: _ClassVar[UnionPhase]
 SUM_MODE_UNSPECIFIED: SumMode
 SUM_MODE_RING: SumMode
 SUM_MODE_PAIRWISE: SumMode
@@ -26,6 +28,8 @@ UNION_PHASE_UNSPECIFIED: UnionPhase
 UNION_PHASE_COLLECT: UnionPhase
 UNION_PHASE_STRIP: UnionPhase
 UNION_PHASE_MEASURE: UnionPhase
+UNION_PHASE_SHUFFLE_SHARE: UnionPhase
+UNION_PHASE_SHUFFLE_STEP: UnionPhase
 
 class SessionRef(_message.Message):
     __slots__ = ("session_id", "iteration")
@@ -170,12 +174,14 @@ class OpenSessionReply(_message.Message):
     def __init__(self, party: _Optional[str] = ..., fingerprint: _Optional[str] = ..., fingerprint_items: _Optional[_Iterable[str]] = ..., columns: _Optional[_Iterable[str]] = ..., keys: _Optional[_Iterable[_Union[KeyShare, _Mapping]]] = ..., attributes: _Optional[_Iterable[str]] = ..., lease_seconds: _Optional[float] = ...) -> None: ...
 
 class ShareKeysRequest(_message.Message):
-    __slots__ = ("ref", "keys")
+    __slots__ = ("ref", "keys", "prepare_union")
     REF_FIELD_NUMBER: _ClassVar[int]
     KEYS_FIELD_NUMBER: _ClassVar[int]
+    PREPARE_UNION_FIELD_NUMBER: _ClassVar[int]
     ref: SessionRef
     keys: _containers.RepeatedCompositeFieldContainer[KeyShare]
-    def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ..., keys: _Optional[_Iterable[_Union[KeyShare, _Mapping]]] = ...) -> None: ...
+    prepare_union: bool
+    def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ..., keys: _Optional[_Iterable[_Union[KeyShare, _Mapping]]] = ..., prepare_union: _Optional[bool] = ...) -> None: ...
 
 class ShareKeysReply(_message.Message):
     __slots__ = ()
@@ -242,26 +248,32 @@ class EndReply(_message.Message):
     def __init__(self, bytes_sent: _Optional[int] = ..., bytes_received: _Optional[int] = ...) -> None: ...
 
 class UnionRequest(_message.Message):
-    __slots__ = ("ref", "phase", "items", "record_size", "pad_to")
+    __slots__ = ("ref", "phase", "items", "record_size", "pad_to", "block_sizes", "step")
     REF_FIELD_NUMBER: _ClassVar[int]
     PHASE_FIELD_NUMBER: _ClassVar[int]
     ITEMS_FIELD_NUMBER: _ClassVar[int]
     RECORD_SIZE_FIELD_NUMBER: _ClassVar[int]
     PAD_TO_FIELD_NUMBER: _ClassVar[int]
+    BLOCK_SIZES_FIELD_NUMBER: _ClassVar[int]
+    STEP_FIELD_NUMBER: _ClassVar[int]
     ref: SessionRef
     phase: UnionPhase
     items: _containers.RepeatedScalarFieldContainer[bytes]
     record_size: int
     pad_to: int
-    def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ..., phase: _Optional[_Union[UnionPhase, str]] = ..., items: _Optional[_Iterable[bytes]] = ..., record_size: _Optional[int] = ..., pad_to: _Optional[int] = ...) -> None: ...
+    block_sizes: _containers.RepeatedScalarFieldContainer[int]
+    step: int
+    def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ..., phase: _Optional[_Union[UnionPhase, str]] = ..., items: _Optional[_Iterable[bytes]] = ..., record_size: _Optional[int] = ..., pad_to: _Optional[int] = ..., block_sizes: _Optional[_Iterable[int]] = ..., step: _Optional[int] = ...) -> None: ...
 
 class UnionReply(_message.Message):
-    __slots__ = ("items", "record_size")
+    __slots__ = ("items", "record_size", "count")
     ITEMS_FIELD_NUMBER: _ClassVar[int]
     RECORD_SIZE_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
     items: _containers.RepeatedScalarFieldContainer[bytes]
     record_size: int
-    def __init__(self, items: _Optional[_Iterable[bytes]] = ..., record_size: _Optional[int] = ...) -> None: ...
+    count: int
+    def __init__(self, items: _Optional[_Iterable[bytes]] = ..., record_size: _Optional[int] = ..., count: _Optional[int] = ...) -> None: ...
 
 class ReleasedRecord(_message.Message):
     __slots__ = ("values", "dummy")

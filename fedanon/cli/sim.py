@@ -33,6 +33,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     lkc.add_argument("--pad-to", type=int, default=0, metavar="N",
                      help="pad every party's union batch to N items, hiding its record count "
                           "from the leader (job.toml [union] pad_to; N >= the largest party)")
+    lkc.add_argument("--union-mode", choices=("layered", "shuffle"), default="layered",
+                     help="secure union: layered encryption (default) or the faster secret-shared "
+                          "shuffle (job.toml [union] mode; docs/leakage.md compares them)")
     lkc.add_argument("--insecure", action="store_true", help="no TLS (local experiments only)")
     lkc.add_argument("--workdir", help="keep configs, certificates and logs here")
     lkc.add_argument("--out", required=True, help="integrated release (written atomically)")
@@ -113,7 +116,7 @@ def run_sim_lkc(args: argparse.Namespace) -> int:
                         tls=fed.leader_tls, out=Path(args.out),
                         report=Path(args.report) if args.report else None,
                         sum_mode=args.sum_mode, allow_two_parties=args.allow_two_parties,
-                        union_pad_to=args.pad_to)
+                        union_pad_to=args.pad_to, union_mode=args.union_mode)
         with step_progress("distributed LKC", args.quiet) as show:
             report = run_job(job, on_step=lambda s: show(progress_text(s)), on_phase=show)
     finish_distributed_reports(args, job, report, "sim lkc")

@@ -56,6 +56,7 @@ JOB_CASES = [
     ("lkc.sensitive", ["x"], ["lkc.sensitive", "column = ["]),
     ("union.pad_to", "lots", ["union.pad_to", "integer", "'lots'"]),
     ("union.pad_to", -1, ["union.pad_to", "[0,"]),
+    ("union.mode", "fast", ["union.mode", '"layered"', '"shuffle"']),
     ("timeouts.union_seconds", "x", ["timeouts.union_seconds", "number"]),
     ("timeouts.rpc_seconds", -5, ["timeouts.rpc_seconds", "(0,"]),
     ("timeouts.rpc_seconds", float("inf"), ["timeouts.rpc_seconds", "inf"]),

@@ -27,6 +27,7 @@ import pandas as pd
 import pytest
 
 from leader.sim import LEADER_NAME, split_table
+from protos import fedanon_v1_pb2 as pb
 from tests.distributed.conftest import (
     Dataset,
     assert_same_release,
@@ -82,14 +83,22 @@ def moved_records(parts: list[pd.DataFrame], a: int, b: int) -> list[pd.DataFram
     return out
 
 
-def _record(workdir: Path, dataset: Dataset, sum_mode: str, pad_to: int = 0) -> Runs:
+def _record(
+    workdir: Path, dataset: Dataset, sum_mode: str, pad_to: int = 0, union_mode: str = "layered"
+) -> Runs:
     parts = split_table(dataset.table, 3, "random", seed=4)
-    first, again = _record_jobs(parts, dataset, workdir / "same", 2, sum_mode, pad_to)
+    first, again = _record_jobs(parts, dataset, workdir / "same", 2, sum_mode, pad_to, union_mode)
     moved = {}
     for observer in range(3):
         a, b = (i for i in range(3) if i != observer)
         (run,) = _record_jobs(
-            moved_records(parts, a, b), dataset, workdir / f"moved-{observer}", 1, sum_mode, pad_to
+            moved_records(parts, a, b),
+            dataset,
+            workdir / f"moved-{observer}",
+            1,
+            sum_mode,
+            pad_to,
+            union_mode,
         )
         # The precondition of a view test: the outputs are the same in every run...
         assert rows(run.release) == rows(first.release)
@@ -111,6 +120,7 @@ def _record_jobs(
     jobs: int,
     sum_mode: str,
     pad_to: int,
+    union_mode: str = "layered",
 ) -> list[Run]:
     """`jobs` recorded jobs on one in-process federation, each with its own wire log."""
     spec = dataset.spec(L=3, K=20, C="0.2")
@@ -127,7 +137,14 @@ def _record_jobs(
                 fed.contributions.vectors.clear()
             out = workdir / f"release-{job}.csv"
             report = run_distributed(
-                fed.hops, fed.leader_tls, dataset, spec, out, sum_mode=sum_mode, union_pad_to=pad_to
+                fed.hops,
+                fed.leader_tls,
+                dataset,
+                spec,
+                out,
+                sum_mode=sum_mode,
+                union_pad_to=pad_to,
+                union_mode=union_mode,
             )
             assert_same_release(out, report, reference)
             log = MessageLog(list(fed.log.items))
@@ -151,6 +168,11 @@ def ring_runs(tmp_path_factory: pytest.TempPathFactory, view_data: Dataset) -> R
 @pytest.fixture(scope="module")
 def pairwise_runs(tmp_path_factory: pytest.TempPathFactory, view_data: Dataset) -> Runs:
     return _record(tmp_path_factory.mktemp("pairwise-views"), view_data, "pairwise", PAD_TO)
+
+
+@pytest.fixture(scope="module")
+def shuffle_runs(tmp_path_factory: pytest.TempPathFactory, view_data: Dataset) -> Runs:
+    return _record(tmp_path_factory.mktemp("shuffle-views"), view_data, "ring", 0, "shuffle")
 
 
 def _assert_same_view(runs: Runs, role: str, features: object, what: str) -> None:
@@ -216,3 +238,36 @@ def test_union_view_depends_only_on_the_outputs(
         return union_features(view_of(run.log, role))
 
     _assert_same_view(runs, role, features, f"union ({mode} job)")
+
+
+@pytest.mark.parametrize("role", ["hospital-1", "hospital-2", "hospital-3", LEADER_NAME])
+def test_shuffle_union_view_depends_only_on_the_outputs(shuffle_runs: Runs, role: str) -> None:
+    """Shuffle union (SHUFFLE_SHARE / SHUFFLE_STEP): every share a role receives is masked by a
+    key it lacks, so only message counts and sizes are mask-free, and those do not change when
+    records move between the other parties; the leader's output order is the same multiset
+    in a fresh order every run (the composed permutation is secret)."""
+
+    def features(run: Run) -> dict:
+        return union_features(view_of(run.log, role))
+
+    _assert_same_view(shuffle_runs, role, features, "shuffle union")
+    run = shuffle_runs.first
+    records = {
+        pb.ReleasedRecord(values=list(row)).SerializeToString()
+        for row in run.release.itertuples(index=False, name=None)
+    }
+    received = [
+        bytes(item)
+        for seen in view_of(run.log, role)
+        if seen.method == "Union" and seen.direction == "received"
+        for item in seen.message.items
+    ]
+    assert received, f"{role} received no union items (the test saw nothing)"
+    shown = [item for item in received if any(record in item for record in records)]
+    assert not shown, f"{role} received a union message with a record in clear"
+    if role == LEADER_NAME:
+        first, again = (
+            list(map(tuple, each.release.itertuples(index=False)))
+            for each in (shuffle_runs.first, shuffle_runs.again)
+        )
+        assert sorted(first) == sorted(again) and first != again
