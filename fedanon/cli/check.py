@@ -12,15 +12,17 @@ import json
 import sys
 from fractions import Fraction
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
-from rich.console import Console
-from rich.table import Table
-
-from fedanon.checker import CheckResult, Violation, check_lkc, parse_confidence
 from fedanon.cli.alphak import add_check_alpha_k
 from fedanon.cli.kactus import add_check_k_anonymity
 from fedanon.errors import FedanonError
+
+if TYPE_CHECKING:  # the handler imports them; building the parser must not (start-up time)
+    import pandas as pd
+    from rich.console import Console
+
+    from fedanon.checker import CheckResult, Violation
 
 DESCRIPTION = """\
 Check that a released table satisfies LKC-privacy: every group of rows that agree on at most L
@@ -119,6 +121,8 @@ def _requirement(args: argparse.Namespace) -> tuple[list[str], dict[str, list[st
 
 def _read_release(path: str, delimiter: str) -> pd.DataFrame:
     """The released CSV with every cell as the exact string written (no NA or number parsing)."""
+    import pandas as pd
+
     sep = "\t" if delimiter in ("\\t", "tab") else delimiter
     if len(sep) != 1:
         raise FedanonError(f"--delimiter must be one character, got {delimiter!r}")
@@ -155,6 +159,8 @@ def _read_parquet_release(path: str) -> pd.DataFrame:
 
 def run_lkc(args: argparse.Namespace) -> int:
     """Handler of `fedanon check lkc`."""
+    from fedanon.checker import check_lkc, parse_confidence
+
     K = _positive_int("K", args.K)
     C = parse_confidence(args.C)
     qids, sensitive = _requirement(args)
@@ -183,6 +189,8 @@ def _percent(share: Fraction) -> str:
 
 def _print_summary(result: CheckResult, qids: list[str]) -> None:
     """A few lines for a human; user strings are printed without rich markup interpretation."""
+    from rich.console import Console
+
     console = Console(markup=False, highlight=False, soft_wrap=True)
     c = result.C
     verdict = "holds" if result.ok else "VIOLATED"
@@ -205,6 +213,8 @@ def _print_summary(result: CheckResult, qids: list[str]) -> None:
 
 def _print_violation(console: Console, v: Violation, result: CheckResult) -> None:
     """The worst group: which values, which bound, and the row where it first occurs."""
+    from rich.table import Table
+
     if v.bound == "K":
         reason = f"group size {v.size} < K={result.K}"
     else:

@@ -18,7 +18,6 @@ from typing import Any
 from fedanon.cli.common import print_summary, step_progress
 from fedanon.cli.leader import progress_text
 from fedanon.errors import FedanonError
-from fedanon.outputs import CommandOutputs
 
 DEFAULTS = {"L": 3, "K": 10, "C": "0.25"}
 
@@ -39,6 +38,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_demo(args: argparse.Namespace) -> int:
+    from fedanon.outputs import CommandOutputs
+
     if args.parties < 3:
         raise FedanonError("the demo runs at least 3 hospitals")
     outputs = CommandOutputs()

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from fedanon.cli.common import print_summary, step_progress
-from fedanon.lkc.engine import StepInfo
+
+if TYPE_CHECKING:
+    from fedanon.lkc.engine import StepInfo
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -13,10 +13,14 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from fedanon.algorithms.sanitization.api import ALGORITHMS, DATA_SHARING, DEFAULT_WINDOW
+from fedanon.cli.choices import (
+    RULE_SUPPORTS,
+    SANITIZE_ALGORITHMS,
+    SANITIZE_DATA_SHARING,
+    SANITIZE_DEFAULT_WINDOW,
+)
 from fedanon.cli.common import print_summary, split_list, step_progress, write_json
 from fedanon.errors import FedanonError
-from fedanon.utility.miner import RULE_SUPPORTS
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -29,14 +33,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--data", required=True, help="transaction log, FIMI format")
     parser.add_argument("--rules", required=True, help="sensitive rules, one 'X => Y' a line")
-    parser.add_argument("--algorithm", required=True, choices=ALGORITHMS)
+    parser.add_argument("--algorithm", required=True, choices=SANITIZE_ALGORITHMS)
     parser.add_argument(
         "--psi",
         default="0",
         help="disclosure threshold in [0,1]: share of each rule's sensitive transactions left "
         "untouched (default 0); swa also takes one per rule, comma-separated",
     )
-    parser.add_argument("--window", type=int, help=f"swa: window size K (default {DEFAULT_WINDOW})")
+    parser.add_argument(
+        "--window", type=int, help=f"swa: window size K (default {SANITIZE_DEFAULT_WINDOW})"
+    )
     parser.add_argument(
         "--seed", type=int, help="reproducible random choices (default: secret random)"
     )
@@ -69,7 +75,7 @@ def add_evaluate_sanitize(kinds: argparse._SubParsersAction) -> None:
     parser.add_argument("--algorithms", default="iga,rra,ra,swa", help="sweep: algorithms")
     parser.add_argument("--psi", default="0,0.05,0.1,0.15,0.25", help="sweep: values of psi")
     parser.add_argument(
-        "--window", type=int, help=f"sweep: swa window size (default {DEFAULT_WINDOW})"
+        "--window", type=int, help=f"sweep: swa window size (default {SANITIZE_DEFAULT_WINDOW})"
     )
     parser.add_argument("--seed", type=int, help="sweep: seed for ra and swa")
     parser.add_argument("--report", help="JSON report path")
@@ -151,9 +157,9 @@ def run_evaluate_sanitize(args: argparse.Namespace) -> int:
         rows += [("rules D / D'", f"{report['rules_original']} / {report['rules_sanitized']}")]
     else:
         algorithms = split_list(args.algorithms)
-        unknown = sorted(set(algorithms) - set(DATA_SHARING))
+        unknown = sorted(set(algorithms) - set(SANITIZE_DATA_SHARING))
         if unknown or not algorithms:
-            raise FedanonError(f"--algorithms: choose among {','.join(DATA_SHARING)}")
+            raise FedanonError(f"--algorithms: choose among {','.join(SANITIZE_DATA_SHARING)}")
         psis = _floats(args.psi, "--psi")
         sweep = []
         with step_progress("evaluating", args.quiet or args.json) as show:

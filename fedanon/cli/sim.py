@@ -11,10 +11,6 @@ from fedanon.cli.common import print_summary, split_list, step_progress
 from fedanon.cli.leader import progress_text, summarize
 from fedanon.cli.randomize import add_sim_randomize
 from fedanon.errors import FedanonError
-from fedanon.lkc.api import parse_sensitive
-from fedanon.outputs import CommandOutputs
-from fedanon.table_io import read_table, require_columns
-from fedanon.taxonomy.loader import load_taxonomy
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -67,6 +63,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def lkc_section(args: argparse.Namespace) -> dict:
     """The CLI's LKC options in the shape of job.toml's [lkc] section."""
+    from fedanon.lkc.api import parse_sensitive
+
     section: dict = {"L": args.L, "K": args.K, "C": args.C, "preset": args.preset,
                      "score": args.score, "drop": split_list(args.drop)}
     if args.qid:
@@ -82,6 +80,9 @@ def lkc_section(args: argparse.Namespace) -> dict:
 
 
 def run_sim_lkc(args: argparse.Namespace) -> int:
+    from fedanon.outputs import CommandOutputs
+    from fedanon.table_io import read_table
+    from fedanon.taxonomy.loader import load_taxonomy
     from leader.config import LeaderJob, spec_from_table
     from leader.run import run_job
     from leader.sim import check_job_columns, federation, split_table
@@ -124,6 +125,8 @@ def run_sim_drbt(args: argparse.Namespace) -> int:
     from fedanon.drbt.fmeasure import overall_f_measure
     from fedanon.drbt.kmeans import kmeans
     from fedanon.drbt.projection import zscore
+    from fedanon.outputs import CommandOutputs
+    from fedanon.table_io import read_table, require_columns
     from fedanon.text import as_numbers
     from leader.drbt import DRBTLeaderJob, run_drbt
     from leader.sim import federation, split_columns
