@@ -67,7 +67,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     lkc.add_argument(
         "--C", default="1", help="max share of a sensitive value: 0.2, 1/5 or 20%% (default 1)"
     )
-    lkc.add_argument("--delimiter", default=",", help="CSV delimiter (default ','; '\\t' for tab)")
+    lkc.add_argument("--delimiter", help="CSV delimiter (default ',' or tab for .tsv; 'tab')")
     lkc.add_argument(
         "--first",
         action="store_true",
@@ -119,10 +119,12 @@ def _requirement(args: argparse.Namespace) -> tuple[list[str], dict[str, list[st
     return qids, sensitive
 
 
-def _read_release(path: str, delimiter: str) -> pd.DataFrame:
+def _read_release(path: str, delimiter: str | None) -> pd.DataFrame:
     """The released CSV with every cell as the exact string written (no NA or number parsing)."""
     import pandas as pd
 
+    if delimiter is None:
+        delimiter = "\t" if Path(path).suffix.lower() in {".tsv", ".tab"} else ","
     sep = "\t" if delimiter in ("\\t", "tab") else delimiter
     if len(sep) != 1:
         raise FedanonError(f"--delimiter must be one character, got {delimiter!r}")

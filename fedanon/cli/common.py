@@ -8,7 +8,6 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from fedanon.atomic import write_json_atomic
 from fedanon.errors import FedanonError
 
 if TYPE_CHECKING:  # imported where used: building the parser must stay light (start-up time)
@@ -67,8 +66,3 @@ def print_summary(title: str, rows: list[tuple[str, Any]], as_json: dict[str, An
     for key, value in rows:
         table.add_row(key, str(value))
     Console(file=sys.stdout).print(table)
-
-
-def write_json(path: str, payload: dict[str, Any]) -> None:
-    """Write a JSON report atomically (a command with several outputs uses CommandOutputs)."""
-    write_json_atomic(path, payload)

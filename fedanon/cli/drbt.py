@@ -61,6 +61,7 @@ def add_anonymize_drbt(methods: argparse._SubParsersAction) -> None:
     parser.add_argument("--out", required=True, help="released table (written atomically)")
     parser.add_argument("--id-map", help="token -> id map for the data owner (keep private)")
     parser.add_argument("--report", help="JSON report path")
+    parser.add_argument("--quiet", action="store_true", help="no progress display")
     parser.set_defaults(handler=run_anonymize_drbt)
 
 
@@ -100,16 +101,17 @@ def run_anonymize_drbt(args: argparse.Namespace) -> int:
     outputs.claim("--id-map", args.id_map)
     outputs.claim("--report", args.report)
     table = read_table(args.data, args.delimiter)
-    release = anonymize_drbt(
-        table,
-        args.k_dims,
-        args.matrix,
-        columns=split_list(args.columns) or None,
-        id_column=args.id_column,
-        seed=args.seed,
-        rescale=args.rescale,
-        source=str(args.data),
-    )
+    with step_progress("projecting", args.quiet or args.json):
+        release = anonymize_drbt(
+            table,
+            args.k_dims,
+            args.matrix,
+            columns=split_list(args.columns) or None,
+            id_column=args.id_column,
+            seed=args.seed,
+            rescale=args.rescale,
+            source=str(args.data),
+        )
     report = {**release.report, "input": str(args.data), "output": str(args.out)}
     with outputs.writing() as staged:
         staged.table(args.out, release.table)

@@ -21,7 +21,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     serve.add_argument("--insecure", action="store_true",
                        help="no TLS (local experiments only; overrides [tls])")
     serve.add_argument("--log-level", default="INFO", type=str.upper,
-                       choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+                       choices=("DEBUG", "INFO", "WARNING", "ERROR"),
+                       help="least severe log message written to stderr")
     serve.add_argument("--log-format", choices=("text", "json"), default="text",
                        help="json: one JSON object per line with session id and iteration")
     serve.set_defaults(handler=run_serve)
@@ -29,7 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     status.add_argument("--config", required=True,
                         help="party.toml of the daemon (its address and TLS files are used)")
     status.add_argument("--address", help="override the address (default: its listen address)")
-    status.add_argument("--json", action="store_true")
+    status.add_argument("--json", action="store_true", help="print the status as JSON")
     status.set_defaults(handler=run_status)
 
 
