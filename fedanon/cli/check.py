@@ -143,6 +143,7 @@ def _read_release(path: str, delimiter: str | None) -> pd.DataFrame:
 
 def _read_parquet_release(path: str) -> pd.DataFrame:
     """A Parquet release with every cell cast to its text (missing cells as empty strings)."""
+    import pandas as pd
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
