@@ -48,11 +48,26 @@ def test_a_default_is_shown_in_help():
 
 
 # Commands that do not read a table, write one or print a report, and why (docs/cli.md).
-NO_TABLE = {("certs", "init"), ("certs", "issue"), ("party", "serve"), ("party", "status"),
-            ("leader", "run"), ("demo",), ("sanitize",), ("evaluate", "sanitize")}
+NO_TABLE = {
+    ("certs", "init"),
+    ("certs", "issue"),
+    ("party", "serve"),
+    ("party", "status"),
+    ("leader", "run"),
+    ("demo",),
+    ("sanitize",),
+    ("evaluate", "sanitize"),
+}
 NO_JSON = {("certs", "init"), ("certs", "issue"), ("party", "serve")}
-NO_QUIET = {("certs", "init"), ("certs", "issue"), ("party", "serve"), ("party", "status"),
-            ("check", "lkc"), ("check", "k-anonymity"), ("check", "alpha-k")}
+NO_QUIET = {
+    ("certs", "init"),
+    ("certs", "issue"),
+    ("party", "serve"),
+    ("party", "status"),
+    ("check", "lkc"),
+    ("check", "k-anonymity"),
+    ("check", "alpha-k"),
+}
 
 
 @pytest.mark.parametrize("words", sorted(LEAVES), ids=" ".join)
