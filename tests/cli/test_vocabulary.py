@@ -47,7 +47,8 @@ def test_a_default_is_shown_in_help():
     assert "releases per F-measure (default: 10)" in " ".join(text.split())
 
 
-# Commands that do not read a table, write one or print a report, and why (docs/cli.md).
+# Where a shared option has nothing to act on (docs/cli.md says why): no CSV table to read,
+# nothing to report as JSON, no progress to hide.
 NO_TABLE = {
     ("certs", "init"),
     ("certs", "issue"),
