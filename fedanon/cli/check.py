@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from fedanon.cli.alphak import add_check_alpha_k
 from fedanon.cli.kactus import add_check_k_anonymity
+from fedanon.cli.parser import RawDescriptionDefaultsFormatter
 from fedanon.errors import FedanonError
 
 if TYPE_CHECKING:  # the handler imports them; building the parser must not (start-up time)
@@ -46,7 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "lkc",
         help="LKC-privacy (also k-anonymity, confidence bounding, (alpha,k)-anonymity)",
         description=DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=RawDescriptionDefaultsFormatter,
     )
     lkc.add_argument(
         "--data", required=True, help="released table (CSV with a header row, or Parquet)"
