@@ -43,7 +43,9 @@ HOSTILE = {
     "int": ["abc", "2.5", "nan", "", "1e3", "0x10", "٣.٣"],
     "int_list": ["a,b", "2.5", "1,,x", "nan"],
     "C": ["nan", "inf", "-inf", "abc", "1/0", "0", "-1", "1.5", "", "101%", "1//2"],
-    "config": ["missing.toml", "empty.toml"],
+    "config": ["missing.toml", "empty.toml", "sub", "random.bin"],
+    "fimi": ["missing.dat", "sub", "random.bin", "data.csv", ""],
+    "rules": ["missing.txt", "sub", "random.bin", "data.csv", ""],
     "cert_dir": ["/proc/fedanon-ca", "data.csv"],
 }
 
@@ -71,6 +73,113 @@ COMMANDS: dict[str, tuple[list[str], list[tuple[str, str | None, str]]]] = {
             ("--report", "out", "report.json"),
         ],
     ),
+    "anonymize alpha-k": (
+        ["anonymize", "alpha-k", "--qid=age,job", "--sensitive=disease", "--quiet"],
+        [
+            ("--data", "table", "data.csv"),
+            ("--alpha", "C", "0.5"),
+            ("--k", "int", "2"),
+            ("--out", "out", "release.csv"),
+            ("--report", "out", "report.json"),
+        ],
+    ),
+    "anonymize kactus": (
+        ["anonymize", "kactus", "--class=outcome", "--qid=age,job", "--quiet"],
+        [
+            ("--data", "table", "data.csv"),
+            ("--k", "int", "2"),
+            ("--seed", "int", "1"),
+            ("--out", "out", "release.csv"),
+            ("--report", "out", "report.json"),
+        ],
+    ),
+    "anonymize mondrian": (
+        ["anonymize", "mondrian", "--class=outcome", "--qid=age,job", "--quiet"],
+        [
+            ("--data", "table", "data.csv"),
+            ("--k", "int", "2"),
+            ("--seed", "int", "1"),
+            ("--out", "out", "release.csv"),
+            ("--report", "out", "report.json"),
+        ],
+    ),
+    "anonymize randomize": (
+        ["anonymize", "randomize", "--qid=age,job", "--quiet"],
+        [
+            ("--data", "table", "data.csv"),
+            ("--seed", "int", "1"),
+            ("--out", "out", "release.csv"),
+            ("--report", "out", "report.json"),
+        ],
+    ),
+    "sanitize": (
+        ["sanitize", "--algorithm=iga", "--quiet"],
+        [
+            ("--data", "fimi", "log.dat"),
+            ("--rules", "rules", "rules.txt"),
+            ("--seed", "int", "1"),
+            ("--out", "out", "clean.dat"),
+            ("--report", "out", "report.json"),
+        ],
+    ),
+    "check alpha-k": (
+        ["check", "alpha-k", "--qid=age,job", "--sensitive=disease"],
+        [("--data", "table", "data.csv"), ("--alpha", "C", "0.5"), ("--k", "int", "1")],
+    ),
+    "check k-anonymity": (
+        ["check", "k-anonymity", "--qid=age,job"],
+        [("--data", "table", "data.csv"), ("--k", "int", "1")],
+    ),
+    "evaluate queries": (
+        ["evaluate", "queries", "--qid=age,job", "--sensitive=disease", "--qd=1", "--quiet"],
+        [
+            ("--data", "table", "data.csv"),
+            ("--release", "table", "data.csv"),
+            ("--queries", "int", "5"),
+            ("--report", "out", "q.json"),
+            ("--chart", "out", "q.png"),
+        ],
+    ),
+    "evaluate classification": (
+        ["evaluate", "classification", "--class=outcome", "--method=kactus", "--quiet"],
+        [
+            ("--data", "table", "data.csv"),
+            ("--k", "int_list", "2"),
+            ("--seed", "int", "1"),
+            ("--report", "out", "c.json"),
+            ("--chart", "out", "c.png"),
+        ],
+    ),
+    "evaluate randomization": (
+        ["evaluate", "randomization", "--qid=age,job", "--no-rules", "--quiet"],
+        [
+            ("--data", "table", "data.csv"),
+            ("--seed", "int", "1"),
+            ("--top", "int", "3"),
+            ("--report", "out", "r.json"),
+        ],
+    ),
+    "evaluate sanitize": (
+        ["evaluate", "sanitize", "--support=0.3", "--algorithms=iga", "--psi=0", "--quiet"],
+        [
+            ("--data", "fimi", "log.dat"),
+            ("--rules", "rules", "rules.txt"),
+            ("--seed", "int", "1"),
+            ("--report", "out", "s.json"),
+            ("--chart", "out", "s.png"),
+        ],
+    ),
+    "sim randomize": (
+        ["sim", "randomize", "--qid=age,job", "--quiet"],
+        [
+            ("--data", "table", "data.csv"),
+            ("--parties", "int", "3"),
+            ("--seed", "int", "1"),
+            ("--out", "out", "release.csv"),
+            ("--report", "out", "report.json"),
+            ("--workdir", "out_dir", "wd"),
+        ],
+    ),
     "check lkc": (
         ["check", "lkc", "--qid=age,job"],
         [
@@ -83,11 +192,11 @@ COMMANDS: dict[str, tuple[list[str], list[tuple[str, str | None, str]]]] = {
     "evaluate lkc": (
         ["evaluate", "lkc"],
         [
-            ("--raw", "table", "data.csv"),
+            ("--data", "table", "data.csv"),
             ("--release", "table", "data.csv"),
             ("--taxonomy", "taxonomy", "taxonomy.toml"),
             ("--train-rows", "int", "20"),
-            ("--out", "out", "utility.json"),
+            ("--report", "out", "utility.json"),
         ],
     ),
     "evaluate lkc-sweep": (
@@ -158,7 +267,9 @@ def hostile_command(draw) -> list[str]:
         chosen = set(replaceable)
     else:
         chosen = set(draw(st.lists(st.sampled_from(replaceable), min_size=1, max_size=3)))
-    first_input = next((v for _, kind, v in slots if kind in ("table", "numbers")), "data.csv")
+    first_input = next(
+        (v for _, kind, v in slots if kind in ("table", "numbers", "fimi")), "data.csv"
+    )
     options = []
     for i, (option, kind, valid) in enumerate(slots):
         value = draw(st.sampled_from(HOSTILE[kind])) if i in chosen else valid
@@ -172,6 +283,8 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "taxonomy.toml").write_text(TAXONOMY, encoding="utf-8")
     (root / "data.csv").write_text(_table(), encoding="utf-8")
     (root / "numbers.csv").write_text(NUMERIC, encoding="utf-8")
+    (root / "log.dat").write_text("1 2 3\n1 2\n2 3\n1 2 4\n" * 5, encoding="utf-8")
+    (root / "rules.txt").write_text("1 => 2\n", encoding="utf-8")
     (root / "random.bin").write_bytes(os.urandom(512))
     (root / "random.hchy").write_bytes(bytes(range(128, 256)) * 4)
     (root / "empty.csv").write_bytes(b"")
@@ -179,6 +292,7 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "sub").mkdir()
     os.symlink(root / "data.csv", root / "alias-data.csv")
     os.symlink(root / "numbers.csv", root / "alias-numbers.csv")
+    os.symlink(root / "log.dat", root / "alias-log.dat")
     os.symlink(root / "sub", root / "dirlink")
     return root
 

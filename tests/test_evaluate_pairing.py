@@ -66,7 +66,7 @@ def _evaluate(job: dict[str, Path], release: Path):
     return run_cli(
         "evaluate",
         "lkc",
-        "--raw",
+        "--data",
         job["raw"],
         "--release",
         release,

@@ -9,13 +9,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from fedanon.cli.common import print_summary, split_list, write_json
+from fedanon.cli.common import print_summary, split_list, step_progress
 from fedanon.cli.reporting import (
     add_report_options,
     alpha_k_release_report,
-    claim_html,
+    stage_html,
     wants_report,
-    write_html,
 )
 from fedanon.errors import FedanonError
 
@@ -42,7 +41,12 @@ def add_anonymize_alpha_k(methods: argparse._SubParsersAction) -> None:
     _add_columns(parser)
     parser.add_argument("--alpha", default="0.33", help="max share of a value, in (0, 1]")
     parser.add_argument("--k", type=int, default=2, help="minimum class size (default 2)")
-    parser.add_argument("--method", choices=("global", "local", *PAIR_METHODS), default="local")
+    parser.add_argument(
+        "--method",
+        choices=("global", "local", *PAIR_METHODS),
+        default="local",
+        help="global or local recoding (one table), or a lossy-join / anatomy NSS+SS pair",
+    )
     parser.add_argument("--taxonomy", help="QID taxonomies: .toml, .hchy or ARX csv dir")
     parser.add_argument("--seed", type=int, help="reproducible run (default: secret random)")
     parser.add_argument("--out", help="generalized table (global, local)")
@@ -50,6 +54,7 @@ def add_anonymize_alpha_k(methods: argparse._SubParsersAction) -> None:
     parser.add_argument("--ss", help="SS table (lossy-join, anatomy)")
     parser.add_argument("--report", help="JSON report path")
     add_report_options(parser)
+    parser.add_argument("--quiet", action="store_true", help="no progress display")
     parser.set_defaults(handler=run_anonymize)
 
 
@@ -107,16 +112,18 @@ def add_evaluate_queries(kinds: argparse._SubParsersAction) -> None:
     parser.add_argument("--seed", type=int, default=0, help="workload seed (default 0)")
     parser.add_argument("--qd-values", help="qd sweep for the chart, e.g. 1,2,3,4,5")
     parser.add_argument("--s-values", help="s sweep for the chart, e.g. 0.01,0.05,0.1")
-    parser.add_argument("--out", help="JSON report path")
+    parser.add_argument("--report", help="JSON report path")
     parser.add_argument("--chart", help="PNG: error against qd and against s")
+    parser.add_argument("--quiet", action="store_true", help="no progress display")
     parser.set_defaults(handler=run_evaluate)
 
 
 # ---------------------------------------------------------------------- handlers
 def run_anonymize(args: argparse.Namespace) -> int:
     from fedanon.algorithms.alphak.api import anonymize_alpha_k
-    from fedanon.algorithms.alphak.release import NOTE, write_pair
-    from fedanon.table_io import read_table, write_table
+    from fedanon.algorithms.alphak.release import NOTE, note_path
+    from fedanon.outputs import CommandOutputs
+    from fedanon.table_io import read_table
     from fedanon.taxonomy.loader import load_taxonomy
 
     pair = args.method in PAIR_METHODS
@@ -124,43 +131,53 @@ def run_anonymize(args: argparse.Namespace) -> int:
         raise FedanonError(f"--method {args.method} writes two tables: give --nss and --ss")
     if not pair and (not args.out or args.nss or args.ss):
         raise FedanonError(f"--method {args.method} writes one table: give --out")
-    if pair and Path(args.nss).resolve() == Path(args.ss).resolve():
-        raise FedanonError("--nss and --ss name the same file")
     if pair and args.html:
         raise FedanonError(f"--html describes one generalized table; --method {args.method} "
                            "writes a pair")
-    claim_html(args, [args.data, args.taxonomy])
+    outputs = CommandOutputs(inputs=[args.data, args.taxonomy])
+    outputs.claim("--out", args.out)
+    outputs.claim("--nss", args.nss)
+    outputs.claim("--ss", args.ss)
+    note = outputs.claim("--nss reading note", note_path(args.nss) if pair else None)
+    outputs.claim("--report", args.report)
+    outputs.claim("--html", args.html)
     table = read_table(args.data, args.delimiter)
     taxonomy = (
         load_taxonomy(args.taxonomy, data_columns=list(table.columns)) if args.taxonomy else None
     )
     qids = split_list(args.qid)
-    release = anonymize_alpha_k(
-        table, qids, args.sensitive, args.alpha, args.k, args.method, taxonomy, args.seed
-    )
-    report = {**release.report, "input": str(args.data)}
-    if release.table is not None:
-        write_table(release.table, args.out)
-        report["output"] = str(args.out)
-        if wants_report(args):
-            report["release_report"] = alpha_k_release_report(
-                args, release.table, taxonomy, args.method)
-    else:
-        note = NOTE.format(
-            cls="ClassID",
-            nss=Path(args.nss).name,
-            ss=Path(args.ss).name,
-            qids=", ".join(qids),
-            sensitive=args.sensitive,
-            rows=report["rows"],
-            k=report["k"],
-            alpha=report["alpha_float"],
+    with step_progress(f"alpha-k ({args.method})", args.quiet or args.json):
+        release = anonymize_alpha_k(
+            table, qids, args.sensitive, args.alpha, args.k, args.method, taxonomy, args.seed
         )
-        write_pair(release.nss, release.ss, args.nss, args.ss, note)
-        report["output"] = {"nss": str(args.nss), "ss": str(args.ss)}
-    if args.report:
-        write_json(args.report, report)
-    write_html(args, report.get("release_report", {}))
+    report = {**release.report, "input": str(args.data)}
+    with outputs.writing() as staged:
+        if release.table is not None:
+            staged.table(args.out, release.table)
+            report["output"] = str(args.out)
+            if wants_report(args):
+                report["release_report"] = alpha_k_release_report(
+                    args, release.table, taxonomy, args.method)
+        else:
+            staged.table(args.nss, release.nss)
+            staged.table(args.ss, release.ss)
+            staged.path(note).write_text(
+                NOTE.format(
+                    cls="ClassID",
+                    nss=Path(args.nss).name,
+                    ss=Path(args.ss).name,
+                    qids=", ".join(qids),
+                    sensitive=args.sensitive,
+                    rows=report["rows"],
+                    k=report["k"],
+                    alpha=report["alpha_float"],
+                ),
+                encoding="utf-8",
+            )
+            report["output"] = {"nss": str(args.nss), "ss": str(args.ss)}
+        if args.report:
+            staged.json(args.report, report)
+        stage_html(staged, args, report.get("release_report", {}))
     print_summary(
         f"fedanon anonymize alpha-k ({args.method})",
         [
@@ -227,12 +244,17 @@ def _named(spec: str) -> tuple[str, str]:
 
 
 def run_evaluate(args: argparse.Namespace) -> int:
+    from fedanon.outputs import CommandOutputs
     from fedanon.table_io import read_table
     from fedanon.taxonomy.loader import load_taxonomy
     from fedanon.utility.query_report import QueryRelease, evaluate_releases, plot_query_errors
 
     if len(args.nss) != len(args.ss):
         raise FedanonError(f"{len(args.nss)} --nss but {len(args.ss)} --ss: give them in pairs")
+    named = [_named(spec)[1] for spec in [*args.release, *args.nss]]
+    outputs = CommandOutputs(inputs=[args.data, args.taxonomy, *named, *args.ss])
+    outputs.claim("--report", args.report)
+    outputs.claim("--chart", args.chart)
     raw = read_table(args.data, args.delimiter)
     releases = []
     for spec in args.release:
@@ -257,23 +279,25 @@ def run_evaluate(args: argparse.Namespace) -> int:
         s_values = [float(x) for x in split_list(args.s_values)]
     except ValueError:
         raise FedanonError("--qd-values and --s-values take comma-separated numbers") from None
-    report = evaluate_releases(
-        raw,
-        releases,
-        split_list(args.qid),
-        args.sensitive,
-        args.qd,
-        args.s,
-        args.queries,
-        args.seed,
-        taxonomy,
-        qd_values,
-        s_values,
-    )
-    if args.out:
-        write_json(args.out, report)
-    if args.chart:
-        plot_query_errors(report, args.chart)
+    with step_progress("answering COUNT queries", args.quiet or args.json):
+        report = evaluate_releases(
+            raw,
+            releases,
+            split_list(args.qid),
+            args.sensitive,
+            args.qd,
+            args.s,
+            args.queries,
+            args.seed,
+            taxonomy,
+            qd_values,
+            s_values,
+        )
+    with outputs.writing() as staged:
+        if args.report:
+            staged.json(args.report, report)
+        if args.chart:
+            plot_query_errors(report, staged.path(args.chart))
     default = report["default"]
     rows = [("qd, s, queries", f"{args.qd}, {args.s:g}, {args.queries}")]
     rows += [

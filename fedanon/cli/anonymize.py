@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from fedanon.cli.alphak import add_anonymize_alpha_k
+from fedanon.cli.choices import LKC_PRESETS, LKC_SCORES
 from fedanon.cli.common import print_summary, split_list, step_progress
 from fedanon.cli.drbt import add_anonymize_drbt
 from fedanon.cli.kactus import add_anonymize_kactus
@@ -16,11 +17,6 @@ from fedanon.cli.reporting import (
     stage_html,
     summary_rows,
 )
-from fedanon.lkc.api import PRESETS, anonymize_lkc, build_schema, parse_sensitive, resolve_params
-from fedanon.lkc.scores import SCORES
-from fedanon.outputs import CommandOutputs
-from fedanon.table_io import read_table
-from fedanon.taxonomy.loader import load_taxonomy
 
 
 def add_lkc_options(parser: argparse.ArgumentParser) -> None:
@@ -33,10 +29,10 @@ def add_lkc_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--L", type=int, help="adversary knowledge bound L")
     parser.add_argument("--K", type=int, help="minimum group size K")
     parser.add_argument("--C", help="maximum confidence C in (0, 1], e.g. 0.2")
-    parser.add_argument("--preset", choices=PRESETS, default="lkc",
+    parser.add_argument("--preset", choices=LKC_PRESETS, default="lkc",
                         help="k-anonymity (L=|QID|, C=1), confidence-bounding (L=|QID|, K=1), "
                              "alpha-k (L=|QID|, K=k, C=alpha)")
-    parser.add_argument("--score", choices=SCORES, default=None,
+    parser.add_argument("--score", choices=LKC_SCORES, default=None,
                         help="infogain (default with a class) or discernibility")
     parser.add_argument("--dynamic", help="numerical QIDs split dynamically by InfoGain: a,b")
     parser.add_argument("--drop", help="ID columns removed before anything else: a,b")
@@ -62,6 +58,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_lkc(args: argparse.Namespace) -> int:
+    from fedanon.lkc.api import anonymize_lkc, build_schema, parse_sensitive, resolve_params
+    from fedanon.outputs import CommandOutputs
+    from fedanon.table_io import read_table
+    from fedanon.taxonomy.loader import load_taxonomy
+
     outputs = CommandOutputs(inputs=[args.data, args.taxonomy])
     outputs.claim("--out", args.out)
     outputs.claim("--report", args.report)

@@ -10,15 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from crypto.identity import (
-    CA_STEM,
-    ROLES,
-    create_ca,
-    issue_identity,
-    load_ca,
-    save_ca,
-    save_identity,
-)
+from fedanon.cli.choices import CERT_ROLES
 from fedanon.errors import FedanonError
 
 
@@ -37,11 +29,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     issue = actions.add_parser("issue", help="issue a key and certificate signed by DIR's CA")
     issue.add_argument("name", help="party or leader name (a DNS label, e.g. hospital-1)")
     issue.add_argument("--dir", required=True, type=Path, help="directory holding the CA")
-    issue.add_argument("--role", choices=ROLES, default="party", help="federation role")
+    issue.add_argument("--role", choices=CERT_ROLES, default="party", help="federation role")
     issue.set_defaults(handler=_issue)
 
 
 def _init(args: argparse.Namespace) -> int:
+    from crypto.identity import create_ca, save_ca
+
     try:
         path = save_ca(create_ca(args.name), args.dir)
     except OSError as exc:
@@ -51,6 +45,8 @@ def _init(args: argparse.Namespace) -> int:
 
 
 def _issue(args: argparse.Namespace) -> int:
+    from crypto.identity import CA_STEM, issue_identity, load_ca, save_identity
+
     if not (args.dir / f"{CA_STEM}.key").exists():
         raise FedanonError(
             f"no CA key in {args.dir}: run `fedanon certs init --dir {args.dir}` first"

@@ -12,16 +12,19 @@ import json
 import sys
 from fractions import Fraction
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
-from rich.console import Console
-from rich.table import Table
-
-from fedanon.checker import CheckResult, Violation, check_lkc, parse_confidence
 from fedanon.cli.alphak import add_check_alpha_k
 from fedanon.cli.kactus import add_check_k_anonymity
+from fedanon.cli.parser import RawDescriptionDefaultsFormatter
 from fedanon.cli.reporting import add_report_options, write_check_reports
 from fedanon.errors import FedanonError
+
+if TYPE_CHECKING:  # the handler imports them; building the parser must not (start-up time)
+    import pandas as pd
+    from rich.console import Console
+
+    from fedanon.checker import CheckResult, Violation
 
 DESCRIPTION = """\
 Check that a released table satisfies LKC-privacy: every group of rows that agree on at most L
@@ -45,7 +48,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "lkc",
         help="LKC-privacy (also k-anonymity, confidence bounding, (alpha,k)-anonymity)",
         description=DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=RawDescriptionDefaultsFormatter,
     )
     lkc.add_argument(
         "--data", required=True, help="released table (CSV with a header row, or Parquet)"
@@ -66,7 +69,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     lkc.add_argument(
         "--C", default="1", help="max share of a sensitive value: 0.2, 1/5 or 20%% (default 1)"
     )
-    lkc.add_argument("--delimiter", default=",", help="CSV delimiter (default ','; '\\t' for tab)")
+    lkc.add_argument("--delimiter", help="CSV delimiter (default ',' or tab for .tsv; 'tab')")
     lkc.add_argument(
         "--first",
         action="store_true",
@@ -119,8 +122,12 @@ def _requirement(args: argparse.Namespace) -> tuple[list[str], dict[str, list[st
     return qids, sensitive
 
 
-def _read_release(path: str, delimiter: str) -> pd.DataFrame:
+def _read_release(path: str, delimiter: str | None) -> pd.DataFrame:
     """The released CSV with every cell as the exact string written (no NA or number parsing)."""
+    import pandas as pd
+
+    if delimiter is None:
+        delimiter = "\t" if Path(path).suffix.lower() in {".tsv", ".tab"} else ","
     sep = "\t" if delimiter in ("\\t", "tab") else delimiter
     if len(sep) != 1:
         raise FedanonError(f"--delimiter must be one character, got {delimiter!r}")
@@ -139,6 +146,7 @@ def _read_release(path: str, delimiter: str) -> pd.DataFrame:
 
 def _read_parquet_release(path: str) -> pd.DataFrame:
     """A Parquet release with every cell cast to its text (missing cells as empty strings)."""
+    import pandas as pd
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
@@ -157,6 +165,8 @@ def _read_parquet_release(path: str) -> pd.DataFrame:
 
 def run_lkc(args: argparse.Namespace) -> int:
     """Handler of `fedanon check lkc`."""
+    from fedanon.checker import check_lkc, parse_confidence
+
     K = _positive_int("K", args.K)
     C = parse_confidence(args.C)
     qids, sensitive = _requirement(args)
@@ -186,6 +196,8 @@ def _percent(share: Fraction) -> str:
 
 def _print_summary(result: CheckResult, qids: list[str]) -> None:
     """A few lines for a human; user strings are printed without rich markup interpretation."""
+    from rich.console import Console
+
     console = Console(markup=False, highlight=False, soft_wrap=True)
     c = result.C
     verdict = "holds" if result.ok else "VIOLATED"
@@ -208,6 +220,8 @@ def _print_summary(result: CheckResult, qids: list[str]) -> None:
 
 def _print_violation(console: Console, v: Violation, result: CheckResult) -> None:
     """The worst group: which values, which bound, and the row where it first occurs."""
+    from rich.table import Table
+
     if v.bound == "K":
         reason = f"group size {v.size} < K={result.K}"
     else:

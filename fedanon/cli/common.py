@@ -6,14 +6,12 @@ import contextlib
 import json
 import sys
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-from rich.table import Table
-
-from fedanon.atomic import write_json_atomic
 from fedanon.errors import FedanonError
+
+if TYPE_CHECKING:  # imported where used: building the parser must stay light (start-up time)
+    from rich.console import Console
 
 
 def split_list(text: str | None) -> list[str]:
@@ -32,6 +30,8 @@ def int_list(text: str | None, option: str) -> list[int]:
 
 
 def stderr_console() -> Console:
+    from rich.console import Console
+
     return Console(stderr=True)
 
 
@@ -41,6 +41,8 @@ def step_progress(title: str, quiet: bool) -> Iterator[Callable[[str], None]]:
     if quiet:
         yield lambda _text: None
         return
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
     console = stderr_console()
     with Progress(
         SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
@@ -55,6 +57,9 @@ def print_summary(title: str, rows: list[tuple[str, Any]], as_json: dict[str, An
     if as_json is not None:
         print(json.dumps(as_json, indent=2, default=str))
         return
+    from rich.console import Console
+    from rich.table import Table
+
     from fedanon.report.display import plain
 
     table = Table(title=title, show_header=False)
@@ -66,8 +71,3 @@ def print_summary(title: str, rows: list[tuple[str, Any]], as_json: dict[str, An
     if not console.is_terminal:  # a pipe or file has no width: never wrap at rich's default 80
         console.width = 1000
     console.print(table)
-
-
-def write_json(path: str, payload: dict[str, Any]) -> None:
-    """Write a JSON report atomically (a command with several outputs uses CommandOutputs)."""
-    write_json_atomic(path, payload)

@@ -18,7 +18,6 @@ from typing import Any
 from fedanon.cli.common import print_summary, step_progress
 from fedanon.cli.leader import progress_text
 from fedanon.errors import FedanonError
-from fedanon.outputs import CommandOutputs
 
 DEFAULTS = {"L": 3, "K": 10, "C": "0.25"}
 
@@ -28,9 +27,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--rows", type=int, default=6000, help="synthetic patients (default 6000)")
     parser.add_argument("--seed", type=int, default=7, help="seed of the synthetic data")
     parser.add_argument("--parties", type=int, default=3, help="hospitals (default 3)")
-    parser.add_argument("--L", type=int, default=DEFAULTS["L"])
-    parser.add_argument("--K", type=int, default=DEFAULTS["K"])
-    parser.add_argument("--C", default=DEFAULTS["C"])
+    parser.add_argument("--L", type=int, default=DEFAULTS["L"],
+                        help="adversary knowledge bound L")
+    parser.add_argument("--K", type=int, default=DEFAULTS["K"], help="minimum group size K")
+    parser.add_argument("--C", default=DEFAULTS["C"], help="maximum confidence C in (0, 1]")
     parser.add_argument("--out-dir", default="fedanon-demo",
                         help="where the input, release and report go (default ./fedanon-demo)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -39,6 +39,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_demo(args: argparse.Namespace) -> int:
+    from fedanon.outputs import CommandOutputs
+
     if args.parties < 3:
         raise FedanonError("the demo runs at least 3 hospitals")
     outputs = CommandOutputs()

@@ -10,13 +10,9 @@ from __future__ import annotations
 
 import argparse
 
+from fedanon.cli.choices import DRBT_MATRICES
 from fedanon.cli.common import int_list, print_summary, split_list, step_progress
-from fedanon.drbt.api import anonymize_drbt, evaluate_drbt
-from fedanon.drbt.chart import plot_evaluation
-from fedanon.drbt.matrices import MATRICES
 from fedanon.errors import FedanonError
-from fedanon.outputs import CommandOutputs
-from fedanon.table_io import read_table
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
@@ -34,7 +30,7 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--matrix",
-        choices=MATRICES,
+        choices=DRBT_MATRICES,
         default="sparse",
         help="gaussian (RP1) or sparse Achlioptas (RP2, default)",
     )
@@ -65,6 +61,7 @@ def add_anonymize_drbt(methods: argparse._SubParsersAction) -> None:
     parser.add_argument("--out", required=True, help="released table (written atomically)")
     parser.add_argument("--id-map", help="token -> id map for the data owner (keep private)")
     parser.add_argument("--report", help="JSON report path")
+    parser.add_argument("--quiet", action="store_true", help="no progress display")
     parser.set_defaults(handler=run_anonymize_drbt)
 
 
@@ -93,6 +90,10 @@ def add_evaluate_drbt(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_anonymize_drbt(args: argparse.Namespace) -> int:
+    from fedanon.drbt.api import anonymize_drbt
+    from fedanon.outputs import CommandOutputs
+    from fedanon.table_io import read_table
+
     if args.id_map and not args.id_column:
         raise FedanonError("--id-map needs --id (there are no ids to map)")
     outputs = CommandOutputs(inputs=[args.data])
@@ -100,16 +101,17 @@ def run_anonymize_drbt(args: argparse.Namespace) -> int:
     outputs.claim("--id-map", args.id_map)
     outputs.claim("--report", args.report)
     table = read_table(args.data, args.delimiter)
-    release = anonymize_drbt(
-        table,
-        args.k_dims,
-        args.matrix,
-        columns=split_list(args.columns) or None,
-        id_column=args.id_column,
-        seed=args.seed,
-        rescale=args.rescale,
-        source=str(args.data),
-    )
+    with step_progress("projecting", args.quiet or args.json):
+        release = anonymize_drbt(
+            table,
+            args.k_dims,
+            args.matrix,
+            columns=split_list(args.columns) or None,
+            id_column=args.id_column,
+            seed=args.seed,
+            rescale=args.rescale,
+            source=str(args.data),
+        )
     report = {**release.report, "input": str(args.data), "output": str(args.out)}
     with outputs.writing() as staged:
         staged.table(args.out, release.table)
@@ -137,6 +139,11 @@ def run_anonymize_drbt(args: argparse.Namespace) -> int:
 
 
 def run_evaluate_drbt(args: argparse.Namespace) -> int:
+    from fedanon.drbt.api import evaluate_drbt
+    from fedanon.drbt.chart import plot_evaluation
+    from fedanon.outputs import CommandOutputs
+    from fedanon.table_io import read_table
+
     outputs = CommandOutputs(inputs=[args.data])
     outputs.claim("--report", args.report)
     outputs.claim("--chart", args.chart)

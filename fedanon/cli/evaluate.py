@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from fedanon.cli.alphak import add_evaluate_queries
+from fedanon.cli.choices import LKC_SCORES
 from fedanon.cli.common import int_list, print_summary, split_list, step_progress
 from fedanon.cli.drbt import add_evaluate_drbt
 from fedanon.cli.kactus import add_evaluate_classification
@@ -12,8 +13,6 @@ from fedanon.cli.randomize import add_evaluate_randomization
 from fedanon.cli.reporting import evaluation_rows
 from fedanon.cli.sanitize import add_evaluate_sanitize
 from fedanon.errors import FedanonError
-from fedanon.outputs import CommandOutputs
-from fedanon.table_io import read_table, require_columns
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -21,7 +20,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     kinds = parser.add_subparsers(dest="kind", required=True, metavar="KIND")
 
     one = kinds.add_parser("lkc", help="CE/BE/UE/DR of one LKC release")
-    one.add_argument("--raw", required=True, help="the raw table (training rows first)")
+    one.add_argument("--data", required=True, help="the raw table (training rows first)")
     one.add_argument("--release", required=True,
                      help="its release, rows in any order (paired with the raw rows by their "
                           "generalization; what cannot be paired is refused)")
@@ -30,22 +29,29 @@ def register(sub: argparse._SubParsersAction) -> None:
     one.add_argument("--taxonomy", required=True, help="gives QIDs, numeric QIDs and the class")
     one.add_argument("--qid", help="QIDs a,b (default: the taxonomy's)")
     one.add_argument("--class", dest="class_column", help="class column (default: taxonomy's)")
-    one.add_argument("--out", help="write the JSON here as well")
-    one.add_argument("--json", action="store_true")
+    one.add_argument("--delimiter", help="CSV delimiter of both tables (default ',' or tab "
+                                         "for .tsv)")
+    one.add_argument("--report", help="JSON report path")
+    one.add_argument("--json", action="store_true", help="print the report as JSON")
+    one.add_argument("--quiet", action="store_true", help="no progress display")
     one.set_defaults(handler=run_one)
 
     grid = kinds.add_parser("lkc-sweep", help="the paper's protocol over a grid of L and K")
     grid.add_argument("--data", required=True, help="the raw table (training rows first)")
-    grid.add_argument("--taxonomy", required=True)
-    grid.add_argument("--train-rows", type=int, required=True)
-    grid.add_argument("--L", default="2,4,6", help="values of L (default 2,4,6)")
-    grid.add_argument("--K", default="20,40,60,80,100", help="values of K")
-    grid.add_argument("--C", default="0.2")
-    grid.add_argument("--score", choices=("infogain", "discernibility"), default="infogain")
+    grid.add_argument("--taxonomy", required=True,
+                      help="gives QIDs, sensitive values, numeric QIDs and the class")
+    grid.add_argument("--train-rows", type=int, required=True,
+                      help="the first N rows train the classifier, the rest test it")
+    grid.add_argument("--L", default="2,4,6", help="values of L, comma-separated")
+    grid.add_argument("--K", default="20,40,60,80,100", help="values of K, comma-separated")
+    grid.add_argument("--C", default="0.2", help="maximum confidence C in (0, 1]")
+    grid.add_argument("--score", choices=LKC_SCORES, default="infogain",
+                      help="specialization score")
     grid.add_argument("--dynamic", help="numerical QIDs split dynamically: a,b (or 'all')")
+    grid.add_argument("--delimiter", help="CSV delimiter (default ',' or tab for .tsv)")
     grid.add_argument("--out-dir", required=True, help="sweep.json and sweep.png go here")
-    grid.add_argument("--json", action="store_true")
-    grid.add_argument("--quiet", action="store_true")
+    grid.add_argument("--json", action="store_true", help="print the rows as JSON")
+    grid.add_argument("--quiet", action="store_true", help="no progress display")
     grid.set_defaults(handler=run_sweep)
     add_evaluate_drbt(kinds)
     add_evaluate_queries(kinds)
@@ -73,12 +79,14 @@ def _schema_maker(args: argparse.Namespace, table):
 def run_one(args: argparse.Namespace) -> int:
     from fedanon.evaluation import evaluate_release
     from fedanon.lkc.sweep import numeric_view
+    from fedanon.outputs import CommandOutputs
+    from fedanon.table_io import read_table, require_columns
     from fedanon.utility.pairing import release_in_raw_order
 
-    outputs = CommandOutputs(inputs=[args.raw, args.release, args.taxonomy])
-    outputs.claim("--out", args.out)
-    raw = read_table(args.raw)
-    release = read_table(args.release)
+    outputs = CommandOutputs(inputs=[args.data, args.release, args.taxonomy])
+    outputs.claim("--report", args.report)
+    raw = read_table(args.data, args.delimiter)
+    release = read_table(args.release, args.delimiter)
     schema = _schema_maker(args, raw)()
     if schema.class_column is None:
         raise FedanonError("no class column (--class)")
@@ -89,11 +97,12 @@ def run_one(args: argparse.Namespace) -> int:
     numeric = [t.attribute for t in schema.taxonomies if t.kind == "numeric"]
     rawn = numeric_view(raw, numeric)
     n = args.train_rows
-    result = evaluate_release(rawn.iloc[:n], rawn.iloc[n:], release.iloc[:n], release.iloc[n:],
-                              schema.class_column, schema.qids, numeric)
+    with step_progress("evaluating", args.quiet or args.json):
+        result = evaluate_release(rawn.iloc[:n], rawn.iloc[n:], release.iloc[:n],
+                                  release.iloc[n:], schema.class_column, schema.qids, numeric)
     with outputs.writing() as staged:
-        if args.out:
-            staged.json(args.out, result)
+        if args.report:
+            staged.json(args.report, result)
     print_summary("fedanon evaluate lkc", evaluation_rows(result), result if args.json else None)
     return 0
 
@@ -101,6 +110,8 @@ def run_one(args: argparse.Namespace) -> int:
 def run_sweep(args: argparse.Namespace) -> int:
     from fedanon.charts import plot_sweep
     from fedanon.lkc.sweep import sweep
+    from fedanon.outputs import CommandOutputs
+    from fedanon.table_io import read_table
 
     outputs = CommandOutputs(inputs=[args.data, args.taxonomy])
     out = outputs.claim_directory("--out-dir", args.out_dir)
@@ -108,7 +119,7 @@ def run_sweep(args: argparse.Namespace) -> int:
     outputs.claim("--out-dir", out / "sweep.png")
     Ls = int_list(args.L, "--L")
     Ks = int_list(args.K, "--K")
-    table = read_table(args.data)
+    table = read_table(args.data, args.delimiter)
     with step_progress("evaluating", args.quiet) as show:
         rows = sweep(table, _schema_maker(args, table), Ls, Ks, args.C, args.train_rows,
                      args.score, on_row=lambda r: show(

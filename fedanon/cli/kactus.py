@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import argparse
 
-from fedanon.cli.common import print_summary, split_list, step_progress, write_json
+from fedanon.cli.common import print_summary, split_list, step_progress
 from fedanon.cli.reporting import (
     add_report_options,
-    claim_html,
+    stage_html,
     suppression_release_report,
     wants_report,
-    write_html,
 )
 from fedanon.errors import FedanonError
 
@@ -31,6 +30,7 @@ def _add_release_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--delimiter", help="CSV delimiter (default ',' or tab for .tsv)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     add_report_options(parser)
+    parser.add_argument("--quiet", action="store_true", help="no progress display")
 
 
 def add_anonymize_kactus(methods: argparse._SubParsersAction) -> None:
@@ -75,7 +75,7 @@ def add_check_k_anonymity(models: argparse._SubParsersAction) -> None:
     parser.add_argument("--data", required=True, help="released table (CSV with header)")
     parser.add_argument("--qid", required=True, help="QID columns a,b,c")
     parser.add_argument("--k", type=int, required=True, help="minimum group size")
-    parser.add_argument("--delimiter", default=",", help="CSV delimiter (default ',')")
+    parser.add_argument("--delimiter", help="CSV delimiter (default ',' or tab for .tsv)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.set_defaults(handler=run_check_k_anonymity)
 
@@ -124,27 +124,33 @@ def run_anonymize_mondrian(args: argparse.Namespace) -> int:
 
 
 def _release(args: argparse.Namespace, method: str, anonymize, extra: dict) -> int:
-    from fedanon.table_io import read_table, write_table
+    from fedanon.outputs import CommandOutputs
+    from fedanon.table_io import read_table
 
-    claim_html(args, [args.data])
+    outputs = CommandOutputs(inputs=[args.data])
+    outputs.claim("--out", args.out)
+    outputs.claim("--report", args.report)
+    outputs.claim("--html", args.html)
     table = read_table(args.data, args.delimiter)
-    release = anonymize(
-        table,
-        args.class_column,
-        qids=split_list(args.qid) or None,
-        k=args.k,
-        seed=args.seed,
-        marker=args.marker,
-        **extra,
-    )
-    write_table(release.table, args.out)
+    with step_progress(method, args.quiet or args.json):
+        release = anonymize(
+            table,
+            args.class_column,
+            qids=split_list(args.qid) or None,
+            k=args.k,
+            seed=args.seed,
+            marker=args.marker,
+            **extra,
+        )
     report = {**release.report, "input": str(args.data), "output": str(args.out)}
     if wants_report(args):
         report["release_report"] = suppression_release_report(
             args, table, release.table, release.report, method)
-    if args.report:
-        write_json(args.report, report)
-    write_html(args, report.get("release_report", {}))
+    with outputs.writing() as staged:
+        staged.table(args.out, release.table)
+        if args.report:
+            staged.json(args.report, report)
+        stage_html(staged, args, report.get("release_report", {}))
     suppressed = report["suppressed_cells"]
     print_summary(
         f"fedanon anonymize {method}",
@@ -189,6 +195,7 @@ def run_check_k_anonymity(args: argparse.Namespace) -> int:
 
 
 def run_evaluate_classification(args: argparse.Namespace) -> int:
+    from fedanon.outputs import CommandOutputs
     from fedanon.table_io import read_table
     from fedanon.utility.classification import evaluate_classification
     from fedanon.utility.classification_chart import plot_accuracy
@@ -198,6 +205,9 @@ def run_evaluate_classification(args: argparse.Namespace) -> int:
         ks = [int(v) for v in split_list(args.k)]
     except ValueError:
         raise FedanonError(f"--k: expected comma-separated integers, got '{args.k}'") from None
+    outputs = CommandOutputs(inputs=[args.data, args.taxonomy])
+    outputs.claim("--report", args.report)
+    outputs.claim("--chart", args.chart)
     table = read_table(args.data, args.delimiter)
     if args.class_column not in table.columns:
         raise FedanonError(f"{args.data}: no class column '{args.class_column}'")
@@ -209,10 +219,11 @@ def run_evaluate_classification(args: argparse.Namespace) -> int:
             table, args.class_column, methods, ks, split_list(args.inducer), args.seed, show
         )
     report = {**report, "input": str(args.data)}
-    if args.report:
-        write_json(args.report, report)
-    if args.chart:
-        plot_accuracy(report, args.chart)
+    with outputs.writing() as staged:
+        if args.report:
+            staged.json(args.report, report)
+        if args.chart:
+            plot_accuracy(report, staged.path(args.chart))
     rows = [
         (
             f"{r['method']} k={r['k']} {r['inducer']}",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from fedanon.cli.common import print_summary, step_progress
 from fedanon.cli.reporting import (
@@ -13,7 +14,9 @@ from fedanon.cli.reporting import (
     seconds_text,
     summary_rows,
 )
-from fedanon.lkc.engine import StepInfo
+
+if TYPE_CHECKING:
+    from fedanon.lkc.engine import StepInfo
 
 
 def register(sub: argparse._SubParsersAction) -> None:

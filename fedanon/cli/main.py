@@ -2,11 +2,9 @@
 
 Each subcommand group lives in its own module exposing `register(subparsers)`; the module list
 below is the only place that knows them all. User errors (`FedanonError`) end as one line on
-stderr and a non-zero exit code; `--debug` shows the traceback instead. Exit codes: 0 success,
-1 a check that ran and failed (`check lkc`), 2 a usage or input error (also argparse's), 3 an
-infeasible privacy requirement, 4 a party failed (distributed runs), 130 interrupted (Ctrl-C),
-143 terminated (SIGTERM). An interrupt
-or SIGTERM unwinds like an error, so no partial output or temporary file is left behind.
+stderr and a non-zero exit code; `--debug` shows the traceback instead. The exit codes are the
+table `EXIT_CODES` in fedanon/cli/parser.py, printed under `fedanon --help`. An interrupt or
+SIGTERM unwinds like an error, so no partial output or temporary file is left behind.
 """
 
 from __future__ import annotations
@@ -17,9 +15,10 @@ import importlib
 import signal
 import sys
 from collections.abc import Iterator, Sequence
-from typing import NoReturn
 
 from fedanon import __version__
+from fedanon.cli.deprecated import rewrite_deprecated
+from fedanon.cli.parser import OneLineParser, RawDescriptionDefaultsFormatter, exit_code_epilog
 from fedanon.errors import FedanonError, one_line
 
 COMMAND_MODULES = (
@@ -33,16 +32,6 @@ COMMAND_MODULES = (
     "fedanon.cli.demo",
     "fedanon.cli.sanitize",
 )
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """argparse with its usage errors on one line (the CLI's promise for every user error).
-
-    Subcommand parsers inherit the class, so every level answers the same way.
-    """
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
 class Terminated(KeyboardInterrupt):
@@ -68,6 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog="fedanon",
         description="Joint anonymization of hospital tables (LKC-privacy, DRBT, ...).",
+        epilog=exit_code_epilog(),
+        formatter_class=RawDescriptionDefaultsFormatter,
     )
     parser.add_argument("--version", action="version", version=f"fedanon {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
@@ -80,7 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse arguments, run the chosen command, map user errors to one-line messages."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parser.parse_args(rewrite_deprecated(argv, sys.stderr))
     try:
         with _sigterm_unwinds():
             code = args.handler(args)

@@ -4,17 +4,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-
-import grpc
+from typing import TYPE_CHECKING
 
 from fedanon.cli.common import print_summary
 from fedanon.errors import FedanonError
-from fedanon.logs import setup_logging
-from fedanon.tls import insecure_warning
-from fedanon.transport import make_channel
-from party.config import PartyConfig
-from protos import fedanon_v1_pb2 as pb
-from protos import fedanon_v1_pb2_grpc as pb_grpc
+
+if TYPE_CHECKING:
+    from party.config import PartyConfig
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -25,7 +21,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     serve.add_argument("--insecure", action="store_true",
                        help="no TLS (local experiments only; overrides [tls])")
     serve.add_argument("--log-level", default="INFO", type=str.upper,
-                       choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+                       choices=("DEBUG", "INFO", "WARNING", "ERROR"),
+                       help="least severe log message written to stderr")
     serve.add_argument("--log-format", choices=("text", "json"), default="text",
                        help="json: one JSON object per line with session id and iteration")
     serve.set_defaults(handler=run_serve)
@@ -33,11 +30,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     status.add_argument("--config", required=True,
                         help="party.toml of the daemon (its address and TLS files are used)")
     status.add_argument("--address", help="override the address (default: its listen address)")
-    status.add_argument("--json", action="store_true")
+    status.add_argument("--json", action="store_true", help="print the status as JSON")
     status.set_defaults(handler=run_status)
 
 
 def _config(args: argparse.Namespace) -> PartyConfig:
+    from fedanon.tls import insecure_warning
+    from party.config import PartyConfig
+
     config = PartyConfig.load(args.config)
     if getattr(args, "insecure", False):
         print(insecure_warning("--insecure"), file=sys.stderr)
@@ -48,6 +48,7 @@ def _config(args: argparse.Namespace) -> PartyConfig:
 
 
 def run_serve(args: argparse.Namespace) -> int:
+    from fedanon.logs import setup_logging
     from party.daemon import serve
 
     setup_logging(args.log_level, args.log_format)
@@ -56,6 +57,12 @@ def run_serve(args: argparse.Namespace) -> int:
 
 
 def run_status(args: argparse.Namespace) -> int:
+    import grpc
+
+    from fedanon.transport import make_channel
+    from protos import fedanon_v1_pb2 as pb
+    from protos import fedanon_v1_pb2_grpc as pb_grpc
+
     config = _config(args)
     address = args.address or config.listen.replace("0.0.0.0", "127.0.0.1")
     channel = make_channel(address, config.name, config.tls)

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from fedanon.cli.common import print_summary, split_list, write_json
+from fedanon.cli.common import print_summary, split_list, step_progress
 from fedanon.errors import FedanonError
 
 
@@ -66,6 +66,7 @@ def add_anonymize_randomize(methods: argparse._SubParsersAction) -> None:
     parser.add_argument("--out", required=True, help="randomized table (written atomically)")
     parser.add_argument("--report", help="JSON report path")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--quiet", action="store_true", help="no progress display")
     parser.set_defaults(handler=run_anonymize)
 
 
@@ -107,6 +108,7 @@ def add_evaluate_randomization(kinds: argparse._SubParsersAction) -> None:
     parser.add_argument("--no-rules", action="store_true", help="skip the rule recovery")
     parser.add_argument("--report", help="JSON report path")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--quiet", action="store_true", help="no progress display")
     parser.set_defaults(handler=run_evaluate)
 
 
@@ -122,7 +124,12 @@ def add_sim_randomize(methods: argparse._SubParsersAction) -> None:
     parser.add_argument("--parties", type=int, default=3, help="number of hospitals (default 3)")
     parser.add_argument("--split", default="random", help="random (default) or by-column=COL")
     parser.add_argument("--split-seed", type=int, default=1, help="seed of the random split")
-    parser.add_argument("--sum-mode", choices=("ring", "pairwise"), default="ring")
+    parser.add_argument(
+        "--sum-mode",
+        choices=("ring", "pairwise"),
+        default="ring",
+        help="secure sum: ring (masked token passing) or pairwise (masks per pair)",
+    )
     parser.add_argument(
         "--keep-at-parties",
         action="store_true",
@@ -145,6 +152,7 @@ def add_sim_randomize(methods: argparse._SubParsersAction) -> None:
     parser.add_argument("--out", help="integrated release (required unless --keep-at-parties)")
     parser.add_argument("--report", help="JSON report path")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--quiet", action="store_true", help="no progress display")
     parser.set_defaults(handler=run_sim)
 
 
@@ -161,16 +169,22 @@ def _summary_rows(report: dict[str, Any]) -> list[tuple[str, Any]]:
 
 def run_anonymize(args: argparse.Namespace) -> int:
     from fedanon.algorithms.randomization.api import anonymize_randomize
-    from fedanon.table_io import read_table, write_table
+    from fedanon.outputs import CommandOutputs
+    from fedanon.table_io import read_table
 
+    outputs = CommandOutputs(inputs=[args.data])
+    outputs.claim("--out", args.out)
+    outputs.claim("--report", args.report)
     table = read_table(args.data, args.delimiter)
-    release = anonymize_randomize(
-        table, split_list(args.qid), args.method, args.attrs, _p_value(args.p), args.seed
-    )
-    write_table(release.table, args.out)
+    with step_progress("randomizing", args.quiet or args.json):
+        release = anonymize_randomize(
+            table, split_list(args.qid), args.method, args.attrs, _p_value(args.p), args.seed
+        )
     report = {**release.report, "input": str(args.data), "output": str(args.out)}
-    if args.report:
-        write_json(args.report, report)
+    with outputs.writing() as staged:
+        staged.table(args.out, release.table)
+        if args.report:
+            staged.json(args.report, report)
     rows = _summary_rows(report)
     rows += [
         ("changed cells", f"{report['changed_cell_fraction']:.4%}"),
@@ -183,27 +197,32 @@ def run_anonymize(args: argparse.Namespace) -> int:
 
 def run_evaluate(args: argparse.Namespace) -> int:
     from fedanon.algorithms.randomization.api import evaluate_randomization
+    from fedanon.outputs import CommandOutputs
     from fedanon.table_io import read_table
 
+    outputs = CommandOutputs(inputs=[args.data, args.release])
+    outputs.claim("--report", args.report)
     table = read_table(args.data, args.delimiter)
     release = read_table(args.release, args.delimiter) if args.release else None
-    report = evaluate_randomization(
-        table,
-        split_list(args.qid),
-        args.method,
-        args.attrs,
-        _p_value(args.p),
-        args.seed,
-        release=release,
-        top=args.top,
-        sensitive=args.sensitive,
-        queries=args.queries,
-        qd=args.qd,
-        s=args.s,
-    )
+    with step_progress("evaluating", args.quiet or args.json):
+        report = evaluate_randomization(
+            table,
+            split_list(args.qid),
+            args.method,
+            args.attrs,
+            _p_value(args.p),
+            args.seed,
+            release=release,
+            top=args.top,
+            sensitive=args.sensitive,
+            queries=args.queries,
+            qd=args.qd,
+            s=args.s,
+        )
     report = {**report, "input": str(args.data), "release": args.release}
-    if args.report:
-        write_json(args.report, report)
+    with outputs.writing() as staged:
+        if args.report:
+            staged.json(args.report, report)
     rows = _summary_rows(report)
     rows.append(("changed cells", f"{report['changed_cell_fraction']:.4%}"))
     rows += [
@@ -261,6 +280,7 @@ def run_sim(args: argparse.Namespace) -> int:
     from fedanon.algorithms.randomization.api import anonymize_randomize
     from fedanon.algorithms.randomization.coding import encode, observed_domain
     from fedanon.algorithms.randomization.jobspec import RandomizeSpec
+    from fedanon.outputs import CommandOutputs
     from fedanon.table_io import read_table
     from leader.randomize import RandomizeLeaderJob, run_randomize
     from leader.sim import federation, split_table
@@ -272,6 +292,11 @@ def run_sim(args: argparse.Namespace) -> int:
         )
     if not args.keep_at_parties and not args.out:
         raise FedanonError("--out is required unless --keep-at-parties")
+    outputs = CommandOutputs(inputs=[args.data])
+    outputs.claim("--out", None if args.keep_at_parties else args.out)
+    outputs.claim("--report", args.report)
+    if args.workdir:
+        outputs.claim_directory("--workdir", args.workdir)
     if args.insecure:
         print(
             "fedanon: WARNING: --insecure: no TLS, no authentication; local experiments only",
@@ -293,31 +318,38 @@ def run_sim(args: argparse.Namespace) -> int:
     central = anonymize_randomize(table, qids, args.method, args.attrs, spec.p, args.seed)
     parts = split_table(table, args.parties, args.split, args.split_seed)
     plans: list[Any] = []
-    with federation(
-        parts, None, secure=not args.insecure, workdir=Path(args.workdir) if args.workdir else None
-    ) as fed:
-        job = RandomizeLeaderJob(
-            fed.hops,
-            fed.leader_tls,
-            spec,
-            Path(args.out) if args.out else None,
-            report=None,
-            sum_mode=args.sum_mode,
-            allow_two_parties=args.allow_two_parties,
-            union_pad_to=args.pad_to,
+    workdir = Path(args.workdir) if args.workdir else None
+    with outputs.writing() as staged:
+        # The leader writes the release into the staged temporary; it and the report are
+        # renamed onto their targets together once both are complete.
+        out = staged.path(args.out) if args.out and not args.keep_at_parties else None
+        with federation(parts, None, secure=not args.insecure, workdir=workdir) as fed:
+            job = RandomizeLeaderJob(
+                fed.hops,
+                fed.leader_tls,
+                spec,
+                out,
+                report=None,
+                sum_mode=args.sum_mode,
+                allow_two_parties=args.allow_two_parties,
+                union_pad_to=args.pad_to,
+            )
+            with step_progress("federated randomization", args.quiet or args.json):
+                report = run_randomize(job, on_plan=plans.append)
+        if out is not None:
+            report["output"] = str(args.out)
+        exact = all(
+            np.array_equal(a, b)
+            for a, b in zip(plans[0].marginals, coded.histograms(), strict=True)
         )
-        report = run_randomize(job, on_plan=plans.append)
-    exact = all(
-        np.array_equal(a, b) for a, b in zip(plans[0].marginals, coded.histograms(), strict=True)
-    )
-    report["centralized"] = {
-        "Pa": central.report["Pa"],
-        "p": central.report["p"],
-        "seconds": central.report["seconds"],
-        "global_marginals_equal_union_marginals": exact,
-    }
-    if args.report:
-        write_json(args.report, report)
+        report["centralized"] = {
+            "Pa": central.report["Pa"],
+            "p": central.report["p"],
+            "seconds": central.report["seconds"],
+            "global_marginals_equal_union_marginals": exact,
+        }
+        if args.report:
+            staged.json(args.report, report)
     rows = [
         ("parties", ", ".join(report["parties"])),
         ("sum mode", report["sum_mode"]),

@@ -13,10 +13,14 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from fedanon.algorithms.sanitization.api import ALGORITHMS, DATA_SHARING, DEFAULT_WINDOW
-from fedanon.cli.common import print_summary, split_list, step_progress, write_json
+from fedanon.cli.choices import (
+    RULE_SUPPORTS,
+    SANITIZE_ALGORITHMS,
+    SANITIZE_DATA_SHARING,
+    SANITIZE_DEFAULT_WINDOW,
+)
+from fedanon.cli.common import print_summary, split_list, step_progress
 from fedanon.errors import FedanonError
-from fedanon.utility.miner import RULE_SUPPORTS
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -29,14 +33,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--data", required=True, help="transaction log, FIMI format")
     parser.add_argument("--rules", required=True, help="sensitive rules, one 'X => Y' a line")
-    parser.add_argument("--algorithm", required=True, choices=ALGORITHMS)
+    parser.add_argument(
+        "--algorithm",
+        required=True,
+        choices=SANITIZE_ALGORITHMS,
+        help="iga, rra, ra, swa delete items; dsa releases the frequent itemsets",
+    )
     parser.add_argument(
         "--psi",
         default="0",
         help="disclosure threshold in [0,1]: share of each rule's sensitive transactions left "
         "untouched (default 0); swa also takes one per rule, comma-separated",
     )
-    parser.add_argument("--window", type=int, help=f"swa: window size K (default {DEFAULT_WINDOW})")
+    parser.add_argument(
+        "--window", type=int, help=f"swa: window size K (default {SANITIZE_DEFAULT_WINDOW})"
+    )
     parser.add_argument(
         "--seed", type=int, help="reproducible random choices (default: secret random)"
     )
@@ -44,6 +55,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--out", required=True, help="sanitized log (dsa: itemsets), atomic")
     parser.add_argument("--report", help="JSON report path")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--quiet", action="store_true", help="no progress display")
     parser.set_defaults(handler=run_sanitize)
 
 
@@ -52,11 +64,13 @@ def add_evaluate_sanitize(kinds: argparse._SubParsersAction) -> None:
     parser = kinds.add_parser(
         "sanitize",
         help="HF, MC, AP, Dif, SEF of a sanitized log, or a sweep over algorithms and psi",
-        description="With --sanitized: the metrics of that log against --original. Without: "
-        "run --algorithms at every --psi on --original and report (and --chart) MC and HF.",
+        description="With --release: the metrics of that sanitized log against --data. Without: "
+        "run --algorithms at every --psi on --data and report (and --chart) MC and HF.",
     )
-    parser.add_argument("--original", required=True, help="original log, FIMI format")
-    parser.add_argument("--sanitized", help="sanitized log (omit to sweep algorithms and psi)")
+    parser.add_argument("--data", required=True, help="original log, FIMI format")
+    parser.add_argument(
+        "--release", help="sanitized log, FIMI format (omit to sweep algorithms and psi)"
+    )
     parser.add_argument("--rules", required=True, help="sensitive rules, one 'X => Y' a line")
     parser.add_argument("--support", type=float, required=True, help="minimum support sigma")
     parser.add_argument("--confidence", type=float, default=0.6, help="phi (default 0.6)")
@@ -69,7 +83,7 @@ def add_evaluate_sanitize(kinds: argparse._SubParsersAction) -> None:
     parser.add_argument("--algorithms", default="iga,rra,ra,swa", help="sweep: algorithms")
     parser.add_argument("--psi", default="0,0.05,0.1,0.15,0.25", help="sweep: values of psi")
     parser.add_argument(
-        "--window", type=int, help=f"sweep: swa window size (default {DEFAULT_WINDOW})"
+        "--window", type=int, help=f"sweep: swa window size (default {SANITIZE_DEFAULT_WINDOW})"
     )
     parser.add_argument("--seed", type=int, help="sweep: seed for ra and swa")
     parser.add_argument("--report", help="JSON report path")
@@ -83,28 +97,27 @@ def run_sanitize(args: argparse.Namespace) -> int:
     from fedanon.algorithms.sanitization.api import sanitize
     from fedanon.algorithms.sanitization.dsa import format_itemsets
     from fedanon.algorithms.sanitization.rules import read_rules
-    from fedanon.atomic import write_text_atomic
+    from fedanon.outputs import CommandOutputs
     from fedanon.utility.transactions import Transactions
 
     if args.algorithm != "dsa" and args.support is not None:
         raise FedanonError("--support is for dsa (the data-sharing algorithms need no miner)")
     psi = _floats(args.psi, "--psi")
+    outputs = CommandOutputs(inputs=[args.data, args.rules])
+    outputs.claim("--out", args.out)
+    outputs.claim("--report", args.report)
     rules = read_rules(args.rules)
     tx = Transactions.read_fimi(args.data)
-    result = sanitize(
-        tx,
-        rules,
-        args.algorithm,
-        psi[0] if len(psi) == 1 else psi,
-        window=args.window,
-        seed=args.seed,
-        min_support=args.support,
-    )
-    if result.transactions is not None:
-        result.transactions.write_fimi(args.out)
-    else:
-        assert result.itemsets is not None
-        write_text_atomic(args.out, format_itemsets(result.itemsets))
+    with step_progress(args.algorithm, args.quiet or args.json):
+        result = sanitize(
+            tx,
+            rules,
+            args.algorithm,
+            psi[0] if len(psi) == 1 else psi,
+            window=args.window,
+            seed=args.seed,
+            min_support=args.support,
+        )
     report = {
         "algorithm": args.algorithm,
         "psi": psi,
@@ -113,8 +126,14 @@ def run_sanitize(args: argparse.Namespace) -> int:
         "input": str(args.data),
         "output": str(args.out),
     }
-    if args.report:
-        write_json(args.report, report)
+    with outputs.writing() as staged:
+        if result.transactions is not None:
+            staged.path(args.out).write_bytes(result.transactions.to_fimi_bytes())
+        else:
+            assert result.itemsets is not None
+            staged.path(args.out).write_text(format_itemsets(result.itemsets), encoding="utf-8")
+        if args.report:
+            staged.json(args.report, report)
     rows = [("algorithm", args.algorithm), ("transactions", report["transactions"])]
     rows += [(key.replace("_", " "), report[key]) for key in _SUMMARY_KEYS if key in report]
     rows.append(("output", args.out))
@@ -134,26 +153,30 @@ _SUMMARY_KEYS = (
 def run_evaluate_sanitize(args: argparse.Namespace) -> int:
     from fedanon.algorithms.sanitization.api import evaluate_sanitization, sanitize
     from fedanon.algorithms.sanitization.rules import read_rules
+    from fedanon.outputs import CommandOutputs
     from fedanon.utility.miner import mine_rules
     from fedanon.utility.transactions import Transactions
 
+    if args.release and args.chart:
+        raise FedanonError("--chart draws a sweep over psi: omit --release")
+    outputs = CommandOutputs(inputs=[args.data, args.release, args.rules])
+    outputs.claim("--report", args.report)
+    outputs.claim("--chart", args.chart)
     rules = read_rules(args.rules)
-    original = Transactions.read_fimi(args.original)
-    if args.sanitized:
-        if args.chart:
-            raise FedanonError("--chart draws a sweep over psi: omit --sanitized")
-        sanitized = Transactions.read_fimi(args.sanitized)
+    original = Transactions.read_fimi(args.data)
+    if args.release:
+        sanitized = Transactions.read_fimi(args.release)
         report: dict[str, Any] = evaluate_sanitization(
             original, sanitized, rules, args.support, args.confidence, None, args.rule_support
         )
-        report |= {"original": str(args.original), "sanitized": str(args.sanitized)}
+        report |= {"original": str(args.data), "sanitized": str(args.release)}
         rows = [(key.upper(), _percent(report[key])) for key in ("hf", "mc", "ap", "dif", "sef")]
         rows += [("rules D / D'", f"{report['rules_original']} / {report['rules_sanitized']}")]
     else:
         algorithms = split_list(args.algorithms)
-        unknown = sorted(set(algorithms) - set(DATA_SHARING))
+        unknown = sorted(set(algorithms) - set(SANITIZE_DATA_SHARING))
         if unknown or not algorithms:
-            raise FedanonError(f"--algorithms: choose among {','.join(DATA_SHARING)}")
+            raise FedanonError(f"--algorithms: choose among {','.join(SANITIZE_DATA_SHARING)}")
         psis = _floats(args.psi, "--psi")
         sweep = []
         with step_progress("evaluating", args.quiet or args.json) as show:
@@ -170,18 +193,19 @@ def run_evaluate_sanitize(args: argparse.Namespace) -> int:
                         before, args.rule_support,
                     )  # fmt: skip
                     sweep.append({"algorithm": algorithm, "psi": psi, **metrics})
-        report = {"original": str(args.original), "sweep": sweep}
-        if args.chart:
-            from fedanon.algorithms.sanitization.chart import plot_psi_sweep
-
-            plot_psi_sweep(sweep, args.chart)
+        report = {"original": str(args.data), "sweep": sweep}
         rows = [
             (f"{row['algorithm']} psi={row['psi']:g}",
              f"MC {_percent(row['mc'])}  HF {_percent(row['hf'])}  Dif {_percent(row['dif'])}")
             for row in sweep
         ]  # fmt: skip
-    if args.report:
-        write_json(args.report, report)
+    with outputs.writing() as staged:
+        if args.report:
+            staged.json(args.report, report)
+        if args.chart:
+            from fedanon.algorithms.sanitization.chart import plot_psi_sweep
+
+            plot_psi_sweep(report["sweep"], staged.path(args.chart))
     print_summary("fedanon evaluate sanitize", rows, report if args.json else None)
     return 0
 

@@ -7,15 +7,12 @@ import sys
 from pathlib import Path
 
 from fedanon.cli.anonymize import add_lkc_options
+from fedanon.cli.choices import DRBT_MATRICES
 from fedanon.cli.common import print_summary, split_list, step_progress
 from fedanon.cli.leader import progress_text, summarize
 from fedanon.cli.randomize import add_sim_randomize
 from fedanon.cli.reporting import add_report_options, finish_distributed_reports
 from fedanon.errors import FedanonError
-from fedanon.lkc.api import parse_sensitive
-from fedanon.outputs import CommandOutputs
-from fedanon.table_io import read_table, require_columns
-from fedanon.taxonomy.loader import load_taxonomy
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -27,7 +24,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     lkc.add_argument("--split", default="random", help="random (default) or by-column=COL")
     lkc.add_argument("--seed", type=int, default=1, help="seed of the random split")
     add_lkc_options(lkc)
-    lkc.add_argument("--sum-mode", choices=("ring", "pairwise"), default="ring")
+    lkc.add_argument("--sum-mode", choices=("ring", "pairwise"), default="ring",
+                     help="secure sum: ring (masked token passing) or pairwise (masks per pair)")
     lkc.add_argument("--allow-two-parties", action="store_true",
                      help="accept 2 parties (each learns the other's counts from the sums)")
     lkc.add_argument("--pad-to", type=int, default=0, metavar="N",
@@ -53,7 +51,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     drbt.add_argument("--id", dest="id_column",
                       help="object id column (default: a row number is added)")
     drbt.add_argument("--columns", help="attributes to use, a,b,c (default: all but the id)")
-    drbt.add_argument("--matrix", choices=("gaussian", "sparse"), default="sparse")
+    drbt.add_argument("--matrix", choices=DRBT_MATRICES, default="sparse",
+                      help="gaussian (RP1) or sparse Achlioptas (RP2)")
     drbt.add_argument("--k-dims", type=int, default=0,
                       help="kept dimensions per party (default ceil(d_i/2))")
     drbt.add_argument("--clusters", type=int, default=3, help="K of K-means (default 3)")
@@ -66,12 +65,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     drbt.add_argument("--out", required=True, help="projected, clustered release")
     drbt.add_argument("--report", help="JSON report path")
     drbt.add_argument("--json", action="store_true", help="print the report as JSON")
+    drbt.add_argument("--quiet", action="store_true", help="no progress display")
     drbt.set_defaults(handler=run_sim_drbt)
     add_sim_randomize(methods)
 
 
 def lkc_section(args: argparse.Namespace) -> dict:
     """The CLI's LKC options in the shape of job.toml's [lkc] section."""
+    from fedanon.lkc.api import parse_sensitive
+
     section: dict = {"L": args.L, "K": args.K, "C": args.C, "preset": args.preset,
                      "score": args.score, "drop": split_list(args.drop)}
     if args.qid:
@@ -87,6 +89,9 @@ def lkc_section(args: argparse.Namespace) -> dict:
 
 
 def run_sim_lkc(args: argparse.Namespace) -> int:
+    from fedanon.outputs import CommandOutputs
+    from fedanon.table_io import read_table
+    from fedanon.taxonomy.loader import load_taxonomy
     from leader.config import LeaderJob, spec_from_table
     from leader.run import run_job
     from leader.sim import check_job_columns, federation, split_table
@@ -130,7 +135,9 @@ def run_sim_drbt(args: argparse.Namespace) -> int:
 
     from fedanon.drbt.fmeasure import overall_f_measure
     from fedanon.drbt.kmeans import kmeans
-    from fedanon.drbt.projection import zscore
+    from fedanon.drbt.projection import check_projection, zscore
+    from fedanon.outputs import CommandOutputs
+    from fedanon.table_io import read_table, require_columns
     from fedanon.text import as_numbers
     from leader.drbt import DRBTLeaderJob, run_drbt
     from leader.sim import federation, split_columns
@@ -159,6 +166,13 @@ def run_sim_drbt(args: argparse.Namespace) -> int:
     if args.clusters > len(table):
         raise FedanonError(f"--clusters {args.clusters} exceeds the table's {len(table)} rows")
     parts = split_columns(table, args.parties, id_column)
+    for number, part in enumerate(parts, start=1):  # the parties would refuse it (exit 4)
+        d = len(part.columns) - 1
+        try:
+            check_projection(d, args.k_dims or -(-d // 2), args.matrix)
+        except FedanonError as exc:
+            raise FedanonError(f"--k-dims: party {number} of {args.parties} holds {d} "
+                               f"attribute(s): {exc}") from None
     with federation(parts, None, secure=not args.insecure,
                     workdir=Path(args.workdir) if args.workdir else None) as fed:
         job = DRBTLeaderJob(parties=fed.hops, tls=fed.leader_tls, out=Path(args.out),
@@ -166,8 +180,9 @@ def run_sim_drbt(args: argparse.Namespace) -> int:
                             clusters=args.clusters, send_assignment=args.send_assignment,
                             report=Path(args.report) if args.report else None, seed=args.seed)
         found: dict[str, int] = {}
-        report = run_drbt(job, on_clusters=lambda ids, labels: found.update(
-            zip(ids, labels.tolist(), strict=True)))
+        with step_progress("vertical DRBT", args.quiet or args.json):
+            report = run_drbt(job, on_clusters=lambda ids, labels: found.update(
+                zip(ids, labels.tolist(), strict=True)))
     original = np.column_stack([as_numbers(table[c])[0] for c in table.columns
                                 if c != id_column])
     rng = np.random.default_rng(args.seed)

@@ -162,7 +162,7 @@ def test_evaluate_queries_reports_every_release_and_draws_the_chart(
         "--release", f"Alpha={d / 'g.csv'}", "--release", f"raw={files['data']}",
         "--nss", f"Lossy={d / 'n.csv'}", "--ss", str(d / "s.csv"),
         "--qd", "2", "--s", "0.3", "--queries", "50", "--qd-values", "1,2,3",
-        "--s-values", "0.2,0.5", "--out", str(d / "q.json"), "--chart", str(d / "q.png"),
+        "--s-values", "0.2,0.5", "--report", str(d / "q.json"), "--chart", str(d / "q.png"),
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     report = json.loads((d / "q.json").read_text())

@@ -88,7 +88,7 @@ def test_evaluate_one_sanitized_log(files, tmp_path, capsys):
     assert main(sanitize_args(files, "--algorithm", "iga")) == 0
     capsys.readouterr()
     code = main(
-        ["evaluate", "sanitize", "--original", str(files["data"]), "--sanitized",
+        ["evaluate", "sanitize", "--data", str(files["data"]), "--release",
          str(files["out"]), "--rules", str(files["rules"]), "--support", "0.3",
          "--confidence", "0.6", "--json"]
     )  # fmt: skip
@@ -102,7 +102,7 @@ def test_evaluate_one_sanitized_log(files, tmp_path, capsys):
 def test_evaluate_sweep_writes_json_and_png(files, tmp_path):
     chart, report = tmp_path / "psi.png", tmp_path / "sweep.json"
     code = main(
-        ["evaluate", "sanitize", "--original", str(files["data"]), "--rules",
+        ["evaluate", "sanitize", "--data", str(files["data"]), "--rules",
          str(files["rules"]), "--support", "0.3", "--algorithms", "iga,swa", "--psi", "0,0.5",
          "--seed", "1", "--chart", str(chart), "--report", str(report), "--quiet"]
     )  # fmt: skip

@@ -1,0 +1,22 @@
+"""The parser's spelled-out choices equal the library constants they stand in for."""
+
+from __future__ import annotations
+
+from crypto.identity import ROLES
+from fedanon.algorithms.sanitization.api import ALGORITHMS, DATA_SHARING, DEFAULT_WINDOW
+from fedanon.cli import choices
+from fedanon.drbt.matrices import MATRICES
+from fedanon.lkc.api import PRESETS
+from fedanon.lkc.scores import SCORES
+from fedanon.utility.miner import RULE_SUPPORTS
+
+
+def test_cli_choices_match_the_library():
+    assert choices.LKC_PRESETS == PRESETS
+    assert choices.LKC_SCORES == SCORES
+    assert choices.DRBT_MATRICES == MATRICES
+    assert choices.SANITIZE_DATA_SHARING == DATA_SHARING
+    assert choices.SANITIZE_ALGORITHMS == ALGORITHMS
+    assert choices.SANITIZE_DEFAULT_WINDOW == DEFAULT_WINDOW
+    assert choices.RULE_SUPPORTS == RULE_SUPPORTS
+    assert choices.CERT_ROLES == ROLES
