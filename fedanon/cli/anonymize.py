@@ -44,6 +44,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_lkc_options(lkc)
     lkc.add_argument("--out", required=True, help="released table (written atomically)")
     lkc.add_argument("--report", help="JSON report path")
+    lkc.add_argument("--suppress", help="record-suppression budget: share of records, e.g. 0.02")
+    lkc.add_argument("--suppressed", choices=("root", "drop"), default="root",
+                     help="suppressed records: every QID at the root (default) or removed")
     lkc.add_argument("--json", action="store_true", help="print the report as JSON")
     lkc.add_argument("--quiet", action="store_true", help="no progress display")
     lkc.set_defaults(handler=run_lkc)
@@ -72,6 +75,7 @@ def run_lkc(args: argparse.Namespace) -> int:
             table, schema, params, score, drop,
             on_step=lambda s: show(f"#{s.iteration} {s.attribute}={s.value} "
                                    f"({s.partitions} groups, {s.candidates} candidates)"),
+            suppress=args.suppress, suppressed_mode=args.suppressed,
         )
     report = {**release.report, "input": str(args.data), "output": str(args.out)}
     with outputs.writing() as staged:
@@ -89,6 +93,8 @@ def run_lkc(args: argparse.Namespace) -> int:
             ("min group size (L-subsets)", groups["min_group_size"]),
             ("max confidence", groups["max_confidence"]),
             ("discernibility ratio", f"{groups['discernibility_ratio']:.6f}"),
+            *([("suppressed records", f"{report['suppression']['suppressed_records']} of at most "
+                f"{report['suppression']['budget_records']}")] if "suppression" in report else []),
             ("seconds", report["seconds"]),
             ("output", args.out),
         ],
