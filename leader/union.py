@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -83,16 +84,20 @@ def _ring_call(session: Session, request: pb.UnionRequest, phase: str, timeout: 
 
 def run_union(session: Session, keys: UnionKeys, traffic: Traffic, rpc_seconds: float,
               union_seconds: float, round_: int, parallelism: Parallelism,
-              pad_to: int = 0) -> list[list[str]]:
-    """Integrate the release: returns the records (as lists of column values), shuffled."""
+              pad_to: int = 0, suppressed: Sequence[int] = ()) -> list[list[str]]:
+    """Integrate the release: returns the records (as lists of column values), shuffled.
+
+    `suppressed` names the partitions of T_g whose records every party releases as suppressed
+    (record-suppression budget); the leader decided them from the secure sums."""
     parallelism.start()
     ref = session.ref(round_)
     sizes = session.fan_out("union (measure)", lambda n, s: s.Union(
-        pb.UnionRequest(ref=ref, phase=pb.UNION_PHASE_MEASURE), timeout=rpc_seconds))
+        pb.UnionRequest(ref=ref, phase=pb.UNION_PHASE_MEASURE, suppressed=suppressed),
+        timeout=rpc_seconds))
     record_size = max(r.record_size for r in sizes.values())
     timeout = union_seconds
     collect = pb.UnionRequest(ref=ref, phase=pb.UNION_PHASE_COLLECT, record_size=record_size,
-                              pad_to=pad_to)
+                              pad_to=pad_to, suppressed=suppressed)
     batches = session.fan_out("union (collect)", lambda n, s: s.Union(collect, timeout=timeout))
     items = [item for name in session.ring for item in batches[name].items]
     traffic.add("union", collect.ByteSize() * len(batches),

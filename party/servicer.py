@@ -446,7 +446,7 @@ class PartyServicer(pb_grpc.PartyServicer):
         """One union phase at this party (MEASURE, COLLECT, or STRIP and forward)."""
         try:
             session.check_ref(request.ref)
-            records = record_bytes(session.release_table())
+            records = record_bytes(session.release_table(list(request.suppressed)))
             if request.phase == pb.UNION_PHASE_MEASURE:
                 return pb.UnionReply(record_size=measured_size(records))
             ctx = session.union.context(bytes.fromhex(session.session_id),

@@ -33,6 +33,9 @@ def add_lkc_options(parser: argparse.ArgumentParser) -> None:
                         help="infogain (default with a class) or discernibility")
     parser.add_argument("--dynamic", help="numerical QIDs split dynamically by InfoGain: a,b")
     parser.add_argument("--drop", help="ID columns removed before anything else: a,b")
+    parser.add_argument("--suppress", help="record-suppression budget: share of records, e.g. 0.02")
+    parser.add_argument("--suppressed", choices=("root", "drop"), default="root",
+                        help="suppressed records: every QID at the root (default) or removed")
     parser.add_argument("--delimiter", help="CSV delimiter (default ',' or tab for .tsv)")
 
 
@@ -44,9 +47,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_lkc_options(lkc)
     lkc.add_argument("--out", required=True, help="released table (written atomically)")
     lkc.add_argument("--report", help="JSON report path")
-    lkc.add_argument("--suppress", help="record-suppression budget: share of records, e.g. 0.02")
-    lkc.add_argument("--suppressed", choices=("root", "drop"), default="root",
-                     help="suppressed records: every QID at the root (default) or removed")
     lkc.add_argument("--json", action="store_true", help="print the report as JSON")
     lkc.add_argument("--quiet", action="store_true", help="no progress display")
     lkc.set_defaults(handler=run_lkc)

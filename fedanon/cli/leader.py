@@ -38,6 +38,8 @@ def summarize(report: dict, as_json: bool) -> None:
             ("min group size (L-subsets)", groups["min_group_size"]),
             ("max confidence", groups["max_confidence"]),
             ("privacy check", "passed" if report["privacy_check"]["ok"] else "FAILED"),
+            *([("suppressed records", report["suppression"]["suppressed_records"])]
+              if "suppression" in report else []),
             ("seconds", report["seconds"]),
             ("output", report["output"]),
         ],

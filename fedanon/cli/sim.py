@@ -68,7 +68,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def lkc_section(args: argparse.Namespace) -> dict:
     """The CLI's LKC options in the shape of job.toml's [lkc] section."""
     section: dict = {"L": args.L, "K": args.K, "C": args.C, "preset": args.preset,
-                     "score": args.score, "drop": split_list(args.drop)}
+                     "score": args.score, "drop": split_list(args.drop),
+                     "suppress": args.suppress, "suppressed": args.suppressed}
     if args.qid:
         section["qids"] = split_list(args.qid)
     if args.sensitive:
