@@ -168,3 +168,29 @@ def test_budget_first_performs_what_suppresses_nothing(case, score):
     before = [(s["attribute"], s["value"]) for s in plain.report["specialization_sequence"]]
     after = [(s["attribute"], s["value"]) for s in budgeted.report["specialization_sequence"]]
     assert after[: len(before)] == before
+
+
+def test_job_spec_carries_the_budget_to_the_parties():
+    """job.toml's [lkc] suppress/suppressed survive the wire and enter the fingerprint."""
+    from fedanon.lkc.jobspec import LKCJobSpec
+    from fedanon.taxonomy.files import TaxonomyFile
+    from leader.config import spec_from_table
+
+    schema, _ = _city_case()
+    taxonomy = TaxonomyFile({"city": schema.taxonomies[0]})
+    section = {
+        "K": 3,
+        "preset": "k-anonymity",
+        "qids": ["city"],
+        "suppress": Fraction(1, 50),
+        "suppressed": "drop",
+    }
+    spec = spec_from_table(section, taxonomy, "test")
+    back = LKCJobSpec.from_proto(spec.to_proto())
+    assert (back.suppress, back.suppressed_mode) == (Fraction(1, 50), "drop")
+    assert "suppress:1/50,drop" in back.fingerprint_items(schema)
+    plain = LKCJobSpec.from_proto(
+        spec_from_table({**section, "suppress": None}, taxonomy, "test").to_proto()
+    )
+    assert plain.suppress == 0
+    assert not any(i.startswith("suppress:") for i in plain.fingerprint_items(schema))
