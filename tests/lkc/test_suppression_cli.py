@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from tests.clirun import run_cli
 
@@ -122,3 +125,61 @@ def test_bad_budget_is_one_line_and_no_output(tmp_path: Path) -> None:
     )
     assert done.code == 2 and len(done.err_lines) == 1 and "--suppress" in done.err
     assert not out.exists()
+
+
+@pytest.mark.slow
+def test_sim_with_budget_matches_the_centralized_command(tmp_path: Path) -> None:
+    """``sim lkc --suppress`` (3 daemons, mutual TLS) writes what ``anonymize lkc`` writes."""
+    from fedanon.synth import generate_hospital, hospital_taxonomy_path
+
+    data = tmp_path / "hospital.csv"
+    generate_hospital(900, 5).to_csv(data, index=False)
+    job = [
+        "--data",
+        data,
+        "--taxonomy",
+        hospital_taxonomy_path(),
+        "--preset",
+        "k-anonymity",
+        "--qid",
+        "age,sex,postcode,employment",
+        "--K",
+        "10",
+        "--drop",
+        "patient_id",
+        "--suppress",
+        "0.05",
+        "--quiet",
+    ]
+    sim_out, sim_report = tmp_path / "sim.csv", tmp_path / "sim.json"
+    cmd = [
+        sys.executable,
+        "-m",
+        "fedanon.cli.main",
+        "sim",
+        "lkc",
+        "--parties",
+        "3",
+        "--workdir",
+        str(tmp_path / "w"),
+        "--out",
+        str(sim_out),
+        "--report",
+        str(sim_report),
+        *map(str, job),
+    ]
+    done = subprocess.run(
+        cmd, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL
+    )
+    assert done.returncode == 0, done.stderr
+    central_out, central_report = tmp_path / "c.csv", tmp_path / "c.json"
+    assert (
+        run_cli("anonymize", "lkc", *job, "--out", central_out, "--report", central_report).code
+        == 0
+    )
+    sim_rows = sorted(map(tuple, pd.read_csv(sim_out, dtype=str).itertuples(index=False)))
+    central_rows = sorted(map(tuple, pd.read_csv(central_out, dtype=str).itertuples(index=False)))
+    assert sim_rows == central_rows
+    ours = json.loads(sim_report.read_text())["suppression"]
+    assert ours == json.loads(central_report.read_text())["suppression"]
+    assert ours["suppressed_records"] > 0
