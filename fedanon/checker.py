@@ -95,6 +95,8 @@ class CheckResult:
     min_group_size: int | None
     max_confidence: dict[tuple[str, str], Fraction] = field(default_factory=dict)
     stopped_early: bool = False
+    suppressed_rows: int = 0
+    max_suppressed: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form; fractions are kept exact as "p/q" strings next to a float."""
@@ -108,6 +110,8 @@ class CheckResult:
             "groups_checked": self.groups_checked,
             "violating_groups": self.violating_groups,
             "stopped_early": self.stopped_early,
+            "suppressed_rows": self.suppressed_rows,
+            "max_suppressed": self.max_suppressed,
             "min_group_size": self.min_group_size,
             "max_confidence": [
                 {"column": col, "value": v, "confidence": _fraction_dict(share)}
@@ -217,6 +221,8 @@ def check_lkc(
     C: Fraction | str | int,
     *,
     stop_at_first: bool = False,
+    suppressed: Mapping[str, str] | None = None,
+    max_suppressed: int = 0,
 ) -> CheckResult:
     """Verify LKC-privacy of `df` by brute force over all QID subsets of size <= L.
 
@@ -226,16 +232,35 @@ def check_lkc(
     count(s) / size <= C. With `stop_at_first`, checking ends after the first subset that has a
     violation (the worst within what was checked is reported). Input problems raise
     `FedanonError`.
+
+    Record suppression: with `suppressed` (QID -> the label a suppressed cell holds, e.g. each
+    taxonomy's root), the rows whose every QID cell holds that label form the *suppression
+    group*. If it has at most `max_suppressed` rows, they are exempt from K and C and left out
+    of every group, and the other rows must satisfy LKC-privacy on their own; if it has more,
+    it is an ordinary group like any other (a fully generalized group of that size may be a
+    legitimate release).
     """
     c = parse_confidence(C)
     _validate(df, qids, sensitive, L, K)
+    exempt, given_rows = 0, len(df)
+    positions = np.arange(len(df))  # rows checked, as positions in the table as given
+    if suppressed is not None:
+        missing = [q for q in qids if q not in suppressed]
+        if missing:
+            raise FedanonError(f"no suppressed label given for QID '{missing[0]}'")
+        hit = np.ones(len(df), dtype=bool)
+        for q in qids:
+            hit &= df[q].astype(str).to_numpy() == str(suppressed[q])
+        if 0 < hit.sum() <= max_suppressed and not hit.all():
+            exempt = int(hit.sum())
+            df, positions = df[~hit], np.flatnonzero(~hit)
     qids = list(qids)
     depth = min(int(L), len(qids))
     s_values = [(col, str(v)) for col, values in sensitive.items() for v in dict.fromkeys(values)]
     qid_pos = {q: i for i, q in enumerate(qids)}
     s_pos = {s: i for i, s in enumerate(s_values)}
 
-    n = len(df)
+    n = len(df)  # rows checked (the suppression group left out)
     # Counts are multiplied by C's terms and by other counts (exact ratio comparisons); use
     # Python ints only if such a product could overflow int64 (huge tables or C denominators).
     exact_dtype = np.int64 if n * max(n, c.numerator, c.denominator) < 2**62 else object
@@ -249,12 +274,14 @@ def check_lkc(
         L=int(L),
         K=int(K),
         C=c,
-        rows=n,
+        rows=given_rows,
         subsets_checked=0,
         groups_checked=0,
         violating_groups=0,
         worst=None,
         min_group_size=None,
+        suppressed_rows=exempt,
+        max_suppressed=int(max_suppressed),
     )
     worst_key: tuple | None = None
 
@@ -266,7 +293,7 @@ def check_lkc(
 
     def describe(subset: tuple[int, ...], ids: np.ndarray, group: int) -> tuple[tuple, int]:
         row = int(np.argmax(ids == group))
-        return tuple(str(df[qids[i]].iat[row]) for i in subset), row
+        return tuple(str(df[qids[i]].iat[row]) for i in subset), int(positions[row])
 
     for subset in _subsets(len(qids), depth):
         last = subset[-1]

@@ -14,6 +14,7 @@ Example::
     C = "0.2"
     score = "infogain"
     drop = ["patient_id"]
+    # suppress = 0.02        # optional record-suppression budget; suppressed = "root" | "drop"
     # qids, sensitive = { diagnosis = ["HIV"] }, class, class_values: default to the taxonomy
     [[parties]]                      # in ring order
     name = "hospital-a"
@@ -83,6 +84,7 @@ from fedanon.errors import FedanonError
 from fedanon.lkc.api import PRESETS, resolve_params
 from fedanon.lkc.jobspec import LKCJobSpec
 from fedanon.lkc.scores import SCORES
+from fedanon.lkc.suppression import parse_suppression_share
 from fedanon.schema import SensitiveValue
 from fedanon.taxonomy.files import TaxonomyFile
 from fedanon.taxonomy.loader import load_taxonomy
@@ -108,6 +110,8 @@ LKC_SCHEMA = Table({
     "class": Key(Text()),
     "class_values": Key(Names()),
     "drop": Key(Names(), default=[]),
+    "suppress": Key(Proportion()),
+    "suppressed": Key(Text(choices=("root", "drop")), default="root"),
 })
 
 DRBT_SCHEMA = Table({
@@ -214,7 +218,8 @@ def spec_from_table(lkc: dict[str, Any], taxonomy: TaxonomyFile, where: str) -> 
                             None if lkc.get("C") is None else str(lkc.get("C")))
     score = str(lkc.get("score") or ("infogain" if class_column else "discernibility"))
     return LKCJobSpec(params, score, qids, sensitive, class_column, class_values,
-                      list(lkc.get("drop", [])))
+                      list(lkc.get("drop", [])), parse_suppression_share(lkc.get("suppress")),
+                      str(lkc.get("suppressed") or "root"))
 
 
 def _parties(data: dict[str, Any]) -> list[Hop]:

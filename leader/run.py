@@ -175,13 +175,15 @@ def run_job(job: LeaderJob, on_step: Callable[[StepInfo], None] | None = None,
                                   StatsLayout.for_schema(schema), job.rpc_seconds, traffic,
                                   fan_out=session.fan_out if job.sum_mode == "pairwise" else None,
                                   sealed_totals=keys.sealed_totals(session.session_id))
-        result = LKCEngine(schema, spec.params, score=spec.score, on_step=on_step).run(source)
+        result = LKCEngine(schema, spec.params, score=spec.score, on_step=on_step,
+                           suppress=spec.suppress).run(source)
         timings["specialize"] = time.perf_counter() - mark
 
         mark = time.perf_counter()
         rows = run_union(session, keys, traffic, job.rpc_seconds, job.union_seconds,
                          source.iteration, job.union_parallelism, job.union_pad_to,
-                         job.union_mode, on_phase, on_counts=revealed.update)
+                         job.union_mode, result.suppressed_partitions.tolist(), on_phase,
+                         on_counts=revealed.update)
         timings["union"] = time.perf_counter() - mark
 
         ended = session.fan_out("end", lambda n, s: s.End(
@@ -192,8 +194,10 @@ def run_job(job: LeaderJob, on_step: Callable[[StepInfo], None] | None = None,
     sensitive: dict[str, list[str]] = defaultdict(list)
     for s in spec.sensitive:
         sensitive[s.column].append(s.value)
+    roots = {t.attribute: t.labels[t.root] for t in schema.taxonomies}
     check = check_lkc(release, spec.qids, dict(sensitive), spec.params.L, spec.params.K,
-                      spec.params.C)
+                      spec.params.C, suppressed=roots if spec.suppress else None,
+                      max_suppressed=result.suppression_budget)
     timings["check"] = time.perf_counter() - mark
     if not check.ok:
         raise FedanonError(f"the integrated release fails LKC-privacy ({check.worst}); "
@@ -204,7 +208,8 @@ def run_job(job: LeaderJob, on_step: Callable[[StepInfo], None] | None = None,
         timings["write"] = time.perf_counter() - mark
         timings["total"] = time.perf_counter() - began
 
-        report = build_report(schema, spec.params, spec.score, result)
+        report = build_report(schema, spec.params, spec.score, result, spec.suppress,
+                              spec.suppressed_mode)
         report.update({
             "mode": "distributed",
             "session_id": session.session_id,

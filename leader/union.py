@@ -21,7 +21,7 @@ pair returns both shares, which the leader XORs.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -94,22 +94,25 @@ def _ring_call(session: Session, request: pb.UnionRequest, phase: str, timeout: 
 
 def run_union(session: Session, keys: UnionKeys, traffic: Traffic, rpc_seconds: float,
               union_seconds: float, round_: int, parallelism: Parallelism,
-              pad_to: int = 0, mode: str = "layered",
+              pad_to: int = 0, mode: str = "layered", suppressed: Sequence[int] = (),
               on_phase: Callable[[str], None] | None = None,
               on_counts: Callable[[dict[str, int]], None] | None = None) -> list[list[str]]:
     """Integrate the release: returns the records (as lists of column values), shuffled.
 
     `mode` is "layered" (onion encryption, the default) or "shuffle" (secret-shared shuffle
-    among the parties). `on_phase` hears a line per phase (for a progress display); it is told
-    only what the leader learns anyway: the number of sealed items, never a party's share of
-    them. `on_counts` hears each party's record count only when the job reveals it to the
-    leader (no `pad_to`: the batch sizes are the counts); with padding it is never called.
+    among the parties). `suppressed` names the partitions of T_g whose records every party
+    releases as suppressed (record-suppression budget); the leader decided them from the secure
+    sums. `on_phase` hears a line per phase (for a progress display); it is told only what the
+    leader learns anyway: the number of sealed items, never a party's share of them.
+    `on_counts` hears each party's record count only when the job reveals it to the leader (no
+    `pad_to`: the batch sizes are the counts); with padding it is never called.
     """
     show = on_phase or (lambda _text: None)
     ref = session.ref(round_)
     show(f"union: {len(session.ring)} parties measure and seal their records")
     sizes = session.fan_out("union (measure)", lambda n, s: s.Union(
-        pb.UnionRequest(ref=ref, phase=pb.UNION_PHASE_MEASURE, pad_to=pad_to),
+        pb.UnionRequest(ref=ref, phase=pb.UNION_PHASE_MEASURE, pad_to=pad_to,
+                        suppressed=suppressed),
         timeout=rpc_seconds))
     record_size = max(r.record_size for r in sizes.values())
     if mode == "shuffle":
@@ -122,7 +125,7 @@ def run_union(session: Session, keys: UnionKeys, traffic: Traffic, rpc_seconds: 
     parallelism.start()
     timeout = union_seconds
     collect = pb.UnionRequest(ref=ref, phase=pb.UNION_PHASE_COLLECT, record_size=record_size,
-                              pad_to=pad_to)
+                              pad_to=pad_to, suppressed=suppressed)
     batches = session.fan_out("union (collect)", lambda n, s: s.Union(collect, timeout=timeout))
     items = [item for name in session.ring for item in batches[name].items]
     if pad_to == 0 and on_counts is not None:

@@ -166,8 +166,10 @@ class RandomizeSession(SessionBase):
         self.next_iteration += 1
         return self.randomized
 
-    def release_table(self) -> pd.DataFrame:
+    def release_table(self, suppressed: list[int] | None = None) -> pd.DataFrame:
         """What this party contributes to the union: its randomized rows, and only those."""
+        if suppressed:
+            raise ProtocolError("a randomization job has no suppression budget")
         if self.spec.keep_at_parties:
             raise ProtocolError("this job keeps the randomized records at the parties; no union")
         if self.randomized is None:

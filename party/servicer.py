@@ -453,8 +453,11 @@ class PartyServicer(pb_grpc.PartyServicer):
                                                                        list(request.items)))
                 session.bytes_sent += reply.ByteSize()
                 return reply
+            # The records are made once per round, at MEASURE, which names the suppressed
+            # partitions (a later phase's list is not consulted again).
             records = session.union.local_records(
-                request.ref.iteration, lambda: record_bytes(session.release_table()))
+                request.ref.iteration,
+                lambda: record_bytes(session.release_table(list(request.suppressed))))
             if request.phase == pb.UNION_PHASE_MEASURE:
                 # The count only where nothing hides it anyway (no padding): the shuffle
                 # mode's public block sizes.

@@ -107,9 +107,20 @@ class PartySession(SessionBase):
         groups = max(1, live * max(widest, 1))
         return 8 * self.local.layout.vector_length(groups) + groups // 8 + (1 << 16)
 
-    def release_table(self) -> pd.DataFrame:
-        """What this party contributes to the union: its generalized records."""
-        return self.local.generalized_table()
+    def release_table(self, suppressed: list[int] | None = None) -> pd.DataFrame:
+        """What this party contributes to the union: its generalized records.
+
+        `suppressed` (from the leader) names live partitions of T_g to release as suppressed;
+        only a job with a suppression budget may name any.
+        """
+        wanted = np.asarray(suppressed or [], dtype=np.int64)
+        if wanted.size:
+            partitions = self.local.partitions
+            if not self.spec.suppress:
+                raise ProtocolError("the job has no suppression budget but partitions were named")
+            if (wanted >= partitions.size).any() or not partitions.alive[wanted].all():
+                raise ProtocolError("a suppressed partition is not a group of the final cut")
+        return self.local.generalized_table(wanted, self.spec.suppressed_mode == "drop")
 
     def check_ref(self, ref: pb.SessionRef, iteration: int | None = None) -> None:
         """Reject a message for another session or an unexpected iteration."""

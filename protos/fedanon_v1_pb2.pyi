@@ -58,7 +58,7 @@ class SensitiveValue(_message.Message):
     def __init__(self, column: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
 
 class LKCJob(_message.Message):
-    __slots__ = ("L", "K", "C", "score", "qids", "sensitive", "class_column", "class_values", "drop_columns")
+    __slots__ = ("L", "K", "C", "score", "qids", "sensitive", "class_column", "class_values", "drop_columns", "suppress", "drop_suppressed")
     L_FIELD_NUMBER: _ClassVar[int]
     K_FIELD_NUMBER: _ClassVar[int]
     C_FIELD_NUMBER: _ClassVar[int]
@@ -68,6 +68,8 @@ class LKCJob(_message.Message):
     CLASS_COLUMN_FIELD_NUMBER: _ClassVar[int]
     CLASS_VALUES_FIELD_NUMBER: _ClassVar[int]
     DROP_COLUMNS_FIELD_NUMBER: _ClassVar[int]
+    SUPPRESS_FIELD_NUMBER: _ClassVar[int]
+    DROP_SUPPRESSED_FIELD_NUMBER: _ClassVar[int]
     L: int
     K: int
     C: str
@@ -77,7 +79,9 @@ class LKCJob(_message.Message):
     class_column: str
     class_values: _containers.RepeatedScalarFieldContainer[str]
     drop_columns: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, L: _Optional[int] = ..., K: _Optional[int] = ..., C: _Optional[str] = ..., score: _Optional[str] = ..., qids: _Optional[_Iterable[str]] = ..., sensitive: _Optional[_Iterable[_Union[SensitiveValue, _Mapping]]] = ..., class_column: _Optional[str] = ..., class_values: _Optional[_Iterable[str]] = ..., drop_columns: _Optional[_Iterable[str]] = ...) -> None: ...
+    suppress: str
+    drop_suppressed: bool
+    def __init__(self, L: _Optional[int] = ..., K: _Optional[int] = ..., C: _Optional[str] = ..., score: _Optional[str] = ..., qids: _Optional[_Iterable[str]] = ..., sensitive: _Optional[_Iterable[_Union[SensitiveValue, _Mapping]]] = ..., class_column: _Optional[str] = ..., class_values: _Optional[_Iterable[str]] = ..., drop_columns: _Optional[_Iterable[str]] = ..., suppress: _Optional[str] = ..., drop_suppressed: _Optional[bool] = ...) -> None: ...
 
 class DRBTJob(_message.Message):
     __slots__ = ("id_column", "matrix", "k_dims", "rescale")
@@ -248,7 +252,7 @@ class EndReply(_message.Message):
     def __init__(self, bytes_sent: _Optional[int] = ..., bytes_received: _Optional[int] = ...) -> None: ...
 
 class UnionRequest(_message.Message):
-    __slots__ = ("ref", "phase", "items", "record_size", "pad_to", "block_sizes", "step")
+    __slots__ = ("ref", "phase", "items", "record_size", "pad_to", "block_sizes", "step", "suppressed")
     REF_FIELD_NUMBER: _ClassVar[int]
     PHASE_FIELD_NUMBER: _ClassVar[int]
     ITEMS_FIELD_NUMBER: _ClassVar[int]
@@ -256,6 +260,7 @@ class UnionRequest(_message.Message):
     PAD_TO_FIELD_NUMBER: _ClassVar[int]
     BLOCK_SIZES_FIELD_NUMBER: _ClassVar[int]
     STEP_FIELD_NUMBER: _ClassVar[int]
+    SUPPRESSED_FIELD_NUMBER: _ClassVar[int]
     ref: SessionRef
     phase: UnionPhase
     items: _containers.RepeatedScalarFieldContainer[bytes]
@@ -263,7 +268,8 @@ class UnionRequest(_message.Message):
     pad_to: int
     block_sizes: _containers.RepeatedScalarFieldContainer[int]
     step: int
-    def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ..., phase: _Optional[_Union[UnionPhase, str]] = ..., items: _Optional[_Iterable[bytes]] = ..., record_size: _Optional[int] = ..., pad_to: _Optional[int] = ..., block_sizes: _Optional[_Iterable[int]] = ..., step: _Optional[int] = ...) -> None: ...
+    suppressed: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ..., phase: _Optional[_Union[UnionPhase, str]] = ..., items: _Optional[_Iterable[bytes]] = ..., record_size: _Optional[int] = ..., pad_to: _Optional[int] = ..., block_sizes: _Optional[_Iterable[int]] = ..., step: _Optional[int] = ..., suppressed: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class UnionReply(_message.Message):
     __slots__ = ("items", "record_size", "count")

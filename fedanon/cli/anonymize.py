@@ -36,6 +36,9 @@ def add_lkc_options(parser: argparse.ArgumentParser) -> None:
                         help="infogain (default with a class) or discernibility")
     parser.add_argument("--dynamic", help="numerical QIDs split dynamically by InfoGain: a,b")
     parser.add_argument("--drop", help="ID columns removed before anything else: a,b")
+    parser.add_argument("--suppress", help="record-suppression budget: share of records, e.g. 0.02")
+    parser.add_argument("--suppressed", choices=("root", "drop"), default="root",
+                        help="suppressed records: every QID at the root (default) or removed")
     parser.add_argument("--delimiter", help="CSV delimiter (default ',' or tab for .tsv)")
 
 
@@ -82,6 +85,7 @@ def run_lkc(args: argparse.Namespace) -> int:
             table, schema, params, score, drop,
             on_step=lambda s: show(f"#{s.iteration} {s.attribute}={s.value} "
                                    f"({s.partitions} groups, {s.candidates} candidates)"),
+            suppress=args.suppress, suppressed_mode=args.suppressed,
         )
     report = {**release.report, "input": str(args.data), "output": str(args.out)}
     steward = lkc_release_report(args, release.table, "anonymize lkc", schema, params, score)
@@ -102,6 +106,9 @@ def run_lkc(args: argparse.Namespace) -> int:
             ("min group size (L-subsets)", groups["min_group_size"]),
             *summary_rows(steward),
             ("discernibility ratio", f"{groups['discernibility_ratio']:.6f}"),
+            *([("suppressed records", f"{report['suppression']['suppressed_records']:,} of at "
+                f"most {report['suppression']['budget_records']:,}")]
+              if "suppression" in report else []),
             ("time", seconds_text(report["seconds"])),
             ("output", args.out),
         ],

@@ -76,6 +76,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="stop at the first QID subset with a violation (the worst is then only "
         "among the subsets checked)",
     )
+    lkc.add_argument(
+        "--suppress",
+        help="record-suppression budget (share of rows, e.g. 0.02): rows with every QID at its "
+        "taxonomy root (needs --taxonomy) are exempt, up to that many",
+    )
     lkc.add_argument("--json", action="store_true", help="print the result as one JSON object")
     add_report_options(lkc, json_report=True)
     lkc.set_defaults(handler=run_lkc)
@@ -163,6 +168,25 @@ def _read_parquet_release(path: str) -> pd.DataFrame:
     )
 
 
+def _suppression(
+    args: argparse.Namespace, qids: list[str], rows: int
+) -> tuple[dict[str, str] | None, int]:
+    """The label of a suppressed cell per QID (its taxonomy's root) and the budget in rows."""
+    if args.suppress is None:
+        return None, 0
+    from fedanon.lkc.suppression import budget_records, parse_suppression_share
+    from fedanon.taxonomy.loader import load_taxonomy
+
+    share = parse_suppression_share(args.suppress)
+    if not args.taxonomy:
+        raise FedanonError("--suppress needs --taxonomy (suppressed cells hold the roots)")
+    trees = load_taxonomy(args.taxonomy).taxonomies
+    missing = [q for q in qids if q not in trees]
+    if missing:
+        raise FedanonError(f"--taxonomy has no tree for QID '{missing[0]}'")
+    return {q: trees[q].labels[trees[q].root] for q in qids}, budget_records(share, rows)
+
+
 def run_lkc(args: argparse.Namespace) -> int:
     """Handler of `fedanon check lkc`."""
     from fedanon.checker import check_lkc, parse_confidence
@@ -172,7 +196,9 @@ def run_lkc(args: argparse.Namespace) -> int:
     qids, sensitive = _requirement(args)
     L = len(qids) if args.L.strip().lower() == "all" else _positive_int("L", args.L)
     df = _read_release(args.data, args.delimiter)
-    result = check_lkc(df, qids, sensitive, L, K, C, stop_at_first=args.first)
+    suppressed, budget = _suppression(args, qids, len(df))
+    result = check_lkc(df, qids, sensitive, L, K, C, stop_at_first=args.first,
+                       suppressed=suppressed, max_suppressed=budget)
     for column, values in sensitive.items():
         for value in values:
             if not (df[column] == value).any():
@@ -212,6 +238,9 @@ def _print_summary(result: CheckResult, qids: list[str]) -> None:
     )
     if result.min_group_size is not None:
         console.print(f"min group size: {result.min_group_size}")
+    if result.suppressed_rows or result.max_suppressed:
+        console.print(f"fully suppressed rows (exempt): {result.suppressed_rows} "
+                      f"(budget {result.max_suppressed})")
     for (column, value), share in result.max_confidence.items():
         console.print(f"max confidence of {column}={value}: {share} ({_percent(share)})")
     if result.worst is not None:

@@ -48,6 +48,8 @@ def summarize(report: dict, as_json: bool) -> None:
             ("iterations", report["iterations"]),
             ("min group size (L-subsets)", groups["min_group_size"]),
             *summary_rows(report["release_report"]),
+            *([("suppressed records", f"{report['suppression']['suppressed_records']:,}")]
+              if "suppression" in report else []),
             ("time", seconds_text(report["seconds"])),
             ("output", report["output"]),
         ],

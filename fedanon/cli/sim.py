@@ -75,7 +75,8 @@ def lkc_section(args: argparse.Namespace) -> dict:
     from fedanon.lkc.api import parse_sensitive
 
     section: dict = {"L": args.L, "K": args.K, "C": args.C, "preset": args.preset,
-                     "score": args.score, "drop": split_list(args.drop)}
+                     "score": args.score, "drop": split_list(args.drop),
+                     "suppress": args.suppress, "suppressed": args.suppressed}
     if args.qid:
         section["qids"] = split_list(args.qid)
     if args.sensitive:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 import pandas as pd
@@ -15,6 +16,7 @@ import pandas as pd
 from fedanon.errors import FedanonError
 from fedanon.lkc.engine import LKCEngine, LKCResult, StepInfo
 from fedanon.lkc.local_party import LocalParty
+from fedanon.lkc.suppression import SUPPRESSED_MODES, parse_suppression_share
 from fedanon.schema import LKCParams, Schema, SensitiveValue, parse_confidence_bound
 from fedanon.table_io import delimiter_hint
 from fedanon.taxonomy.files import TaxonomyFile
@@ -134,8 +136,17 @@ def anonymize_lkc(
     score: str = "infogain",
     drop: Sequence[str] = (),
     on_step: Callable[[StepInfo], None] | None = None,
+    suppress: float | str | Fraction | None = None,
+    suppressed_mode: str = "root",
 ) -> LKCRelease:
-    """Anonymize `table` centrally; ID columns in `drop` are removed before anything else."""
+    """Anonymize `table` centrally; ID columns in `drop` are removed before anything else.
+
+    `suppress` is the share of records that may be suppressed (at the root, or removed with
+    ``suppressed_mode="drop"``); see :mod:`fedanon.lkc.suppression`.
+    """
+    share = parse_suppression_share(suppress)
+    if suppressed_mode not in SUPPRESSED_MODES:
+        raise FedanonError(f"--suppressed must be one of {', '.join(SUPPRESSED_MODES)}")
     missing = [c for c in drop if c not in table.columns]
     if missing:
         raise FedanonError(f"the table has no ID column '{missing[0]}' to drop")
@@ -145,11 +156,11 @@ def anonymize_lkc(
     began = time.perf_counter()
     party = LocalParty(schema, table)
     encoded = time.perf_counter()
-    result = LKCEngine(schema, params, score=score, on_step=on_step).run(party)
+    result = LKCEngine(schema, params, score=score, on_step=on_step, suppress=share).run(party)
     done = time.perf_counter()
-    released = party.generalized_table()
+    released = party.generalized_table(result.suppressed_partitions, suppressed_mode == "drop")
     finished = time.perf_counter()
-    report = build_report(schema, params, score, result)
+    report = build_report(schema, params, score, result, share, suppressed_mode)
     report["seconds"] = {
         "encode": round(encoded - began, 4),
         "anonymize": round(done - encoded, 4),
@@ -159,10 +170,15 @@ def anonymize_lkc(
 
 
 def build_report(
-    schema: Schema, params: LKCParams, score: str, result: LKCResult
+    schema: Schema,
+    params: LKCParams,
+    score: str,
+    result: LKCResult,
+    suppress: Fraction = Fraction(0),
+    suppressed_mode: str = "root",
 ) -> dict[str, object]:
     """The JSON report shared by the centralized and distributed modes."""
-    return {
+    report: dict[str, object] = {
         "parameters": {
             "L": params.L,
             "K": params.K,
@@ -187,3 +203,12 @@ def build_report(
             "discernibility_ratio": result.discernibility_ratio,
         },
     }
+    if suppress:
+        report["suppression"] = {
+            "share": str(suppress),
+            "budget_records": result.suppression_budget,
+            "suppressed_records": result.suppressed,
+            "suppressed_groups": int(result.suppressed_partitions.size),
+            "mode": suppressed_mode,
+        }
+    return report

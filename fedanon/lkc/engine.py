@@ -19,6 +19,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Protocol
 
 import numpy as np
@@ -26,6 +27,12 @@ import numpy as np
 from fedanon.errors import FedanonError, InfeasibleError
 from fedanon.lkc.layout import DynamicSplit, PartitionTable, Specialization, StatsLayout
 from fedanon.lkc.scores import SCORES, best_binary_split, discernibility_reduction, info_gain
+from fedanon.lkc.suppression import (
+    budget_records,
+    kept_discernibility_reduction,
+    suppression_deltas,
+    violating,
+)
 from fedanon.lkc.validity import GroupExtremes, Validator
 from fedanon.schema import LKCParams, Schema
 
@@ -56,6 +63,7 @@ class Candidate:
     children: np.ndarray
     infogain: float
     discernibility: int = 0
+    suppression: int = 0  # records suppressed after specializing it, minus today's
     valid: bool = True
 
 
@@ -84,6 +92,11 @@ class LKCResult:
     seconds_deciding: float
     records: int
     discernibility_ratio: float
+    suppressed: int = 0
+    suppression_budget: int = 0
+    suppressed_partitions: np.ndarray = field(
+        default_factory=lambda: np.zeros(0, dtype=np.int64)
+    )
 
 
 @dataclass
@@ -114,14 +127,25 @@ class LKCEngine:
         params: LKCParams,
         score: str = "infogain",
         on_step: Callable[[StepInfo], None] | None = None,
+        suppress: Fraction = Fraction(0),
     ) -> None:
+        """`suppress` is the share of records that may be suppressed (see
+        :mod:`fedanon.lkc.suppression`); 0 keeps the plain LKC validity test."""
         if score not in SCORES:
             raise FedanonError(f"unknown score '{score}' (choose from {', '.join(SCORES)})")
         if score == "infogain" and (schema.class_column is None or len(schema.class_values) < 1):
             raise FedanonError("score 'infogain' needs a class column (--class)")
+        if suppress > 0 and min(params.L, len(schema.taxonomies)) < len(schema.taxonomies):
+            raise FedanonError(
+                "record suppression needs L >= the number of QIDs (k-anonymity, confidence "
+                "bounding, (alpha,k)-anonymity, or --L at least |QID|)"
+            )
         self.schema = schema
         self.params = params
         self.score = score
+        self.suppress = Fraction(suppress)
+        self.budget = 0
+        self.suppressed = 0
         self.on_step = on_step
         self.layout = StatsLayout.for_schema(schema)
         self.taxonomies = schema.taxonomies
@@ -141,7 +165,11 @@ class LKCEngine:
         return self.stats.data[:, off : off + width, :]
 
     def _score(self, cand: Candidate) -> float:
-        return cand.infogain if self.score == "infogain" else float(cand.discernibility)
+        if self.score == "infogain":
+            return cand.infogain
+        # Under a budget the suppressed records are one group: charge its growth.
+        grown = self.suppressed + cand.suppression
+        return float(cand.discernibility - (grown * grown - self.suppressed * self.suppressed))
 
     def _class_counts(self, counts: np.ndarray) -> np.ndarray:
         return counts[..., 1 : 1 + self.layout.n_class]
@@ -188,7 +216,14 @@ class LKCEngine:
         for attr in range(len(self.taxonomies)):
             if attr == skip_attr:
                 continue
-            contrib = discernibility_reduction(sizes, self._slots(attr)[rows, :, 0])
+            if self.suppress:
+                lay = self.layout
+                contrib = kept_discernibility_reduction(
+                    self.stats.data[rows, 0, :], self._slots(attr)[rows], self.params.K,
+                    self.params.C, 1 + lay.n_class, lay.n_sensitive,
+                )
+            else:
+                contrib = discernibility_reduction(sizes, self._slots(attr)[rows, :, 0])
             nodes, inverse = np.unique(self.table.keys[rows, attr], return_inverse=True)
             sums = np.bincount(inverse, weights=contrib.astype(np.float64)).astype(np.int64)
             for node, value in zip(nodes.tolist(), sums.tolist(), strict=True):
@@ -196,8 +231,39 @@ class LKCEngine:
                 if cand is not None:
                     cand.discernibility += sign * value
 
+    def _update_suppression(self, rows: np.ndarray, sign: int, skip_attr: int | None) -> None:
+        """Add (+1) or remove (-1) what partitions `rows` add to candidates' suppression deltas."""
+        if not self.suppress or rows.size == 0:
+            return
+        lay, own = self.layout, self.stats.data[rows, 0, :]
+        for attr in range(len(self.taxonomies)):
+            if attr == skip_attr:
+                continue
+            delta = suppression_deltas(
+                own, self._slots(attr)[rows], self.params.K, self.params.C,
+                1 + lay.n_class, lay.n_sensitive,
+            )
+            nodes, inverse = np.unique(self.table.keys[rows, attr], return_inverse=True)
+            sums = np.bincount(inverse, weights=delta.astype(np.float64)).astype(np.int64)
+            for node, value in zip(nodes.tolist(), sums.tolist(), strict=True):
+                cand = self.candidates.get((attr, node))
+                if cand is not None:
+                    cand.suppression += sign * value
+
+    def _violating_live(self) -> np.ndarray:
+        """Live partitions that violate K or C: the suppressed ones under a budget."""
+        live = self.table.live_indices()
+        lay = self.layout
+        bad = violating(
+            self.stats.data[live, 0, :], self.params.K, self.params.C, 1 + lay.n_class,
+            lay.n_sensitive,
+        )
+        return live[bad]
+
     def _invalidate(self, attr: int, required: tuple[int, ...], rows: np.ndarray) -> None:
         """Re-check the valid candidates of `attr` over partitions `rows` and subsets ⊇ required."""
+        if self.suppress:
+            return  # the budget test in _best replaces the group-by-group test
         valid_nodes = [n for (a, n), c in self.candidates.items() if a == attr and c.valid]
         if not valid_nodes or rows.size == 0:
             return
@@ -211,9 +277,14 @@ class LKCEngine:
     def _best(self) -> Candidate | None:
         best, best_key = None, None
         for (attr, node), cand in self.candidates.items():
+            if cand.valid and self.suppress and self.suppressed + cand.suppression > self.budget:
+                cand.valid = False  # dropped for good, like any invalid candidate
             if not cand.valid:
                 continue
-            key = (self._score(cand), -attr, -node)
+            # InfoGain ignores what suppression costs, so under a budget it first performs what
+            # suppresses nothing more; discernibility charges suppression in its score.
+            free = cand.suppression <= 0
+            key = (free, self._score(cand), -attr, -node)
             if best_key is None or key > best_key:
                 best, best_key = cand, key
         return best
@@ -243,12 +314,14 @@ class LKCEngine:
                 splits += self._split_dynamic(attr, tax.root, hist, 0)
         first = self.layout.unflatten(self._count(lambda: source.start(splits)), 1)
         self._check_feasible(first[0, 0])
+        self.budget = budget_records(self.suppress, int(first[0, 0, 0]))
         self.stats.store(0, first)
         self.extremes = self.validator.group_extremes(self.table.keys[:1], first[:, 0, :])
         rows = np.array([0], dtype=np.int64)
         for attr, tax in enumerate(self.taxonomies):
             self._add_candidates(attr, [tax.root], rows)
         self._update_discernibility(rows, +1, None)
+        self._update_suppression(rows, +1, None)
         for attr in range(len(self.taxonomies)):
             self._invalidate(attr, (attr,), rows)
 
@@ -260,6 +333,16 @@ class LKCEngine:
                 self.on_step(self._step_info(iteration, best))
 
         live = self.table.live_indices()
+        suppressed_parts = self._violating_live() if self.suppress else live[:0]
+        if self.suppress:
+            kept = np.setdiff1d(live, suppressed_parts)
+            self.extremes = self.validator.group_extremes(
+                self.table.keys[kept], self.stats.data[kept, 0, :]
+            )
+            live = kept
+        suppressed = int(self.stats.data[suppressed_parts, 0, 0].sum())
+        if suppressed != self.suppressed or suppressed > self.budget:
+            raise FedanonError("internal error: suppressed record count out of step")
         total = time.perf_counter() - began
         sizes = self.stats.data[live, 0, 0].astype(np.float64)
         records = int(self.stats.data[0, 0, 0])
@@ -274,7 +357,12 @@ class LKCEngine:
             seconds_counting=self._counting,
             seconds_deciding=total - self._counting,
             records=records,
-            discernibility_ratio=float((sizes * sizes).sum()) / float(records) ** 2,
+            # Suppressed records count as one group, as ARX counts them.
+            discernibility_ratio=float((sizes * sizes).sum() + float(suppressed) ** 2)
+            / float(records) ** 2,
+            suppressed=suppressed,
+            suppression_budget=self.budget,
+            suppressed_partitions=suppressed_parts,
         )
 
     def _step_info(self, iteration: int, best: Candidate) -> StepInfo:
@@ -330,10 +418,13 @@ class LKCEngine:
             {"attribute": tax.attribute, "value": tax.labels[node], "score": self._score(best)}
         )
         del self.candidates[(attr, node)]
+        self.suppressed += best.suppression
         self.cut[attr] = [n for n in self.cut[attr] if n != node] + children
         self._update_discernibility(link, -1, attr)
+        self._update_suppression(link, -1, attr)
         self._add_candidates(attr, children, new_rows)
         self._update_discernibility(new_rows, +1, None)
+        self._update_suppression(new_rows, +1, None)
         self._invalidate(attr, (attr,), new_rows)
         for other in range(len(self.taxonomies)):
             if other != attr:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from fedanon.errors import FedanonError
+from fedanon.lkc.suppression import parse_suppression_share
 from fedanon.schema import LKCParams, Schema, SensitiveValue
 from fedanon.taxonomy.files import TaxonomyFile
 from protos import fedanon_v1_pb2 as pb
@@ -28,6 +29,8 @@ class LKCJobSpec:
     class_column: str | None = None
     class_values: list[str] = field(default_factory=list)
     drop: list[str] = field(default_factory=list)
+    suppress: Fraction = Fraction(0)  # record-suppression budget (share of records)
+    suppressed_mode: str = "root"  # suppressed records at the roots, or "drop"
 
     def to_proto(self) -> pb.LKCJob:
         return pb.LKCJob(
@@ -40,6 +43,8 @@ class LKCJobSpec:
             class_column=self.class_column or "",
             class_values=self.class_values,
             drop_columns=self.drop,
+            suppress=str(self.suppress) if self.suppress else "",
+            drop_suppressed=self.suppressed_mode == "drop",
         )
 
     @classmethod
@@ -52,6 +57,8 @@ class LKCJobSpec:
             class_column=job.class_column or None,
             class_values=list(job.class_values),
             drop=list(job.drop_columns),
+            suppress=parse_suppression_share(job.suppress or None),
+            suppressed_mode="drop" if job.drop_suppressed else "root",
         )
 
     def schema(self, taxonomy: TaxonomyFile) -> Schema:
@@ -77,4 +84,6 @@ class LKCJobSpec:
             f"parameters:L={p.L},K={p.K},C={p.C},score={self.score}",
             f"drop:{','.join(self.drop)}",
         ]
+        if self.suppress:
+            items.append(f"suppress:{self.suppress},{self.suppressed_mode}")
         return items + schema.fingerprint_items()

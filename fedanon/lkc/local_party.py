@@ -149,12 +149,26 @@ class LocalParty:
         return self._stats(applied.first_new, applied.n_new)
 
     # ----------------------------------------------------------------- release
-    def generalized_table(self) -> pd.DataFrame:
-        """The party's records with QIDs replaced by their cut labels; other columns unchanged."""
+    def generalized_table(
+        self, suppressed: np.ndarray | None = None, drop_suppressed: bool = False
+    ) -> pd.DataFrame:
+        """The party's records with QIDs replaced by their cut labels; other columns unchanged.
+
+        Records of the `suppressed` partitions get every QID at its root, or are left out with
+        `drop_suppressed` (record suppression, :mod:`fedanon.lkc.suppression`).
+        """
         keys = self.partitions.keys[self.record_partition]
-        columns = {name: self.table[name] for name in self.table.columns}
+        table = self.table
+        if suppressed is not None and suppressed.size:
+            hit = np.isin(self.record_partition, suppressed)
+            if drop_suppressed:
+                keys, table = keys[~hit], table[~hit]
+            else:
+                keys = keys.copy()
+                keys[hit] = [t.root for t in self.schema.taxonomies]
+        columns = {name: table[name] for name in table.columns}
         for a, tax in enumerate(self.schema.taxonomies):
             label_codes, labels = pd.factorize(pd.Index(tax.labels))
             columns[tax.attribute] = pd.Categorical.from_codes(
                 label_codes[keys[:, a]], categories=labels)
-        return pd.DataFrame(columns, index=self.table.index)
+        return pd.DataFrame(columns, index=table.index)

@@ -23,6 +23,7 @@ from tests.distributed.conftest import (
     assert_same_release,
     centralized,
     hospital_dataset,
+    read_release,
     requires_adult,
     run_distributed,
     status,
@@ -71,6 +72,27 @@ def test_leader_opening_the_union_in_worker_processes_changes_nothing(
                              hospital_data, spec, out,
                              union_parallelism=Parallelism(workers=2, min_records=1))
     assert_same_release(out, report, centralized(hospital_data, spec))
+
+
+@pytest.mark.parametrize("mode", ["root", "drop"])
+def test_suppression_budget_equals_centralized(
+    hospital_federation: Federation, hospital_data: Dataset, tmp_path: Path, mode: str
+) -> None:
+    """A record-suppression budget: same suppressed records, same release, checker green."""
+    spec = hospital_data.spec(L=None, K=10, C=None, preset="k-anonymity",
+                              qids=["age", "sex", "postcode", "employment"],
+                              suppress="0.05", suppressed=mode)
+    out = tmp_path / "release.csv"
+    report = run_distributed(hospital_federation.hops, hospital_federation.leader_tls,
+                             hospital_data, spec, out)
+    reference = centralized(hospital_data, spec)
+    assert_same_release(out, report, reference)
+    assert report["suppression"] == reference.report["suppression"]
+    suppressed = report["suppression"]["suppressed_records"]
+    assert 0 < suppressed <= report["suppression"]["budget_records"]
+    released = len(read_release(out))
+    assert released == report["records"] - (suppressed if mode == "drop" else 0)
+    assert report["privacy_check"]["ok"]
 
 
 # ----------------------------------------------------------------- one federation, many jobs

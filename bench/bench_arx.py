@@ -1,0 +1,170 @@
+"""fedanon against ARX on ARX's own Adult job: k-anonymity, 8 QIDs, k = 5..100, suppression 0 / 2 %.
+
+ARX is not part of fedanon and is never committed: this script compiles the benchmark driver
+ArxBench.java (kept with the prebuilt ARX jars outside the repository, by default
+``<data dir>/../anchors/arx``, or ``--arx DIR``) into a temporary folder with ``javac`` and runs
+it with ``java`` (Java 17). For every (suppression, k) it runs ARX in one JVM (``--warmup``
+untimed calls that pay the JVM's set-up and JIT compilation, then ``--reps`` timed calls) and
+then fedanon in this process (one warm-up call, then ``--reps`` timed calls per score), so the
+two alternate within one run.
+
+Times are medians of the warm calls of the anonymization alone (ARX: ``anonymizer.anonymize``;
+fedanon: ``anonymize_lkc``, which includes encoding the table and building the release). DR is
+the discernibility ratio of the release, sum |E|^2 / n^2 over groups of equal QID strings, so
+suppressed records (all QIDs ``*`` in ARX, at the roots in fedanon) count as one group.
+
+    .venv/bin/python bench/bench_arx.py --reps 10 --warmup 10
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from fedanon.datadir import data_dir
+from fedanon.lkc.api import anonymize_lkc, build_schema, resolve_params
+from fedanon.taxonomy.loader import load_taxonomy
+
+QIDS = [
+    "sex",
+    "age",
+    "race",
+    "marital-status",
+    "education",
+    "native-country",
+    "workclass",
+    "occupation",
+]
+RESULT = re.compile(r"RESULT rep=(\d+) .*? anonymize_s=([0-9.]+) .*? suppressed=(\d+) ")
+
+
+def discernibility_ratio(release: pd.DataFrame) -> float:
+    """sum |E|^2 / n^2 over groups of identical QID strings."""
+    sizes = release.groupby(QIDS, observed=True, sort=False).size().to_numpy(dtype=float)
+    return float((sizes * sizes).sum()) / float(len(release)) ** 2
+
+
+def build_arx(arx: Path, work: Path) -> str:
+    """Compile ArxBench.java into `work`; return the java class path."""
+    if shutil.which("javac") is None:
+        sys.exit("bench_arx: javac not found (Java 17 JDK needed)")
+    classes = work / "classes"
+    classpath = f"{arx / 'lib'}/*"
+    subprocess.run(
+        ["javac", "-d", str(classes), "-cp", classpath, str(arx / "ArxBench.java")], check=True
+    )
+    return f"{classes}:{classpath}"
+
+
+def run_arx(
+    classpath: str, k: int, supp: str, reps: int, warmup: int, work: Path
+) -> tuple[float, float, int]:
+    """ARX's median seconds over `reps` calls after `warmup` calls in one JVM, DR of its
+    release and its suppressed count."""
+    out = work / "releases"
+    out.mkdir(exist_ok=True)
+    proc = subprocess.run(
+        [
+            "java",
+            "-cp",
+            classpath,
+            "ArxBench",
+            str(k),
+            supp,
+            "dm",
+            str(warmup + reps),
+            str(data_dir()),
+            str(out),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    warm, suppressed = [], 0
+    for match in RESULT.finditer(proc.stdout):
+        if int(match.group(1)) >= warmup:
+            warm.append(float(match.group(2)))
+        suppressed = int(match.group(3))
+    release = pd.read_csv(
+        out / f"arx-dm-s{supp}-k{k}.csv", sep=";", dtype=str, keep_default_na=False
+    )
+    return statistics.median(warm), discernibility_ratio(release), suppressed
+
+
+def run_fedanon(
+    table: pd.DataFrame, k: int, supp: str, reps: int, score: str
+) -> tuple[float, float, int]:
+    """fedanon's warm median seconds, DR of its release and its suppressed count."""
+    adult = data_dir() / "adult"
+    taxonomy = load_taxonomy(adult / "arx_hierarchies", data_columns=list(table.columns))
+    params = resolve_params("k-anonymity", len(QIDS), None, k, None)
+    times, release = [], None
+    for rep in range(reps + 1):
+        schema = build_schema(taxonomy, table, QIDS, [], "salary-class")
+        began = time.perf_counter()
+        release = anonymize_lkc(table, schema, params, score, suppress=supp)
+        if rep:
+            times.append(time.perf_counter() - began)
+    assert release is not None
+    suppressed = release.result.suppressed
+    return statistics.median(times), discernibility_ratio(release.table), suppressed
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ks", default="5,10,20,50,100")
+    parser.add_argument("--supps", default="0,0.02")
+    parser.add_argument("--reps", type=int, default=10, help="timed calls per tool and setting")
+    parser.add_argument(
+        "--warmup",
+        type=int,
+        default=10,
+        help="ARX calls before timing (its JIT compiler needs several)",
+    )
+    parser.add_argument(
+        "--scores",
+        default="infogain,discernibility",
+        help="fedanon's scores, one row each (ARX runs once per setting)",
+    )
+    parser.add_argument(
+        "--arx",
+        type=Path,
+        default=data_dir().parent / "anchors" / "arx",
+        help="folder with ArxBench.java and lib/*.jar",
+    )
+    args = parser.parse_args()
+    table = pd.read_csv(data_dir() / "adult" / "arx_adult.csv", sep=";", dtype=str)
+    print(f"medians of {args.reps} warm calls")
+    print(
+        "| k | suppression | fedanon score | ARX ms | fedanon ms | fedanon/ARX | ARX DR "
+        "| fedanon DR | suppressed ARX / fedanon |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory(prefix="bench-arx-") as tmp:
+        work = Path(tmp)
+        classpath = build_arx(args.arx, work)
+        for supp in args.supps.split(","):
+            for k in (int(x) for x in args.ks.split(",")):
+                arx_s, arx_dr, arx_sup = run_arx(classpath, k, supp, args.reps, args.warmup, work)
+                for score in args.scores.split(","):
+                    ours_s, ours_dr, ours_sup = run_fedanon(table, k, supp, args.reps, score)
+                    print(
+                        f"| {k} | {float(supp):.0%} | {score} | {arx_s * 1000:.0f} | "
+                        f"{ours_s * 1000:.0f} | {ours_s / arx_s:.2f} | {arx_dr:.4f} | "
+                        f"{ours_dr:.4f} | {arx_sup} / {ours_sup} |",
+                        flush=True,
+                    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

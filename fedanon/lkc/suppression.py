@@ -1,0 +1,96 @@
+"""Record suppression for the LKC engine: a budget of records that may leave the groups.
+
+ARX's reading of a suppression limit: records in groups that violate the privacy model are
+suppressed, as long as at most a given share of the table is. In fedanon the groups are the
+partitions of T_g (the engine only offers a budget when the single QID subset of size
+min(L, |QID|) is the whole QID, so every group is one partition and removing a group changes
+no other group). The greedy search uses the budget like this (docs/lkc.md, "Record
+suppression"):
+
+* a partition is *violating* when it has fewer than K records or a sensitive share above C;
+* the records of the violating partitions of the current cut are the suppressed ones;
+* a candidate x is valid when the suppressed count after specializing x stays within the
+  budget. That count is today's plus ``delta(x) = sum over p on Link_x of (records of p's
+  violating children - records of p if p violates)``, which this module computes per
+  partition and attribute from the hypothetical child counts the engine already has, so the
+  distributed mode needs no extra message: the leader derives it from the secure sums.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+
+from fedanon.errors import FedanonError
+
+SUPPRESSED_MODES = ("root", "drop")
+
+
+def parse_suppression_share(value: float | str | Fraction | None) -> Fraction:
+    """The budget as an exact share in [0, 1): ``0.02``, ``2%`` or ``1/50`` (None means 0)."""
+    if value is None:
+        return Fraction(0)
+    if isinstance(value, Fraction):
+        share = value
+    elif isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise FedanonError(f"--suppress must be a share like 0.02 or 2%, got {value!r}")
+    else:
+        text = str(value).strip()
+        scale = Fraction(1, 100) if text.endswith("%") else Fraction(1)
+        try:
+            share = Fraction(text.removesuffix("%").strip()) * scale
+        except (ValueError, ZeroDivisionError):
+            raise FedanonError(
+                f"--suppress must be a share like 0.02 or 2%, got {text!r}"
+            ) from None
+    if not 0 <= share < 1:
+        raise FedanonError(f"--suppress must be in [0, 1), got {value}")
+    return share
+
+
+def budget_records(share: Fraction, records: int) -> int:
+    """How many records the budget allows: floor(share x records), exact."""
+    return int(share * records)
+
+
+def violating(
+    stats: np.ndarray, K: int, C: Fraction, sens_from: int, n_sensitive: int
+) -> np.ndarray:
+    """Boolean per group (last axis = channels): non-empty and below K or above C."""
+    size = stats[..., 0]
+    bad = size < K
+    for j in range(n_sensitive):
+        bad |= stats[..., sens_from + j] * C.denominator > C.numerator * size
+    return bad & (size > 0)
+
+
+def suppression_deltas(
+    own: np.ndarray, children: np.ndarray, K: int, C: Fraction, sens_from: int, n_sensitive: int
+) -> np.ndarray:
+    """Per partition: records suppressed after splitting it into `children`, minus before.
+
+    `own` is (partitions, channels), `children` (partitions, width, channels).
+    """
+    after = np.where(violating(children, K, C, sens_from, n_sensitive), children[..., 0], 0).sum(
+        axis=1
+    )
+    before = np.where(violating(own, K, C, sens_from, n_sensitive), own[:, 0], 0)
+    return (after - before).astype(np.int64)
+
+
+def kept_discernibility_reduction(
+    own: np.ndarray, children: np.ndarray, K: int, C: Fraction, sens_from: int, n_sensitive: int
+) -> np.ndarray:
+    """Per partition: |p|^2 - sum_c |p_c|^2 over the groups that stay (suppressed ones count 0).
+
+    The suppressed records' own group is charged separately by the engine, from the change of
+    the suppressed count, because it is shared by every partition.
+    """
+    own_size = own[:, 0].astype(np.int64)
+    child_size = children[..., 0].astype(np.int64)
+    own_kept = np.where(violating(own, K, C, sens_from, n_sensitive), 0, own_size * own_size)
+    child_kept = np.where(
+        violating(children, K, C, sens_from, n_sensitive), 0, child_size * child_size
+    ).sum(axis=1)
+    return own_kept - child_kept

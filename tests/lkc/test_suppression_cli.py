@@ -1,0 +1,185 @@
+"""``anonymize lkc --suppress`` and ``check lkc --suppress`` end to end (in process)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tests.clirun import run_cli
+
+TAXONOMY = """
+qids = ["city"]
+[class]
+column = "cls"
+values = ["n", "y"]
+[attributes.city]
+kind = "categorical"
+tree = \"\"\"
+ANY
+  L
+    l1
+    l2
+  R
+    r1
+    r2
+\"\"\"
+"""
+
+
+def _files(tmp_path: Path) -> tuple[Path, Path]:
+    data, taxonomy = tmp_path / "t.csv", tmp_path / "tax.toml"
+    cities = ["l1"] * 4 + ["l2"] * 4 + ["r1"] * 3 + ["r2"]
+    pd.DataFrame({"city": cities, "cls": ["y", "n"] * 6}).to_csv(data, index=False)
+    taxonomy.write_text(TAXONOMY)
+    return data, taxonomy
+
+
+def test_anonymize_with_budget_then_check_with_budget(tmp_path: Path) -> None:
+    data, taxonomy = _files(tmp_path)
+    out, report = tmp_path / "out.csv", tmp_path / "r.json"
+    done = run_cli(
+        "anonymize",
+        "lkc",
+        "--data",
+        data,
+        "--taxonomy",
+        taxonomy,
+        "--preset",
+        "k-anonymity",
+        "--K",
+        "3",
+        "--score",
+        "discernibility",
+        "--suppress",
+        "1/12",
+        "--out",
+        out,
+        "--report",
+        report,
+        "--quiet",
+    )
+    assert done.code == 0, done.err
+    assert "suppressed records" in done.out
+    assert json.loads(report.read_text())["suppression"]["suppressed_records"] == 1
+    assert list(pd.read_csv(out, dtype=str)["city"]).count("ANY") == 1
+    base = ["check", "lkc", "--data", out, "--taxonomy", taxonomy, "--L", "all", "--K", "3"]
+    assert run_cli(*base).code == 1
+    checked = run_cli(*base, "--suppress", "1/12", "--json")
+    assert checked.code == 0, checked.out
+    assert json.loads(checked.out)["suppressed_rows"] == 1
+    assert run_cli(*base, "--suppress", "0.05").code == 1  # floor(0.6) = 0 rows allowed
+
+
+def test_drop_mode_writes_fewer_rows(tmp_path: Path) -> None:
+    data, taxonomy = _files(tmp_path)
+    out = tmp_path / "out.csv"
+    done = run_cli(
+        "anonymize",
+        "lkc",
+        "--data",
+        data,
+        "--taxonomy",
+        taxonomy,
+        "--preset",
+        "k-anonymity",
+        "--K",
+        "3",
+        "--score",
+        "discernibility",
+        "--suppress",
+        "1/12",
+        "--suppressed",
+        "drop",
+        "--out",
+        out,
+        "--quiet",
+    )
+    assert done.code == 0, done.err
+    assert len(pd.read_csv(out)) == 11
+
+
+def test_bad_budget_is_one_line_and_no_output(tmp_path: Path) -> None:
+    data, taxonomy = _files(tmp_path)
+    out = tmp_path / "out.csv"
+    done = run_cli(
+        "anonymize",
+        "lkc",
+        "--data",
+        data,
+        "--taxonomy",
+        taxonomy,
+        "--preset",
+        "k-anonymity",
+        "--K",
+        "3",
+        "--suppress",
+        "1.5",
+        "--out",
+        out,
+        "--quiet",
+    )
+    assert done.code == 2 and len(done.err_lines) == 1 and "--suppress" in done.err
+    assert not out.exists()
+
+
+@pytest.mark.slow
+def test_sim_with_budget_matches_the_centralized_command(tmp_path: Path) -> None:
+    """``sim lkc --suppress`` (3 daemons, mutual TLS) writes what ``anonymize lkc`` writes."""
+    from fedanon.synth import generate_hospital, hospital_taxonomy_path
+
+    data = tmp_path / "hospital.csv"
+    generate_hospital(900, 5).to_csv(data, index=False)
+    job = [
+        "--data",
+        data,
+        "--taxonomy",
+        hospital_taxonomy_path(),
+        "--preset",
+        "k-anonymity",
+        "--qid",
+        "age,sex,postcode,employment",
+        "--K",
+        "10",
+        "--drop",
+        "patient_id",
+        "--suppress",
+        "0.05",
+        "--quiet",
+    ]
+    sim_out, sim_report = tmp_path / "sim.csv", tmp_path / "sim.json"
+    cmd = [
+        sys.executable,
+        "-m",
+        "fedanon.cli.main",
+        "sim",
+        "lkc",
+        "--parties",
+        "3",
+        "--workdir",
+        str(tmp_path / "w"),
+        "--out",
+        str(sim_out),
+        "--report",
+        str(sim_report),
+        *map(str, job),
+    ]
+    done = subprocess.run(
+        cmd, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL
+    )
+    assert done.returncode == 0, done.stderr
+    central_out, central_report = tmp_path / "c.csv", tmp_path / "c.json"
+    assert (
+        run_cli("anonymize", "lkc", *job, "--out", central_out, "--report", central_report).code
+        == 0
+    )
+    sim_rows = sorted(map(tuple, pd.read_csv(sim_out, dtype=str).itertuples(index=False)))
+    central_rows = sorted(map(tuple, pd.read_csv(central_out, dtype=str).itertuples(index=False)))
+    assert sim_rows == central_rows
+    ours = json.loads(sim_report.read_text())["suppression"]
+    assert ours == json.loads(central_report.read_text())["suppression"]
+    assert ours["suppressed_records"] > 0
