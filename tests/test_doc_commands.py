@@ -6,7 +6,7 @@ set-up step), a copy of ``deploy/``, and the public data at ``../shared/data``. 
 venv: the documents must say how to call the installed command. Placeholder files the documents
 do not create themselves come from this documented fixture mapping (:data:`FIXTURES`):
 
-- ``table.csv``: 300 objects, an ``id`` column and 24 numeric attributes in three clusters;
+- ``table.csv``: 300 objects, 24 numeric attributes in three clusters (no id column);
 - ``log.dat``: a FIMI transaction log (600 baskets over items 1..12);
 - ``rules.txt``: the sensitive rule ``1 => 2`` (its items occur in ``log.dat``).
 
@@ -42,7 +42,6 @@ def _table(path: Path) -> None:
     centers = rng.normal(0, 5, size=(3, 24))
     rows = centers[rng.integers(0, 3, 300)] + rng.normal(0, 1, size=(300, 24))
     table = pd.DataFrame(rows.round(4), columns=[f"x{i}" for i in range(24)])
-    table.insert(0, "id", [f"p{i:03d}" for i in range(300)])
     table.to_csv(path, index=False)
 
 
