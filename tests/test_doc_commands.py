@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -29,7 +30,7 @@ from fedanon.datadir import data_dir
 from tests.doc_commands import Block, extract_blocks, run_blocks
 
 REPO = Path(__file__).resolve().parents[1]
-VENV = REPO / ".venv"
+VENV = Path(sys.prefix)  # the venv running the tests: the reader's .venv of the set-up step
 DOCUMENTS = [
     "README.md",
     *sorted(f"docs/{p.name}" for p in (REPO / "docs").glob("*.md")),
