@@ -2,10 +2,11 @@
 # Create the federation CA and the certificates of hospital-a/b/c and the leader in deploy/certs.
 # Safe to rerun: the CA is created once, and a name is issued only when its .crt is missing (to
 # rotate one, delete certs/NAME.crt and certs/NAME.key and rerun; see README.md).
-# FEDANON selects the command, e.g. FEDANON="../.venv/bin/fedanon" ./make-certs.sh
+# Needs no activated venv: fedanon-command.sh finds the repository's .venv (or python3); FEDANON
+# or PYTHON select another, e.g. FEDANON="/opt/fedanon/bin/fedanon" ./make-certs.sh
 set -eu
 cd "$(dirname "$0")"
-FEDANON=${FEDANON:-fedanon}
+. ./fedanon-command.sh
 DIR=certs
 IMAGE_UID=10001                  # the non-root user of deploy/Dockerfile
 

@@ -3,13 +3,16 @@
 # person), split at random over hospital-a/b/c into deploy/data/, its taxonomy as
 # deploy/config/taxonomy.toml (taken from the installed fedanon, so the two always match), and
 # an empty deploy/out/. A real federation puts its own tables and agreed taxonomy there instead.
-# PYTHON selects the interpreter with fedanon installed.
+# Needs no activated venv: fedanon-command.sh finds the repository's .venv (or python3); PYTHON
+# selects another interpreter with fedanon installed.
 set -eu
 cd "$(dirname "$0")"
+unset FEDANON                    # this script runs Python itself: PYTHON must import fedanon
+. ./fedanon-command.sh
 mkdir -p data out
 # The leader (uid 10001 in the image, or the uid make-certs.sh wrote to .env) writes to out/.
 [ "$(id -u)" != 0 ] || chown 10001:10001 out
-"${PYTHON:-python3}" - <<'PY'
+"$PYTHON" - <<'PY'
 import shutil
 
 import numpy as np

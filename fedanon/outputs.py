@@ -167,9 +167,9 @@ class StagedWrites:
                 raise FedanonError(f"{what} {target}: cannot write ({exc.strerror})") from None
         return self._temps[target]
 
-    def table(self, target: PathLike, table: pd.DataFrame) -> None:
-        """Stage a table (CSV, TSV or Parquet by `target`'s suffix)."""
-        write_table_to(table, self.path(target), Path(target))
+    def table(self, target: PathLike, table: pd.DataFrame, delimiter: str | None = None) -> None:
+        """Stage a table (CSV, TSV or Parquet by `target`'s suffix; CSV with `delimiter`)."""
+        write_table_to(table, self.path(target), Path(target), delimiter)
 
     def json(self, target: PathLike, payload: object) -> None:
         """Stage a JSON document (reports)."""

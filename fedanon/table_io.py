@@ -19,15 +19,60 @@ import pyarrow.parquet as pq
 from fedanon.atomic import atomic_path
 from fedanon.errors import FedanonError
 
+PARQUET_SUFFIXES = {".parquet", ".pq"}
+TAB_SUFFIXES = {".tsv", ".tab"}
+CSV_SUFFIXES = {".csv", ".txt"}
+#: Delimiters recognised in a header line, in order of preference on a tie.
+DELIMITER_CANDIDATES = (",", ";", "\t", "|")
 
-def _delimiter_for(path: Path, delimiter: str | None) -> str:
+
+def _named_delimiter(delimiter: str) -> str:
+    """A delimiter the user typed: one character, or ``\\t`` / ``tab`` for a tab."""
+    if delimiter in ("\\t", "tab"):
+        return "\t"
+    if len(delimiter) != 1:
+        raise FedanonError(f"--delimiter must be one character (got '{delimiter}')")
+    return delimiter
+
+
+def _most_frequent_delimiter(line: str) -> str | None:
+    """The candidate delimiter that splits `line` into the most fields (None if none occurs)."""
+    counts = [(line.count(c), -i, c) for i, c in enumerate(DELIMITER_CANDIDATES)]
+    count, _, best = max(counts)
+    return best if count else None
+
+
+def input_delimiter(path: str | os.PathLike[str], delimiter: str | None = None) -> str:
+    """The delimiter a text table is read with: the user's, or the one its header uses.
+
+    Files exported by other tools are often ``;``-separated (ARX, spreadsheets in many locales),
+    so with no ``--delimiter`` the header line decides: the candidate (``,`` ``;`` tab ``|``)
+    that occurs most often in it; ``,`` when none occurs. ``.tsv``/``.tab`` files are tab.
+    """
+    path = Path(path)
     if delimiter:
-        if delimiter in ("\\t", "tab"):
-            return "\t"
-        if len(delimiter) != 1:
-            raise FedanonError(f"--delimiter must be one character (got '{delimiter}')")
-        return delimiter
-    return "\t" if path.suffix.lower() in {".tsv", ".tab"} else ","
+        return _named_delimiter(delimiter)
+    if path.suffix.lower() in TAB_SUFFIXES:
+        return "\t"
+    if path.suffix.lower() in PARQUET_SUFFIXES:
+        return ","  # no delimiter of its own; a CSV written from it uses the default
+    try:
+        with path.open(encoding="utf-8", newline="") as handle:
+            first = handle.readline()
+    except (OSError, UnicodeDecodeError):
+        return ","  # read_table reports the real problem
+    return _most_frequent_delimiter(first) or ","
+
+
+def check_output_format(path: str | os.PathLike[str]) -> None:
+    """Refuse an output name whose extension names no format we write (never a silent CSV)."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in PARQUET_SUFFIXES | TAB_SUFFIXES | CSV_SUFFIXES:
+        supported = ", ".join(sorted(PARQUET_SUFFIXES | TAB_SUFFIXES | CSV_SUFFIXES))
+        named = f"extension '{suffix}'" if suffix else "no extension"
+        raise FedanonError(
+            f"{path}: unknown output format ({named}); supported: {supported}"
+        )
 
 
 def _header(path: Path, delimiter: str) -> list[str]:
@@ -39,18 +84,22 @@ def _header(path: Path, delimiter: str) -> list[str]:
 
 
 def read_table(path: str | os.PathLike[str], delimiter: str | None = None) -> pd.DataFrame:
-    """Read a CSV/TSV (with header) or Parquet file; every column as Arrow-backed text."""
+    """Read a CSV/TSV (with header) or Parquet file; every column as Arrow-backed text.
+
+    Without `delimiter`, a text file's delimiter is the one its header uses
+    (:func:`input_delimiter`).
+    """
     path = Path(path)
     if not path.exists():
         raise FedanonError(f"{path}: file not found")
     if path.is_dir():
         raise FedanonError(f"{path}: is a directory, expected a table file")
     try:
-        if path.suffix.lower() in {".parquet", ".pq"}:
+        if path.suffix.lower() in PARQUET_SUFFIXES:
             table = pq.read_table(path)
             table = table.cast(pa.schema([(n, pa.string()) for n in table.column_names]))
         else:
-            sep = _delimiter_for(path, delimiter)
+            sep = input_delimiter(path, delimiter)
             names = _header(path, sep)
             if len(set(names)) != len(names):
                 raise FedanonError(f"{path}: a column name appears twice in the header")
@@ -68,10 +117,18 @@ def read_table(path: str | os.PathLike[str], delimiter: str | None = None) -> pd
 
 def delimiter_hint(table: pd.DataFrame) -> str:
     """A hint for 'missing column' errors when the whole header landed in one column."""
-    if len(table.columns) != 1:
+    return header_hint(list(table.columns))
+
+
+def header_hint(columns: list[str]) -> str:
+    """:func:`delimiter_hint` for a header known only by its column names."""
+    if len(columns) != 1:
         return ""
-    return (f" (the file was read as a single column '{str(table.columns[0])[:40]}': "
-            "does it use another delimiter? try --delimiter)")
+    header = str(columns[0])
+    found = _most_frequent_delimiter(header)
+    guess = f"it looks '{found}'-separated: try --delimiter '{found}'" if found else (
+        "does it use another delimiter? try --delimiter")
+    return f" (wrong delimiter? the file was read as a single column '{header[:40]}': {guess})"
 
 
 def require_columns(table: pd.DataFrame, columns: list[str], path: str | os.PathLike[str]) -> None:
@@ -81,19 +138,31 @@ def require_columns(table: pd.DataFrame, columns: list[str], path: str | os.Path
             raise FedanonError(f"{path}: no column '{column}'{delimiter_hint(table)}")
 
 
-def write_table(table: pd.DataFrame, path: str | os.PathLike[str]) -> None:
+def write_table(
+    table: pd.DataFrame, path: str | os.PathLike[str], delimiter: str | None = None
+) -> None:
     """Write CSV (or Parquet by extension) atomically: no partial file on failure."""
+    check_output_format(path)
     with atomic_path(path) as tmp:
-        write_table_to(table, tmp, Path(path))
+        write_table_to(table, tmp, Path(path), delimiter)
 
 
-def write_table_to(table: pd.DataFrame, path: Path, like: Path) -> None:
-    """Write `table` to `path` in the format `like`'s suffix names (for staged temporaries)."""
+def write_table_to(
+    table: pd.DataFrame, path: Path, like: Path, delimiter: str | None = None
+) -> None:
+    """Write `table` to `path` in the format `like`'s suffix names (for staged temporaries).
+
+    `delimiter` applies to ``.csv``/``.txt`` outputs (commands pass the input's, so a
+    ``;``-separated table comes back ``;``-separated); ``.tsv``/``.tab`` are always tab.
+    """
+    check_output_format(like)
     arrow = pa.Table.from_pandas(table, preserve_index=False)
-    if like.suffix.lower() in {".parquet", ".pq"}:
+    if like.suffix.lower() in PARQUET_SUFFIXES:
         pq.write_table(arrow, path)
+    elif like.suffix.lower() in TAB_SUFFIXES:
+        _write_csv(arrow, path, "\t")
     else:
-        _write_csv(arrow, path, _delimiter_for(like, None))
+        _write_csv(arrow, path, _named_delimiter(delimiter) if delimiter else ",")
 
 
 def _write_csv(arrow: pa.Table, path: Path, sep: str) -> None:

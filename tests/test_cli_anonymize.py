@@ -96,8 +96,8 @@ def test_missing_file(files, tmp_path):
 def test_wrong_delimiter(files, tmp_path):
     semi = tmp_path / "semi.csv"
     semi.write_text(_table().replace(",", ";"), encoding="utf-8")
-    done = _anonymize(files, "--L", "2", "--K", "2", "--C", "1", data=semi)
-    _expect_error(done, files, "delimiter")
+    done = _anonymize(files, "--L", "2", "--K", "2", "--C", "1", "--delimiter", ",", data=semi)
+    _expect_error(done, files, "looks ';'-separated")  # detected without --delimiter
 
 
 def test_unknown_value(files, tmp_path):

@@ -220,7 +220,7 @@ def test_signal_during_write_removes_the_partial_file(work, monkeypatch, sig, co
     handler_before = signal.signal(signal.SIGTERM, fallback)
     seen = []
 
-    def killed_mid_write(table, path, like):
+    def killed_mid_write(table, path, like, delimiter=None):
         path.write_text("age,job\npartial")
         seen.append(snapshot(work))
         os.kill(os.getpid(), sig)

@@ -48,7 +48,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     lkc = methods.add_parser("lkc", help="LKC-privacy by top-down specialization")
     lkc.add_argument("--data", required=True, help="input table (CSV with header, or Parquet)")
     add_lkc_options(lkc)
-    lkc.add_argument("--out", required=True, help="released table (written atomically)")
+    lkc.add_argument("--out", required=True,
+                     help="released table: .csv, .tsv or .parquet (written atomically)")
+    lkc.add_argument("--out-delimiter",
+                     help="delimiter of a .csv release (default: the input's delimiter)")
     lkc.add_argument("--report", help="JSON report path")
     lkc.add_argument("--json", action="store_true", help="print the report as JSON")
     lkc.add_argument("--quiet", action="store_true", help="no progress display")
@@ -63,14 +66,16 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run_lkc(args: argparse.Namespace) -> int:
     from fedanon.lkc.api import anonymize_lkc, build_schema, parse_sensitive, resolve_params
     from fedanon.outputs import CommandOutputs
-    from fedanon.table_io import read_table
+    from fedanon.table_io import check_output_format, input_delimiter, read_table
     from fedanon.taxonomy.loader import load_taxonomy
 
     outputs = CommandOutputs(inputs=[args.data, args.taxonomy])
     outputs.claim("--out", args.out)
     outputs.claim("--report", args.report)
     outputs.claim("--html", args.html)
+    check_output_format(args.out)
     table = read_table(args.data, args.delimiter)
+    out_delimiter = args.out_delimiter or input_delimiter(args.data, args.delimiter)
     taxonomy = load_taxonomy(args.taxonomy, data_columns=list(table.columns))
     drop = split_list(args.drop)
     sensitive = parse_sensitive(args.sensitive) if args.sensitive else None
@@ -91,7 +96,7 @@ def run_lkc(args: argparse.Namespace) -> int:
     steward = lkc_release_report(args, release.table, "anonymize lkc", schema, params, score)
     report["release_report"] = steward
     with outputs.writing() as staged:
-        staged.table(args.out, release.table)
+        staged.table(args.out, release.table, out_delimiter)
         if args.report:
             staged.json(args.report, report)
         stage_html(staged, args, steward)

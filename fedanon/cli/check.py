@@ -69,7 +69,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     lkc.add_argument(
         "--C", default="1", help="max share of a sensitive value: 0.2, 1/5 or 20%% (default 1)"
     )
-    lkc.add_argument("--delimiter", help="CSV delimiter (default ',' or tab for .tsv; 'tab')")
+    lkc.add_argument("--delimiter", help="CSV delimiter (default: the one the header uses)")
     lkc.add_argument(
         "--first",
         action="store_true",
@@ -131,15 +131,13 @@ def _read_release(path: str, delimiter: str | None) -> pd.DataFrame:
     """The released CSV with every cell as the exact string written (no NA or number parsing)."""
     import pandas as pd
 
-    if delimiter is None:
-        delimiter = "\t" if Path(path).suffix.lower() in {".tsv", ".tab"} else ","
-    sep = "\t" if delimiter in ("\\t", "tab") else delimiter
-    if len(sep) != 1:
-        raise FedanonError(f"--delimiter must be one character, got {delimiter!r}")
+    from fedanon.table_io import input_delimiter  # I/O only: no engine code
+
     if not Path(path).is_file():
         raise FedanonError(f"data file not found: {path}")
     if Path(path).suffix.lower() in {".parquet", ".pq"}:
         return _read_parquet_release(path)
+    sep = input_delimiter(path, delimiter)
     try:
         return pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, na_filter=False)
     except pd.errors.EmptyDataError:
@@ -196,6 +194,10 @@ def run_lkc(args: argparse.Namespace) -> int:
     qids, sensitive = _requirement(args)
     L = len(qids) if args.L.strip().lower() == "all" else _positive_int("L", args.L)
     df = _read_release(args.data, args.delimiter)
+    if len(df.columns) == 1:  # the whole header in one column: name the wrong delimiter
+        from fedanon.table_io import require_columns
+
+        require_columns(df, [*qids, *sensitive], args.data)
     suppressed, budget = _suppression(args, qids, len(df))
     result = check_lkc(df, qids, sensitive, L, K, C, stop_at_first=args.first,
                        suppressed=suppressed, max_suppressed=budget)

@@ -79,7 +79,12 @@ def build_schema(
     dynamic: Sequence[str] = (),
 ) -> Schema:
     """The job's schema: options win over the taxonomy file's own sections."""
-    names = list(qids) if qids else list(taxonomy.qids or [])
+    cls = class_column or taxonomy.class_column
+    sens = list(sensitive) if sensitive is not None else list(taxonomy.sensitive or [])
+    # The file's QIDs by default; an ARX folder may also hold the class's or a sensitive
+    # column's hierarchy, which the job then uses in that role, not as a QID.
+    roles = {cls, *(s.column for s in sens)}
+    names = list(qids) if qids else [q for q in taxonomy.qids or [] if q not in roles]
     if not names:
         raise FedanonError(f"{taxonomy.source}: no QIDs given (--qid) and the file lists none")
     if len(set(names)) != len(names):
@@ -95,13 +100,11 @@ def build_schema(
             trees.append(taxonomy.taxonomies[column])
         else:
             raise FedanonError(f"{taxonomy.source}: QID '{column}' has no taxonomy")
-    sens = list(sensitive) if sensitive is not None else list(taxonomy.sensitive or [])
     for s in sens:
         if s.column not in table.columns:
             raise FedanonError(f"the table has no sensitive column '{s.column}'")
         if s.column in names:
             raise FedanonError(f"sensitive column '{s.column}' cannot also be a QID")
-    cls = class_column or taxonomy.class_column
     values: list[str] = []
     if cls is not None:
         if cls not in table.columns:

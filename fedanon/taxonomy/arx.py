@@ -1,4 +1,4 @@
-"""Reader for ARX hierarchy CSVs: one ``;``-separated file per attribute, rows ``leaf;...;*``.
+"""Reader for ARX hierarchy CSVs: one file per attribute, rows ``leaf;...;*``.
 
 ARX is the most widely used open anonymization tool, so accepting its hierarchies lets users
 bring trees they already have. Each row is one raw value's path read right to left, from the
@@ -8,13 +8,19 @@ silently merging two branches.
 
 Rows may differ in length (a value may sit deeper than another) as long as the rows agree: one
 root for all rows, and no label that is a raw value in one row and a generalization on the same
-path in another. ARX trees are categorical over the leaf *strings*, even for numbers: a data value
-matches a leaf when its text is equal (``39`` matches, ``39.0`` does not).
+path in another.
+
+So that ARX users need to say nothing ARX did not ask them: the delimiter is detected (ARX writes
+``;``; ``,`` and tab are accepted), the attributes that have a hierarchy are the default QIDs
+(ARX makes an attribute with a hierarchy quasi-identifying), and a hierarchy whose leaves are all
+numbers (ARX's age) matches data values by number, as ARX does for an integer attribute: ``39.0``
+and ``039`` find leaf ``39``. Any other leaf matches by its exact text.
 """
 
 from __future__ import annotations
 
 import csv
+import io
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -68,23 +74,46 @@ def read_arx_directory(directory: Path, data_columns: Sequence[str] | None = Non
     """Read every ``*.csv`` hierarchy in `directory` (see :func:`arx_attribute_files`)."""
     files = arx_attribute_files(sorted(Path(directory).glob("*.csv")), data_columns, strict=False)
     if not files:
-        raise FedanonError(f"{directory}: no ARX hierarchy files (*.csv) found")
-    return read_arx_files(files, source=str(directory))
+        from fedanon.table_io import header_hint
+
+        hint = header_hint(list(data_columns)) if data_columns else ""
+        raise FedanonError(f"{directory}: no ARX hierarchy files (*.csv) found{hint}")
+    return read_arx_files(files, source=str(directory), data_columns=data_columns)
 
 
-def read_arx_files(files: dict[str, Path], source: str) -> TaxonomyFile:
-    """Build one categorical taxonomy per attribute from its hierarchy file."""
+def read_arx_files(
+    files: dict[str, Path], source: str, data_columns: Sequence[str] | None = None
+) -> TaxonomyFile:
+    """Build one taxonomy per attribute from its hierarchy file; they are the default QIDs.
+
+    The QIDs are listed in the table's column order when it is known (file order otherwise).
+    """
     taxonomies = {
         attribute: read_arx_hierarchy(attribute, path) for attribute, path in files.items()
     }
-    return check_consistency(TaxonomyFile(taxonomies=taxonomies, source=source))
+    order = [c for c in data_columns if c in taxonomies] if data_columns else list(taxonomies)
+    return check_consistency(TaxonomyFile(taxonomies=taxonomies, qids=order, source=source))
 
 
 def read_arx_hierarchy(attribute: str, path: Path) -> Taxonomy:
-    """Read one ARX hierarchy file into a categorical taxonomy of `attribute`."""
+    """Read one ARX hierarchy file into a taxonomy of `attribute` (delimiter detected)."""
     with Path(path).open(encoding="utf-8-sig", newline="") as handle:
-        rows = list(csv.reader(handle, delimiter=";", quotechar='"'))
+        text = handle.read()
+    rows = list(csv.reader(io.StringIO(text), delimiter=hierarchy_delimiter(text), quotechar='"'))
     return parse_arx_rows(attribute, rows, str(path))
+
+
+def hierarchy_delimiter(text: str) -> str:
+    """``;`` (what ARX writes) if the first row has one, else ``,``, else tab.
+
+    Only the first non-blank row decides, and ``;`` wins over ``,`` because labels such as
+    ``Married, spouse absent`` may contain commas in a ``;`` file.
+    """
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    for candidate in (";", ",", "\t"):
+        if candidate in first:
+            return candidate
+    return ";"
 
 
 def parse_arx_rows(attribute: str, rows: list[list[str]], source: str) -> Taxonomy:
@@ -118,7 +147,9 @@ def parse_arx_rows(attribute: str, rows: list[list[str]], source: str) -> Taxono
         _add_path(root, path, number, source)
     if root is None:
         raise FedanonError(f"{source}: the hierarchy file is empty")
-    return Taxonomy.categorical(attribute, _to_spec(root))
+    tree = Taxonomy.categorical(attribute, _to_spec(root))
+    tree.match_leaves_by_number()  # all-number leaves (age): matched by value, as in ARX
+    return tree
 
 
 def _add_path(root: _Node, path: list[str], number: int, source: str) -> None:

@@ -53,7 +53,7 @@ def _load(paths: list[Path], data_columns: Sequence[str] | None) -> TaxonomyFile
     suffixes = {p.suffix.lower() for p in paths}
     if suffixes == {".csv"}:
         files = arx_attribute_files(paths, data_columns, strict=True)
-        return read_arx_files(files, source=", ".join(str(p) for p in paths))
+        return read_arx_files(files, ", ".join(str(p) for p in paths), data_columns)
     if len(paths) == 1 and suffixes == {".hchy"}:
         return read_hchy(paths[0])
     if len(paths) == 1 and suffixes == {".toml"}:

@@ -70,6 +70,8 @@ class Taxonomy:
         self.atom_labels: list[str] = []
         self.atom_values: np.ndarray = np.empty(0)
         self._atom_index: dict[str, int] = {}
+        # Leaves that are all numbers (an ARX age hierarchy): data values match them by value.
+        self.numeric_leaves = False
         self._n_leaves = 0
         self._ancestors: np.ndarray | None = None
         self._rank = np.zeros(0, dtype=np.int32)
@@ -267,8 +269,29 @@ class Taxonomy:
             return self._encode_categorical(column)
         return self._encode_numeric(column)
 
+    def match_leaves_by_number(self) -> bool:
+        """Match data values to leaves by numeric value (``39.0`` -> leaf ``39``), as ARX does
+        for an integer or decimal attribute. Only when every leaf is a distinct finite number;
+        returns whether the tree now matches that way."""
+        numbers, bad = as_numbers(pd.Series(self.atom_labels, dtype=object))
+        if bad is not None or not np.isfinite(numbers).all() or len(set(numbers)) < len(numbers):
+            return False
+        self.numeric_leaves = True
+        self._leaf_numbers = dict(zip(numbers.tolist(), range(len(numbers)), strict=True))
+        return True
+
     def _encode_categorical(self, column: pd.Series) -> np.ndarray:
-        atoms, row = lookup_codes(column, self._atom_index)
+        lookup = self._atom_index
+        if self.numeric_leaves:
+            distinct = pd.Series(pd.unique(as_text(column)), dtype=object)
+            unknown = distinct[~distinct.isin(list(self._atom_index))]
+            numbers, _ = as_numbers(unknown)
+            lookup = {**lookup, **{
+                text: self._leaf_numbers[x]
+                for text, x in zip(unknown.tolist(), numbers.tolist(), strict=True)
+                if x in self._leaf_numbers
+            }}
+        atoms, row = lookup_codes(column, lookup)
         if row is not None:
             raise FedanonError(
                 f"column '{self.attribute}': value '{as_text(column).iloc[row]}' (first at row "

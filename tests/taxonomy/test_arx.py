@@ -44,11 +44,20 @@ def test_rows_of_different_lengths_that_agree() -> None:
     assert tax.labels == ["*", "Male", "Person", "Female", "Other"]
 
 
-def test_numeric_leaves_match_as_strings() -> None:
+def test_numeric_leaves_match_by_number_as_in_arx() -> None:
     tax = parse_arx_rows("age", rows("38;35-39;*\n39;35-39;*"), "age.csv")
+    assert tax.numeric_leaves
     assert tax.encode(pd.Series([39, 38])).tolist() == [1, 0]
-    with pytest.raises(FedanonError, match=re.escape("value '39.0' (first at row 1)")):
-        tax.encode(pd.Series([39.0]))
+    assert tax.encode(pd.Series(["39.0", "038", "38"])).tolist() == [1, 0, 0]
+    with pytest.raises(FedanonError, match=re.escape("value '40' (first at row 2)")):
+        tax.encode(pd.Series(["39", "40"]))
+
+
+def test_text_leaves_still_match_exactly() -> None:
+    tax = parse_arx_rows("grade", rows("1;low;*\nA;high;*"), "grade.csv")
+    assert not tax.numeric_leaves
+    with pytest.raises(FedanonError, match=re.escape("value '1.0' (first at row 1)")):
+        tax.encode(pd.Series(["1.0"]))
 
 
 @pytest.mark.parametrize(
@@ -81,7 +90,8 @@ def test_directory_matches_files_to_columns(tmp_path: Path) -> None:
     (tmp_path / "data.csv").write_text("age;sex\n1;M\n")
     tf = load_taxonomy(tmp_path, data_columns=["age", "sex"])
     assert sorted(tf.taxonomies) == ["age", "sex"]
-    assert tf.qids is None and tf.sensitive is None and tf.class_column is None
+    assert tf.qids == ["age", "sex"]  # ARX: an attribute with a hierarchy is a QID
+    assert tf.sensitive is None and tf.class_column is None
     assert tf.taxonomies["age"].atom_labels == ["1", "2"]
 
 
