@@ -141,7 +141,7 @@ def run_anonymize(args: argparse.Namespace) -> int:
             k=report["k"],
             alpha=report["alpha_float"],
         )
-        write_pair(release.nss, release.ss, args.nss, args.ss, note)
+        write_pair(*release.pair(), args.nss, args.ss, note)
         report["output"] = {"nss": str(args.nss), "ss": str(args.ss)}
     if args.report:
         write_json(args.report, report)
@@ -187,7 +187,7 @@ def run_check(args: argparse.Namespace) -> int:
     else:
         raise FedanonError("give --data (generalized table) or --nss and --ss (a pair)")
     report = result.to_dict()
-    rows = [
+    rows: list[tuple[str, object]] = [
         ("verdict", "(alpha,k) holds" if result.ok else "VIOLATED"),
         ("alpha, k", f"{float(result.alpha):g}, {result.k}"),
         ("rows", result.rows),

@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -124,7 +125,7 @@ class LKCRelease:
 
     table: pd.DataFrame
     result: LKCResult
-    report: dict[str, object]
+    report: dict[str, Any]
 
 
 def anonymize_lkc(
@@ -160,7 +161,7 @@ def anonymize_lkc(
 
 def build_report(
     schema: Schema, params: LKCParams, score: str, result: LKCResult
-) -> dict[str, object]:
+) -> dict[str, Any]:
     """The JSON report shared by the centralized and distributed modes."""
     return {
         "parameters": {
