@@ -75,7 +75,7 @@ def numeric_columns(df: pd.DataFrame, exclude: Iterable[str] = ()) -> set[str]:
         if name in set(exclude):
             continue
         col = df[name]
-        text = col.astype(object).where(col.notna(), None)
+        text = col.astype(object).mask(col.isna())
         parsed = pd.to_numeric(text, errors="coerce")
         if parsed.notna().any() and (parsed.notna() | text.isna()).all():
             out.add(str(name))
