@@ -235,3 +235,14 @@ def test_information_loss_of_the_example_by_hand() -> None:
     assert release.report["information_loss"] == round(22 / 54, 6)
     lossy = anonymize_alpha_k(TABLE1, QIDS, SENSITIVE, "0.5", 2, "lossy-join", taxonomies(), 1)
     assert lossy.report["information_loss"] == 0.0
+
+
+def test_only_a_pair_release_hands_out_a_pair() -> None:
+    """`pair()` gives the NSS and SS of lossy-join and anatomy, and refuses a generalized table
+    in one line rather than returning None halves."""
+    lossy = anonymize_alpha_k(TABLE1, QIDS, SENSITIVE, "0.5", 2, "lossy-join", taxonomies(), 1)
+    nss, ss = lossy.pair()
+    assert len(nss) == len(ss) == len(TABLE1) and SENSITIVE in ss.columns
+    local = anonymize_alpha_k(TABLE1, QIDS, SENSITIVE, "0.5", 2, "local", taxonomies(), 1)
+    with pytest.raises(FedanonError, match="a local release holds no NSS/SS pair"):
+        local.pair()
