@@ -63,9 +63,10 @@ def run_queries(data: Path) -> dict[str, float]:
     t0, c0 = _clock()
     workload = QueryWorkload.generate(table, ADULT_QIDS, SENSITIVE, 4, 0.05, 1000, seed=1)
     t1, c1 = _clock()
+    assert local.table is not None
     workload.estimate_generalized(local.table, taxonomy.taxonomies)
     t2, c2 = _clock()
-    workload.estimate_lossy_join(lossy.nss, lossy.ss)
+    workload.estimate_lossy_join(*lossy.pair())
     t3, c3 = _clock()
     return {
         "rows": len(table),

@@ -23,11 +23,13 @@ import statistics
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from functools import partial
 
 import gmpy2
 import numpy as np
 from machine_info import describe
+from measure import best_cpu_seconds, markdown_table
 
 from crypto.commutative import EXPONENT_BITS, P, SraKey, encode
 from crypto.identity import create_ca, issue_identity
@@ -38,22 +40,6 @@ from crypto.simulate import LEADER, Stopwatch, dedup_union, onion_union, pairwis
 def machine() -> str:
     """CPU, cores, load and the versions that matter for this benchmark."""
     return describe(("numpy", "cryptography", "gmpy2"))
-
-
-def seconds(fn: Callable[[], object], repeat: int = 3) -> float:
-    """Best CPU time of `repeat` calls (for the plain baselines)."""
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.process_time()
-        fn()
-        best = min(best, time.process_time() - start)
-    return best
-
-
-def table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
-    return "\n".join(lines)
 
 
 def ms(value: float) -> str:
@@ -79,7 +65,7 @@ def bench_sum(length: int, party_counts: Sequence[int], repeat: int) -> str:
     for n in party_counts:
         vectors = [rng.integers(0, 1000, size=length, dtype=np.uint64) for _ in range(n)]
         ring_sum(vectors)  # warm-up: the first large allocations pay page faults
-        plain = seconds(lambda vectors=vectors: plain_sum(vectors))
+        plain = best_cpu_seconds(partial(plain_sum, vectors))
         runs: dict[str, list[Stopwatch]] = {"ring": [], "pairwise": []}
         for _ in range(repeat):
             clock = Stopwatch()
@@ -119,7 +105,7 @@ def bench_sum(length: int, party_counts: Sequence[int], repeat: int) -> str:
         "plain sum",
         "ratio (all roles / plain)",
     ]
-    return f"Secure sum of {length:,} uint64 counts (median of {repeat} runs)\n\n" + table(
+    return f"Secure sum of {length:,} uint64 counts (median of {repeat} runs)\n\n" + markdown_table(
         header, rows
     )
 
@@ -157,7 +143,7 @@ def bench_union(total_records: int, record_size: int, n: int, repeat: int, worke
     per_party = total_records // n
     batches = [[secrets.token_bytes(record_size) for _ in range(per_party)] for _ in range(n)]
     expected = Counter(record for batch in batches for record in batch)
-    plain = seconds(lambda: [record for batch in batches for record in batch])
+    plain = best_cpu_seconds(lambda: [record for batch in batches for record in batch])
     pooled = Parallelism.configured(workers)
     start_up = pool_start_up(pooled)
     modes = {"sequential": SEQUENTIAL, "pooled": pooled}
@@ -188,7 +174,7 @@ def bench_union(total_records: int, record_size: int, n: int, repeat: int, worke
         f"pooled = {pooled.workers} worker processes from {pooled.min_records:,} records"
     )
     header = ["step", "sequential", f"pooled ({pooled.workers} workers)", "sequential / pooled"]
-    return f"{title}\n\n" + table(header, rows)
+    return f"{title}\n\n" + markdown_table(header, rows)
 
 
 def bench_dedup(total_values: int, n: int) -> str:
@@ -202,7 +188,7 @@ def bench_dedup(total_values: int, n: int) -> str:
     clock = Stopwatch()
     result = dedup_union(sets, clock)
     assert result == sorted(union)
-    plain = seconds(lambda: sorted(set().union(*sets)))
+    plain = best_cpu_seconds(lambda: sorted(set().union(*sets)))
     encrypt, dedup, decrypt = clock.phase("encrypt"), clock.phase("dedup"), clock.phase("decrypt")
     rows = [
         [f"{role} encrypts + shuffles (every owner's batch)", s(t)] for role, t in encrypt.items()
@@ -221,7 +207,7 @@ def bench_dedup(total_values: int, n: int) -> str:
         f"Dedup union (commutative encryption): {per_party * n:,} values over {n} parties, "
         f"{len(union):,} distinct"
     )
-    return f"{title}\n\n" + table(["step", "time"], rows)
+    return f"{title}\n\n" + markdown_table(["step", "time"], rows)
 
 
 def bench_modexp(count: int) -> str:
@@ -245,7 +231,7 @@ def bench_modexp(count: int) -> str:
         for _ in range(count):
             fn()
         rows.append([name, f"{(time.process_time() - start) / count * 1000:.2f} ms"])
-    return "Modular exponentiation mod the 2048-bit group-14 prime\n\n" + table(
+    return "Modular exponentiation mod the 2048-bit group-14 prime\n\n" + markdown_table(
         ["operation", "per call"], rows
     )
 

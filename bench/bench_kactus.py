@@ -19,6 +19,7 @@ import resource
 import subprocess
 import sys
 import time
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -32,7 +33,7 @@ def blow_up(adult: pd.DataFrame, sigma: int, seed: int = 0) -> pd.DataFrame:
     """sigma * len(adult) records: the originals and sigma - 1 variants of each."""
     rng = np.random.default_rng(seed)
     n = len(adult)
-    columns = {}
+    columns: dict[str, Any] = {}
     keep = np.zeros((n * (sigma - 1), len(QIDS)), dtype=bool)
     chosen = np.argsort(rng.random(keep.shape), axis=1)[:, :RHO]
     np.put_along_axis(keep, chosen, True, axis=1)
@@ -41,7 +42,8 @@ def blow_up(adult: pd.DataFrame, sigma: int, seed: int = 0) -> pd.DataFrame:
         copies = np.tile(codes, sigma - 1)
         drawn = rng.integers(0, len(domain), len(copies))
         all_codes = np.concatenate([codes, np.where(keep[:, j], copies, drawn)])
-        columns[name] = pd.Categorical.from_codes(all_codes, categories=domain)
+        # pandas-stubs 2.3 types `codes` as Sequence[int]; pandas takes an integer array.
+        columns[name] = pd.Categorical.from_codes(all_codes, categories=domain)  # type: ignore[arg-type]
     columns["class"] = np.tile(adult["class"].to_numpy(), sigma)
     return pd.DataFrame(columns)
 

@@ -50,7 +50,10 @@ def mine_mlxtend(tx: Transactions, min_support: float) -> Itemsets:
     matrix = sparse.csr_matrix(
         (np.ones(len(tx.items), dtype=bool), columns, tx.indptr), shape=(len(tx), len(distinct))
     )
-    frame = pd.DataFrame.sparse.from_spmatrix(matrix, columns=[str(i) for i in distinct.tolist()])
+    # pandas-stubs types the class-level sparse accessor as `...`; pandas documents this call.
+    frame = pd.DataFrame.sparse.from_spmatrix(  # type: ignore[attr-defined]
+        matrix, columns=[str(i) for i in distinct.tolist()]
+    )
     threshold = _min_count(len(tx), min_support) / len(tx)
     found = fpgrowth(frame, min_support=threshold - 1e-12, use_colnames=True)
     return {

@@ -25,19 +25,10 @@ from pathlib import Path
 
 import numpy as np
 
+from fedanon.algorithms.randomization.adult import ADULT_QIDS
 from fedanon.datadir import data_dir
 
-QIDS = [
-    "education",
-    "race",
-    "sex",
-    "workclass",
-    "martial-status",
-    "age",
-    "relationship",
-    "native-country",
-    "class",
-]
+QIDS = ADULT_QIDS
 CASES = [
     ("RA uniform p", {"method": "ra", "p": "uniform"}),
     ("RA optimal p", {"method": "ra", "p": "optimal"}),

@@ -18,6 +18,7 @@ import io
 import random
 import time
 import tracemalloc
+from typing import Any
 
 import numpy as np
 from machine_info import describe
@@ -41,7 +42,7 @@ def random_rules(tx: Transactions, count: int) -> list[SensitiveRule]:
 
 def timed(tx: Transactions, rules: list[SensitiveRule], algorithm: str) -> tuple[float, float]:
     """CPU seconds and peak MiB of one sanitize() call."""
-    kwargs = {"window": WINDOW} if algorithm == "swa" else {}
+    kwargs: dict[str, Any] = {"window": WINDOW} if algorithm == "swa" else {}
     if algorithm == "dsa":
         kwargs = {"min_support": SIGMA}
     tracemalloc.start()

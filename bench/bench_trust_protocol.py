@@ -20,12 +20,13 @@ import secrets
 import signal
 import sys
 import time
-from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from machine_info import describe
+from measure import best_cpu_seconds, markdown_table
 
 import leader.run
 import leader.union
@@ -39,34 +40,20 @@ from leader.config import LeaderJob, spec_from_table
 from leader.sim import Federation, federation, split_table
 
 
-def cpu(fn: Callable[[], object], repeat: int = 3) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.process_time()
-        fn()
-        best = min(best, time.process_time() - start)
-    return best
-
-
-def table(header: list[str], rows: list[list[object]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    return "\n".join(lines + ["| " + " | ".join(map(str, row)) + " |" for row in rows])
-
-
 def sealing() -> str:
     party, leader = X25519PrivateKey.generate(), X25519PrivateKey.generate()
     session = secrets.token_bytes(16)
     sealer = SealedTotalChannel.for_party(party, leader.public_key().public_bytes_raw(), session)
     opener = SealedTotalChannel.for_leader(leader, party.public_key().public_bytes_raw(), session)
-    rows = []
+    rows: list[list[object]] = []
     for length in (10**3, 10**5, 10**6):
         _, payload = start_round(length)
         local = np.arange(length, dtype=np.uint64)
         sealed = sealer.seal(0, length, payload)
         assert opener.open(0, length, sealed) == payload
-        add = cpu(lambda p=payload, v=local: add_vector(p, v))
-        seal = cpu(lambda p=payload, n=length: sealer.seal(0, n, p))
-        open_ = cpu(lambda s=sealed, n=length: opener.open(0, n, s))
+        add = best_cpu_seconds(partial(add_vector, payload, local))
+        seal = best_cpu_seconds(partial(sealer.seal, 0, length, payload))
+        open_ = best_cpu_seconds(partial(opener.open, 0, length, sealed))
         rows.append(
             [
                 f"{length:,}",
@@ -76,7 +63,7 @@ def sealing() -> str:
                 f"{len(sealed) - 8 * length} B",
             ]
         )
-    return table(
+    return markdown_table(
         [
             "vector length",
             "party: add own vector",
@@ -114,14 +101,15 @@ def _kill_during(fed: Federation, job: LeaderJob, phase: str) -> list[object]:
         if phase.startswith("specialization") and step.iteration == 2:
             kill()
 
-    leader.run.Session.fan_out, leader.union._ring_call = on_collect, on_strip  # type: ignore
+    # The benchmark swaps in killing wrappers and puts the originals back below.
+    leader.run.Session.fan_out, leader.union._ring_call = on_collect, on_strip  # type: ignore[method-assign,assignment]
     try:
         leader.run.run_job(job, on_step=on_step)
         failure, took = "no failure", float("nan")
     except FedanonError as exc:
         failure, took = str(exc), time.monotonic() - killed[0]
     finally:
-        leader.run.Session.fan_out, leader.union._ring_call = fan_out, ring_call  # type: ignore
+        leader.run.Session.fan_out, leader.union._ring_call = fan_out, ring_call  # type: ignore[method-assign]
     fed.start(victim)
     fed.wait_ready(victim)
     began = time.monotonic()
@@ -152,7 +140,8 @@ def kills() -> str:
             _kill_during(fed, job, phase)
             for phase in ("specialization (after iteration 2)", "union COLLECT", "union STRIP")
         ]
-    return table(["last party killed at", "kill -> named failure", "failure", "next job"], rows)
+    header = ["last party killed at", "kill -> named failure", "failure", "next job"]
+    return markdown_table(header, rows)
 
 
 def main() -> int:

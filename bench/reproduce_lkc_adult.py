@@ -10,6 +10,7 @@ the authors' code does. Every release is verified by the independent checker.
 from __future__ import annotations
 
 import sys
+from functools import partial
 
 from fedanon.datadir import data_dir
 from fedanon.lkc.api import build_schema
@@ -24,13 +25,13 @@ def main() -> int:
 
     def make_schema(dynamic: bool = True):
         taxonomy = load_taxonomy(path)
-        numeric = [a for a in taxonomy.qids if taxonomy.taxonomies[a].kind == "numeric"]
+        numeric = [a for a in taxonomy.qids or [] if taxonomy.taxonomies[a].kind == "numeric"]
         return build_schema(taxonomy, table, dynamic=numeric if dynamic else [])
 
     print("| numeric trees | C | L | K | CE % | CE-BE | DR | specializations | checker | s |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for dynamic, C in [(True, "0.2"), (True, "1"), (False, "0.2")]:
-        rows = sweep(table, lambda d=dynamic: make_schema(d), [2, 4, 6], [20, 40, 60, 80, 100],
+        rows = sweep(table, partial(make_schema, dynamic), [2, 4, 6], [20, 40, 60, 80, 100],
                      C, 30_162)
         for r in rows:
             print(f"| {'dynamic' if dynamic else 'given'} | {C} | {r['L']} | {r['K']} | "

@@ -14,26 +14,18 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from typing import Any
 
+from fedanon.algorithms.randomization.adult import ADULT_QIDS
 from fedanon.algorithms.randomization.api import anonymize_randomize
 from fedanon.algorithms.randomization.rules import rule_recovery
 from fedanon.datadir import data_dir
 from fedanon.table_io import read_table
 from fedanon.utility.queries import QueryWorkload, average_relative_error
 
-QIDS = [
-    "education",
-    "race",
-    "sex",
-    "workclass",
-    "martial-status",
-    "age",
-    "relationship",
-    "native-country",
-    "class",
-]
+QIDS = ADULT_QIDS
 SENSITIVE = "occupation"
-CASES = [
+CASES: list[tuple[str, dict[str, Any]]] = [
     ("RA, uniform p", {"method": "ra", "p": "uniform"}),
     ("RA, optimal p", {"method": "ra", "p": "optimal"}),
     ("enhanced RA, k=2", {"method": "enhanced", "attrs": 2}),

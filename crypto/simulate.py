@@ -76,7 +76,7 @@ def ring_sum(vectors: Sequence[ArrayLike], stopwatch: Stopwatch | None = None) -
     """Ring mode: the leader masks, parties p0..p{n-1} add in order, the leader unmasks."""
     clock = stopwatch or Stopwatch()
     with clock.measure(LEADER, "round"):
-        mask, payload = start_round(len(vectors[0]))
+        mask, payload = start_round(np.size(vectors[0]))
     for index, vector in enumerate(vectors):
         with clock.measure(f"p{index}", "round"):
             payload = add_vector(payload, vector)

@@ -152,7 +152,7 @@ class C45:
         self._grow()
         if self.prune:
             with _recursion_room(self._measure()[1]):
-                self._estimate(self._root, np.arange(len(self._y)), update=True)
+                self._estimate(self._fitted_root(), np.arange(len(self._y)), update=True)
         self.n_nodes, self.depth, self.n_leaves = self._measure()
         self._release_training_data()
         return self

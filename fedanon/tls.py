@@ -50,7 +50,7 @@ class TLSFiles:
         if missing:
             raise FedanonError(f"{where}: missing key 'tls.{missing[0]}' (a file path; or "
                                "insecure = true for local experiments only)")
-        files = cls(*(resolve(base, table[k]) for k in ("ca", "cert", "key")))  # type: ignore[misc]
+        files = cls(*(resolve(base, str(table[k])) for k in ("ca", "cert", "key")))
         for p in (files.ca, files.cert, files.key):
             if not p.is_file():
                 raise FedanonError(f"{where} [tls]: file {p} not found")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from fedanon.errors import FedanonError
 
@@ -37,6 +37,10 @@ def read_text_file(path: Path) -> str:
                            "file?") from None
 
 
+@overload
+def resolve(base: Path, value: str) -> Path: ...
+@overload
+def resolve(base: Path, value: None) -> None: ...
 def resolve(base: Path, value: str | None) -> Path | None:
     """A path from a config file, relative to the file's directory."""
     if value is None:

@@ -250,7 +250,7 @@ def load_drbt_job(data: dict[str, Any], base: Path, where: str) -> DRBTLeaderJob
     job = DRBTLeaderJob(
         parties=_parties(data),
         tls=TLSFiles.from_config(data["tls"], base, where),
-        out=resolve(base, data["out"]),  # type: ignore[arg-type]
+        out=resolve(base, data["out"]),
         id_column=section["id_column"],
         matrix=section["matrix"],
         k_dims=section["k_dims"],
@@ -309,7 +309,7 @@ def load_job(path: str | Path) -> LeaderJob | DRBTLeaderJob | RandomizeLeaderJob
         return load_drbt_job(data, base, where)
     if kind == "randomize":
         return load_randomize_job(data, base, where)
-    taxonomy = load_taxonomy(resolve(base, data["taxonomy"]))  # type: ignore[arg-type]
+    taxonomy = load_taxonomy(resolve(base, data["taxonomy"]))
     lkc = {k: v for k, v in data["lkc"].items() if v is not None}
     job = LeaderJob(
         name=data["name"],
@@ -317,7 +317,7 @@ def load_job(path: str | Path) -> LeaderJob | DRBTLeaderJob | RandomizeLeaderJob
         spec=spec_from_table(lkc, taxonomy, f"{where} [lkc]"),
         parties=_parties(data),
         tls=TLSFiles.from_config(data["tls"], base, where),
-        out=resolve(base, data["out"]),  # type: ignore[arg-type]
+        out=resolve(base, data["out"]),
         report=resolve(base, data["report"]),
         sum_mode=data["sum_mode"],
         allow_two_parties=data["allow_two_parties"],

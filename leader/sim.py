@@ -247,7 +247,7 @@ def federation(
     own_dir = workdir is None
     # Absolute: the party configs written below name files in it, and a relative path there
     # would resolve against the config's own directory (relwd/relwd/...).
-    root = Path(tempfile.mkdtemp(prefix="fedanon-sim-")) if own_dir else Path(workdir).resolve()
+    root = Path(tempfile.mkdtemp(prefix="fedanon-sim-") if workdir is None else workdir).resolve()
     root.mkdir(parents=True, exist_ok=True)
     names = [f"hospital-{i + 1}" for i in range(len(parts))]
     cert_dir = root / "certs"

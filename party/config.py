@@ -154,7 +154,7 @@ class PartyConfig:
         return cls(
             name=data["name"],
             listen=data["listen"],
-            data=resolve(base, data["data"]),  # type: ignore[arg-type]
+            data=resolve(base, data["data"]),
             taxonomy=resolve(base, data["taxonomy"]),
             leader=_leader(data, where),
             next_hop=Hop(hop["name"], hop["address"]) if hop else None,

@@ -50,7 +50,7 @@ SUM_ROUND, RANDOMIZE_ROUND, UNION_ROUND = 0, 1, 2
 
 
 def spec_to_proto(spec: RandomizeSpec) -> pb.RandomizeJob:
-    custom = not isinstance(spec.p, str)
+    p_values = [] if isinstance(spec.p, str) else list(spec.p)
     return pb.RandomizeJob(
         qids=[
             pb.QIDDomain(column=c, values=list(d))
@@ -59,7 +59,7 @@ def spec_to_proto(spec: RandomizeSpec) -> pb.RandomizeJob:
         method=spec.method,
         attrs=spec.attrs or 0,
         p=spec.p_name,
-        p_values=list(spec.p) if custom else [],
+        p_values=p_values,
         keep_at_parties=spec.keep_at_parties,
     )
 

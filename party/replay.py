@@ -121,7 +121,7 @@ class AnswerOnce:
     def _run(call: _Call, context: grpc.ServicerContext, work: Callable[[], Reply]) -> Reply:
         try:
             call.reply = work()
-            return call.reply  # type: ignore[return-value]
+            return call.reply
         except BaseException:
             details = context.details()
             text = details.decode(errors="replace") if isinstance(details, bytes) else details

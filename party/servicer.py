@@ -22,6 +22,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from typing import NoReturn, TypeVar, cast
 
 import grpc
 import numpy as np
@@ -54,6 +55,10 @@ log = logging.getLogger(__name__)
 ForwardStub = Callable[[], pb_grpc.PartyStub]
 # Session kinds that run the ring protocol: secure sum, key sharing and the secure set union.
 RING_SESSIONS = (PartySession, RandomizeSession)
+RingSession = PartySession | RandomizeSession
+# What the servicer's one session slot can hold; handlers narrow it with `_of_kind`/`_ring`.
+OpenSession = PartySession | RandomizeSession | DRBTSession
+Kind = TypeVar("Kind", PartySession, RandomizeSession, DRBTSession)
 
 # Largest request of each method that does not grow with the data (job spec, key shares with
 # their certificates, session references); methods missing here are bounded by the job
@@ -68,6 +73,12 @@ CONTROL_LIMITS = {
     "End": 1 << 16,
     "Status": 1 << 16,
 }
+
+
+def _abort(context: grpc.ServicerContext, code: grpc.StatusCode, text: str) -> NoReturn:
+    """End the call; ``abort`` always raises, and saying so lets the checker narrow after it."""
+    context.abort(code, text)
+    raise AssertionError("grpc.ServicerContext.abort returned")
 
 
 class PartyServicer(pb_grpc.PartyServicer):
@@ -89,24 +100,28 @@ class PartyServicer(pb_grpc.PartyServicer):
         self.identity = identity
         self.ca_certificate = ca_certificate
         self.secure = identity is not None
-        self.session: PartySession | None = None
+        self.session: OpenSession | None = None
         self.lock = threading.Lock()
         self.last_error = ""
         self.sessions_served = 0
         self.max_message_bytes = int(config.max_message_mb * (1 << 20))
 
     # ----------------------------------------------------------------- helpers
-    def _fail(self, context: grpc.ServicerContext, code: grpc.StatusCode, message: str) -> None:
+    def _fail(
+        self, context: grpc.ServicerContext, code: grpc.StatusCode, message: str
+    ) -> NoReturn:
         text = message if message.startswith("party ") else f"party {self.config.name}: {message}"
         self.last_error = text
         log.warning("%s", text)
-        context.abort(code, text)
+        _abort(context, code, text)
 
-    def refuse(self, context: grpc.ServicerContext, code: grpc.StatusCode, message: str) -> None:
+    def refuse(
+        self, context: grpc.ServicerContext, code: grpc.StatusCode, message: str
+    ) -> NoReturn:
         """End a call that is not the open session's business: one log line, no state change."""
         text = f"party {self.config.name}: {message}"
         log.warning("%s", text)
-        context.abort(code, text)
+        _abort(context, code, text)
 
     def _identity(self, name: str) -> PeerIdentity:
         """The certificate a federation member called `name` must present (name AND role)."""
@@ -152,7 +167,7 @@ class PartyServicer(pb_grpc.PartyServicer):
             self.refuse(context, grpc.StatusCode.PERMISSION_DENIED,
                         f"caller '{caller.name}' ({caller.role}) may not send this message")
 
-    def _current(self, context: grpc.ServicerContext, ref: pb.SessionRef) -> PartySession:
+    def _current(self, context: grpc.ServicerContext, ref: pb.SessionRef) -> OpenSession:
         session = self.session
         if session is None:
             self.refuse(context, grpc.StatusCode.FAILED_PRECONDITION,
@@ -180,12 +195,14 @@ class PartyServicer(pb_grpc.PartyServicer):
         hop that did receive the message answers the copy with its first answer
         (party/replay.py).
         """
+        next_stub = self.next_stub
+        assert next_stub is not None, "only a party with a next hop forwards"
         deadline = time.monotonic() + self._forward_timeout(context)
         delay = self.config.backoff_seconds
         for attempt in range(self.config.connect_retries + 1):
             remaining = deadline - time.monotonic()
             try:
-                return getattr(self.next_stub(), method)(request, timeout=max(remaining, 0.1))
+                return getattr(next_stub(), method)(request, timeout=max(remaining, 0.1))
             except grpc.RpcError as exc:
                 relayed = (exc.details() or "").startswith("party ")
                 retry = exc.code() == grpc.StatusCode.UNAVAILABLE and not relayed and \
@@ -199,9 +216,12 @@ class PartyServicer(pb_grpc.PartyServicer):
                 delay *= 2
         raise AssertionError("unreachable")
 
-    def _forward_failed(self, context: grpc.ServicerContext, exc: grpc.RpcError, what: str) -> None:
+    def _forward_failed(
+        self, context: grpc.ServicerContext, exc: grpc.RpcError, what: str
+    ) -> NoReturn:
         detail = exc.details() or str(exc.code())
-        successor = self.session.successor if self.session else "next hop"
+        session = self.session
+        successor = session.successor if isinstance(session, RING_SESSIONS) else "next hop"
         if not detail.startswith("party "):
             if exc.code() == grpc.StatusCode.UNAVAILABLE:
                 detail = f"unreachable ({detail})"
@@ -309,13 +329,21 @@ class PartyServicer(pb_grpc.PartyServicer):
         return reply
 
     def _of_kind(self, context: grpc.ServicerContext, ref: pb.SessionRef,
-                 kind: type | tuple[type, ...]) -> PartySession | DRBTSession:
+                 kind: type[Kind]) -> Kind:
         session = self._current(context, ref)
         if not isinstance(session, kind):
-            names = " or ".join(k.__name__ for k in (kind if isinstance(kind, tuple) else (kind,)))
-            self.refuse(context, grpc.StatusCode.FAILED_PRECONDITION,
-                        f"session {ref.session_id[:12]} is not a {names} job")
+            self._not_kind(context, ref, kind.__name__)
         return session
+
+    def _ring(self, context: grpc.ServicerContext, ref: pb.SessionRef) -> RingSession:
+        session = self._current(context, ref)
+        if not isinstance(session, RING_SESSIONS):
+            self._not_kind(context, ref, " or ".join(k.__name__ for k in RING_SESSIONS))
+        return session
+
+    def _not_kind(self, context: grpc.ServicerContext, ref: pb.SessionRef, names: str) -> NoReturn:
+        self.refuse(context, grpc.StatusCode.FAILED_PRECONDITION,
+                    f"session {ref.session_id[:12]} is not a {names} job")
 
     def Ids(self, request: pb.IdsRequest, context: grpc.ServicerContext):
         self._authorize(context, {self.config.leader})
@@ -368,7 +396,7 @@ class PartyServicer(pb_grpc.PartyServicer):
 
     def ShareKeys(self, request: pb.ShareKeysRequest, context: grpc.ServicerContext):
         self._authorize(context, {self.config.leader})
-        session = self._of_kind(context, request.ref, RING_SESSIONS)
+        session = self._ring(context, request.ref)
         session.touch()
         sid = bytes.fromhex(session.session_id)
         try:
@@ -378,6 +406,8 @@ class PartyServicer(pb_grpc.PartyServicer):
                 session.union.prepare(len(self.table))
             if session.sum_mode == pb.SUM_MODE_PAIRWISE:
                 peers = verified_peers(request.keys, PAIRWISE_SUM, sid, self.ca_certificate)
+                if session.pairwise_key is None:
+                    raise ProtocolError("this party drew no pairwise key for the session")
                 session.masker = PairwiseMasker(self.config.name, session.pairwise_key, peers,
                                                 session.ring, sid)
         except (FedanonError, ValueError) as exc:
@@ -386,7 +416,7 @@ class PartyServicer(pb_grpc.PartyServicer):
         return pb.ShareKeysReply()
 
     def Sum(self, request: pb.SumRequest, context: grpc.ServicerContext):
-        session = self._of_kind(context, request.ref, RING_SESSIONS)
+        session = self._ring(context, request.ref)
         pairwise = session.sum_mode == pb.SUM_MODE_PAIRWISE
         first = pairwise or session.predecessor is None
         self._authorize(context, {self.config.leader} if first else {session.predecessor})
@@ -398,7 +428,7 @@ class PartyServicer(pb_grpc.PartyServicer):
         return session.answers.answer("sum", request.ref.iteration, request, context, self._fail,
                                       lambda: step(session, request, context))
 
-    def _ring_sum(self, session: PartySession, request: pb.SumRequest,
+    def _ring_sum(self, session: RingSession, request: pb.SumRequest,
                   context: grpc.ServicerContext) -> pb.SumReply:
         """Ring mode: add the local statistics and forward; the last party seals the total to
         the leader, so the parties relaying the reply cannot read it."""
@@ -428,13 +458,14 @@ class PartyServicer(pb_grpc.PartyServicer):
             if request.HasField("instruction"):
                 forward.instruction.CopyFrom(request.instruction)
             session.bytes_sent += forward.ByteSize()
-            reply = self._forward("Sum", forward, context, f"iteration {request.ref.iteration}")
+            reply = cast(pb.SumReply, self._forward("Sum", forward, context,
+                                                    f"iteration {request.ref.iteration}"))
             session.bytes_received += reply.ByteSize()
         session.bytes_sent += reply.ByteSize()
         return reply
 
     def Union(self, request: pb.UnionRequest, context: grpc.ServicerContext):
-        session = self._of_kind(context, request.ref, RING_SESSIONS)
+        session = self._ring(context, request.ref)
         from_leader = request.phase != pb.UNION_PHASE_STRIP or session.predecessor is None
         self._authorize(context, {self.config.leader} if from_leader else {session.predecessor})
         session.touch()
@@ -443,7 +474,7 @@ class PartyServicer(pb_grpc.PartyServicer):
             f"union phase {int(request.phase)} step {request.step}", request.ref.iteration,
             request, context, self._fail, lambda: self._union_step(session, request, context))
 
-    def _union_step(self, session: PartySession, request: pb.UnionRequest,
+    def _union_step(self, session: RingSession, request: pb.UnionRequest,
                     context: grpc.ServicerContext) -> pb.UnionReply:
         """One union phase at this party (MEASURE, COLLECT, or STRIP and forward)."""
         try:
@@ -487,12 +518,12 @@ class PartyServicer(pb_grpc.PartyServicer):
             forward = pb.UnionRequest(ref=request.ref, phase=request.phase, items=items,
                                       record_size=request.record_size, pad_to=request.pad_to)
             session.bytes_sent += forward.ByteSize()
-            reply = self._forward("Union", forward, context, "union strip")
+            reply = cast(pb.UnionReply, self._forward("Union", forward, context, "union strip"))
             session.bytes_received += reply.ByteSize()
         session.bytes_sent += reply.ByteSize()
         return reply
 
-    def _pairwise_sum(self, session: PartySession, request: pb.SumRequest,
+    def _pairwise_sum(self, session: RingSession, request: pb.SumRequest,
                       context: grpc.ServicerContext) -> pb.SumReply:
         """Pairwise mode: answer the leader directly with the pairwise-masked local vector."""
         try:

@@ -30,3 +30,11 @@ def run_cli(*args: str | Path) -> CliResult:
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
     return CliResult(code, out.getvalue(), err.getvalue())
+
+
+def lkc_options(data: str | Path, taxonomy: str | Path, K: int = 4) -> list[str]:
+    """The LKC job most CLI tests run: `data` and `taxonomy` at L = 2, K, C = 0.5."""
+    return [
+        *("--data", str(data), "--taxonomy", str(taxonomy)),
+        *("--L", "2", "--K", str(K), "--C", "0.5"),
+    ]

@@ -61,12 +61,12 @@ class UnaryServerRecorder(grpc.ServerInterceptor):
             response_serializer=handler.response_serializer)
 
 
-def _recorded_server(*args: Any, recorder: grpc.ServerInterceptor,
+def _recorded_server(listen: str, tls: TLSFiles | None, *, recorder: grpc.ServerInterceptor,
                      interceptors: Sequence[grpc.ServerInterceptor] = (),
                      **kwargs: Any) -> tuple[grpc.Server, int]:
     """The production ``make_server`` with the test's recorder inside the daemon's own
     interceptors (its gate), so the recorder sees exactly the requests the handlers see."""
-    return make_server(*args, interceptors=[*interceptors, recorder], **kwargs)
+    return make_server(listen, tls, interceptors=[*interceptors, recorder], **kwargs)
 
 
 @dataclass

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -16,10 +17,10 @@ ADULT_NUMERIC = {"age", "fnlwgt", "education-num", "capital-gain", "capital-loss
 
 
 def _table(
-    groups: list[tuple[dict[str, object], dict[str, int]]],
+    groups: Sequence[tuple[Mapping[str, object], Mapping[str, int]]],
 ) -> tuple[pd.DataFrame, pd.Series]:
     """Rows from (attribute values, {class: count}) groups, in a fixed interleaved order."""
-    rows: list[dict[str, object]] = []
+    rows: list[Mapping[str, object]] = []
     labels: list[str] = []
     for values, counts in groups:
         for label, count in counts.items():

@@ -278,9 +278,10 @@ def naive_check(rows: list[tuple], qids: int, s_col: int, S: list[str], L: int, 
     """Dict counting over itertools.combinations: the definition, nothing clever."""
     depth = min(L, qids)
     subsets = [q for size in range(1, depth + 1) for q in combinations(range(qids), size)]
-    violations = []
+    violations: list[tuple[tuple, tuple]] = []
     groups = violating = 0
-    min_size, max_conf = None, {s: None for s in S}
+    min_size: int | None = None
+    max_conf: dict[str, Fraction | None] = {s: None for s in S}
     for q in subsets:
         size: Counter = Counter()
         hits: dict[str, Counter] = {s: Counter() for s in S}
@@ -299,7 +300,8 @@ def naive_check(rows: list[tuple], qids: int, s_col: int, S: list[str], L: int, 
                 violations.append(((0, n, len(q), q, 0, first[key]), ("K", q, key, n)))
             for si, s in enumerate(S):
                 conf = Fraction(hits[s][key], n)
-                if len(q) == depth and (max_conf[s] is None or conf > max_conf[s]):
+                highest = max_conf[s]
+                if len(q) == depth and (highest is None or conf > highest):
                     max_conf[s] = conf
                 if conf > C:
                     bad = True

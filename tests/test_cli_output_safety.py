@@ -14,7 +14,7 @@ import pytest
 
 from fedanon import outputs as outputs_module
 
-from .clirun import run_cli
+from .clirun import lkc_options, run_cli
 from .test_cli_anonymize import TAXONOMY, _table
 
 NUMERIC = "a,b,c,d\n" + "".join(f"{i},{(i * 7) % 11},{(i * 3) % 5},{i % 4}\n" for i in range(30))
@@ -45,42 +45,13 @@ def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def anonymize_lkc(out: str | Path, *extra: str | Path):
-    return run_cli(
-        "anonymize",
-        "lkc",
-        "--data",
-        "data.csv",
-        "--taxonomy",
-        "taxonomy.toml",
-        "--drop",
-        "pid",
-        "--L",
-        "2",
-        "--K",
-        "4",
-        "--C",
-        "0.5",
-        "--quiet",
-        "--out",
-        out,
-        *extra,
-    )
+    options = lkc_options("data.csv", "taxonomy.toml")
+    return run_cli("anonymize", "lkc", *options, "--drop", "pid", "--quiet", "--out", out, *extra)
 
 
 def anonymize_drbt(out: str | Path, *extra: str | Path):
-    return run_cli(
-        "anonymize",
-        "drbt",
-        "--data",
-        "numbers.csv",
-        "--k-dims",
-        "2",
-        "--seed",
-        "1",
-        "--out",
-        out,
-        *extra,
-    )
+    options = ("--data", "numbers.csv", "--k-dims", "2", "--seed", "1")
+    return run_cli("anonymize", "drbt", *options, "--out", out, *extra)
 
 
 def assert_refused(done, before, work: Path, message: str) -> None:

@@ -272,7 +272,7 @@ def hostile_command(draw) -> list[str]:
     )
     options = []
     for i, (option, kind, valid) in enumerate(slots):
-        value = draw(st.sampled_from(HOSTILE[kind])) if i in chosen else valid
+        value = draw(st.sampled_from(HOSTILE[kind])) if kind and i in chosen else valid
         options.append(f"{option}={value.format(input=first_input)}")
     return [*head, *draw(st.permutations(options))]
 

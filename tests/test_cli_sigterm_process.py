@@ -17,6 +17,7 @@ import sys
 import time
 from pathlib import Path
 
+from .clirun import lkc_options
 from .test_cli_anonymize import TAXONOMY
 
 
@@ -42,26 +43,9 @@ def test_sigterm_ends_a_running_command_cleanly(tmp_path: Path):
     out.mkdir()
     process = subprocess.Popen(
         [
-            sys.executable,
-            "-m",
-            "fedanon.cli.main",
-            "anonymize",
-            "lkc",
-            "--data",
-            str(fifo),
-            "--taxonomy",
-            str(tmp_path / "taxonomy.toml"),
-            "--L",
-            "2",
-            "--K",
-            "4",
-            "--C",
-            "0.5",
-            "--quiet",
-            "--out",
-            str(out / "release.csv"),
-            "--report",
-            str(out / "report.json"),
+            *(sys.executable, "-m", "fedanon.cli.main", "anonymize", "lkc", "--quiet"),
+            *lkc_options(fifo, tmp_path / "taxonomy.toml"),
+            *("--out", str(out / "release.csv"), "--report", str(out / "report.json")),
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -19,7 +19,7 @@ from fedanon.table_io import read_table, write_table
 from fedanon.taxonomy.loader import load_taxonomy
 from fedanon.utility.pairing import release_in_raw_order
 
-from .clirun import run_cli
+from .clirun import lkc_options, run_cli
 from .test_cli_anonymize import TAXONOMY, _table
 
 
@@ -34,23 +34,8 @@ def job(tmp_path: Path) -> dict[str, Path]:
     raw = tmp_path / "raw.csv"
     raw.write_text(_without_pid(_table(60)), encoding="utf-8")
     release = tmp_path / "release.csv"
-    done = run_cli(
-        "anonymize",
-        "lkc",
-        "--data",
-        raw,
-        "--taxonomy",
-        tmp_path / "taxonomy.toml",
-        "--L",
-        "2",
-        "--K",
-        "5",
-        "--C",
-        "0.5",
-        "--out",
-        release,
-        "--quiet",
-    )
+    options = lkc_options(raw, tmp_path / "taxonomy.toml", K=5)
+    done = run_cli("anonymize", "lkc", *options, "--out", release, "--quiet")
     assert done.code == 0, done.err
     return {"raw": raw, "release": release, "taxonomy": tmp_path / "taxonomy.toml"}
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from functools import partial
 
 import grpc
 import pytest
@@ -108,7 +109,7 @@ def test_a_copy_of_a_failed_call_gets_the_same_error() -> None:
     for _ in range(2):
         context = Context()
         with pytest.raises(Aborted):
-            answers.answer("sum", 2, sum_request(2), context, refuse, lambda c=context: work(c))
+            answers.answer("sum", 2, sum_request(2), context, refuse, partial(work, context))
         outcomes.append((context.code(), context.details()))
     assert (
         outcomes[0]

@@ -60,6 +60,7 @@ def test_taxonomy_file_is_package_data(taxonomy: TaxonomyFile) -> None:
     path = hospital_taxonomy_path()
     assert path.is_file() and path.parent.name == "data" and path.parent.parent.name == "fedanon"
     assert taxonomy.qids == QIDS
+    assert taxonomy.sensitive is not None
     assert [str(s) for s in taxonomy.sensitive] == ["diagnosis=HIV", "diagnosis=Schizophrenia"]
     assert (taxonomy.class_column, taxonomy.class_values) == ("readmitted", ["no", "yes"])
 

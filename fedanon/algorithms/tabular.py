@@ -89,8 +89,8 @@ def encode_qid(column: pd.Series, name: str, marker: str) -> QidColumn:
     missing = (text == "") | (text == marker)
     if missing.all():
         raise FedanonError(f"QID column '{name}' holds only missing values")
-    values = pd.to_numeric(pd.Series(np.where(missing, None, text)), errors="coerce")
-    values = values.to_numpy(dtype=np.float64)
+    blanked = pd.Series(text).mask(missing)
+    values = pd.to_numeric(blanked, errors="coerce").to_numpy(dtype=np.float64)
     numeric = not bool((np.isnan(values) & ~missing).any())
     if numeric:
         decimals = max(
@@ -107,7 +107,7 @@ def encode_qid(column: pd.Series, name: str, marker: str) -> QidColumn:
             np.empty(0, object),
             min(decimals, _MAX_DECIMALS),
         )
-    codes, categories = pd.factorize(pd.Series(np.where(missing, None, text)), sort=True)
+    codes, categories = pd.factorize(blanked, sort=True)
     return QidColumn(
         name,
         False,

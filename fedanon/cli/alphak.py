@@ -159,8 +159,9 @@ def run_anonymize(args: argparse.Namespace) -> int:
                 report["release_report"] = alpha_k_release_report(
                     args, release.table, taxonomy, args.method)
         else:
-            staged.table(args.nss, release.nss)
-            staged.table(args.ss, release.ss)
+            nss, ss = release.pair()
+            staged.table(args.nss, nss)
+            staged.table(args.ss, ss)
             staged.path(note).write_text(
                 NOTE.format(
                     cls="ClassID",
@@ -220,7 +221,7 @@ def run_check(args: argparse.Namespace) -> int:
     else:
         raise FedanonError("give --data (generalized table) or --nss and --ss (a pair)")
     report = result.to_dict()
-    rows = [
+    rows: list[tuple[str, object]] = [
         ("verdict", "(alpha,k) holds" if result.ok else "VIOLATED"),
         ("alpha, k", f"{float(result.alpha):g}, {result.k}"),
         ("rows", result.rows),

@@ -96,10 +96,10 @@ def _gower_term(column: np.ndarray, kind: str, index: int) -> tuple[np.ndarray, 
     if kind == "nominal":
         return (column[:, None] != column[None, :]).astype(float), counted
     if kind == "asymmetric":
-        values = [float(v) if p else 0.0 for v, p in zip(column, present, strict=True)]
-        if not set(values) <= {0.0, 1.0}:
+        flags = [float(v) if p else 0.0 for v, p in zip(column, present, strict=True)]
+        if not set(flags) <= {0.0, 1.0}:
             raise FedanonError(f"asymmetric binary column #{index + 1} holds values other than 0/1")
-        ones = np.array(values) == 1.0
+        ones = np.array(flags) == 1.0
         both_zero = ~ones[:, None] & ~ones[None, :]
         return (ones[:, None] != ones[None, :]).astype(float), counted & ~both_zero
     raise FedanonError(f"unknown kind '{kind}' for column #{index + 1} ({', '.join(GOWER_KINDS)})")

@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -129,7 +130,7 @@ class LKCRelease:
 
     table: pd.DataFrame
     result: LKCResult
-    report: dict[str, object]
+    report: dict[str, Any]
 
 
 def anonymize_lkc(
@@ -179,7 +180,7 @@ def build_report(
     result: LKCResult,
     suppress: Fraction = Fraction(0),
     suppressed_mode: str = "root",
-) -> dict[str, object]:
+) -> dict[str, Any]:
     """The JSON report shared by the centralized and distributed modes."""
     report: dict[str, object] = {
         "parameters": {

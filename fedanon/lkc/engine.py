@@ -20,7 +20,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Protocol
+from functools import partial
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -85,7 +86,7 @@ class LKCResult:
     """What the engine decided: the final cut and the sequence of specializations."""
 
     cut: dict[str, list[str]]
-    specializations: list[dict[str, object]]
+    specializations: list[dict[str, Any]]
     partitions: int
     extremes: GroupExtremes
     seconds_counting: float
@@ -156,7 +157,7 @@ class LKCEngine:
         self.stats = _Stats(self.layout)
         self.candidates: dict[tuple[int, int], Candidate] = {}
         self.cut: list[list[int]] = [[t.root] for t in schema.taxonomies]
-        self.history: list[dict[str, object]] = []
+        self.history: list[dict[str, Any]] = []
         self._counting = 0.0
 
     # ----------------------------------------------------------------- helpers
@@ -309,8 +310,8 @@ class LKCEngine:
         began = time.perf_counter()
         splits: list[DynamicSplit] = []
         for attr, tax in enumerate(self.taxonomies):
-            if tax.dynamic:
-                hist = self._count(lambda a=attr: source.atom_histogram(a, 0))
+            if tax.is_dynamic:
+                hist = self._count(partial(source.atom_histogram, attr, 0))
                 splits += self._split_dynamic(attr, tax.root, hist, 0)
         first = self.layout.unflatten(self._count(lambda: source.start(splits)), 1)
         self._check_feasible(first[0, 0])
@@ -382,7 +383,7 @@ class LKCEngine:
         tax = self.taxonomies[attr]
         children = list(tax.children[node])
         splits: list[DynamicSplit] = []
-        if tax.dynamic:
+        if tax.is_dynamic:
             hist = self._count(lambda: source.atom_histogram(attr, node))
             for child in children:
                 splits += self._split_dynamic(attr, child, hist, tax.atom_lo[node])

@@ -8,6 +8,8 @@ specialization moves only the records of the partitions on Link_Best.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pandas as pd
 
@@ -111,7 +113,7 @@ class LocalParty:
         hist = np.bincount((atoms[rows] - lo) * n_class + cls, minlength=(hi - lo) * n_class)
         return hist.reshape(hi - lo, n_class)
 
-    def _apply_splits(self, splits: tuple[DynamicSplit, ...] | list[DynamicSplit]) -> None:
+    def _apply_splits(self, splits: Sequence[DynamicSplit]) -> None:
         """Grow dynamic trees as the leader decided (a shared tree may already be grown)."""
         for sp in splits:
             tax = self.schema.taxonomies[sp.attr]
@@ -121,7 +123,7 @@ class LocalParty:
             elif tax.atom_lo[kids[1]] != sp.first_right_atom:
                 raise FedanonError(f"conflicting split of '{tax.labels[sp.node]}'")
 
-    def start(self, splits: tuple[DynamicSplit, ...] | list[DynamicSplit] = ()) -> np.ndarray:
+    def start(self, splits: Sequence[DynamicSplit] = ()) -> np.ndarray:
         """Statistics of the single initial partition (every record at the roots)."""
         self._apply_splits(splits)
         return self._stats(0, 1)
@@ -166,7 +168,9 @@ class LocalParty:
             else:
                 keys = keys.copy()
                 keys[hit] = [t.root for t in self.schema.taxonomies]
-        columns = {name: table[name] for name in table.columns}
+        columns: dict[str, pd.Series | pd.Categorical] = {
+            name: table[name] for name in table.columns
+        }
         for a, tax in enumerate(self.schema.taxonomies):
             label_codes, labels = pd.factorize(pd.Index(tax.labels))
             columns[tax.attribute] = pd.Categorical.from_codes(

@@ -56,10 +56,11 @@ def sweep(
     schema = make_schema()
     if schema.class_column is None:
         raise FedanonError("the utility protocol needs a class column")
+    class_column = schema.class_column
     numeric = [t.attribute for t in schema.taxonomies if t.kind == "numeric"]
     raw = numeric_view(table, numeric)
     raw_train, raw_test = raw.iloc[:train_rows], raw.iloc[train_rows:]
-    base = baseline_errors(raw_train, raw_test, schema.class_column, schema.qids, numeric)
+    base = baseline_errors(raw_train, raw_test, class_column, schema.qids, numeric)
     rows = []
     for L in Ls:
         for K in Ks:
@@ -70,7 +71,7 @@ def sweep(
             released = release.table
             utility = evaluate_release(
                 raw_train, raw_test, released.iloc[:train_rows], released.iloc[train_rows:],
-                schema.class_column, schema.qids, numeric, baseline=base)
+                class_column, schema.qids, numeric, baseline=base)
             row: dict[str, Any] = {"L": L, "K": K, "C": C, **utility,
                                    "specializations": release.report["specializations"],
                                    "seconds": round(seconds, 3)}

@@ -177,7 +177,7 @@ def dump_toml_taxonomy(tf: TaxonomyFile) -> str:
     for name, tax in tf.taxonomies.items():
         out.append(f"[attributes.{_key(name)}]")
         out.append(f"kind = {_string(tax.kind)}")
-        if tax.dynamic:
+        if tax.is_dynamic:
             out.append("dynamic = true")
         else:
             out.append(f'tree = """\n{_escape(format_outline(tax))}"""')

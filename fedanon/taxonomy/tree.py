@@ -58,7 +58,7 @@ class Taxonomy:
     def __init__(self, attribute: str, kind: Kind, dynamic: bool = False) -> None:
         self.attribute = attribute
         self.kind: Kind = kind
-        self.dynamic = dynamic
+        self.is_dynamic = dynamic  # grown by the engine; built by the `dynamic` classmethod
         self.labels: list[str] = []
         self.parent: list[int] = []
         self.children: list[list[int]] = []
@@ -203,7 +203,7 @@ class Taxonomy:
     @property
     def max_children(self) -> int:
         """Widest branching; a dynamic tree splits in two."""
-        if self.dynamic:
+        if self.is_dynamic:
             return 2
         return max((len(c) for c in self.children), default=0)
 
@@ -246,7 +246,7 @@ class Taxonomy:
 
     def split(self, node: int, first_right_atom: int) -> tuple[int, int]:
         """Grow a dynamic tree: split `node` before atom `first_right_atom` into two children."""
-        if not self.dynamic or self.children[node]:
+        if not self.is_dynamic or self.children[node]:
             raise ValueError("only an unsplit node of a dynamic taxonomy can be split")
         lo_atom, hi_atom = self.atom_lo[node], self.atom_hi[node]
         if not lo_atom < first_right_atom < hi_atom:
@@ -306,7 +306,7 @@ class Taxonomy:
                 f"column '{self.attribute}': value '{column.iloc[bad_row]}' (first at row "
                 f"{bad_row + 1}) is not a number"
             )
-        if self.dynamic:
+        if self.is_dynamic:
             atoms = np.searchsorted(self.atom_values, x)
             inside = (atoms < self.n_atoms) & (
                 self.atom_values[np.minimum(atoms, self.n_atoms - 1)] == x
@@ -330,8 +330,8 @@ class Taxonomy:
 
     def fingerprint_items(self) -> list[str]:
         """Canonical text lines describing the tree, for handshake fingerprints and diffs."""
-        lines = [f"{self.attribute}:{self.kind}:{'dynamic' if self.dynamic else 'given'}"]
-        if not self.dynamic:
+        lines = [f"{self.attribute}:{self.kind}:{'dynamic' if self.is_dynamic else 'given'}"]
+        if not self.is_dynamic:
             for node in range(self.n_nodes):
                 parent = self.parent[node]
                 parent_label = self.labels[parent] if parent >= 0 else "-"

@@ -38,9 +38,11 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 
 from fedanon.c45 import C45
 from fedanon.errors import FedanonError
@@ -73,7 +75,7 @@ def numeric_columns(df: pd.DataFrame, exclude: Iterable[str] = ()) -> set[str]:
         if name in set(exclude):
             continue
         col = df[name]
-        text = col.astype(object).where(col.notna(), None)
+        text = col.astype(object).mask(col.isna())
         parsed = pd.to_numeric(text, errors="coerce")
         if parsed.notna().any() and (parsed.notna() | text.isna()).all():
             out.add(str(name))
@@ -95,7 +97,7 @@ def five_by_two_folds(labels: pd.Series, seed: int) -> list[tuple[np.ndarray, np
     return folds
 
 
-def five_by_two_f_test(errors_a: Sequence[float], errors_b: Sequence[float]) -> dict[str, float]:
+def five_by_two_f_test(errors_a: ArrayLike, errors_b: ArrayLike) -> dict[str, float]:
     """Alpaydin's combined 5x2 cv F test on per-fold error rates (fold order: replication i
     gives folds 2i and 2i+1). F follows F(10, 5) when both methods have the same error."""
     from scipy.stats import f as f_dist
@@ -124,7 +126,7 @@ def evaluate_classification(
     inducers: Sequence[str] = ("c45",),
     seed: int = 1,
     on_step: Callable[[str], None] | None = None,
-) -> dict[str, object]:
+) -> dict[str, Any]:
     """Run the protocol; the report holds per-fold accuracies, means, stds and F tests."""
     if class_column not in df.columns:
         raise FedanonError(f"the table has no class column '{class_column}'")
@@ -287,10 +289,10 @@ def _report(
     ks: Sequence[int],
     inducers: Sequence[str],
     methods: list[str],
-) -> dict[str, object]:
+) -> dict[str, Any]:
     results = []
     for (name, k, inducer), scores in accuracy.items():
-        row: dict[str, object] = {
+        row: dict[str, Any] = {
             "method": name,
             "k": k,
             "inducer": inducer,

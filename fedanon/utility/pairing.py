@@ -45,7 +45,7 @@ def release_in_raw_order(
     rebuilt = pd.DataFrame({c: as_text(raw[c]).astype(object) for c in release.columns})
     for tax in taxonomies:
         if tax.attribute in release.columns:
-            labels = pd.unique(as_text(release[tax.attribute]).astype(object))
+            labels = np.asarray(pd.unique(as_text(release[tax.attribute]).astype(object)))
             rebuilt[tax.attribute] = _covering_labels(tax, raw[tax.attribute], labels, source)
     released = pd.DataFrame({c: as_text(release[c]).astype(object) for c in release.columns})
     expected = rebuilt.value_counts(dropna=False)

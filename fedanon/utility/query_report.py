@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -50,9 +51,9 @@ def _errors(
     n_queries: int,
     seed: int,
     taxonomies: Mapping[str, Taxonomy] | None,
-) -> dict[str, object]:
+) -> dict[str, Any]:
     workload = QueryWorkload.generate(raw, qids, sensitive, qd, s, n_queries, seed)
-    out: dict[str, object] = {"qd": qd, "s": s, "mean_actual": float(workload.actual.mean())}
+    out: dict[str, Any] = {"qd": qd, "s": s, "mean_actual": float(workload.actual.mean())}
     for release in releases:
         err = relative_error(workload.actual, release.estimate(workload, taxonomies))
         out[release.name] = {
@@ -74,7 +75,7 @@ def evaluate_releases(
     taxonomies: Mapping[str, Taxonomy] | None = None,
     qd_values: Sequence[int] = (),
     s_values: Sequence[float] = (),
-) -> dict[str, object]:
+) -> dict[str, Any]:
     """Average relative error of every release at (qd, s) and along the qd and s sweeps."""
     names = [r.name for r in releases]
     if not releases:
@@ -99,22 +100,22 @@ def evaluate_releases(
     }
 
 
-def plot_query_errors(report: Mapping[str, object], path: str | os.PathLike[str]) -> None:
+def plot_query_errors(report: Mapping[str, Any], path: str | os.PathLike[str]) -> None:
     """Two panels, error against qd and against s, one line per release (PNG, atomic)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     from matplotlib.ticker import MaxNLocator
 
-    names = list(report["releases"])  # type: ignore[call-overload]
+    names = list(report["releases"])
     fig = Figure(figsize=(11, 4.5), layout="constrained")
     FigureCanvasAgg(fig)
     panels = fig.subplots(1, 2)
     default = report["default"]
     for axes, key, axis, fixed in (
-        (panels[0], "by_qd", "qd", f"s = {default['s']}"),  # type: ignore[index]
-        (panels[1], "by_s", "s", f"qd = {default['qd']}"),  # type: ignore[index]
+        (panels[0], "by_qd", "qd", f"s = {default['s']}"),
+        (panels[1], "by_s", "s", f"qd = {default['qd']}"),
     ):
-        points = sorted(report[key] or [default], key=lambda p: p[axis])  # type: ignore[index]
+        points = sorted(report[key] or [default], key=lambda p: p[axis])
         xs = [p[axis] for p in points]
         for name in names:
             axes.plot(

@@ -82,8 +82,9 @@ def test_query_estimates_on_the_example_by_hand() -> None:
     local = anonymize_alpha_k(TABLE1, QIDS, SENSITIVE, "0.5", 2, "local", taxonomies(), 1)
     # Lossy join: class {clerk 1975, manager 1955} has 1 clerk and 1 HIV of 2 -> 1 * 1 / 2;
     # class {clerk 1955, factory worker 1955} has 1 clerk and no HIV -> 0.
-    assert wl.estimate_lossy_join(lossy.nss, lossy.ss)[0] == pytest.approx(0.5)
+    assert wl.estimate_lossy_join(*lossy.pair())[0] == pytest.approx(0.5)
     # Generalized: the HIV row is (white-collar, *, 4350): clerk is 1 of its 2 jobs -> 1/2.
+    assert local.table is not None
     assert wl.estimate_generalized(local.table, taxonomies())[0] == pytest.approx(0.5)
 
 
@@ -166,6 +167,7 @@ def test_seed_makes_local_recoding_deterministic() -> None:
     )
     a = anonymize_alpha_k(table, QIDS, SENSITIVE, "0.4", 3, "local", taxonomies(), seed=5)
     b = anonymize_alpha_k(table, QIDS, SENSITIVE, "0.4", 3, "local", taxonomies(), seed=5)
+    assert a.table is not None and b.table is not None
     pd.testing.assert_frame_equal(a.table, b.table)
     assert a.report["seed"] == 5
 
@@ -220,7 +222,8 @@ def test_pair_check_refuses_tables_that_are_not_one_release() -> None:
         check_pair(nss, ss, SENSITIVE, "0.5", 2)
     ss_ok = ss.assign(ClassID=["x", "x", "y", "y"], illness=["p", "p", "q", "r"])
     result = check_pair(nss, ss_ok, SENSITIVE, "0.5", 2)
-    assert not result.ok and result.first_violation["breaks"] == "alpha"
+    assert not result.ok and result.first_violation is not None
+    assert result.first_violation["breaks"] == "alpha"
     assert result.first_violation["class"] == {"ClassID": "x"}
 
 
@@ -232,3 +235,14 @@ def test_information_loss_of_the_example_by_hand() -> None:
     assert release.report["information_loss"] == round(22 / 54, 6)
     lossy = anonymize_alpha_k(TABLE1, QIDS, SENSITIVE, "0.5", 2, "lossy-join", taxonomies(), 1)
     assert lossy.report["information_loss"] == 0.0
+
+
+def test_only_a_pair_release_hands_out_a_pair() -> None:
+    """`pair()` gives the NSS and SS of lossy-join and anatomy, and refuses a generalized table
+    in one line rather than returning None halves."""
+    lossy = anonymize_alpha_k(TABLE1, QIDS, SENSITIVE, "0.5", 2, "lossy-join", taxonomies(), 1)
+    nss, ss = lossy.pair()
+    assert len(nss) == len(ss) == len(TABLE1) and SENSITIVE in ss.columns
+    local = anonymize_alpha_k(TABLE1, QIDS, SENSITIVE, "0.5", 2, "local", taxonomies(), 1)
+    with pytest.raises(FedanonError, match="a local release holds no NSS/SS pair"):
+        local.pair()

@@ -44,6 +44,17 @@ def _write(path: Path, doc: dict[str, Any]) -> Path:
     return path
 
 
+def _assert_refused_untouched(
+    path: Path, doc: dict[str, Any], command: tuple[str, ...], needles: list[str]
+) -> None:
+    """`command --config path` (with `doc` written there) ends in one line naming every needle,
+    and changes no file in the config's directory."""
+    config = _write(path, doc)
+    before = snapshot(path.parent)
+    assert_one_line_error(*run_cli(*command, "--config", str(config)), *needles)
+    assert snapshot(path.parent) == before
+
+
 # (dotted key, bad value, words the one error line must contain)
 JOB_CASES = [
     ("lkc.L", "four", ["job.toml", "lkc.L", "integer", "'four'"]),
@@ -72,10 +83,8 @@ JOB_CASES = [
 def test_job_toml_bad_value_is_one_line(
     tmp_path: Path, material: Path, key: str, value: Any, needles: list[str]
 ) -> None:
-    config = _write(tmp_path / "job.toml", _set(job_doc(material, tmp_path), key, value))
-    before = snapshot(tmp_path)
-    assert_one_line_error(*run_cli("leader", "run", "--config", str(config)), *needles)
-    assert snapshot(tmp_path) == before
+    doc = _set(job_doc(material, tmp_path), key, value)
+    _assert_refused_untouched(tmp_path / "job.toml", doc, ("leader", "run"), needles)
 
 
 def test_job_toml_unknown_key_is_named_with_a_suggestion(tmp_path: Path, material: Path) -> None:
@@ -179,10 +188,8 @@ PARTY_CASES = [
 def test_party_toml_bad_value_is_one_line(
     tmp_path: Path, material: Path, key: str, value: Any, needles: list[str]
 ) -> None:
-    config = _write(tmp_path / "party.toml", _set(party_doc(material, tmp_path), key, value))
-    before = snapshot(tmp_path)
-    assert_one_line_error(*run_cli("party", "serve", "--config", str(config)), *needles)
-    assert snapshot(tmp_path) == before
+    doc = _set(party_doc(material, tmp_path), key, value)
+    _assert_refused_untouched(tmp_path / "party.toml", doc, ("party", "serve"), needles)
 
 
 def test_party_toml_unknown_key(tmp_path: Path, material: Path) -> None:

@@ -13,6 +13,7 @@ import math
 import secrets
 import struct
 from dataclasses import astuple
+from typing import Any
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
@@ -144,8 +145,10 @@ def test_route_keys_must_be_distinct() -> None:
 )
 def test_the_union_context_refuses_malformed_fields(field: str, match: str) -> None:
     keys = tuple(k.public_key().public_bytes_raw() for k in _keys(3))
-    values = {"session_id": b"s" * 16, "round": 0, "route": keys, "record_size": RECORD_SIZE}
-    changes = {
+    values: dict[str, Any] = {
+        "session_id": b"s" * 16, "round": 0, "route": keys, "record_size": RECORD_SIZE
+    }
+    changes: dict[str, dict[str, Any]] = {
         "session": {"session_id": b""},
         "round": {"round": -1},
         "short route": {"route": keys[:1]},

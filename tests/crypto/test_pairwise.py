@@ -6,8 +6,6 @@ import secrets
 
 import numpy as np
 import pytest
-from hypothesis import example, given, settings
-from hypothesis import strategies as st
 
 from crypto.errors import IdentityError, IntegrityError, MissingPartyError
 from crypto.keyshare import (
@@ -22,18 +20,10 @@ from crypto.simulate import pairwise_sum
 from crypto.wire import bytes_to_counts, pack_frames, unpack_frames
 
 from .uniformity import looks_uniform
-from .vectors import plain_sum, random_vectors
+from .vectors import plain_sum, random_vectors, sum_cases
 
 
-@settings(max_examples=40, deadline=None)
-@given(
-    n=st.integers(2, 16),
-    length=st.integers(0, 2000),
-    seed=st.integers(0, 2**32),
-    full_range=st.booleans(),
-)
-@example(n=3, length=10**6, seed=1, full_range=False)
-@example(n=16, length=10**6, seed=2, full_range=True)
+@sum_cases(max_examples=40)
 def test_pairwise_sum_equals_plain_sum(federation, n, length, seed, full_range) -> None:
     vectors = random_vectors(n, length, seed, full_range)
     result = pairwise_sum(vectors, federation.parties[:n], federation.ca.certificate)

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import example, given, settings
-from hypothesis import strategies as st
 
 from crypto.errors import WireFormatError
 from crypto.secure_sum import add_vector, start_round
@@ -13,18 +11,10 @@ from crypto.simulate import Stopwatch, ring_sum
 from crypto.wire import bytes_to_counts
 
 from .uniformity import CRITICAL, byte_position_chi2, looks_uniform
-from .vectors import plain_sum, random_vectors
+from .vectors import plain_sum, random_vectors, sum_cases
 
 
-@settings(max_examples=60, deadline=None)
-@given(
-    n=st.integers(2, 16),
-    length=st.integers(0, 2000),
-    seed=st.integers(0, 2**32),
-    full_range=st.booleans(),
-)
-@example(n=3, length=10**6, seed=1, full_range=False)
-@example(n=16, length=10**6, seed=2, full_range=True)
+@sum_cases(max_examples=60)
 def test_ring_sum_equals_plain_sum(n: int, length: int, seed: int, full_range: bool) -> None:
     vectors = random_vectors(n, length, seed, full_range)
     assert np.array_equal(ring_sum(vectors), plain_sum(vectors))

@@ -205,7 +205,7 @@ def relocated_configs(tmp_path: Path) -> Path:
 
 
 def test_example_configs_load_with_fedanons_loaders(tmp_path: Path) -> None:
-    from leader.config import load_job
+    from leader.config import LeaderJob, load_job
     from party.config import PartyConfig
 
     conf = relocated_configs(tmp_path)
@@ -214,6 +214,7 @@ def test_example_configs_load_with_fedanons_loaders(tmp_path: Path) -> None:
     assert [p.name for p in job.parties] == PARTIES
     assert [p.address for p in job.parties] == [f"{p}:{PORT}" for p in PARTIES]
     assert job.tls is not None and job.tls.key.name == "tls.key"
+    assert isinstance(job, LeaderJob)
     assert job.out.name == "release.csv" and job.report is not None
     for i, name in enumerate(PARTIES):
         party = PartyConfig.load(conf / f"{name}.toml")
@@ -225,6 +226,7 @@ def test_example_configs_load_with_fedanons_loaders(tmp_path: Path) -> None:
         if nxt is None:
             assert party.next_hop is None   # the last party answers the leader
         else:
+            assert party.next_hop is not None
             assert (party.next_hop.name, party.next_hop.address) == (nxt, f"{nxt}:{PORT}")
 
 
@@ -241,14 +243,16 @@ def test_config_check_rejects_broken_ring(tmp_path: Path) -> None:
 
 def test_job_union_pad_to_is_read_and_checked(tmp_path: Path) -> None:
     from fedanon.errors import FedanonError
-    from leader.config import load_job
+    from leader.config import LeaderJob, load_job
 
     conf = relocated_configs(tmp_path)
     job = conf / "job.toml"
-    assert load_job(job).union_pad_to == 0  # no [union] pad_to: no padding
+    plain = load_job(job)
+    assert isinstance(plain, LeaderJob) and plain.union_pad_to == 0  # no [union] pad_to
     text = job.read_text()
     job.write_text(text + "\n[union]\npad_to = 5000\n")
-    assert load_job(job).union_pad_to == 5000
+    padded = load_job(job)
+    assert isinstance(padded, LeaderJob) and padded.union_pad_to == 5000
     job.write_text(text + "\n[union]\npad_to = -1\n")
     with pytest.raises(FedanonError, match=r"union\.pad_to: expected an integer in \[0,"):
         load_job(job)

@@ -62,7 +62,7 @@ class Received:
     method: str  # short RPC name, e.g. "Sum"
     kind: str  # "request" (served) or "reply" (to our own call)
     peer: str | None  # the authenticated caller of a request, or the callee of a reply
-    message: Message
+    message: Any  # a protobuf message whose class follows from `method` and `kind`
 
 
 @dataclass

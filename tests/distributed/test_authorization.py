@@ -63,6 +63,12 @@ def requests(session_id: str, job: pb.LKCJob, ring: list[str]) -> dict[str, Any]
     }
 
 
+def hospital_requests(fed: Federation, data: Dataset, session_id: str) -> dict[str, Any]:
+    """`requests` for an LKC job on the hospital data over the federation's whole ring."""
+    job = data.spec(L=2, K=10, C="0.5").to_proto()
+    return requests(session_id, job, [d.name for d in fed.daemons])
+
+
 ALL_RPCS = list(pb.DESCRIPTOR.services_by_name["Party"].methods_by_name)
 
 
@@ -211,11 +217,7 @@ def test_every_rpc_refuses_a_party_with_no_business_here(
     session id never in the answer, Status unchanged, the session alive."""
     fed = hospital_federation
     before = party_state(fed)
-    made = requests(
-        open_session,
-        hospital_data.spec(L=2, K=10, C="0.5").to_proto(),
-        [d.name for d in fed.daemons],
-    )
+    made = hospital_requests(fed, hospital_data, open_session)
     for tls, who in (
         (tls_of(fed, STRANGER), f"'{STRANGER}' (party)"),
         (leader_named_party(fed, tmp_path), "'leader' (party)"),
@@ -236,11 +238,7 @@ def test_leader_only_rpcs_refuse_the_ring_predecessor(
     (with the right session id) is PERMISSION_DENIED naming it; Status unchanged."""
     fed = hospital_federation
     before = party_state(fed)
-    made = requests(
-        open_session,
-        hospital_data.spec(L=2, K=10, C="0.5").to_proto(),
-        [d.name for d in fed.daemons],
-    )
+    made = hospital_requests(fed, hospital_data, open_session)
     leader_only = [m for m in ALL_RPCS if m != "Sum"]  # Union here is MEASURE: leader only
     answers = refusals(fed, tls_of(fed, PREDECESSOR), made, leader_only)
     for method, (code, details) in answers.items():
@@ -352,11 +350,7 @@ def test_malformed_certificates_are_refused_with_a_clear_status(
     log = fed.daemons[PARTY].log
     log_start = log.stat().st_size
     before = party_state(fed)
-    made = requests(
-        secrets.token_hex(16),
-        hospital_data.spec(L=2, K=10, C="0.5").to_proto(),
-        [d.name for d in fed.daemons],
-    )
+    made = hospital_requests(fed, hospital_data, secrets.token_hex(16))
     for label, (names, role) in MALFORMED.items():
         tls = forged_certificate(fed, tmp_path / label.replace(" ", "-"), "forged", names, role)
         for method, (code, details) in refusals(fed, tls, made, ALL_RPCS).items():

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -49,7 +50,7 @@ def test_second_leader_is_refused_and_the_first_job_completes(
     fed = hospital_federation
     spec = hospital_data.spec(L=3, K=20, C="0.2")
     second_out = tmp_path / "second.csv"
-    seen: dict[str, object] = {}
+    seen: dict[str, Any] = {}
 
     def on_step(step: StepInfo) -> None:
         if step.iteration != 2:
@@ -70,7 +71,7 @@ def test_second_leader_is_refused_and_the_first_job_completes(
     assert message.startswith("handshake: party hospital-1: "), message
     assert "busy with another session" in message and "lease" in message, message
     assert seen["after"] == seen["before"], "a refused leader changed a party's state"
-    assert all(sid == report["session_id"] for sid, _, _ in seen["before"])  # type: ignore[union-attr]
+    assert all(sid == report["session_id"] for sid, _, _ in seen["before"])
     assert not second_out.exists()
     assert_same_release(out, report, centralized(hospital_data, spec))
 

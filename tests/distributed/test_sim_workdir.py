@@ -13,32 +13,19 @@ from fedanon.synth import generate_hospital, hospital_taxonomy_path
 from tests.config.configs import run_cli
 
 
+def _sim_lkc(rows: int, *extra: str) -> tuple[int, str]:
+    """`fedanon sim lkc` at L=2, K=5, C=0.5 on `rows` synthetic records, into release.csv."""
+    generate_hospital(rows, seed=4).to_csv("hospital.csv", index=False)
+    taxonomy = str(hospital_taxonomy_path())
+    return run_cli(
+        *("sim", "lkc", "--data", "hospital.csv", "--taxonomy", taxonomy),
+        *("--L", "2", "--K", "5", "--C", "0.5", "--out", "release.csv", "--quiet", *extra),
+    )
+
+
 def test_relative_workdir_is_used_as_given(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    generate_hospital(300, seed=4).to_csv("hospital.csv", index=False)
-    code, stderr = run_cli(
-        "sim",
-        "lkc",
-        "--parties",
-        "3",
-        "--data",
-        "hospital.csv",
-        "--taxonomy",
-        str(hospital_taxonomy_path()),
-        "--L",
-        "2",
-        "--K",
-        "5",
-        "--C",
-        "0.5",
-        "--drop",
-        "patient_id",
-        "--workdir",
-        "relwd",
-        "--out",
-        "release.csv",
-        "--quiet",
-    )
+    code, stderr = _sim_lkc(300, "--parties", "3", "--drop", "patient_id", "--workdir", "relwd")
     assert code == 0, stderr
     assert len(pd.read_csv(tmp_path / "release.csv")) == 300
     assert sorted(p.name for p in (tmp_path / "relwd").glob("hospital-*.toml")) == [
@@ -54,26 +41,7 @@ def test_sim_names_a_sensitive_value_absent_from_the_table(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    generate_hospital(100, seed=4).to_csv("hospital.csv", index=False)
-    code, stderr = run_cli(
-        "sim",
-        "lkc",
-        "--data",
-        "hospital.csv",
-        "--taxonomy",
-        str(hospital_taxonomy_path()),
-        "--L",
-        "2",
-        "--K",
-        "5",
-        "--C",
-        "0.5",
-        "--sensitive",
-        "diagnosis=HIVV",
-        "--out",
-        "release.csv",
-        "--quiet",
-    )
+    code, stderr = _sim_lkc(100, "--sensitive", "diagnosis=HIVV")
     assert code == 2 and stderr.splitlines() == [
         "fedanon: error: hospital.csv: sensitive value 'diagnosis=HIVV' occurs nowhere in "
         "column 'diagnosis'"

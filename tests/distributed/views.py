@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from google.protobuf.message import Message
@@ -42,7 +43,7 @@ class Seen:
     other: str | None
     method: str
     kind: str  # "request" or "reply"
-    message: Message
+    message: Any  # a protobuf message whose class follows from `method` and `kind`
 
 
 def view_of(log: MessageLog, role: str) -> list[Seen]:

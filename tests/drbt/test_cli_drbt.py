@@ -81,38 +81,13 @@ def test_anonymize_writes_only_the_release_map_and_report(
 
 def test_anonymize_user_errors(table: Path, tmp_path: Path) -> None:
     out = tmp_path / "rel.csv"
+    drbt = ["anonymize", "drbt", "--data", str(table), "--out", str(out)]
     with pytest.raises(FedanonError, match="needs --id"):
-        _run(
-            [
-                "anonymize",
-                "drbt",
-                "--data",
-                str(table),
-                "--k-dims",
-                "2",
-                "--out",
-                str(out),
-                "--id-map",
-                str(tmp_path / "map.csv"),
-            ]
-        )
+        _run([*drbt, "--k-dims", "2", "--id-map", str(tmp_path / "map.csv")])
     with pytest.raises(FedanonError, match="column 'pid', data row 1: 'P0'"):
-        _run(["anonymize", "drbt", "--data", str(table), "--k-dims", "2", "--out", str(out)])
+        _run([*drbt, "--k-dims", "2"])
     with pytest.raises(FedanonError, match="choose k < 4"):
-        _run(
-            [
-                "anonymize",
-                "drbt",
-                "--data",
-                str(table),
-                "--id",
-                "pid",
-                "--k-dims",
-                "4",
-                "--out",
-                str(out),
-            ]
-        )
+        _run([*drbt, "--id", "pid", "--k-dims", "4"])
     assert not out.exists()
 
 

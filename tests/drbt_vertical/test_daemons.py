@@ -97,7 +97,7 @@ def test_missing_ids_abort_over_daemons(tmp_path: Path) -> None:
     """Party 2 lacks 7 of the 300 ids: the leader names it, writes nothing, parties reset."""
     table, _ = clustered_table(m=300, d=9, seed=1)
     parts = split_columns(table, 3, "pid")
-    parts[1] = parts[1].drop(index=np.random.default_rng(0).choice(300, 7, replace=False))
+    parts[1] = parts[1].drop(index=list(np.random.default_rng(0).choice(300, 7, replace=False)))
     out, report = tmp_path / "release.csv", tmp_path / "report.json"
     with federation(parts, None, secure=True, workdir=tmp_path / "fed") as fed:
         job = DRBTLeaderJob(parties=fed.hops, tls=fed.leader_tls, out=out, id_column="pid",

@@ -49,9 +49,9 @@ from tests.drbt_vertical.harness import (
 CHESS = data_dir() / "fimi" / "chess.dat"
 requires_chess = pytest.mark.skipif(not CHESS.exists(), reason=f"{CHESS} not found")
 
-PARTY_RECEIVES = {"OpenSession": pb.OpenSessionRequest, "Ids": pb.IdsRequest,
-                  "Project": pb.ProjectRequest, "Assign": pb.AssignRequest,
-                  "End": pb.EndRequest}
+PARTY_RECEIVES: dict[str, type[Message]] = {
+    "OpenSession": pb.OpenSessionRequest, "Ids": pb.IdsRequest, "Project": pb.ProjectRequest,
+    "Assign": pb.AssignRequest, "End": pb.EndRequest}
 FLOAT_TYPES = {FieldDescriptor.TYPE_DOUBLE, FieldDescriptor.TYPE_FLOAT, FieldDescriptor.TYPE_BYTES}
 
 
@@ -147,6 +147,7 @@ def test_no_raw_value_zscore_or_matrix_entry_on_the_wire(tmp_path: Path,
     for hop in fed.hops:
         released = secrets[hop.name]["released"]
         (call,) = fed.log.protocol(hop.name, "Project")
+        assert call.response is not None, "the Project call was aborted"
         assert occurrences(call.response, released) >= 240 * call.response_message.block.cols
         others = [m for c in fed.log.calls if c is not call for m in (c.request, c.response or b"")]
         assert sum(occurrences(m, released) for m in others) == 0
@@ -165,6 +166,7 @@ def test_scanner_catches_a_party_that_sends_its_zscores(tmp_path: Path,
     secrets = party_secrets(fed, parts, list(table["pid"]))
     for hop in fed.hops:
         (call,) = fed.log.protocol(hop.name, "Project")
+        assert call.response is not None, "the Project call was aborted"
         assert occurrences(call.response, secrets[hop.name]["zscored"]) >= 240 * 2
         assert occurrences(call.response, secrets[hop.name]["raw"]) == 0
 

@@ -15,6 +15,7 @@ The leader is not judged here: the joined projection of every party's block is i
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -40,7 +41,7 @@ def partition(labels: list[int]) -> list[int]:
 def _anonymous(message: Message) -> bytes:
     """The message with its session id blanked (a fresh random id per job) and cluster labels
     as a partition."""
-    copy = type(message)()
+    copy: Any = type(message)()  # fields are read by name, checked against the descriptor
     copy.CopyFrom(message)
     if "ref" in copy.DESCRIPTOR.fields_by_name and copy.HasField("ref"):
         copy.ref.session_id = ""

@@ -7,18 +7,6 @@ import pandas as pd
 
 from fedanon.datadir import data_dir, have_data
 
-ADULT_QIDS = [
-    "education",
-    "race",
-    "sex",
-    "workclass",
-    "martial-status",
-    "age",
-    "relationship",
-    "native-country",
-    "class",
-]
-
 
 def correlated_table(n: int = 2000, seed: int = 0) -> pd.DataFrame:
     """Four correlated QIDs (a drives b and c), a sensitive column and an id, as text."""

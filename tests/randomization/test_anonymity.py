@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+from fedanon.algorithms.randomization.adult import ADULT_QIDS
 from fedanon.algorithms.randomization.anonymity import (
     attribute_probabilities,
     changed_cell_fraction,
@@ -14,7 +15,7 @@ from fedanon.algorithms.randomization.anonymity import (
 )
 from fedanon.algorithms.randomization.api import anonymize_randomize
 from fedanon.datadir import have_data
-from tests.randomization.tables import ADULT_QIDS, adult_train
+from tests.randomization.tables import adult_train
 
 # The paper's 10-record example (spec): Age .1/.4/.1/.3/.1, Job .1/.4/.2/.1/.2,
 # Country .6/.1/.2/.1, as counts out of 10.

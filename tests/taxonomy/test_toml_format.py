@@ -7,6 +7,7 @@ import math
 import re
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -112,7 +113,7 @@ def test_adult_hchy_converts_to_toml(adult_dir: Path, tmp_path: Path) -> None:
 
 
 def test_dynamic_taxonomy_object_is_written_as_dynamic() -> None:
-    tax = Taxonomy.dynamic("stay", [1, 5, 9])
+    tax = Taxonomy.dynamic("stay", pd.Series([1, 5, 9]))
     tf = TaxonomyFile(taxonomies={"stay": tax})
     back = parse_toml_taxonomy(dump_toml_taxonomy(tf), "rt.toml")
     assert (back.taxonomies, back.dynamic_attributes) == ({}, ["stay"])

@@ -16,6 +16,7 @@ import secrets
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -47,10 +48,16 @@ class AlphaKRelease:
     """A generalized `table` (global, local) or an `nss` + `ss` pair (lossy-join, anatomy)."""
 
     method: str
-    report: dict[str, object]
+    report: dict[str, Any]
     table: pd.DataFrame | None = None
     nss: pd.DataFrame | None = None
     ss: pd.DataFrame | None = None
+
+    def pair(self) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """The NSS and SS tables of a lossy-join or anatomy release."""
+        if self.nss is None or self.ss is None:
+            raise FedanonError(f"a {self.method} release holds no NSS/SS pair")
+        return self.nss, self.ss
 
 
 def anonymize_alpha_k(
@@ -170,7 +177,7 @@ def _report(
     loss: float,
     qids: list[str],
     sensitive: str,
-) -> dict[str, object]:
+) -> dict[str, Any]:
     """Classes, smallest class, largest share of one sensitive value in a class, loss."""
     n_classes = int(class_of_row.max()) + 1
     n_values = int(codes.max()) + 1
@@ -178,7 +185,7 @@ def _report(
     joint = joint.reshape(n_classes, n_values)
     sizes = joint.sum(axis=1)
     shares = joint.max(axis=1) / sizes
-    report: dict[str, object] = {
+    report: dict[str, Any] = {
         "method": method,
         "alpha": str(params.alpha),
         "alpha_float": float(params.alpha),

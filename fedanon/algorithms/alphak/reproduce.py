@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 
@@ -78,7 +79,7 @@ def releases(
         if release.table is not None:
             verdicts[name] = check_generalized(release.table, list(qids), SENSITIVE, alpha, k).ok
         else:
-            verdicts[name] = check_pair(release.nss, release.ss, SENSITIVE, alpha, k).ok
+            verdicts[name] = check_pair(*release.pair(), SENSITIVE, alpha, k).ok
         out.append(QueryRelease(name, release.table, release.nss, release.ss))
     return table, out, verdicts
 
@@ -97,7 +98,7 @@ def errors_at(
     qd_values: Sequence[int] = (),
     s_values: Sequence[float] = (),
     series: Sequence[str] = tuple(SERIES),
-) -> dict[str, object]:
+) -> dict[str, Any]:
     """The query-error report of every series at one setting (and its qd / s sweeps)."""
     table, made, verdicts = releases(data, qids, alpha, k, seed, series, rows)
     report = evaluate_releases(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -32,7 +33,7 @@ class KactusRelease:
     """The released table and its report (records, drops, suppressed cells, groups, time)."""
 
     table: pd.DataFrame
-    report: dict[str, object]
+    report: dict[str, Any]
 
 
 def anonymize_kactus(
@@ -91,7 +92,7 @@ def _report(
     cells: dict[str, np.ndarray],
     table: pd.DataFrame,
     df: pd.DataFrame,
-) -> dict[str, object]:
+) -> dict[str, Any]:
     released = np.concatenate([g.rows for g in groups]) if groups else np.empty(0, np.intp)
     suppressed: dict[str, int] = {}
     averaged: dict[str, int] = {}

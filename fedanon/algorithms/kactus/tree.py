@@ -87,7 +87,7 @@ def place_records(tree: TreeNode, columns: Sequence[QidColumn]) -> tuple[Node, n
                 stack.append((source.children[side], child, rows[known & (above == side)]))
             continue
         # One stable sort routes the rows of a many-valued test at once.
-        keys = np.array([int(code) for code in source.children], dtype=np.intp)
+        keys = np.array(list(source.children), dtype=np.intp)  # category codes
         lookup = np.full(len(column.categories), -1, dtype=np.intp)
         lookup[keys] = np.arange(len(keys))
         codes = column.codes[rows]
@@ -95,8 +95,8 @@ def place_records(tree: TreeNode, columns: Sequence[QidColumn]) -> tuple[Node, n
         residual.append(rows[slot < 0])
         order = np.argsort(slot, kind="stable")
         bounds = np.searchsorted(slot[order], np.arange(len(keys) + 1))
-        for i, (code, child_source) in enumerate(source.children.items()):
-            value = column.categories[int(code)]
+        for i, child_source in enumerate(source.children.values()):
+            value = column.categories[keys[i]]
             child = Node((*node.path, Condition(column.name, True, value)))
             node.children.append(child)
             stack.append((child_source, child, rows[order[bounds[i] : bounds[i + 1]]]))

@@ -25,6 +25,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -44,7 +45,7 @@ class MondrianRelease:
     """The released table and its report (records, drops, suppressed cells, groups, time)."""
 
     table: pd.DataFrame
-    report: dict[str, object]
+    report: dict[str, Any]
 
 
 def anonymize_mondrian(
@@ -86,7 +87,7 @@ def anonymize_mondrian(
     table = release_table(df, cells, rows.astype(np.intp), generator(seed))
     done = time.perf_counter()
     sizes = [len(p) for p in partitions]
-    report: dict[str, object] = {
+    report: dict[str, Any] = {
         "method": "mondrian",
         "parameters": {"k": k, "qids": names, "marker": marker, "ordered": sorted(orders)},
         "records": len(df),

@@ -98,7 +98,7 @@ def bias_table(
                 "predicted_sd": round(float(np.sqrt(variance)) / support, 6),
                 "measured_bias": round((measured - support) / support, 6),
             }
-            if plan.method == "ra":
+            if plan.p is not None:  # RA; enhanced RA draws no attribute probabilities
                 row["lift_bias"] = round(lift_bias(combo, coded.codes, frequencies, plan.p), 6)
             rows.append(row)
     return rows

@@ -166,6 +166,7 @@ def _run(
         graph_support = itemset_support(len(tx), sigma, thesis.PHI, rule_support)
     out = sanitize(tx, rules, algorithm, psi, window=window, seed=SEED, min_support=graph_support)
     released = out.itemsets if out.transactions is None else out.transactions
+    assert released is not None, "sanitize releases transactions or itemsets"
     report = evaluate_sanitization(
         tx, released, rules, sigma, thesis.PHI, original_rules, rule_support
     )
