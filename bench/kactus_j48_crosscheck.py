@@ -20,6 +20,7 @@ import json
 import re
 import subprocess
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -117,9 +118,12 @@ def main() -> None:
     numeric = numeric_columns(df, exclude=["class"])
     domains = {c: None if c in numeric else sorted(df[c].astype(str).unique()) for c in df.columns}
     folds = five_by_two_folds(df["class"], 1)[: args.folds]
+    anonymize: Callable[[pd.DataFrame, pd.DataFrame, int, int, set[str]], Prepared]
     if args.method == "original":  # the raw training half: the paper's k = 1 column
 
-        def anonymize(train, test, k, seed, numeric) -> Prepared:
+        def anonymize(
+            train: pd.DataFrame, test: pd.DataFrame, k: int, seed: int, numeric: set[str]
+        ) -> Prepared:
             return Prepared(train, test, numeric, marker=None)
 
     else:

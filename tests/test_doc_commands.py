@@ -52,10 +52,14 @@ def _log(path: Path) -> None:
     path.write_text("\n".join(" ".join(map(str, b)) for b in baskets) + "\n")
 
 
+def _rules(path: Path) -> None:
+    path.write_text("1 => 2\n", encoding="utf-8")
+
+
 FIXTURES: dict[str, Callable[[Path], None]] = {
     "table.csv": _table,
     "log.dat": _log,
-    "rules.txt": lambda path: path.write_text("1 => 2\n"),
+    "rules.txt": _rules,
 }
 
 
@@ -129,10 +133,8 @@ def test_a_broken_documented_command_fails_and_is_named(tmp_path: Path) -> None:
     )
     # The same for a failing command in the middle of a block, not only at its end.
     middle = TINY.replace("echo one > a.txt", "false\necho one > a.txt")
-    assert (
-        run_blocks(extract_blocks(middle, "tiny.md"), tmp_path, dict(os.environ)).failed_block.line
-        == 3
-    )
+    failed = run_blocks(extract_blocks(middle, "tiny.md"), tmp_path, dict(os.environ)).failed_block
+    assert failed is not None and failed.line == 3
 
 
 def test_a_stray_skip_comment_is_an_error() -> None:

@@ -160,6 +160,7 @@ def run_anonymize(args: argparse.Namespace) -> int:
                     args, release.table, taxonomy, args.method)
         else:
             nss, ss = release.pair()
+            assert note is not None  # claimed above for every pair method
             staged.table(args.nss, nss)
             staged.table(args.ss, ss)
             staged.path(note).write_text(

@@ -64,7 +64,7 @@ class Dataset:
     taxonomy: TaxonomyFile
     drop: tuple[str, ...] = ()
 
-    def spec(self, L: int, K: int, C: str, **lkc: Any) -> LKCJobSpec:
+    def spec(self, L: int | None, K: int, C: str | None, **lkc: Any) -> LKCJobSpec:
         """The job as the leader builds it (``spec_from_table``, like ``fedanon sim lkc``)."""
         section = {"L": L, "K": K, "C": C, "drop": list(self.drop), **lkc}
         spec = spec_from_table(section, self.taxonomy, "test job")

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from fedanon.errors import FedanonError
-from leader.config import load_job
+from leader.config import LeaderJob, load_job
 from leader.sim import Federation, federation, split_table
 from party.config import Hop
 from tests.config.configs import job_doc, make_material, toml_text
@@ -118,11 +118,13 @@ def test_job_toml_selects_the_union_mode(tmp_path: Path, mode: str) -> None:
     doc = job_doc(make_material(tmp_path / "material"), tmp_path)
     default = tmp_path / "default.toml"
     default.write_text(toml_text(doc), encoding="utf-8")
-    assert load_job(default).union_mode == "layered"
+    loaded = load_job(default)
+    assert isinstance(loaded, LeaderJob) and loaded.union_mode == "layered"
     doc["union"]["mode"] = mode
     chosen = tmp_path / "job.toml"
     chosen.write_text(toml_text(doc), encoding="utf-8")
-    assert load_job(chosen).union_mode == mode
+    loaded = load_job(chosen)
+    assert isinstance(loaded, LeaderJob) and loaded.union_mode == mode
 
 
 @pytest.mark.slow

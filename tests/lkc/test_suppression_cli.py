@@ -67,7 +67,9 @@ def test_anonymize_with_budget_then_check_with_budget(tmp_path: Path) -> None:
     assert "suppressed records" in done.out
     assert json.loads(report.read_text())["suppression"]["suppressed_records"] == 1
     assert list(pd.read_csv(out, dtype=str)["city"]).count("ANY") == 1
-    base = ["check", "lkc", "--data", out, "--taxonomy", taxonomy, "--L", "all", "--K", "3"]
+    base: list[str | Path] = [
+        "check", "lkc", "--data", out, "--taxonomy", taxonomy, "--L", "all", "--K", "3"
+    ]
     assert run_cli(*base).code == 1
     checked = run_cli(*base, "--suppress", "1/12", "--json")
     assert checked.code == 0, checked.out
@@ -134,7 +136,7 @@ def test_sim_with_budget_matches_the_centralized_command(tmp_path: Path) -> None
 
     data = tmp_path / "hospital.csv"
     generate_hospital(900, 5).to_csv(data, index=False)
-    job = [
+    job: list[str | Path] = [
         "--data",
         data,
         "--taxonomy",

@@ -47,7 +47,7 @@ def test_size_distribution_buckets_classes_and_records() -> None:
     buckets = size_distribution(equivalence_classes(TABLE, ["a", "b"]))
     by_lo = {b["min_size"]: (b["classes"], b["records"]) for b in buckets}
     assert by_lo[1] == (1, 1) and by_lo[2] == (1, 2) and by_lo[3] == (1, 3)
-    assert sum(b["records"] for b in buckets) == 6
+    assert sum(b["records"] or 0 for b in buckets) == 6
 
 
 def test_max_confidence_is_the_highest_share_in_a_class() -> None:
