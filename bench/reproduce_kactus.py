@@ -14,7 +14,7 @@ import argparse
 import json
 import time
 
-from fedanon.datadir import data_dir
+from fedanon.readers.datadir import data_dir
 from fedanon.utility.benchmark_tables import load_table
 from fedanon.utility.classification import Prepared, evaluate_classification
 from fedanon.utility.k_anonymizers import anonymizers

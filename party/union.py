@@ -12,10 +12,10 @@ from __future__ import annotations
 import pandas as pd
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
-from crypto.onion_union import UnionContext, peel_layer, seal_records
-from crypto.parallel import Parallelism
-from crypto.sealed_total import SealedTotalChannel
-from protos import fedanon_v1_pb2 as pb
+from fedanon.crypto.onion_union import UnionContext, peel_layer, seal_records
+from fedanon.crypto.parallel import Parallelism
+from fedanon.crypto.sealed_total import SealedTotalChannel
+from fedanon.protos import fedanon_v1_pb2 as pb
 
 
 def record_bytes(table: pd.DataFrame) -> list[bytes]:

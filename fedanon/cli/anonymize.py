@@ -4,15 +4,21 @@ from __future__ import annotations
 
 import argparse
 
+from fedanon.algorithms.tds.api import (
+    PRESETS,
+    anonymize_lkc,
+    build_schema,
+    parse_sensitive,
+    resolve_params,
+)
+from fedanon.algorithms.tds.scores import SCORES
 from fedanon.cli.alphak import add_anonymize_alpha_k
 from fedanon.cli.common import print_summary, split_list, step_progress
 from fedanon.cli.drbt import add_anonymize_drbt
 from fedanon.cli.kactus import add_anonymize_kactus
 from fedanon.cli.randomize import add_anonymize_randomize
-from fedanon.lkc.api import PRESETS, anonymize_lkc, build_schema, parse_sensitive, resolve_params
-from fedanon.lkc.scores import SCORES
 from fedanon.outputs import CommandOutputs
-from fedanon.table_io import read_table
+from fedanon.readers.table_io import read_table
 from fedanon.taxonomy.loader import load_taxonomy
 
 

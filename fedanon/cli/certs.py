@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from crypto.identity import (
+from fedanon.crypto.identity import (
     CA_STEM,
     ROLES,
     create_ca,

@@ -17,10 +17,10 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
-from fedanon.checker import CheckResult, Violation, check_lkc, parse_confidence
 from fedanon.cli.alphak import add_check_alpha_k
 from fedanon.cli.kactus import add_check_k_anonymity
 from fedanon.errors import FedanonError
+from fedanon.models.lkc import CheckResult, Violation, check_lkc, parse_confidence
 
 DESCRIPTION = """\
 Check that a released table satisfies LKC-privacy: every group of rows that agree on at most L

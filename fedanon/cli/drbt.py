@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import argparse
 
+from fedanon.algorithms.drbt.api import anonymize_drbt, evaluate_drbt
+from fedanon.algorithms.drbt.chart import plot_evaluation
+from fedanon.algorithms.drbt.matrices import MATRICES
 from fedanon.cli.common import int_list, print_summary, split_list, step_progress
-from fedanon.drbt.api import anonymize_drbt, evaluate_drbt
-from fedanon.drbt.chart import plot_evaluation
-from fedanon.drbt.matrices import MATRICES
 from fedanon.errors import FedanonError
 from fedanon.outputs import CommandOutputs
-from fedanon.table_io import read_table
+from fedanon.readers.table_io import read_table
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:

@@ -9,12 +9,12 @@ import grpc
 
 from fedanon.cli.common import print_summary
 from fedanon.errors import FedanonError
+from fedanon.federation.tls import insecure_warning
+from fedanon.federation.transport import make_channel
 from fedanon.logs import setup_logging
-from fedanon.tls import insecure_warning
-from fedanon.transport import make_channel
-from party.config import PartyConfig
-from protos import fedanon_v1_pb2 as pb
-from protos import fedanon_v1_pb2_grpc as pb_grpc
+from fedanon.party.config import PartyConfig
+from fedanon.protos import fedanon_v1_pb2 as pb
+from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -48,7 +48,7 @@ def _config(args: argparse.Namespace) -> PartyConfig:
 
 
 def run_serve(args: argparse.Namespace) -> int:
-    from party.daemon import serve
+    from fedanon.party.daemon import serve
 
     setup_logging(args.log_level, args.log_format)
     serve(_config(args))

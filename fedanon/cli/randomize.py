@@ -161,7 +161,7 @@ def _summary_rows(report: dict[str, Any]) -> list[tuple[str, Any]]:
 
 def run_anonymize(args: argparse.Namespace) -> int:
     from fedanon.algorithms.randomization.api import anonymize_randomize
-    from fedanon.table_io import read_table, write_table
+    from fedanon.readers.table_io import read_table, write_table
 
     table = read_table(args.data, args.delimiter)
     release = anonymize_randomize(
@@ -183,7 +183,7 @@ def run_anonymize(args: argparse.Namespace) -> int:
 
 def run_evaluate(args: argparse.Namespace) -> int:
     from fedanon.algorithms.randomization.api import evaluate_randomization
-    from fedanon.table_io import read_table
+    from fedanon.readers.table_io import read_table
 
     table = read_table(args.data, args.delimiter)
     release = read_table(args.release, args.delimiter) if args.release else None
@@ -240,7 +240,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
 
 def run_leader_randomize(job: Any, as_json: bool) -> int:
     """``fedanon leader run`` with a [randomize] job.toml."""
-    from leader.randomize import run_randomize
+    from fedanon.leader.randomize import run_randomize
 
     report = run_randomize(job)
     rows = [
@@ -261,9 +261,9 @@ def run_sim(args: argparse.Namespace) -> int:
     from fedanon.algorithms.randomization.api import anonymize_randomize
     from fedanon.algorithms.randomization.coding import encode, observed_domain
     from fedanon.algorithms.randomization.jobspec import RandomizeSpec
-    from fedanon.table_io import read_table
-    from leader.randomize import RandomizeLeaderJob, run_randomize
-    from leader.sim import federation, split_table
+    from fedanon.leader.randomize import RandomizeLeaderJob, run_randomize
+    from fedanon.leader.sim import federation, split_table
+    from fedanon.readers.table_io import read_table
 
     if args.keep_at_parties and not args.workdir:
         raise FedanonError(

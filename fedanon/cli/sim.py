@@ -6,14 +6,14 @@ import argparse
 import sys
 from pathlib import Path
 
+from fedanon.algorithms.tds.api import parse_sensitive
 from fedanon.cli.anonymize import add_lkc_options
 from fedanon.cli.common import print_summary, split_list, step_progress
 from fedanon.cli.leader import progress_text, summarize
 from fedanon.cli.randomize import add_sim_randomize
 from fedanon.errors import FedanonError
-from fedanon.lkc.api import parse_sensitive
 from fedanon.outputs import CommandOutputs
-from fedanon.table_io import read_table, require_columns
+from fedanon.readers.table_io import read_table, require_columns
 from fedanon.taxonomy.loader import load_taxonomy
 
 
@@ -82,9 +82,9 @@ def lkc_section(args: argparse.Namespace) -> dict:
 
 
 def run_sim_lkc(args: argparse.Namespace) -> int:
-    from leader.config import LeaderJob, spec_from_table
-    from leader.run import run_job
-    from leader.sim import check_job_columns, federation, split_table
+    from fedanon.leader.config import LeaderJob, spec_from_table
+    from fedanon.leader.run import run_job
+    from fedanon.leader.sim import check_job_columns, federation, split_table
 
     if args.dynamic:
         raise FedanonError("--dynamic is not available in distributed mode")
@@ -121,12 +121,12 @@ def run_sim_drbt(args: argparse.Namespace) -> int:
     """Split a numeric table by columns, run vertical DRBT, compare with central clustering."""
     import numpy as np
 
-    from fedanon.drbt.fmeasure import overall_f_measure
-    from fedanon.drbt.kmeans import kmeans
-    from fedanon.drbt.projection import zscore
+    from fedanon.algorithms.drbt.fmeasure import overall_f_measure
+    from fedanon.algorithms.drbt.kmeans import kmeans
+    from fedanon.algorithms.drbt.projection import zscore
+    from fedanon.leader.drbt import DRBTLeaderJob, run_drbt
+    from fedanon.leader.sim import federation, split_columns
     from fedanon.text import as_numbers
-    from leader.drbt import DRBTLeaderJob, run_drbt
-    from leader.sim import federation, split_columns
 
     if args.insecure:
         print("fedanon: WARNING: --insecure: no TLS, no authentication; local experiments only",

@@ -42,8 +42,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from fedanon.c45 import C45
 from fedanon.errors import FedanonError
+from fedanon.utility.c45 import C45
 
 INDUCERS = ("c45", "naive-bayes", "logistic")
 ORIGINAL = "original"  # the raw training half: the paper's k = 1 column

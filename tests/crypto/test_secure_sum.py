@@ -7,10 +7,10 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from crypto.errors import WireFormatError
-from crypto.secure_sum import add_vector, start_round
-from crypto.simulate import Stopwatch, ring_sum
-from crypto.wire import bytes_to_counts
+from fedanon.crypto.errors import WireFormatError
+from fedanon.crypto.secure_sum import add_vector, start_round
+from fedanon.crypto.simulate import Stopwatch, ring_sum
+from fedanon.crypto.wire import bytes_to_counts
 
 from .uniformity import CRITICAL, byte_position_chi2, looks_uniform
 from .vectors import plain_sum, random_vectors

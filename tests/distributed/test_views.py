@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from leader.sim import LEADER_NAME, split_table
+from fedanon.leader.sim import LEADER_NAME, split_table
 from tests.distributed.conftest import (
     Dataset,
     assert_same_release,

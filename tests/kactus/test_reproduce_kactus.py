@@ -67,7 +67,7 @@ def test_adult_releases_are_k_anonymous_and_lose_fewer_than_k(k):
 def test_adult_full_grid_cells_that_reproduce():
     """The whole Adult 14/14 grid (3 to 15 minutes on the shared 2-core machine). The cells
     asserted are those within tolerance; the kACTUS cells deviate (docs/reproduction.md)."""
-    from fedanon.datadir import data_dir
+    from fedanon.readers.datadir import data_dir
 
     taxonomy = data_dir() / "adult" / "lkc_paper_taxonomy.hchy"
     methods = anonymizers(["kactus", "mondrian", "tds"], "class", taxonomy=taxonomy)

@@ -12,11 +12,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from fedanon.algorithms.tds.engine import LKCEngine, LKCResult, StepInfo
+from fedanon.algorithms.tds.local_party import LocalParty
 from fedanon.errors import FedanonError
-from fedanon.lkc.engine import LKCEngine, LKCResult, StepInfo
-from fedanon.lkc.local_party import LocalParty
+from fedanon.readers.table_io import delimiter_hint
 from fedanon.schema import LKCParams, Schema, SensitiveValue, parse_confidence_bound
-from fedanon.table_io import delimiter_hint
 from fedanon.taxonomy.files import TaxonomyFile
 from fedanon.taxonomy.tree import Taxonomy
 from fedanon.text import as_numbers, as_text

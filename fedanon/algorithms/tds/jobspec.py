@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from fedanon.errors import FedanonError
+from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.schema import LKCParams, Schema, SensitiveValue
 from fedanon.taxonomy.files import TaxonomyFile
-from protos import fedanon_v1_pb2 as pb
 
 
 @dataclass(frozen=True)

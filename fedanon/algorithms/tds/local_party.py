@@ -11,13 +11,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from fedanon.errors import FedanonError
-from fedanon.lkc.layout import (
+from fedanon.algorithms.tds.layout import (
     DynamicSplit,
     PartitionTable,
     Specialization,
     StatsLayout,
 )
+from fedanon.errors import FedanonError
 from fedanon.schema import Schema
 from fedanon.text import as_text, lookup_codes
 
