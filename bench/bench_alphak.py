@@ -27,8 +27,8 @@ from machine_info import describe
 
 from fedanon.algorithms.alphak.api import anonymize_alpha_k
 from fedanon.algorithms.alphak.reproduce import ADULT_QIDS, SENSITIVE
-from fedanon.datadir import data_dir
-from fedanon.table_io import read_table
+from fedanon.readers.datadir import data_dir
+from fedanon.readers.table_io import read_table
 from fedanon.taxonomy.loader import load_taxonomy
 from fedanon.utility.queries import QueryWorkload
 

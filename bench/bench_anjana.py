@@ -18,10 +18,10 @@ import time
 
 import pandas as pd
 
-from fedanon.datadir import data_dir
-from fedanon.lkc.api import anonymize_lkc, build_schema, resolve_params
-from fedanon.metrics import discernibility_ratio
+from fedanon.algorithms.tds.api import anonymize_lkc, build_schema, resolve_params
+from fedanon.readers.datadir import data_dir
 from fedanon.taxonomy.loader import load_taxonomy
+from fedanon.utility.metrics import discernibility_ratio
 
 QIDS = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass",
         "occupation"]

@@ -30,8 +30,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from fedanon.datadir import data_dir
-from fedanon.lkc.api import anonymize_lkc, build_schema, resolve_params
+from fedanon.algorithms.tds.api import anonymize_lkc, build_schema, resolve_params
+from fedanon.readers.datadir import data_dir
 from fedanon.taxonomy.loader import load_taxonomy
 
 QIDS = [

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from fedanon.c45 import C45
-from fedanon.datadir import data_dir, have_data
+from fedanon.readers.datadir import data_dir, have_data
+from fedanon.utility.c45 import C45
 
 NUMERIC = {"age", "fnlwgt", "education-num", "capital-gain", "capital-loss", "hours-per-week"}
 

@@ -1,8 +1,8 @@
 """Benchmark of distributed LKC against the centralized engine on Adult (paper setting).
 
 For each federation size (default 3, 5 and 10 parties) the table is split at random, real party
-daemons are started on loopback with mutual TLS (``leader.sim.federation``), and one session
-runs through the leader (``leader.run.run_job``). Every distributed release is compared with the
+daemons are started on loopback with mutual TLS (``fedanon.leader.sim.federation``), and one session
+runs through the leader (``fedanon.leader.run.run_job``). Every distributed release is compared with the
 centralized one (multiset of rows and final cut) before any number is printed, so a fast but
 wrong run cannot produce a result.
 
@@ -19,7 +19,7 @@ Phases compared (wall time; daemon start-up is reported but excluded from the to
 
 Union workers: ``--union-workers 1,0`` runs every size once per setting, each with its own
 daemons, the daemons (sealing) and the leader (opening) configured alike: 1 is in-process, 0 is
-one worker process per CPU (``crypto.parallel``). The union table then compares the settings.
+one worker process per CPU (``fedanon.crypto.parallel``). The union table then compares the settings.
 
 Bytes: the leader's report counts what it sent and received per phase; each party reports its
 whole-session totals. "All wire" = leader sent + sum of parties' sent (each message counted once,
@@ -47,16 +47,16 @@ from typing import Any
 import pandas as pd
 from machine_info import describe
 
-from crypto.parallel import Parallelism
-from fedanon.datadir import data_dir
-from fedanon.lkc.api import anonymize_lkc, build_schema
-from fedanon.lkc.jobspec import LKCJobSpec
-from fedanon.table_io import write_table
+from fedanon.algorithms.tds.api import anonymize_lkc, build_schema
+from fedanon.algorithms.tds.jobspec import LKCJobSpec
+from fedanon.crypto.parallel import Parallelism
+from fedanon.leader.config import LeaderJob, spec_from_table
+from fedanon.leader.run import run_job
+from fedanon.leader.sim import federation, split_table
+from fedanon.readers.datadir import data_dir
+from fedanon.readers.table_io import write_table
 from fedanon.taxonomy.files import TaxonomyFile
 from fedanon.taxonomy.loader import load_taxonomy
-from leader.config import LeaderJob, spec_from_table
-from leader.run import run_job
-from leader.sim import federation, split_table
 
 PHASES = ("setup", "loop", "integrate", "total")
 

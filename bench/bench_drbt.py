@@ -17,8 +17,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from fedanon.drbt.matrices import random_matrix
-from fedanon.drbt.projection import project_block, zscore
+from fedanon.algorithms.drbt.matrices import random_matrix
+from fedanon.algorithms.drbt.projection import project_block, zscore
 
 
 def best_of(repeat: int, run: Callable[[], np.ndarray]) -> tuple[float, float, tuple[int, ...]]:

@@ -1,10 +1,10 @@
 """Benchmark of vertical DRBT over real party daemons: wall time, bytes, F-measure.
 
 For each data set and number of parties (default 1..4) the table is split by columns into
-contiguous near-equal blocks (``leader.sim.split_columns``), one ``fedanon party serve``
-process per block is started on loopback with mutual TLS (``leader.sim.federation``; start-up
+contiguous near-equal blocks (``fedanon.leader.sim.split_columns``), one ``fedanon party serve``
+process per block is started on loopback with mutual TLS (``fedanon.leader.sim.federation``; start-up
 is reported but excluded), and ``--trials`` sessions run through the leader
-(``leader.drbt.run_drbt``, the code path of ``fedanon sim drbt``), each with fresh secret
+(``fedanon.leader.drbt.run_drbt``, the code path of ``fedanon sim drbt``), each with fresh secret
 matrices at the parties, ``send_assignment`` on and the leader's K-means at K = 3 (10 restarts).
 
 Measured per session (means over the trials):
@@ -15,7 +15,7 @@ Measured per session (means over the trials):
   k_i release), rest (the assignment sent back to the parties, End, writing the CSV) and total;
 * bytes on the wire per party: the serialized size of every protobuf message the party sent to
   the leader (replies) and received from it (requests), counted by a client interceptor on the
-  leader's channels (``leader.run.make_channel`` is wrapped; gRPC framing, HTTP/2 and TLS
+  leader's channels (``fedanon.leader.run.make_channel`` is wrapped; gRPC framing, HTTP/2 and TLS
   overhead are not included). The parties talk to the leader only;
 * utility, the thesis's protocol (specs/drbt.md, "Measures"): in every trial and for every K in
   ``--clusters`` (default 2..5), one K-means run (Forgy seeding, no restarts, as the thesis's
@@ -53,16 +53,16 @@ import numpy as np
 import pandas as pd
 from machine_info import describe
 
-import leader.run
-from fedanon.drbt.datasets import MISSING_SETS, load_thesis_set, thesis_set_path
-from fedanon.drbt.fmeasure import overall_f_measure
-from fedanon.drbt.kmeans import kmeans
-from fedanon.drbt.projection import zscore
-from fedanon.drbt.protocol import f_measure_trials
-from fedanon.tls import TLSFiles
-from fedanon.transport import make_channel
-from leader.drbt import DRBTLeaderJob, run_drbt
-from leader.sim import federation, split_columns
+import fedanon.leader.run
+from fedanon.algorithms.drbt.datasets import MISSING_SETS, load_thesis_set, thesis_set_path
+from fedanon.algorithms.drbt.fmeasure import overall_f_measure
+from fedanon.algorithms.drbt.kmeans import kmeans
+from fedanon.algorithms.drbt.projection import zscore
+from fedanon.algorithms.drbt.protocol import f_measure_trials
+from fedanon.federation.tls import TLSFiles
+from fedanon.federation.transport import make_channel
+from fedanon.leader.drbt import DRBTLeaderJob, run_drbt
+from fedanon.leader.sim import federation, split_columns
 
 PHASES = ("handshake", "projection", "clustering", "rest", "total")
 # specs/drbt.md, vertical Pumsb (74 -> 38), mean F for K = 2..5
@@ -261,7 +261,7 @@ def main() -> int:
           "the thesis's vertical experiment, is not benchmarked; Chess stands in for it")
     counter = WireCounter()
     # The leader's Session creates channels here; the benchmark counts their bytes.
-    leader.run.make_channel = counter.factory()  # type: ignore[assignment]
+    fedanon.leader.run.make_channel = counter.factory()  # type: ignore[assignment]
     results: list[dict[str, Any]] = []
     central = None
     with tempfile.TemporaryDirectory(prefix="bench-drbt-") as tmp:

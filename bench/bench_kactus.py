@@ -77,8 +77,8 @@ def compare_on_adult(k: int) -> list[tuple[str, float, int]]:
     taxonomy and dynamic numeric splits, the k-anonymity preset of LKC)."""
     from fedanon.algorithms.kactus.api import anonymize_kactus
     from fedanon.algorithms.mondrian.api import anonymize_mondrian
-    from fedanon.datadir import data_dir
-    from fedanon.lkc.api import anonymize_lkc, build_schema
+    from fedanon.algorithms.tds.api import anonymize_lkc, build_schema
+    from fedanon.readers.datadir import data_dir
     from fedanon.schema import LKCParams
     from fedanon.taxonomy.loader import load_taxonomy
     from fedanon.utility.benchmark_tables import load_table

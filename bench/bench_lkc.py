@@ -23,10 +23,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from fedanon.datadir import data_dir
-from fedanon.lkc.api import anonymize_lkc, build_schema
+from fedanon.algorithms.tds.api import anonymize_lkc, build_schema
+from fedanon.readers.datadir import data_dir
+from fedanon.readers.table_io import read_table, write_table
 from fedanon.schema import LKCParams
-from fedanon.table_io import read_table, write_table
 from fedanon.taxonomy.loader import load_taxonomy
 
 ADULT = data_dir() / "adult" / "adult_all.csv"

@@ -18,7 +18,7 @@ import time
 import tracemalloc
 from collections.abc import Callable
 
-from fedanon.datadir import data_dir
+from fedanon.readers.datadir import data_dir
 from fedanon.utility.transactions import Transactions
 
 Itemsets = dict[frozenset[int], int]

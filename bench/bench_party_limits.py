@@ -20,14 +20,14 @@ from pathlib import Path
 
 import grpc
 
+from fedanon.federation.tls import TLSFiles
+from fedanon.federation.transport import make_channel
+from fedanon.leader.config import spec_from_table
+from fedanon.leader.sim import federation, split_table
+from fedanon.protos import fedanon_v1_pb2 as pb
+from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
 from fedanon.synth import generate_hospital, hospital_taxonomy_path
 from fedanon.taxonomy.loader import load_taxonomy
-from fedanon.tls import TLSFiles
-from fedanon.transport import make_channel
-from leader.config import spec_from_table
-from leader.sim import federation, split_table
-from protos import fedanon_v1_pb2 as pb
-from protos import fedanon_v1_pb2_grpc as pb_grpc
 
 
 def peak_rss_mb(pid: int) -> float:

@@ -8,7 +8,7 @@ memory above the memory held before it started (Linux: VmHWM after resetting it 
 /proc/self/clear_refs).
 
 Part 2 (--parties, default 3): Adult's 30,162 rows split over N real party daemons on loopback
-with mutual TLS (`leader.sim.federation`), one federated RA run (ring secure sum, local
+with mutual TLS (`fedanon.leader.sim.federation`), one federated RA run (ring secure sum, local
 randomization, secure set union) timed per phase, and the centralized run on the same table,
 with the check that both plans have the same marginals and Pa.
 Run: ``FEDANON_DATA_DIR=... .venv/bin/python bench/bench_randomize.py [--rows N] [--parties N]``.
@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from fedanon.algorithms.randomization.adult import ADULT_QIDS
-from fedanon.datadir import data_dir
+from fedanon.readers.datadir import data_dir
 
 QIDS = ADULT_QIDS
 CASES = [
@@ -46,7 +46,7 @@ def _status(field: str) -> int:
 
 
 def _adult():
-    from fedanon.table_io import read_table
+    from fedanon.readers.table_io import read_table
 
     return read_table(data_dir() / "adult" / "adult_train.csv")
 
@@ -100,8 +100,8 @@ def federated(parties: int, sum_mode: str) -> None:
     from fedanon.algorithms.randomization.api import anonymize_randomize
     from fedanon.algorithms.randomization.coding import encode, observed_domain
     from fedanon.algorithms.randomization.jobspec import RandomizeSpec
-    from leader.randomize import RandomizeLeaderJob, run_randomize
-    from leader.sim import federation, split_table
+    from fedanon.leader.randomize import RandomizeLeaderJob, run_randomize
+    from fedanon.leader.sim import federation, split_table
 
     adult = _adult()
     mark = time.perf_counter()

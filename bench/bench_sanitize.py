@@ -25,7 +25,7 @@ from machine_info import describe
 
 from fedanon.algorithms.sanitization.api import ALGORITHMS, sanitize
 from fedanon.algorithms.sanitization.rules import SensitiveRule
-from fedanon.datadir import data_dir
+from fedanon.readers.datadir import data_dir
 from fedanon.utility.miner import mine_rules
 from fedanon.utility.transactions import Transactions
 

@@ -28,13 +28,13 @@ from pathlib import Path
 import pandas as pd
 from machine_info import describe
 
-from fedanon.datadir import data_dir
-from fedanon.lkc.api import anonymize_lkc, build_schema
-from fedanon.table_io import write_table
+from fedanon.algorithms.tds.api import anonymize_lkc, build_schema
+from fedanon.leader.config import LeaderJob, spec_from_table
+from fedanon.leader.run import run_job
+from fedanon.leader.sim import federation, split_table
+from fedanon.readers.datadir import data_dir
+from fedanon.readers.table_io import write_table
 from fedanon.taxonomy.loader import load_taxonomy
-from leader.config import LeaderJob, spec_from_table
-from leader.run import run_job
-from leader.sim import federation, split_table
 
 MODES = ("centralized", "layered", "shuffle")
 

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from fedanon.datadir import data_dir
+from fedanon.readers.datadir import data_dir
 from fedanon.utility.benchmark_tables import load_table
 from fedanon.utility.classification import (
     Prepared,

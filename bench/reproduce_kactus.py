@@ -20,7 +20,7 @@ from unittest import mock
 
 import numpy as np
 
-from fedanon.datadir import data_dir
+from fedanon.readers.datadir import data_dir
 from fedanon.utility.benchmark_tables import load_table
 from fedanon.utility.classification import Prepared, evaluate_classification
 from fedanon.utility.k_anonymizers import anonymizers

@@ -12,10 +12,10 @@ from __future__ import annotations
 import sys
 from functools import partial
 
-from fedanon.datadir import data_dir
-from fedanon.lkc.api import build_schema
-from fedanon.lkc.sweep import sweep
-from fedanon.table_io import read_table
+from fedanon.algorithms.tds.api import build_schema
+from fedanon.algorithms.tds.sweep import sweep
+from fedanon.readers.datadir import data_dir
+from fedanon.readers.table_io import read_table
 from fedanon.taxonomy.loader import load_taxonomy
 
 

@@ -19,8 +19,8 @@ from typing import Any
 from fedanon.algorithms.randomization.adult import ADULT_QIDS
 from fedanon.algorithms.randomization.api import anonymize_randomize
 from fedanon.algorithms.randomization.rules import rule_recovery
-from fedanon.datadir import data_dir
-from fedanon.table_io import read_table
+from fedanon.readers.datadir import data_dir
+from fedanon.readers.table_io import read_table
 from fedanon.utility.queries import QueryWorkload, average_relative_error
 
 QIDS = ADULT_QIDS

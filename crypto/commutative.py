@@ -26,9 +26,9 @@ from collections.abc import Iterable, Sequence
 
 import gmpy2
 
-from crypto.errors import WireFormatError
-from crypto.shuffle import secure_shuffle
-from crypto.wire import pack_frames, unpack_frames
+from fedanon.crypto.errors import WireFormatError
+from fedanon.crypto.shuffle import secure_shuffle
+from fedanon.crypto.wire import pack_frames, unpack_frames
 
 P = int(
     "FFFFFFFFFFFFFFFFC90FDAA22168C234C4C6628B80DC1CD129024E088A67CC74"

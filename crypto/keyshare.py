@@ -17,9 +17,9 @@ from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding
 
-from crypto.errors import IdentityError, IntegrityError
-from crypto.identity import Identity, verify_certificate, verify_signature
-from crypto.wire import pack_frames, unpack_frames
+from fedanon.crypto.errors import IdentityError, IntegrityError
+from fedanon.crypto.identity import Identity, verify_certificate, verify_signature
+from fedanon.crypto.wire import pack_frames, unpack_frames
 
 PAIRWISE_SUM = "pairwise-sum"
 ONION_UNION = "onion-union"

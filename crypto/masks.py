@@ -14,7 +14,7 @@ import secrets
 import numpy as np
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
-from crypto.wire import COUNT_DTYPE
+from fedanon.crypto.wire import COUNT_DTYPE
 
 MASK_KEY_BYTES = 32
 _ZERO_COUNTER = bytes(16)

@@ -20,7 +20,7 @@ group sizes dummies can equalize) but not at the leader, who sees plaintexts: a 
 innermost key would partition the release by hospital. docs/leakage.md has the full argument.
 
 The per-record leader layer is most of the union's cost, so sealing and opening it can run in
-worker processes (`crypto.parallel`); the party layers stay in the caller, keeping one ephemeral
+worker processes (`fedanon.crypto.parallel`); the party layers stay in the caller, keeping one ephemeral
 key per owner batch.
 """
 
@@ -38,11 +38,11 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from crypto.errors import IdentityError, IntegrityError, MissingPartyError, WireFormatError
-from crypto.keyshare import X25519_KEY_BYTES, PeerKey
-from crypto.parallel import SEQUENTIAL, Parallelism
-from crypto.shuffle import secure_shuffle
-from crypto.wire import pack_frames, u32, u64, unpack_frames
+from fedanon.crypto.errors import IdentityError, IntegrityError, MissingPartyError, WireFormatError
+from fedanon.crypto.keyshare import X25519_KEY_BYTES, PeerKey
+from fedanon.crypto.parallel import SEQUENTIAL, Parallelism
+from fedanon.crypto.shuffle import secure_shuffle
+from fedanon.crypto.wire import pack_frames, u32, u64, unpack_frames
 
 _LABEL = b"fedanon/onion-union/v1"
 _AAD_TAG = b"FOA1"

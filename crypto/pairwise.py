@@ -1,7 +1,7 @@
 """Collusion-resistant secure sum with pairwise masks (each party reports to the leader).
 
 Every pair of parties (i, j) shares an X25519 secret from their signed per-session keys
-(`crypto.keyshare`). For each round, HKDF turns it into a key bound to (session, round, roster,
+(`fedanon.crypto.keyshare`). For each round, HKDF turns it into a key bound to (session, round, roster,
 pair), and AES-CTR expands that key into a mask vector m_ij that both parties compute identically.
 Party i sends x_i + sum_{j>i} m_ij - sum_{j<i} m_ij to the leader (indices in roster order); every
 m_ij is added once and subtracted once, so the masks cancel in the leader's sum and only the sum
@@ -24,10 +24,10 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from numpy.typing import ArrayLike
 
-from crypto.errors import IdentityError, IntegrityError, MissingPartyError
-from crypto.keyshare import PeerKey
-from crypto.masks import MASK_KEY_BYTES, keyed_mask
-from crypto.wire import (
+from fedanon.crypto.errors import IdentityError, IntegrityError, MissingPartyError
+from fedanon.crypto.keyshare import PeerKey
+from fedanon.crypto.masks import MASK_KEY_BYTES, keyed_mask
+from fedanon.crypto.wire import (
     as_counts,
     bytes_to_counts,
     counts_to_bytes,

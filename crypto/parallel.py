@@ -41,7 +41,7 @@ _TASKS_PER_WORKER = 4
 # server never preloads __main__ (CPython gh-126631, fixed in later releases), so every worker
 # re-runs the caller's main script: about 30 ms per pool for the `fedanon` command, which imports
 # lazily, but about 0.5 s (and as much CPU per worker) for a script that imports pandas and gRPC.
-_PRELOAD = ["__main__", "crypto.onion_union"]
+_PRELOAD = ["__main__", "fedanon.crypto.onion_union"]
 
 
 def default_workers() -> int:

@@ -15,8 +15,8 @@ import contextlib
 import os
 from concurrent.futures import Future, ProcessPoolExecutor
 
-from crypto.onion_union import prepare_leader_ephemeral
-from crypto.parallel import _context
+from fedanon.crypto.onion_union import prepare_leader_ephemeral
+from fedanon.crypto.parallel import _context
 
 CHUNK = 512  # keys per task: small enough that little work is lost when the union starts
 

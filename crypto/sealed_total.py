@@ -7,7 +7,7 @@ So the last party seals the total to the leader with AES-256-GCM, and the partie
 they cannot open.
 
 Key: X25519 between the last party's and the leader's session keys of the union (fresh per
-session, signed and verified against the federation CA, `crypto.keyshare`), so a middle party
+session, signed and verified against the federation CA, `fedanon.crypto.keyshare`), so a middle party
 that substitutes its own key fails the signature check long before any sum. HKDF-SHA256 with
 salt = session id and its own label separates this key from every onion-union layer key
 (those use ephemeral keys and another label). Associated data: session id, iteration and
@@ -25,8 +25,8 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from crypto.errors import IntegrityError
-from crypto.wire import pack_frames, u64
+from fedanon.crypto.errors import IntegrityError
+from fedanon.crypto.wire import pack_frames, u64
 
 _LABEL = b"fedanon/ring-sum-total/v1"
 _AAD_TAG = b"FRT1"

@@ -5,12 +5,12 @@ party; each member adds its vector to what it received and forwards the result; 
 subtracts R from what the last member returns. Every message a member sees is its predecessor's
 running total plus R, which is uniform because R is; the initiator sees only the sum. Where the
 last member's answer travels back through the other members (gRPC reply chains), it must be
-sealed to the initiator (`crypto.sealed_total`): a member that saw both R + its prefix and
+sealed to the initiator (`fedanon.crypto.sealed_total`): a member that saw both R + its prefix and
 R + the total would learn the sum of the later members' vectors.
 
 Known weakness (documented in docs/leakage.md and shown by a test): the two ring neighbours of a
 party see the running total before and after it, so together they learn its vector. Use
-`crypto.pairwise` when that collusion matters.
+`fedanon.crypto.pairwise` when that collusion matters.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from crypto.masks import fresh_mask
-from crypto.wire import as_counts, bytes_to_counts, counts_to_bytes
+from fedanon.crypto.masks import fresh_mask
+from fedanon.crypto.wire import as_counts, bytes_to_counts, counts_to_bytes
 
 
 class RingMask:

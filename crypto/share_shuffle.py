@@ -44,9 +44,9 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from crypto.errors import IntegrityError, WireFormatError
-from crypto.keyshare import X25519_KEY_BYTES
-from crypto.wire import pack_frames, u32, u64
+from fedanon.crypto.errors import IntegrityError, WireFormatError
+from fedanon.crypto.keyshare import X25519_KEY_BYTES
+from fedanon.crypto.wire import pack_frames, u32, u64
 
 _LABEL = b"fedanon/share-shuffle/v1"
 _INFO_TAG = b"FSS1"

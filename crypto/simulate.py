@@ -18,7 +18,7 @@ import numpy as np
 from cryptography import x509
 from numpy.typing import ArrayLike
 
-from crypto.commutative import (
+from fedanon.crypto.commutative import (
     SraKey,
     decode,
     decrypt_batch,
@@ -28,9 +28,9 @@ from crypto.commutative import (
     pack_elements,
     unpack_elements,
 )
-from crypto.identity import Identity
-from crypto.keyshare import ONION_UNION, PAIRWISE_SUM, create_key_share, verify_key_share
-from crypto.onion_union import (
+from fedanon.crypto.identity import Identity
+from fedanon.crypto.keyshare import ONION_UNION, PAIRWISE_SUM, create_key_share, verify_key_share
+from fedanon.crypto.onion_union import (
     UnionContext,
     build_route,
     open_records,
@@ -39,9 +39,9 @@ from crypto.onion_union import (
     seal_records,
     unpack_batch,
 )
-from crypto.pairwise import PairwiseAggregator, PairwiseMasker
-from crypto.parallel import SEQUENTIAL, Parallelism
-from crypto.secure_sum import add_vector, start_round
+from fedanon.crypto.pairwise import PairwiseAggregator, PairwiseMasker
+from fedanon.crypto.parallel import SEQUENTIAL, Parallelism
+from fedanon.crypto.secure_sum import add_vector, start_round
 
 LEADER = "leader"
 
@@ -51,7 +51,7 @@ class Stopwatch:
 
     By default CPU time of this process rather than wall time, so that other load on a shared
     machine does not count as the protocol's compute. Work done in worker processes
-    (`crypto.parallel`) is not CPU time of this process, so timing it needs a wall `clock`.
+    (`fedanon.crypto.parallel`) is not CPU time of this process, so timing it needs a wall `clock`.
     """
 
     def __init__(self, clock: Callable[[], float] = time.process_time) -> None:

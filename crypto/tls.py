@@ -14,8 +14,8 @@ from collections.abc import Collection, Sequence
 import grpc
 from cryptography import x509
 
-from crypto.errors import IdentityError
-from crypto.identity import Identity, PeerIdentity, certificate_identity, certificate_pem
+from fedanon.crypto.errors import IdentityError
+from fedanon.crypto.identity import Identity, PeerIdentity, certificate_identity, certificate_pem
 
 TARGET_NAME_OPTION = "grpc.ssl_target_name_override"
 

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 import numpy as np
 from numpy.typing import ArrayLike
 
-from crypto.errors import WireFormatError
+from fedanon.crypto.errors import WireFormatError
 
 COUNT_DTYPE = np.dtype("<u8")
 TAG_BYTES = 4

@@ -29,7 +29,7 @@ from pathlib import Path
 import pandas as pd
 
 from fedanon.errors import FedanonError
-from fedanon.table_io import write_table_to
+from fedanon.readers.table_io import write_table_to
 
 PathLike = str | os.PathLike[str]
 

@@ -60,7 +60,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from crypto.parallel import Parallelism
+from fedanon.algorithms.drbt.matrices import MATRICES
+from fedanon.algorithms.tds.api import PRESETS, resolve_params
+from fedanon.algorithms.tds.jobspec import LKCJobSpec
+from fedanon.algorithms.tds.scores import SCORES
+from fedanon.algorithms.tds.suppression import parse_suppression_share
 from fedanon.configschema import (
     Address,
     ConfigError,
@@ -79,22 +83,18 @@ from fedanon.configschema import (
     Values,
     validate,
 )
-from fedanon.drbt.matrices import MATRICES
+from fedanon.crypto.parallel import Parallelism
 from fedanon.errors import FedanonError
-from fedanon.lkc.api import PRESETS, resolve_params
-from fedanon.lkc.jobspec import LKCJobSpec
-from fedanon.lkc.scores import SCORES
-from fedanon.lkc.suppression import parse_suppression_share
+from fedanon.federation.tls import TLS_SCHEMA, TLSFiles
+from fedanon.party.config import DAY, UNION_KEYS, Hop, union_parallelism
 from fedanon.schema import SensitiveValue
 from fedanon.taxonomy.files import TaxonomyFile
 from fedanon.taxonomy.loader import load_taxonomy
-from fedanon.tls import TLS_SCHEMA, TLSFiles
 from fedanon.tomlconfig import read_toml, resolve
-from party.config import DAY, UNION_KEYS, Hop, union_parallelism
 
 if TYPE_CHECKING:
-    from leader.drbt import DRBTLeaderJob
-    from leader.randomize import RandomizeLeaderJob
+    from fedanon.leader.drbt import DRBTLeaderJob
+    from fedanon.leader.randomize import RandomizeLeaderJob
 
 SUM_MODES = ("ring", "pairwise")
 UNION_MODES = ("layered", "shuffle")
@@ -244,7 +244,7 @@ def _kind(data: dict[str, Any], where: str) -> str:
 
 def load_drbt_job(data: dict[str, Any], base: Path, where: str) -> DRBTLeaderJob:
     """A job.toml with a [drbt] section instead of [lkc]."""
-    from leader.drbt import DRBTLeaderJob
+    from fedanon.leader.drbt import DRBTLeaderJob
 
     section = data["drbt"]
     job = DRBTLeaderJob(
@@ -268,7 +268,7 @@ def load_drbt_job(data: dict[str, Any], base: Path, where: str) -> DRBTLeaderJob
 def load_randomize_job(data: dict[str, Any], base: Path, where: str) -> RandomizeLeaderJob:
     """A job.toml with a [randomize] section: QIDs, their agreed domains, method, p or k."""
     from fedanon.algorithms.randomization.jobspec import RandomizeSpec
-    from leader.randomize import RandomizeLeaderJob
+    from fedanon.leader.randomize import RandomizeLeaderJob
 
     section = data["randomize"]
     qids = section["qids"]

@@ -21,14 +21,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fedanon.drbt.kmeans import kmeans
-from fedanon.drbt.matrices import MATRICES, secure_rng
+from fedanon.algorithms.drbt.kmeans import kmeans
+from fedanon.algorithms.drbt.matrices import MATRICES, secure_rng
 from fedanon.errors import FedanonError
+from fedanon.federation.tls import TLSFiles
+from fedanon.leader.run import Session
 from fedanon.outputs import CommandOutputs
-from fedanon.tls import TLSFiles
-from leader.run import Session
-from party.config import Hop
-from protos import fedanon_v1_pb2 as pb
+from fedanon.party.config import Hop
+from fedanon.protos import fedanon_v1_pb2 as pb
 
 
 @dataclass

@@ -22,14 +22,14 @@ from typing import Any
 import grpc
 import numpy as np
 
-from crypto.pairwise import PairwiseAggregator
-from crypto.sealed_total import SealedTotalChannel
-from crypto.secure_sum import start_round
+from fedanon.algorithms.tds.layout import DynamicSplit, Specialization, StatsLayout
+from fedanon.crypto.pairwise import PairwiseAggregator
+from fedanon.crypto.sealed_total import SealedTotalChannel
+from fedanon.crypto.secure_sum import start_round
 from fedanon.errors import FedanonError
-from fedanon.lkc.layout import DynamicSplit, Specialization, StatsLayout
-from fedanon.wire import to_instruction
-from protos import fedanon_v1_pb2 as pb
-from protos import fedanon_v1_pb2_grpc as pb_grpc
+from fedanon.federation.wire import to_instruction
+from fedanon.protos import fedanon_v1_pb2 as pb
+from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
 
 
 class PartyFailure(FedanonError):

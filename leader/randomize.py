@@ -18,20 +18,20 @@ from typing import Any
 
 import pandas as pd
 
-from crypto.parallel import Parallelism
 from fedanon.algorithms.randomization.jobspec import RandomizeSpec
 from fedanon.algorithms.randomization.leader_half import Plan, split_histograms
 from fedanon.atomic import write_json_atomic
+from fedanon.crypto.parallel import Parallelism
 from fedanon.errors import FedanonError
-from fedanon.table_io import write_table
-from fedanon.tls import TLSFiles
-from fedanon.wire import to_vector
-from leader.federation import FederationSource, Traffic
-from leader.run import SUM_MODES, Session, _first_difference
-from leader.union import UnionKeys, run_union
-from party.config import Hop
-from party.randomize import RANDOMIZE_ROUND, UNION_ROUND, fingerprint, spec_to_proto
-from protos import fedanon_v1_pb2 as pb
+from fedanon.federation.tls import TLSFiles
+from fedanon.federation.wire import to_vector
+from fedanon.leader.federation import FederationSource, Traffic
+from fedanon.leader.run import SUM_MODES, Session, _first_difference
+from fedanon.leader.union import UnionKeys, run_union
+from fedanon.party.config import Hop
+from fedanon.party.randomize import RANDOMIZE_ROUND, UNION_ROUND, fingerprint, spec_to_proto
+from fedanon.protos import fedanon_v1_pb2 as pb
+from fedanon.readers.table_io import write_table
 
 
 @dataclass

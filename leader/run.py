@@ -25,18 +25,18 @@ from typing import Any
 import grpc
 import pandas as pd
 
-from fedanon.checker import check_lkc
+from fedanon.algorithms.tds.api import build_report
+from fedanon.algorithms.tds.engine import LKCEngine, StepInfo
+from fedanon.algorithms.tds.layout import StatsLayout
 from fedanon.errors import FedanonError
-from fedanon.lkc.api import build_report
-from fedanon.lkc.engine import LKCEngine, StepInfo
-from fedanon.lkc.layout import StatsLayout
+from fedanon.federation.transport import make_channel
+from fedanon.leader.config import LeaderJob
+from fedanon.leader.federation import FederationSource, PartyFailure, Traffic, describe_rpc_error
+from fedanon.leader.union import UnionKeys, run_union
+from fedanon.models.lkc import check_lkc
 from fedanon.outputs import CommandOutputs
-from fedanon.transport import make_channel
-from leader.config import LeaderJob
-from leader.federation import FederationSource, PartyFailure, Traffic, describe_rpc_error
-from leader.union import UnionKeys, run_union
-from protos import fedanon_v1_pb2 as pb
-from protos import fedanon_v1_pb2_grpc as pb_grpc
+from fedanon.protos import fedanon_v1_pb2 as pb
+from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
 
 log = logging.getLogger(__name__)
 

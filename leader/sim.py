@@ -28,16 +28,16 @@ import numpy as np
 import pandas as pd
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from crypto.identity import create_ca, issue_identity, save_ca, save_identity
-from crypto.parallel import Parallelism
+from fedanon.algorithms.tds.api import build_schema
+from fedanon.algorithms.tds.jobspec import LKCJobSpec
+from fedanon.crypto.identity import create_ca, issue_identity, save_ca, save_identity
+from fedanon.crypto.parallel import Parallelism
 from fedanon.errors import FedanonError
-from fedanon.lkc.api import build_schema
-from fedanon.lkc.jobspec import LKCJobSpec
+from fedanon.federation.tls import TLSFiles
+from fedanon.federation.transport import make_channel
+from fedanon.party.config import Hop
 from fedanon.taxonomy.files import TaxonomyFile
 from fedanon.text import as_text
-from fedanon.tls import TLSFiles
-from fedanon.transport import make_channel
-from party.config import Hop
 
 LEADER_NAME = "leader"
 

@@ -29,19 +29,19 @@ import grpc
 from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
-from crypto.identity import Identity, load_identity_files
-from crypto.keyshare import ONION_UNION
-from crypto.onion_union import UnionContext, open_records
-from crypto.parallel import Parallelism
-from crypto.sealed_total import SealedTotalChannel
-from crypto.share_shuffle import ShuffleContext, open_shuffled
+from fedanon.crypto.identity import Identity, load_identity_files
+from fedanon.crypto.keyshare import ONION_UNION
+from fedanon.crypto.onion_union import UnionContext, open_records
+from fedanon.crypto.parallel import Parallelism
+from fedanon.crypto.sealed_total import SealedTotalChannel
+from fedanon.crypto.share_shuffle import ShuffleContext, open_shuffled
 from fedanon.errors import FedanonError
-from fedanon.keyshares import new_share, union_route
-from leader.federation import Traffic, describe_rpc_error
-from protos import fedanon_v1_pb2 as pb
+from fedanon.federation.keyshares import new_share, union_route
+from fedanon.leader.federation import Traffic, describe_rpc_error
+from fedanon.protos import fedanon_v1_pb2 as pb
 
 if TYPE_CHECKING:
-    from leader.run import Session
+    from fedanon.leader.run import Session
 
 
 @dataclass

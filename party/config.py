@@ -49,7 +49,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from crypto.parallel import DEFAULT_MIN_RECORDS, Parallelism
 from fedanon.configschema import (
     Address,
     ConfigError,
@@ -60,9 +59,10 @@ from fedanon.configschema import (
     Text,
     validate,
 )
-from fedanon.tls import TLS_SCHEMA, TLSFiles
+from fedanon.crypto.parallel import DEFAULT_MIN_RECORDS, Parallelism
+from fedanon.federation.tls import TLS_SCHEMA, TLSFiles
+from fedanon.party.policy import POLICY_SCHEMA, Policy
 from fedanon.tomlconfig import read_toml, resolve
-from party.policy import POLICY_SCHEMA, Policy
 
 DAY = 86400.0
 

@@ -17,15 +17,15 @@ import grpc
 from cryptography import x509
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
-from crypto.identity import load_identity_files
+from fedanon.crypto.identity import load_identity_files
 from fedanon.errors import FedanonError
-from fedanon.table_io import read_table
+from fedanon.federation.transport import listen_port, make_channel, make_server
+from fedanon.party.config import PartyConfig
+from fedanon.party.gate import PartyGate
+from fedanon.party.servicer import PartyServicer
+from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
+from fedanon.readers.table_io import read_table
 from fedanon.taxonomy.loader import load_taxonomy
-from fedanon.transport import listen_port, make_channel, make_server
-from party.config import PartyConfig
-from party.gate import PartyGate
-from party.servicer import PartyServicer
-from protos import fedanon_v1_pb2_grpc as pb_grpc
 
 log = logging.getLogger(__name__)
 

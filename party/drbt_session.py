@@ -14,13 +14,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from fedanon.algorithms.drbt.matrices import secure_rng
+from fedanon.algorithms.drbt.projection import project_block, zscore
 from fedanon.atomic import atomic_path
-from fedanon.drbt.matrices import secure_rng
-from fedanon.drbt.projection import project_block, zscore
 from fedanon.errors import FedanonError
+from fedanon.party.session import SessionBase
+from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.text import as_numbers, as_text
-from party.session import SessionBase
-from protos import fedanon_v1_pb2 as pb
 
 
 class DRBTSession(SessionBase):

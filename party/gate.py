@@ -27,9 +27,9 @@ from typing import Any, Protocol
 
 import grpc
 
-from crypto.errors import IdentityError
-from crypto.identity import PeerIdentity
-from crypto.tls import peer_identity
+from fedanon.crypto.errors import IdentityError
+from fedanon.crypto.identity import PeerIdentity
+from fedanon.crypto.tls import peer_identity
 
 log = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ import grpc
 
 from fedanon.configschema import ConfigError, Integer, Key, Names, Proportion, Table, Text
 from fedanon.errors import FedanonError
-from protos import fedanon_v1_pb2 as pb
+from fedanon.protos import fedanon_v1_pb2 as pb
 
 log = logging.getLogger(__name__)
 

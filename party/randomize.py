@@ -26,24 +26,24 @@ import numpy as np
 import pandas as pd
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
-from crypto.keyshare import ONION_UNION, PAIRWISE_SUM
-from crypto.pairwise import PairwiseMasker
-from crypto.sealed_total import SealedTotalChannel
 from fedanon.algorithms.randomization.jobspec import RandomizeSpec, check_probabilities
 from fedanon.algorithms.randomization.leader_half import split_histograms
 from fedanon.algorithms.randomization.party_half import LocalRecords
 from fedanon.algorithms.randomization.sampler import make_rng
 from fedanon.atomic import atomic_path
+from fedanon.crypto.keyshare import ONION_UNION, PAIRWISE_SUM
+from fedanon.crypto.pairwise import PairwiseMasker
+from fedanon.crypto.sealed_total import SealedTotalChannel
 from fedanon.errors import FedanonError
-from fedanon.keyshares import new_share
-from fedanon.wire import from_vector
-from party.replay import AnswerOnce
-from party.session import ProtocolError, SessionBase
-from party.union import UnionRole
-from protos import fedanon_v1_pb2 as pb
+from fedanon.federation.keyshares import new_share
+from fedanon.federation.wire import from_vector
+from fedanon.party.replay import AnswerOnce
+from fedanon.party.session import ProtocolError, SessionBase
+from fedanon.party.union import UnionRole
+from fedanon.protos import fedanon_v1_pb2 as pb
 
 if TYPE_CHECKING:
-    from party.servicer import PartyServicer
+    from fedanon.party.servicer import PartyServicer
 
 # Iterations of a randomization session: the histogram sum, the randomization, the union.
 SUM_ROUND, RANDOMIZE_ROUND, UNION_ROUND = 0, 1, 2

@@ -1,6 +1,6 @@
 """The party daemon's gRPC servicer.
 
-Serves sessions one at a time. Before a handler runs, the gate (:mod:`party.gate`) has checked
+Serves sessions one at a time. Before a handler runs, the gate (:mod:`fedanon.party.gate`) has checked
 the caller's certificate and the request's size against ``expected_peers`` and
 ``request_limit`` below. Every handler then checks who is calling (the leader, or in the ring
 the previous party: name AND role from the mutual-TLS certificate), then the session id and
@@ -29,26 +29,26 @@ import numpy as np
 import pandas as pd
 from cryptography import x509
 
-from crypto.errors import IdentityError
-from crypto.identity import Identity, PeerIdentity
-from crypto.keyshare import ONION_UNION, PAIRWISE_SUM
-from crypto.pairwise import PairwiseMasker
-from crypto.secure_sum import add_vector
-from crypto.tls import peer_identity
+from fedanon.algorithms.tds.jobspec import LKCJobSpec
+from fedanon.crypto.errors import IdentityError
+from fedanon.crypto.identity import Identity, PeerIdentity
+from fedanon.crypto.keyshare import ONION_UNION, PAIRWISE_SUM
+from fedanon.crypto.pairwise import PairwiseMasker
+from fedanon.crypto.secure_sum import add_vector
+from fedanon.crypto.tls import peer_identity
 from fedanon.errors import FedanonError
-from fedanon.keyshares import new_share, union_route, verified_peers
-from fedanon.lkc.jobspec import LKCJobSpec
+from fedanon.federation.keyshares import new_share, union_route, verified_peers
+from fedanon.federation.wire import from_vector
+from fedanon.party import randomize as randomize_job
+from fedanon.party.config import PartyConfig
+from fedanon.party.drbt_session import DRBTSession
+from fedanon.party.policy import admit, audit_served
+from fedanon.party.randomize import RandomizeSession
+from fedanon.party.session import PartySession, ProtocolError
+from fedanon.party.union import UnionRole, measured_size, record_bytes
+from fedanon.protos import fedanon_v1_pb2 as pb
+from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
 from fedanon.taxonomy.files import TaxonomyFile
-from fedanon.wire import from_vector
-from party import randomize as randomize_job
-from party.config import PartyConfig
-from party.drbt_session import DRBTSession
-from party.policy import admit, audit_served
-from party.randomize import RandomizeSession
-from party.session import PartySession, ProtocolError
-from party.union import UnionRole, measured_size, record_bytes
-from protos import fedanon_v1_pb2 as pb
-from protos import fedanon_v1_pb2_grpc as pb_grpc
 
 log = logging.getLogger(__name__)
 

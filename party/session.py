@@ -13,16 +13,16 @@ import numpy as np
 import pandas as pd
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
-from crypto.pairwise import PairwiseMasker
-from crypto.sealed_total import SealedTotalChannel
+from fedanon.algorithms.tds.jobspec import LKCJobSpec
+from fedanon.algorithms.tds.local_party import LocalParty
+from fedanon.crypto.pairwise import PairwiseMasker
+from fedanon.crypto.sealed_total import SealedTotalChannel
 from fedanon.errors import FedanonError
-from fedanon.lkc.jobspec import LKCJobSpec
-from fedanon.lkc.local_party import LocalParty
+from fedanon.federation.wire import from_instruction
+from fedanon.party.replay import AnswerOnce
+from fedanon.party.union import UnionRole
+from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.schema import Schema
-from fedanon.wire import from_instruction
-from party.replay import AnswerOnce
-from party.union import UnionRole
-from protos import fedanon_v1_pb2 as pb
 
 
 class ProtocolError(FedanonError):

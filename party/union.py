@@ -18,12 +18,12 @@ from collections.abc import Callable
 import pandas as pd
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
-from crypto.onion_union import UnionContext, peel_layer, seal_records
-from crypto.parallel import Parallelism
-from crypto.prepared_keys import PreparedLeaderKeys
-from crypto.sealed_total import SealedTotalChannel
-from crypto.share_shuffle import PairKeys, ShuffleContext, ShuffleParty
-from protos import fedanon_v1_pb2 as pb
+from fedanon.crypto.onion_union import UnionContext, peel_layer, seal_records
+from fedanon.crypto.parallel import Parallelism
+from fedanon.crypto.prepared_keys import PreparedLeaderKeys
+from fedanon.crypto.sealed_total import SealedTotalChannel
+from fedanon.crypto.share_shuffle import PairKeys, ShuffleContext, ShuffleParty
+from fedanon.protos import fedanon_v1_pb2 as pb
 
 
 def record_bytes(table: pd.DataFrame) -> list[bytes]:

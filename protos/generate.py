@@ -1,4 +1,4 @@
-"""Regenerate the Python modules of the gRPC contract: ``python -m protos.generate``.
+"""Regenerate the Python modules of the gRPC contract: ``python -m fedanon.protos.generate``.
 
 The generated files are committed so that installing fedanon needs no code generator;
 ``tests/test_protos_fresh.py`` fails when they no longer match ``fedanon_v1.proto`` (regenerate

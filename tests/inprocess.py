@@ -2,9 +2,9 @@
 
 The leakage and privacy tests (distributed LKC, vertical DRBT) need to see every message a
 party receives and sends, so they run the parties in-process. What is shared lives here: every
-daemon is built by the real :func:`party.daemon.build_server` from a real ``party.toml`` with
+daemon is built by the real :func:`fedanon.party.daemon.build_server` from a real ``party.toml`` with
 real mutual TLS; the only substitutions are the ``make_server`` it calls (the production
-:func:`fedanon.transport.make_server` plus the test's server interceptor) and the
+:func:`fedanon.federation.transport.make_server` plus the test's server interceptor) and the
 ``make_channel`` for its next hop (the production channel wrapped by the test's client
 interceptor). ``monkeypatch`` raises on a missing attribute, so a rename fails loudly instead of
 silently recording nothing. Each test module brings its own interceptors and oracles.
@@ -23,11 +23,16 @@ import grpc
 import pandas as pd
 import pytest
 
-import party.daemon
-from fedanon.tls import TLSFiles
-from fedanon.transport import make_server
-from leader.sim import LEADER_NAME, free_ports, issue_federation_certificates, write_party_config
-from party.config import Hop, PartyConfig
+import fedanon.party.daemon
+from fedanon.federation.tls import TLSFiles
+from fedanon.federation.transport import make_server
+from fedanon.leader.sim import (
+    LEADER_NAME,
+    free_ports,
+    issue_federation_certificates,
+    write_party_config,
+)
+from fedanon.party.config import Hop, PartyConfig
 
 
 def short_method(full: str) -> str:
@@ -117,10 +122,10 @@ def inprocess_parties(
                                hops[i + 1] if i + 1 < len(hops) else None, cert_dir,
                                rpc_seconds=30.0)
             with monkeypatch.context() as build:
-                build.setattr(party.daemon, "make_server", functools.partial(
+                build.setattr(fedanon.party.daemon, "make_server", functools.partial(
                     _recorded_server, recorder=server_interceptor(name)))
-                build.setattr(party.daemon, "make_channel", hop_channel_factory(name))
-                server, _port, servicer = party.daemon.build_server(PartyConfig.load(config))
+                build.setattr(fedanon.party.daemon, "make_channel", hop_channel_factory(name))
+                server, _port, servicer = fedanon.party.daemon.build_server(PartyConfig.load(config))
             server.start()
             servers.append(server)
             servicers[name] = servicer

@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fedanon.c45 import C45, added_errors
-from fedanon.datadir import data_dir, have_data
 from fedanon.errors import FedanonError
+from fedanon.readers.datadir import data_dir, have_data
+from fedanon.utility.c45 import C45, added_errors
 
 ADULT_NUMERIC = {"age", "fnlwgt", "education-num", "capital-gain", "capital-loss", "hours-per-week"}
 

@@ -13,14 +13,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fedanon.checker import (
+from fedanon.errors import FedanonError
+from fedanon.models.lkc import (
     CheckResult,
     Violation,
     _exact_argmax_ratio,
     check_lkc,
     parse_confidence,
 )
-from fedanon.errors import FedanonError
 
 QID3 = ["Job", "Sex", "Age"]
 S_TRANS = {"Surgery": ["Transgender"]}

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fedanon.checker import parse_confidence
 from fedanon.errors import FedanonError
+from fedanon.models.lkc import parse_confidence
 from fedanon.schema import parse_confidence_bound
 
 from .clirun import run_cli

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fedanon.datadir import data_dir
+from fedanon.readers.datadir import data_dir
 from tests.doc_commands import Block, extract_blocks, run_blocks
 
 REPO = Path(__file__).resolve().parents[1]

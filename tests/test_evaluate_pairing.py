@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from fedanon.errors import FedanonError
-from fedanon.table_io import read_table, write_table
+from fedanon.readers.table_io import read_table, write_table
 from fedanon.taxonomy.loader import load_taxonomy
 from fedanon.utility.pairing import release_in_raw_order
 

@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fedanon.charts import plot_sweep
-from fedanon.datadir import data_dir, have_data
 from fedanon.errors import FedanonError
-from fedanon.evaluation import baseline_errors, evaluate_release
+from fedanon.readers.datadir import data_dir, have_data
+from fedanon.utility.charts import plot_sweep
+from fedanon.utility.evaluation import baseline_errors, evaluate_release
 
 QIDS = ["age", "job"]
 

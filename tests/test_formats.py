@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from fedanon.errors import FedanonError
-from fedanon.table_io import input_delimiter, read_table, require_columns, write_table
+from fedanon.readers.table_io import input_delimiter, read_table, require_columns, write_table
 from tests.clirun import run_cli
 
 TAXONOMY = """\

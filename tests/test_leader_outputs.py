@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 
 from fedanon.errors import FedanonError
+from fedanon.leader.config import LeaderJob, spec_from_table
+from fedanon.leader.drbt import DRBTLeaderJob, run_drbt
+from fedanon.leader.run import run_job
+from fedanon.party.config import Hop
 from fedanon.synth import hospital_taxonomy_path
 from fedanon.taxonomy.loader import load_taxonomy
-from leader.config import LeaderJob, spec_from_table
-from leader.drbt import DRBTLeaderJob, run_drbt
-from leader.run import run_job
-from party.config import Hop
 
 NOWHERE = [Hop(f"hospital-{i}", f"127.0.0.1:{i}") for i in (1, 2, 3)]
 

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fedanon.metrics import classification_error, discernibility_ratio
+from fedanon.utility.metrics import classification_error, discernibility_ratio
 
 
 def test_discernibility_ratio_by_hand() -> None:

@@ -8,8 +8,8 @@ from functools import partial
 import grpc
 import pytest
 
-from party.replay import AnswerOnce
-from protos import fedanon_v1_pb2 as pb
+from fedanon.party.replay import AnswerOnce
+from fedanon.protos import fedanon_v1_pb2 as pb
 
 
 class Aborted(Exception):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from crypto.identity import create_ca, issue_identity, save_ca, save_identity
+from fedanon.crypto.identity import create_ca, issue_identity, save_ca, save_identity
 from fedanon.synth import generate_hospital, hospital_taxonomy_path
 
 

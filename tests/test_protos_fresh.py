@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from protos.generate import PROTO_DIR, generate
+from fedanon.protos.generate import PROTO_DIR, generate
 
 
 def test_generated_code_is_fresh(tmp_path: Path) -> None:
@@ -12,5 +12,5 @@ def test_generated_code_is_fresh(tmp_path: Path) -> None:
     assert fresh, "protoc produced nothing"
     for name, content in fresh.items():
         committed = PROTO_DIR / name
-        assert committed.exists(), f"{name} is not committed: run python -m protos.generate"
-        assert committed.read_bytes() == content, f"{name} is stale: run python -m protos.generate"
+        assert committed.exists(), f"{name} is not committed: run python -m fedanon.protos.generate"
+        assert committed.read_bytes() == content, f"{name} is stale: run python -m fedanon.protos.generate"

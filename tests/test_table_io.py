@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from fedanon.errors import FedanonError
-from fedanon.table_io import read_table, require_columns, write_table
+from fedanon.readers.table_io import read_table, require_columns, write_table
 
 
 def test_round_trip_keeps_text_exactly(tmp_path: Path) -> None:

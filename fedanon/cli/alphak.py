@@ -123,7 +123,7 @@ def run_anonymize(args: argparse.Namespace) -> int:
     from fedanon.algorithms.alphak.api import anonymize_alpha_k
     from fedanon.algorithms.alphak.release import NOTE, note_path
     from fedanon.outputs import CommandOutputs
-    from fedanon.table_io import read_table
+    from fedanon.readers.table_io import read_table
     from fedanon.taxonomy.loader import load_taxonomy
 
     pair = args.method in PAIR_METHODS
@@ -200,7 +200,7 @@ def run_anonymize(args: argparse.Namespace) -> int:
 
 def run_check(args: argparse.Namespace) -> int:
     from fedanon.models.alpha_k import check_generalized, check_pair
-    from fedanon.table_io import read_table
+    from fedanon.readers.table_io import read_table
 
     if args.data and (args.nss or args.ss):
         raise FedanonError("give either --data or --nss and --ss, not both")
@@ -247,7 +247,7 @@ def _named(spec: str) -> tuple[str, str]:
 
 def run_evaluate(args: argparse.Namespace) -> int:
     from fedanon.outputs import CommandOutputs
-    from fedanon.table_io import read_table
+    from fedanon.readers.table_io import read_table
     from fedanon.taxonomy.loader import load_taxonomy
     from fedanon.utility.query_report import QueryRelease, evaluate_releases, plot_query_errors
 

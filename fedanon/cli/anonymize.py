@@ -64,9 +64,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_lkc(args: argparse.Namespace) -> int:
-    from fedanon.lkc.api import anonymize_lkc, build_schema, parse_sensitive, resolve_params
+    from fedanon.algorithms.tds.api import (
+        anonymize_lkc,
+        build_schema,
+        parse_sensitive,
+        resolve_params,
+    )
     from fedanon.outputs import CommandOutputs
-    from fedanon.table_io import check_output_format, input_delimiter, read_table
+    from fedanon.readers.table_io import check_output_format, input_delimiter, read_table
     from fedanon.taxonomy.loader import load_taxonomy
 
     outputs = CommandOutputs(inputs=[args.data, args.taxonomy])

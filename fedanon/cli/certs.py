@@ -34,7 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _init(args: argparse.Namespace) -> int:
-    from crypto.identity import create_ca, save_ca
+    from fedanon.crypto.identity import create_ca, save_ca
 
     try:
         path = save_ca(create_ca(args.name), args.dir)
@@ -45,7 +45,7 @@ def _init(args: argparse.Namespace) -> int:
 
 
 def _issue(args: argparse.Namespace) -> int:
-    from crypto.identity import CA_STEM, issue_identity, load_ca, save_identity
+    from fedanon.crypto.identity import CA_STEM, issue_identity, load_ca, save_identity
 
     if not (args.dir / f"{CA_STEM}.key").exists():
         raise FedanonError(

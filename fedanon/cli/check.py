@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # the handler imports them; building the parser must not (sta
     import pandas as pd
     from rich.console import Console
 
-    from fedanon.checker import CheckResult, Violation
+    from fedanon.models.lkc import CheckResult, Violation
 
 DESCRIPTION = """\
 Check that a released table satisfies LKC-privacy: every group of rows that agree on at most L
@@ -131,7 +131,7 @@ def _read_release(path: str, delimiter: str | None) -> pd.DataFrame:
     """The released CSV with every cell as the exact string written (no NA or number parsing)."""
     import pandas as pd
 
-    from fedanon.table_io import input_delimiter  # I/O only: no engine code
+    from fedanon.readers.table_io import input_delimiter  # I/O only: no engine code
 
     if not Path(path).is_file():
         raise FedanonError(f"data file not found: {path}")
@@ -172,7 +172,7 @@ def _suppression(
     """The label of a suppressed cell per QID (its taxonomy's root) and the budget in rows."""
     if args.suppress is None:
         return None, 0
-    from fedanon.lkc.suppression import budget_records, parse_suppression_share
+    from fedanon.algorithms.tds.suppression import budget_records, parse_suppression_share
     from fedanon.taxonomy.loader import load_taxonomy
 
     share = parse_suppression_share(args.suppress)
@@ -187,7 +187,7 @@ def _suppression(
 
 def run_lkc(args: argparse.Namespace) -> int:
     """Handler of `fedanon check lkc`."""
-    from fedanon.checker import check_lkc, parse_confidence
+    from fedanon.models.lkc import check_lkc, parse_confidence
 
     K = _positive_int("K", args.K)
     C = parse_confidence(args.C)
@@ -195,7 +195,7 @@ def run_lkc(args: argparse.Namespace) -> int:
     L = len(qids) if args.L.strip().lower() == "all" else _positive_int("L", args.L)
     df = _read_release(args.data, args.delimiter)
     if len(df.columns) == 1:  # the whole header in one column: name the wrong delimiter
-        from fedanon.table_io import require_columns
+        from fedanon.readers.table_io import require_columns
 
         require_columns(df, [*qids, *sensitive], args.data)
     suppressed, budget = _suppression(args, qids, len(df))

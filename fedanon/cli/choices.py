@@ -5,11 +5,11 @@ and argument errors must not pay for that (docs/cli.md, "Start-up"). A test comp
 tuple with the library's own constant, so the two cannot drift apart.
 """
 
-LKC_PRESETS = ("lkc", "k-anonymity", "confidence-bounding", "alpha-k")  # fedanon.lkc.api.PRESETS
-LKC_SCORES = ("infogain", "discernibility")  # fedanon.lkc.scores.SCORES
-DRBT_MATRICES = ("gaussian", "sparse")  # fedanon.drbt.matrices.MATRICES
+LKC_PRESETS = ("lkc", "k-anonymity", "confidence-bounding", "alpha-k")  # fedanon.algorithms.tds.api.PRESETS
+LKC_SCORES = ("infogain", "discernibility")  # fedanon.algorithms.tds.scores.SCORES
+DRBT_MATRICES = ("gaussian", "sparse")  # fedanon.algorithms.drbt.matrices.MATRICES
 SANITIZE_DATA_SHARING = ("iga", "rra", "ra", "swa")  # ...sanitization.api.DATA_SHARING
 SANITIZE_ALGORITHMS = (*SANITIZE_DATA_SHARING, "dsa")  # ...sanitization.api.ALGORITHMS
 SANITIZE_DEFAULT_WINDOW = 50_000  # ...sanitization.api.DEFAULT_WINDOW
 RULE_SUPPORTS = ("itemset", "antecedent")  # fedanon.utility.miner.RULE_SUPPORTS
-CERT_ROLES = ("party", "leader")  # crypto.identity.ROLES
+CERT_ROLES = ("party", "leader")  # fedanon.crypto.identity.ROLES

@@ -60,14 +60,14 @@ def run_demo(args: argparse.Namespace) -> int:
 def _run_demo(args: argparse.Namespace, scratch: Path, release_name: Path) -> tuple[dict, Any]:
     """Run the demo writing into `scratch`; the report (checked against the centralized run)
     and the job spec. `release_name` is where the release will be, for the report."""
-    from fedanon.lkc.api import anonymize_lkc, build_schema
+    from fedanon.algorithms.tds.api import anonymize_lkc, build_schema
+    from fedanon.leader.config import LeaderJob, spec_from_table
+    from fedanon.leader.run import run_job
+    from fedanon.leader.sim import federation, split_table
+    from fedanon.readers.table_io import read_table
     from fedanon.schema import LKCParams
     from fedanon.synth import generate_hospital, hospital_taxonomy_path
-    from fedanon.table_io import read_table
     from fedanon.taxonomy.loader import load_taxonomy
-    from leader.config import LeaderJob, spec_from_table
-    from leader.run import run_job
-    from leader.sim import federation, split_table
 
     table = generate_hospital(args.rows, args.seed).astype(str)
     table.to_csv(scratch / "hospital-input.csv", index=False)

@@ -90,9 +90,9 @@ def add_evaluate_drbt(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_anonymize_drbt(args: argparse.Namespace) -> int:
-    from fedanon.drbt.api import anonymize_drbt
+    from fedanon.algorithms.drbt.api import anonymize_drbt
     from fedanon.outputs import CommandOutputs
-    from fedanon.table_io import read_table
+    from fedanon.readers.table_io import read_table
 
     if args.id_map and not args.id_column:
         raise FedanonError("--id-map needs --id (there are no ids to map)")
@@ -139,10 +139,10 @@ def run_anonymize_drbt(args: argparse.Namespace) -> int:
 
 
 def run_evaluate_drbt(args: argparse.Namespace) -> int:
-    from fedanon.drbt.api import evaluate_drbt
-    from fedanon.drbt.chart import plot_evaluation
+    from fedanon.algorithms.drbt.api import evaluate_drbt
+    from fedanon.algorithms.drbt.chart import plot_evaluation
     from fedanon.outputs import CommandOutputs
-    from fedanon.table_io import read_table
+    from fedanon.readers.table_io import read_table
 
     outputs = CommandOutputs(inputs=[args.data])
     outputs.claim("--report", args.report)

@@ -61,7 +61,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _schema_maker(args: argparse.Namespace, table):
-    from fedanon.lkc.api import build_schema
+    from fedanon.algorithms.tds.api import build_schema
     from fedanon.taxonomy.loader import load_taxonomy
 
     def make():
@@ -77,10 +77,10 @@ def _schema_maker(args: argparse.Namespace, table):
 
 
 def run_one(args: argparse.Namespace) -> int:
-    from fedanon.evaluation import evaluate_release
-    from fedanon.lkc.sweep import numeric_view
+    from fedanon.algorithms.tds.sweep import numeric_view
     from fedanon.outputs import CommandOutputs
-    from fedanon.table_io import read_table, require_columns
+    from fedanon.readers.table_io import read_table, require_columns
+    from fedanon.utility.evaluation import evaluate_release
     from fedanon.utility.pairing import release_in_raw_order
 
     outputs = CommandOutputs(inputs=[args.data, args.release, args.taxonomy])
@@ -108,10 +108,10 @@ def run_one(args: argparse.Namespace) -> int:
 
 
 def run_sweep(args: argparse.Namespace) -> int:
-    from fedanon.charts import plot_sweep
-    from fedanon.lkc.sweep import sweep
+    from fedanon.algorithms.tds.sweep import sweep
     from fedanon.outputs import CommandOutputs
-    from fedanon.table_io import read_table
+    from fedanon.readers.table_io import read_table
+    from fedanon.utility.charts import plot_sweep
 
     outputs = CommandOutputs(inputs=[args.data, args.taxonomy])
     out = outputs.claim_directory("--out-dir", args.out_dir)

@@ -125,7 +125,7 @@ def run_anonymize_mondrian(args: argparse.Namespace) -> int:
 
 def _release(args: argparse.Namespace, method: str, anonymize, extra: dict) -> int:
     from fedanon.outputs import CommandOutputs
-    from fedanon.table_io import read_table
+    from fedanon.readers.table_io import read_table
 
     outputs = CommandOutputs(inputs=[args.data])
     outputs.claim("--out", args.out)
@@ -196,7 +196,7 @@ def run_check_k_anonymity(args: argparse.Namespace) -> int:
 
 def run_evaluate_classification(args: argparse.Namespace) -> int:
     from fedanon.outputs import CommandOutputs
-    from fedanon.table_io import read_table
+    from fedanon.readers.table_io import read_table
     from fedanon.utility.classification import evaluate_classification
     from fedanon.utility.classification_chart import plot_accuracy
     from fedanon.utility.k_anonymizers import anonymizers

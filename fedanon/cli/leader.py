@@ -16,7 +16,7 @@ from fedanon.cli.reporting import (
 )
 
 if TYPE_CHECKING:
-    from fedanon.lkc.engine import StepInfo
+    from fedanon.algorithms.tds.engine import StepInfo
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -58,10 +58,10 @@ def summarize(report: dict, as_json: bool) -> None:
 
 
 def run_leader(args: argparse.Namespace) -> int:
-    from fedanon.tls import insecure_warning
-    from leader.config import LeaderJob, load_job
-    from leader.drbt import DRBTLeaderJob, run_drbt
-    from leader.run import run_job
+    from fedanon.federation.tls import insecure_warning
+    from fedanon.leader.config import LeaderJob, load_job
+    from fedanon.leader.drbt import DRBTLeaderJob, run_drbt
+    from fedanon.leader.run import run_job
 
     job = load_job(args.config)
     if args.insecure:

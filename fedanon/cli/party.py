@@ -10,7 +10,7 @@ from fedanon.cli.common import print_summary
 from fedanon.errors import FedanonError
 
 if TYPE_CHECKING:
-    from party.config import PartyConfig
+    from fedanon.party.config import PartyConfig
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -35,8 +35,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _config(args: argparse.Namespace) -> PartyConfig:
-    from fedanon.tls import insecure_warning
-    from party.config import PartyConfig
+    from fedanon.federation.tls import insecure_warning
+    from fedanon.party.config import PartyConfig
 
     config = PartyConfig.load(args.config)
     if getattr(args, "insecure", False):
@@ -49,7 +49,7 @@ def _config(args: argparse.Namespace) -> PartyConfig:
 
 def run_serve(args: argparse.Namespace) -> int:
     from fedanon.logs import setup_logging
-    from party.daemon import serve
+    from fedanon.party.daemon import serve
 
     setup_logging(args.log_level, args.log_format)
     serve(_config(args))
@@ -59,9 +59,9 @@ def run_serve(args: argparse.Namespace) -> int:
 def run_status(args: argparse.Namespace) -> int:
     import grpc
 
-    from fedanon.transport import make_channel
-    from protos import fedanon_v1_pb2 as pb
-    from protos import fedanon_v1_pb2_grpc as pb_grpc
+    from fedanon.federation.transport import make_channel
+    from fedanon.protos import fedanon_v1_pb2 as pb
+    from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
 
     config = _config(args)
     address = args.address or config.listen.replace("0.0.0.0", "127.0.0.1")

@@ -170,7 +170,7 @@ def _summary_rows(report: dict[str, Any]) -> list[tuple[str, Any]]:
 def run_anonymize(args: argparse.Namespace) -> int:
     from fedanon.algorithms.randomization.api import anonymize_randomize
     from fedanon.outputs import CommandOutputs
-    from fedanon.table_io import read_table
+    from fedanon.readers.table_io import read_table
 
     outputs = CommandOutputs(inputs=[args.data])
     outputs.claim("--out", args.out)
@@ -198,7 +198,7 @@ def run_anonymize(args: argparse.Namespace) -> int:
 def run_evaluate(args: argparse.Namespace) -> int:
     from fedanon.algorithms.randomization.api import evaluate_randomization
     from fedanon.outputs import CommandOutputs
-    from fedanon.table_io import read_table
+    from fedanon.readers.table_io import read_table
 
     outputs = CommandOutputs(inputs=[args.data, args.release])
     outputs.claim("--report", args.report)
@@ -259,7 +259,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
 
 def run_leader_randomize(job: Any, as_json: bool) -> int:
     """``fedanon leader run`` with a [randomize] job.toml."""
-    from leader.randomize import run_randomize
+    from fedanon.leader.randomize import run_randomize
 
     report = run_randomize(job)
     rows = [
@@ -280,10 +280,10 @@ def run_sim(args: argparse.Namespace) -> int:
     from fedanon.algorithms.randomization.api import anonymize_randomize
     from fedanon.algorithms.randomization.coding import encode, observed_domain
     from fedanon.algorithms.randomization.jobspec import RandomizeSpec
+    from fedanon.leader.randomize import RandomizeLeaderJob, run_randomize
+    from fedanon.leader.sim import federation, split_table
     from fedanon.outputs import CommandOutputs
-    from fedanon.table_io import read_table
-    from leader.randomize import RandomizeLeaderJob, run_randomize
-    from leader.sim import federation, split_table
+    from fedanon.readers.table_io import read_table
 
     if args.keep_at_parties and not args.workdir:
         raise FedanonError(

@@ -91,7 +91,7 @@ def lkc_release_report(
     verdict the caller already has (the leader checks every integrated release).
     """
     if check is None and wants_report(args):
-        from fedanon.checker import check_lkc
+        from fedanon.models.lkc import check_lkc
 
         grouped: dict[str, list[str]] = {}
         for s in schema.sensitive:
@@ -172,7 +172,7 @@ def finish_distributed_reports(
     replaced, atomically, by the same report with ``release_report`` added.
     """
     from fedanon.atomic import write_json_atomic
-    from fedanon.table_io import read_table
+    from fedanon.readers.table_io import read_table
 
     release = read_table(job.out).astype(str)
     revealed = report.get("party_records") or {}

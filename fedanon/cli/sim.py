@@ -72,7 +72,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def lkc_section(args: argparse.Namespace) -> dict:
     """The CLI's LKC options in the shape of job.toml's [lkc] section."""
-    from fedanon.lkc.api import parse_sensitive
+    from fedanon.algorithms.tds.api import parse_sensitive
 
     section: dict = {"L": args.L, "K": args.K, "C": args.C, "preset": args.preset,
                      "score": args.score, "drop": split_list(args.drop),
@@ -90,12 +90,12 @@ def lkc_section(args: argparse.Namespace) -> dict:
 
 
 def run_sim_lkc(args: argparse.Namespace) -> int:
+    from fedanon.leader.config import LeaderJob, spec_from_table
+    from fedanon.leader.run import run_job
+    from fedanon.leader.sim import check_job_columns, federation, split_table
     from fedanon.outputs import CommandOutputs
-    from fedanon.table_io import read_table
+    from fedanon.readers.table_io import read_table
     from fedanon.taxonomy.loader import load_taxonomy
-    from leader.config import LeaderJob, spec_from_table
-    from leader.run import run_job
-    from leader.sim import check_job_columns, federation, split_table
 
     if args.dynamic:
         raise FedanonError("--dynamic is not available in distributed mode")
@@ -134,14 +134,14 @@ def run_sim_drbt(args: argparse.Namespace) -> int:
     """Split a numeric table by columns, run vertical DRBT, compare with central clustering."""
     import numpy as np
 
-    from fedanon.drbt.fmeasure import overall_f_measure
-    from fedanon.drbt.kmeans import kmeans
-    from fedanon.drbt.projection import check_projection, zscore
+    from fedanon.algorithms.drbt.fmeasure import overall_f_measure
+    from fedanon.algorithms.drbt.kmeans import kmeans
+    from fedanon.algorithms.drbt.projection import check_projection, zscore
+    from fedanon.leader.drbt import DRBTLeaderJob, run_drbt
+    from fedanon.leader.sim import federation, split_columns
     from fedanon.outputs import CommandOutputs
-    from fedanon.table_io import read_table, require_columns
+    from fedanon.readers.table_io import read_table, require_columns
     from fedanon.text import as_numbers
-    from leader.drbt import DRBTLeaderJob, run_drbt
-    from leader.sim import federation, split_columns
 
     if args.insecure:
         print("fedanon: WARNING: --insecure: no TLS, no authentication; local experiments only",

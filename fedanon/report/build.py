@@ -19,7 +19,6 @@ from typing import Any
 import pandas as pd
 
 from fedanon import __version__
-from fedanon.metrics import discernibility_ratio
 from fedanon.report.loss import AttributeLoss, overall_ncp, release_loss
 from fedanon.report.risk import (
     class_purity_error,
@@ -29,6 +28,7 @@ from fedanon.report.risk import (
     size_distribution,
 )
 from fedanon.taxonomy.tree import Taxonomy
+from fedanon.utility.metrics import discernibility_ratio
 
 SCHEMA_ID = "fedanon-report/1"
 SCHEMA_FILE = Path(__file__).with_name("fedanon-report-1.schema.json")

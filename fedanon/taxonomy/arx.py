@@ -74,7 +74,7 @@ def read_arx_directory(directory: Path, data_columns: Sequence[str] | None = Non
     """Read every ``*.csv`` hierarchy in `directory` (see :func:`arx_attribute_files`)."""
     files = arx_attribute_files(sorted(Path(directory).glob("*.csv")), data_columns, strict=False)
     if not files:
-        from fedanon.table_io import header_hint
+        from fedanon.readers.table_io import header_hint
 
         hint = header_hint(list(data_columns)) if data_columns else ""
         raise FedanonError(f"{directory}: no ARX hierarchy files (*.csv) found{hint}")

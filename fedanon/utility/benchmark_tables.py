@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from fedanon.datadir import data_dir
 from fedanon.errors import FedanonError
+from fedanon.readers.datadir import data_dir
 
 GERMAN = [
     "checking", "duration", "history", "purpose", "amount", "savings", "employment",

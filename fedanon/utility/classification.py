@@ -44,8 +44,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
-from fedanon.c45 import C45
 from fedanon.errors import FedanonError
+from fedanon.utility.c45 import C45
 
 INDUCERS = ("c45", "naive-bayes", "logistic")
 ORIGINAL = "original"  # the raw training half: the paper's k = 1 column

@@ -63,7 +63,7 @@ def _mondrian(train, test, k, seed, numeric, *, class_column, qids) -> Prepared:
 
 
 def _tds(train, test, k, seed, numeric, *, class_column, qids, taxonomy) -> Prepared:
-    from fedanon.lkc.api import anonymize_lkc, build_schema
+    from fedanon.algorithms.tds.api import anonymize_lkc, build_schema
     from fedanon.schema import LKCParams
     from fedanon.taxonomy.loader import load_taxonomy
 

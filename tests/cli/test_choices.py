@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from crypto.identity import ROLES
+from fedanon.algorithms.drbt.matrices import MATRICES
 from fedanon.algorithms.sanitization.api import ALGORITHMS, DATA_SHARING, DEFAULT_WINDOW
+from fedanon.algorithms.tds.api import PRESETS
+from fedanon.algorithms.tds.scores import SCORES
 from fedanon.cli import choices
-from fedanon.drbt.matrices import MATRICES
-from fedanon.lkc.api import PRESETS
-from fedanon.lkc.scores import SCORES
+from fedanon.crypto.identity import ROLES
 from fedanon.utility.miner import RULE_SUPPORTS
 
 

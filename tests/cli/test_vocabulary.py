@@ -97,7 +97,7 @@ def test_exit_codes_are_one_table_in_help():
 
 def test_every_error_class_exit_code_is_in_the_table():
     from fedanon.errors import FedanonError, InfeasibleError
-    from leader.federation import PartyFailure
+    from fedanon.leader.federation import PartyFailure
 
     table = dict(EXIT_CODES)
     assert FedanonError.exit_code == 2 and "input error" in table[2]

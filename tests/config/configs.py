@@ -15,8 +15,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from crypto.identity import create_ca, issue_identity, save_ca, save_identity
 from fedanon.cli.main import main
+from fedanon.crypto.identity import create_ca, issue_identity, save_ca, save_identity
 from fedanon.synth import generate_hospital, hospital_taxonomy_path
 
 

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from fedanon.errors import FedanonError
-from leader.config import load_job
-from party.config import PartyConfig
+from fedanon.leader.config import load_job
+from fedanon.party.config import PartyConfig
 from tests.config.configs import (
     assert_one_line_error,
     job_doc,

@@ -26,10 +26,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fedanon.errors import FedanonError
+from fedanon.leader.config import load_job
+from fedanon.party.config import PartyConfig
 from fedanon.synth import hospital_taxonomy_path
 from fedanon.taxonomy.loader import load_taxonomy
-from leader.config import load_job
-from party.config import PartyConfig
 from tests.config.configs import (
     assert_one_line_error,
     job_doc,

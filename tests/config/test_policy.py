@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from fedanon.party.config import PartyConfig
+from fedanon.party.policy import JobRequest, Policy, PolicyRefusal, check_job, read_request
+from fedanon.party.servicer import PartyServicer
+from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.synth import generate_hospital
-from party.config import PartyConfig
-from party.policy import JobRequest, Policy, PolicyRefusal, check_job, read_request
-from party.servicer import PartyServicer
-from protos import fedanon_v1_pb2 as pb
 
 COLUMNS = ["patient_id", "age", "sex", "postcode", "diagnosis"]
 

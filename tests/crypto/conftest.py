@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from crypto.identity import CertificateAuthority, Identity, create_ca, issue_identity
+from fedanon.crypto.identity import CertificateAuthority, Identity, create_ca, issue_identity
 
 MAX_PARTIES = 16
 

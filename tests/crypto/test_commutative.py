@@ -6,7 +6,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from crypto.commutative import (
+from fedanon.crypto.commutative import (
     MAX_VALUE_BYTES,
     P,
     Q,
@@ -20,8 +20,8 @@ from crypto.commutative import (
     pack_elements,
     unpack_elements,
 )
-from crypto.errors import WireFormatError
-from crypto.simulate import dedup_union
+from fedanon.crypto.errors import WireFormatError
+from fedanon.crypto.simulate import dedup_union
 
 
 def test_group_constants() -> None:

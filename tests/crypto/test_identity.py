@@ -9,8 +9,9 @@ import pytest
 from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
-from crypto.errors import IdentityError
-from crypto.identity import (
+from fedanon.cli.main import main
+from fedanon.crypto.errors import IdentityError
+from fedanon.crypto.identity import (
     create_ca,
     issue_identity,
     load_ca,
@@ -22,7 +23,6 @@ from crypto.identity import (
     verify_certificate,
     verify_signature,
 )
-from fedanon.cli.main import main
 
 
 def mode(path: Path) -> int:

@@ -9,10 +9,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from crypto.errors import WireFormatError
-from crypto.masks import fresh_mask, keyed_mask
-from crypto.shuffle import secure_shuffle
-from crypto.wire import as_counts, bytes_to_counts, counts_to_bytes, pack_frames, unpack_frames
+from fedanon.crypto.errors import WireFormatError
+from fedanon.crypto.masks import fresh_mask, keyed_mask
+from fedanon.crypto.shuffle import secure_shuffle
+from fedanon.crypto.wire import (
+    as_counts,
+    bytes_to_counts,
+    counts_to_bytes,
+    pack_frames,
+    unpack_frames,
+)
 
 from .uniformity import looks_uniform
 

@@ -9,8 +9,8 @@ from collections import Counter
 import pytest
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
-from crypto.errors import IntegrityError
-from crypto.onion_union import (
+from fedanon.crypto.errors import IntegrityError
+from fedanon.crypto.onion_union import (
     X25519_KEY_BYTES,
     UnionContext,
     open_records,
@@ -18,7 +18,7 @@ from crypto.onion_union import (
     prepare_leader_ephemeral,
     seal_records,
 )
-from crypto.prepared_keys import PreparedLeaderKeys
+from fedanon.crypto.prepared_keys import PreparedLeaderKeys
 
 SESSION = b"prepared-session"
 

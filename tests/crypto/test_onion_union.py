@@ -12,15 +12,15 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from crypto.errors import (
+from fedanon.crypto.errors import (
     CryptoError,
     IdentityError,
     IntegrityError,
     MissingPartyError,
     WireFormatError,
 )
-from crypto.keyshare import PeerKey
-from crypto.onion_union import (
+from fedanon.crypto.keyshare import PeerKey
+from fedanon.crypto.onion_union import (
     LAYER_OVERHEAD,
     UnionContext,
     build_route,
@@ -30,8 +30,8 @@ from crypto.onion_union import (
     seal_records,
     unpack_batch,
 )
-from crypto.parallel import Parallelism
-from crypto.simulate import onion_union
+from fedanon.crypto.parallel import Parallelism
+from fedanon.crypto.simulate import onion_union
 
 RECORD_SIZE = 24
 # Every batch goes to worker processes, in chunks of 2 items for the 15 of `Ring.sealed`.
@@ -236,7 +236,7 @@ def test_pooled_open_gives_the_same_records_in_the_same_order() -> None:
 def test_pooled_seal_keeps_order_and_the_per_record_leader_keys(monkeypatch) -> None:
     """Chunks sealed in different workers still get distinct leader keys (no RNG state forked
     into two workers) and one party key per owner batch; the records come out in order."""
-    monkeypatch.setattr("crypto.onion_union.secure_shuffle", lambda items: None)
+    monkeypatch.setattr("fedanon.crypto.onion_union.secure_shuffle", lambda items: None)
     ring = Ring()
     records = [b"record %d" % i for i in range(15)]
     batch = seal_records(records, ring.ctx, pad_to=17, parallelism=POOLED)

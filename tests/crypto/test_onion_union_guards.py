@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
-from crypto.errors import WireFormatError
-from crypto.onion_union import (
+from fedanon.crypto.errors import WireFormatError
+from fedanon.crypto.onion_union import (
     UnionContext,
     _seal_innermost,
     open_records,

@@ -7,17 +7,17 @@ import secrets
 import numpy as np
 import pytest
 
-from crypto.errors import IdentityError, IntegrityError, MissingPartyError
-from crypto.keyshare import (
+from fedanon.crypto.errors import IdentityError, IntegrityError, MissingPartyError
+from fedanon.crypto.keyshare import (
     ONION_UNION,
     PAIRWISE_SUM,
     PeerKey,
     create_key_share,
     verify_key_share,
 )
-from crypto.pairwise import PairwiseAggregator, PairwiseMasker
-from crypto.simulate import pairwise_sum
-from crypto.wire import bytes_to_counts, pack_frames, unpack_frames
+from fedanon.crypto.pairwise import PairwiseAggregator, PairwiseMasker
+from fedanon.crypto.simulate import pairwise_sum
+from fedanon.crypto.wire import bytes_to_counts, pack_frames, unpack_frames
 
 from .uniformity import looks_uniform
 from .vectors import plain_sum, random_vectors, sum_cases

@@ -13,9 +13,9 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from crypto.errors import IntegrityError
-from crypto.keyshare import PeerKey
-from crypto.pairwise import PairwiseAggregator, PairwiseMasker
+from fedanon.crypto.errors import IntegrityError
+from fedanon.crypto.keyshare import PeerKey
+from fedanon.crypto.pairwise import PairwiseAggregator, PairwiseMasker
 
 ROSTER = ["alpha", "bravo", "charlie"]
 SESSION = bytes.fromhex("00112233445566778899aabbccddeeff")

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 
 import pytest
 
-from crypto.errors import IntegrityError
-from crypto.parallel import DEFAULT_MAX_WORKERS, Parallelism, default_workers
+from fedanon.crypto.errors import IntegrityError
+from fedanon.crypto.parallel import DEFAULT_MAX_WORKERS, Parallelism, default_workers
 
 
 def _pids(items: Sequence[bytes]) -> list[int]:

@@ -8,8 +8,8 @@ import secrets
 import pytest
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
-from crypto.errors import IntegrityError
-from crypto.sealed_total import SealedTotalChannel
+from fedanon.crypto.errors import IntegrityError
+from fedanon.crypto.sealed_total import SealedTotalChannel
 
 SESSION = bytes(range(16))
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from crypto.errors import WireFormatError
-from crypto.secure_sum import add_vector, start_round
-from crypto.simulate import Stopwatch, ring_sum
-from crypto.wire import bytes_to_counts
+from fedanon.crypto.errors import WireFormatError
+from fedanon.crypto.secure_sum import add_vector, start_round
+from fedanon.crypto.simulate import Stopwatch, ring_sum
+from fedanon.crypto.wire import bytes_to_counts
 
 from .uniformity import CRITICAL, byte_position_chi2, looks_uniform
 from .vectors import plain_sum, random_vectors, sum_cases

@@ -1,4 +1,4 @@
-"""The secret-shared shuffle union (crypto.share_shuffle): correctness, guards, owner hiding."""
+"""The secret-shared shuffle union (fedanon.crypto.share_shuffle): correctness, guards, owner hiding."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
-from crypto.errors import IntegrityError, WireFormatError
-from crypto.share_shuffle import (
+from fedanon.crypto.errors import IntegrityError, WireFormatError
+from fedanon.crypto.share_shuffle import (
     PairKeys,
     ShuffleContext,
     ShuffleParty,

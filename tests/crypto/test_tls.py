@@ -16,8 +16,8 @@ import grpc
 import pytest
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
-from crypto.identity import Identity, certificate_pem
-from crypto.tls import authorize, secure_channel, server_credentials
+from fedanon.crypto.identity import Identity, certificate_pem
+from fedanon.crypto.tls import authorize, secure_channel, server_credentials
 
 # Never share a connection between channels of different tests or credentials.
 PRIVATE_POOL = [("grpc.use_local_subchannel_pool", 1)]

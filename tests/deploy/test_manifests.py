@@ -187,7 +187,7 @@ def relocated_configs(tmp_path: Path) -> Path:
     certificate and key empty, since the loaders check only that they exist). The taxonomy is
     the demo data's, as make-demo-data.sh writes it.
     """
-    from crypto.identity import create_ca, save_ca
+    from fedanon.crypto.identity import create_ca, save_ca
     from fedanon.synth import hospital_taxonomy_path
 
     root = tmp_path / "root"
@@ -205,8 +205,8 @@ def relocated_configs(tmp_path: Path) -> Path:
 
 
 def test_example_configs_load_with_fedanons_loaders(tmp_path: Path) -> None:
-    from leader.config import LeaderJob, load_job
-    from party.config import PartyConfig
+    from fedanon.leader.config import LeaderJob, load_job
+    from fedanon.party.config import PartyConfig
 
     conf = relocated_configs(tmp_path)
     job = load_job(conf / "job.toml")
@@ -232,7 +232,7 @@ def test_example_configs_load_with_fedanons_loaders(tmp_path: Path) -> None:
 
 def test_config_check_rejects_broken_ring(tmp_path: Path) -> None:
     from fedanon.errors import FedanonError
-    from leader.config import load_job
+    from fedanon.leader.config import load_job
 
     conf = relocated_configs(tmp_path)
     job = conf / "job.toml"
@@ -243,7 +243,7 @@ def test_config_check_rejects_broken_ring(tmp_path: Path) -> None:
 
 def test_job_union_pad_to_is_read_and_checked(tmp_path: Path) -> None:
     from fedanon.errors import FedanonError
-    from leader.config import LeaderJob, load_job
+    from fedanon.leader.config import LeaderJob, load_job
 
     conf = relocated_configs(tmp_path)
     job = conf / "job.toml"

@@ -27,13 +27,13 @@ from pathlib import Path
 
 import pytest
 
-from crypto.identity import create_ca, issue_identity, save_ca, save_identity
-from fedanon.lkc.api import anonymize_lkc, build_schema
+from fedanon.algorithms.tds.api import anonymize_lkc, build_schema
+from fedanon.crypto.identity import create_ca, issue_identity, save_ca, save_identity
+from fedanon.leader.sim import split_table
+from fedanon.readers.table_io import read_table
 from fedanon.schema import LKCParams
 from fedanon.synth import generate_hospital, hospital_taxonomy_path
-from fedanon.table_io import read_table
 from fedanon.taxonomy.loader import load_taxonomy
-from leader.sim import split_table
 
 
 def _can_use_netns() -> str | None:

@@ -26,21 +26,21 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from fedanon.datadir import data_dir
-from fedanon.lkc.api import anonymize_lkc, build_schema
-from fedanon.lkc.engine import StepInfo
-from fedanon.lkc.jobspec import LKCJobSpec
+from fedanon.algorithms.tds.api import anonymize_lkc, build_schema
+from fedanon.algorithms.tds.engine import StepInfo
+from fedanon.algorithms.tds.jobspec import LKCJobSpec
+from fedanon.federation.tls import TLSFiles
+from fedanon.federation.transport import make_channel
+from fedanon.leader.config import LeaderJob, spec_from_table
+from fedanon.leader.run import run_job
+from fedanon.leader.sim import Federation, federation, split_table
+from fedanon.party.config import Hop
+from fedanon.protos import fedanon_v1_pb2 as pb
+from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
+from fedanon.readers.datadir import data_dir
 from fedanon.synth import generate_hospital, hospital_taxonomy_path
 from fedanon.taxonomy.files import TaxonomyFile
 from fedanon.taxonomy.loader import load_taxonomy
-from fedanon.tls import TLSFiles
-from fedanon.transport import make_channel
-from leader.config import LeaderJob, spec_from_table
-from leader.run import run_job
-from leader.sim import Federation, federation, split_table
-from party.config import Hop
-from protos import fedanon_v1_pb2 as pb
-from protos import fedanon_v1_pb2_grpc as pb_grpc
 
 ADULT_CSV = data_dir() / "adult" / "adult_all.csv"
 ADULT_TAXONOMY = data_dir() / "adult" / "lkc_paper_taxonomy.hchy"

@@ -6,26 +6,26 @@ The leakage requirement is about what crosses the wire, so the recorder sits on 
 not inside the protocol code:
 
 * **Party side, requests** - every party daemon is built by the real
-  :func:`party.daemon.build_server` (real config file, real table loading, real servicer, real
+  :func:`fedanon.party.daemon.build_server` (real config file, real table loading, real servicer, real
   next-hop channel, health service), in this test process (:mod:`tests.inprocess`). The only
   substitution is the ``make_server`` that ``build_server`` calls: ours is
-  ``fedanon.transport.make_server`` with a :class:`RecordingServerInterceptor`. The
+  ``fedanon.federation.transport.make_server`` with a :class:`RecordingServerInterceptor`. The
   interceptor wraps each unary handler, so it sees the deserialized request together with the
   caller's name taken from the mutual-TLS certificate (the same
-  :func:`fedanon.transport.peer_name` the servicer authorizes with). Health checks are
+  :func:`fedanon.federation.transport.peer_name` the servicer authorizes with). Health checks are
   recorded too but are not protocol messages.
 * **Party side, replies** - in the ring a party also *receives* its successor's reply (the masked
   total of the secure sum, the stripped union batch). ``build_server`` creates the next-hop channel
   with ``make_channel``; ours wraps the real channel with ``grpc.intercept_channel`` and a
   :class:`RecordingClientInterceptor`.
-* **Leader side** - the leader's session creates its channels with ``leader.run.make_channel``; the
+* **Leader side** - the leader's session creates its channels with ``fedanon.leader.run.make_channel``; the
   test patches it the same way, so every reply the leader receives is recorded.
 * **Ground truth** - to decide whether a message is masked, the test must know the plain values.
   :func:`record_contributions` wraps ``PartySession.contribution`` (the party's local statistics
   vector of an iteration) and stores a copy; that is the oracle, never a message.
 
-Patching module attributes (``party.daemon.make_server``/``make_channel``,
-``leader.run.make_channel``) instead of copying ``build_server`` keeps the daemons under test
+Patching module attributes (``fedanon.party.daemon.make_server``/``make_channel``,
+``fedanon.leader.run.make_channel``) instead of copying ``build_server`` keeps the daemons under test
 identical to the production ones; if those names change the patch fails loudly (``monkeypatch``
 raises on a missing attribute) rather than silently recording nothing.
 """
@@ -45,12 +45,12 @@ import pandas as pd
 import pytest
 from google.protobuf.message import Message
 
-import party.daemon
-import party.session
-from fedanon.tls import TLSFiles
-from fedanon.transport import make_channel, peer_name
-from leader.sim import LEADER_NAME
-from party.config import Hop
+import fedanon.party.daemon
+import fedanon.party.session
+from fedanon.federation.tls import TLSFiles
+from fedanon.federation.transport import make_channel, peer_name
+from fedanon.leader.sim import LEADER_NAME
+from fedanon.party.config import Hop
 from tests.inprocess import UnaryServerRecorder, inprocess_parties, short_method
 
 
@@ -140,9 +140,9 @@ class Contributions:
 def record_contributions(monkeypatch: pytest.MonkeyPatch) -> Contributions:
     """Wrap ``PartySession.contribution`` to keep a copy of every local vector it returns."""
     store = Contributions()
-    original = party.session.PartySession.contribution
+    original = fedanon.party.session.PartySession.contribution
 
-    def contribution(self: party.session.PartySession, request: Any) -> np.ndarray:
+    def contribution(self: fedanon.party.session.PartySession, request: Any) -> np.ndarray:
         iteration = int(request.ref.iteration)
         stats = original(self, request)
         with store.lock:
@@ -150,7 +150,7 @@ def record_contributions(monkeypatch: pytest.MonkeyPatch) -> Contributions:
                 np.asarray(stats).astype(np.uint64, copy=True)
         return stats
 
-    monkeypatch.setattr(party.session.PartySession, "contribution", contribution)
+    monkeypatch.setattr(fedanon.party.session.PartySession, "contribution", contribution)
     return store
 
 
@@ -187,9 +187,9 @@ def recording_federation(parts: list[pd.DataFrame], taxonomy: Path, workdir: Pat
         hop_channel_factory=lambda name: recording_channel_factory(name, log),
         taxonomy_of=lambda i: (taxonomy_of or {}).get(i, taxonomy),
     ) as started:
-        import leader.run
+        import fedanon.leader.run
 
-        monkeypatch.setattr(leader.run, "make_channel",
+        monkeypatch.setattr(fedanon.leader.run, "make_channel",
                             recording_channel_factory(LEADER_NAME, log))
         names = [hop.name for hop in started.hops]
         yield RecordingFederation(started.hops, started.leader_tls, started.cert_dir, log,

@@ -24,17 +24,17 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from crypto.identity import (
+from fedanon.crypto.identity import (
     certificate_pem,
     issue_identity,
     load_ca,
     save_identity,
 )
-from fedanon.tls import TLSFiles
-from fedanon.transport import make_channel
-from leader.sim import Federation, federation
-from protos import fedanon_v1_pb2 as pb
-from protos import fedanon_v1_pb2_grpc as pb_grpc
+from fedanon.federation.tls import TLSFiles
+from fedanon.federation.transport import make_channel
+from fedanon.leader.sim import Federation, federation
+from fedanon.protos import fedanon_v1_pb2 as pb
+from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
 from tests.distributed.conftest import Dataset, status
 
 PARTY = 1  # party 2 (hospital-2): its ring predecessor is hospital-1

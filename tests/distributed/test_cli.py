@@ -20,8 +20,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from fedanon.leader.sim import split_table
 from fedanon.synth import generate_hospital, hospital_taxonomy_path
-from leader.sim import split_table
 from tests.distributed.conftest import (
     assert_same_release,
     centralized,

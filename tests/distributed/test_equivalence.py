@@ -15,8 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from crypto.parallel import Parallelism
-from leader.sim import Federation, federation, split_table
+from fedanon.crypto.parallel import Parallelism
+from fedanon.leader.sim import Federation, federation, split_table
 from tests.distributed.conftest import (
     Dataset,
     adult_dataset,

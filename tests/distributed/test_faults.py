@@ -19,16 +19,16 @@ from typing import Any
 import grpc
 import pytest
 
-import leader.run
-from crypto.identity import create_ca, issue_identity, save_ca, save_identity
+import fedanon.leader.run
+from fedanon.algorithms.tds.engine import StepInfo
+from fedanon.crypto.identity import create_ca, issue_identity, save_ca, save_identity
 from fedanon.errors import FedanonError
-from fedanon.lkc.engine import StepInfo
-from fedanon.tls import TLSFiles
-from fedanon.transport import make_channel
-from leader.federation import PartyFailure
-from leader.sim import Federation, split_table
-from protos import fedanon_v1_pb2 as pb
-from protos import fedanon_v1_pb2_grpc as pb_grpc
+from fedanon.federation.tls import TLSFiles
+from fedanon.federation.transport import make_channel
+from fedanon.leader.federation import PartyFailure
+from fedanon.leader.sim import Federation, split_table
+from fedanon.protos import fedanon_v1_pb2 as pb
+from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
 from tests.distributed.conftest import (
     LEASE_SECONDS,
     Dataset,
@@ -122,13 +122,13 @@ def test_party_killed_during_union_is_named(
 ) -> None:
     """The last party dies after the specialization loop: the union phase fails, named."""
     fed = hospital_federation
-    original = leader.run.run_union
+    original = fedanon.leader.run.run_union
 
     def kill_then_unite(*args: Any, **kwargs: Any) -> Any:
         fed.stop(fed.daemons[2], signal.SIGKILL)
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(leader.run, "run_union", kill_then_unite)
+    monkeypatch.setattr(fedanon.leader.run, "run_union", kill_then_unite)
     out = tmp_path / "release.csv"
     try:
         with pytest.raises(PartyFailure) as failure:
@@ -267,7 +267,7 @@ def test_different_taxonomy_refused_naming_the_item(
         job = make_job(fed.hops, fed.leader_tls, hospital_data,
                        hospital_data.spec(L=2, K=10, C="0.5"), out)
         with pytest.raises(FedanonError) as refused:
-            leader.run.run_job(job)
+            fedanon.leader.run.run_job(job)
         message = str(refused.value)
         assert message.startswith("handshake: party hospital-2"), message
         assert "A1*" in message or "A1-district" in message, message
@@ -302,13 +302,13 @@ def test_ring_order_must_match_the_parties_configuration(
 
 def test_two_parties_need_the_explicit_override(hospital_data: Dataset, tmp_path: Path) -> None:
     """Two parties learn each other's counts from the sums: refused before any connection."""
-    from party.config import Hop
+    from fedanon.party.config import Hop
 
     hops = [Hop("hospital-1", "127.0.0.1:1"), Hop("hospital-2", "127.0.0.1:2")]
     job = make_job(hops, None, hospital_data, hospital_data.spec(L=2, K=10, C="0.5"),
                    tmp_path / "release.csv")
     with pytest.raises(FedanonError, match="two parties"):
-        leader.run.run_job(job)
+        fedanon.leader.run.run_job(job)
     assert not (tmp_path / "release.csv").exists()
 
 

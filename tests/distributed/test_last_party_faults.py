@@ -18,11 +18,11 @@ from typing import Any
 
 import pytest
 
-import leader.run
-import leader.union
-from fedanon.lkc.engine import StepInfo
-from leader.federation import PartyFailure
-from leader.sim import Federation
+import fedanon.leader.run
+import fedanon.leader.union
+from fedanon.algorithms.tds.engine import StepInfo
+from fedanon.leader.federation import PartyFailure
+from fedanon.leader.sim import Federation
 from tests.distributed.conftest import (
     Dataset,
     assert_same_release,
@@ -122,14 +122,14 @@ def test_last_party_killed_before_collect_is_named(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     victim = Victim(hospital_federation)
-    fan_out = leader.run.Session.fan_out
+    fan_out = fedanon.leader.run.Session.fan_out
 
-    def kill_at_collect(self: leader.run.Session, phase: str, call: Any) -> Any:
+    def kill_at_collect(self: fedanon.leader.run.Session, phase: str, call: Any) -> Any:
         if phase == "union (collect)":
             victim.kill()
         return fan_out(self, phase, call)
 
-    monkeypatch.setattr(leader.run.Session, "fan_out", kill_at_collect)
+    monkeypatch.setattr(fedanon.leader.run.Session, "fan_out", kill_at_collect)
     _run_killing(hospital_federation, hospital_data, tmp_path, victim, "union (collect)")
 
 
@@ -142,11 +142,11 @@ def test_last_party_killed_before_strip_is_named_quickly(
 ) -> None:
     """The batch reaches the middle party, whose forward meets the dead last party."""
     victim = Victim(hospital_federation)
-    ring_call = leader.union._ring_call
+    ring_call = fedanon.leader.union._ring_call
 
     def kill_at_strip(*args: Any, **kwargs: Any) -> Any:
         victim.kill()
         return ring_call(*args, **kwargs)
 
-    monkeypatch.setattr(leader.union, "_ring_call", kill_at_strip)
+    monkeypatch.setattr(fedanon.leader.union, "_ring_call", kill_at_strip)
     _run_killing(hospital_federation, hospital_data, tmp_path, victim, "union (strip)")

@@ -25,11 +25,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from crypto.wire import unpack_frames
-from fedanon.lkc.layout import StatsLayout
-from leader.sim import LEADER_NAME, split_table
-from party.union import record_bytes
-from protos import fedanon_v1_pb2 as pb
+from fedanon.algorithms.tds.layout import StatsLayout
+from fedanon.crypto.wire import unpack_frames
+from fedanon.leader.sim import LEADER_NAME, split_table
+from fedanon.party.union import record_bytes
+from fedanon.protos import fedanon_v1_pb2 as pb
 from tests.crypto.uniformity import looks_uniform
 from tests.distributed.conftest import (
     Dataset,

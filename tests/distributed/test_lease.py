@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from fedanon.lkc.engine import StepInfo
-from leader.federation import PartyFailure
-from leader.sim import Federation
+from fedanon.algorithms.tds.engine import StepInfo
+from fedanon.leader.federation import PartyFailure
+from fedanon.leader.sim import Federation
 from tests.distributed.conftest import (
     LEASE_SECONDS,
     Dataset,

@@ -16,11 +16,11 @@ from pathlib import Path
 import grpc
 import pytest
 
-from fedanon.transport import make_channel
-from leader.federation import PartyFailure
-from leader.sim import Federation, federation, split_table
-from protos import fedanon_v1_pb2 as pb
-from protos import fedanon_v1_pb2_grpc as pb_grpc
+from fedanon.federation.transport import make_channel
+from fedanon.leader.federation import PartyFailure
+from fedanon.leader.sim import Federation, federation, split_table
+from fedanon.protos import fedanon_v1_pb2 as pb
+from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
 from tests.distributed.conftest import Dataset, hospital_dataset, run_distributed, status
 
 LEASE = 2.0  # the floored federation's session lease, seconds

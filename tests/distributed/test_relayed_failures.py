@@ -16,12 +16,12 @@ from typing import Any
 import grpc
 import pytest
 
-import leader.union
-from fedanon.lkc.engine import StepInfo
-from leader.federation import PartyFailure
-from leader.sim import free_ports, split_table
-from protos import fedanon_v1_pb2 as pb
-from protos import fedanon_v1_pb2_grpc as pb_grpc
+import fedanon.leader.union
+from fedanon.algorithms.tds.engine import StepInfo
+from fedanon.leader.federation import PartyFailure
+from fedanon.leader.sim import free_ports, split_table
+from fedanon.protos import fedanon_v1_pb2 as pb
+from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
 from tests.distributed.conftest import Dataset, hospital_dataset, run_distributed
 from tests.distributed.recording import RecordingFederation, recording_federation
 
@@ -58,7 +58,7 @@ def test_a_relayed_failure_is_not_retried_and_names_the_last_party(
                 counted["before"] = _served(fed, 1, "Sum", strip=False)
                 _cut_off_last_party(fed)
 
-        ring_call = leader.union._ring_call
+        ring_call = fedanon.leader.union._ring_call
 
         def strip(*args: Any, **kwargs: Any) -> Any:
             counted["before"] = 0
@@ -66,7 +66,7 @@ def test_a_relayed_failure_is_not_retried_and_names_the_last_party(
             return ring_call(*args, **kwargs)
 
         if phase == "union (strip)":
-            monkeypatch.setattr(leader.union, "_ring_call", strip)
+            monkeypatch.setattr(fedanon.leader.union, "_ring_call", strip)
         with pytest.raises(PartyFailure) as failure:
             run_distributed(
                 fed.hops,

@@ -14,12 +14,12 @@ from pathlib import Path
 import grpc
 import pytest
 
-from fedanon.lkc.engine import StepInfo
-from fedanon.tls import TLSFiles
-from fedanon.transport import make_channel
-from leader.sim import split_table
-from protos import fedanon_v1_pb2 as pb
-from protos import fedanon_v1_pb2_grpc as pb_grpc
+from fedanon.algorithms.tds.engine import StepInfo
+from fedanon.federation.tls import TLSFiles
+from fedanon.federation.transport import make_channel
+from fedanon.leader.sim import split_table
+from fedanon.protos import fedanon_v1_pb2 as pb
+from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
 from tests.distributed.conftest import (
     Dataset,
     assert_same_release,

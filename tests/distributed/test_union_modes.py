@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from fedanon.errors import FedanonError
-from leader.config import LeaderJob, load_job
-from leader.sim import Federation, federation, split_table
-from party.config import Hop
+from fedanon.leader.config import LeaderJob, load_job
+from fedanon.leader.sim import Federation, federation, split_table
+from fedanon.party.config import Hop
 from tests.config.configs import job_doc, make_material, toml_text
 from tests.distributed.conftest import (
     Dataset,

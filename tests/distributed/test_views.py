@@ -27,8 +27,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from leader.sim import LEADER_NAME, split_table
-from protos import fedanon_v1_pb2 as pb
+from fedanon.leader.sim import LEADER_NAME, split_table
+from fedanon.protos import fedanon_v1_pb2 as pb
 from tests.distributed.conftest import (
     Dataset,
     assert_same_release,

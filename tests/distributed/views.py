@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 from google.protobuf.message import Message
 
-from protos import fedanon_v1_pb2 as pb
+from fedanon.protos import fedanon_v1_pb2 as pb
 from tests.distributed.recording import MessageLog
 
 EPHEMERAL_KEY_BYTES = 32  # crypto/onion_union.py: every layer starts with its ephemeral key
@@ -121,7 +121,7 @@ def sum_features(
 
 def share_vectors(view: list[Seen]) -> dict[int, list[np.ndarray]]:
     """Pairwise mode: the masked vectors inside the shares a role received, per iteration."""
-    from crypto.wire import unpack_frames
+    from fedanon.crypto.wire import unpack_frames
 
     out: dict[int, list[np.ndarray]] = {}
     counter: Counter[str | None] = Counter()

@@ -6,9 +6,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fedanon.drbt.api import anonymize_drbt, default_kept_dims, evaluate_drbt, opaque_tokens
-from fedanon.drbt.projection import zscore
-from fedanon.drbt.stress import stress
+from fedanon.algorithms.drbt.api import (
+    anonymize_drbt,
+    default_kept_dims,
+    evaluate_drbt,
+    opaque_tokens,
+)
+from fedanon.algorithms.drbt.projection import zscore
+from fedanon.algorithms.drbt.stress import stress
 from fedanon.errors import FedanonError
 
 

@@ -7,9 +7,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fedanon.datadir import have_data
-from fedanon.drbt.datasets import load_thesis_set, read_fimi_fixed, read_iris, thesis_set_path
+from fedanon.algorithms.drbt.datasets import (
+    load_thesis_set,
+    read_fimi_fixed,
+    read_iris,
+    thesis_set_path,
+)
 from fedanon.errors import FedanonError
+from fedanon.readers.datadir import have_data
 
 
 def test_fimi_transactions_become_numeric_rows(tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fedanon.drbt.fmeasure import membership_matrix, overall_f_measure
+from fedanon.algorithms.drbt.fmeasure import membership_matrix, overall_f_measure
 
 
 def test_identical_partitions_score_one_whatever_the_labels() -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fedanon.drbt.fmeasure import overall_f_measure
-from fedanon.drbt.kmeans import INITS, kmeans
+from fedanon.algorithms.drbt.fmeasure import overall_f_measure
+from fedanon.algorithms.drbt.kmeans import INITS, kmeans
 
 
 def _blobs(rng: np.random.Generator, per: int = 60) -> tuple[np.ndarray, np.ndarray]:

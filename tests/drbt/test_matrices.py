@@ -12,7 +12,7 @@ from math import comb
 import numpy as np
 import pytest
 
-from fedanon.drbt.matrices import MATRICES, random_matrix, secure_rng
+from fedanon.algorithms.drbt.matrices import MATRICES, random_matrix, secure_rng
 
 
 def _within(observed: float, expected: float, n: int, p: float | None = None) -> bool:

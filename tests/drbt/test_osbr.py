@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fedanon.drbt.osbr import (
+from fedanon.algorithms.drbt.osbr import (
     euclidean_dissimilarity,
     gower_dissimilarity,
     jaccard_dissimilarity,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fedanon.drbt.matrices import secure_rng
-from fedanon.drbt.projection import check_projection, project_block, zscore
+from fedanon.algorithms.drbt.matrices import secure_rng
+from fedanon.algorithms.drbt.projection import check_projection, project_block, zscore
 from fedanon.errors import FedanonError
 
 

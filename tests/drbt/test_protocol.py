@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fedanon.drbt.projection import zscore
-from fedanon.drbt.protocol import (
+from fedanon.algorithms.drbt.projection import zscore
+from fedanon.algorithms.drbt.protocol import (
     Summary,
     f_measure_trials,
     paired_f_measure,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from fedanon.drbt.protocol import Summary
-from fedanon.drbt.reproduce import ReleaseDistribution
+from fedanon.algorithms.drbt.protocol import Summary
+from fedanon.algorithms.drbt.reproduce import ReleaseDistribution
 
 
 def _distribution() -> ReleaseDistribution:

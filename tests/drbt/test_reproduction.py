@@ -14,16 +14,16 @@ import functools
 import numpy as np
 import pytest
 
-from fedanon.datadir import have_data
-from fedanon.drbt.protocol import StressPoint
-from fedanon.drbt.reproduce import (
+from fedanon.algorithms.drbt.protocol import StressPoint
+from fedanon.algorithms.drbt.reproduce import (
     CLUSTERS,
     ReleaseDistribution,
     reproduce_f_measure,
     reproduce_stress,
 )
-from fedanon.drbt.stress import expected_stress
-from fedanon.drbt.thesis import F_MEASURE, STRESS
+from fedanon.algorithms.drbt.stress import expected_stress
+from fedanon.algorithms.drbt.thesis import F_MEASURE, STRESS
+from fedanon.readers.datadir import have_data
 
 pytestmark = pytest.mark.skipif(
     not (have_data("fimi") and have_data("uci", "iris")), reason="shared data directory absent"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fedanon.drbt.projection import project_block
-from fedanon.drbt.stress import expected_stress, stress
+from fedanon.algorithms.drbt.projection import project_block
+from fedanon.algorithms.drbt.stress import expected_stress, stress
 
 
 def test_stress_by_hand() -> None:

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from fedanon.drbt.fmeasure import overall_f_measure
-from fedanon.drbt.kmeans import kmeans
+from fedanon.algorithms.drbt.fmeasure import overall_f_measure
+from fedanon.algorithms.drbt.kmeans import kmeans
 from tests.drbt_vertical.harness import default_k, zscore_population
 
 TOKEN = re.compile(r"[0-9a-f]{16}")

@@ -5,8 +5,8 @@ Design
 The privacy claims of vertical DRBT are about what crosses the wire, so the recorder sits on the
 wire ends and not inside the protocol code:
 
-* **Every party daemon is the production one**, built by :func:`party.daemon.build_server` from
-  a real ``party.toml`` (real table loading, real :class:`party.servicer.PartyServicer`, mutual
+* **Every party daemon is the production one**, built by :func:`fedanon.party.daemon.build_server` from
+  a real ``party.toml`` (real table loading, real :class:`fedanon.party.servicer.PartyServicer`, mutual
   TLS, health service), but in this test process (:mod:`tests.inprocess`). The only
   substitution is the ``make_server`` that ``build_server`` calls: ours is the production one
   with a :class:`WireRecorder` server interceptor. It wraps each unary handler and keeps, for
@@ -14,11 +14,11 @@ wire ends and not inside the protocol code:
   the *serialized* reply it sent. In vertical DRBT the parties talk to the leader only, so this
   one interceptor sees every protocol message in both directions.
 * The party's next-hop channel (used by LKC's ring, never by DRBT) is created through the patched
-  ``party.daemon.make_channel``: ours records any call on it, so a test can assert that no party
+  ``fedanon.party.daemon.make_channel``: ours records any call on it, so a test can assert that no party
   ever talks to another party during a DRBT session.
 * **Ground truth** needs two secrets that never leave a party: its raw block and its matrix R.
   :func:`record_projections` wraps :meth:`DRBTSession.project` (to learn which party is
-  projecting, a thread-local) and ``fedanon.drbt.projection.random_matrix`` (the function
+  projecting, a thread-local) and ``fedanon.algorithms.drbt.projection.random_matrix`` (the function
   ``project_block`` calls to draw R) to keep a copy of every R drawn. This is only possible
   because the parties run in this process; the copies are the oracle, never a message.
 
@@ -42,11 +42,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import fedanon.drbt.projection
-import party.drbt_session
-from fedanon.tls import TLSFiles
-from fedanon.transport import make_channel, peer_name
-from party.config import Hop
+import fedanon.algorithms.drbt.projection
+import fedanon.party.drbt_session
+from fedanon.federation.tls import TLSFiles
+from fedanon.federation.transport import make_channel, peer_name
+from fedanon.party.config import Hop
 from tests.inprocess import UnaryServerRecorder, inprocess_parties
 
 PROTOCOL_METHODS = {"OpenSession", "Ids", "Project", "Assign", "End"}
@@ -192,15 +192,15 @@ def record_projections(monkeypatch: pytest.MonkeyPatch) -> Projections:
     """Keep a copy of every party's secret matrix R and projected block (in-process only)."""
     store = Projections()
     local = threading.local()
-    original_matrix = fedanon.drbt.projection.random_matrix
-    original_project = party.drbt_session.DRBTSession.project
+    original_matrix = fedanon.algorithms.drbt.projection.random_matrix
+    original_project = fedanon.party.drbt_session.DRBTSession.project
 
     def random_matrix(d: int, k: int, kind: str, rng: np.random.Generator) -> np.ndarray:
         matrix = original_matrix(d, k, kind, rng)
         local.matrices.append(matrix.copy())
         return matrix
 
-    def project(self: party.drbt_session.DRBTSession) -> np.ndarray:
+    def project(self: fedanon.party.drbt_session.DRBTSession) -> np.ndarray:
         local.matrices = []
         block = original_project(self)
         assert len(local.matrices) <= 1, "Project drew more than one matrix"
@@ -210,15 +210,15 @@ def record_projections(monkeypatch: pytest.MonkeyPatch) -> Projections:
                                           np.array(block, copy=True)))
         return block
 
-    monkeypatch.setattr(fedanon.drbt.projection, "random_matrix", random_matrix)
-    monkeypatch.setattr(party.drbt_session.DRBTSession, "project", project)
+    monkeypatch.setattr(fedanon.algorithms.drbt.projection, "random_matrix", random_matrix)
+    monkeypatch.setattr(fedanon.party.drbt_session.DRBTSession, "project", project)
     return store
 
 
 # ------------------------------------------------------------------------------ federation
 @dataclass
 class InProcessFederation:
-    """Recorded in-process party servers: what `leader.sim.federation` yields, plus logs."""
+    """Recorded in-process party servers: what `fedanon.leader.sim.federation` yields, plus logs."""
 
     workdir: Path
     hops: list[Hop]

@@ -1,4 +1,4 @@
-"""Vertical DRBT with every party a separate daemon process (``leader.sim.federation``).
+"""Vertical DRBT with every party a separate daemon process (``fedanon.leader.sim.federation``).
 
 The same claims as the quick in-process tests, over the real deployment shape: one
 ``fedanon party serve`` process per party, mutual TLS on loopback, the leader in this process.
@@ -16,11 +16,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import leader.sim
+import fedanon.leader.sim
 from fedanon.cli.main import main
 from fedanon.errors import FedanonError
-from leader.drbt import DRBTLeaderJob, run_drbt
-from leader.sim import federation, split_columns
+from fedanon.leader.drbt import DRBTLeaderJob, run_drbt
+from fedanon.leader.sim import federation, split_columns
 from tests.distributed.conftest import status
 from tests.drbt_vertical.checks import (
     TOKEN,
@@ -42,8 +42,8 @@ def test_sim_drbt_over_daemons(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     table, truth = clustered_table(m=300, d=12, seed=10 + parties)
     data = tmp_path / "blobs.csv"
     table.to_csv(data, index=False)
-    real = leader.sim.federation
-    feds: list[leader.sim.Federation] = []
+    real = fedanon.leader.sim.federation
+    feds: list[fedanon.leader.sim.Federation] = []
 
     @contextlib.contextmanager
     def keep_workdir(parts, taxonomy, secure=True, workdir=None, rpc_seconds=60.0):
@@ -52,7 +52,7 @@ def test_sim_drbt_over_daemons(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
             feds.append(fed)
             yield fed
 
-    monkeypatch.setattr(leader.sim, "federation", keep_workdir)
+    monkeypatch.setattr(fedanon.leader.sim, "federation", keep_workdir)
     out = tmp_path / "release.csv"
     assert main(["sim", "drbt", "--parties", str(parties), "--data", str(data), "--id", "pid",
                  "--matrix", "sparse", "--clusters", "3", "--send-assignment", "--seed", "3",

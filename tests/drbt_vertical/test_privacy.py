@@ -2,7 +2,7 @@
 
 Design of the wire tests
 ------------------------
-The parties are the production servers of ``party.daemon.build_server`` run in this process
+The parties are the production servers of ``fedanon.party.daemon.build_server`` run in this process
 with a recording server interceptor (:mod:`tests.drbt_vertical.harness`): for every call a party
 serves it keeps the caller's certificate name and the serialized request and reply. In vertical
 DRBT the parties talk only to the leader (the ring's next-hop channel is recorded too and must
@@ -11,7 +11,7 @@ stay unused), so these are all the protocol's messages, in both directions.
 The secrets are known because the parties run in-process: each party's raw attribute values
 (parsed from the text it loaded), their z-scores over the common ids (computed by the test with
 the spec's formula) and its projection matrix R (recorded by wrapping
-``fedanon.drbt.projection.random_matrix``, the function ``project_block`` draws R with). A
+``fedanon.algorithms.drbt.projection.random_matrix``, the function ``project_block`` draws R with). A
 secret "is on the wire" when any 8-byte window of any serialized message, at any offset and in
 either byte order, decodes to a float64 equal to it up to 1e-12 (relative above 1, absolute
 below), so a last-bit rounding difference in the oracle cannot hide a leak. Positive controls
@@ -31,13 +31,13 @@ import pytest
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 
-from fedanon.datadir import data_dir
-from fedanon.drbt.datasets import load_thesis_set
-from fedanon.transport import make_channel
-from leader.drbt import DRBTLeaderJob, run_drbt
-from leader.sim import split_columns
-from protos import fedanon_v1_pb2 as pb
-from protos import fedanon_v1_pb2_grpc as pb_grpc
+from fedanon.algorithms.drbt.datasets import load_thesis_set
+from fedanon.federation.transport import make_channel
+from fedanon.leader.drbt import DRBTLeaderJob, run_drbt
+from fedanon.leader.sim import split_columns
+from fedanon.protos import fedanon_v1_pb2 as pb
+from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
+from fedanon.readers.datadir import data_dir
 from tests.drbt_vertical.harness import (
     InProcessFederation,
     clustered_table,
@@ -156,9 +156,9 @@ def test_no_raw_value_zscore_or_matrix_entry_on_the_wire(tmp_path: Path,
 def test_scanner_catches_a_party_that_sends_its_zscores(tmp_path: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """Positive control: a broken party whose 'projection' keeps k z-scored attributes."""
-    import party.drbt_session
+    import fedanon.party.drbt_session
 
-    monkeypatch.setattr(party.drbt_session, "project_block",
+    monkeypatch.setattr(fedanon.party.drbt_session, "project_block",
                         lambda block, k, matrix, rng, rescale=False: block[:, :k].copy())
     table, _ = clustered_table(m=240, d=8, seed=2)
     parts = split_columns(table, 2, "pid")

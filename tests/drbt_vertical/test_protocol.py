@@ -1,6 +1,6 @@
 """Vertical DRBT end to end through the production party servers (in-process, mutual TLS).
 
-These are the quick tests: the parties are the real ``party.daemon.build_server`` servers run
+These are the quick tests: the parties are the real ``fedanon.party.daemon.build_server`` servers run
 in this process (see :mod:`tests.drbt_vertical.harness`), so a run takes a second or two; the
 same claims are checked again with separate daemon processes in ``test_daemons.py`` (slow).
 """
@@ -15,11 +15,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import leader.sim
+import fedanon.leader.sim
 from fedanon.cli.main import main
 from fedanon.errors import FedanonError
-from leader.drbt import DRBTLeaderJob, run_drbt
-from leader.sim import split_columns
+from fedanon.leader.drbt import DRBTLeaderJob, run_drbt
+from fedanon.leader.sim import split_columns
 from tests.drbt_vertical.checks import (
     check_assignments,
     check_release,
@@ -56,7 +56,7 @@ def use_inprocess_federation(monkeypatch: pytest.MonkeyPatch, root: Path) -> lis
             started.append(fed)
             yield fed
 
-    monkeypatch.setattr(leader.sim, "federation", fake)
+    monkeypatch.setattr(fedanon.leader.sim, "federation", fake)
     return started
 
 

@@ -15,8 +15,8 @@ import pandas as pd
 import pytest
 
 from fedanon.errors import FedanonError
-from party.drbt_session import DRBTSession
-from protos import fedanon_v1_pb2 as pb
+from fedanon.party.drbt_session import DRBTSession
+from fedanon.protos import fedanon_v1_pb2 as pb
 from tests.drbt_vertical.harness import (
     clustered_table,
     default_k,

@@ -157,7 +157,7 @@ def _tested_qids_raw(column, groups, marker: str) -> np.ndarray:
 def test_adult_full_grid_cells_that_reproduce():
     """The whole Adult 14/14 grid (3 to 15 minutes on the shared 2-core machine). The cells
     asserted are those within tolerance; the kACTUS cells deviate (docs/reproduction.md)."""
-    from fedanon.datadir import data_dir
+    from fedanon.readers.datadir import data_dir
 
     taxonomy = data_dir() / "adult" / "lkc_paper_taxonomy.hchy"
     methods = anonymizers(["kactus", "mondrian", "tds"], "class", taxonomy=taxonomy)

@@ -9,7 +9,7 @@ import pandas as pd
 
 from fedanon.algorithms.kactus.tree import Condition, induce, place_records
 from fedanon.algorithms.tabular import encode_qid
-from fedanon.c45 import C45, TreeNode
+from fedanon.utility.c45 import C45, TreeNode
 
 
 def test_exported_tree_mirrors_the_fitted_tests():

@@ -14,7 +14,7 @@ from itertools import combinations
 
 import numpy as np
 
-from fedanon.lkc.scores import info_gain
+from fedanon.algorithms.tds.scores import info_gain
 from fedanon.taxonomy.tree import Taxonomy
 
 

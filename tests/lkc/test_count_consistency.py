@@ -14,10 +14,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from fedanon.algorithms.tds.engine import LKCEngine
+from fedanon.algorithms.tds.layout import DynamicSplit, Specialization
+from fedanon.algorithms.tds.local_party import LocalParty
 from fedanon.errors import FedanonError
-from fedanon.lkc.engine import LKCEngine
-from fedanon.lkc.layout import DynamicSplit, Specialization
-from fedanon.lkc.local_party import LocalParty
 from fedanon.schema import LKCParams, Schema, SensitiveValue
 from fedanon.taxonomy.tree import Spec, Taxonomy
 

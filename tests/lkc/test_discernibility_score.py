@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 
-from fedanon.lkc.engine import LKCEngine, StepInfo
-from fedanon.lkc.local_party import LocalParty
+from fedanon.algorithms.tds.engine import LKCEngine, StepInfo
+from fedanon.algorithms.tds.local_party import LocalParty
 from fedanon.schema import LKCParams
 
 from .strategies import lkc_case

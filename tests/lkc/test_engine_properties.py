@@ -8,9 +8,9 @@ from fractions import Fraction
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fedanon.checker import check_lkc
-from fedanon.lkc.engine import LKCEngine
-from fedanon.lkc.local_party import LocalParty
+from fedanon.algorithms.tds.engine import LKCEngine
+from fedanon.algorithms.tds.local_party import LocalParty
+from fedanon.models.lkc import check_lkc
 from fedanon.schema import LKCParams
 
 from .strategies import lkc_case

@@ -9,8 +9,8 @@ import pandas as pd
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fedanon.lkc.engine import LKCEngine
-from fedanon.lkc.local_party import LocalParty
+from fedanon.algorithms.tds.engine import LKCEngine
+from fedanon.algorithms.tds.local_party import LocalParty
 from fedanon.schema import LKCParams, Schema
 from fedanon.taxonomy.tree import Spec, Taxonomy
 

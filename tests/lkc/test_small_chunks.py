@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from fedanon.checker import check_lkc
-from fedanon.lkc import grouping
-from fedanon.lkc.engine import LKCEngine
-from fedanon.lkc.local_party import LocalParty
-from fedanon.lkc.validity import Validator
+from fedanon.algorithms.tds import grouping
+from fedanon.algorithms.tds.engine import LKCEngine
+from fedanon.algorithms.tds.local_party import LocalParty
+from fedanon.algorithms.tds.validity import Validator
+from fedanon.models.lkc import check_lkc
 from fedanon.schema import LKCParams
 
 from .strategies import lkc_case

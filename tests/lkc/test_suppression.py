@@ -10,10 +10,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fedanon.checker import check_lkc
+from fedanon.algorithms.tds.api import anonymize_lkc
+from fedanon.algorithms.tds.suppression import parse_suppression_share
 from fedanon.errors import FedanonError
-from fedanon.lkc.api import anonymize_lkc
-from fedanon.lkc.suppression import parse_suppression_share
+from fedanon.models.lkc import check_lkc
 from fedanon.schema import LKCParams, Schema
 from fedanon.taxonomy.tree import Spec, Taxonomy
 
@@ -172,9 +172,9 @@ def test_budget_first_performs_what_suppresses_nothing(case, score):
 
 def test_job_spec_carries_the_budget_to_the_parties():
     """job.toml's [lkc] suppress/suppressed survive the wire and enter the fingerprint."""
-    from fedanon.lkc.jobspec import LKCJobSpec
+    from fedanon.algorithms.tds.jobspec import LKCJobSpec
+    from fedanon.leader.config import spec_from_table
     from fedanon.taxonomy.files import TaxonomyFile
-    from leader.config import spec_from_table
 
     schema, _ = _city_case()
     taxonomy = TaxonomyFile({"city": schema.taxonomies[0]})

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from fedanon.datadir import data_dir, have_data
+from fedanon.readers.datadir import data_dir, have_data
 
 
 def correlated_table(n: int = 2000, seed: int = 0) -> pd.DataFrame:
@@ -31,6 +31,6 @@ def adult_train() -> pd.DataFrame | None:
     """Adult's 30,162 training rows (the paper's table), or None without the shared data."""
     if not have_data("adult", "adult_train.csv"):
         return None
-    from fedanon.table_io import read_table
+    from fedanon.readers.table_io import read_table
 
     return read_table(data_dir() / "adult" / "adult_train.csv")

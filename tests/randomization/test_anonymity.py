@@ -14,7 +14,7 @@ from fedanon.algorithms.randomization.anonymity import (
     probabilistic_anonymity,
 )
 from fedanon.algorithms.randomization.api import anonymize_randomize
-from fedanon.datadir import have_data
+from fedanon.readers.datadir import have_data
 from tests.randomization.tables import adult_train
 
 # The paper's 10-record example (spec): Age .1/.4/.1/.3/.1, Job .1/.4/.2/.1/.2,

@@ -10,8 +10,8 @@ import pytest
 
 from fedanon.cli.main import main
 from fedanon.errors import FedanonError
-from leader.config import load_job
-from leader.randomize import RandomizeLeaderJob
+from fedanon.leader.config import load_job
+from fedanon.leader.randomize import RandomizeLeaderJob
 from tests.randomization.tables import correlated_table
 
 QIDS = "a,b,c,d"

@@ -23,17 +23,17 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import party.randomize
+import fedanon.party.randomize
 from fedanon.algorithms.randomization.api import anonymize_randomize
 from fedanon.algorithms.randomization.bias import expected_support, frequent_combinations
 from fedanon.algorithms.randomization.coding import encode, observed_domain
 from fedanon.algorithms.randomization.jobspec import RandomizeSpec
 from fedanon.errors import FedanonError
-from fedanon.wire import from_vector, to_vector
-from leader.federation import PartyFailure
-from leader.randomize import RandomizeLeaderJob, run_randomize
-from party.randomize import RandomizeSession
-from protos import fedanon_v1_pb2 as pb
+from fedanon.federation.wire import from_vector, to_vector
+from fedanon.leader.federation import PartyFailure
+from fedanon.leader.randomize import RandomizeLeaderJob, run_randomize
+from fedanon.party.randomize import RandomizeSession
+from fedanon.protos import fedanon_v1_pb2 as pb
 from tests.distributed.recording import recording_federation
 from tests.randomization.tables import correlated_table
 
@@ -76,7 +76,7 @@ def _record_histograms(monkeypatch: pytest.MonkeyPatch) -> dict[str, np.ndarray]
         store[self.ring[self.position]] = vector.copy()
         return vector
 
-    monkeypatch.setattr(party.randomize.RandomizeSession, "contribution", contribution)
+    monkeypatch.setattr(fedanon.party.randomize.RandomizeSession, "contribution", contribution)
     return store
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from fedanon.datadir import data_dir, have_data
+from fedanon.readers.datadir import data_dir, have_data
 from tests.clirun import run_cli
 from tests.report.conftest import ReportRun, write_inputs
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from fedanon.algorithms.alphak.reproduce import ADULT_QIDS, errors_at, load_adult
-from fedanon.datadir import have_data
+from fedanon.readers.datadir import have_data
 
 pytestmark = [
     pytest.mark.slow,

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import pytest
 
-from fedanon.datadir import data_dir, have_data
-from fedanon.lkc.api import build_schema
-from fedanon.lkc.sweep import sweep
-from fedanon.table_io import read_table
+from fedanon.algorithms.tds.api import build_schema
+from fedanon.algorithms.tds.sweep import sweep
+from fedanon.readers.datadir import data_dir, have_data
+from fedanon.readers.table_io import read_table
 from fedanon.taxonomy.loader import load_taxonomy
 
 pytestmark = [

@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from fedanon.algorithms.sanitization import reproduce, thesis
-from fedanon.datadir import have_data
+from fedanon.readers.datadir import have_data
 
 pytestmark = [
     pytest.mark.slow,

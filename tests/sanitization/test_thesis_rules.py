@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from fedanon.algorithms.sanitization import thesis
-from fedanon.datadir import data_dir, have_data
+from fedanon.readers.datadir import data_dir, have_data
 from fedanon.utility.transactions import Transactions
 
 MISPRINTS = {("retail", "7990 => 1386"), ("bms1", "41,64 => 63")}

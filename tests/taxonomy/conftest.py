@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from fedanon.datadir import data_dir
+from fedanon.readers.datadir import data_dir
 
 
 @pytest.fixture

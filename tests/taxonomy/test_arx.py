@@ -8,8 +8,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fedanon.datadir import have_data
 from fedanon.errors import FedanonError
+from fedanon.readers.datadir import have_data
 from fedanon.taxonomy.arx import arx_attribute_files, parse_arx_rows, read_arx_hierarchy
 from fedanon.taxonomy.loader import load_taxonomy
 

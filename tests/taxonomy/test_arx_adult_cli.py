@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from fedanon.datadir import data_dir, have_data
+from fedanon.readers.datadir import data_dir, have_data
 from tests.clirun import run_cli
 
 pytestmark = pytest.mark.skipif(

@@ -8,8 +8,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fedanon.datadir import have_data
 from fedanon.errors import FedanonError
+from fedanon.readers.datadir import have_data
 from fedanon.schema import SensitiveValue
 from fedanon.taxonomy.hchy import parse_hchy, read_hchy
 from fedanon.taxonomy.validate import validate_table

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fedanon.datadir import have_data
 from fedanon.errors import FedanonError
+from fedanon.readers.datadir import have_data
 from fedanon.schema import SensitiveValue
 from fedanon.taxonomy.files import TaxonomyFile
 from fedanon.taxonomy.hchy import read_hchy

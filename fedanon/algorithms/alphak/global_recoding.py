@@ -11,7 +11,7 @@ from __future__ import annotations
 import pandas as pd
 
 from fedanon.algorithms.alphak.params import AlphaK
-from fedanon.lkc.api import anonymize_lkc
+from fedanon.algorithms.tds.api import anonymize_lkc
 from fedanon.schema import LKCParams, Schema, SensitiveValue
 from fedanon.taxonomy.tree import Taxonomy
 from fedanon.text import as_text

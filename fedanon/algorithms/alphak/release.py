@@ -19,7 +19,7 @@ import pandas as pd
 
 from fedanon.algorithms.alphak.local_recoding import Partition
 from fedanon.atomic import write_text_atomic
-from fedanon.table_io import write_table
+from fedanon.readers.table_io import write_table
 from fedanon.taxonomy.tree import Taxonomy
 
 CLASS_COLUMN = "ClassID"

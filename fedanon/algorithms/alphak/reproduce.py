@@ -19,9 +19,9 @@ from typing import Any
 import pandas as pd
 
 from fedanon.algorithms.alphak.api import anonymize_alpha_k
-from fedanon.datadir import data_dir
 from fedanon.models.alpha_k import check_generalized, check_pair
-from fedanon.table_io import read_table
+from fedanon.readers.datadir import data_dir
+from fedanon.readers.table_io import read_table
 from fedanon.taxonomy.files import TaxonomyFile
 from fedanon.taxonomy.loader import load_taxonomy
 from fedanon.utility.query_report import QueryRelease, evaluate_releases

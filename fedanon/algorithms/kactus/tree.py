@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from fedanon.algorithms.tabular import QidColumn
-from fedanon.c45 import C45, TreeNode
+from fedanon.utility.c45 import C45, TreeNode
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ import numpy as np
 
 from fedanon.algorithms.sanitization import thesis
 from fedanon.algorithms.sanitization.api import evaluate_sanitization, sanitize
-from fedanon.datadir import data_dir
+from fedanon.readers.datadir import data_dir
 from fedanon.utility.miner import itemset_support, mine_rules
 from fedanon.utility.transactions import Transactions
 

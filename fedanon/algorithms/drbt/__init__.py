@@ -4,18 +4,18 @@ The thesis's ch. 6.4-6.5 and 7.4 (`specs/drbt.md`). The names below are the publ
 vertically partitioned party needs only `zscore`, `project_block` and `secure_rng`.
 """
 
-from fedanon.drbt.api import DrbtRelease, anonymize_drbt, evaluate_drbt
-from fedanon.drbt.fmeasure import membership_matrix, overall_f_measure
-from fedanon.drbt.kmeans import KMeansResult, kmeans
-from fedanon.drbt.matrices import MATRICES, random_matrix, secure_rng
-from fedanon.drbt.osbr import (
+from fedanon.algorithms.drbt.api import DrbtRelease, anonymize_drbt, evaluate_drbt
+from fedanon.algorithms.drbt.fmeasure import membership_matrix, overall_f_measure
+from fedanon.algorithms.drbt.kmeans import KMeansResult, kmeans
+from fedanon.algorithms.drbt.matrices import MATRICES, random_matrix, secure_rng
+from fedanon.algorithms.drbt.osbr import (
     euclidean_dissimilarity,
     gower_dissimilarity,
     jaccard_dissimilarity,
     lower_triangle,
 )
-from fedanon.drbt.projection import check_projection, project_block, zscore
-from fedanon.drbt.stress import Stress, expected_stress, stress
+from fedanon.algorithms.drbt.projection import check_projection, project_block, zscore
+from fedanon.algorithms.drbt.stress import Stress, expected_stress, stress
 
 __all__ = [
     "MATRICES",

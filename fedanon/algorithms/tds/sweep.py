@@ -14,11 +14,11 @@ from typing import Any
 
 import pandas as pd
 
-from fedanon.checker import check_lkc
+from fedanon.algorithms.tds.api import anonymize_lkc
 from fedanon.errors import FedanonError
-from fedanon.evaluation import baseline_errors, evaluate_release
-from fedanon.lkc.api import anonymize_lkc
+from fedanon.models.lkc import check_lkc
 from fedanon.schema import LKCParams, Schema
+from fedanon.utility.evaluation import baseline_errors, evaluate_release
 
 
 def numeric_view(table: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:

@@ -1,6 +1,6 @@
 """gRPC servers and channels for the daemons, from the TLS files a configuration names.
 
-Credentials, peer-name checks and caller identities come from `crypto.tls`; this module only
+Credentials, peer-name checks and caller identities come from `fedanon.crypto.tls`; this module only
 adds what processes need around them: loading PEM files, message-size limits, binding the
 server, and the --insecure variants (no TLS at all, for local experiments only).
 """
@@ -13,9 +13,14 @@ from concurrent import futures
 import grpc
 from cryptography import x509
 
-from crypto.identity import load_identity_files
-from crypto.tls import channel_credentials, peer_identity, server_credentials, target_name_options
-from fedanon.tls import TLSFiles
+from fedanon.crypto.identity import load_identity_files
+from fedanon.crypto.tls import (
+    channel_credentials,
+    peer_identity,
+    server_credentials,
+    target_name_options,
+)
+from fedanon.federation.tls import TLSFiles
 
 MAX_MESSAGE_BYTES = 1 << 30
 _OPTIONS = [

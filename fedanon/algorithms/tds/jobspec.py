@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from fedanon.algorithms.tds.suppression import parse_suppression_share
 from fedanon.errors import FedanonError
-from fedanon.lkc.suppression import parse_suppression_share
+from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.schema import LKCParams, Schema, SensitiveValue
 from fedanon.taxonomy.files import TaxonomyFile
-from protos import fedanon_v1_pb2 as pb
 
 
 @dataclass(frozen=True)

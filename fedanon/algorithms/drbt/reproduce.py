@@ -1,6 +1,6 @@
 """Reproduce the thesis's DRBT tables on the sets present in the data directory.
 
-Run ``python -m fedanon.drbt.reproduce [--seed N] [--sets iris,chess]``: it prints Markdown
+Run ``python -m fedanon.algorithms.drbt.reproduce [--seed N] [--sets iris,chess]``: it prints Markdown
 tables (thesis vs measured) for the F-measure (RP2, one release and 10 K-means trials, K = 2..5,
 repeated on many releases) and the stress (RP1 and RP2, 5 projections per kept dimension). The
 reproduction tests call the same functions, so the documented table and the asserted numbers
@@ -17,10 +17,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fedanon.drbt.datasets import MISSING_SETS, THESIS_SETS, load_thesis_set
-from fedanon.drbt.projection import project_block, zscore
-from fedanon.drbt.protocol import StressPoint, Summary, release_f_measure, stress_curve
-from fedanon.drbt.thesis import F_MEASURE, F_SPREAD, STRESS
+from fedanon.algorithms.drbt.datasets import MISSING_SETS, THESIS_SETS, load_thesis_set
+from fedanon.algorithms.drbt.projection import project_block, zscore
+from fedanon.algorithms.drbt.protocol import StressPoint, Summary, release_f_measure, stress_curve
+from fedanon.algorithms.drbt.thesis import F_MEASURE, F_SPREAD, STRESS
 
 DEFAULT_SEED = 7_4_2007  # thesis section 7.4, 2007: any fixed value would do
 CLUSTERS = (2, 3, 4, 5)

@@ -13,13 +13,13 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from fedanon.errors import FedanonError
-from fedanon.lkc.layout import (
+from fedanon.algorithms.tds.layout import (
     DynamicSplit,
     PartitionTable,
     Specialization,
     StatsLayout,
 )
+from fedanon.errors import FedanonError
 from fedanon.schema import Schema
 from fedanon.text import as_text, lookup_codes
 
@@ -157,7 +157,7 @@ class LocalParty:
         """The party's records with QIDs replaced by their cut labels; other columns unchanged.
 
         Records of the `suppressed` partitions get every QID at its root, or are left out with
-        `drop_suppressed` (record suppression, :mod:`fedanon.lkc.suppression`).
+        `drop_suppressed` (record suppression, :mod:`fedanon.algorithms.tds.suppression`).
         """
         keys = self.partitions.keys[self.record_partition]
         table = self.table

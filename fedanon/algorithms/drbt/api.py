@@ -1,6 +1,6 @@
 """DRBT on tables: the Python API behind `fedanon anonymize drbt` and `fedanon evaluate drbt`.
 
-A DataFrame goes in (cells as read by `fedanon.table_io`, text or numbers); the release, the
+A DataFrame goes in (cells as read by `fedanon.readers.table_io`, text or numbers); the release, the
 owner's token map and a report come out. The projection matrix lives only inside
 `project_block`. Object ids are replaced by fresh random tokens from `secrets` and the rows are
 shuffled, so neither an id nor the input's row order links a released row to a person; the
@@ -17,10 +17,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fedanon.drbt.matrices import secure_rng
-from fedanon.drbt.projection import check_projection, project_block, zscore
-from fedanon.drbt.protocol import f_measure_trials, stress_curve
-from fedanon.drbt.stress import DEFAULT_MAX_PAIRS, expected_stress, stress
+from fedanon.algorithms.drbt.matrices import secure_rng
+from fedanon.algorithms.drbt.projection import check_projection, project_block, zscore
+from fedanon.algorithms.drbt.protocol import f_measure_trials, stress_curve
+from fedanon.algorithms.drbt.stress import DEFAULT_MAX_PAIRS, expected_stress, stress
 from fedanon.errors import FedanonError
 
 TOKEN_BYTES = 8  # 64-bit tokens: collisions are redrawn, guessing one is hopeless

@@ -14,12 +14,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from fedanon.algorithms.tds.engine import LKCEngine, LKCResult, StepInfo
+from fedanon.algorithms.tds.local_party import LocalParty
+from fedanon.algorithms.tds.suppression import SUPPRESSED_MODES, parse_suppression_share
 from fedanon.errors import FedanonError
-from fedanon.lkc.engine import LKCEngine, LKCResult, StepInfo
-from fedanon.lkc.local_party import LocalParty
-from fedanon.lkc.suppression import SUPPRESSED_MODES, parse_suppression_share
+from fedanon.readers.table_io import delimiter_hint
 from fedanon.schema import LKCParams, Schema, SensitiveValue, parse_confidence_bound
-from fedanon.table_io import delimiter_hint
 from fedanon.taxonomy.files import TaxonomyFile
 from fedanon.taxonomy.tree import Taxonomy
 from fedanon.text import as_numbers, as_text
@@ -146,7 +146,7 @@ def anonymize_lkc(
     """Anonymize `table` centrally; ID columns in `drop` are removed before anything else.
 
     `suppress` is the share of records that may be suppressed (at the root, or removed with
-    ``suppressed_mode="drop"``); see :mod:`fedanon.lkc.suppression`.
+    ``suppressed_mode="drop"``); see :mod:`fedanon.algorithms.tds.suppression`.
     """
     share = parse_suppression_share(suppress)
     if suppressed_mode not in SUPPRESSED_MODES:

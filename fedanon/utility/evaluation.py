@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import pandas as pd
 
 from fedanon.errors import FedanonError
-from fedanon.metrics import classification_error, discernibility_ratio
+from fedanon.utility.metrics import classification_error, discernibility_ratio
 
 
 def baseline_errors(

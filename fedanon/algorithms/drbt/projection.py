@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from fedanon.drbt.matrices import MATRICES, random_matrix
+from fedanon.algorithms.drbt.matrices import MATRICES, random_matrix
 from fedanon.errors import FedanonError
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fedanon.lkc.grouping import dense_ranks, group_chunks, subsets_with
+from fedanon.algorithms.tds.grouping import dense_ranks, group_chunks, subsets_with
 from fedanon.schema import LKCParams
 
 

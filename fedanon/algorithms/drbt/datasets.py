@@ -23,8 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from fedanon.datadir import data_dir
 from fedanon.errors import FedanonError
+from fedanon.readers.datadir import data_dir
 
 
 def read_fimi_fixed(path: str | os.PathLike[str]) -> np.ndarray:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from fedanon.lkc.layout import DynamicSplit, Specialization
-from protos import fedanon_v1_pb2 as pb
+from fedanon.algorithms.tds.layout import DynamicSplit, Specialization
+from fedanon.protos import fedanon_v1_pb2 as pb
 
 U64 = "<u8"
 

@@ -4,7 +4,7 @@
   size of its full-QID equivalence group, normalized by |T|^2 so that 0 < DR <= 1 (1 when all
   records are indistinguishable). Lower is better.
 - Classification error (case 1, classification analysis): error on a test table of the
-  C4.5-style tree trained on a training table (fedanon.c45).
+  C4.5-style tree trained on a training table (fedanon.utility.c45).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from fedanon.c45 import C45
+from fedanon.utility.c45 import C45
 
 
 def discernibility_ratio(df: pd.DataFrame, qids: Sequence[str]) -> float:

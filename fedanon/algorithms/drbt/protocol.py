@@ -22,10 +22,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fedanon.drbt.fmeasure import overall_f_measure
-from fedanon.drbt.kmeans import forgy_rows, kmeans
-from fedanon.drbt.projection import check_projection, project_block
-from fedanon.drbt.stress import DEFAULT_MAX_PAIRS, stress
+from fedanon.algorithms.drbt.fmeasure import overall_f_measure
+from fedanon.algorithms.drbt.kmeans import forgy_rows, kmeans
+from fedanon.algorithms.drbt.projection import check_projection, project_block
+from fedanon.algorithms.drbt.stress import DEFAULT_MAX_PAIRS, stress
 
 
 @dataclass(frozen=True)

@@ -2,15 +2,15 @@
 
 The engine is the leader's half of the algorithm. It never sees records: it asks a *count
 source* for the statistics of newly created partitions (in the canonical layout of
-:mod:`fedanon.lkc.layout`) and tells it which specialization to apply. The in-process
-:class:`~fedanon.lkc.local_party.LocalParty` is one count source (centralized mode); the
+:mod:`fedanon.algorithms.tds.layout`) and tells it which specialization to apply. The in-process
+:class:`~fedanon.algorithms.tds.local_party.LocalParty` is one count source (centralized mode); the
 federation behind the gRPC ring is another (distributed mode), so both modes run this one loop
 and make the same choices.
 
 Per iteration: pick Best = the valid candidate with the highest score (ties: lower attribute
 index in the schema, then lower node id = taxonomy order), send it, receive the statistics of the
 partitions it created, then update scores and re-check validity only where groups can have
-changed (see :mod:`fedanon.lkc.validity`). Invalid candidates are dropped for good
+changed (see :mod:`fedanon.algorithms.tds.validity`). Invalid candidates are dropped for good
 (anti-monotonicity); zero-score valid candidates are still performed.
 """
 
@@ -25,16 +25,21 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from fedanon.errors import FedanonError, InfeasibleError
-from fedanon.lkc.layout import DynamicSplit, PartitionTable, Specialization, StatsLayout
-from fedanon.lkc.scores import SCORES, best_binary_split, discernibility_reduction, info_gain
-from fedanon.lkc.suppression import (
+from fedanon.algorithms.tds.layout import DynamicSplit, PartitionTable, Specialization, StatsLayout
+from fedanon.algorithms.tds.scores import (
+    SCORES,
+    best_binary_split,
+    discernibility_reduction,
+    info_gain,
+)
+from fedanon.algorithms.tds.suppression import (
     budget_records,
     kept_discernibility_reduction,
     suppression_deltas,
     violating,
 )
-from fedanon.lkc.validity import GroupExtremes, Validator
+from fedanon.algorithms.tds.validity import GroupExtremes, Validator
+from fedanon.errors import FedanonError, InfeasibleError
 from fedanon.schema import LKCParams, Schema
 
 
@@ -131,7 +136,7 @@ class LKCEngine:
         suppress: Fraction = Fraction(0),
     ) -> None:
         """`suppress` is the share of records that may be suppressed (see
-        :mod:`fedanon.lkc.suppression`); 0 keeps the plain LKC validity test."""
+        :mod:`fedanon.algorithms.tds.suppression`); 0 keeps the plain LKC validity test."""
         if score not in SCORES:
             raise FedanonError(f"unknown score '{score}' (choose from {', '.join(SCORES)})")
         if score == "infogain" and (schema.class_column is None or len(schema.class_values) < 1):

@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
-from crypto.identity import Identity
-from crypto.keyshare import ONION_UNION, PeerKey, create_key_share, verify_key_share
-from crypto.onion_union import build_route
-from protos import fedanon_v1_pb2 as pb
+from fedanon.crypto.identity import Identity
+from fedanon.crypto.keyshare import ONION_UNION, PeerKey, create_key_share, verify_key_share
+from fedanon.crypto.onion_union import build_route
+from fedanon.protos import fedanon_v1_pb2 as pb
 
 
 def new_share(
