@@ -11,9 +11,7 @@ import argparse
 import json
 import sys
 from fractions import Fraction
-from pathlib import Path
 
-import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
@@ -21,6 +19,7 @@ from fedanon.cli.alphak import add_check_alpha_k
 from fedanon.cli.kactus import add_check_k_anonymity
 from fedanon.errors import FedanonError
 from fedanon.models.lkc import CheckResult, Violation, check_lkc, parse_confidence
+from fedanon.readers.release import read_release
 
 DESCRIPTION = """\
 Check that a released table satisfies LKC-privacy: every group of rows that agree on at most L
@@ -117,49 +116,13 @@ def _requirement(args: argparse.Namespace) -> tuple[list[str], dict[str, list[st
     return qids, sensitive
 
 
-def _read_release(path: str, delimiter: str) -> pd.DataFrame:
-    """The released CSV with every cell as the exact string written (no NA or number parsing)."""
-    sep = "\t" if delimiter in ("\\t", "tab") else delimiter
-    if len(sep) != 1:
-        raise FedanonError(f"--delimiter must be one character, got {delimiter!r}")
-    if not Path(path).is_file():
-        raise FedanonError(f"data file not found: {path}")
-    if Path(path).suffix.lower() in {".parquet", ".pq"}:
-        return _read_parquet_release(path)
-    try:
-        return pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, na_filter=False)
-    except pd.errors.EmptyDataError:
-        raise FedanonError(f"data file is empty: {path}") from None
-    except (pd.errors.ParserError, UnicodeDecodeError, OSError) as exc:
-        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise FedanonError(f"cannot read {path}: {first_line}") from None
-
-
-def _read_parquet_release(path: str) -> pd.DataFrame:
-    """A Parquet release with every cell cast to its text (missing cells as empty strings)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
-
-    try:
-        table = pq.read_table(path)
-        columns = [pc.fill_null(pc.cast(col, pa.string()), "") for col in table.columns]
-    except (pa.ArrowException, OSError) as exc:
-        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise FedanonError(f"cannot read {path}: {first_line}") from None
-    return pd.DataFrame(
-        {name: col.to_pylist() for name, col in zip(table.column_names, columns, strict=True)},
-        dtype=object,
-    )
-
-
 def run_lkc(args: argparse.Namespace) -> int:
     """Handler of `fedanon check lkc`."""
     K = _positive_int("K", args.K)
     C = parse_confidence(args.C)
     qids, sensitive = _requirement(args)
     L = len(qids) if args.L.strip().lower() == "all" else _positive_int("L", args.L)
-    df = _read_release(args.data, args.delimiter)
+    df = read_release(args.data, args.delimiter)
     result = check_lkc(df, qids, sensitive, L, K, C, stop_at_first=args.first)
     for column, values in sensitive.items():
         for value in values:

@@ -20,6 +20,7 @@ from collections.abc import Iterator, Sequence
 from typing import NoReturn
 
 from fedanon import __version__
+from fedanon.crypto.errors import CryptoError
 from fedanon.errors import FedanonError, one_line
 
 COMMAND_MODULES = (
@@ -84,7 +85,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with _sigterm_unwinds():
             code = args.handler(args)
-    except FedanonError as exc:
+    except (FedanonError, CryptoError) as exc:
         if args.debug:
             raise
         print(f"fedanon: error: {one_line(str(exc))}", file=sys.stderr)

@@ -1,20 +1,21 @@
-"""``fedanon party serve`` and ``fedanon party status``."""
+"""``fedanon party serve`` and ``fedanon party status``.
+
+The party daemon, gRPC and the wire code are imported inside the handlers: the CLI is core-side
+and may reach federation plumbing only lazily (see docs/architecture.md).
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
-
-import grpc
+from typing import TYPE_CHECKING
 
 from fedanon.cli.common import print_summary
 from fedanon.errors import FedanonError
-from fedanon.federation.tls import insecure_warning
-from fedanon.federation.transport import make_channel
 from fedanon.logs import setup_logging
-from fedanon.party.config import PartyConfig
-from fedanon.protos import fedanon_v1_pb2 as pb
-from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
+
+if TYPE_CHECKING:
+    from fedanon.party.config import PartyConfig
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -38,6 +39,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _config(args: argparse.Namespace) -> PartyConfig:
+    from fedanon.federation.tls import insecure_warning
+    from fedanon.party.config import PartyConfig
+
     config = PartyConfig.load(args.config)
     if getattr(args, "insecure", False):
         print(insecure_warning("--insecure"), file=sys.stderr)
@@ -56,6 +60,12 @@ def run_serve(args: argparse.Namespace) -> int:
 
 
 def run_status(args: argparse.Namespace) -> int:
+    import grpc
+
+    from fedanon.federation.transport import make_channel
+    from fedanon.protos import fedanon_v1_pb2 as pb
+    from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
+
     config = _config(args)
     address = args.address or config.listen.replace("0.0.0.0", "127.0.0.1")
     channel = make_channel(address, config.name, config.tls)

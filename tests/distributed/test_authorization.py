@@ -30,6 +30,7 @@ from fedanon.crypto.identity import (
     load_ca,
     save_identity,
 )
+from fedanon.federation.lkc_job import lkc_job_to_proto
 from fedanon.federation.tls import TLSFiles
 from fedanon.federation.transport import make_channel
 from fedanon.leader.sim import Federation, federation
@@ -168,7 +169,7 @@ def party_state(fed: Federation, index: int = PARTY) -> tuple[str, str, int]:
 def open_session(hospital_federation: Federation, hospital_data: Dataset) -> Iterator[str]:
     """An LKC session opened at party 2 by the test acting as the leader; aborted afterwards."""
     fed = hospital_federation
-    job = hospital_data.spec(L=2, K=10, C="0.5").to_proto()
+    job = lkc_job_to_proto(hospital_data.spec(L=2, K=10, C="0.5"))
     session_id = secrets.token_hex(16)
     channel = make_channel(fed.daemons[PARTY].address, fed.daemons[PARTY].name, fed.leader_tls)
     stub = pb_grpc.PartyStub(channel)
@@ -213,7 +214,7 @@ def test_every_rpc_refuses_a_party_with_no_business_here(
     before = party_state(fed)
     made = requests(
         open_session,
-        hospital_data.spec(L=2, K=10, C="0.5").to_proto(),
+        lkc_job_to_proto(hospital_data.spec(L=2, K=10, C="0.5")),
         [d.name for d in fed.daemons],
     )
     for tls, who in (
@@ -238,7 +239,7 @@ def test_leader_only_rpcs_refuse_the_ring_predecessor(
     before = party_state(fed)
     made = requests(
         open_session,
-        hospital_data.spec(L=2, K=10, C="0.5").to_proto(),
+        lkc_job_to_proto(hospital_data.spec(L=2, K=10, C="0.5")),
         [d.name for d in fed.daemons],
     )
     leader_only = [m for m in ALL_RPCS if m != "Sum"]  # Union here is MEASURE: leader only
@@ -259,7 +260,7 @@ def test_every_session_rpc_refuses_another_session_id(
     refused as busy, and Status (session, last error, count) is unchanged."""
     fed = hospital_federation
     before = party_state(fed)
-    job = hospital_data.spec(L=2, K=10, C="0.5").to_proto()
+    job = lkc_job_to_proto(hospital_data.spec(L=2, K=10, C="0.5"))
     made = requests(secrets.token_hex(16), job, [d.name for d in fed.daemons])
     session_rpcs = ["ShareKeys", "Sum", "Union", "Ids", "Project", "Assign", "Renew"]
     answers = refusals(fed, fed.leader_tls, made, [*session_rpcs, "End", "OpenSession"])  # type: ignore[arg-type]
@@ -281,7 +282,7 @@ def test_lkc_session_refuses_drbt_messages(
     """Ids, Project and Assign with the open LKC session's own id are FAILED_PRECONDITION."""
     fed = hospital_federation
     before = party_state(fed)
-    made = requests(open_session, hospital_data.spec(L=2, K=10, C="0.5").to_proto(), [])
+    made = requests(open_session, lkc_job_to_proto(hospital_data.spec(L=2, K=10, C="0.5")), [])
     answers = refusals(fed, fed.leader_tls, made, ["Ids", "Project", "Assign"])  # type: ignore[arg-type]
     for method, (code, details) in answers.items():
         assert code == grpc.StatusCode.FAILED_PRECONDITION, (method, code, details)
@@ -354,7 +355,7 @@ def test_malformed_certificates_are_refused_with_a_clear_status(
     before = party_state(fed)
     made = requests(
         secrets.token_hex(16),
-        hospital_data.spec(L=2, K=10, C="0.5").to_proto(),
+        lkc_job_to_proto(hospital_data.spec(L=2, K=10, C="0.5")),
         [d.name for d in fed.daemons],
     )
     for label, (names, role) in MALFORMED.items():
