@@ -12,6 +12,7 @@ from fedanon.algorithms.tds.api import (
     resolve_params,
 )
 from fedanon.algorithms.tds.scores import SCORES
+from fedanon.algorithms.tds.verified import verified_release
 from fedanon.cli.alphak import add_anonymize_alpha_k
 from fedanon.cli.common import print_summary, split_list, step_progress
 from fedanon.cli.drbt import add_anonymize_drbt
@@ -79,6 +80,7 @@ def run_lkc(args: argparse.Namespace) -> int:
             on_step=lambda s: show(f"#{s.iteration} {s.attribute}={s.value} "
                                    f"({s.partitions} groups, {s.candidates} candidates)"),
         )
+    release = verified_release(release, schema, params)  # text columns + privacy_check
     report = {**release.report, "input": str(args.data), "output": str(args.out)}
     with outputs.writing() as staged:
         staged.table(args.out, release.table)
