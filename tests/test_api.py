@@ -57,9 +57,16 @@ def test_the_utility_figures_are_percentages(page: dict[str, Any]) -> None:
 
 
 def test_sensitive_values_in_the_command_line_form_give_the_same_release(
-        page: dict[str, Any]) -> None:
-    again = fedanon.anonymize_lkc(page["df"], taxonomy=page["taxonomy"], L=2, K=20, C="1/2",
-                                  sensitive=["diagnosis=HIV,Schizophrenia"])
+    page: dict[str, Any],
+) -> None:
+    again = fedanon.anonymize_lkc(
+        page["df"],
+        taxonomy=page["taxonomy"],
+        L=2,
+        K=20,
+        C="1/2",
+        sensitive=["diagnosis=HIV,Schizophrenia"],
+    )
     assert again.table.equals(page["release"].table)
 
 
@@ -71,10 +78,13 @@ def test_a_user_error_is_a_fedanon_error(page: dict[str, Any]) -> None:
 
 
 def test_import_fedanon_loads_no_heavy_module() -> None:
-    code = ("import sys, fedanon; heavy = {'pandas', 'numpy', 'grpc', 'matplotlib'}; "
-            "print(sorted(heavy & set(sys.modules)))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout
+    code = (
+        "import sys, fedanon; heavy = {'pandas', 'numpy', 'grpc', 'matplotlib'}; "
+        "print(sorted(heavy & set(sys.modules)))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
     assert json.loads(out.replace("'", '"')) == []
 
 
@@ -86,9 +96,27 @@ def test_the_cli_report_carries_the_privacy_check(tmp_path: Path) -> None:
     data = tmp_path / "data.csv"
     generate_hospital(600, seed=5).to_csv(data, index=False)
     report = tmp_path / "report.json"
-    code = main(["anonymize", "lkc", "--data", str(data), "--taxonomy",
-                 str(hospital_taxonomy_path()), "--out", str(tmp_path / "out.csv"),
-                 "--report", str(report), "--L", "2", "--K", "10", "--C", "0.5", "--quiet"])
+    code = main(
+        [
+            "anonymize",
+            "lkc",
+            "--data",
+            str(data),
+            "--taxonomy",
+            str(hospital_taxonomy_path()),
+            "--out",
+            str(tmp_path / "out.csv"),
+            "--report",
+            str(report),
+            "--L",
+            "2",
+            "--K",
+            "10",
+            "--C",
+            "0.5",
+            "--quiet",
+        ]
+    )
     assert code == 0
     check = json.loads(report.read_text(encoding="utf-8"))["privacy_check"]
     assert check["ok"] is True and check["L"] == 2 and check["K"] == 10
