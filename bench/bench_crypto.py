@@ -1,12 +1,14 @@
 """Benchmark of the crypto primitives: secure sum, layered union, dedup union.
 
 Prints Markdown tables (pasted into bench/RESULTS.md under "## crypto"). Every role runs in this
-one process through `fedanon.crypto.simulate`, and a stopwatch charges CPU time (not wall time, so other
+one process through `fedanon.crypto.simulate`, and a stopwatch charges CPU time (not wall time, so
+other
 load on a shared machine does not count) to the role that spends it; network time is excluded.
 "Critical path" assumes the roles that can work in parallel in a deployment do (owners sealing or
 encrypting their own batches) and everything else runs one after the other. Each secure result
 is compared against the plain (insecure) computation timed in the same run. The layered union is
-the exception to CPU time: it runs both in-process and with worker processes (`fedanon.crypto.parallel`),
+the exception to CPU time: it runs both in-process and with worker processes
+(`fedanon.crypto.parallel`),
 so it reports wall time of both, side by side.
 
     .venv/bin/python bench/bench_crypto.py               # full sizes (about 12 minutes on 2 cores)

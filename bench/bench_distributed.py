@@ -2,7 +2,8 @@
 
 For each federation size (default 3, 5 and 10 parties) the table is split at random, real party
 daemons are started on loopback with mutual TLS (``fedanon.leader.sim.federation``), and one session
-runs through the leader (``fedanon.leader.run.run_job``). Every distributed release is compared with the
+runs through the leader (``fedanon.leader.run.run_job``). Every distributed release is compared
+with the
 centralized one (multiset of rows and final cut) before any number is printed, so a fast but
 wrong run cannot produce a result.
 
@@ -19,7 +20,8 @@ Phases compared (wall time; daemon start-up is reported but excluded from the to
 
 Union workers: ``--union-workers 1,0`` runs every size once per setting, each with its own
 daemons, the daemons (sealing) and the leader (opening) configured alike: 1 is in-process, 0 is
-one worker process per CPU (``fedanon.crypto.parallel``). The union table then compares the settings.
+one worker process per CPU (``fedanon.crypto.parallel``). The union table then compares the
+settings.
 
 Bytes: the leader's report counts what it sent and received per phase; each party reports its
 whole-session totals. "All wire" = leader sent + sum of parties' sent (each message counted once,

@@ -2,7 +2,8 @@
 
 For each data set and number of parties (default 1..4) the table is split by columns into
 contiguous near-equal blocks (``fedanon.leader.sim.split_columns``), one ``fedanon party serve``
-process per block is started on loopback with mutual TLS (``fedanon.leader.sim.federation``; start-up
+process per block is started on loopback with mutual TLS (``fedanon.leader.sim.federation``;
+start-up
 is reported but excluded), and ``--trials`` sessions run through the leader
 (``fedanon.leader.drbt.run_drbt``, the code path of ``fedanon sim drbt``), each with fresh secret
 matrices at the parties, ``send_assignment`` on and the leader's K-means at K = 3 (10 restarts).
@@ -17,7 +18,8 @@ Measured per session (means over the trials):
   the leader (replies) and received from it (requests), counted by a client interceptor on the
   leader's channels (``fedanon.leader.run.make_channel`` is wrapped; gRPC framing, HTTP/2 and TLS
   overhead are not included). The parties talk to the leader only;
-* utility, the thesis's protocol (specs/drbt.md, "Measures"): in every trial and for every K in
+* utility, the thesis's protocol (docs/drbt.md, "Measures and the evaluation protocol"): in every
+trial and for every K in
   ``--clusters`` (default 2..5), one K-means run (Forgy seeding, no restarts, as the thesis's
   "random seed selection") on the z-scored original table gives c_i, one on the released
   p-columns gives c'_j, scored with the overall F-measure; the table shows the mean. The
@@ -65,7 +67,7 @@ from fedanon.leader.drbt import DRBTLeaderJob, run_drbt
 from fedanon.leader.sim import federation, split_columns
 
 PHASES = ("handshake", "projection", "clustering", "rest", "total")
-# specs/drbt.md, vertical Pumsb (74 -> 38), mean F for K = 2..5
+# docs/drbt-vertical.md (the thesis's vertical Pumsb table) (74 -> 38), mean F for K = 2..5
 THESIS_PUMSB = {1: (.909, .965, .891, .838), 2: (.904, .931, .894, .840),
                 3: (.874, .887, .873, .801), 4: (.802, .812, .866, .831)}
 THESIS_CHESS_CENTRAL = (.805, .735, .695, .665)  # Chess 37 -> 25, RP2

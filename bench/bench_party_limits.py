@@ -20,6 +20,7 @@ from pathlib import Path
 
 import grpc
 
+from fedanon.federation.lkc_job import lkc_job_to_proto
 from fedanon.federation.tls import TLSFiles
 from fedanon.federation.transport import make_channel
 from fedanon.leader.config import spec_from_table
@@ -54,7 +55,7 @@ def main() -> None:
         pb_grpc.PartyStub(leader).OpenSession(
             pb.OpenSessionRequest(
                 ref=pb.SessionRef(session_id=session_id),
-                lkc=job.to_proto(),
+                lkc=lkc_job_to_proto(job),
                 ring=[d.name for d in fed.daemons],
             ),
             timeout=60,

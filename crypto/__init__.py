@@ -1,7 +1,8 @@
 """Cryptographic building blocks of fedanon's distributed mode.
 
 Pure functions and small classes over bytes and numpy arrays: the party daemon and the leader
-call them and carry their byte outputs over whatever transport they use. Only `fedanon.crypto.tls` knows
+call them and carry their byte outputs over whatever transport they use. Only `fedanon.crypto.tls`
+knows
 about gRPC (credentials and caller identity); every other module is transport-free.
 
 Modules, one job each:

@@ -1,17 +1,19 @@
 """Errors raised when a protocol run must abort.
 
-They derive from `FedanonError` so that an aborted session ends as a one-line message (naming the
-party or hop at fault) instead of a traceback: a failed authentication or a missing party is a
-property of the run, not a bug in the caller.
+An aborted session must end as a one-line message (naming the party or hop at fault) instead of
+a traceback: a failed authentication or a missing party is a property of the run, not a bug in
+the caller. The crypto package imports nothing from the rest of fedanon, so `CryptoError` has its
+own root; it carries the same `exit_code` attribute as `fedanon.errors.FedanonError`, and the
+callers (the CLI, the party and the leader) treat both as user-facing errors.
 """
 
 from __future__ import annotations
 
-from fedanon.errors import FedanonError
 
-
-class CryptoError(FedanonError):
+class CryptoError(Exception):
     """A cryptographic protocol step cannot continue; the session must abort."""
+
+    exit_code = 2
 
 
 class IntegrityError(CryptoError):

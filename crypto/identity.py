@@ -3,7 +3,8 @@
 One CA per federation signs a certificate for each party daemon and for the leader. A
 certificate carries the holder's name as its only SAN DNS name (what TLS checks) and its role in
 the subject's organizational unit (what servers and key-share verifiers check). The same
-certificate keys sign the per-session X25519 keys of the secure protocols (`fedanon.crypto.keyshare`),
+certificate keys sign the per-session X25519 keys of the secure protocols
+(`fedanon.crypto.keyshare`),
 so the relaying leader cannot substitute a party's key.
 
 Keys are EC P-256: every TLS stack gRPC ships with accepts them for both server and client
@@ -26,8 +27,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from cryptography.x509.verification import PolicyBuilder, Store, VerificationError
 
-from fedanon.atomic import atomic_path
 from fedanon.crypto.errors import IdentityError
+from fedanon.crypto.files import atomic_path
 
 ROLES = ("party", "leader")
 CA_STEM = "ca"

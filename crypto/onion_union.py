@@ -20,7 +20,8 @@ group sizes dummies can equalize) but not at the leader, who sees plaintexts: a 
 innermost key would partition the release by hospital. docs/leakage.md has the full argument.
 
 The per-record leader layer is most of the union's cost, so sealing and opening it can run in
-worker processes (`fedanon.crypto.parallel`); the party layers stay in the caller, keeping one ephemeral
+worker processes (`fedanon.crypto.parallel`); the party layers stay in the caller, keeping one
+ephemeral
 key per owner batch.
 """
 

@@ -1,7 +1,8 @@
 """Collusion-resistant secure sum with pairwise masks (each party reports to the leader).
 
 Every pair of parties (i, j) shares an X25519 secret from their signed per-session keys
-(`fedanon.crypto.keyshare`). For each round, HKDF turns it into a key bound to (session, round, roster,
+(`fedanon.crypto.keyshare`). For each round, HKDF turns it into a key bound to (session, round,
+roster,
 pair), and AES-CTR expands that key into a mask vector m_ij that both parties compute identically.
 Party i sends x_i + sum_{j>i} m_ij - sum_{j<i} m_ij to the leader (indices in roster order); every
 m_ij is added once and subtracted once, so the masks cancel in the leader's sum and only the sum

@@ -7,7 +7,8 @@ So the last party seals the total to the leader with AES-256-GCM, and the partie
 they cannot open.
 
 Key: X25519 between the last party's and the leader's session keys of the union (fresh per
-session, signed and verified against the federation CA, `fedanon.crypto.keyshare`), so a middle party
+session, signed and verified against the federation CA, `fedanon.crypto.keyshare`), so a middle
+party
 that substitutes its own key fails the signature check long before any sum. HKDF-SHA256 with
 salt = session id and its own label separates this key from every onion-union layer key
 (those use ephemeral keys and another label). Associated data: session id, iteration and

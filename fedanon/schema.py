@@ -6,11 +6,11 @@ the same canonical layouts from the same object.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from fractions import Fraction
 
 from fedanon.errors import FedanonError
+from fedanon.fingerprint import fingerprint
 from fedanon.taxonomy.tree import Taxonomy
 
 
@@ -89,5 +89,4 @@ class Schema:
         return items
 
     def fingerprint(self) -> str:
-        digest = hashlib.sha256("\n".join(self.fingerprint_items()).encode()).hexdigest()
-        return digest
+        return fingerprint(self.fingerprint_items())

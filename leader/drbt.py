@@ -10,7 +10,6 @@ K-means, and, if asked, send the cluster of every object back to the parties.
 
 from __future__ import annotations
 
-import hashlib
 import secrets
 import time
 from collections.abc import Callable
@@ -25,6 +24,7 @@ from fedanon.algorithms.drbt.kmeans import kmeans
 from fedanon.algorithms.drbt.matrices import MATRICES, secure_rng
 from fedanon.errors import FedanonError
 from fedanon.federation.tls import TLSFiles
+from fedanon.fingerprint import fingerprint
 from fedanon.leader.run import Session
 from fedanon.outputs import CommandOutputs
 from fedanon.party.config import Hop
@@ -88,7 +88,7 @@ def run_drbt(
     session = Session(job)  # type: ignore[arg-type]
     items = [f"drbt:id={job.id_column},matrix={job.matrix},k={job.k_dims},"
              f"rescale={job.rescale}"]
-    fingerprint = hashlib.sha256("\n".join(items).encode()).hexdigest()
+    digest = fingerprint(items)
     timings: dict[str, float] = {}
     with session:
         opened = session.fan_out("handshake", lambda n, s: s.OpenSession(
@@ -97,7 +97,7 @@ def run_drbt(
         session.keep_alive(opened)
         owner: dict[str, str] = {}
         for name in session.ring:
-            if opened[name].fingerprint != fingerprint:
+            if opened[name].fingerprint != digest:
                 raise FedanonError(f"handshake: party {name} runs a different DRBT job")
             for attribute in opened[name].attributes:
                 if attribute in owner:

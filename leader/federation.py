@@ -23,6 +23,7 @@ import grpc
 import numpy as np
 
 from fedanon.algorithms.tds.layout import DynamicSplit, Specialization, StatsLayout
+from fedanon.crypto.errors import CryptoError
 from fedanon.crypto.pairwise import PairwiseAggregator
 from fedanon.crypto.sealed_total import SealedTotalChannel
 from fedanon.crypto.secure_sum import start_round
@@ -136,7 +137,7 @@ class FederationSource:
         try:
             total = self.aggregator.combine(
                 self.iteration, {n: bytes(r.pairwise_share) for n, r in replies.items()})
-        except (FedanonError, ValueError) as exc:
+        except (FedanonError, CryptoError, ValueError) as exc:
             raise PartyFailure(f"secure sum (pairwise), iteration {self.iteration}: {exc}") \
                 from exc
         if total.size != length:
@@ -164,7 +165,7 @@ class FederationSource:
             raise describe_rpc_error(exc, first, phase) from exc
         try:
             payload = self.sealed_totals.open(self.iteration, length, reply.sealed_total)
-        except FedanonError as exc:
+        except (FedanonError, CryptoError) as exc:
             raise PartyFailure(f"{phase}: party {last}: {exc}") from exc
         total = mask.unmask(payload)
         self.traffic.add("sum", request.ByteSize(), reply.ByteSize())

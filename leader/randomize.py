@@ -25,11 +25,12 @@ from fedanon.crypto.parallel import Parallelism
 from fedanon.errors import FedanonError
 from fedanon.federation.tls import TLSFiles
 from fedanon.federation.wire import to_vector
+from fedanon.fingerprint import fingerprint
 from fedanon.leader.federation import FederationSource, Traffic
 from fedanon.leader.run import SUM_MODES, Session, _first_difference
 from fedanon.leader.union import UnionKeys, run_union
 from fedanon.party.config import Hop
-from fedanon.party.randomize import RANDOMIZE_ROUND, UNION_ROUND, fingerprint, spec_to_proto
+from fedanon.party.randomize import RANDOMIZE_ROUND, UNION_ROUND, spec_to_proto
 from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.readers.table_io import write_table
 

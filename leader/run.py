@@ -12,7 +12,6 @@ accept the next job.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
 import secrets
 import threading
@@ -20,7 +19,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import grpc
 import pandas as pd
@@ -29,14 +28,18 @@ from fedanon.algorithms.tds.api import build_report
 from fedanon.algorithms.tds.engine import LKCEngine, StepInfo
 from fedanon.algorithms.tds.layout import StatsLayout
 from fedanon.errors import FedanonError
+from fedanon.federation.lkc_job import lkc_job_to_proto
 from fedanon.federation.transport import make_channel
-from fedanon.leader.config import LeaderJob
+from fedanon.fingerprint import fingerprint
 from fedanon.leader.federation import FederationSource, PartyFailure, Traffic, describe_rpc_error
 from fedanon.leader.union import UnionKeys, run_union
 from fedanon.models.lkc import check_lkc
 from fedanon.outputs import CommandOutputs
 from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
+
+if TYPE_CHECKING:
+    from fedanon.leader.config import LeaderJob
 
 log = logging.getLogger(__name__)
 
@@ -144,7 +147,7 @@ def run_job(job: LeaderJob, on_step: Callable[[StepInfo], None] | None = None,
     spec = job.spec
     schema = spec.schema(job.taxonomy)
     ours = spec.fingerprint_items(schema)
-    fingerprint = hashlib.sha256("\n".join(ours).encode()).hexdigest()
+    digest = fingerprint(ours)
     timings: dict[str, float] = {}
     revealed: dict[str, int] = {}  # party record counts, only when the union reveals them
     traffic = Traffic()
@@ -152,13 +155,13 @@ def run_job(job: LeaderJob, on_step: Callable[[StepInfo], None] | None = None,
     began = time.perf_counter()
     with session:
         opened = session.fan_out("handshake", lambda n, s: s.OpenSession(
-            pb.OpenSessionRequest(ref=session.ref(), lkc=spec.to_proto(), ring=session.ring,
+            pb.OpenSessionRequest(ref=session.ref(), lkc=lkc_job_to_proto(spec), ring=session.ring,
                                   sum_mode=SUM_MODES[job.sum_mode]), timeout=job.rpc_seconds))
         session.keep_alive(opened)
         columns: list[str] | None = None
         for name in session.ring:
             reply = opened[name]
-            if reply.fingerprint != fingerprint:
+            if reply.fingerprint != digest:
                 raise FedanonError(f"handshake: party {name} differs from the leader: "
                                    f"{_first_difference(ours, list(reply.fingerprint_items))}")
             if columns is None:

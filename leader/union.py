@@ -29,6 +29,7 @@ import grpc
 from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
+from fedanon.crypto.errors import CryptoError
 from fedanon.crypto.identity import Identity, load_identity_files
 from fedanon.crypto.keyshare import ONION_UNION
 from fedanon.crypto.onion_union import UnionContext, open_records
@@ -67,7 +68,7 @@ class UnionKeys:
         shares = [own] + [k for name in session.ring for k in opened[name].keys]
         try:
             route = union_route(shares, session.ring, session_id, ca)
-        except (FedanonError, ValueError) as exc:
+        except (FedanonError, CryptoError, ValueError) as exc:
             raise FedanonError(f"handshake: union key shares refused: {exc}") from exc
         session.fan_out("key sharing", lambda n, s: s.ShareKeys(
             pb.ShareKeysRequest(ref=session.ref(), keys=shares, prepare_union=prepare_union),
@@ -141,7 +142,7 @@ def run_union(session: Session, keys: UnionKeys, traffic: Traffic, rpc_seconds: 
     ctx = UnionContext(bytes.fromhex(session.session_id), round_, keys.route, record_size)
     try:
         plain = open_records(list(stripped.items), keys.private_key, ctx, parallelism)
-    except (FedanonError, ValueError) as exc:
+    except (FedanonError, CryptoError, ValueError) as exc:
         raise FedanonError(f"union: the final batch is invalid: {exc}") from exc
     return _decoded(plain)
 

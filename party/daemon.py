@@ -17,6 +17,7 @@ import grpc
 from cryptography import x509
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
+from fedanon.crypto.errors import CryptoError
 from fedanon.crypto.identity import load_identity_files
 from fedanon.errors import FedanonError
 from fedanon.federation.transport import listen_port, make_channel, make_server
@@ -126,7 +127,7 @@ def serve(config: PartyConfig, grace_seconds: float = 5.0) -> None:
     log.info("%s", config.policy.describe())
     try:
         check_next_hop(config)
-    except FedanonError:
+    except (FedanonError, CryptoError):
         server.stop(0).wait()
         raise
     stop.wait()

@@ -16,8 +16,6 @@ Order inside one session (each step checks the session id and the iteration numb
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,12 +29,14 @@ from fedanon.algorithms.randomization.leader_half import split_histograms
 from fedanon.algorithms.randomization.party_half import LocalRecords
 from fedanon.algorithms.randomization.sampler import make_rng
 from fedanon.atomic import atomic_path
+from fedanon.crypto.errors import CryptoError
 from fedanon.crypto.keyshare import ONION_UNION, PAIRWISE_SUM
 from fedanon.crypto.pairwise import PairwiseMasker
 from fedanon.crypto.sealed_total import SealedTotalChannel
 from fedanon.errors import FedanonError
 from fedanon.federation.keyshares import new_share
 from fedanon.federation.wire import from_vector
+from fedanon.fingerprint import fingerprint
 from fedanon.party.replay import AnswerOnce
 from fedanon.party.session import ProtocolError, SessionBase
 from fedanon.party.union import UnionRole
@@ -76,10 +76,6 @@ def spec_from_proto(job: pb.RandomizeJob) -> RandomizeSpec:
     )
     spec.check()
     return spec
-
-
-def fingerprint(items: Sequence[str]) -> str:
-    return hashlib.sha256("\n".join(items).encode()).hexdigest()
 
 
 class RandomizeSession(SessionBase):
@@ -202,7 +198,7 @@ def open_session(
                 f"ring says the next hop is '{session.successor}' but this party "
                 f"is configured to forward to '{configured}'"
             )
-    except FedanonError as exc:
+    except (FedanonError, CryptoError) as exc:
         servicer._fail(context, grpc.StatusCode.FAILED_PRECONDITION, str(exc))
     sid = bytes.fromhex(session.session_id)
     private, share = new_share(servicer.identity, config.name, "party", sid, ONION_UNION)
@@ -241,7 +237,7 @@ def randomize(
         if session.spec.keep_at_parties:
             directory = servicer.config.output_dir or servicer.config.data.parent
             session.save(directory)
-    except (FedanonError, ValueError) as exc:
+    except (FedanonError, CryptoError, ValueError) as exc:
         code = (
             grpc.StatusCode.FAILED_PRECONDITION
             if isinstance(exc, ProtocolError)

@@ -1,6 +1,7 @@
 """The party daemon's gRPC servicer.
 
-Serves sessions one at a time. Before a handler runs, the gate (:mod:`fedanon.party.gate`) has checked
+Serves sessions one at a time. Before a handler runs, the gate (:mod:`fedanon.party.gate`) has
+checked
 the caller's certificate and the request's size against ``expected_peers`` and
 ``request_limit`` below. Every handler then checks who is calling (the leader, or in the ring
 the previous party: name AND role from the mutual-TLS certificate), then the session id and
@@ -17,7 +18,6 @@ lifecycle events are recorded as ``Status``'s last error.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import threading
 import time
@@ -29,8 +29,7 @@ import numpy as np
 import pandas as pd
 from cryptography import x509
 
-from fedanon.algorithms.tds.jobspec import LKCJobSpec
-from fedanon.crypto.errors import IdentityError
+from fedanon.crypto.errors import CryptoError, IdentityError
 from fedanon.crypto.identity import Identity, PeerIdentity
 from fedanon.crypto.keyshare import ONION_UNION, PAIRWISE_SUM
 from fedanon.crypto.pairwise import PairwiseMasker
@@ -38,7 +37,9 @@ from fedanon.crypto.secure_sum import add_vector
 from fedanon.crypto.tls import peer_identity
 from fedanon.errors import FedanonError
 from fedanon.federation.keyshares import new_share, union_route, verified_peers
+from fedanon.federation.lkc_job import lkc_job_from_proto
 from fedanon.federation.wire import from_vector
+from fedanon.fingerprint import fingerprint
 from fedanon.party import randomize as randomize_job
 from fedanon.party.config import PartyConfig
 from fedanon.party.drbt_session import DRBTSession
@@ -267,7 +268,7 @@ class PartyServicer(pb_grpc.PartyServicer):
                     raise FedanonError("unsupported job type")
                 if self.taxonomy is None:
                     raise FedanonError("this party has no taxonomy configured (LKC jobs need one)")
-                spec = LKCJobSpec.from_proto(request.lkc)
+                spec = lkc_job_from_proto(request.lkc)
                 schema = spec.schema(self.taxonomy)
                 ring = list(request.ring)
                 session = PartySession(request.ref.session_id, spec, schema, self.table, ring,
@@ -277,7 +278,7 @@ class PartyServicer(pb_grpc.PartyServicer):
                     raise FedanonError(
                         f"ring says the next hop is '{session.successor}' but this party is "
                         f"configured to forward to '{configured}'")
-            except FedanonError as exc:
+            except (FedanonError, CryptoError) as exc:
                 self._fail(context, grpc.StatusCode.FAILED_PRECONDITION, str(exc))
             sid = bytes.fromhex(session.session_id)
             private, share = new_share(self.identity, self.config.name, "party", sid,
@@ -297,7 +298,7 @@ class PartyServicer(pb_grpc.PartyServicer):
         items = spec.fingerprint_items(schema)
         reply = pb.OpenSessionReply(
             party=self.config.name,
-            fingerprint=hashlib.sha256("\n".join(items).encode()).hexdigest(),
+            fingerprint=fingerprint(items),
             fingerprint_items=items,
             columns=session.released_columns,
             keys=shares,
@@ -312,7 +313,7 @@ class PartyServicer(pb_grpc.PartyServicer):
         """Open a DRBT session (caller holds the lock)."""
         try:
             session = DRBTSession(request.ref.session_id, request.drbt, self.table)
-        except FedanonError as exc:
+        except (FedanonError, CryptoError) as exc:
             self._fail(context, grpc.StatusCode.FAILED_PRECONDITION, str(exc))
         self.session = session
         self.sessions_served += 1
@@ -321,7 +322,7 @@ class PartyServicer(pb_grpc.PartyServicer):
         items = session.fingerprint_items()
         reply = pb.OpenSessionReply(
             party=self.config.name,
-            fingerprint=hashlib.sha256("\n".join(items).encode()).hexdigest(),
+            fingerprint=fingerprint(items),
             fingerprint_items=items, attributes=session.attributes,
             lease_seconds=self.config.lease_seconds)
         session.bytes_received += request.ByteSize()
@@ -355,7 +356,7 @@ class PartyServicer(pb_grpc.PartyServicer):
         else:
             try:
                 reply = pb.IdsReply(missing=session.common_ids(list(request.ids)))
-            except FedanonError as exc:
+            except (FedanonError, CryptoError) as exc:
                 self._fail(context, grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         session.bytes_sent += reply.ByteSize()
         return reply
@@ -366,7 +367,7 @@ class PartyServicer(pb_grpc.PartyServicer):
         session.touch()
         try:
             block = session.project()
-        except FedanonError as exc:
+        except (FedanonError, CryptoError) as exc:
             self._fail(context, grpc.StatusCode.FAILED_PRECONDITION, str(exc))
         data = np.ascontiguousarray(block, dtype="<f8")
         reply = pb.ProjectReply(block=pb.Matrix(data=data.tobytes(), rows=data.shape[0],
@@ -382,7 +383,7 @@ class PartyServicer(pb_grpc.PartyServicer):
         try:
             session.bytes_received += request.ByteSize()
             path = session.save_assignment(list(request.clusters), directory)
-        except FedanonError as exc:
+        except (FedanonError, CryptoError) as exc:
             self._fail(context, grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         log.info("cluster assignment written to %s", path,
                  extra={"session": session.session_id[:12]})
@@ -410,7 +411,7 @@ class PartyServicer(pb_grpc.PartyServicer):
                     raise ProtocolError("this party drew no pairwise key for the session")
                 session.masker = PairwiseMasker(self.config.name, session.pairwise_key, peers,
                                                 session.ring, sid)
-        except (FedanonError, ValueError) as exc:
+        except (FedanonError, CryptoError, ValueError) as exc:
             self._fail(context, grpc.StatusCode.PERMISSION_DENIED, f"key shares refused: {exc}")
         session.bytes_received += request.ByteSize()
         return pb.ShareKeysReply()
@@ -444,7 +445,7 @@ class PartyServicer(pb_grpc.PartyServicer):
                     f"{local.size}")
             from_vector(request.partial, local.size)
             partial = add_vector(request.partial.data, local)
-        except (FedanonError, ValueError) as exc:
+        except (FedanonError, CryptoError, ValueError) as exc:
             code = grpc.StatusCode.FAILED_PRECONDITION if isinstance(exc, ProtocolError) \
                 else grpc.StatusCode.INVALID_ARGUMENT
             self._fail(context, code, str(exc))
@@ -510,7 +511,7 @@ class PartyServicer(pb_grpc.PartyServicer):
             if request.phase != pb.UNION_PHASE_STRIP:
                 raise ProtocolError("unknown union phase")
             items = session.union.strip(list(request.items), ctx)
-        except (FedanonError, ValueError) as exc:
+        except (FedanonError, CryptoError, ValueError) as exc:
             self._fail(context, grpc.StatusCode.FAILED_PRECONDITION, f"union: {exc}")
         if session.successor is None or self.next_stub is None:
             reply = pb.UnionReply(items=items)
@@ -532,7 +533,7 @@ class PartyServicer(pb_grpc.PartyServicer):
             local = session.contribution(request)
             reply = pb.SumReply(
                 pairwise_share=session.masker.masked_share(request.ref.iteration, local))
-        except (FedanonError, ValueError, RuntimeError) as exc:
+        except (FedanonError, CryptoError, ValueError, RuntimeError) as exc:
             self._fail(context, grpc.StatusCode.FAILED_PRECONDITION, str(exc))
         session.bytes_sent += reply.ByteSize()
         return reply

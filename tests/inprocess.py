@@ -2,7 +2,8 @@
 
 The leakage and privacy tests (distributed LKC, vertical DRBT) need to see every message a
 party receives and sends, so they run the parties in-process. What is shared lives here: every
-daemon is built by the real :func:`fedanon.party.daemon.build_server` from a real ``party.toml`` with
+daemon is built by the real :func:`fedanon.party.daemon.build_server` from a real ``party.toml``
+with
 real mutual TLS; the only substitutions are the ``make_server`` it calls (the production
 :func:`fedanon.federation.transport.make_server` plus the test's server interceptor) and the
 ``make_channel`` for its next hop (the production channel wrapped by the test's client
@@ -125,7 +126,8 @@ def inprocess_parties(
                 build.setattr(fedanon.party.daemon, "make_server", functools.partial(
                     _recorded_server, recorder=server_interceptor(name)))
                 build.setattr(fedanon.party.daemon, "make_channel", hop_channel_factory(name))
-                server, _port, servicer = fedanon.party.daemon.build_server(PartyConfig.load(config))
+                build = fedanon.party.daemon.build_server
+                server, _port, servicer = build(PartyConfig.load(config))
             server.start()
             servers.append(server)
             servicers[name] = servicer

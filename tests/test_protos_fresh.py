@@ -13,4 +13,5 @@ def test_generated_code_is_fresh(tmp_path: Path) -> None:
     for name, content in fresh.items():
         committed = PROTO_DIR / name
         assert committed.exists(), f"{name} is not committed: run python -m fedanon.protos.generate"
-        assert committed.read_bytes() == content, f"{name} is stale: run python -m fedanon.protos.generate"
+        assert committed.read_bytes() == content, (
+            f"{name} is stale: run python -m fedanon.protos.generate")

@@ -23,6 +23,11 @@ Renamed imports change the order ruff's isort rule expects (``crypto`` becomes f
 unless ``--no-sort`` is given (ruff must be on PATH or beside the running Python). ``--move``
 also ``git mv``-s files still found at an old location (for example a module a branch
 added to ``fedanon/lkc/``) to the new one.
+
+Bringing a branch over (so that only its real changes can conflict): on the branch, merge the
+restructure's rewrite commit (the second commit of the r1-layout branch, "rewrite imports and
+module names"), resolve every conflicted file by taking the branch's side
+(``git checkout --ours FILE``), run this script with ``--move``, commit; then merge the rest.
 """
 
 from __future__ import annotations

@@ -97,6 +97,7 @@ def run_lkc(args: argparse.Namespace) -> int:
                                    f"({s.partitions} groups, {s.candidates} candidates)"),
             suppress=args.suppress, suppressed_mode=args.suppressed,
         )
+    release = verified_release(release, schema, params)  # text columns + privacy_check
     report = {**release.report, "input": str(args.data), "output": str(args.out)}
     steward = lkc_release_report(args, release.table, "anonymize lkc", schema, params, score)
     report["release_report"] = steward

@@ -127,45 +127,6 @@ def _requirement(args: argparse.Namespace) -> tuple[list[str], dict[str, list[st
     return qids, sensitive
 
 
-def _read_release(path: str, delimiter: str | None) -> pd.DataFrame:
-    """The released CSV with every cell as the exact string written (no NA or number parsing)."""
-    import pandas as pd
-
-    from fedanon.readers.table_io import input_delimiter  # I/O only: no engine code
-
-    if not Path(path).is_file():
-        raise FedanonError(f"data file not found: {path}")
-    if Path(path).suffix.lower() in {".parquet", ".pq"}:
-        return _read_parquet_release(path)
-    sep = input_delimiter(path, delimiter)
-    try:
-        return pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, na_filter=False)
-    except pd.errors.EmptyDataError:
-        raise FedanonError(f"data file is empty: {path}") from None
-    except (pd.errors.ParserError, UnicodeDecodeError, OSError) as exc:
-        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise FedanonError(f"cannot read {path}: {first_line}") from None
-
-
-def _read_parquet_release(path: str) -> pd.DataFrame:
-    """A Parquet release with every cell cast to its text (missing cells as empty strings)."""
-    import pandas as pd
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
-
-    try:
-        table = pq.read_table(path)
-        columns = [pc.fill_null(pc.cast(col, pa.string()), "") for col in table.columns]
-    except (pa.ArrowException, OSError) as exc:
-        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise FedanonError(f"cannot read {path}: {first_line}") from None
-    return pd.DataFrame(
-        {name: col.to_pylist() for name, col in zip(table.column_names, columns, strict=True)},
-        dtype=object,
-    )
-
-
 def _suppression(
     args: argparse.Namespace, qids: list[str], rows: int
 ) -> tuple[dict[str, str] | None, int]:
@@ -193,7 +154,9 @@ def run_lkc(args: argparse.Namespace) -> int:
     C = parse_confidence(args.C)
     qids, sensitive = _requirement(args)
     L = len(qids) if args.L.strip().lower() == "all" else _positive_int("L", args.L)
-    df = _read_release(args.data, args.delimiter)
+    from fedanon.readers.release import read_release
+
+    df = read_release(args.data, args.delimiter)
     if len(df.columns) == 1:  # the whole header in one column: name the wrong delimiter
         from fedanon.readers.table_io import require_columns
 

@@ -169,13 +169,13 @@ def _release(args: argparse.Namespace, method: str, anonymize, extra: dict) -> i
 
 
 def run_check_k_anonymity(args: argparse.Namespace) -> int:
-    from fedanon.cli.check import _read_release
     from fedanon.models.k_anonymity import check_k_anonymity
+    from fedanon.readers.release import read_release
 
     if args.k < 1:
         raise FedanonError(f"--k must be at least 1, got {args.k}")
     qids = split_list(args.qid)
-    table = _read_release(args.data, args.delimiter)
+    table = read_release(args.data, args.delimiter)
     result = check_k_anonymity(table, qids, args.k)
     verdict = "holds" if result.ok else "VIOLATED"
     print_summary(

@@ -19,6 +19,7 @@ from collections.abc import Iterator, Sequence
 from fedanon import __version__
 from fedanon.cli.deprecated import rewrite_deprecated
 from fedanon.cli.parser import OneLineParser, RawDescriptionDefaultsFormatter, exit_code_epilog
+from fedanon.crypto.errors import CryptoError
 from fedanon.errors import FedanonError, one_line
 
 COMMAND_MODULES = (
@@ -76,7 +77,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with _sigterm_unwinds():
             code = args.handler(args)
-    except FedanonError as exc:
+    except (FedanonError, CryptoError) as exc:
         if args.debug:
             raise
         print(f"fedanon: error: {one_line(str(exc))}", file=sys.stderr)

@@ -1,4 +1,8 @@
-"""``fedanon party serve`` and ``fedanon party status``."""
+"""``fedanon party serve`` and ``fedanon party status``.
+
+The party daemon, gRPC and the wire code are imported inside the handlers: the CLI is core-side
+and may reach federation plumbing only lazily (see docs/architecture.md).
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """Independent brute-force verifier of LKC-privacy on a released table.
 
-The anonymizing engine (`fedanon.algorithms.tds`) proves privacy incrementally: it only checks groups of
+The anonymizing engine (`fedanon.algorithms.tds`) proves privacy incrementally: it only checks
+groups of
 exactly L attributes and only the groups a specialization touches. A bug there would silently
 release an unsafe table, so this module re-checks the *released* table from scratch, sharing no
 code with the engine:

@@ -9,6 +9,7 @@ copy, so a check that silently accepts anything fails here.
 
 from __future__ import annotations
 
+import ast
 import base64
 import copy
 import os
@@ -476,13 +477,20 @@ def dockerignore_allowed() -> list[str]:
     return [ln[1:].rstrip("/") for ln in lines if ln.startswith("!")]
 
 
+def namespaced_folders() -> list[str]:
+    """The repository folders setup.py installs under ``fedanon.`` (its NAMESPACED tuple)."""
+    tree = ast.parse((REPO / "setup.py").read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "NAMESPACED":
+            return list(ast.literal_eval(node.value))
+    raise AssertionError("setup.py has no NAMESPACED tuple")
+
+
 def test_build_context_holds_every_package() -> None:
-    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
-    include = pyproject["tool"]["setuptools"]["packages"]["find"]["include"]
     allowed = dockerignore_allowed()
-    for pattern in include:
-        assert pattern.rstrip("*") in allowed, f"{pattern} is not in the Docker build context"
-    assert "pyproject.toml" in allowed
+    for folder in ["fedanon", *namespaced_folders()]:
+        assert folder in allowed, f"{folder}/ is not in the Docker build context"
+    assert "pyproject.toml" in allowed and "setup.py" in allowed
     for secret in ("deploy/certs", "deploy/data", "deploy/out", ".venv", ".git"):
         assert secret not in allowed
 
@@ -504,8 +512,12 @@ def test_build_context_builds_a_wheel_with_the_cli(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     wheel = zipfile.ZipFile(next((tmp_path / "wheel").glob("fedanon-*.whl")))
     names = wheel.namelist()
-    for module in ("party/daemon.py", "leader/run.py", "crypto/identity.py",
-                   "protos/fedanon_v1_pb2.py", "fedanon/cli/main.py", "fedanon/data/hospital.toml"):
+    for module in ("fedanon/party/daemon.py", "fedanon/leader/run.py",
+                   "fedanon/crypto/identity.py", "fedanon/protos/fedanon_v1_pb2.py",
+                   "fedanon/federation/transport.py", "fedanon/cli/main.py",
+                   "fedanon/data/hospital.toml"):
         assert module in names
+    for clashing in ("party/", "leader/", "crypto/", "protos/", "federation/"):
+        assert not any(n.startswith(clashing) for n in names), f"{clashing} installed top-level"
     entry = next(n for n in names if n.endswith("entry_points.txt"))
     assert re.search(r"^fedanon = fedanon\.cli\.main:main$", wheel.read(entry).decode(), re.M)

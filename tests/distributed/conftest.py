@@ -1,6 +1,6 @@
 """Shared helpers and fixtures of the distributed-mode integration tests.
 
-The main correctness claim of the distributed mode (specs/distributed.md) is that its release
+The main correctness claim of the distributed mode (docs/distributed.md) is that its release
 equals, as a multiset of rows, the centralized release on the union of the parties' tables, with
 the same final cut. Every test here therefore runs both and compares; the helpers keep that
 comparison identical everywhere so a weaker check cannot creep into one test.

@@ -6,7 +6,8 @@ The leakage requirement is about what crosses the wire, so the recorder sits on 
 not inside the protocol code:
 
 * **Party side, requests** - every party daemon is built by the real
-  :func:`fedanon.party.daemon.build_server` (real config file, real table loading, real servicer, real
+  :func:`fedanon.party.daemon.build_server` (real config file, real table loading, real servicer,
+  real
   next-hop channel, health service), in this test process (:mod:`tests.inprocess`). The only
   substitution is the ``make_server`` that ``build_server`` calls: ours is
   ``fedanon.federation.transport.make_server`` with a :class:`RecordingServerInterceptor`. The
@@ -18,14 +19,16 @@ not inside the protocol code:
   total of the secure sum, the stripped union batch). ``build_server`` creates the next-hop channel
   with ``make_channel``; ours wraps the real channel with ``grpc.intercept_channel`` and a
   :class:`RecordingClientInterceptor`.
-* **Leader side** - the leader's session creates its channels with ``fedanon.leader.run.make_channel``; the
+* **Leader side** - the leader's session creates its channels with
+``fedanon.leader.run.make_channel``; the
   test patches it the same way, so every reply the leader receives is recorded.
 * **Ground truth** - to decide whether a message is masked, the test must know the plain values.
   :func:`record_contributions` wraps ``PartySession.contribution`` (the party's local statistics
   vector of an iteration) and stores a copy; that is the oracle, never a message.
 
 Patching module attributes (``fedanon.party.daemon.make_server``/``make_channel``,
-``fedanon.leader.run.make_channel``) instead of copying ``build_server`` keeps the daemons under test
+``fedanon.leader.run.make_channel``) instead of copying ``build_server`` keeps the daemons under
+test
 identical to the production ones; if those names change the patch fails loudly (``monkeypatch``
 raises on a missing attribute) rather than silently recording nothing.
 """

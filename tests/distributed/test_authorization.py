@@ -30,6 +30,7 @@ from fedanon.crypto.identity import (
     load_ca,
     save_identity,
 )
+from fedanon.federation.lkc_job import lkc_job_to_proto
 from fedanon.federation.tls import TLSFiles
 from fedanon.federation.transport import make_channel
 from fedanon.leader.sim import Federation, federation
@@ -65,7 +66,7 @@ def requests(session_id: str, job: pb.LKCJob, ring: list[str]) -> dict[str, Any]
 
 def hospital_requests(fed: Federation, data: Dataset, session_id: str) -> dict[str, Any]:
     """`requests` for an LKC job on the hospital data over the federation's whole ring."""
-    job = data.spec(L=2, K=10, C="0.5").to_proto()
+    job = lkc_job_to_proto(data.spec(L=2, K=10, C="0.5"))
     return requests(session_id, job, [d.name for d in fed.daemons])
 
 
@@ -174,7 +175,7 @@ def party_state(fed: Federation, index: int = PARTY) -> tuple[str, str, int]:
 def open_session(hospital_federation: Federation, hospital_data: Dataset) -> Iterator[str]:
     """An LKC session opened at party 2 by the test acting as the leader; aborted afterwards."""
     fed = hospital_federation
-    job = hospital_data.spec(L=2, K=10, C="0.5").to_proto()
+    job = lkc_job_to_proto(hospital_data.spec(L=2, K=10, C="0.5"))
     session_id = secrets.token_hex(16)
     channel = make_channel(fed.daemons[PARTY].address, fed.daemons[PARTY].name, fed.leader_tls)
     stub = pb_grpc.PartyStub(channel)
@@ -257,7 +258,7 @@ def test_every_session_rpc_refuses_another_session_id(
     refused as busy, and Status (session, last error, count) is unchanged."""
     fed = hospital_federation
     before = party_state(fed)
-    job = hospital_data.spec(L=2, K=10, C="0.5").to_proto()
+    job = lkc_job_to_proto(hospital_data.spec(L=2, K=10, C="0.5"))
     made = requests(secrets.token_hex(16), job, [d.name for d in fed.daemons])
     session_rpcs = ["ShareKeys", "Sum", "Union", "Ids", "Project", "Assign", "Renew"]
     answers = refusals(fed, fed.leader_tls, made, [*session_rpcs, "End", "OpenSession"])  # type: ignore[arg-type]
@@ -279,7 +280,7 @@ def test_lkc_session_refuses_drbt_messages(
     """Ids, Project and Assign with the open LKC session's own id are FAILED_PRECONDITION."""
     fed = hospital_federation
     before = party_state(fed)
-    made = requests(open_session, hospital_data.spec(L=2, K=10, C="0.5").to_proto(), [])
+    made = requests(open_session, lkc_job_to_proto(hospital_data.spec(L=2, K=10, C="0.5")), [])
     answers = refusals(fed, fed.leader_tls, made, ["Ids", "Project", "Assign"])  # type: ignore[arg-type]
     for method, (code, details) in answers.items():
         assert code == grpc.StatusCode.FAILED_PRECONDITION, (method, code, details)

@@ -1,4 +1,4 @@
-"""The distributed release equals the centralized one (specs/distributed.md, 'Goal').
+"""The distributed release equals the centralized one (docs/distributed.md).
 
 Equality is checked as a multiset of rows plus the final cut and the sequence of
 specializations, so a distributed run that reached the same cut by other choices, or that lost

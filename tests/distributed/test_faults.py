@@ -1,4 +1,4 @@
-"""Faults and refusals (specs/distributed.md, 'Faults' and 'Session').
+"""Faults and refusals (docs/distributed.md, 'Faults' and 'Sessions and leases').
 
 A party that dies or hangs aborts the session everywhere within the deadline, the leader names
 the party and the phase, nothing is written, and a new session can start right away; messages
@@ -23,6 +23,7 @@ import fedanon.leader.run
 from fedanon.algorithms.tds.engine import StepInfo
 from fedanon.crypto.identity import create_ca, issue_identity, save_ca, save_identity
 from fedanon.errors import FedanonError
+from fedanon.federation.lkc_job import lkc_job_to_proto
 from fedanon.federation.tls import TLSFiles
 from fedanon.federation.transport import make_channel
 from fedanon.leader.federation import PartyFailure
@@ -358,7 +359,7 @@ def test_client_certificate_of_another_ca_is_refused(
         with pytest.raises(grpc.RpcError) as refused:
             stub.OpenSession(pb.OpenSessionRequest(
                 ref=pb.SessionRef(session_id=secrets.token_hex(16)),
-                lkc=hospital_data.spec(L=2, K=10, C="0.5").to_proto(),
+                lkc=lkc_job_to_proto(hospital_data.spec(L=2, K=10, C="0.5")),
                 ring=[d.name for d in fed.daemons]), timeout=5)
         assert refused.value.code() == grpc.StatusCode.PERMISSION_DENIED
         assert "hospital-3" in (refused.value.details() or "")

@@ -1,4 +1,4 @@
-"""What each role receives (specs/distributed.md, 'What each side learns').
+"""What each role receives (docs/leakage.md, 'The distributed LKC protocol, message by message').
 
 Every message the leader and each party receive during real sessions is recorded on the wire
 ends by gRPC interceptors (design in :mod:`tests.distributed.recording`), and compared with

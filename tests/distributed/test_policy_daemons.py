@@ -16,6 +16,7 @@ from pathlib import Path
 import grpc
 import pytest
 
+from fedanon.federation.lkc_job import lkc_job_to_proto
 from fedanon.federation.transport import make_channel
 from fedanon.leader.federation import PartyFailure
 from fedanon.leader.sim import Federation, federation, split_table
@@ -137,12 +138,12 @@ def test_refusal_changes_no_state_even_over_an_idle_session(
 ) -> None:
     """A refused job must not evict (or otherwise touch) a session the party holds, even one
     whose lease lapsed (an admitted job would evict that one)."""
-    held, error = _open(floored, GUARDED, data.spec(2, 5, "0.5").to_proto())
+    held, error = _open(floored, GUARDED, lkc_job_to_proto(data.spec(2, 5, "0.5")))
     assert error is None, error
     try:
         before = status(floored, GUARDED)
         time.sleep(LEASE + 0.5)  # past the lease: an admitted job would evict the session
-        _, error = _open(floored, GUARDED, data.spec(1, 1, "1").to_proto())
+        _, error = _open(floored, GUARDED, lkc_job_to_proto(data.spec(1, 1, "1")))
         assert error is not None and error.code() == grpc.StatusCode.PERMISSION_DENIED
         assert error.details() == "party hospital-2 refused: L=1 below its floor min_L=2"
         after = status(floored, GUARDED)

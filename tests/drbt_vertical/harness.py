@@ -5,8 +5,10 @@ Design
 The privacy claims of vertical DRBT are about what crosses the wire, so the recorder sits on the
 wire ends and not inside the protocol code:
 
-* **Every party daemon is the production one**, built by :func:`fedanon.party.daemon.build_server` from
-  a real ``party.toml`` (real table loading, real :class:`fedanon.party.servicer.PartyServicer`, mutual
+* **Every party daemon is the production one**, built by :func:`fedanon.party.daemon.build_server`
+from
+  a real ``party.toml`` (real table loading, real :class:`fedanon.party.servicer.PartyServicer`,
+  mutual
   TLS, health service), but in this test process (:mod:`tests.inprocess`). The only
   substitution is the ``make_server`` that ``build_server`` calls: ours is the production one
   with a :class:`WireRecorder` server interceptor. It wraps each unary handler and keeps, for
@@ -14,7 +16,8 @@ wire ends and not inside the protocol code:
   the *serialized* reply it sent. In vertical DRBT the parties talk to the leader only, so this
   one interceptor sees every protocol message in both directions.
 * The party's next-hop channel (used by LKC's ring, never by DRBT) is created through the patched
-  ``fedanon.party.daemon.make_channel``: ours records any call on it, so a test can assert that no party
+  ``fedanon.party.daemon.make_channel``: ours records any call on it, so a test can assert that no
+  party
   ever talks to another party during a DRBT session.
 * **Ground truth** needs two secrets that never leave a party: its raw block and its matrix R.
   :func:`record_projections` wraps :meth:`DRBTSession.project` (to learn which party is

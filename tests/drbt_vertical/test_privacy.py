@@ -1,4 +1,5 @@
-"""What crosses the wire in vertical DRBT, and what the release reveals (specs/drbt.md).
+"""What crosses the wire in vertical DRBT, and what the release reveals (docs/drbt-vertical.md,
+'Who learns what').
 
 Design of the wire tests
 ------------------------
@@ -11,7 +12,8 @@ stay unused), so these are all the protocol's messages, in both directions.
 The secrets are known because the parties run in-process: each party's raw attribute values
 (parsed from the text it loaded), their z-scores over the common ids (computed by the test with
 the spec's formula) and its projection matrix R (recorded by wrapping
-``fedanon.algorithms.drbt.projection.random_matrix``, the function ``project_block`` draws R with). A
+``fedanon.algorithms.drbt.projection.random_matrix``, the function ``project_block`` draws R with).
+A
 secret "is on the wire" when any 8-byte window of any serialized message, at any offset and in
 either byte order, decodes to a float64 equal to it up to 1e-12 (relative above 1, absolute
 below), so a last-bit rounding difference in the oracle cannot hide a leak. Positive controls

@@ -1,6 +1,7 @@
 """Vertical DRBT end to end through the production party servers (in-process, mutual TLS).
 
-These are the quick tests: the parties are the real ``fedanon.party.daemon.build_server`` servers run
+These are the quick tests: the parties are the real ``fedanon.party.daemon.build_server`` servers
+run
 in this process (see :mod:`tests.drbt_vertical.harness`), so a run takes a second or two; the
 same claims are checked again with separate daemon processes in ``test_daemons.py`` (slow).
 """

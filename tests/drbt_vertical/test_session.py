@@ -1,6 +1,6 @@
 """One party's side of vertical DRBT, driven directly (``DRBTSession``, no gRPC).
 
-What a party must do (specs/drbt.md, "Vertically partitioned parties"): align its block with
+What a party must do (docs/drbt-vertical.md, "The protocol"): align its block with
 the leader's id list (reporting how many ids it lacks), z-score every attribute over exactly the
 common objects with the population standard deviation, project with its own secret matrix to
 k_i = ceil(d_i / 2) dimensions by default, and refuse k_i = d_i. The secret matrix is recovered

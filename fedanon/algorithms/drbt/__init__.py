@@ -1,6 +1,6 @@
 """DRBT (random projection) and OSBR (dissimilarity release) for privacy-preserving clustering.
 
-The thesis's ch. 6.4-6.5 and 7.4 (`specs/drbt.md`). The names below are the public API; a
+The thesis's ch. 6.4-6.5 and 7.4 (our reading: docs/drbt.md). The names below are the public API; a
 vertically partitioned party needs only `zscore`, `project_block` and `secure_rng`.
 """
 

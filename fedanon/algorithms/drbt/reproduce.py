@@ -1,6 +1,7 @@
 """Reproduce the thesis's DRBT tables on the sets present in the data directory.
 
-Run ``python -m fedanon.algorithms.drbt.reproduce [--seed N] [--sets iris,chess]``: it prints Markdown
+Run ``python -m fedanon.algorithms.drbt.reproduce [--seed N] [--sets iris,chess]``: it prints
+Markdown
 tables (thesis vs measured) for the F-measure (RP2, one release and 10 K-means trials, K = 2..5,
 repeated on many releases) and the stress (RP1 and RP2, 5 projections per kept dimension). The
 reproduction tests call the same functions, so the documented table and the asserted numbers

@@ -3,17 +3,16 @@
 The leader has no data, so in distributed mode everything the schema needs (QIDs, sensitive
 values, class values) comes from the job and the taxonomy file, never from a table. Both sides
 derive the same fingerprint items from it; the leader compares them item by item so a mismatch
-is reported by name.
+is reported by name. Its wire form (protobuf) is in `fedanon.federation.lkc_job`: the core never
+imports protos.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from fractions import Fraction
 
 from fedanon.algorithms.tds.suppression import parse_suppression_share
 from fedanon.errors import FedanonError
-from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.schema import LKCParams, Schema, SensitiveValue
 from fedanon.taxonomy.files import TaxonomyFile
 
@@ -31,35 +30,6 @@ class LKCJobSpec:
     drop: list[str] = field(default_factory=list)
     suppress: Fraction = Fraction(0)  # record-suppression budget (share of records)
     suppressed_mode: str = "root"  # suppressed records at the roots, or "drop"
-
-    def to_proto(self) -> pb.LKCJob:
-        return pb.LKCJob(
-            L=self.params.L,
-            K=self.params.K,
-            C=str(self.params.C),
-            score=self.score,
-            qids=self.qids,
-            sensitive=[pb.SensitiveValue(column=s.column, value=s.value) for s in self.sensitive],
-            class_column=self.class_column or "",
-            class_values=self.class_values,
-            drop_columns=self.drop,
-            suppress=str(self.suppress) if self.suppress else "",
-            drop_suppressed=self.suppressed_mode == "drop",
-        )
-
-    @classmethod
-    def from_proto(cls, job: pb.LKCJob) -> LKCJobSpec:
-        return cls(
-            params=LKCParams.of(job.L, job.K, Fraction(job.C)),
-            score=job.score,
-            qids=list(job.qids),
-            sensitive=[SensitiveValue(s.column, s.value) for s in job.sensitive],
-            class_column=job.class_column or None,
-            class_values=list(job.class_values),
-            drop=list(job.drop_columns),
-            suppress=parse_suppression_share(job.suppress or None),
-            suppressed_mode="drop" if job.drop_suppressed else "root",
-        )
 
     def schema(self, taxonomy: TaxonomyFile) -> Schema:
         """The schema from the taxonomy file alone (no data: dynamic trees are refused)."""

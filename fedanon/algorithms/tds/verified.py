@@ -1,0 +1,48 @@
+"""The last step of every LKC release: plain-text columns and the independent privacy check.
+
+The engine's table holds Categoricals over every taxonomy node (cheap to build, but a user's
+``value_counts()`` then lists every empty node); a release is text, so it leaves as plain
+strings. Before anything is written, the independent checker (`fedanon.models.lkc`, which shares
+no code with the engine) verifies the release, and its verdict joins the report under
+``privacy_check``, the same key the distributed run uses: one report schema for both modes.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from fedanon.algorithms.tds.api import LKCRelease
+from fedanon.errors import FedanonError
+from fedanon.models.lkc import check_lkc
+from fedanon.schema import LKCParams, Schema
+
+
+def plain_text(table: pd.DataFrame) -> pd.DataFrame:
+    """`table` with every categorical column as plain Python strings (object dtype)."""
+    out = table.copy()
+    for column in out.columns:
+        if isinstance(out[column].dtype, pd.CategoricalDtype):
+            out[column] = out[column].astype(str).astype(object)
+    return out
+
+
+def verified_release(release: LKCRelease, schema: Schema, params: LKCParams) -> LKCRelease:
+    """The release as text, checked by the independent checker; refused when the check fails."""
+    table = plain_text(release.table)
+    sensitive: dict[str, list[str]] = {}
+    for s in schema.sensitive:
+        sensitive.setdefault(s.column, []).append(s.value)
+    # Under a record-suppression budget (root mode) the suppressed records sit at every root and
+    # are exempt up to the budget, as the checker defines it (docs/checker.md); dropped records
+    # are simply absent.
+    suppression = release.report.get("suppression")
+    suppressed, budget = None, 0
+    if isinstance(suppression, dict) and suppression.get("mode") == "root":
+        suppressed = {t.attribute: t.labels[t.root] for t in schema.taxonomies}
+        budget = int(suppression["budget_records"])
+    check = check_lkc(table, schema.qids, sensitive, params.L, params.K, params.C,
+                      suppressed=suppressed, max_suppressed=budget)
+    if not check.ok:
+        raise FedanonError(f"the release fails LKC-privacy ({check.worst}); nothing written")
+    report = {**release.report, "privacy_check": check.to_dict()}
+    return LKCRelease(table, release.result, report)

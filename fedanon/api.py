@@ -1,0 +1,134 @@
+"""The public Python API of LKC anonymization, for notebooks: keyword arguments, DataFrames in,
+a `Release` (table + report) out. ``import fedanon`` exposes these names lazily (docs/api.md).
+
+`anonymize_lkc` runs the same pipeline as ``fedanon anonymize lkc``: schema from the taxonomy
+and the options, top-down specialization, plain-text columns, the independent privacy check.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from fedanon.errors import FedanonError
+from fedanon.schema import SensitiveValue
+from fedanon.taxonomy.files import TaxonomyFile
+
+#: Sensitive values as ``{"column": ["value", ...]}`` or ``["column=value,value", ...]``.
+SensitiveSpec = Mapping[str, Sequence[str]] | Sequence[str]
+
+
+@dataclass(frozen=True)
+class Release:
+    """An anonymized table (plain strings in generalized columns) and its JSON-ready report."""
+
+    table: pd.DataFrame
+    report: dict[str, Any]
+
+
+def _taxonomy(taxonomy: TaxonomyFile | str | os.PathLike[str], columns: list[str]) -> TaxonomyFile:
+    if isinstance(taxonomy, TaxonomyFile):
+        return taxonomy
+    from fedanon.taxonomy.loader import load_taxonomy
+
+    return load_taxonomy(taxonomy, data_columns=columns)
+
+
+def _sensitive(sensitive: SensitiveSpec | None) -> list[SensitiveValue] | None:
+    if sensitive is None:
+        return None
+    if isinstance(sensitive, Mapping):
+        return [SensitiveValue(str(c), str(v)) for c, values in sensitive.items() for v in values]
+    if isinstance(sensitive, str):
+        raise FedanonError("sensitive: give a mapping {column: [values]} or a list of 'COL=v,w'")
+    from fedanon.algorithms.tds.api import parse_sensitive
+
+    return parse_sensitive(list(sensitive))
+
+
+def anonymize_lkc(
+    df: pd.DataFrame,
+    *,
+    taxonomy: TaxonomyFile | str | os.PathLike[str],
+    L: int = 4,
+    K: int = 20,
+    C: float | str | Fraction = 0.2,
+    qids: Sequence[str] | None = None,
+    sensitive: SensitiveSpec | None = None,
+    class_column: str | None = None,
+    score: str | None = None,
+    drop: Sequence[str] = (),
+) -> Release:
+    """Anonymize `df` to LKC-privacy by top-down specialization.
+
+    `qids`, `sensitive` and `class_column` default to the taxonomy file's own sections. `score`
+    defaults to information gain with a class column and discernibility without one. The
+    release is verified by the independent checker before it is returned; its verdict is
+    ``report["privacy_check"]``.
+    """
+    from fedanon.algorithms.tds.api import anonymize_lkc as run
+    from fedanon.algorithms.tds.api import build_schema
+    from fedanon.algorithms.tds.verified import verified_release
+    from fedanon.schema import LKCParams, parse_confidence_bound
+
+    tax = _taxonomy(taxonomy, list(df.columns))
+    schema = build_schema(tax, df, qids, _sensitive(sensitive), class_column)
+    params = LKCParams.of(L, K, parse_confidence_bound(C))
+    chosen = score or ("infogain" if schema.class_column else "discernibility")
+    release = verified_release(run(df, schema, params, chosen, drop), schema, params)
+    return Release(release.table, release.report)
+
+
+def check_lkc(
+    df: pd.DataFrame,
+    *,
+    qids: Sequence[str],
+    sensitive: SensitiveSpec | None = None,
+    L: int = 4,
+    K: int = 20,
+    C: float | str | Fraction = 0.2,
+) -> dict[str, Any]:
+    """Verify LKC-privacy of a released table by brute force (the independent checker).
+
+    Cells are compared as text. Returns the JSON-ready verdict: ``ok`` and, when it fails, the
+    worst violating group.
+    """
+    from fedanon.models.lkc import check_lkc as check
+    from fedanon.schema import parse_confidence_bound
+
+    values: dict[str, list[str]] = {}
+    for s in _sensitive(sensitive) or []:
+        values.setdefault(s.column, []).append(s.value)
+    return check(df.astype(str), qids, values, L, K, parse_confidence_bound(C)).to_dict()
+
+
+def evaluate_lkc(
+    raw: pd.DataFrame,
+    released: pd.DataFrame,
+    *,
+    test: Sequence[bool] | np.ndarray | pd.Series,
+    class_column: str,
+    qids: Sequence[str],
+    numeric_qids: Sequence[str] = (),
+) -> dict[str, float | int]:
+    """The LKC paper's utility figures of a release (docs/evaluation.md).
+
+    `raw` and `released` hold the same rows in the same order; `test` marks the rows held out
+    for measuring the classifiers. Returns CE, BE, UE (percent), DR and the row counts.
+    """
+    from fedanon.utility.evaluation import evaluate_release
+
+    mask = np.asarray(test, dtype=bool)
+    if len(mask) != len(raw) or len(raw) != len(released):
+        raise FedanonError("raw, released and test must have the same number of rows")
+    raw = raw.reset_index(drop=True)
+    released = released.reset_index(drop=True)
+    return evaluate_release(
+        raw[~mask], raw[mask], released[~mask], released[mask], class_column, qids, numeric_qids
+    )

@@ -1,0 +1,1 @@
+"""Readers of the inputs: tables and the benchmark data directory."""
