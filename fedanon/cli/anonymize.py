@@ -70,6 +70,7 @@ def run_lkc(args: argparse.Namespace) -> int:
         parse_sensitive,
         resolve_params,
     )
+    from fedanon.algorithms.tds.verified import verified_release
     from fedanon.outputs import CommandOutputs
     from fedanon.readers.table_io import check_output_format, input_delimiter, read_table
     from fedanon.taxonomy.loader import load_taxonomy

@@ -11,7 +11,6 @@ import argparse
 import json
 import sys
 from fractions import Fraction
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fedanon.cli.alphak import add_check_alpha_k
@@ -21,7 +20,6 @@ from fedanon.cli.reporting import add_report_options, write_check_reports
 from fedanon.errors import FedanonError
 
 if TYPE_CHECKING:  # the handler imports them; building the parser must not (start-up time)
-    import pandas as pd
     from rich.console import Console
 
     from fedanon.models.lkc import CheckResult, Violation

@@ -5,7 +5,8 @@ and argument errors must not pay for that (docs/cli.md, "Start-up"). A test comp
 tuple with the library's own constant, so the two cannot drift apart.
 """
 
-LKC_PRESETS = ("lkc", "k-anonymity", "confidence-bounding", "alpha-k")  # fedanon.algorithms.tds.api.PRESETS
+# fedanon.algorithms.tds.api.PRESETS
+LKC_PRESETS = ("lkc", "k-anonymity", "confidence-bounding", "alpha-k")
 LKC_SCORES = ("infogain", "discernibility")  # fedanon.algorithms.tds.scores.SCORES
 DRBT_MATRICES = ("gaussian", "sparse")  # fedanon.algorithms.drbt.matrices.MATRICES
 SANITIZE_DATA_SHARING = ("iga", "rra", "ra", "swa")  # ...sanitization.api.DATA_SHARING

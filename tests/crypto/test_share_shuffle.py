@@ -1,4 +1,4 @@
-"""The secret-shared shuffle union (fedanon.crypto.share_shuffle): correctness, guards, owner hiding."""
+"""The secret-shared shuffle union (fedanon.crypto.share_shuffle): correctness, guards, hiding."""
 
 from __future__ import annotations
 

@@ -10,8 +10,8 @@ imports protos.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from fractions import Fraction
 
-from fedanon.algorithms.tds.suppression import parse_suppression_share
 from fedanon.errors import FedanonError
 from fedanon.schema import LKCParams, Schema, SensitiveValue
 from fedanon.taxonomy.files import TaxonomyFile
