@@ -23,8 +23,16 @@ from fedanon.readers.datadir import data_dir
 from fedanon.taxonomy.loader import load_taxonomy
 from fedanon.utility.metrics import discernibility_ratio
 
-QIDS = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass",
-        "occupation"]
+QIDS = [
+    "sex",
+    "age",
+    "race",
+    "marital-status",
+    "education",
+    "native-country",
+    "workclass",
+    "occupation",
+]
 
 
 def anjana_hierarchies(directory) -> dict:
@@ -52,13 +60,17 @@ def main() -> int:
         began = time.perf_counter()
         taxonomy = load_taxonomy(adult / "arx_hierarchies", data_columns=list(table.columns))
         schema = build_schema(taxonomy, table, QIDS, [], "salary-class")
-        ours = anonymize_lkc(table, schema, resolve_params("k-anonymity", len(QIDS), None, k,
-                                                           None), "discernibility").table
+        ours = anonymize_lkc(
+            table, schema, resolve_params("k-anonymity", len(QIDS), None, k, None), "discernibility"
+        ).table
         t_ours = time.perf_counter() - began
         for name, release, seconds in (("ANJANA", theirs, t_theirs), ("fedanon", ours, t_ours)):
             groups = release.groupby(QIDS, observed=True).ngroups
-            print(f"| {k} | {name} | {seconds:.2f} | {discernibility_ratio(release, QIDS):.5f} | "
-                  f"{groups} | {t_ours / t_theirs:.2f} |", flush=True)
+            print(
+                f"| {k} | {name} | {seconds:.2f} | {discernibility_ratio(release, QIDS):.5f} | "
+                f"{groups} | {t_ours / t_theirs:.2f} |",
+                flush=True,
+            )
     return 0
 
 

@@ -65,15 +65,19 @@ PHASES = ("setup", "loop", "integrate", "total")
 
 def machine() -> str:
     """CPU, cores, load and the versions that matter for this benchmark."""
-    return describe(('grpcio', 'cryptography', 'numpy', 'pandas'))
+    return describe(("grpcio", "cryptography", "numpy", "pandas"))
 
 
 def rows(table: pd.DataFrame) -> Counter[tuple[str, ...]]:
     return Counter(map(tuple, table.astype(str).itertuples(index=False, name=None)))
 
 
-def centralized(table: pd.DataFrame, taxonomy: TaxonomyFile, spec: LKCJobSpec, out: Path,
-                ) -> tuple[dict[str, float], pd.DataFrame, dict[str, Any]]:
+def centralized(
+    table: pd.DataFrame,
+    taxonomy: TaxonomyFile,
+    spec: LKCJobSpec,
+    out: Path,
+) -> tuple[dict[str, float], pd.DataFrame, dict[str, Any]]:
     """One centralized run, timed by phase (the same phases as the distributed report)."""
     began = time.perf_counter()
     schema = build_schema(taxonomy, table, spec.qids, spec.sensitive, spec.class_column)
@@ -81,15 +85,24 @@ def centralized(table: pd.DataFrame, taxonomy: TaxonomyFile, spec: LKCJobSpec, o
     write_table(release.table, out)
     total = time.perf_counter() - began
     s = release.report["seconds"]
-    phases = {"setup": s["encode"], "loop": s["anonymize"], "integrate": s["generalize"],
-              "total": total}
+    phases = {
+        "setup": s["encode"],
+        "loop": s["anonymize"],
+        "integrate": s["generalize"],
+        "total": total,
+    }
     return phases, release.table, release.report
 
 
 def distributed_phases(report: dict[str, Any]) -> dict[str, float]:
     s = report["seconds"]
-    return {"setup": s["handshake"], "loop": s["specialize"], "integrate": s["union"],
-            "total": s["total"], "check": s.get("check", 0.0)}
+    return {
+        "setup": s["handshake"],
+        "loop": s["specialize"],
+        "integrate": s["union"],
+        "total": s["total"],
+        "check": s.get("check", 0.0),
+    }
 
 
 def wire(report: dict[str, Any]) -> dict[str, float]:
@@ -135,14 +148,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--K", type=int, default=20)
     parser.add_argument("--C", default="0.2")
     parser.add_argument("--sum-mode", choices=("ring", "pairwise"), default="ring")
-    parser.add_argument("--repeat", type=int, default=1,
-                        help="distributed sessions per size (median reported)")
-    parser.add_argument("--rpc-seconds", type=float, default=60.0,
-                        help="per-call deadline of parties and leader (the sim's default)")
-    parser.add_argument("--union-workers", default="0",
-                        help="union worker processes of daemons and leader, comma-separated "
-                             "(1 = in-process, 0 = one per CPU); each setting starts its own "
-                             "daemons")
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="distributed sessions per size (median reported)"
+    )
+    parser.add_argument(
+        "--rpc-seconds",
+        type=float,
+        default=60.0,
+        help="per-call deadline of parties and leader (the sim's default)",
+    )
+    parser.add_argument(
+        "--union-workers",
+        default="0",
+        help="union worker processes of daemons and leader, comma-separated "
+        "(1 = in-process, 0 = one per CPU); each setting starts its own "
+        "daemons",
+    )
     args = parser.parse_args(argv)
     if not args.data.exists() or not args.taxonomy.exists():
         print(f"data not found: {args.data} / {args.taxonomy}", file=sys.stderr)
@@ -158,8 +179,10 @@ def main(argv: list[str] | None = None) -> int:
     if spec.class_column and not spec.class_values:
         values = sorted(table[spec.class_column].astype(str).unique())
         spec = dataclasses.replace(spec, class_values=values)
-    print(f"data: {args.data.name}, {len(table)} records, {len(spec.qids)} QIDs, "
-          f"L={args.L} K={args.K} C={args.C}, score {spec.score}, sum mode {args.sum_mode}")
+    print(
+        f"data: {args.data.name}, {len(table)} records, {len(spec.qids)} QIDs, "
+        f"L={args.L} K={args.K} C={args.C}, score {spec.score}, sum mode {args.sum_mode}"
+    )
 
     work = Path(tempfile.mkdtemp(prefix="fedanon-bench-"))
     runs = [centralized(table, taxonomy, spec, work / "central.csv") for _ in range(3)]
@@ -172,75 +195,106 @@ def main(argv: list[str] | None = None) -> int:
         parts = split_table(table, n, "random", seed=n)
         for union in unions:
             began = time.perf_counter()
-            with federation(parts, args.taxonomy, rpc_seconds=args.rpc_seconds,
-                            union=union) as fed:
+            with federation(parts, args.taxonomy, rpc_seconds=args.rpc_seconds, union=union) as fed:
                 start = time.perf_counter() - began
                 reports = []
                 for r in range(args.repeat):
                     out = work / f"release-{n}-{union.workers}-{r}.csv"
-                    job = LeaderJob(name="leader", taxonomy=taxonomy, spec=spec,
-                                    parties=fed.hops, tls=fed.leader_tls, out=out,
-                                    sum_mode=args.sum_mode, rpc_seconds=args.rpc_seconds,
-                                    union_parallelism=union)
+                    job = LeaderJob(
+                        name="leader",
+                        taxonomy=taxonomy,
+                        spec=spec,
+                        parties=fed.hops,
+                        tls=fed.leader_tls,
+                        out=out,
+                        sum_mode=args.sum_mode,
+                        rpc_seconds=args.rpc_seconds,
+                        union_parallelism=union,
+                    )
                     report = run_job(job)
                     released = pd.read_csv(out, dtype=str, keep_default_na=False)
-                    if rows(released) != reference_rows or \
-                            report["final_cut"] != reference_report["final_cut"]:
-                        print(f"{n} parties: the release differs from the centralized one",
-                              file=sys.stderr)
+                    if (
+                        rows(released) != reference_rows
+                        or report["final_cut"] != reference_report["final_cut"]
+                    ):
+                        print(
+                            f"{n} parties: the release differs from the centralized one",
+                            file=sys.stderr,
+                        )
                         return 1
                     reports.append(report)
             phases = [distributed_phases(r) for r in reports]
             key = (n, union.workers)
             results[key] = {
                 "start": start,
-                "phases": {p: statistics.median(x[p] for x in phases)
-                           for p in (*PHASES, "check")},
+                "phases": {p: statistics.median(x[p] for x in phases) for p in (*PHASES, "check")},
                 "wire": wire(reports[0]),
             }
             summary = ", ".join(f"{p} {results[key]['phases'][p]:.2f} s" for p in PHASES)
-            print(f"{label(*key, len(unions))} parties: daemons up in {start:.1f} s; {summary}",
-                  flush=True)
+            print(
+                f"{label(*key, len(unions))} parties: daemons up in {start:.1f} s; {summary}",
+                flush=True,
+            )
 
     print()
     print("Wall time (seconds) and ratio distributed / centralized")
     print()
-    print("| parties | setup | loop | integrate (union) | check | total | "
-          "loop ratio | union ratio | total ratio | daemon start |")
+    print(
+        "| parties | setup | loop | integrate (union) | check | total | "
+        "loop ratio | union ratio | total ratio | daemon start |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|")
-    print(f"| centralized | {central['setup']:.3f} | {central['loop']:.3f} | "
-          f"{central['integrate']:.3f} | - | {central['total']:.3f} | 1 | 1 | 1 | - |")
+    print(
+        f"| centralized | {central['setup']:.3f} | {central['loop']:.3f} | "
+        f"{central['integrate']:.3f} | - | {central['total']:.3f} | 1 | 1 | 1 | - |"
+    )
     for (n, w), res in results.items():
         ph = res["phases"]
-        print(f"| {label(n, w, len(unions))} | {ph['setup']:.3f} | {ph['loop']:.3f} | "
-              f"{ph['integrate']:.3f} | {ph['check']:.3f} | {ph['total']:.3f} | "
-              f"{ph['loop'] / central['loop']:.1f}x | "
-              f"{ph['integrate'] / central['integrate']:.0f}x | "
-              f"{ph['total'] / central['total']:.1f}x | {res['start']:.1f} |")
+        print(
+            f"| {label(n, w, len(unions))} | {ph['setup']:.3f} | {ph['loop']:.3f} | "
+            f"{ph['integrate']:.3f} | {ph['check']:.3f} | {ph['total']:.3f} | "
+            f"{ph['loop'] / central['loop']:.1f}x | "
+            f"{ph['integrate'] / central['integrate']:.0f}x | "
+            f"{ph['total'] / central['total']:.1f}x | {res['start']:.1f} |"
+        )
     print()
     print("Bytes on the wire")
     print()
-    print("| parties | iterations | leader sum bytes / iter | ring sum bytes / iter (est.) | "
-          "leader union bytes | union wire (est.) | all wire (session) |")
+    print(
+        "| parties | iterations | leader sum bytes / iter | ring sum bytes / iter (est.) | "
+        "leader union bytes | union wire (est.) | all wire (session) |"
+    )
     print("|---|---|---|---|---|---|---|")
     for (n, workers), res in results.items():
         w = res["wire"]
-        print(f"| {label(n, workers, len(unions))} | {w['iterations']} | "
-              f"{fmt_bytes(w['leader_sum_per_iter'])} | "
-              f"{fmt_bytes(w['ring_sum_per_iter'])} | {fmt_bytes(w['leader_union'])} | "
-              f"{fmt_bytes(w['union_wire'])} | {fmt_bytes(w['all_wire'])} |")
+        print(
+            f"| {label(n, workers, len(unions))} | {w['iterations']} | "
+            f"{fmt_bytes(w['leader_sum_per_iter'])} | "
+            f"{fmt_bytes(w['ring_sum_per_iter'])} | {fmt_bytes(w['leader_union'])} | "
+            f"{fmt_bytes(w['union_wire'])} | {fmt_bytes(w['all_wire'])} |"
+        )
     if len(unions) > 1:
         first = unions[0].workers
         print()
         print(f"Union wall time by union workers (ratio: {first} workers / the others)")
         print()
-        print("| parties | " + " | ".join(f"{u.workers} workers" for u in unions) + " | " +
-              " | ".join(f"{first} / {u.workers}" for u in unions[1:]) + " |")
+        print(
+            "| parties | "
+            + " | ".join(f"{u.workers} workers" for u in unions)
+            + " | "
+            + " | ".join(f"{first} / {u.workers}" for u in unions[1:])
+            + " |"
+        )
         print("|---|" + "---|" * (2 * len(unions) - 1))
         for n in sizes:
             union_s = [results[n, u.workers]["phases"]["integrate"] for u in unions]
-            print(f"| {n} | " + " | ".join(f"{t:.2f} s" for t in union_s) + " | " +
-                  " | ".join(f"{union_s[0] / t:.2f}x" for t in union_s[1:]) + " |")
+            print(
+                f"| {n} | "
+                + " | ".join(f"{t:.2f} s" for t in union_s)
+                + " | "
+                + " | ".join(f"{union_s[0] / t:.2f}x" for t in union_s[1:])
+                + " |"
+            )
     if len(sizes) > 1:
         base = min(sizes)
         print()
@@ -250,11 +304,13 @@ def main(argv: list[str] | None = None) -> int:
         print("|---|---|---|---|---|")
         for (n, workers), res in results.items():
             b = results[base, workers]
-            print(f"| {label(n, workers, len(unions))} | "
-                  f"{res['phases']['loop'] / b['phases']['loop']:.2f}x | "
-                  f"{res['phases']['integrate'] / b['phases']['integrate']:.2f}x | "
-                  f"{res['phases']['total'] / b['phases']['total']:.2f}x | "
-                  f"{res['wire']['all_wire'] / b['wire']['all_wire']:.2f}x |")
+            print(
+                f"| {label(n, workers, len(unions))} | "
+                f"{res['phases']['loop'] / b['phases']['loop']:.2f}x | "
+                f"{res['phases']['integrate'] / b['phases']['integrate']:.2f}x | "
+                f"{res['phases']['total'] / b['phases']['total']:.2f}x | "
+                f"{res['wire']['all_wire'] / b['wire']['all_wire']:.2f}x |"
+            )
     return 0
 
 

@@ -68,14 +68,18 @@ from fedanon.leader.sim import federation, split_columns
 
 PHASES = ("handshake", "projection", "clustering", "rest", "total")
 # docs/drbt-vertical.md (the thesis's vertical Pumsb table) (74 -> 38), mean F for K = 2..5
-THESIS_PUMSB = {1: (.909, .965, .891, .838), 2: (.904, .931, .894, .840),
-                3: (.874, .887, .873, .801), 4: (.802, .812, .866, .831)}
-THESIS_CHESS_CENTRAL = (.805, .735, .695, .665)  # Chess 37 -> 25, RP2
+THESIS_PUMSB = {
+    1: (0.909, 0.965, 0.891, 0.838),
+    2: (0.904, 0.931, 0.894, 0.840),
+    3: (0.874, 0.887, 0.873, 0.801),
+    4: (0.802, 0.812, 0.866, 0.831),
+}
+THESIS_CHESS_CENTRAL = (0.805, 0.735, 0.695, 0.665)  # Chess 37 -> 25, RP2
 
 
 def machine() -> str:
     """CPU, cores, load and the versions that matter for this benchmark."""
-    return describe(('grpcio', 'numpy', 'pandas'))
+    return describe(("grpcio", "numpy", "pandas"))
 
 
 # ------------------------------------------------------------------------------ wire counter
@@ -99,8 +103,9 @@ class WireCounter:
             def __init__(self, party: str) -> None:
                 self.party = party
 
-            def intercept_unary_unary(self, continuation: Callable, details: Any,
-                                      request: Any) -> Any:
+            def intercept_unary_unary(
+                self, continuation: Callable, details: Any, request: Any
+            ) -> Any:
                 outcome = continuation(details, request)
                 with counter.lock:
                     counter.to_party[self.party] += request.ByteSize()
@@ -113,8 +118,9 @@ class WireCounter:
                 return outcome
 
         def make(address: str, expected_name: str, tls: TLSFiles | None) -> grpc.Channel:
-            return grpc.intercept_channel(make_channel(address, expected_name, tls),
-                                          Count(expected_name))
+            return grpc.intercept_channel(
+                make_channel(address, expected_name, tls), Count(expected_name)
+            )
 
         return make
 
@@ -127,25 +133,48 @@ def load(name: str) -> pd.DataFrame:
     return table
 
 
-def f_measures(z: np.ndarray, released: np.ndarray, clusters: list[int],
-               rng: np.random.Generator) -> dict[int, float]:
+def f_measures(
+    z: np.ndarray, released: np.ndarray, clusters: list[int], rng: np.random.Generator
+) -> dict[int, float]:
     """One trial of the thesis's protocol: Forgy K-means, one run, on both sides."""
-    return {k: overall_f_measure(kmeans(z, k, rng).labels, kmeans(released, k, rng).labels)
-            for k in clusters}
+    return {
+        k: overall_f_measure(kmeans(z, k, rng).labels, kmeans(released, k, rng).labels)
+        for k in clusters
+    }
 
 
-def instability_floor(z: np.ndarray, clusters: list[int], trials: int,
-                      rng: np.random.Generator) -> dict[int, dict[str, Any]]:
+def instability_floor(
+    z: np.ndarray, clusters: list[int], trials: int, rng: np.random.Generator
+) -> dict[int, dict[str, Any]]:
     """F of one Forgy K-means run on the original data against another (no projection)."""
-    scores = {k: [overall_f_measure(kmeans(z, k, rng).labels, kmeans(z, k, rng).labels)
-                  for _ in range(trials)] for k in clusters}
-    return {k: {"mean": statistics.mean(v), "std": statistics.stdev(v) if len(v) > 1 else 0.0,
-                "values": v} for k, v in scores.items()}
+    scores = {
+        k: [
+            overall_f_measure(kmeans(z, k, rng).labels, kmeans(z, k, rng).labels)
+            for _ in range(trials)
+        ]
+        for k in clusters
+    }
+    return {
+        k: {
+            "mean": statistics.mean(v),
+            "std": statistics.stdev(v) if len(v) > 1 else 0.0,
+            "values": v,
+        }
+        for k, v in scores.items()
+    }
 
 
-def run_setting(name: str, table: pd.DataFrame, z: np.ndarray, parties: int, trials: int,
-                clusters: list[int], counter: WireCounter, workdir: Path,
-                seed: int) -> dict[str, Any]:
+def run_setting(
+    name: str,
+    table: pd.DataFrame,
+    z: np.ndarray,
+    parties: int,
+    trials: int,
+    clusters: list[int],
+    counter: WireCounter,
+    workdir: Path,
+    seed: int,
+) -> dict[str, Any]:
     parts = split_columns(table, parties, "object_id")
     rng = np.random.default_rng(seed)
     began = time.perf_counter()
@@ -159,10 +188,18 @@ def run_setting(name: str, table: pd.DataFrame, z: np.ndarray, parties: int, tri
         for trial in range(trials):
             out = workdir / f"{name}-{parties}-{trial}.csv"
             counter.reset()
-            report = run_drbt(DRBTLeaderJob(parties=fed.hops, tls=fed.leader_tls, out=out,
-                                            id_column="object_id", matrix="sparse",
-                                            clusters=3, send_assignment=True,
-                                            seed=seed + trial))
+            report = run_drbt(
+                DRBTLeaderJob(
+                    parties=fed.hops,
+                    tls=fed.leader_tls,
+                    out=out,
+                    id_column="object_id",
+                    matrix="sparse",
+                    clusters=3,
+                    send_assignment=True,
+                    seed=seed + trial,
+                )
+            )
             s = report["seconds"]
             s["rest"] = s["total"] - s["handshake"] - s["projection"] - s["clustering"]
             for phase in PHASES:
@@ -177,15 +214,27 @@ def run_setting(name: str, table: pd.DataFrame, z: np.ndarray, parties: int, tri
                 scores[k].append(value)
     d = [len(p.columns) - 1 for p in parts]
     return {
-        "set": name, "parties": parties, "objects": len(table), "d": sum(d), "d_i": d,
-        "k_i": [math.ceil(x / 2) for x in d], "sum_k": report["dimensions"],
-        "trials": trials, "startup_seconds": startup,
+        "set": name,
+        "parties": parties,
+        "objects": len(table),
+        "d": sum(d),
+        "d_i": d,
+        "k_i": [math.ceil(x / 2) for x in d],
+        "sum_k": report["dimensions"],
+        "trials": trials,
+        "startup_seconds": startup,
         "seconds": {p: statistics.mean(v) for p, v in seconds.items()},
         "bytes_sent": {p: statistics.mean(v) for p, v in sent.items()},
         "bytes_received": {p: statistics.mean(v) for p, v in received.items()},
         "bytes_sent_reported": {p: statistics.mean(v) for p, v in reported.items()},
-        "f_measure": {k: {"mean": statistics.mean(v), "std": statistics.stdev(v)
-                          if len(v) > 1 else 0.0, "values": v} for k, v in scores.items()},
+        "f_measure": {
+            k: {
+                "mean": statistics.mean(v),
+                "std": statistics.stdev(v) if len(v) > 1 else 0.0,
+                "values": v,
+            }
+            for k, v in scores.items()
+        },
     }
 
 
@@ -195,53 +244,78 @@ def kb(n: float) -> str:
 
 
 def bench_table(results: list[dict[str, Any]], clusters: list[int]) -> str:
-    head = ("| set | parties | objects | d (d_i) | sum k_i | handshake s | projection s | "
-            "clustering s | rest s | total s | sent per party (to leader) | "
-            "received per party | " + " | ".join(f"F K={k}" for k in clusters) + " |")
+    head = (
+        "| set | parties | objects | d (d_i) | sum k_i | handshake s | projection s | "
+        "clustering s | rest s | total s | sent per party (to leader) | "
+        "received per party | " + " | ".join(f"F K={k}" for k in clusters) + " |"
+    )
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for r in results:
         if r["parties"] == 0:
-            lines.append(f"| {r['set']} | none (K-means vs K-means on the original) | "
-                         f"{r['objects']:,} | {r['d']} | - | " + " | ".join("-" * 7)
-                         + " | " + " | ".join(f"{r['f_measure'][k]['mean']:.3f}"
-                                              for k in clusters) + " |")
+            lines.append(
+                f"| {r['set']} | none (K-means vs K-means on the original) | "
+                f"{r['objects']:,} | {r['d']} | - | "
+                + " | ".join("-" * 7)
+                + " | "
+                + " | ".join(f"{r['f_measure'][k]['mean']:.3f}" for k in clusters)
+                + " |"
+            )
             continue
         sec = r["seconds"]
         lines.append(
             f"| {r['set']} | {r['parties']} | {r['objects']:,} | {r['d']} "
             f"({'+'.join(map(str, r['d_i']))}) | {r['sum_k']} | "
-            + " | ".join(f"{sec[p]:.2f}" for p in PHASES) + " | "
-            + ", ".join(kb(v) for v in r["bytes_sent"].values()) + " | "
-            + ", ".join(kb(v) for v in r["bytes_received"].values()) + " | "
-            + " | ".join(f"{r['f_measure'][k]['mean']:.3f}" for k in clusters) + " |")
+            + " | ".join(f"{sec[p]:.2f}" for p in PHASES)
+            + " | "
+            + ", ".join(kb(v) for v in r["bytes_sent"].values())
+            + " | "
+            + ", ".join(kb(v) for v in r["bytes_received"].values())
+            + " | "
+            + " | ".join(f"{r['f_measure'][k]['mean']:.3f}" for k in clusters)
+            + " |"
+        )
     return "\n".join(lines)
 
 
-def reproduction_table(results: list[dict[str, Any]], clusters: list[int],
-                       central: dict[int, Any] | None) -> str:
-    lines = ["| parties | Chess d_i -> k_i (stand-in) | "
-             + " | ".join(f"K={k} Chess (mean ± std)" for k in clusters)
-             + " | thesis Pumsb 74 -> 38, K=2/3/4/5 |",
-             "|---|---|" + "---|" * len(clusters) + "---|"]
+def reproduction_table(
+    results: list[dict[str, Any]], clusters: list[int], central: dict[int, Any] | None
+) -> str:
+    lines = [
+        "| parties | Chess d_i -> k_i (stand-in) | "
+        + " | ".join(f"K={k} Chess (mean ± std)" for k in clusters)
+        + " | thesis Pumsb 74 -> 38, K=2/3/4/5 |",
+        "|---|---|" + "---|" * len(clusters) + "---|",
+    ]
     for r in results:
         if r["set"] != "chess":
             continue
         if r["parties"] == 0:
-            lines.append("| none: K-means vs K-means on the original data (floor) | 37 | "
-                         + " | ".join(f"{r['f_measure'][k]['mean']:.3f} ± "
-                                      f"{r['f_measure'][k]['std']:.3f}" for k in clusters)
-                         + " | - |")
+            lines.append(
+                "| none: K-means vs K-means on the original data (floor) | 37 | "
+                + " | ".join(
+                    f"{r['f_measure'][k]['mean']:.3f} ± {r['f_measure'][k]['std']:.3f}"
+                    for k in clusters
+                )
+                + " | - |"
+            )
             continue
         maps = ", ".join(f"{d}->{k}" for d, k in zip(r["d_i"], r["k_i"], strict=True))
         thesis = "/".join(f"{x:.3f}".lstrip("0") for x in THESIS_PUMSB.get(r["parties"], ()))
-        lines.append(f"| {r['parties']} | {maps} (sum {r['sum_k']}) | " + " | ".join(
-            f"{r['f_measure'][k]['mean']:.3f} ± {r['f_measure'][k]['std']:.3f}"
-            for k in clusters) + f" | {thesis} |")
+        lines.append(
+            f"| {r['parties']} | {maps} (sum {r['sum_k']}) | "
+            + " | ".join(
+                f"{r['f_measure'][k]['mean']:.3f} ± {r['f_measure'][k]['std']:.3f}"
+                for k in clusters
+            )
+            + f" | {thesis} |"
+        )
     if central is not None:
         thesis = "/".join(f"{x:.3f}".lstrip("0") for x in THESIS_CHESS_CENTRAL)
-        lines.append("| centralized 37->25 (check) | 37->25 | " + " | ".join(
-            f"{central[k].mean:.3f} ± {central[k].std:.3f}" for k in clusters)
-            + f" | thesis Chess 37->25: {thesis} |")
+        lines.append(
+            "| centralized 37->25 (check) | 37->25 | "
+            + " | ".join(f"{central[k].mean:.3f} ± {central[k].std:.3f}" for k in clusters)
+            + f" | thesis Chess 37->25: {thesis} |"
+        )
     return "\n".join(lines)
 
 
@@ -250,8 +324,12 @@ def main() -> int:
     parser.add_argument("--sets", default="chess,connect")
     parser.add_argument("--parties", default="1,2,3,4")
     parser.add_argument("--trials", type=int, default=10, help="sessions per setting (Chess)")
-    parser.add_argument("--connect-trials", type=int, default=2,
-                        help="sessions per setting on Connect (each ~10-30 s)")
+    parser.add_argument(
+        "--connect-trials",
+        type=int,
+        default=2,
+        help="sessions per setting on Connect (each ~10-30 s)",
+    )
     parser.add_argument("--clusters", default="2,3,4,5")
     parser.add_argument("--seed", type=int, default=2024, help="seed of the K-means draws")
     parser.add_argument("--json", help="write all measurements here")
@@ -259,8 +337,10 @@ def main() -> int:
     clusters = [int(k) for k in args.clusters.split(",")]
     party_counts = [int(p) for p in args.parties.split(",")]
     print(f"machine: {machine()}")
-    print(f"note: {' and '.join(MISSING_SETS)} are not in the shared data directory: Pumsb, "
-          "the thesis's vertical experiment, is not benchmarked; Chess stands in for it")
+    print(
+        f"note: {' and '.join(MISSING_SETS)} are not in the shared data directory: Pumsb, "
+        "the thesis's vertical experiment, is not benchmarked; Chess stands in for it"
+    )
     counter = WireCounter()
     # The leader's Session creates channels here; the benchmark counts their bytes.
     fedanon.leader.run.make_channel = counter.factory()  # type: ignore[assignment]
@@ -275,19 +355,32 @@ def main() -> int:
             z = zscore(table.drop(columns=["object_id"]).to_numpy())
             trials = args.connect_trials if name == "connect" else args.trials
             floor = instability_floor(z, clusters, trials, np.random.default_rng(args.seed))
-            results.append({"set": name, "parties": 0, "objects": len(table),
-                            "d": z.shape[1], "trials": trials, "f_measure": floor})
+            results.append(
+                {
+                    "set": name,
+                    "parties": 0,
+                    "objects": len(table),
+                    "d": z.shape[1],
+                    "trials": trials,
+                    "f_measure": floor,
+                }
+            )
             for parties in party_counts:
                 began = time.perf_counter()
-                result = run_setting(name, table, z, parties, trials, clusters, counter,
-                                     Path(tmp), args.seed)
+                result = run_setting(
+                    name, table, z, parties, trials, clusters, counter, Path(tmp), args.seed
+                )
                 results.append(result)
-                print(f"{name}, {parties} parties: {trials} sessions in "
-                      f"{time.perf_counter() - began:.0f} s (daemon start-up "
-                      f"{result['startup_seconds']:.1f} s)", flush=True)
+                print(
+                    f"{name}, {parties} parties: {trials} sessions in "
+                    f"{time.perf_counter() - began:.0f} s (daemon start-up "
+                    f"{result['startup_seconds']:.1f} s)",
+                    flush=True,
+                )
             if name == "chess":
-                central = f_measure_trials(z, 25, "sparse", clusters,
-                                           np.random.default_rng(args.seed), trials=10)
+                central = f_measure_trials(
+                    z, 25, "sparse", clusters, np.random.default_rng(args.seed), trials=10
+                )
     print()
     print(bench_table(results, clusters))
     print()
@@ -298,12 +391,18 @@ def main() -> int:
     for r in results:
         if r["parties"] == 0:
             continue
-        print(f"  {r['set']} {r['parties']}: "
-              + ", ".join(f"{p} {kb(v)}" for p, v in r["bytes_sent_reported"].items()))
+        print(
+            f"  {r['set']} {r['parties']}: "
+            + ", ".join(f"{p} {kb(v)}" for p, v in r["bytes_sent_reported"].items())
+        )
     if args.json:
-        payload = {"machine": machine(), "results": results,
-                   "central_chess_37_25": None if central is None else
-                   {k: s.as_dict() for k, s in central.items()}}
+        payload = {
+            "machine": machine(),
+            "results": results,
+            "central_chess_37_25": None
+            if central is None
+            else {k: s.as_dict() for k, s in central.items()},
+        }
         Path(args.json).write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
     return 0
 

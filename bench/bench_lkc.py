@@ -45,12 +45,20 @@ def run_once(data: Path, L: int, K: int, C: str) -> dict[str, float]:
     t2, c2 = time.perf_counter(), time.process_time()
     write_table(release.table, out)
     t3, c3 = time.perf_counter(), time.process_time()
-    return {"rows": len(table), "read": t1 - t0, "anonymize": t2 - t1, "write": t3 - t2,
-            "total": t3 - t0, "cpu_read": c1 - c0, "cpu_anonymize": c2 - c1,
-            "cpu_write": c3 - c2, "cpu_total": c3 - c0,
-            "engine": release.report["seconds"]["anonymize"],
-            "specializations": release.report["specializations"],
-            "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+    return {
+        "rows": len(table),
+        "read": t1 - t0,
+        "anonymize": t2 - t1,
+        "write": t3 - t2,
+        "total": t3 - t0,
+        "cpu_read": c1 - c0,
+        "cpu_anonymize": c2 - c1,
+        "cpu_write": c3 - c2,
+        "cpu_total": c3 - c0,
+        "engine": release.report["seconds"]["anonymize"],
+        "specializations": release.report["specializations"],
+        "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
 
 
 def blow_up(rows: int, path: Path, seed: int = 1) -> None:
@@ -77,8 +85,9 @@ def _pair(r: dict[str, float], phase: str) -> str:
 
 
 def child(args: list[str]) -> dict[str, float]:
-    result = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True,
-                            check=True)
+    result = subprocess.run(
+        [sys.executable, __file__, *args], capture_output=True, text=True, check=True
+    )
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
@@ -95,19 +104,28 @@ def main(argv: list[str]) -> int:
         return 0
     if mode == "adult":
         r = child(["one", "0"])
-        print("| rows | read s (CPU) | anonymize s (CPU) | write s (CPU) | total s (CPU) | "
-              "peak RSS MB |")
+        print(
+            "| rows | read s (CPU) | anonymize s (CPU) | write s (CPU) | total s (CPU) | "
+            "peak RSS MB |"
+        )
         print("|---|---|---|---|---|---|")
-        print(f"| {r['rows']} | {_pair(r, 'read')} | {_pair(r, 'anonymize')} | "
-              f"{_pair(r, 'write')} | {_pair(r, 'total')} | {r['peak_mb']:.0f} |")
+        print(
+            f"| {r['rows']} | {_pair(r, 'read')} | {_pair(r, 'anonymize')} | "
+            f"{_pair(r, 'write')} | {_pair(r, 'total')} | {r['peak_mb']:.0f} |"
+        )
         return 0
-    print("| rows | read s (CPU) | anonymize s (CPU) | write s (CPU) | total s (CPU) | "
-          "specializations | peak RSS MB |")
+    print(
+        "| rows | read s (CPU) | anonymize s (CPU) | write s (CPU) | total s (CPU) | "
+        "specializations | peak RSS MB |"
+    )
     print("|---|---|---|---|---|---|---|")
     for rows in (200_000, 400_000, 600_000, 800_000, 1_000_000):
         r = child(["one", str(rows)])
-        print(f"| {rows} | {_pair(r, 'read')} | {_pair(r, 'anonymize')} | {_pair(r, 'write')} | "
-              f"{_pair(r, 'total')} | {r['specializations']} | {r['peak_mb']:.0f} |", flush=True)
+        print(
+            f"| {rows} | {_pair(r, 'read')} | {_pair(r, 'anonymize')} | {_pair(r, 'write')} | "
+            f"{_pair(r, 'total')} | {r['specializations']} | {r['peak_mb']:.0f} |",
+            flush=True,
+        )
     return 0
 
 

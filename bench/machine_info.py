@@ -21,5 +21,7 @@ def describe(packages: Sequence[str]) -> str:
         pass
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     versions = ", ".join(f"{p} {version(p)}" for p in packages)
-    return (f"{model}, {os.cpu_count()} cores (load average {load}), "
-            f"Python {platform.python_version()}, {versions}")
+    return (
+        f"{model}, {os.cpu_count()} cores (load average {load}), "
+        f"Python {platform.python_version()}, {versions}"
+    )

@@ -31,13 +31,17 @@ def main() -> int:
     print("| numeric trees | C | L | K | CE % | CE-BE | DR | specializations | checker | s |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for dynamic, C in [(True, "0.2"), (True, "1"), (False, "0.2")]:
-        rows = sweep(table, partial(make_schema, dynamic), [2, 4, 6], [20, 40, 60, 80, 100],
-                     C, 30_162)
+        rows = sweep(
+            table, partial(make_schema, dynamic), [2, 4, 6], [20, 40, 60, 80, 100], C, 30_162
+        )
         for r in rows:
-            print(f"| {'dynamic' if dynamic else 'given'} | {C} | {r['L']} | {r['K']} | "
-                  f"{r['CE']:.2f} | {r['CE'] - r['BE']:.2f} | {r['DR']:.4f} | "
-                  f"{r['specializations']} | {'ok' if r['checker_ok'] else 'FAIL'} | "
-                  f"{r['seconds']} |", flush=True)
+            print(
+                f"| {'dynamic' if dynamic else 'given'} | {C} | {r['L']} | {r['K']} | "
+                f"{r['CE']:.2f} | {r['CE'] - r['BE']:.2f} | {r['DR']:.4f} | "
+                f"{r['specializations']} | {'ok' if r['checker_ok'] else 'FAIL'} | "
+                f"{r['seconds']} |",
+                flush=True,
+            )
     print(f"\nBE = {rows[0]['BE']:.2f} %, UE = {rows[0]['UE']:.2f} %")
     return 0
 

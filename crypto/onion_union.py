@@ -206,8 +206,10 @@ def seal_records(
         if len(items) > pad_to:
             # The count itself stays out of the message: it travels to the leader, and hiding
             # it is what padding is for.
-            raise ValueError(f"more records than pad_to={pad_to}: a padded union needs pad_to "
-                             "at least every party's record count")
+            raise ValueError(
+                f"more records than pad_to={pad_to}: a padded union needs pad_to "
+                "at least every party's record count"
+            )
         items.extend(_inner(_DUMMY, b"", ctx.record_size) for _ in range(pad_to - len(items)))
     leader = _Hop.of(ctx, ctx.leader_hop)
     sealed = [

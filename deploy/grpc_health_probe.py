@@ -50,28 +50,40 @@ def check(address: str, name: str | None, service: str, timeout: float, insecure
     if insecure:
         channel = grpc.insecure_channel(address)
     else:
-        ca, cert, key = (_read(var, file) for var, file in (
-            ("FEDANON_TLS_CA", "ca.crt"), ("FEDANON_TLS_CERT", "tls.crt"),
-            ("FEDANON_TLS_KEY", "tls.key")))
+        ca, cert, key = (
+            _read(var, file)
+            for var, file in (
+                ("FEDANON_TLS_CA", "ca.crt"),
+                ("FEDANON_TLS_CERT", "tls.crt"),
+                ("FEDANON_TLS_KEY", "tls.key"),
+            )
+        )
         credentials = grpc.ssl_channel_credentials(ca, key, cert)
         # Addresses are often 127.0.0.1 or a service name: TLS checks the party's name instead.
         options = [("grpc.ssl_target_name_override", name or own_name(cert))]
         channel = grpc.secure_channel(address, credentials, options=options)
     with channel:
         reply = health_pb2_grpc.HealthStub(channel).Check(
-            health_pb2.HealthCheckRequest(service=service), timeout=timeout)
+            health_pb2.HealthCheckRequest(service=service), timeout=timeout
+        )
     return health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--address", help="host:port (default 127.0.0.1:$FEDANON_PORT)")
-    parser.add_argument("--name", help="certificate name the server must present "
-                                       "(default: the name in our own certificate)")
+    parser.add_argument(
+        "--name",
+        help="certificate name the server must present (default: the name in our own certificate)",
+    )
     parser.add_argument("--service", default=SERVICE, help=f"health service name ({SERVICE})")
     parser.add_argument("--timeout", type=float, default=3.0, help="seconds per attempt")
-    parser.add_argument("--wait", type=float, default=0.0,
-                        help="keep retrying for this many seconds before giving up")
+    parser.add_argument(
+        "--wait",
+        type=float,
+        default=0.0,
+        help="keep retrying for this many seconds before giving up",
+    )
     parser.add_argument("--insecure", action="store_true", help="no TLS (daemon run --insecure)")
     args = parser.parse_args(argv)
     address = args.address or f"127.0.0.1:{os.environ.get('FEDANON_PORT', '50051')}"
@@ -89,8 +101,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{args.name or address}: SERVING")
             return 0
         if time.monotonic() >= deadline:
-            print(f"health probe: {address} ({args.service}) not serving: {problem}",
-                  file=sys.stderr)
+            print(
+                f"health probe: {address} ({args.service}) not serving: {problem}", file=sys.stderr
+            )
             return 1
         time.sleep(2)
 

@@ -9,8 +9,9 @@ Anything else is a bug and keeps its traceback.
 def one_line(text: str) -> str:
     """`text` with every non-printable character escaped (a file may name a key or a value
     with a line break or a control character in it), so a message stays on one line."""
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
-                   for c in text)
+    return "".join(
+        c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text
+    )
 
 
 class FedanonError(Exception):

@@ -29,7 +29,8 @@ def as_numbers(column: pd.Series) -> tuple[np.ndarray, int | None]:
         text = as_text(column)
         try:
             values = pc.cast(pa.array(text, type=pa.string()), pa.float64()).to_numpy(
-                zero_copy_only=False)
+                zero_copy_only=False
+            )
         except (pa.ArrowInvalid, pa.ArrowTypeError):
             values = pd.to_numeric(text.astype(object), errors="coerce").to_numpy(dtype=float)
     bad = np.flatnonzero(np.isnan(values))

@@ -33,8 +33,9 @@ def read_text_file(path: Path) -> str:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise FedanonError(f"{path}: not UTF-8 text (byte {exc.start}); is it a binary "
-                           "file?") from None
+        raise FedanonError(
+            f"{path}: not UTF-8 text (byte {exc.start}); is it a binary file?"
+        ) from None
 
 
 @overload

@@ -41,8 +41,16 @@ def verified_peers(
         if ca is None:
             peers.append(PeerKey(share.holder, share.role, bytes(share.share)))
         else:
-            peers.append(verify_key_share(bytes(share.share), ca, session_id, purpose,
-                                          expected_name=share.holder, expected_role=share.role))
+            peers.append(
+                verify_key_share(
+                    bytes(share.share),
+                    ca,
+                    session_id,
+                    purpose,
+                    expected_name=share.holder,
+                    expected_role=share.role,
+                )
+            )
     return peers
 
 

@@ -13,12 +13,14 @@ from fedanon.errors import FedanonError
 from fedanon.tomlconfig import resolve
 
 #: The ``[tls]`` table of party.toml and job.toml.
-TLS_SCHEMA = Table({
-    "ca": Key(Text(what="a file path")),
-    "cert": Key(Text(what="a file path")),
-    "key": Key(Text(what="a file path")),
-    "insecure": Key(Flag(), default=False),
-})
+TLS_SCHEMA = Table(
+    {
+        "ca": Key(Text(what="a file path")),
+        "cert": Key(Text(what="a file path")),
+        "key": Key(Text(what="a file path")),
+        "insecure": Key(Flag(), default=False),
+    }
+)
 
 
 def insecure_warning(source: str) -> str:
@@ -42,14 +44,18 @@ class TLSFiles:
         traceback (or a failed handshake) later.
         """
         if table is None:
-            raise FedanonError(f"{where}: missing [tls] section (mutual TLS is required; "
-                               "set insecure = true in [tls] only for local experiments)")
+            raise FedanonError(
+                f"{where}: missing [tls] section (mutual TLS is required; "
+                "set insecure = true in [tls] only for local experiments)"
+            )
         if table.get("insecure", False):
             return None
         missing = [k for k in ("ca", "cert", "key") if table.get(k) is None]
         if missing:
-            raise FedanonError(f"{where}: missing key 'tls.{missing[0]}' (a file path; or "
-                               "insecure = true for local experiments only)")
+            raise FedanonError(
+                f"{where}: missing key 'tls.{missing[0]}' (a file path; or "
+                "insecure = true for local experiments only)"
+            )
         files = cls(*(resolve(base, str(table[k])) for k in ("ca", "cert", "key")))
         for p in (files.ca, files.cert, files.key):
             if not p.is_file():
@@ -57,6 +63,7 @@ class TLSFiles:
         try:
             x509.load_pem_x509_certificates(files.ca.read_bytes())
         except (ValueError, OSError):
-            raise FedanonError(f"{where} [tls]: ca file {files.ca} holds no readable PEM "
-                               "certificate") from None
+            raise FedanonError(
+                f"{where} [tls]: ca file {files.ca} holds no readable PEM certificate"
+            ) from None
         return files

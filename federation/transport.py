@@ -65,8 +65,11 @@ def make_server(
     """
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=max_workers),
-        options=[("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-                 ("grpc.max_receive_message_length", max_receive_bytes), *_SERVER_OPTIONS],
+        options=[
+            ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+            ("grpc.max_receive_message_length", max_receive_bytes),
+            *_SERVER_OPTIONS,
+        ],
         interceptors=list(interceptors),
     )
     if tls is None:
@@ -80,8 +83,11 @@ def make_channel(address: str, expected_name: str, tls: TLSFiles | None) -> grpc
     if tls is None:
         return grpc.insecure_channel(address, options=_OPTIONS)
     identity = load_identity_files(tls.cert, tls.key)
-    return grpc.secure_channel(address, channel_credentials(identity, _ca(tls)),
-                               options=[*_OPTIONS, *target_name_options(expected_name)])
+    return grpc.secure_channel(
+        address,
+        channel_credentials(identity, _ca(tls)),
+        options=[*_OPTIONS, *target_name_options(expected_name)],
+    )
 
 
 def peer_name(context: grpc.ServicerContext) -> str | None:

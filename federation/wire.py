@@ -56,7 +56,8 @@ def from_instruction(message: pb.Instruction, n_link: int, n_children: int) -> S
             f"instruction bitmap has {message.nonempty_bits} bits, expected {n_link * n_children}"
         )
     bits = np.unpackbits(
-        np.frombuffer(message.nonempty, dtype=np.uint8), count=message.nonempty_bits,
+        np.frombuffer(message.nonempty, dtype=np.uint8),
+        count=message.nonempty_bits,
         bitorder="little",
     ).astype(bool)
     return Specialization(

@@ -99,59 +99,88 @@ if TYPE_CHECKING:
 SUM_MODES = ("ring", "pairwise")
 UNION_MODES = ("layered", "shuffle")
 
-LKC_SCHEMA = Table({
-    "L": Key(Integer(1, 2**31 - 1)),
-    "K": Key(Integer(1, 2**63 - 1)),
-    "C": Key(Proportion()),
-    "preset": Key(Text(choices=PRESETS), default="lkc"),
-    "score": Key(Text(choices=SCORES)),
-    "qids": Key(Names()),
-    "sensitive": Key(TableOf(Names(min_items=1), expected='a table of column = ["value", ...]')),
-    "class": Key(Text()),
-    "class_values": Key(Names()),
-    "drop": Key(Names(), default=[]),
-    "suppress": Key(Proportion()),
-    "suppressed": Key(Text(choices=("root", "drop")), default="root"),
-})
+LKC_SCHEMA = Table(
+    {
+        "L": Key(Integer(1, 2**31 - 1)),
+        "K": Key(Integer(1, 2**63 - 1)),
+        "C": Key(Proportion()),
+        "preset": Key(Text(choices=PRESETS), default="lkc"),
+        "score": Key(Text(choices=SCORES)),
+        "qids": Key(Names()),
+        "sensitive": Key(
+            TableOf(Names(min_items=1), expected='a table of column = ["value", ...]')
+        ),
+        "class": Key(Text()),
+        "class_values": Key(Names()),
+        "drop": Key(Names(), default=[]),
+        "suppress": Key(Proportion()),
+        "suppressed": Key(Text(choices=("root", "drop")), default="root"),
+    }
+)
 
-DRBT_SCHEMA = Table({
-    "id_column": Key(Text(), required=True),
-    "matrix": Key(Text(choices=MATRICES), default="sparse"),
-    "k_dims": Key(Integer(0, 2**31 - 1), default=0),
-    "rescale": Key(Flag(), default=False),
-    "clusters": Key(Integer(1, 2**31 - 1), default=3),
-    "send_assignment": Key(Flag(), default=False),
-})
+DRBT_SCHEMA = Table(
+    {
+        "id_column": Key(Text(), required=True),
+        "matrix": Key(Text(choices=MATRICES), default="sparse"),
+        "k_dims": Key(Integer(0, 2**31 - 1), default=0),
+        "rescale": Key(Flag(), default=False),
+        "clusters": Key(Integer(1, 2**31 - 1), default=3),
+        "send_assignment": Key(Flag(), default=False),
+    }
+)
 
-RANDOMIZE_SCHEMA = Table({
-    "qids": Key(Names(min_items=1), required=True),
-    "domains": Key(TableOf(Values(), expected='a table of column = ["value", ...]')),
-    "method": Key(Text(choices=("ra", "enhanced")), default="ra"),
-    "attrs": Key(Integer(1, 2**31 - 1)),
-    "p": Key(Either(Text(choices=("uniform", "optimal")), Numbers()), default="uniform"),
-    "keep_at_parties": Key(Flag(), default=False),
-})
+RANDOMIZE_SCHEMA = Table(
+    {
+        "qids": Key(Names(min_items=1), required=True),
+        "domains": Key(TableOf(Values(), expected='a table of column = ["value", ...]')),
+        "method": Key(Text(choices=("ra", "enhanced")), default="ra"),
+        "attrs": Key(Integer(1, 2**31 - 1)),
+        "p": Key(Either(Text(choices=("uniform", "optimal")), Numbers()), default="uniform"),
+        "keep_at_parties": Key(Flag(), default=False),
+    }
+)
 
-JOB_SCHEMA = Table({
-    "name": Key(Text(), default="leader"),
-    "taxonomy": Key(Text(what="a file path")),
-    "out": Key(Text(what="a file path")),  # required except for randomize kept at the parties
-    "report": Key(Text(what="a file path")),
-    "sum_mode": Key(Text(choices=SUM_MODES), default="ring"),
-    "allow_two_parties": Key(Flag(), default=False),
-    "lkc": Key(LKC_SCHEMA),
-    "drbt": Key(DRBT_SCHEMA),
-    "randomize": Key(RANDOMIZE_SCHEMA),
-    "parties": Key(Tables(Table({"name": Key(Text(), required=True),
-                                 "address": Key(Address(), required=True)})), required=True),
-    "tls": Key(TLS_SCHEMA),
-    "timeouts": Key(Table({
-        "rpc_seconds": Key(Number(0, DAY, low_open=True)),
-        "union_seconds": Key(Number(0, 7 * DAY, low_open=True), default=600.0),
-    }), default={}),
-    "union": Key(Table({**UNION_KEYS, "pad_to": Key(Integer(0, 2**31 - 1), default=0),
-                        "mode": Key(Text(choices=UNION_MODES), default="layered")}), default={}),
-})
+JOB_SCHEMA = Table(
+    {
+        "name": Key(Text(), default="leader"),
+        "taxonomy": Key(Text(what="a file path")),
+        "out": Key(Text(what="a file path")),  # required except for randomize kept at the parties
+        "report": Key(Text(what="a file path")),
+        "sum_mode": Key(Text(choices=SUM_MODES), default="ring"),
+        "allow_two_parties": Key(Flag(), default=False),
+        "lkc": Key(LKC_SCHEMA),
+        "drbt": Key(DRBT_SCHEMA),
+        "randomize": Key(RANDOMIZE_SCHEMA),
+        "parties": Key(
+            Tables(
+                Table(
+                    {"name": Key(Text(), required=True), "address": Key(Address(), required=True)}
+                )
+            ),
+            required=True,
+        ),
+        "tls": Key(TLS_SCHEMA),
+        "timeouts": Key(
+            Table(
+                {
+                    "rpc_seconds": Key(Number(0, DAY, low_open=True)),
+                    "union_seconds": Key(Number(0, 7 * DAY, low_open=True), default=600.0),
+                }
+            ),
+            default={},
+        ),
+        "union": Key(
+            Table(
+                {
+                    **UNION_KEYS,
+                    "pad_to": Key(Integer(0, 2**31 - 1), default=0),
+                    "mode": Key(Text(choices=UNION_MODES), default="layered"),
+                }
+            ),
+            default={},
+        ),
+    }
+)
 
 
 @dataclass
@@ -189,14 +218,18 @@ class LeaderJob:
                 "set allow_two_parties = true (or --allow-two-parties) to accept that"
             )
         if self.union_pad_to < 0:
-            raise FedanonError(f"[union] pad_to must be 0 (no padding) or more, "
-                               f"got {self.union_pad_to}")
+            raise FedanonError(
+                f"[union] pad_to must be 0 (no padding) or more, got {self.union_pad_to}"
+            )
         if self.union_mode not in UNION_MODES:
-            raise FedanonError(f"[union] mode '{self.union_mode}' unknown (choose layered or "
-                               "shuffle)")
+            raise FedanonError(
+                f"[union] mode '{self.union_mode}' unknown (choose layered or shuffle)"
+            )
         if self.union_mode == "shuffle" and len(names) < 3:
-            raise FedanonError("[union] mode = \"shuffle\" needs at least three parties (with "
-                               "two, each would know every permutation)")
+            raise FedanonError(
+                '[union] mode = "shuffle" needs at least three parties (with '
+                "two, each would know every permutation)"
+            )
 
 
 def spec_from_table(lkc: dict[str, Any], taxonomy: TaxonomyFile, where: str) -> LKCJobSpec:
@@ -205,8 +238,9 @@ def spec_from_table(lkc: dict[str, Any], taxonomy: TaxonomyFile, where: str) -> 
     if not qids:
         raise FedanonError(f"{where}: no QIDs given and the taxonomy lists none")
     if "sensitive" in lkc:
-        sensitive = [SensitiveValue(col, str(v)) for col, values in lkc["sensitive"].items()
-                     for v in values]
+        sensitive = [
+            SensitiveValue(col, str(v)) for col, values in lkc["sensitive"].items() for v in values
+        ]
     else:
         sensitive = list(taxonomy.sensitive or [])
     clash = [s.column for s in sensitive if s.column in qids]
@@ -214,12 +248,25 @@ def spec_from_table(lkc: dict[str, Any], taxonomy: TaxonomyFile, where: str) -> 
         raise FedanonError(f"{where}: sensitive column '{clash[0]}' is also a QID")
     class_column = lkc.get("class", taxonomy.class_column)
     class_values = list(lkc.get("class_values") or taxonomy.class_values or [])
-    params = resolve_params(str(lkc.get("preset", "lkc")), len(qids), lkc.get("L"), lkc.get("K"),
-                            None if lkc.get("C") is None else str(lkc.get("C")))
+    params = resolve_params(
+        str(lkc.get("preset", "lkc")),
+        len(qids),
+        lkc.get("L"),
+        lkc.get("K"),
+        None if lkc.get("C") is None else str(lkc.get("C")),
+    )
     score = str(lkc.get("score") or ("infogain" if class_column else "discernibility"))
-    return LKCJobSpec(params, score, qids, sensitive, class_column, class_values,
-                      list(lkc.get("drop", [])), parse_suppression_share(lkc.get("suppress")),
-                      str(lkc.get("suppressed") or "root"))
+    return LKCJobSpec(
+        params,
+        score,
+        qids,
+        sensitive,
+        class_column,
+        class_values,
+        list(lkc.get("drop", [])),
+        parse_suppression_share(lkc.get("suppress")),
+        str(lkc.get("suppressed") or "root"),
+    )
 
 
 def _parties(data: dict[str, Any]) -> list[Hop]:
@@ -233,8 +280,10 @@ def _kind(data: dict[str, Any], where: str) -> str:
     """The job kind: exactly one of the sections [lkc], [drbt] and [randomize]."""
     given = [kind for kind in JOB_KIND_SECTIONS if data[kind] is not None]
     if len(given) != 1:
-        raise ConfigError(f"{where}: give exactly one of the sections "
-                          + ", ".join(f"[{kind}]" for kind in JOB_KIND_SECTIONS))
+        raise ConfigError(
+            f"{where}: give exactly one of the sections "
+            + ", ".join(f"[{kind}]" for kind in JOB_KIND_SECTIONS)
+        )
     if given[0] == "lkc" and data["taxonomy"] is None:
         raise ConfigError(f"{where}: missing key 'taxonomy' (an LKC job needs a file path)")
     if given[0] != "randomize" and data["out"] is None:
@@ -277,9 +326,14 @@ def load_randomize_job(data: dict[str, Any], base: Path, where: str) -> Randomiz
     if missing:
         raise ConfigError(f"{where}: randomize.domains: no agreed domain for QID '{missing[0]}'")
     p = section["p"]
-    spec = RandomizeSpec(tuple(qids), tuple(tuple(domains[q]) for q in qids), section["method"],
-                         section["attrs"], p if isinstance(p, str) else tuple(p),
-                         section["keep_at_parties"])
+    spec = RandomizeSpec(
+        tuple(qids),
+        tuple(tuple(domains[q]) for q in qids),
+        section["method"],
+        section["attrs"],
+        p if isinstance(p, str) else tuple(p),
+        section["keep_at_parties"],
+    )
     job = RandomizeLeaderJob(
         parties=_parties(data),
         tls=TLSFiles.from_config(data["tls"], base, where),

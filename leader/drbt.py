@@ -51,8 +51,9 @@ class DRBTLeaderJob:
     extra_report: dict[str, Any] = field(default_factory=dict)
 
     def to_proto(self) -> pb.DRBTJob:
-        return pb.DRBTJob(id_column=self.id_column, matrix=self.matrix, k_dims=self.k_dims,
-                          rescale=self.rescale)
+        return pb.DRBTJob(
+            id_column=self.id_column, matrix=self.matrix, k_dims=self.k_dims, rescale=self.rescale
+        )
 
     def check(self) -> None:
         if self.matrix not in MATRICES:
@@ -86,14 +87,17 @@ def run_drbt(
     outputs.claim("report", job.report)
     began = time.perf_counter()
     session = Session(job)  # type: ignore[arg-type]
-    items = [f"drbt:id={job.id_column},matrix={job.matrix},k={job.k_dims},"
-             f"rescale={job.rescale}"]
+    items = [f"drbt:id={job.id_column},matrix={job.matrix},k={job.k_dims},rescale={job.rescale}"]
     digest = fingerprint(items)
     timings: dict[str, float] = {}
     with session:
-        opened = session.fan_out("handshake", lambda n, s: s.OpenSession(
-            pb.OpenSessionRequest(ref=session.ref(), drbt=job.to_proto(), ring=session.ring),
-            timeout=job.rpc_seconds))
+        opened = session.fan_out(
+            "handshake",
+            lambda n, s: s.OpenSession(
+                pb.OpenSessionRequest(ref=session.ref(), drbt=job.to_proto(), ring=session.ring),
+                timeout=job.rpc_seconds,
+            ),
+        )
         session.keep_alive(opened)
         owner: dict[str, str] = {}
         for name in session.ring:
@@ -101,26 +105,34 @@ def run_drbt(
                 raise FedanonError(f"handshake: party {name} runs a different DRBT job")
             for attribute in opened[name].attributes:
                 if attribute in owner:
-                    raise FedanonError(f"handshake: attribute '{attribute}' is held by both "
-                                       f"{owner[attribute]} and {name}")
+                    raise FedanonError(
+                        f"handshake: attribute '{attribute}' is held by both "
+                        f"{owner[attribute]} and {name}"
+                    )
                 owner[attribute] = name
         first = session.ring[0]
-        ids = list(session.stubs[first].Ids(pb.IdsRequest(ref=session.ref(), send_yours=True),
-                                            timeout=job.rpc_seconds).ids)
-        missing = session.fan_out("id list", lambda n, s: s.Ids(
-            pb.IdsRequest(ref=session.ref(), ids=ids), timeout=job.rpc_seconds))
+        ids = list(
+            session.stubs[first]
+            .Ids(pb.IdsRequest(ref=session.ref(), send_yours=True), timeout=job.rpc_seconds)
+            .ids
+        )
+        missing = session.fan_out(
+            "id list",
+            lambda n, s: s.Ids(pb.IdsRequest(ref=session.ref(), ids=ids), timeout=job.rpc_seconds),
+        )
         lacking = {n: r.missing for n, r in missing.items() if r.missing}
         if lacking:
-            counts = ", ".join(f"party {n} lacks {c} of {len(ids)} ids" for n, c in
-                               lacking.items())
+            counts = ", ".join(f"party {n} lacks {c} of {len(ids)} ids" for n, c in lacking.items())
             raise FedanonError(f"id list: {counts}")
         if job.clusters > len(ids):
             raise FedanonError(f"clusters = {job.clusters} exceeds the {len(ids)} objects")
         timings["handshake"] = time.perf_counter() - began
 
         mark = time.perf_counter()
-        replies = session.fan_out("projection", lambda n, s: s.Project(
-            pb.ProjectRequest(ref=session.ref()), timeout=job.rpc_seconds))
+        replies = session.fan_out(
+            "projection",
+            lambda n, s: s.Project(pb.ProjectRequest(ref=session.ref()), timeout=job.rpc_seconds),
+        )
         blocks = [_matrix(replies[n].block, n, len(ids)) for n in session.ring]
         joined = np.hstack(blocks)
         timings["projection"] = time.perf_counter() - mark
@@ -131,10 +143,15 @@ def run_drbt(
         timings["clustering"] = time.perf_counter() - mark
         if job.send_assignment:
             labels = [int(x) for x in clustering.labels]
-            session.fan_out("assignment", lambda n, s: s.Assign(
-                pb.AssignRequest(ref=session.ref(), clusters=labels), timeout=job.rpc_seconds))
-        ended = session.fan_out("end", lambda n, s: s.End(
-            pb.EndRequest(ref=session.ref()), timeout=job.rpc_seconds))
+            session.fan_out(
+                "assignment",
+                lambda n, s: s.Assign(
+                    pb.AssignRequest(ref=session.ref(), clusters=labels), timeout=job.rpc_seconds
+                ),
+            )
+        ended = session.fan_out(
+            "end", lambda n, s: s.End(pb.EndRequest(ref=session.ref()), timeout=job.rpc_seconds)
+        )
 
     if on_clusters is not None:
         on_clusters(ids, clustering.labels)
@@ -150,10 +167,14 @@ def run_drbt(
         report = {
             "mode": "drbt-vertical",
             "session_id": session.session_id,
-            "parties": {n: {"attributes": list(opened[n].attributes),
-                            "kept_dimensions": blocks[i].shape[1],
-                            "bytes_sent": ended[n].bytes_sent}
-                        for i, n in enumerate(session.ring)},
+            "parties": {
+                n: {
+                    "attributes": list(opened[n].attributes),
+                    "kept_dimensions": blocks[i].shape[1],
+                    "bytes_sent": ended[n].bytes_sent,
+                }
+                for i, n in enumerate(session.ring)
+            },
             "objects": len(ids),
             "dimensions": joined.shape[1],
             "matrix": job.matrix,

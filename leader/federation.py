@@ -97,8 +97,11 @@ class FederationSource:
         self.seconds = 0.0
         self.fan_out = fan_out
         self.sealed_totals = sealed_totals
-        self.aggregator = PairwiseAggregator(self.ring, bytes.fromhex(session_id)) \
-            if fan_out is not None else None
+        self.aggregator = (
+            PairwiseAggregator(self.ring, bytes.fromhex(session_id))
+            if fan_out is not None
+            else None
+        )
 
     def atom_histogram(self, attr: int, node: int) -> np.ndarray:
         raise FedanonError("dynamic numerical splits are not available in distributed mode")
@@ -129,22 +132,28 @@ class FederationSource:
     def _pairwise_sum(self, instruction: pb.Instruction | None, length: int) -> np.ndarray:
         assert self.fan_out is not None and self.aggregator is not None
         request = pb.SumRequest(
-            ref=pb.SessionRef(session_id=self.session_id, iteration=self.iteration))
+            ref=pb.SessionRef(session_id=self.session_id, iteration=self.iteration)
+        )
         if instruction is not None:
             request.instruction.CopyFrom(instruction)
-        replies = self.fan_out(f"secure sum (pairwise), iteration {self.iteration}",
-                               lambda n, s: s.Sum(request, timeout=self.rpc_seconds))
+        replies = self.fan_out(
+            f"secure sum (pairwise), iteration {self.iteration}",
+            lambda n, s: s.Sum(request, timeout=self.rpc_seconds),
+        )
         try:
             total = self.aggregator.combine(
-                self.iteration, {n: bytes(r.pairwise_share) for n, r in replies.items()})
+                self.iteration, {n: bytes(r.pairwise_share) for n, r in replies.items()}
+            )
         except (FedanonError, CryptoError, ValueError) as exc:
-            raise PartyFailure(f"secure sum (pairwise), iteration {self.iteration}: {exc}") \
-                from exc
+            raise PartyFailure(f"secure sum (pairwise), iteration {self.iteration}: {exc}") from exc
         if total.size != length:
-            raise PartyFailure(f"secure sum (pairwise), iteration {self.iteration}: "
-                               f"{total.size} elements, expected {length}")
-        self.traffic.add("sum", request.ByteSize() * len(replies),
-                         sum(r.ByteSize() for r in replies.values()))
+            raise PartyFailure(
+                f"secure sum (pairwise), iteration {self.iteration}: "
+                f"{total.size} elements, expected {length}"
+            )
+        self.traffic.add(
+            "sum", request.ByteSize() * len(replies), sum(r.ByteSize() for r in replies.values())
+        )
         return total
 
     def _ring_sum(self, instruction: pb.Instruction | None, length: int) -> np.ndarray:

@@ -92,8 +92,12 @@ class Session:
         the session closes. Call once, right after a successful handshake."""
         leases = [reply.lease_seconds for reply in opened.values() if reply.lease_seconds > 0]
         interval = min(leases) / 4 if leases else 5.0
-        self.heartbeat = threading.Thread(target=self._renew_leases, args=(interval,),
-                                          name=f"lease-{self.session_id[:8]}", daemon=True)
+        self.heartbeat = threading.Thread(
+            target=self._renew_leases,
+            args=(interval,),
+            name=f"lease-{self.session_id[:8]}",
+            daemon=True,
+        )
         self.heartbeat.start()
 
     def _renew_leases(self, interval: float) -> None:
@@ -102,8 +106,9 @@ class Session:
         while not self.stop_heartbeat.wait(interval):
             # Closing the session's channels cancels calls in flight (or refuses new ones).
             with contextlib.suppress(grpc.RpcError, grpc.FutureCancelledError, ValueError):
-                calls = [stub.Renew.future(request, timeout=interval)
-                         for stub in self.stubs.values()]
+                calls = [
+                    stub.Renew.future(request, timeout=interval) for stub in self.stubs.values()
+                ]
                 for call in calls:
                     with contextlib.suppress(grpc.RpcError, grpc.FutureCancelledError):
                         call.result()
@@ -118,8 +123,9 @@ class Session:
     def __enter__(self) -> Session:
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                 _traceback: object) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, _traceback: object
+    ) -> None:
         """Any failure (or Ctrl-C) aborts the session at every reachable party; always close."""
         if error is not None:
             self.abort(str(error) or kind.__name__)  # type: ignore[union-attr]
@@ -134,8 +140,11 @@ class Session:
             self.heartbeat.join()
 
 
-def run_job(job: LeaderJob, on_step: Callable[[StepInfo], None] | None = None,
-            on_phase: Callable[[str], None] | None = None) -> dict[str, Any]:
+def run_job(
+    job: LeaderJob,
+    on_step: Callable[[StepInfo], None] | None = None,
+    on_phase: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
     """Run one session; write the release and report; return the report.
 
     `on_step` hears every specialization, `on_phase` every phase of the union that follows.
@@ -154,43 +163,74 @@ def run_job(job: LeaderJob, on_step: Callable[[StepInfo], None] | None = None,
     session = Session(job)
     began = time.perf_counter()
     with session:
-        opened = session.fan_out("handshake", lambda n, s: s.OpenSession(
-            pb.OpenSessionRequest(ref=session.ref(), lkc=lkc_job_to_proto(spec), ring=session.ring,
-                                  sum_mode=SUM_MODES[job.sum_mode]), timeout=job.rpc_seconds))
+        opened = session.fan_out(
+            "handshake",
+            lambda n, s: s.OpenSession(
+                pb.OpenSessionRequest(
+                    ref=session.ref(),
+                    lkc=lkc_job_to_proto(spec),
+                    ring=session.ring,
+                    sum_mode=SUM_MODES[job.sum_mode],
+                ),
+                timeout=job.rpc_seconds,
+            ),
+        )
         session.keep_alive(opened)
         columns: list[str] | None = None
         for name in session.ring:
             reply = opened[name]
             if reply.fingerprint != digest:
-                raise FedanonError(f"handshake: party {name} differs from the leader: "
-                                   f"{_first_difference(ours, list(reply.fingerprint_items))}")
+                raise FedanonError(
+                    f"handshake: party {name} differs from the leader: "
+                    f"{_first_difference(ours, list(reply.fingerprint_items))}"
+                )
             if columns is None:
                 columns = list(reply.columns)
             elif list(reply.columns) != columns:
-                raise FedanonError(f"handshake: party {name} has columns {list(reply.columns)}, "
-                                   f"party {session.ring[0]} has {columns}")
+                raise FedanonError(
+                    f"handshake: party {name} has columns {list(reply.columns)}, "
+                    f"party {session.ring[0]} has {columns}"
+                )
         assert columns is not None
         keys = UnionKeys.exchange(session, opened, prepare_union=job.union_mode == "layered")
         timings["handshake"] = time.perf_counter() - began
 
         mark = time.perf_counter()
-        source = FederationSource(session.session_id, session.ring, session.stubs,
-                                  StatsLayout.for_schema(schema), job.rpc_seconds, traffic,
-                                  fan_out=session.fan_out if job.sum_mode == "pairwise" else None,
-                                  sealed_totals=keys.sealed_totals(session.session_id))
-        result = LKCEngine(schema, spec.params, score=spec.score, on_step=on_step,
-                           suppress=spec.suppress).run(source)
+        source = FederationSource(
+            session.session_id,
+            session.ring,
+            session.stubs,
+            StatsLayout.for_schema(schema),
+            job.rpc_seconds,
+            traffic,
+            fan_out=session.fan_out if job.sum_mode == "pairwise" else None,
+            sealed_totals=keys.sealed_totals(session.session_id),
+        )
+        result = LKCEngine(
+            schema, spec.params, score=spec.score, on_step=on_step, suppress=spec.suppress
+        ).run(source)
         timings["specialize"] = time.perf_counter() - mark
 
         mark = time.perf_counter()
-        rows = run_union(session, keys, traffic, job.rpc_seconds, job.union_seconds,
-                         source.iteration, job.union_parallelism, job.union_pad_to,
-                         job.union_mode, result.suppressed_partitions.tolist(), on_phase,
-                         on_counts=revealed.update)
+        rows = run_union(
+            session,
+            keys,
+            traffic,
+            job.rpc_seconds,
+            job.union_seconds,
+            source.iteration,
+            job.union_parallelism,
+            job.union_pad_to,
+            job.union_mode,
+            result.suppressed_partitions.tolist(),
+            on_phase,
+            on_counts=revealed.update,
+        )
         timings["union"] = time.perf_counter() - mark
 
-        ended = session.fan_out("end", lambda n, s: s.End(
-            pb.EndRequest(ref=session.ref()), timeout=job.rpc_seconds))
+        ended = session.fan_out(
+            "end", lambda n, s: s.End(pb.EndRequest(ref=session.ref()), timeout=job.rpc_seconds)
+        )
 
     mark = time.perf_counter()
     release = pd.DataFrame(rows, columns=columns)
@@ -198,37 +238,50 @@ def run_job(job: LeaderJob, on_step: Callable[[StepInfo], None] | None = None,
     for s in spec.sensitive:
         sensitive[s.column].append(s.value)
     roots = {t.attribute: t.labels[t.root] for t in schema.taxonomies}
-    check = check_lkc(release, spec.qids, dict(sensitive), spec.params.L, spec.params.K,
-                      spec.params.C, suppressed=roots if spec.suppress else None,
-                      max_suppressed=result.suppression_budget)
+    check = check_lkc(
+        release,
+        spec.qids,
+        dict(sensitive),
+        spec.params.L,
+        spec.params.K,
+        spec.params.C,
+        suppressed=roots if spec.suppress else None,
+        max_suppressed=result.suppression_budget,
+    )
     timings["check"] = time.perf_counter() - mark
     if not check.ok:
-        raise FedanonError(f"the integrated release fails LKC-privacy ({check.worst}); "
-                           "nothing written")
+        raise FedanonError(
+            f"the integrated release fails LKC-privacy ({check.worst}); nothing written"
+        )
     mark = time.perf_counter()
     with outputs.writing() as staged:
         staged.table(job.out, release)
         timings["write"] = time.perf_counter() - mark
         timings["total"] = time.perf_counter() - began
 
-        report = build_report(schema, spec.params, spec.score, result, spec.suppress,
-                              spec.suppressed_mode)
-        report.update({
-            "mode": "distributed",
-            "session_id": session.session_id,
-            "parties": session.ring,
-            "sum_mode": job.sum_mode,
-            "union_mode": job.union_mode,
-            "iterations": source.iteration,
-            "seconds": {k: round(v, 4) for k, v in timings.items()},
-            "leader_bytes": {"sent": traffic.sent, "received": traffic.received},
-            "party_bytes": {n: {"sent": r.bytes_sent, "received": r.bytes_received}
-                            for n, r in ended.items()},
-            "privacy_check": check.to_dict(),
-            "party_records": revealed or None,
-            "output": str(job.out),
-            **job.extra_report,
-        })
+        report = build_report(
+            schema, spec.params, spec.score, result, spec.suppress, spec.suppressed_mode
+        )
+        report.update(
+            {
+                "mode": "distributed",
+                "session_id": session.session_id,
+                "parties": session.ring,
+                "sum_mode": job.sum_mode,
+                "union_mode": job.union_mode,
+                "iterations": source.iteration,
+                "seconds": {k: round(v, 4) for k, v in timings.items()},
+                "leader_bytes": {"sent": traffic.sent, "received": traffic.received},
+                "party_bytes": {
+                    n: {"sent": r.bytes_sent, "received": r.bytes_received}
+                    for n, r in ended.items()
+                },
+                "privacy_check": check.to_dict(),
+                "party_records": revealed or None,
+                "output": str(job.out),
+                **job.extra_report,
+            }
+        )
         if job.report is not None:
             staged.json(job.report, report)
     return report

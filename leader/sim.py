@@ -48,24 +48,28 @@ def split_table(table: pd.DataFrame, parties: int, how: str, seed: int) -> list[
         raise FedanonError("need at least one party")
     if how == "random":
         order = np.random.default_rng(seed).permutation(len(table))
-        return [table.iloc[np.sort(part)].reset_index(drop=True)
-                for part in np.array_split(order, parties)]
+        return [
+            table.iloc[np.sort(part)].reset_index(drop=True)
+            for part in np.array_split(order, parties)
+        ]
     if how.startswith("by-column="):
         column = how.split("=", 1)[1]
         if column not in table.columns:
             raise FedanonError(f"--split {how}: the table has no column '{column}'")
         values = sorted(table[column].astype(str).unique())
         if len(values) < parties:
-            raise FedanonError(f"--split {how}: {len(values)} distinct values for {parties} "
-                               "parties")
+            raise FedanonError(
+                f"--split {how}: {len(values)} distinct values for {parties} parties"
+            )
         owner = {v: i % parties for i, v in enumerate(values)}
         which = table[column].astype(str).map(owner).to_numpy()
         return [table[which == i].reset_index(drop=True) for i in range(parties)]
     raise FedanonError(f"--split '{how}': use random or by-column=COL")
 
 
-def check_job_columns(spec: LKCJobSpec, taxonomy: TaxonomyFile, table: pd.DataFrame,
-                      source: str) -> None:
+def check_job_columns(
+    spec: LKCJobSpec, taxonomy: TaxonomyFile, table: pd.DataFrame, source: str
+) -> None:
     """The simulation holds the whole table: refuse a job naming what the table lacks.
 
     Columns are checked as in centralized mode; a sensitive value that occurs nowhere would be
@@ -77,8 +81,9 @@ def check_job_columns(spec: LKCJobSpec, taxonomy: TaxonomyFile, table: pd.DataFr
         raise FedanonError(f"{source}: the table has no column '{missing[0]}' to drop")
     for s in spec.sensitive:
         if not (as_text(table[s.column]) == s.value).any():
-            raise FedanonError(f"{source}: sensitive value '{s}' occurs nowhere in column "
-                               f"'{s.column}'")
+            raise FedanonError(
+                f"{source}: sensitive value '{s}' occurs nowhere in column '{s.column}'"
+            )
 
 
 def split_columns(table: pd.DataFrame, parties: int, id_column: str) -> list[pd.DataFrame]:
@@ -142,14 +147,25 @@ class Federation:
 
     def start(self, daemon: Daemon) -> None:
         """(Re)start one daemon process."""
-        command = [sys.executable, "-m", "fedanon.cli.main", "party", "serve",
-                   "--config", str(daemon.config)]
+        command = [
+            sys.executable,
+            "-m",
+            "fedanon.cli.main",
+            "party",
+            "serve",
+            "--config",
+            str(daemon.config),
+        ]
         if not self.secure:
             command.append("--insecure")
         log = daemon.log.open("ab")
         daemon.process = subprocess.Popen(
-            command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            preexec_fn=_die_with_parent, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            command,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            preexec_fn=_die_with_parent,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
         log.close()
 
@@ -161,8 +177,9 @@ class Federation:
             stub = health_pb2_grpc.HealthStub(channel)
             while True:
                 if daemon.process is not None and daemon.process.poll() is not None:
-                    raise FedanonError(f"party {daemon.name} exited at start-up: "
-                                       f"{daemon.log_tail()}")
+                    raise FedanonError(
+                        f"party {daemon.name} exited at start-up: {daemon.log_tail()}"
+                    )
                 try:
                     status = stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=1)
                     if status.status == health_pb2.HealthCheckResponse.SERVING:
@@ -170,8 +187,9 @@ class Federation:
                 except grpc.RpcError:
                     pass
                 if time.monotonic() > deadline:
-                    raise FedanonError(f"party {daemon.name} not ready after {timeout:.0f} s: "
-                                       f"{daemon.log_tail()}")
+                    raise FedanonError(
+                        f"party {daemon.name} not ready after {timeout:.0f} s: {daemon.log_tail()}"
+                    )
                 time.sleep(0.1)
         finally:
             channel.close()
@@ -192,22 +210,40 @@ class Federation:
             self.stop(daemon)
 
 
-def write_party_config(path: Path, name: str, port: int, data: Path, taxonomy: Path | None,
-                       next_hop: Hop | None, cert_dir: Path, rpc_seconds: float,
-                       union: Parallelism | None = None,
-                       lease_seconds: float | None = None) -> None:
+def write_party_config(
+    path: Path,
+    name: str,
+    port: int,
+    data: Path,
+    taxonomy: Path | None,
+    next_hop: Hop | None,
+    cert_dir: Path,
+    rpc_seconds: float,
+    union: Parallelism | None = None,
+    lease_seconds: float | None = None,
+) -> None:
     """A ``party.toml`` in the documented format, its output directory beside it.
 
     `lease_seconds` shortens the session lease (tests of a dead leader's recovery)."""
-    lines = [f'name = "{name}"', f'listen = "127.0.0.1:{port}"', f'data = "{data}"',
-             f'leader = "{LEADER_NAME}"', f'output_dir = "{path.parent / (name + "-out")}"']
+    lines = [
+        f'name = "{name}"',
+        f'listen = "127.0.0.1:{port}"',
+        f'data = "{data}"',
+        f'leader = "{LEADER_NAME}"',
+        f'output_dir = "{path.parent / (name + "-out")}"',
+    ]
     if taxonomy is not None:
         lines.append(f'taxonomy = "{taxonomy}"')
     if next_hop is not None:
         lines += ["[next_hop]", f'name = "{next_hop.name}"', f'address = "{next_hop.address}"']
-    lines += ["[tls]", f'ca = "{cert_dir / "ca.crt"}"', f'cert = "{cert_dir / (name + ".crt")}"',
-              f'key = "{cert_dir / (name + ".key")}"',
-              "[timeouts]", f"rpc_seconds = {rpc_seconds}"]
+    lines += [
+        "[tls]",
+        f'ca = "{cert_dir / "ca.crt"}"',
+        f'cert = "{cert_dir / (name + ".crt")}"',
+        f'key = "{cert_dir / (name + ".key")}"',
+        "[timeouts]",
+        f"rpc_seconds = {rpc_seconds}",
+    ]
     if lease_seconds is not None:
         lines.append(f"lease_seconds = {lease_seconds}")
     if union is not None:
@@ -259,12 +295,26 @@ def federation(
         part.to_csv(data, index=False)
         next_hop = Hop(names[i + 1], f"127.0.0.1:{ports[i + 1]}") if i + 1 < len(parts) else None
         config = root / f"{name}.toml"
-        write_party_config(config, name, ports[i], data,
-                            None if taxonomy is None else Path(taxonomy).resolve(), next_hop,
-                            cert_dir, rpc_seconds, union, lease_seconds)
+        write_party_config(
+            config,
+            name,
+            ports[i],
+            data,
+            None if taxonomy is None else Path(taxonomy).resolve(),
+            next_hop,
+            cert_dir,
+            rpc_seconds,
+            union,
+            lease_seconds,
+        )
         daemons.append(Daemon(name, f"127.0.0.1:{ports[i]}", config, root / f"{name}.log"))
-    leader_tls = TLSFiles(cert_dir / "ca.crt", cert_dir / f"{LEADER_NAME}.crt",
-                          cert_dir / f"{LEADER_NAME}.key") if secure else None
+    leader_tls = (
+        TLSFiles(
+            cert_dir / "ca.crt", cert_dir / f"{LEADER_NAME}.crt", cert_dir / f"{LEADER_NAME}.key"
+        )
+        if secure
+        else None
+    )
     fed = Federation(root, daemons, leader_tls, cert_dir, taxonomy, secure)
     previous = signal.getsignal(signal.SIGTERM)
     if previous in (signal.SIG_DFL, None):

@@ -53,8 +53,9 @@ class UnionKeys:
     route: tuple[bytes, ...]
 
     @classmethod
-    def exchange(cls, session: Session, opened: dict[str, pb.OpenSessionReply],
-                 prepare_union: bool = False) -> UnionKeys:
+    def exchange(
+        cls, session: Session, opened: dict[str, pb.OpenSessionReply], prepare_union: bool = False
+    ) -> UnionKeys:
         """Verify and distribute the union keys; `prepare_union` asks the parties to prepare
         their leader-layer ephemeral keys for a layered union while the loop runs."""
         job = session.job
@@ -70,20 +71,26 @@ class UnionKeys:
             route = union_route(shares, session.ring, session_id, ca)
         except (FedanonError, CryptoError, ValueError) as exc:
             raise FedanonError(f"handshake: union key shares refused: {exc}") from exc
-        session.fan_out("key sharing", lambda n, s: s.ShareKeys(
-            pb.ShareKeysRequest(ref=session.ref(), keys=shares, prepare_union=prepare_union),
-            timeout=job.rpc_seconds))
+        session.fan_out(
+            "key sharing",
+            lambda n, s: s.ShareKeys(
+                pb.ShareKeysRequest(ref=session.ref(), keys=shares, prepare_union=prepare_union),
+                timeout=job.rpc_seconds,
+            ),
+        )
         return cls(private, route)
 
     def sealed_totals(self, session_id: str) -> SealedTotalChannel:
         """The leader's end of the channel on which the last ring party seals the sum's total
         (the route's keys are verified: the last party's is second to last, before ours)."""
-        return SealedTotalChannel.for_leader(self.private_key, self.route[-2],
-                                             bytes.fromhex(session_id))
+        return SealedTotalChannel.for_leader(
+            self.private_key, self.route[-2], bytes.fromhex(session_id)
+        )
 
 
-def _ring_call(session: Session, request: pb.UnionRequest, phase: str, timeout: float,
-               traffic: Traffic) -> Any:
+def _ring_call(
+    session: Session, request: pb.UnionRequest, phase: str, timeout: float, traffic: Traffic
+) -> Any:
     first = session.ring[0]
     try:
         reply = session.stubs[first].Union(request, timeout=timeout)
@@ -93,11 +100,20 @@ def _ring_call(session: Session, request: pb.UnionRequest, phase: str, timeout: 
     return reply
 
 
-def run_union(session: Session, keys: UnionKeys, traffic: Traffic, rpc_seconds: float,
-              union_seconds: float, round_: int, parallelism: Parallelism,
-              pad_to: int = 0, mode: str = "layered", suppressed: Sequence[int] = (),
-              on_phase: Callable[[str], None] | None = None,
-              on_counts: Callable[[dict[str, int]], None] | None = None) -> list[list[str]]:
+def run_union(
+    session: Session,
+    keys: UnionKeys,
+    traffic: Traffic,
+    rpc_seconds: float,
+    union_seconds: float,
+    round_: int,
+    parallelism: Parallelism,
+    pad_to: int = 0,
+    mode: str = "layered",
+    suppressed: Sequence[int] = (),
+    on_phase: Callable[[str], None] | None = None,
+    on_counts: Callable[[dict[str, int]], None] | None = None,
+) -> list[list[str]]:
     """Integrate the release: returns the records (as lists of column values), shuffled.
 
     `mode` is "layered" (onion encryption, the default) or "shuffle" (secret-shared shuffle
@@ -111,33 +127,53 @@ def run_union(session: Session, keys: UnionKeys, traffic: Traffic, rpc_seconds: 
     show = on_phase or (lambda _text: None)
     ref = session.ref(round_)
     show(f"union: {len(session.ring)} parties measure and seal their records")
-    sizes = session.fan_out("union (measure)", lambda n, s: s.Union(
-        pb.UnionRequest(ref=ref, phase=pb.UNION_PHASE_MEASURE, pad_to=pad_to,
-                        suppressed=suppressed),
-        timeout=rpc_seconds))
+    sizes = session.fan_out(
+        "union (measure)",
+        lambda n, s: s.Union(
+            pb.UnionRequest(
+                ref=ref, phase=pb.UNION_PHASE_MEASURE, pad_to=pad_to, suppressed=suppressed
+            ),
+            timeout=rpc_seconds,
+        ),
+    )
     record_size = max(r.record_size for r in sizes.values())
     if mode == "shuffle":
         block_sizes = [pad_to or sizes[name].count for name in session.ring]
         if pad_to == 0 and on_counts is not None:
             on_counts(dict(zip(session.ring, block_sizes, strict=True)))
         show(f"union: {len(session.ring)} parties shuffle {sum(block_sizes):,} shared records")
-        return _decoded(_shuffle_union(session, keys, traffic, union_seconds, ref, record_size,
-                                       block_sizes))
+        return _decoded(
+            _shuffle_union(session, keys, traffic, union_seconds, ref, record_size, block_sizes)
+        )
     parallelism.start()
     timeout = union_seconds
-    collect = pb.UnionRequest(ref=ref, phase=pb.UNION_PHASE_COLLECT, record_size=record_size,
-                              pad_to=pad_to, suppressed=suppressed)
+    collect = pb.UnionRequest(
+        ref=ref,
+        phase=pb.UNION_PHASE_COLLECT,
+        record_size=record_size,
+        pad_to=pad_to,
+        suppressed=suppressed,
+    )
     batches = session.fan_out("union (collect)", lambda n, s: s.Union(collect, timeout=timeout))
     items = [item for name in session.ring for item in batches[name].items]
     if pad_to == 0 and on_counts is not None:
         on_counts({name: len(batches[name].items) for name in session.ring})
-    show(f"union: {len(items):,} sealed items collected; {len(session.ring)} parties peel their "
-         "layers around the ring")
-    traffic.add("union", collect.ByteSize() * len(batches),
-                sum(b.ByteSize() for b in batches.values()))
-    stripped = _ring_call(session, pb.UnionRequest(
-        ref=ref, phase=pb.UNION_PHASE_STRIP, items=items, record_size=record_size,
-        pad_to=pad_to), "union (strip)", timeout, traffic)
+    show(
+        f"union: {len(items):,} sealed items collected; {len(session.ring)} parties peel their "
+        "layers around the ring"
+    )
+    traffic.add(
+        "union", collect.ByteSize() * len(batches), sum(b.ByteSize() for b in batches.values())
+    )
+    stripped = _ring_call(
+        session,
+        pb.UnionRequest(
+            ref=ref, phase=pb.UNION_PHASE_STRIP, items=items, record_size=record_size, pad_to=pad_to
+        ),
+        "union (strip)",
+        timeout,
+        traffic,
+    )
     show(f"union: opening {len(stripped.items):,} peeled items")
     ctx = UnionContext(bytes.fromhex(session.session_id), round_, keys.route, record_size)
     try:
@@ -160,12 +196,23 @@ def _decoded(plain: list[bytes]) -> list[list[str]]:
     return rows
 
 
-def _shuffle_union(session: Session, keys: UnionKeys, traffic: Traffic, timeout: float,
-                   ref: pb.SessionRef, record_size: int, block_sizes: list[int]) -> list[bytes]:
+def _shuffle_union(
+    session: Session,
+    keys: UnionKeys,
+    traffic: Traffic,
+    timeout: float,
+    ref: pb.SessionRef,
+    record_size: int,
+    block_sizes: list[int],
+) -> list[bytes]:
     """The shuffle mode's phases; returns the real records in the shuffled order."""
     ring, n = session.ring, len(session.ring)
-    share = pb.UnionRequest(ref=ref, phase=pb.UNION_PHASE_SHUFFLE_SHARE, record_size=record_size,
-                            block_sizes=block_sizes)
+    share = pb.UnionRequest(
+        ref=ref,
+        phase=pb.UNION_PHASE_SHUFFLE_SHARE,
+        record_size=record_size,
+        block_sizes=block_sizes,
+    )
     owned = session.fan_out("union (share)", lambda _, s: s.Union(share, timeout=timeout))
     traffic.add("union", share.ByteSize() * n, sum(r.ByteSize() for r in owned.values()))
     _expect_items(owned, {name: int(o >= 2) for o, name in enumerate(ring)}, "share")
@@ -174,12 +221,14 @@ def _shuffle_union(session: Session, keys: UnionKeys, traffic: Traffic, timeout:
         first, second = ring[t], ring[(t + 1) % n]
         requests = {
             first: pb.UnionRequest(ref=ref, phase=pb.UNION_PHASE_SHUFFLE_STEP, step=t),
-            second: pb.UnionRequest(ref=ref, phase=pb.UNION_PHASE_SHUFFLE_STEP, step=t,
-                                    items=incoming),
+            second: pb.UnionRequest(
+                ref=ref, phase=pb.UNION_PHASE_SHUFFLE_STEP, step=t, items=incoming
+            ),
         }
-        futures = {name: session.pool.submit(session.stubs[name].Union, request,
-                                             timeout=timeout)
-                   for name, request in requests.items()}
+        futures = {
+            name: session.pool.submit(session.stubs[name].Union, request, timeout=timeout)
+            for name, request in requests.items()
+        }
         replies = {}
         for name, future in futures.items():
             try:
@@ -191,8 +240,13 @@ def _shuffle_union(session: Session, keys: UnionKeys, traffic: Traffic, timeout:
         _expect_items(replies, {first: 1, second: int(last)}, f"shuffle step {t}")
         incoming = list(replies[first].items)
     shares = [replies[first].items[0], replies[second].items[0]]
-    ctx = ShuffleContext(bytes.fromhex(session.session_id), ref.iteration, keys.route[:-1],
-                         record_size, tuple(block_sizes))
+    ctx = ShuffleContext(
+        bytes.fromhex(session.session_id),
+        ref.iteration,
+        keys.route[:-1],
+        record_size,
+        tuple(block_sizes),
+    )
     try:
         return open_shuffled(shares, ctx)
     except (FedanonError, ValueError) as exc:
@@ -202,5 +256,7 @@ def _shuffle_union(session: Session, keys: UnionKeys, traffic: Traffic, timeout:
 def _expect_items(replies: dict[str, Any], counts: dict[str, int], phase: str) -> None:
     for name, count in counts.items():
         if len(replies[name].items) != count:
-            raise FedanonError(f"union ({phase}): party {name} sent {len(replies[name].items)} "
-                               f"items, expected {count}")
+            raise FedanonError(
+                f"union ({phase}): party {name} sent {len(replies[name].items)} "
+                f"items, expected {count}"
+            )

@@ -72,30 +72,43 @@ UNION_KEYS = {
     "min_records": Key(Integer(0, 2**31 - 1), default=DEFAULT_MIN_RECORDS),
 }
 
-PARTY_SCHEMA = Table({
-    "name": Key(Text(), required=True),
-    "listen": Key(Address(), required=True),
-    "data": Key(Text(what="a file path"), required=True),
-    "taxonomy": Key(Text(what="a file path")),
-    "leader": Key(Text()),
-    "output_dir": Key(Text(what="a directory path")),
-    "delimiter": Key(Text(what="a one-character string")),
-    "next_hop": Key(Table({"name": Key(Text(), required=True),
-                           "address": Key(Address(), required=True)})),
-    "tls": Key(TLS_SCHEMA),
-    "timeouts": Key(Table({
-        "rpc_seconds": Key(Number(0, DAY, low_open=True), default=60.0),
-        "lease_seconds": Key(Number(0, DAY, low_open=True), default=30.0),
-        "connect_retries": Key(Integer(0, 100), default=5),
-        "backoff_seconds": Key(Number(0, 60), default=0.2),
-        "wait_next_hop_seconds": Key(Number(0, DAY), default=0.0),
-    }), default={}),
-    "union": Key(Table(UNION_KEYS), default={}),
-    "limits": Key(Table({
-        "max_message_mb": Key(Number(0, 4096, low_open=True), default=128.0),
-    }), default={}),
-    "policy": Key(POLICY_SCHEMA),
-})
+PARTY_SCHEMA = Table(
+    {
+        "name": Key(Text(), required=True),
+        "listen": Key(Address(), required=True),
+        "data": Key(Text(what="a file path"), required=True),
+        "taxonomy": Key(Text(what="a file path")),
+        "leader": Key(Text()),
+        "output_dir": Key(Text(what="a directory path")),
+        "delimiter": Key(Text(what="a one-character string")),
+        "next_hop": Key(
+            Table({"name": Key(Text(), required=True), "address": Key(Address(), required=True)})
+        ),
+        "tls": Key(TLS_SCHEMA),
+        "timeouts": Key(
+            Table(
+                {
+                    "rpc_seconds": Key(Number(0, DAY, low_open=True), default=60.0),
+                    "lease_seconds": Key(Number(0, DAY, low_open=True), default=30.0),
+                    "connect_retries": Key(Integer(0, 100), default=5),
+                    "backoff_seconds": Key(Number(0, 60), default=0.2),
+                    "wait_next_hop_seconds": Key(Number(0, DAY), default=0.0),
+                }
+            ),
+            default={},
+        ),
+        "union": Key(Table(UNION_KEYS), default={}),
+        "limits": Key(
+            Table(
+                {
+                    "max_message_mb": Key(Number(0, 4096, low_open=True), default=128.0),
+                }
+            ),
+            default={},
+        ),
+        "policy": Key(POLICY_SCHEMA),
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -116,8 +129,7 @@ def _leader(data: dict[str, Any], where: str) -> str:
     top = data["leader"]
     policy = (data["policy"] or {}).get("leader")
     if top is not None and policy is not None and top != policy:
-        raise ConfigError(f"{where}: leader '{top}' and policy.leader '{policy}' differ; "
-                          "give one")
+        raise ConfigError(f"{where}: leader '{top}' and policy.leader '{policy}' differ; give one")
     return top or policy or "leader"
 
 
@@ -147,8 +159,9 @@ class PartyConfig:
         where = str(path)
         data = validate(raw, PARTY_SCHEMA, where)
         if data["delimiter"] is not None and len(data["delimiter"]) != 1:
-            raise ConfigError(f"{where}: delimiter: expected a one-character string, "
-                              f"got {data['delimiter']!r}")
+            raise ConfigError(
+                f"{where}: delimiter: expected a one-character string, got {data['delimiter']!r}"
+            )
         hop = data["next_hop"]
         timeouts = data["timeouts"]
         return cls(

@@ -40,14 +40,19 @@ def build_server(config: PartyConfig) -> tuple[grpc.Server, int, PartyServicer]:
     except ValueError as exc:
         raise FedanonError(str(exc)) from None
     if config.lease_seconds <= 0:
-        raise FedanonError(f"[timeouts] lease_seconds must be more than 0, "
-                           f"got {config.lease_seconds:g}")
+        raise FedanonError(
+            f"[timeouts] lease_seconds must be more than 0, got {config.lease_seconds:g}"
+        )
     if config.max_message_mb <= 0:
-        raise FedanonError(f"[limits] max_message_mb must be more than 0, "
-                           f"got {config.max_message_mb:g}")
+        raise FedanonError(
+            f"[limits] max_message_mb must be more than 0, got {config.max_message_mb:g}"
+        )
     table = read_table(config.data, config.delimiter)
-    taxonomy = None if config.taxonomy is None else load_taxonomy(
-        config.taxonomy, data_columns=list(table.columns))
+    taxonomy = (
+        None
+        if config.taxonomy is None
+        else load_taxonomy(config.taxonomy, data_columns=list(table.columns))
+    )
     next_stub = None
     if config.next_hop is not None:
         hop = config.next_hop
@@ -58,16 +63,24 @@ def build_server(config: PartyConfig) -> tuple[grpc.Server, int, PartyServicer]:
     if config.tls is not None:
         identity = load_identity_files(config.tls.cert, config.tls.key)
         if identity.name != config.name:
-            raise FedanonError(f"{config.tls.cert} names '{identity.name}', but this party is "
-                               f"configured as '{config.name}'")
+            raise FedanonError(
+                f"{config.tls.cert} names '{identity.name}', but this party is "
+                f"configured as '{config.name}'"
+            )
         ca = x509.load_pem_x509_certificate(config.tls.ca.read_bytes())
     servicer = PartyServicer(config, table, taxonomy, next_stub, identity, ca)
     try:
-        server, port = make_server(config.listen, config.tls, interceptors=[PartyGate(servicer)],
-                                   max_receive_bytes=servicer.max_message_bytes)
+        server, port = make_server(
+            config.listen,
+            config.tls,
+            interceptors=[PartyGate(servicer)],
+            max_receive_bytes=servicer.max_message_bytes,
+        )
     except RuntimeError:
-        raise FedanonError(f"cannot listen on {config.listen}: the port is in use (another "
-                           "daemon?) or the address is not this host's") from None
+        raise FedanonError(
+            f"cannot listen on {config.listen}: the port is in use (another "
+            "daemon?) or the address is not this host's"
+        ) from None
     if port != asked:
         raise FedanonError(f"cannot listen on {config.listen}: bound port {port} instead")
     pb_grpc.add_PartyServicer_to_server(servicer, server)
@@ -98,8 +111,10 @@ def check_next_hop(config: PartyConfig) -> bool:
                 return True
             except grpc.RpcError as exc:
                 if time.monotonic() >= deadline:
-                    message = (f"next hop {hop.name} at {hop.address} is unreachable "
-                               f"({exc.code().name}: {exc.details()})")
+                    message = (
+                        f"next hop {hop.name} at {hop.address} is unreachable "
+                        f"({exc.code().name}: {exc.details()})"
+                    )
                     if wait > 0:
                         raise FedanonError(message) from None
                     log.warning("%s; sessions will fail until it is up", message)
@@ -132,7 +147,10 @@ def serve(config: PartyConfig, grace_seconds: float = 5.0) -> None:
         raise
     stop.wait()
     if servicer.session is not None:
-        log.warning("stopping during session %s: in-flight calls get %.0f s, then the session "
-                    "is abandoned", servicer.session.session_id[:12], grace_seconds)
+        log.warning(
+            "stopping during session %s: in-flight calls get %.0f s, then the session is abandoned",
+            servicer.session.session_id[:12],
+            grace_seconds,
+        )
     server.stop(grace_seconds).wait()
     print(f"party {config.name} stopped", flush=True)

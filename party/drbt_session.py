@@ -41,8 +41,10 @@ class DRBTSession(SessionBase):
         for name in self.attributes:
             values, bad = as_numbers(table[name])
             if bad is not None:
-                raise FedanonError(f"column '{name}': value '{table[name].iloc[bad]}' (first at "
-                                   f"row {bad + 1}) is not a number")
+                raise FedanonError(
+                    f"column '{name}': value '{table[name].iloc[bad]}' (first at "
+                    f"row {bad + 1}) is not a number"
+                )
             columns.append(values)
         self.block = np.column_stack(columns)
         self.k = job.k_dims or math.ceil(len(self.attributes) / 2)
@@ -51,8 +53,7 @@ class DRBTSession(SessionBase):
 
     def fingerprint_items(self) -> list[str]:
         job = self.job
-        return [f"drbt:id={job.id_column},matrix={job.matrix},k={job.k_dims},"
-                f"rescale={job.rescale}"]
+        return [f"drbt:id={job.id_column},matrix={job.matrix},k={job.k_dims},rescale={job.rescale}"]
 
     def common_ids(self, ids: list[str]) -> int:
         """Align the block with the leader's id list; return how many ids this party lacks."""
@@ -69,12 +70,13 @@ class DRBTSession(SessionBase):
         if self.order is None:
             raise FedanonError("no complete common id list was agreed before the projection")
         if self.projected:
-            raise FedanonError("this session's block was already projected: a second, independent "
-                               "projection of the same data would reveal more of it")
+            raise FedanonError(
+                "this session's block was already projected: a second, independent "
+                "projection of the same data would reveal more of it"
+            )
         self.projected = True
         block = zscore(self.block[self.order], self.attributes)
-        return project_block(block, self.k, self.job.matrix, secure_rng(),
-                             rescale=self.job.rescale)
+        return project_block(block, self.k, self.job.matrix, secure_rng(), rescale=self.job.rescale)
 
     def assign_request_limit(self) -> int:
         """The largest ``AssignRequest``: a cluster (varint, at most 5 bytes) per common id."""

@@ -45,8 +45,9 @@ class Admission(Protocol):
 
     def request_limit(self, method: str) -> int: ...
 
-    def refuse(self, context: grpc.ServicerContext, code: grpc.StatusCode, message: str) -> None:
-        ...
+    def refuse(
+        self, context: grpc.ServicerContext, code: grpc.StatusCode, message: str
+    ) -> None: ...
 
 
 class PartyGate(grpc.ServerInterceptor):
@@ -58,10 +59,13 @@ class PartyGate(grpc.ServerInterceptor):
     def intercept_service(self, continuation: Callable, handler_call_details: Any) -> Any:
         handler = continuation(handler_call_details)
         full_method = handler_call_details.method
-        if handler is None or handler.unary_unary is None or \
-                not full_method.startswith(SERVICE_PREFIX):
+        if (
+            handler is None
+            or handler.unary_unary is None
+            or not full_method.startswith(SERVICE_PREFIX)
+        ):
             return handler  # the health service: open to any certificate of the federation
-        method = full_method[len(SERVICE_PREFIX):]
+        method = full_method[len(SERVICE_PREFIX) :]
         inner, parse = handler.unary_unary, handler.request_deserializer
 
         def gated(raw: bytes, context: grpc.ServicerContext) -> Any:
@@ -70,7 +74,8 @@ class PartyGate(grpc.ServerInterceptor):
 
         # No deserializer: gRPC hands over the raw bytes, so the size is known before parsing.
         return grpc.unary_unary_rpc_method_handler(
-            gated, request_deserializer=None, response_serializer=handler.response_serializer)
+            gated, request_deserializer=None, response_serializer=handler.response_serializer
+        )
 
     def admit(self, method: str, size: int, context: grpc.ServicerContext) -> None:
         """Return if the call may proceed; otherwise end it with a refusal."""
@@ -79,15 +84,24 @@ class PartyGate(grpc.ServerInterceptor):
             try:
                 caller = peer_identity(context)
             except IdentityError as exc:
-                servicer.refuse(context, grpc.StatusCode.UNAUTHENTICATED,
-                                f"{method} refused: malformed client certificate ({exc})")
+                servicer.refuse(
+                    context,
+                    grpc.StatusCode.UNAUTHENTICATED,
+                    f"{method} refused: malformed client certificate ({exc})",
+                )
                 return
             if caller not in servicer.expected_peers(method):
-                servicer.refuse(context, grpc.StatusCode.PERMISSION_DENIED,
-                                f"{method} refused: caller '{caller.name}' ({caller.role}) has "
-                                "no business with this party now")
+                servicer.refuse(
+                    context,
+                    grpc.StatusCode.PERMISSION_DENIED,
+                    f"{method} refused: caller '{caller.name}' ({caller.role}) has "
+                    "no business with this party now",
+                )
         limit = servicer.request_limit(method)
         if size > limit:
-            servicer.refuse(context, grpc.StatusCode.RESOURCE_EXHAUSTED,
-                            f"{method} refused: request of {size} bytes exceeds the "
-                            f"{limit} bytes the open job can need")
+            servicer.refuse(
+                context,
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"{method} refused: request of {size} bytes exceeds the "
+                f"{limit} bytes the open job can need",
+            )

@@ -125,8 +125,7 @@ def randomize_request(request: pb.OpenSessionRequest, columns: Sequence[str]) ->
         **_ring(request),
     }
     released = () if job.keep_at_parties else tuple(columns)
-    return JobRequest("randomize", parameters, released,
-                      qids=tuple(q.column for q in job.qids))
+    return JobRequest("randomize", parameters, released, qids=tuple(q.column for q in job.qids))
 
 
 # The job kinds this daemon can serve: the OpenSessionRequest ``job`` field name -> its reader.

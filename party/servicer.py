@@ -108,9 +108,7 @@ class PartyServicer(pb_grpc.PartyServicer):
         self.max_message_bytes = int(config.max_message_mb * (1 << 20))
 
     # ----------------------------------------------------------------- helpers
-    def _fail(
-        self, context: grpc.ServicerContext, code: grpc.StatusCode, message: str
-    ) -> NoReturn:
+    def _fail(self, context: grpc.ServicerContext, code: grpc.StatusCode, message: str) -> NoReturn:
         text = message if message.startswith("party ") else f"party {self.config.name}: {message}"
         self.last_error = text
         log.warning("%s", text)
@@ -161,23 +159,32 @@ class PartyServicer(pb_grpc.PartyServicer):
         try:
             caller = peer_identity(context)
         except IdentityError as exc:  # the gate refuses these first; never a traceback here
-            self.refuse(context, grpc.StatusCode.UNAUTHENTICATED,
-                        f"malformed client certificate ({exc})")
+            self.refuse(
+                context, grpc.StatusCode.UNAUTHENTICATED, f"malformed client certificate ({exc})"
+            )
             return
         if caller not in {self._identity(name) for name in allowed if name is not None}:
-            self.refuse(context, grpc.StatusCode.PERMISSION_DENIED,
-                        f"caller '{caller.name}' ({caller.role}) may not send this message")
+            self.refuse(
+                context,
+                grpc.StatusCode.PERMISSION_DENIED,
+                f"caller '{caller.name}' ({caller.role}) may not send this message",
+            )
 
     def _current(self, context: grpc.ServicerContext, ref: pb.SessionRef) -> OpenSession:
         session = self.session
         if session is None:
-            self.refuse(context, grpc.StatusCode.FAILED_PRECONDITION,
-                        f"no open session (message for session {ref.session_id[:12]})")
+            self.refuse(
+                context,
+                grpc.StatusCode.FAILED_PRECONDITION,
+                f"no open session (message for session {ref.session_id[:12]})",
+            )
         assert session is not None
         if ref.session_id != session.session_id:
-            self.refuse(context, grpc.StatusCode.FAILED_PRECONDITION,
-                        f"message for session {ref.session_id[:12]} but the open session is "
-                        f"another one")
+            self.refuse(
+                context,
+                grpc.StatusCode.FAILED_PRECONDITION,
+                f"message for session {ref.session_id[:12]} but the open session is another one",
+            )
         return session
 
     def _forward_timeout(self, context: grpc.ServicerContext) -> float:
@@ -186,8 +193,9 @@ class PartyServicer(pb_grpc.PartyServicer):
         budget = self.config.rpc_seconds if remaining is None else remaining - 0.5
         return max(budget, 0.1)
 
-    def _forward(self, method: str, request: object, context: grpc.ServicerContext,
-                 what: str) -> object:
+    def _forward(
+        self, method: str, request: object, context: grpc.ServicerContext, what: str
+    ) -> object:
         """Call the next hop; retry with exponential backoff while it is unreachable.
 
         Only the next hop's own unavailability is retried, never an error it relays from
@@ -206,13 +214,23 @@ class PartyServicer(pb_grpc.PartyServicer):
                 return getattr(next_stub(), method)(request, timeout=max(remaining, 0.1))
             except grpc.RpcError as exc:
                 relayed = (exc.details() or "").startswith("party ")
-                retry = exc.code() == grpc.StatusCode.UNAVAILABLE and not relayed and \
-                    attempt < self.config.connect_retries and remaining > 2 * delay
+                retry = (
+                    exc.code() == grpc.StatusCode.UNAVAILABLE
+                    and not relayed
+                    and attempt < self.config.connect_retries
+                    and remaining > 2 * delay
+                )
                 if not retry:
                     self._forward_failed(context, exc, what)
-                log.warning("next hop unavailable during %s, retrying in %.1f s", what, delay,
-                            extra={"phase": what, "peer": self.config.next_hop.name
-                                   if self.config.next_hop else None})
+                log.warning(
+                    "next hop unavailable during %s, retrying in %.1f s",
+                    what,
+                    delay,
+                    extra={
+                        "phase": what,
+                        "peer": self.config.next_hop.name if self.config.next_hop else None,
+                    },
+                )
                 time.sleep(delay)
                 delay *= 2
         raise AssertionError("unreachable")
@@ -228,31 +246,42 @@ class PartyServicer(pb_grpc.PartyServicer):
                 detail = f"unreachable ({detail})"
             elif exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
                 detail = "no answer before the deadline"
-            detail = f"party {successor}: {detail} (during {what}, forwarded by " \
-                     f"{self.config.name})"
+            detail = f"party {successor}: {detail} (during {what}, forwarded by {self.config.name})"
         self._fail(context, exc.code(), detail)
 
     # ----------------------------------------------------------------- handlers
     def OpenSession(self, request: pb.OpenSessionRequest, context: grpc.ServicerContext):
         self._authorize(context, {self.config.leader})
         caller = peer_identity(context).name if self.secure else None
-        job = admit(context, self.config.policy, request, self.config.name, self.config.leader,
-                    caller, list(self.table.columns))
+        job = admit(
+            context,
+            self.config.policy,
+            request,
+            self.config.name,
+            self.config.leader,
+            caller,
+            list(self.table.columns),
+        )
         with self.lock:
             busy = self.session
             if busy is not None and not busy.ended:
                 silent = busy.idle_for()
                 lease = self.config.lease_seconds
                 if silent < lease:
-                    self.refuse(context, grpc.StatusCode.RESOURCE_EXHAUSTED,
-                                f"busy with another session (its leader was heard {silent:.1f} s "
-                                f"ago; a new session may replace it only after its {lease:g} s "
-                                "lease lapses)")
+                    self.refuse(
+                        context,
+                        grpc.StatusCode.RESOURCE_EXHAUSTED,
+                        f"busy with another session (its leader was heard {silent:.1f} s "
+                        f"ago; a new session may replace it only after its {lease:g} s "
+                        "lease lapses)",
+                    )
                 # A live leader renews its lease; a lapsed one means the leader died or was cut
                 # off (or this party missed its abort): the new session replaces it.
-                self.last_error = (f"session {busy.session_id[:12]} evicted by "
-                                   f"{request.ref.session_id[:12]}: its lease lapsed ({silent:.1f} "
-                                   f"s without a message from its leader)")
+                self.last_error = (
+                    f"session {busy.session_id[:12]} evicted by "
+                    f"{request.ref.session_id[:12]}: its lease lapsed ({silent:.1f} "
+                    f"s without a message from its leader)"
+                )
                 log.warning("%s", self.last_error, extra={"session": busy.session_id[:12]})
                 self.session = None
             if request.WhichOneof("job") == "drbt":
@@ -271,29 +300,40 @@ class PartyServicer(pb_grpc.PartyServicer):
                 spec = lkc_job_from_proto(request.lkc)
                 schema = spec.schema(self.taxonomy)
                 ring = list(request.ring)
-                session = PartySession(request.ref.session_id, spec, schema, self.table, ring,
-                                       self.config.name, request.sum_mode)
+                session = PartySession(
+                    request.ref.session_id,
+                    spec,
+                    schema,
+                    self.table,
+                    ring,
+                    self.config.name,
+                    request.sum_mode,
+                )
                 configured = self.config.next_hop.name if self.config.next_hop else None
                 if session.successor is not None and session.successor != configured:
                     raise FedanonError(
                         f"ring says the next hop is '{session.successor}' but this party is "
-                        f"configured to forward to '{configured}'")
+                        f"configured to forward to '{configured}'"
+                    )
             except (FedanonError, CryptoError) as exc:
                 self._fail(context, grpc.StatusCode.FAILED_PRECONDITION, str(exc))
             sid = bytes.fromhex(session.session_id)
-            private, share = new_share(self.identity, self.config.name, "party", sid,
-                                       ONION_UNION)
-            session.union = UnionRole(private, session.position,
-                                      self.config.union_parallelism)
+            private, share = new_share(self.identity, self.config.name, "party", sid, ONION_UNION)
+            session.union = UnionRole(private, session.position, self.config.union_parallelism)
             shares = [share]
             if session.sum_mode == pb.SUM_MODE_PAIRWISE:
                 session.pairwise_key, pairwise = new_share(
-                    self.identity, self.config.name, "party", sid, PAIRWISE_SUM)
+                    self.identity, self.config.name, "party", sid, PAIRWISE_SUM
+                )
                 shares.append(pairwise)
             self.session = session
             self.sessions_served += 1
-            log.info("session opened (ring position %d of %d)", session.position + 1, len(ring),
-                     extra={"session": session.session_id[:12], "iteration": 0})
+            log.info(
+                "session opened (ring position %d of %d)",
+                session.position + 1,
+                len(ring),
+                extra={"session": session.session_id[:12], "iteration": 0},
+            )
             audit_served(job, session.session_id, caller)
         items = spec.fingerprint_items(schema)
         reply = pb.OpenSessionReply(
@@ -308,8 +348,9 @@ class PartyServicer(pb_grpc.PartyServicer):
         session.bytes_sent += reply.ByteSize()
         return reply
 
-    def _open_drbt(self, request: pb.OpenSessionRequest,
-                   context: grpc.ServicerContext) -> pb.OpenSessionReply:
+    def _open_drbt(
+        self, request: pb.OpenSessionRequest, context: grpc.ServicerContext
+    ) -> pb.OpenSessionReply:
         """Open a DRBT session (caller holds the lock)."""
         try:
             session = DRBTSession(request.ref.session_id, request.drbt, self.table)
@@ -317,20 +358,24 @@ class PartyServicer(pb_grpc.PartyServicer):
             self._fail(context, grpc.StatusCode.FAILED_PRECONDITION, str(exc))
         self.session = session
         self.sessions_served += 1
-        log.info("DRBT session opened (%d attributes)", len(session.attributes),
-                 extra={"session": session.session_id[:12]})
+        log.info(
+            "DRBT session opened (%d attributes)",
+            len(session.attributes),
+            extra={"session": session.session_id[:12]},
+        )
         items = session.fingerprint_items()
         reply = pb.OpenSessionReply(
             party=self.config.name,
             fingerprint=fingerprint(items),
-            fingerprint_items=items, attributes=session.attributes,
-            lease_seconds=self.config.lease_seconds)
+            fingerprint_items=items,
+            attributes=session.attributes,
+            lease_seconds=self.config.lease_seconds,
+        )
         session.bytes_received += request.ByteSize()
         session.bytes_sent += reply.ByteSize()
         return reply
 
-    def _of_kind(self, context: grpc.ServicerContext, ref: pb.SessionRef,
-                 kind: type[Kind]) -> Kind:
+    def _of_kind(self, context: grpc.ServicerContext, ref: pb.SessionRef, kind: type[Kind]) -> Kind:
         session = self._current(context, ref)
         if not isinstance(session, kind):
             self._not_kind(context, ref, kind.__name__)
@@ -343,8 +388,11 @@ class PartyServicer(pb_grpc.PartyServicer):
         return session
 
     def _not_kind(self, context: grpc.ServicerContext, ref: pb.SessionRef, names: str) -> NoReturn:
-        self.refuse(context, grpc.StatusCode.FAILED_PRECONDITION,
-                    f"session {ref.session_id[:12]} is not a {names} job")
+        self.refuse(
+            context,
+            grpc.StatusCode.FAILED_PRECONDITION,
+            f"session {ref.session_id[:12]} is not a {names} job",
+        )
 
     def Ids(self, request: pb.IdsRequest, context: grpc.ServicerContext):
         self._authorize(context, {self.config.leader})
@@ -370,8 +418,11 @@ class PartyServicer(pb_grpc.PartyServicer):
         except (FedanonError, CryptoError) as exc:
             self._fail(context, grpc.StatusCode.FAILED_PRECONDITION, str(exc))
         data = np.ascontiguousarray(block, dtype="<f8")
-        reply = pb.ProjectReply(block=pb.Matrix(data=data.tobytes(), rows=data.shape[0],
-                                                cols=data.shape[1], dtype="<f8"))
+        reply = pb.ProjectReply(
+            block=pb.Matrix(
+                data=data.tobytes(), rows=data.shape[0], cols=data.shape[1], dtype="<f8"
+            )
+        )
         session.bytes_sent += reply.ByteSize()
         return reply
 
@@ -385,8 +436,9 @@ class PartyServicer(pb_grpc.PartyServicer):
             path = session.save_assignment(list(request.clusters), directory)
         except (FedanonError, CryptoError) as exc:
             self._fail(context, grpc.StatusCode.INVALID_ARGUMENT, str(exc))
-        log.info("cluster assignment written to %s", path,
-                 extra={"session": session.session_id[:12]})
+        log.info(
+            "cluster assignment written to %s", path, extra={"session": session.session_id[:12]}
+        )
         return pb.AssignReply()
 
     def Randomize(self, request: pb.RandomizeRequest, context: grpc.ServicerContext):
@@ -401,16 +453,16 @@ class PartyServicer(pb_grpc.PartyServicer):
         session.touch()
         sid = bytes.fromhex(session.session_id)
         try:
-            session.union.route = union_route(request.keys, session.ring, sid,
-                                              self.ca_certificate)
+            session.union.route = union_route(request.keys, session.ring, sid, self.ca_certificate)
             if request.prepare_union:
                 session.union.prepare(len(self.table))
             if session.sum_mode == pb.SUM_MODE_PAIRWISE:
                 peers = verified_peers(request.keys, PAIRWISE_SUM, sid, self.ca_certificate)
                 if session.pairwise_key is None:
                     raise ProtocolError("this party drew no pairwise key for the session")
-                session.masker = PairwiseMasker(self.config.name, session.pairwise_key, peers,
-                                                session.ring, sid)
+                session.masker = PairwiseMasker(
+                    self.config.name, session.pairwise_key, peers, session.ring, sid
+                )
         except (FedanonError, CryptoError, ValueError) as exc:
             self._fail(context, grpc.StatusCode.PERMISSION_DENIED, f"key shares refused: {exc}")
         session.bytes_received += request.ByteSize()
@@ -423,44 +475,61 @@ class PartyServicer(pb_grpc.PartyServicer):
         self._authorize(context, {self.config.leader} if first else {session.predecessor})
         session.touch()
         session.bytes_received += request.ByteSize()
-        log.info("secure sum", extra={"session": session.session_id[:12],
-                                      "iteration": request.ref.iteration})
+        log.info(
+            "secure sum",
+            extra={"session": session.session_id[:12], "iteration": request.ref.iteration},
+        )
         step = self._pairwise_sum if pairwise else self._ring_sum
-        return session.answers.answer("sum", request.ref.iteration, request, context, self._fail,
-                                      lambda: step(session, request, context))
+        return session.answers.answer(
+            "sum",
+            request.ref.iteration,
+            request,
+            context,
+            self._fail,
+            lambda: step(session, request, context),
+        )
 
-    def _ring_sum(self, session: RingSession, request: pb.SumRequest,
-                  context: grpc.ServicerContext) -> pb.SumReply:
+    def _ring_sum(
+        self, session: RingSession, request: pb.SumRequest, context: grpc.ServicerContext
+    ) -> pb.SumReply:
         """Ring mode: add the local statistics and forward; the last party seals the total to
         the leader, so the parties relaying the reply cannot read it."""
         last = session.successor is None or self.next_stub is None
         try:
             if last and session.sealed_totals is None:
                 session.sealed_totals = session.union.total_channel(
-                    bytes.fromhex(session.session_id))
+                    bytes.fromhex(session.session_id)
+                )
             local = session.contribution(request)
             if request.partial.length != local.size:
                 raise ProtocolError(
                     f"partial sum has {request.partial.length} elements, local statistics "
-                    f"{local.size}")
+                    f"{local.size}"
+                )
             from_vector(request.partial, local.size)
             partial = add_vector(request.partial.data, local)
         except (FedanonError, CryptoError, ValueError) as exc:
-            code = grpc.StatusCode.FAILED_PRECONDITION if isinstance(exc, ProtocolError) \
+            code = (
+                grpc.StatusCode.FAILED_PRECONDITION
+                if isinstance(exc, ProtocolError)
                 else grpc.StatusCode.INVALID_ARGUMENT
+            )
             self._fail(context, code, str(exc))
         if last:
             assert session.sealed_totals is not None
-            reply = pb.SumReply(sealed_total=session.sealed_totals.seal(
-                request.ref.iteration, local.size, partial))
+            reply = pb.SumReply(
+                sealed_total=session.sealed_totals.seal(request.ref.iteration, local.size, partial)
+            )
         else:
             vector = pb.Vector(data=partial, length=local.size, dtype="<u8")
             forward = pb.SumRequest(ref=request.ref, partial=vector)
             if request.HasField("instruction"):
                 forward.instruction.CopyFrom(request.instruction)
             session.bytes_sent += forward.ByteSize()
-            reply = cast(pb.SumReply, self._forward("Sum", forward, context,
-                                                    f"iteration {request.ref.iteration}"))
+            reply = cast(
+                pb.SumReply,
+                self._forward("Sum", forward, context, f"iteration {request.ref.iteration}"),
+            )
             session.bytes_received += reply.ByteSize()
         session.bytes_sent += reply.ByteSize()
         return reply
@@ -472,37 +541,52 @@ class PartyServicer(pb_grpc.PartyServicer):
         session.touch()
         session.bytes_received += request.ByteSize()
         return session.answers.answer(
-            f"union phase {int(request.phase)} step {request.step}", request.ref.iteration,
-            request, context, self._fail, lambda: self._union_step(session, request, context))
+            f"union phase {int(request.phase)} step {request.step}",
+            request.ref.iteration,
+            request,
+            context,
+            self._fail,
+            lambda: self._union_step(session, request, context),
+        )
 
-    def _union_step(self, session: RingSession, request: pb.UnionRequest,
-                    context: grpc.ServicerContext) -> pb.UnionReply:
+    def _union_step(
+        self, session: RingSession, request: pb.UnionRequest, context: grpc.ServicerContext
+    ) -> pb.UnionReply:
         """One union phase at this party (MEASURE, COLLECT, or STRIP and forward)."""
         try:
             session.check_ref(request.ref)
             if request.phase == pb.UNION_PHASE_SHUFFLE_STEP:
-                reply = pb.UnionReply(items=session.union.shuffle_step(request.step,
-                                                                       list(request.items)))
+                reply = pb.UnionReply(
+                    items=session.union.shuffle_step(request.step, list(request.items))
+                )
                 session.bytes_sent += reply.ByteSize()
                 return reply
             # The records are made once per round, at MEASURE, which names the suppressed
             # partitions (a later phase's list is not consulted again).
             records = session.union.local_records(
                 request.ref.iteration,
-                lambda: record_bytes(session.release_table(list(request.suppressed))))
+                lambda: record_bytes(session.release_table(list(request.suppressed))),
+            )
             if request.phase == pb.UNION_PHASE_MEASURE:
                 # The count only where nothing hides it anyway (no padding): the shuffle
                 # mode's public block sizes.
                 count = len(records) if request.pad_to == 0 else 0
                 return pb.UnionReply(record_size=measured_size(records), count=count)
             if request.phase == pb.UNION_PHASE_SHUFFLE_SHARE:
-                reply = pb.UnionReply(items=session.union.share(
-                    records, bytes.fromhex(session.session_id), request.ref.iteration,
-                    request.record_size, tuple(request.block_sizes)))
+                reply = pb.UnionReply(
+                    items=session.union.share(
+                        records,
+                        bytes.fromhex(session.session_id),
+                        request.ref.iteration,
+                        request.record_size,
+                        tuple(request.block_sizes),
+                    )
+                )
                 session.bytes_sent += reply.ByteSize()
                 return reply
-            ctx = session.union.context(bytes.fromhex(session.session_id),
-                                        request.ref.iteration, request.record_size)
+            ctx = session.union.context(
+                bytes.fromhex(session.session_id), request.ref.iteration, request.record_size
+            )
             if request.phase == pb.UNION_PHASE_COLLECT:
                 sealed = session.union.seal(records, ctx, request.pad_to or None)
                 reply = pb.UnionReply(items=sealed)
@@ -516,23 +600,30 @@ class PartyServicer(pb_grpc.PartyServicer):
         if session.successor is None or self.next_stub is None:
             reply = pb.UnionReply(items=items)
         else:
-            forward = pb.UnionRequest(ref=request.ref, phase=request.phase, items=items,
-                                      record_size=request.record_size, pad_to=request.pad_to)
+            forward = pb.UnionRequest(
+                ref=request.ref,
+                phase=request.phase,
+                items=items,
+                record_size=request.record_size,
+                pad_to=request.pad_to,
+            )
             session.bytes_sent += forward.ByteSize()
             reply = cast(pb.UnionReply, self._forward("Union", forward, context, "union strip"))
             session.bytes_received += reply.ByteSize()
         session.bytes_sent += reply.ByteSize()
         return reply
 
-    def _pairwise_sum(self, session: RingSession, request: pb.SumRequest,
-                      context: grpc.ServicerContext) -> pb.SumReply:
+    def _pairwise_sum(
+        self, session: RingSession, request: pb.SumRequest, context: grpc.ServicerContext
+    ) -> pb.SumReply:
         """Pairwise mode: answer the leader directly with the pairwise-masked local vector."""
         try:
             if session.masker is None:
                 raise ProtocolError("pairwise keys were not shared before the first sum")
             local = session.contribution(request)
             reply = pb.SumReply(
-                pairwise_share=session.masker.masked_share(request.ref.iteration, local))
+                pairwise_share=session.masker.masked_share(request.ref.iteration, local)
+            )
         except (FedanonError, CryptoError, ValueError, RuntimeError) as exc:
             self._fail(context, grpc.StatusCode.FAILED_PRECONDITION, str(exc))
         session.bytes_sent += reply.ByteSize()
@@ -552,8 +643,7 @@ class PartyServicer(pb_grpc.PartyServicer):
                 log.warning("%s", self.last_error)
             else:
                 log.info("session %s ended", session.session_id[:12])
-            return pb.EndReply(bytes_sent=session.bytes_sent,
-                               bytes_received=session.bytes_received)
+            return pb.EndReply(bytes_sent=session.bytes_sent, bytes_received=session.bytes_received)
 
     def Renew(self, request: pb.RenewRequest, context: grpc.ServicerContext):
         """The leader's heartbeat: renew the session's lease while the leader computes."""

@@ -152,8 +152,10 @@ class PartySession(SessionBase):
                 raise ProtocolError(f"instruction names attribute #{ins.attr}, which is unknown")
             tax = self.schema.taxonomies[ins.attr]
             if ins.node >= tax.n_nodes or tax.is_leaf(ins.node):
-                raise ProtocolError(f"instruction names node #{ins.node} of '{tax.attribute}', "
-                                    "which cannot be specialized")
+                raise ProtocolError(
+                    f"instruction names node #{ins.node} of '{tax.attribute}', "
+                    "which cannot be specialized"
+                )
             n_link = self.local.partitions.link(ins.attr, ins.node).size
             step = from_instruction(ins, n_link, len(tax.children[ins.node]))
             stats = self.local.specialize(step)

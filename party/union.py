@@ -87,8 +87,14 @@ class UnionRole:
     def strip(self, items: list[bytes], ctx: UnionContext) -> list[bytes]:
         return peel_layer(items, self.private_key, self.position, ctx)
 
-    def share(self, records: list[bytes], session_id: bytes, round_: int, record_size: int,
-              block_sizes: tuple[int, ...]) -> list[bytes]:
+    def share(
+        self,
+        records: list[bytes],
+        session_id: bytes,
+        round_: int,
+        record_size: int,
+        block_sizes: tuple[int, ...],
+    ) -> list[bytes]:
         """Shuffle mode: start this party's part of the run and share its records."""
         if self.route is None:
             raise ValueError("union keys were not shared before the union")

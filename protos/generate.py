@@ -33,10 +33,17 @@ def generate(out_dir: Path) -> list[Path]:
         source = root / IMPORT_PATH
         source.parent.mkdir(parents=True)
         shutil.copyfile(PROTO_DIR / PROTO_NAME, source)
-        code = protoc.main([
-            "grpc_tools.protoc", f"-I{root}", f"-I{include}", f"--python_out={root}",
-            f"--pyi_out={root}", f"--grpc_python_out={root}", str(source),
-        ])
+        code = protoc.main(
+            [
+                "grpc_tools.protoc",
+                f"-I{root}",
+                f"-I{include}",
+                f"--python_out={root}",
+                f"--pyi_out={root}",
+                f"--grpc_python_out={root}",
+                str(source),
+            ]
+        )
         if code != 0:
             raise SystemExit(f"protoc failed with exit code {code}")
         written = []

@@ -48,8 +48,13 @@ class UnaryServerRecorder(grpc.ServerInterceptor):
     `method` is the short RPC name (e.g. ``"Sum"``).
     """
 
-    def around(self, method: str, request: Any, context: grpc.ServicerContext,
-               inner: Callable[[Any, grpc.ServicerContext], Any]) -> Any:
+    def around(
+        self,
+        method: str,
+        request: Any,
+        context: grpc.ServicerContext,
+        inner: Callable[[Any, grpc.ServicerContext], Any],
+    ) -> Any:
         raise NotImplementedError
 
     def intercept_service(self, continuation: Callable, handler_call_details: Any) -> Any:
@@ -63,13 +68,20 @@ class UnaryServerRecorder(grpc.ServerInterceptor):
             return self.around(method, request, context, inner)
 
         return grpc.unary_unary_rpc_method_handler(
-            behaviour, request_deserializer=handler.request_deserializer,
-            response_serializer=handler.response_serializer)
+            behaviour,
+            request_deserializer=handler.request_deserializer,
+            response_serializer=handler.response_serializer,
+        )
 
 
-def _recorded_server(listen: str, tls: TLSFiles | None, *, recorder: grpc.ServerInterceptor,
-                     interceptors: Sequence[grpc.ServerInterceptor] = (),
-                     **kwargs: Any) -> tuple[grpc.Server, int]:
+def _recorded_server(
+    listen: str,
+    tls: TLSFiles | None,
+    *,
+    recorder: grpc.ServerInterceptor,
+    interceptors: Sequence[grpc.ServerInterceptor] = (),
+    **kwargs: Any,
+) -> tuple[grpc.Server, int]:
     """The production ``make_server`` with the test's recorder inside the daemon's own
     interceptors (its gate), so the recorder sees exactly the requests the handlers see."""
     return make_server(listen, tls, interceptors=[*interceptors, recorder], **kwargs)
@@ -118,21 +130,32 @@ def inprocess_parties(
             part.to_csv(data, index=False)
             config = workdir / f"{name}.toml"
             taxonomy = taxonomy_of(i)
-            write_party_config(config, name, ports[i], data,
-                               taxonomy.resolve() if taxonomy else None,
-                               hops[i + 1] if i + 1 < len(hops) else None, cert_dir,
-                               rpc_seconds=30.0)
+            write_party_config(
+                config,
+                name,
+                ports[i],
+                data,
+                taxonomy.resolve() if taxonomy else None,
+                hops[i + 1] if i + 1 < len(hops) else None,
+                cert_dir,
+                rpc_seconds=30.0,
+            )
             with monkeypatch.context() as build:
-                build.setattr(fedanon.party.daemon, "make_server", functools.partial(
-                    _recorded_server, recorder=server_interceptor(name)))
+                build.setattr(
+                    fedanon.party.daemon,
+                    "make_server",
+                    functools.partial(_recorded_server, recorder=server_interceptor(name)),
+                )
                 build.setattr(fedanon.party.daemon, "make_channel", hop_channel_factory(name))
-                build = fedanon.party.daemon.build_server
-                server, _port, servicer = build(PartyConfig.load(config))
+                server, _port, servicer = fedanon.party.daemon.build_server(
+                    PartyConfig.load(config)
+                )
             server.start()
             servers.append(server)
             servicers[name] = servicer
-        tls = TLSFiles(cert_dir / "ca.crt", cert_dir / f"{LEADER_NAME}.crt",
-                       cert_dir / f"{LEADER_NAME}.key")
+        tls = TLSFiles(
+            cert_dir / "ca.crt", cert_dir / f"{LEADER_NAME}.crt", cert_dir / f"{LEADER_NAME}.key"
+        )
         yield InProcessParties(hops, cert_dir, tls, servicers)
     finally:
         for server in servers:

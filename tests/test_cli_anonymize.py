@@ -57,21 +57,49 @@ def files(tmp_path: Path) -> dict[str, Path]:
 
 
 def _run(*args: str | Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "fedanon.cli.main", *map(str, args)],
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "fedanon.cli.main", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def _anonymize(files: dict[str, Path], *extra: str | Path, data: Path | None = None):
-    return _run("anonymize", "lkc", "--data", data or files["data"], "--taxonomy",
-                files["taxonomy"], "--drop", "pid", "--out", files["out"], "--quiet", *extra)
+    return _run(
+        "anonymize",
+        "lkc",
+        "--data",
+        data or files["data"],
+        "--taxonomy",
+        files["taxonomy"],
+        "--drop",
+        "pid",
+        "--out",
+        files["out"],
+        "--quiet",
+        *extra,
+    )
 
 
 def test_release_passes_checker_and_report_is_written(files, tmp_path):
     report = tmp_path / "r.json"
     done = _anonymize(files, "--L", "2", "--K", "4", "--C", "0.5", "--report", report)
     assert done.returncode == 0, done.stderr
-    check = _run("check", "lkc", "--data", files["out"], "--taxonomy", files["taxonomy"],
-                 "--L", "2", "--K", "4", "--C", "0.5")
+    check = _run(
+        "check",
+        "lkc",
+        "--data",
+        files["out"],
+        "--taxonomy",
+        files["taxonomy"],
+        "--L",
+        "2",
+        "--K",
+        "4",
+        "--C",
+        "0.5",
+    )
     assert check.returncode == 0, check.stdout + check.stderr
     content = json.loads(report.read_text())
     assert content["groups"]["min_group_size"] >= 4

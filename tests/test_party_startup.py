@@ -24,10 +24,12 @@ def party_dir(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def _config(root: Path, port: int, cert: str = "hospital-a", key: str = "hospital-a",
-            extra: str = "") -> Path:
+def _config(
+    root: Path, port: int, cert: str = "hospital-a", key: str = "hospital-a", extra: str = ""
+) -> Path:
     path = root / "party.toml"
-    path.write_text(f"""
+    path.write_text(
+        f"""
 name = "hospital-a"
 listen = "127.0.0.1:{port}"
 data = "a.csv"
@@ -37,13 +39,19 @@ taxonomy = "{hospital_taxonomy_path()}"
 ca = "certs/ca.crt"
 cert = "certs/{cert}.crt"
 key = "certs/{key}.key"
-""", encoding="utf-8")
+""",
+        encoding="utf-8",
+    )
     return path
 
 
 def _serve(config: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "fedanon.cli.main", "party", "serve",
-                           "--config", str(config)], capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "fedanon.cli.main", "party", "serve", "--config", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def _one_line_error(done: subprocess.CompletedProcess, pattern: str) -> None:
@@ -78,8 +86,10 @@ def test_certificate_and_key_do_not_match(party_dir: Path) -> None:
 
 
 def test_unreachable_next_hop_when_required(party_dir: Path) -> None:
-    extra = (f'[next_hop]\nname = "hospital-b"\naddress = "127.0.0.1:{_free_port()}"\n'
-             "[timeouts]\nwait_next_hop_seconds = 1.5")
+    extra = (
+        f'[next_hop]\nname = "hospital-b"\naddress = "127.0.0.1:{_free_port()}"\n'
+        "[timeouts]\nwait_next_hop_seconds = 1.5"
+    )
     done = _serve(_config(party_dir, _free_port(), extra=extra))
     _one_line_error(done, "next hop hospital-b")
     assert "unreachable" in done.stderr
@@ -94,8 +104,10 @@ def test_negative_union_workers(party_dir: Path) -> None:
 def test_listen_address_without_a_usable_port(party_dir: Path, listen: str) -> None:
     """gRPC would listen on 99999 mod 2^16, on a random port, or on 443: refused instead."""
     config = _config(party_dir, 1)
-    config.write_text(config.read_text().replace('listen = "127.0.0.1:1"',
-                                                 f'listen = "{listen}"'), encoding="utf-8")
+    config.write_text(
+        config.read_text().replace('listen = "127.0.0.1:1"', f'listen = "{listen}"'),
+        encoding="utf-8",
+    )
     _one_line_error(_serve(config), 'expected an address "host:port" with a port in 1..65535')
 
 
@@ -103,9 +115,12 @@ def test_port_of_a_live_daemon(party_dir: Path) -> None:
     """A second daemon on a live daemon's port does not start (no shared SO_REUSEPORT port
     taking half the connections): one line, exit 2; the first daemon keeps serving."""
     config = _config(party_dir, _free_port())
-    first = subprocess.Popen([sys.executable, "-m", "fedanon.cli.main", "party", "serve",
-                              "--config", str(config)], stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True)
+    first = subprocess.Popen(
+        [sys.executable, "-m", "fedanon.cli.main", "party", "serve", "--config", str(config)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         assert first.stdout is not None
         banner = first.stdout.readline()

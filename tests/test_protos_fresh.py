@@ -14,4 +14,5 @@ def test_generated_code_is_fresh(tmp_path: Path) -> None:
         committed = PROTO_DIR / name
         assert committed.exists(), f"{name} is not committed: run python -m fedanon.protos.generate"
         assert committed.read_bytes() == content, (
-            f"{name} is stale: run python -m fedanon.protos.generate")
+            f"{name} is stale: run python -m fedanon.protos.generate"
+        )

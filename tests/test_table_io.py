@@ -24,7 +24,7 @@ def test_round_trip_keeps_text_exactly(tmp_path: Path) -> None:
 
 
 def test_values_that_need_quotes_survive(tmp_path: Path) -> None:
-    table = pd.DataFrame({"a": ["plain"] * 3 + ['x,y', 'q"r'], "b": list("12345")})
+    table = pd.DataFrame({"a": ["plain"] * 3 + ["x,y", 'q"r'], "b": list("12345")})
     out = tmp_path / "o.csv"
     write_table(table, out)
     assert read_table(out).values.tolist() == table.values.tolist()

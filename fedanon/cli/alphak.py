@@ -132,8 +132,9 @@ def run_anonymize(args: argparse.Namespace) -> int:
     if not pair and (not args.out or args.nss or args.ss):
         raise FedanonError(f"--method {args.method} writes one table: give --out")
     if pair and args.html:
-        raise FedanonError(f"--html describes one generalized table; --method {args.method} "
-                           "writes a pair")
+        raise FedanonError(
+            f"--html describes one generalized table; --method {args.method} writes a pair"
+        )
     outputs = CommandOutputs(inputs=[args.data, args.taxonomy])
     outputs.claim("--out", args.out)
     outputs.claim("--nss", args.nss)
@@ -157,7 +158,8 @@ def run_anonymize(args: argparse.Namespace) -> int:
             report["output"] = str(args.out)
             if wants_report(args):
                 report["release_report"] = alpha_k_release_report(
-                    args, release.table, taxonomy, args.method)
+                    args, release.table, taxonomy, args.method
+                )
         else:
             nss, ss = release.pair()
             assert note is not None  # claimed above for every pair method

@@ -23,22 +23,39 @@ def add_lkc_options(parser: argparse.ArgumentParser) -> None:
     """Options shared by every command that runs an LKC job (anonymize, sim, leader)."""
     parser.add_argument("--taxonomy", required=True, help="taxonomy: .toml, .hchy or ARX csv dir")
     parser.add_argument("--qid", help="QID columns a,b,c (default: the taxonomy's VID section)")
-    parser.add_argument("--sensitive", action="append", default=None, metavar="COL=v1,v2",
-                        help="sensitive values (repeatable; default: the taxonomy's section)")
+    parser.add_argument(
+        "--sensitive",
+        action="append",
+        default=None,
+        metavar="COL=v1,v2",
+        help="sensitive values (repeatable; default: the taxonomy's section)",
+    )
     parser.add_argument("--class", dest="class_column", help="class column (for infogain)")
     parser.add_argument("--L", type=int, help="adversary knowledge bound L")
     parser.add_argument("--K", type=int, help="minimum group size K")
     parser.add_argument("--C", help="maximum confidence C in (0, 1], e.g. 0.2")
-    parser.add_argument("--preset", choices=LKC_PRESETS, default="lkc",
-                        help="k-anonymity (L=|QID|, C=1), confidence-bounding (L=|QID|, K=1), "
-                             "alpha-k (L=|QID|, K=k, C=alpha)")
-    parser.add_argument("--score", choices=LKC_SCORES, default=None,
-                        help="infogain (default with a class) or discernibility")
+    parser.add_argument(
+        "--preset",
+        choices=LKC_PRESETS,
+        default="lkc",
+        help="k-anonymity (L=|QID|, C=1), confidence-bounding (L=|QID|, K=1), "
+        "alpha-k (L=|QID|, K=k, C=alpha)",
+    )
+    parser.add_argument(
+        "--score",
+        choices=LKC_SCORES,
+        default=None,
+        help="infogain (default with a class) or discernibility",
+    )
     parser.add_argument("--dynamic", help="numerical QIDs split dynamically by InfoGain: a,b")
     parser.add_argument("--drop", help="ID columns removed before anything else: a,b")
     parser.add_argument("--suppress", help="record-suppression budget: share of records, e.g. 0.02")
-    parser.add_argument("--suppressed", choices=("root", "drop"), default="root",
-                        help="suppressed records: every QID at the root (default) or removed")
+    parser.add_argument(
+        "--suppressed",
+        choices=("root", "drop"),
+        default="root",
+        help="suppressed records: every QID at the root (default) or removed",
+    )
     parser.add_argument("--delimiter", help="CSV delimiter (default ',' or tab for .tsv)")
 
 
@@ -48,10 +65,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     lkc = methods.add_parser("lkc", help="LKC-privacy by top-down specialization")
     lkc.add_argument("--data", required=True, help="input table (CSV with header, or Parquet)")
     add_lkc_options(lkc)
-    lkc.add_argument("--out", required=True,
-                     help="released table: .csv, .tsv or .parquet (written atomically)")
-    lkc.add_argument("--out-delimiter",
-                     help="delimiter of a .csv release (default: the input's delimiter)")
+    lkc.add_argument(
+        "--out", required=True, help="released table: .csv, .tsv or .parquet (written atomically)"
+    )
+    lkc.add_argument(
+        "--out-delimiter", help="delimiter of a .csv release (default: the input's delimiter)"
+    )
     lkc.add_argument("--report", help="JSON report path")
     lkc.add_argument("--json", action="store_true", help="print the report as JSON")
     lkc.add_argument("--quiet", action="store_true", help="no progress display")
@@ -86,17 +105,28 @@ def run_lkc(args: argparse.Namespace) -> int:
     drop = split_list(args.drop)
     sensitive = parse_sensitive(args.sensitive) if args.sensitive else None
     schema = build_schema(
-        taxonomy, table, split_list(args.qid), sensitive, args.class_column,
+        taxonomy,
+        table,
+        split_list(args.qid),
+        sensitive,
+        args.class_column,
         split_list(args.dynamic),
     )
     params = resolve_params(args.preset, len(schema.qids), args.L, args.K, args.C)
     score = args.score or ("infogain" if schema.class_column else "discernibility")
     with step_progress("specializing", args.quiet) as show:
         release = anonymize_lkc(
-            table, schema, params, score, drop,
-            on_step=lambda s: show(f"#{s.iteration} {s.attribute}={s.value} "
-                                   f"({s.partitions} groups, {s.candidates} candidates)"),
-            suppress=args.suppress, suppressed_mode=args.suppressed,
+            table,
+            schema,
+            params,
+            score,
+            drop,
+            on_step=lambda s: show(
+                f"#{s.iteration} {s.attribute}={s.value} "
+                f"({s.partitions} groups, {s.candidates} candidates)"
+            ),
+            suppress=args.suppress,
+            suppressed_mode=args.suppressed,
         )
     release = verified_release(release, schema, params)  # text columns + privacy_check
     report = {**release.report, "input": str(args.data), "output": str(args.out)}
@@ -118,9 +148,17 @@ def run_lkc(args: argparse.Namespace) -> int:
             ("min group size (L-subsets)", groups["min_group_size"]),
             *summary_rows(steward),
             ("discernibility ratio", f"{groups['discernibility_ratio']:.6f}"),
-            *([("suppressed records", f"{report['suppression']['suppressed_records']:,} of at "
-                f"most {report['suppression']['budget_records']:,}")]
-              if "suppression" in report else []),
+            *(
+                [
+                    (
+                        "suppressed records",
+                        f"{report['suppression']['suppressed_records']:,} of at "
+                        f"most {report['suppression']['budget_records']:,}",
+                    )
+                ]
+                if "suppression" in report
+                else []
+            ),
             ("time", seconds_text(report["seconds"])),
             ("output", args.out),
         ],

@@ -160,8 +160,17 @@ def run_lkc(args: argparse.Namespace) -> int:
 
         require_columns(df, [*qids, *sensitive], args.data)
     suppressed, budget = _suppression(args, qids, len(df))
-    result = check_lkc(df, qids, sensitive, L, K, C, stop_at_first=args.first,
-                       suppressed=suppressed, max_suppressed=budget)
+    result = check_lkc(
+        df,
+        qids,
+        sensitive,
+        L,
+        K,
+        C,
+        stop_at_first=args.first,
+        suppressed=suppressed,
+        max_suppressed=budget,
+    )
     for column, values in sensitive.items():
         for value in values:
             if not (df[column] == value).any():
@@ -202,8 +211,10 @@ def _print_summary(result: CheckResult, qids: list[str]) -> None:
     if result.min_group_size is not None:
         console.print(f"min group size: {result.min_group_size}")
     if result.suppressed_rows or result.max_suppressed:
-        console.print(f"fully suppressed rows (exempt): {result.suppressed_rows} "
-                      f"(budget {result.max_suppressed})")
+        console.print(
+            f"fully suppressed rows (exempt): {result.suppressed_rows} "
+            f"(budget {result.max_suppressed})"
+        )
     for (column, value), share in result.max_confidence.items():
         console.print(f"max confidence of {column}={value}: {share} ({_percent(share)})")
     if result.worst is not None:

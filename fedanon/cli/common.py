@@ -45,8 +45,12 @@ def step_progress(title: str, quiet: bool) -> Iterator[Callable[[str], None]]:
 
     console = stderr_console()
     with Progress(
-        SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-        console=console, transient=True, disable=not console.is_terminal,
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+        disable=not console.is_terminal,
     ) as progress:
         task = progress.add_task(title, total=None)
         yield lambda text: progress.update(task, description=f"{title}: {text}")

@@ -27,12 +27,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--rows", type=int, default=6000, help="synthetic patients (default 6000)")
     parser.add_argument("--seed", type=int, default=7, help="seed of the synthetic data")
     parser.add_argument("--parties", type=int, default=3, help="hospitals (default 3)")
-    parser.add_argument("--L", type=int, default=DEFAULTS["L"],
-                        help="adversary knowledge bound L")
+    parser.add_argument("--L", type=int, default=DEFAULTS["L"], help="adversary knowledge bound L")
     parser.add_argument("--K", type=int, default=DEFAULTS["K"], help="minimum group size K")
     parser.add_argument("--C", default=DEFAULTS["C"], help="maximum confidence C in (0, 1]")
-    parser.add_argument("--out-dir", default="fedanon-demo",
-                        help="where the input, release and report go (default ./fedanon-demo)")
+    parser.add_argument(
+        "--out-dir",
+        default="fedanon-demo",
+        help="where the input, release and report go (default ./fedanon-demo)",
+    )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--quiet", action="store_true", help="no progress display")
     parser.set_defaults(handler=run_demo)
@@ -48,8 +50,10 @@ def run_demo(args: argparse.Namespace) -> int:
     names = ("hospital-input.csv", "release.csv", "report.json")
     for name in names:
         outputs.claim("--out-dir", out_dir / name)
-    with tempfile.TemporaryDirectory(prefix="fedanon-demo-") as scratch, \
-            outputs.writing() as staged:
+    with (
+        tempfile.TemporaryDirectory(prefix="fedanon-demo-") as scratch,
+        outputs.writing() as staged,
+    ):
         report, spec = _run_demo(args, Path(scratch), out_dir / "release.csv")
         for name in names:
             shutil.copyfile(Path(scratch) / name, staged.path(out_dir / name))
@@ -78,18 +82,30 @@ def _run_demo(args: argparse.Namespace, scratch: Path, release_name: Path) -> tu
     parts = split_table(table, args.parties, "random", args.seed)
     release_path = scratch / "release.csv"
     with federation(parts, taxonomy_path, secure=True) as fed:
-        job = LeaderJob(name="leader", taxonomy=taxonomy, spec=spec, parties=fed.hops,
-                        tls=fed.leader_tls, out=release_path, report=scratch / "report.json",
-                        extra_report={"output": str(release_name)})
+        job = LeaderJob(
+            name="leader",
+            taxonomy=taxonomy,
+            spec=spec,
+            parties=fed.hops,
+            tls=fed.leader_tls,
+            out=release_path,
+            report=scratch / "report.json",
+            extra_report={"output": str(release_name)},
+        )
         with step_progress("distributed LKC over mutual TLS", args.quiet) as show:
             report = run_job(job, on_step=lambda s: show(progress_text(s)))
 
     central = anonymize_lkc(
-        table, build_schema(load_taxonomy(taxonomy_path), table.drop(columns=["patient_id"])),
-        LKCParams.of(args.L, args.K, args.C), spec.score, drop=["patient_id"])
+        table,
+        build_schema(load_taxonomy(taxonomy_path), table.drop(columns=["patient_id"])),
+        LKCParams.of(args.L, args.K, args.C),
+        spec.score,
+        drop=["patient_id"],
+    )
     distributed = read_table(release_path)
     same = Counter(map(tuple, distributed.astype(str).to_numpy().tolist())) == Counter(
-        map(tuple, central.table[distributed.columns].astype(str).to_numpy().tolist()))
+        map(tuple, central.table[distributed.columns].astype(str).to_numpy().tolist())
+    )
     report["equals_centralized_release"] = same
     if not same:
         raise FedanonError("the distributed release differs from the centralized one (a bug)")
@@ -109,8 +125,7 @@ def _print_demo(args: argparse.Namespace, report: dict, spec: Any, out_dir: Path
             ("specializations", report["specializations"]),
             ("min group size (L-subsets)", groups["min_group_size"]),
             ("max confidence", groups["max_confidence"]),
-            ("independent privacy check", "passed" if report["privacy_check"]["ok"]
-             else "FAILED"),
+            ("independent privacy check", "passed" if report["privacy_check"]["ok"] else "FAILED"),
             ("equals the centralized release", "yes"),
             ("seconds", report["seconds"]),
             ("release", str(out_dir / "release.csv")),

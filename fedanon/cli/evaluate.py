@@ -21,16 +21,24 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     one = kinds.add_parser("lkc", help="CE/BE/UE/DR of one LKC release")
     one.add_argument("--data", required=True, help="the raw table (training rows first)")
-    one.add_argument("--release", required=True,
-                     help="its release, rows in any order (paired with the raw rows by their "
-                          "generalization; what cannot be paired is refused)")
-    one.add_argument("--train-rows", type=int, required=True,
-                     help="the first N rows train the classifier, the rest test it")
+    one.add_argument(
+        "--release",
+        required=True,
+        help="its release, rows in any order (paired with the raw rows by their "
+        "generalization; what cannot be paired is refused)",
+    )
+    one.add_argument(
+        "--train-rows",
+        type=int,
+        required=True,
+        help="the first N rows train the classifier, the rest test it",
+    )
     one.add_argument("--taxonomy", required=True, help="gives QIDs, numeric QIDs and the class")
     one.add_argument("--qid", help="QIDs a,b (default: the taxonomy's)")
     one.add_argument("--class", dest="class_column", help="class column (default: taxonomy's)")
-    one.add_argument("--delimiter", help="CSV delimiter of both tables (default ',' or tab "
-                                         "for .tsv)")
+    one.add_argument(
+        "--delimiter", help="CSV delimiter of both tables (default ',' or tab for .tsv)"
+    )
     one.add_argument("--report", help="JSON report path")
     one.add_argument("--json", action="store_true", help="print the report as JSON")
     one.add_argument("--quiet", action="store_true", help="no progress display")
@@ -38,15 +46,21 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     grid = kinds.add_parser("lkc-sweep", help="the paper's protocol over a grid of L and K")
     grid.add_argument("--data", required=True, help="the raw table (training rows first)")
-    grid.add_argument("--taxonomy", required=True,
-                      help="gives QIDs, sensitive values, numeric QIDs and the class")
-    grid.add_argument("--train-rows", type=int, required=True,
-                      help="the first N rows train the classifier, the rest test it")
+    grid.add_argument(
+        "--taxonomy", required=True, help="gives QIDs, sensitive values, numeric QIDs and the class"
+    )
+    grid.add_argument(
+        "--train-rows",
+        type=int,
+        required=True,
+        help="the first N rows train the classifier, the rest test it",
+    )
     grid.add_argument("--L", default="2,4,6", help="values of L, comma-separated")
     grid.add_argument("--K", default="20,40,60,80,100", help="values of K, comma-separated")
     grid.add_argument("--C", default="0.2", help="maximum confidence C in (0, 1]")
-    grid.add_argument("--score", choices=LKC_SCORES, default="infogain",
-                      help="specialization score")
+    grid.add_argument(
+        "--score", choices=LKC_SCORES, default="infogain", help="specialization score"
+    )
     grid.add_argument("--dynamic", help="numerical QIDs split dynamically: a,b (or 'all')")
     grid.add_argument("--delimiter", help="CSV delimiter (default ',' or tab for .tsv)")
     grid.add_argument("--out-dir", required=True, help="sweep.json and sweep.png go here")
@@ -70,8 +84,9 @@ def _schema_maker(args: argparse.Namespace, table):
         if dynamic == ["all"]:
             dynamic = [a for a, t in taxonomy.taxonomies.items() if t.kind == "numeric"]
         qids = split_list(getattr(args, "qid", None))
-        return build_schema(taxonomy, table, qids, None,
-                            getattr(args, "class_column", None), dynamic)
+        return build_schema(
+            taxonomy, table, qids, None, getattr(args, "class_column", None), dynamic
+        )
 
     return make
 
@@ -98,8 +113,15 @@ def run_one(args: argparse.Namespace) -> int:
     rawn = numeric_view(raw, numeric)
     n = args.train_rows
     with step_progress("evaluating", args.quiet or args.json):
-        result = evaluate_release(rawn.iloc[:n], rawn.iloc[n:], release.iloc[:n],
-                                  release.iloc[n:], schema.class_column, schema.qids, numeric)
+        result = evaluate_release(
+            rawn.iloc[:n],
+            rawn.iloc[n:],
+            release.iloc[:n],
+            release.iloc[n:],
+            schema.class_column,
+            schema.qids,
+            numeric,
+        )
     with outputs.writing() as staged:
         if args.report:
             staged.json(args.report, result)
@@ -121,14 +143,26 @@ def run_sweep(args: argparse.Namespace) -> int:
     Ks = int_list(args.K, "--K")
     table = read_table(args.data, args.delimiter)
     with step_progress("evaluating", args.quiet) as show:
-        rows = sweep(table, _schema_maker(args, table), Ls, Ks, args.C, args.train_rows,
-                     args.score, on_row=lambda r: show(
-                         f"L={r['L']} K={r['K']}: CE {r['CE']:.2f}% DR {r['DR']:.4f}"))
+        rows = sweep(
+            table,
+            _schema_maker(args, table),
+            Ls,
+            Ks,
+            args.C,
+            args.train_rows,
+            args.score,
+            on_row=lambda r: show(f"L={r['L']} K={r['K']}: CE {r['CE']:.2f}% DR {r['DR']:.4f}"),
+        )
     with outputs.writing() as staged:
         staged.json(out / "sweep.json", rows)
         plot_sweep(rows, staged.path(out / "sweep.png"))
-    summary = [(f"L={r['L']} K={r['K']}",
-                f"CE {r['CE']:.2f}%  BE {r['BE']:.2f}%  UE {r['UE']:.2f}%  DR {r['DR']:.4f}"
-                f"  check {'ok' if r.get('checker_ok') else 'FAILED'}") for r in rows]
+    summary = [
+        (
+            f"L={r['L']} K={r['K']}",
+            f"CE {r['CE']:.2f}%  BE {r['BE']:.2f}%  UE {r['UE']:.2f}%  DR {r['DR']:.4f}"
+            f"  check {'ok' if r.get('checker_ok') else 'FAILED'}",
+        )
+        for r in rows
+    ]
     print_summary("fedanon evaluate lkc-sweep", summary, {"rows": rows} if args.json else None)
     return 0

@@ -145,7 +145,8 @@ def _release(args: argparse.Namespace, method: str, anonymize, extra: dict) -> i
     report = {**release.report, "input": str(args.data), "output": str(args.out)}
     if wants_report(args):
         report["release_report"] = suppression_release_report(
-            args, table, release.table, release.report, method)
+            args, table, release.table, release.report, method
+        )
     with outputs.writing() as staged:
         staged.table(args.out, release.table)
         if args.report:

@@ -24,8 +24,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     run = actions.add_parser("run", help="run one session over the parties of job.toml")
     run.add_argument("--config", required=True, help="job.toml")
-    run.add_argument("--insecure", action="store_true",
-                     help="no TLS (local experiments only; overrides [tls])")
+    run.add_argument(
+        "--insecure", action="store_true", help="no TLS (local experiments only; overrides [tls])"
+    )
     run.add_argument("--json", action="store_true", help="print the report as JSON")
     run.add_argument("--quiet", action="store_true", help="no progress display")
     add_report_options(run)
@@ -33,9 +34,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def progress_text(step: StepInfo) -> str:
-    return (f"iteration {step.iteration}: Best {step.attribute}={step.value} "
-            f"(score {step.score:.4g}), min group {step.min_group_size}, "
-            f"{step.partitions} groups")
+    return (
+        f"iteration {step.iteration}: Best {step.attribute}={step.value} "
+        f"(score {step.score:.4g}), min group {step.min_group_size}, "
+        f"{step.partitions} groups"
+    )
 
 
 def summarize(report: dict, as_json: bool) -> None:
@@ -48,8 +51,11 @@ def summarize(report: dict, as_json: bool) -> None:
             ("iterations", report["iterations"]),
             ("min group size (L-subsets)", groups["min_group_size"]),
             *summary_rows(report["release_report"]),
-            *([("suppressed records", f"{report['suppression']['suppressed_records']:,}")]
-              if "suppression" in report else []),
+            *(
+                [("suppressed records", f"{report['suppression']['suppressed_records']:,}")]
+                if "suppression" in report
+                else []
+            ),
             ("time", seconds_text(report["seconds"])),
             ("output", report["output"]),
         ],
@@ -75,9 +81,14 @@ def run_leader(args: argparse.Namespace) -> int:
         return run_leader_randomize(job, args.json)
     if isinstance(job, DRBTLeaderJob):
         report = run_drbt(job)
-        rows = [("parties", ", ".join(report["parties"])), ("objects", report["objects"]),
-                ("dimensions", report["dimensions"]), ("cluster sizes", report["cluster_sizes"]),
-                ("seconds", report["seconds"]), ("output", report["output"])]
+        rows = [
+            ("parties", ", ".join(report["parties"])),
+            ("objects", report["objects"]),
+            ("dimensions", report["dimensions"]),
+            ("cluster sizes", report["cluster_sizes"]),
+            ("seconds", report["seconds"]),
+            ("output", report["output"]),
+        ]
         print_summary("fedanon vertical DRBT", rows, report if args.json else None)
         return 0
     claim_html(args, [args.config, job.out])

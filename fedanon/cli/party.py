@@ -22,17 +22,29 @@ def register(sub: argparse._SubParsersAction) -> None:
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     serve = actions.add_parser("serve", help="serve sessions for the leader until stopped")
     serve.add_argument("--config", required=True, help="party.toml")
-    serve.add_argument("--insecure", action="store_true",
-                       help="no TLS (local experiments only; overrides [tls])")
-    serve.add_argument("--log-level", default="INFO", type=str.upper,
-                       choices=("DEBUG", "INFO", "WARNING", "ERROR"),
-                       help="least severe log message written to stderr")
-    serve.add_argument("--log-format", choices=("text", "json"), default="text",
-                       help="json: one JSON object per line with session id and iteration")
+    serve.add_argument(
+        "--insecure", action="store_true", help="no TLS (local experiments only; overrides [tls])"
+    )
+    serve.add_argument(
+        "--log-level",
+        default="INFO",
+        type=str.upper,
+        choices=("DEBUG", "INFO", "WARNING", "ERROR"),
+        help="least severe log message written to stderr",
+    )
+    serve.add_argument(
+        "--log-format",
+        choices=("text", "json"),
+        default="text",
+        help="json: one JSON object per line with session id and iteration",
+    )
     serve.set_defaults(handler=run_serve)
     status = actions.add_parser("status", help="health and current session of a party daemon")
-    status.add_argument("--config", required=True,
-                        help="party.toml of the daemon (its address and TLS files are used)")
+    status.add_argument(
+        "--config",
+        required=True,
+        help="party.toml of the daemon (its address and TLS files are used)",
+    )
     status.add_argument("--address", help="override the address (default: its listen address)")
     status.add_argument("--json", action="store_true", help="print the status as JSON")
     status.set_defaults(handler=run_status)
@@ -78,8 +90,13 @@ def run_status(args: argparse.Namespace) -> int:
         ) from None
     finally:
         channel.close()
-    info = {"party": reply.party, "health": "serving", "session": reply.session_id or None,
-            "iteration": reply.iteration, "sessions_served": reply.sessions_served,
-            "last_error": reply.last_error or None}
+    info = {
+        "party": reply.party,
+        "health": "serving",
+        "session": reply.session_id or None,
+        "iteration": reply.iteration,
+        "sessions_served": reply.sessions_served,
+        "last_error": reply.last_error or None,
+    }
     print_summary(f"party {reply.party}", list(info.items()), info if args.json else None)
     return 0

@@ -290,8 +290,12 @@ def summary_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
     ]
     revealed = [p for p in report["job"]["parties"] if p["records"] is not None]
     if revealed:
-        rows.append(("records per party (revealed by the union)",
-                     ", ".join(f"{p['name']} {count(p['records'])}" for p in revealed)))
+        rows.append(
+            (
+                "records per party (revealed by the union)",
+                ", ".join(f"{p['name']} {count(p['records'])}" for p in revealed),
+            )
+        )
     overall = report["information_loss"]["overall_ncp"]
     if overall is not None:
         rows.append(("information loss (NCP)", percent(overall)))

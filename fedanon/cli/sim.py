@@ -24,16 +24,32 @@ def register(sub: argparse._SubParsersAction) -> None:
     lkc.add_argument("--split", default="random", help="random (default) or by-column=COL")
     lkc.add_argument("--seed", type=int, default=1, help="seed of the random split")
     add_lkc_options(lkc)
-    lkc.add_argument("--sum-mode", choices=("ring", "pairwise"), default="ring",
-                     help="secure sum: ring (masked token passing) or pairwise (masks per pair)")
-    lkc.add_argument("--allow-two-parties", action="store_true",
-                     help="accept 2 parties (each learns the other's counts from the sums)")
-    lkc.add_argument("--pad-to", type=int, default=0, metavar="N",
-                     help="pad every party's union batch to N items, hiding its record count "
-                          "from the leader (job.toml [union] pad_to; N >= the largest party)")
-    lkc.add_argument("--union-mode", choices=("layered", "shuffle"), default="layered",
-                     help="secure union: layered encryption (default) or the faster secret-shared "
-                          "shuffle (job.toml [union] mode; docs/leakage.md compares them)")
+    lkc.add_argument(
+        "--sum-mode",
+        choices=("ring", "pairwise"),
+        default="ring",
+        help="secure sum: ring (masked token passing) or pairwise (masks per pair)",
+    )
+    lkc.add_argument(
+        "--allow-two-parties",
+        action="store_true",
+        help="accept 2 parties (each learns the other's counts from the sums)",
+    )
+    lkc.add_argument(
+        "--pad-to",
+        type=int,
+        default=0,
+        metavar="N",
+        help="pad every party's union batch to N items, hiding its record count "
+        "from the leader (job.toml [union] pad_to; N >= the largest party)",
+    )
+    lkc.add_argument(
+        "--union-mode",
+        choices=("layered", "shuffle"),
+        default="layered",
+        help="secure union: layered encryption (default) or the faster secret-shared "
+        "shuffle (job.toml [union] mode; docs/leakage.md compares them)",
+    )
     lkc.add_argument("--insecure", action="store_true", help="no TLS (local experiments only)")
     lkc.add_argument("--workdir", help="keep configs, certificates and logs here")
     lkc.add_argument("--out", required=True, help="integrated release (written atomically)")
@@ -46,18 +62,29 @@ def register(sub: argparse._SubParsersAction) -> None:
     drbt = methods.add_parser("drbt", help="DRBT over vertically partitioned parties")
     drbt.add_argument("--parties", type=int, default=2, help="number of parties (default 2)")
     drbt.add_argument("--data", required=True, help="numeric table to split by columns")
-    drbt.add_argument("--split", default="columns", choices=("columns",),
-                      help="columns: contiguous blocks of attributes, one per party")
-    drbt.add_argument("--id", dest="id_column",
-                      help="object id column (default: a row number is added)")
+    drbt.add_argument(
+        "--split",
+        default="columns",
+        choices=("columns",),
+        help="columns: contiguous blocks of attributes, one per party",
+    )
+    drbt.add_argument(
+        "--id", dest="id_column", help="object id column (default: a row number is added)"
+    )
     drbt.add_argument("--columns", help="attributes to use, a,b,c (default: all but the id)")
-    drbt.add_argument("--matrix", choices=DRBT_MATRICES, default="sparse",
-                      help="gaussian (RP1) or sparse Achlioptas (RP2)")
-    drbt.add_argument("--k-dims", type=int, default=0,
-                      help="kept dimensions per party (default ceil(d_i/2))")
+    drbt.add_argument(
+        "--matrix",
+        choices=DRBT_MATRICES,
+        default="sparse",
+        help="gaussian (RP1) or sparse Achlioptas (RP2)",
+    )
+    drbt.add_argument(
+        "--k-dims", type=int, default=0, help="kept dimensions per party (default ceil(d_i/2))"
+    )
     drbt.add_argument("--clusters", type=int, default=3, help="K of K-means (default 3)")
-    drbt.add_argument("--send-assignment", action="store_true",
-                      help="return each object's cluster to the parties")
+    drbt.add_argument(
+        "--send-assignment", action="store_true", help="return each object's cluster to the parties"
+    )
     drbt.add_argument("--seed", type=int, help="seed of K-means (projections stay secret)")
     drbt.add_argument("--delimiter", help="CSV delimiter")
     drbt.add_argument("--insecure", action="store_true", help="no TLS (local experiments only)")
@@ -74,9 +101,16 @@ def lkc_section(args: argparse.Namespace) -> dict:
     """The CLI's LKC options in the shape of job.toml's [lkc] section."""
     from fedanon.algorithms.tds.api import parse_sensitive
 
-    section: dict = {"L": args.L, "K": args.K, "C": args.C, "preset": args.preset,
-                     "score": args.score, "drop": split_list(args.drop),
-                     "suppress": args.suppress, "suppressed": args.suppressed}
+    section: dict = {
+        "L": args.L,
+        "K": args.K,
+        "C": args.C,
+        "preset": args.preset,
+        "score": args.score,
+        "drop": split_list(args.drop),
+        "suppress": args.suppress,
+        "suppressed": args.suppressed,
+    }
     if args.qid:
         section["qids"] = split_list(args.qid)
     if args.sensitive:
@@ -106,8 +140,10 @@ def run_sim_lkc(args: argparse.Namespace) -> int:
     if args.workdir:
         outputs.claim_directory("--workdir", args.workdir)
     if args.insecure:
-        print("fedanon: WARNING: --insecure: no TLS, no authentication; local experiments only",
-              file=sys.stderr)
+        print(
+            "fedanon: WARNING: --insecure: no TLS, no authentication; local experiments only",
+            file=sys.stderr,
+        )
     table = read_table(args.data, args.delimiter)
     taxonomy = load_taxonomy(args.taxonomy, data_columns=list(table.columns))
     spec = spec_from_table(lkc_section(args), taxonomy, "options")
@@ -116,13 +152,25 @@ def run_sim_lkc(args: argparse.Namespace) -> int:
         values = sorted(table[spec.class_column].astype(str).unique())
         spec = type(spec)(**{**spec.__dict__, "class_values": values})
     parts = split_table(table, args.parties, args.split, args.seed)
-    with federation(parts, Path(args.taxonomy), secure=not args.insecure,
-                    workdir=Path(args.workdir) if args.workdir else None) as fed:
-        job = LeaderJob(name="leader", taxonomy=taxonomy, spec=spec, parties=fed.hops,
-                        tls=fed.leader_tls, out=Path(args.out),
-                        report=Path(args.report) if args.report else None,
-                        sum_mode=args.sum_mode, allow_two_parties=args.allow_two_parties,
-                        union_pad_to=args.pad_to, union_mode=args.union_mode)
+    with federation(
+        parts,
+        Path(args.taxonomy),
+        secure=not args.insecure,
+        workdir=Path(args.workdir) if args.workdir else None,
+    ) as fed:
+        job = LeaderJob(
+            name="leader",
+            taxonomy=taxonomy,
+            spec=spec,
+            parties=fed.hops,
+            tls=fed.leader_tls,
+            out=Path(args.out),
+            report=Path(args.report) if args.report else None,
+            sum_mode=args.sum_mode,
+            allow_two_parties=args.allow_two_parties,
+            union_pad_to=args.pad_to,
+            union_mode=args.union_mode,
+        )
         with step_progress("distributed LKC", args.quiet) as show:
             report = run_job(job, on_step=lambda s: show(progress_text(s)), on_phase=show)
     finish_distributed_reports(args, job, report, "sim lkc")
@@ -144,8 +192,10 @@ def run_sim_drbt(args: argparse.Namespace) -> int:
     from fedanon.text import as_numbers
 
     if args.insecure:
-        print("fedanon: WARNING: --insecure: no TLS, no authentication; local experiments only",
-              file=sys.stderr)
+        print(
+            "fedanon: WARNING: --insecure: no TLS, no authentication; local experiments only",
+            file=sys.stderr,
+        )
     outputs = CommandOutputs(inputs=[args.data])
     outputs.claim("--out", args.out)
     outputs.claim("--report", args.report)
@@ -162,8 +212,10 @@ def run_sim_drbt(args: argparse.Namespace) -> int:
         table = table[[id_column, *split_list(args.columns)]]
     for column in table.columns:
         if column != id_column and (bad := as_numbers(table[column])[1]) is not None:
-            raise FedanonError(f"{args.data}: column '{column}': value '{table[column].iloc[bad]}' "
-                               f"(row {bad + 1}) is not a number (DRBT projects numbers only)")
+            raise FedanonError(
+                f"{args.data}: column '{column}': value '{table[column].iloc[bad]}' "
+                f"(row {bad + 1}) is not a number (DRBT projects numbers only)"
+            )
     if args.clusters > len(table):
         raise FedanonError(f"--clusters {args.clusters} exceeds the table's {len(table)} rows")
     parts = split_columns(table, args.parties, id_column)
@@ -172,31 +224,46 @@ def run_sim_drbt(args: argparse.Namespace) -> int:
         try:
             check_projection(d, args.k_dims or -(-d // 2), args.matrix)
         except FedanonError as exc:
-            raise FedanonError(f"--k-dims: party {number} of {args.parties} holds {d} "
-                               f"attribute(s): {exc}") from None
-    with federation(parts, None, secure=not args.insecure,
-                    workdir=Path(args.workdir) if args.workdir else None) as fed:
-        job = DRBTLeaderJob(parties=fed.hops, tls=fed.leader_tls, out=Path(args.out),
-                            id_column=id_column, matrix=args.matrix, k_dims=args.k_dims,
-                            clusters=args.clusters, send_assignment=args.send_assignment,
-                            report=Path(args.report) if args.report else None, seed=args.seed)
+            raise FedanonError(
+                f"--k-dims: party {number} of {args.parties} holds {d} attribute(s): {exc}"
+            ) from None
+    with federation(
+        parts, None, secure=not args.insecure, workdir=Path(args.workdir) if args.workdir else None
+    ) as fed:
+        job = DRBTLeaderJob(
+            parties=fed.hops,
+            tls=fed.leader_tls,
+            out=Path(args.out),
+            id_column=id_column,
+            matrix=args.matrix,
+            k_dims=args.k_dims,
+            clusters=args.clusters,
+            send_assignment=args.send_assignment,
+            report=Path(args.report) if args.report else None,
+            seed=args.seed,
+        )
         found: dict[str, int] = {}
         with step_progress("vertical DRBT", args.quiet or args.json):
-            report = run_drbt(job, on_clusters=lambda ids, labels: found.update(
-                zip(ids, labels.tolist(), strict=True)))
-    original = np.column_stack([as_numbers(table[c])[0] for c in table.columns
-                                if c != id_column])
+            report = run_drbt(
+                job,
+                on_clusters=lambda ids, labels: found.update(
+                    zip(ids, labels.tolist(), strict=True)
+                ),
+            )
+    original = np.column_stack([as_numbers(table[c])[0] for c in table.columns if c != id_column])
     rng = np.random.default_rng(args.seed)
     reference = kmeans(zscore(original), args.clusters, rng, n_init=10).labels
     ids = table[id_column].astype(str).tolist()
     produced = np.array([found[i] for i in ids])
-    report["f_measure_vs_centralized_original"] = round(
-        overall_f_measure(reference, produced), 4)
-    rows = [("parties", ", ".join(report["parties"])), ("objects", report["objects"]),
-            ("dimensions (sum of k_i)", report["dimensions"]),
-            ("cluster sizes", report["cluster_sizes"]),
-            ("F-measure vs K-means on the original data",
-             report["f_measure_vs_centralized_original"]),
-            ("seconds", report["seconds"]), ("output", report["output"])]
+    report["f_measure_vs_centralized_original"] = round(overall_f_measure(reference, produced), 4)
+    rows = [
+        ("parties", ", ".join(report["parties"])),
+        ("objects", report["objects"]),
+        ("dimensions (sum of k_i)", report["dimensions"]),
+        ("cluster sizes", report["cluster_sizes"]),
+        ("F-measure vs K-means on the original data", report["f_measure_vs_centralized_original"]),
+        ("seconds", report["seconds"]),
+        ("output", report["output"]),
+    ]
     print_summary("fedanon sim drbt", rows, report if args.json else None)
     return 0

@@ -70,9 +70,7 @@ def check_output_format(path: str | os.PathLike[str]) -> None:
     if suffix not in PARQUET_SUFFIXES | TAB_SUFFIXES | CSV_SUFFIXES:
         supported = ", ".join(sorted(PARQUET_SUFFIXES | TAB_SUFFIXES | CSV_SUFFIXES))
         named = f"extension '{suffix}'" if suffix else "no extension"
-        raise FedanonError(
-            f"{path}: unknown output format ({named}); supported: {supported}"
-        )
+        raise FedanonError(f"{path}: unknown output format ({named}); supported: {supported}")
 
 
 def _header(path: Path, delimiter: str) -> list[str]:
@@ -108,7 +106,8 @@ def read_table(path: str | os.PathLike[str], delimiter: str | None = None) -> pd
                 read_options=pa_csv.ReadOptions(column_names=names, skip_rows=1),
                 parse_options=pa_csv.ParseOptions(delimiter=sep),
                 convert_options=pa_csv.ConvertOptions(
-                    column_types={n: pa.string() for n in names}, strings_can_be_null=False),
+                    column_types={n: pa.string() for n in names}, strings_can_be_null=False
+                ),
             )
     except (pa.ArrowInvalid, OSError, UnicodeDecodeError) as exc:
         raise FedanonError(f"{path}: cannot read table ({str(exc).splitlines()[0]})") from exc
@@ -126,8 +125,11 @@ def header_hint(columns: list[str]) -> str:
         return ""
     header = str(columns[0])
     found = _most_frequent_delimiter(header)
-    guess = f"it looks '{found}'-separated: try --delimiter '{found}'" if found else (
-        "does it use another delimiter? try --delimiter")
+    guess = (
+        f"it looks '{found}'-separated: try --delimiter '{found}'"
+        if found
+        else ("does it use another delimiter? try --delimiter")
+    )
     return f" (wrong delimiter? the file was read as a single column '{header[:40]}': {guess})"
 
 
@@ -173,10 +175,14 @@ def _write_csv(arrow: pa.Table, path: Path, sep: str) -> None:
     with path.open("r+b") as handle:
         handle.seek(header_bytes)
         try:
-            pa_csv.write_csv(arrow, handle, pa_csv.WriteOptions(
-                include_header=False, delimiter=sep, quoting_style="none"))
+            pa_csv.write_csv(
+                arrow,
+                handle,
+                pa_csv.WriteOptions(include_header=False, delimiter=sep, quoting_style="none"),
+            )
         except pa.ArrowInvalid:
             handle.seek(header_bytes)
             handle.truncate(header_bytes)
-            pa_csv.write_csv(arrow, handle, pa_csv.WriteOptions(include_header=False,
-                                                                delimiter=sep))
+            pa_csv.write_csv(
+                arrow, handle, pa_csv.WriteOptions(include_header=False, delimiter=sep)
+            )

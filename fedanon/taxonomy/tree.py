@@ -286,11 +286,14 @@ class Taxonomy:
             distinct = pd.Series(pd.unique(as_text(column)), dtype=object)
             unknown = distinct[~distinct.isin(list(self._atom_index))]
             numbers, _ = as_numbers(unknown)
-            lookup = {**lookup, **{
-                text: self._leaf_numbers[x]
-                for text, x in zip(unknown.tolist(), numbers.tolist(), strict=True)
-                if x in self._leaf_numbers
-            }}
+            lookup = {
+                **lookup,
+                **{
+                    text: self._leaf_numbers[x]
+                    for text, x in zip(unknown.tolist(), numbers.tolist(), strict=True)
+                    if x in self._leaf_numbers
+                },
+            }
         atoms, row = lookup_codes(column, lookup)
         if row is not None:
             raise FedanonError(

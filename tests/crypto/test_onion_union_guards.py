@@ -146,7 +146,10 @@ def test_route_keys_must_be_distinct() -> None:
 def test_the_union_context_refuses_malformed_fields(field: str, match: str) -> None:
     keys = tuple(k.public_key().public_bytes_raw() for k in _keys(3))
     values: dict[str, Any] = {
-        "session_id": b"s" * 16, "round": 0, "route": keys, "record_size": RECORD_SIZE
+        "session_id": b"s" * 16,
+        "round": 0,
+        "route": keys,
+        "record_size": RECORD_SIZE,
     }
     changes: dict[str, dict[str, Any]] = {
         "session": {"session_id": b""},

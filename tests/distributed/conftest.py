@@ -81,8 +81,9 @@ def load_dataset(table: pd.DataFrame, taxonomy_path: Path, drop: tuple[str, ...]
 
 def hospital_dataset(n_rows: int, seed: int) -> Dataset:
     """The package's synthetic hospital table (no shared data needed)."""
-    return load_dataset(generate_hospital(n_rows, seed), hospital_taxonomy_path(),
-                        tuple(HOSPITAL_DROP))
+    return load_dataset(
+        generate_hospital(n_rows, seed), hospital_taxonomy_path(), tuple(HOSPITAL_DROP)
+    )
 
 
 @functools.cache
@@ -100,21 +101,49 @@ class Centralized:
 
 def centralized(dataset: Dataset, spec: LKCJobSpec) -> Centralized:
     """The reference: the centralized engine on the whole table with the job's parameters."""
-    schema = build_schema(dataset.taxonomy, dataset.table, spec.qids, spec.sensitive,
-                          spec.class_column)
-    release = anonymize_lkc(dataset.table, schema, spec.params, spec.score, spec.drop,
-                            suppress=spec.suppress, suppressed_mode=spec.suppressed_mode)
+    schema = build_schema(
+        dataset.taxonomy, dataset.table, spec.qids, spec.sensitive, spec.class_column
+    )
+    release = anonymize_lkc(
+        dataset.table,
+        schema,
+        spec.params,
+        spec.score,
+        spec.drop,
+        suppress=spec.suppress,
+        suppressed_mode=spec.suppressed_mode,
+    )
     return Centralized(release.table, release.report)
 
 
-def make_job(hops: list[Hop], tls: TLSFiles | None, dataset: Dataset, spec: LKCJobSpec,
-             out: Path, **options: Any) -> LeaderJob:
-    return LeaderJob(name="leader", taxonomy=dataset.taxonomy, spec=spec, parties=hops, tls=tls,
-                     out=out, **options)
+def make_job(
+    hops: list[Hop],
+    tls: TLSFiles | None,
+    dataset: Dataset,
+    spec: LKCJobSpec,
+    out: Path,
+    **options: Any,
+) -> LeaderJob:
+    return LeaderJob(
+        name="leader",
+        taxonomy=dataset.taxonomy,
+        spec=spec,
+        parties=hops,
+        tls=tls,
+        out=out,
+        **options,
+    )
 
 
-def run_distributed(hops: list[Hop], tls: TLSFiles | None, dataset: Dataset, spec: LKCJobSpec,
-                    out: Path, on_step: Any = None, **options: Any) -> dict[str, Any]:
+def run_distributed(
+    hops: list[Hop],
+    tls: TLSFiles | None,
+    dataset: Dataset,
+    spec: LKCJobSpec,
+    out: Path,
+    on_step: Any = None,
+    **options: Any,
+) -> dict[str, Any]:
     return run_job(make_job(hops, tls, dataset, spec, out, **options), on_step=on_step)
 
 
@@ -136,9 +165,11 @@ def assert_same_release(out: Path, report: dict[str, Any], reference: Centralize
     if ours != theirs:
         extra = list((ours - theirs).items())[:3]
         missing = list((theirs - ours).items())[:3]
-        pytest.fail(f"distributed release differs from the centralized one: "
-                    f"{sum((ours - theirs).values())} extra rows (e.g. {extra}), "
-                    f"{sum((theirs - ours).values())} missing rows (e.g. {missing})")
+        pytest.fail(
+            f"distributed release differs from the centralized one: "
+            f"{sum((ours - theirs).values())} extra rows (e.g. {extra}), "
+            f"{sum((theirs - ours).values())} missing rows (e.g. {missing})"
+        )
     assert report["final_cut"] == reference.report["final_cut"]
     assert report["specialization_sequence"] == reference.report["specialization_sequence"]
     suppression = report.get("suppression", {})
@@ -200,8 +231,9 @@ class SignalAtIteration:
             os.kill(daemon.process.pid, self.sig)
 
 
-def kill_when(fed: Federation, victim: int, iteration: int,
-              sig: int = signal.SIGKILL) -> SignalAtIteration:
+def kill_when(
+    fed: Federation, victim: int, iteration: int, sig: int = signal.SIGKILL
+) -> SignalAtIteration:
     return SignalAtIteration(fed, victim, iteration, sig)
 
 
@@ -220,6 +252,7 @@ def hospital_federation(hospital_data: Dataset) -> Iterator[Federation]:
     killed daemon is restarted in the test's ``finally``).
     """
     parts = split_table(hospital_data.table, 3, "random", seed=1)
-    with federation(parts, hospital_data.taxonomy_path, secure=True,
-                    lease_seconds=LEASE_SECONDS) as fed:
+    with federation(
+        parts, hospital_data.taxonomy_path, secure=True, lease_seconds=LEASE_SECONDS
+    ) as fed:
         yield fed

@@ -79,13 +79,17 @@ class MessageLog:
         with self.lock:
             self.items.append(item)
 
-    def of(self, role: str | None = None, method: str | None = None,
-           kind: str | None = None) -> list[Received]:
+    def of(
+        self, role: str | None = None, method: str | None = None, kind: str | None = None
+    ) -> list[Received]:
         with self.lock:
-            return [r for r in self.items
-                    if (role is None or r.role == role)
-                    and (method is None or r.method == method)
-                    and (kind is None or r.kind == kind)]
+            return [
+                r
+                for r in self.items
+                if (role is None or r.role == role)
+                and (method is None or r.method == method)
+                and (kind is None or r.kind == kind)
+            ]
 
 
 class RecordingServerInterceptor(UnaryServerRecorder):
@@ -95,8 +99,13 @@ class RecordingServerInterceptor(UnaryServerRecorder):
         self.role = role
         self.log = log
 
-    def around(self, method: str, request: Message, context: grpc.ServicerContext,
-               inner: Callable[[Message, grpc.ServicerContext], Any]) -> Any:
+    def around(
+        self,
+        method: str,
+        request: Message,
+        context: grpc.ServicerContext,
+        inner: Callable[[Message, grpc.ServicerContext], Any],
+    ) -> Any:
         self.log.add(Received(self.role, method, "request", peer_name(context), request))
         return inner(request, context)
 
@@ -109,12 +118,20 @@ class RecordingClientInterceptor(grpc.UnaryUnaryClientInterceptor):
         self.peer = peer
         self.log = log
 
-    def intercept_unary_unary(self, continuation: Callable, client_call_details: Any,
-                              request: Message) -> Any:
+    def intercept_unary_unary(
+        self, continuation: Callable, client_call_details: Any, request: Message
+    ) -> Any:
         outcome = continuation(client_call_details, request)
         with contextlib.suppress(grpc.RpcError):
-            self.log.add(Received(self.role, short_method(client_call_details.method), "reply",
-                                  self.peer, outcome.result()))
+            self.log.add(
+                Received(
+                    self.role,
+                    short_method(client_call_details.method),
+                    "reply",
+                    self.peer,
+                    outcome.result(),
+                )
+            )
         return outcome
 
 
@@ -123,8 +140,7 @@ def recording_channel_factory(role: str, log: MessageLog) -> Callable[..., grpc.
 
     def factory(address: str, expected_name: str, tls: TLSFiles | None) -> grpc.Channel:
         channel = make_channel(address, expected_name, tls)
-        return grpc.intercept_channel(channel,
-                                      RecordingClientInterceptor(role, expected_name, log))
+        return grpc.intercept_channel(channel, RecordingClientInterceptor(role, expected_name, log))
 
     return factory
 
@@ -149,8 +165,9 @@ def record_contributions(monkeypatch: pytest.MonkeyPatch) -> Contributions:
         iteration = int(request.ref.iteration)
         stats = original(self, request)
         with store.lock:
-            store.vectors[(self.ring[self.position], iteration)] = \
-                np.asarray(stats).astype(np.uint64, copy=True)
+            store.vectors[(self.ring[self.position], iteration)] = np.asarray(stats).astype(
+                np.uint64, copy=True
+            )
         return stats
 
     monkeypatch.setattr(fedanon.party.session.PartySession, "contribution", contribution)
@@ -171,10 +188,13 @@ class RecordingFederation:
 
 
 @contextlib.contextmanager
-def recording_federation(parts: list[pd.DataFrame], taxonomy: Path, workdir: Path,
-                         monkeypatch: pytest.MonkeyPatch,
-                         taxonomy_of: dict[int, Path] | None = None,
-                         ) -> Iterator[RecordingFederation]:
+def recording_federation(
+    parts: list[pd.DataFrame],
+    taxonomy: Path,
+    workdir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    taxonomy_of: dict[int, Path] | None = None,
+) -> Iterator[RecordingFederation]:
     """Start one recorded in-process daemon per part (mutual TLS); record the leader too.
 
     `taxonomy_of` gives some parties (by ring index) another taxonomy file than `taxonomy`.
@@ -185,16 +205,26 @@ def recording_federation(parts: list[pd.DataFrame], taxonomy: Path, workdir: Pat
     contributions = record_contributions(monkeypatch)
 
     with inprocess_parties(
-        parts, workdir, monkeypatch, ca_name="fedanon recorded federation CA",
+        parts,
+        workdir,
+        monkeypatch,
+        ca_name="fedanon recorded federation CA",
         server_interceptor=lambda name: RecordingServerInterceptor(name, log),
         hop_channel_factory=lambda name: recording_channel_factory(name, log),
         taxonomy_of=lambda i: (taxonomy_of or {}).get(i, taxonomy),
     ) as started:
         import fedanon.leader.run
 
-        monkeypatch.setattr(fedanon.leader.run, "make_channel",
-                            recording_channel_factory(LEADER_NAME, log))
+        monkeypatch.setattr(
+            fedanon.leader.run, "make_channel", recording_channel_factory(LEADER_NAME, log)
+        )
         names = [hop.name for hop in started.hops]
-        yield RecordingFederation(started.hops, started.leader_tls, started.cert_dir, log,
-                                  contributions, dict(zip(names, parts, strict=True)),
-                                  started.servicers)
+        yield RecordingFederation(
+            started.hops,
+            started.leader_tls,
+            started.cert_dir,
+            log,
+            contributions,
+            dict(zip(names, parts, strict=True)),
+            started.servicers,
+        )

@@ -31,13 +31,22 @@ from tests.distributed.conftest import (
 
 FEDANON = [sys.executable, "-m", "fedanon.cli.main"]
 ROWS, SEED = 1500, 21
-QIDS = ["age", "sex", "postcode", "country_of_birth", "marital_status", "employment",
-        "admission_type", "length_of_stay"]
+QIDS = [
+    "age",
+    "sex",
+    "postcode",
+    "country_of_birth",
+    "marital_status",
+    "employment",
+    "admission_type",
+    "length_of_stay",
+]
 
 
 def fedanon(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*FEDANON, *args], capture_output=True, text=True, timeout=timeout,
-                          stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [*FEDANON, *args], capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
+    )
 
 
 def wait_gone(marker: str, seconds: float = 10.0) -> list[int]:
@@ -56,15 +65,37 @@ def hospital_csv(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def sim_args(data: Path, workdir: Path, out: Path, *extra: str, K: int = 20) -> list[str]:
-    return ["sim", "lkc", "--parties", "3", "--data", str(data),
-            "--taxonomy", str(hospital_taxonomy_path()), "--L", "3", "--K", str(K),
-            "--C", "0.2", "--drop", "patient_id", "--workdir", str(workdir),
-            "--out", str(out), "--quiet", *extra]
+    return [
+        "sim",
+        "lkc",
+        "--parties",
+        "3",
+        "--data",
+        str(data),
+        "--taxonomy",
+        str(hospital_taxonomy_path()),
+        "--L",
+        "3",
+        "--K",
+        str(K),
+        "--C",
+        "0.2",
+        "--drop",
+        "patient_id",
+        "--workdir",
+        str(workdir),
+        "--out",
+        str(out),
+        "--quiet",
+        *extra,
+    ]
 
 
 @pytest.fixture(scope="module")
-def sim_run(hospital_csv: Path, tmp_path_factory: pytest.TempPathFactory,
-            ) -> tuple[subprocess.CompletedProcess[str], Path, Path, Path]:
+def sim_run(
+    hospital_csv: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[subprocess.CompletedProcess[str], Path, Path, Path]:
     """One successful ``fedanon sim lkc`` (module-scoped: several tests inspect its result)."""
     tmp = tmp_path_factory.mktemp("sim")
     out, report, workdir = tmp / "release.csv", tmp / "report.json", tmp / "w"
@@ -74,16 +105,29 @@ def sim_run(hospital_csv: Path, tmp_path_factory: pytest.TempPathFactory,
 
 @pytest.mark.slow
 def test_sim_end_to_end_release_passes_check(
-    sim_run: tuple[subprocess.CompletedProcess[str], Path, Path, Path]
+    sim_run: tuple[subprocess.CompletedProcess[str], Path, Path, Path],
 ) -> None:
     """Exit 0, the release and report exist, ``fedanon check lkc`` accepts the release, it
     equals the centralized one, and no daemon outlives the command."""
     run, out, report, workdir = sim_run
     assert run.returncode == 0, run.stderr
     assert out.exists() and report.exists()
-    check = fedanon("check", "lkc", "--data", str(out), "--qid", ",".join(QIDS),
-                    "--sensitive", "diagnosis=HIV,Schizophrenia",
-                    "--L", "3", "--K", "20", "--C", "0.2")
+    check = fedanon(
+        "check",
+        "lkc",
+        "--data",
+        str(out),
+        "--qid",
+        ",".join(QIDS),
+        "--sensitive",
+        "diagnosis=HIV,Schizophrenia",
+        "--L",
+        "3",
+        "--K",
+        "20",
+        "--C",
+        "0.2",
+    )
     assert check.returncode == 0, check.stdout + check.stderr
     dataset = hospital_dataset(ROWS, SEED)
     parsed = json.loads(report.read_text())
@@ -94,14 +138,26 @@ def test_sim_end_to_end_release_passes_check(
 
 @pytest.mark.slow
 def test_check_reads_the_requirement_from_the_taxonomy(
-    sim_run: tuple[subprocess.CompletedProcess[str], Path, Path, Path]
+    sim_run: tuple[subprocess.CompletedProcess[str], Path, Path, Path],
 ) -> None:
     """The way the docs check a distributed release: QIDs and sensitive values from the same
     taxonomy file the sim used (``--taxonomy``) instead of listing them again."""
     run, out, _, _ = sim_run
     assert run.returncode == 0, run.stderr
-    check = fedanon("check", "lkc", "--data", str(out), "--taxonomy",
-                    str(hospital_taxonomy_path()), "--L", "3", "--K", "20", "--C", "0.2")
+    check = fedanon(
+        "check",
+        "lkc",
+        "--data",
+        str(out),
+        "--taxonomy",
+        str(hospital_taxonomy_path()),
+        "--L",
+        "3",
+        "--K",
+        "20",
+        "--C",
+        "0.2",
+    )
     assert "Traceback" not in check.stderr, check.stderr
     assert check.returncode == 0, check.stdout + check.stderr
 
@@ -120,8 +176,9 @@ def test_sim_failure_leaves_no_output_and_no_daemons(hospital_csv: Path, tmp_pat
 
 
 @pytest.mark.slow
-def test_pad_to_below_a_party_size_fails_without_stating_it(hospital_csv: Path,
-                                                             tmp_path: Path) -> None:
+def test_pad_to_below_a_party_size_fails_without_stating_it(
+    hospital_csv: Path, tmp_path: Path
+) -> None:
     """``--pad-to`` smaller than a party's table: the union is refused with a one-line reason
     that names the party and pad_to but not the record count padding is meant to hide."""
     out, workdir = tmp_path / "release.csv", tmp_path / "w"
@@ -158,9 +215,12 @@ def sim_process(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], Path,
     data = tmp_path / "big.csv"
     generate_hospital(60_000, 3).to_csv(data, index=False)
     out, workdir = tmp_path / "release.csv", tmp_path / "w"
-    process = subprocess.Popen([*FEDANON, *sim_args(data, workdir, out)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               stdin=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [*FEDANON, *sim_args(data, workdir, out)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+    )
     try:
         yield process, workdir, out
     finally:
@@ -173,7 +233,7 @@ def sim_process(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], Path,
 
 @pytest.mark.slow
 def test_killing_the_sim_takes_its_daemons_along(
-    sim_process: tuple[subprocess.Popen[bytes], Path, Path]
+    sim_process: tuple[subprocess.Popen[bytes], Path, Path],
 ) -> None:
     """SIGKILL of the sim (no cleanup code runs) still leaves no daemon: PR_SET_PDEATHSIG."""
     process, workdir, out = sim_process

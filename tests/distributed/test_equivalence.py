@@ -29,8 +29,16 @@ from tests.distributed.conftest import (
     status,
 )
 
-HOSPITAL_QIDS = ["age", "sex", "postcode", "country_of_birth", "marital_status", "employment",
-                 "admission_type", "length_of_stay"]
+HOSPITAL_QIDS = [
+    "age",
+    "sex",
+    "postcode",
+    "country_of_birth",
+    "marital_status",
+    "employment",
+    "admission_type",
+    "length_of_stay",
+]
 
 
 # ------------------------------------------------------------------------------- quick subset
@@ -40,8 +48,9 @@ def test_synthetic_three_parties_equal_centralized(
     """Ring mode, 3 real daemons over mutual TLS: same rows, same cut, same choices."""
     spec = hospital_data.spec(L=3, K=20, C="0.2")
     out = tmp_path / "release.csv"
-    report = run_distributed(hospital_federation.hops, hospital_federation.leader_tls,
-                             hospital_data, spec, out)
+    report = run_distributed(
+        hospital_federation.hops, hospital_federation.leader_tls, hospital_data, spec, out
+    )
     reference = centralized(hospital_data, spec)
     assert report["specializations"] >= 5, "too few iterations to exercise the loop"
     assert_same_release(out, report, reference)
@@ -56,8 +65,14 @@ def test_pairwise_mode_equals_centralized(
     """The collusion-resistant sum mode changes who sees what, not the result."""
     spec = hospital_data.spec(L=2, K=30, C="0.2", score="discernibility")
     out = tmp_path / "release.csv"
-    report = run_distributed(hospital_federation.hops, hospital_federation.leader_tls,
-                             hospital_data, spec, out, sum_mode="pairwise")
+    report = run_distributed(
+        hospital_federation.hops,
+        hospital_federation.leader_tls,
+        hospital_data,
+        spec,
+        out,
+        sum_mode="pairwise",
+    )
     assert report["sum_mode"] == "pairwise"
     assert_same_release(out, report, centralized(hospital_data, spec))
 
@@ -68,9 +83,14 @@ def test_leader_opening_the_union_in_worker_processes_changes_nothing(
     """The leader, a process with live gRPC threads, opens the union in a (forced) pool."""
     spec = hospital_data.spec(L=2, K=25, C="0.2")
     out = tmp_path / "release.csv"
-    report = run_distributed(hospital_federation.hops, hospital_federation.leader_tls,
-                             hospital_data, spec, out,
-                             union_parallelism=Parallelism(workers=2, min_records=1))
+    report = run_distributed(
+        hospital_federation.hops,
+        hospital_federation.leader_tls,
+        hospital_data,
+        spec,
+        out,
+        union_parallelism=Parallelism(workers=2, min_records=1),
+    )
     assert_same_release(out, report, centralized(hospital_data, spec))
 
 
@@ -79,12 +99,19 @@ def test_suppression_budget_equals_centralized(
     hospital_federation: Federation, hospital_data: Dataset, tmp_path: Path, mode: str
 ) -> None:
     """A record-suppression budget: same suppressed records, same release, checker green."""
-    spec = hospital_data.spec(L=None, K=10, C=None, preset="k-anonymity",
-                              qids=["age", "sex", "postcode", "employment"],
-                              suppress="0.05", suppressed=mode)
+    spec = hospital_data.spec(
+        L=None,
+        K=10,
+        C=None,
+        preset="k-anonymity",
+        qids=["age", "sex", "postcode", "employment"],
+        suppress="0.05",
+        suppressed=mode,
+    )
     out = tmp_path / "release.csv"
-    report = run_distributed(hospital_federation.hops, hospital_federation.leader_tls,
-                             hospital_data, spec, out)
+    report = run_distributed(
+        hospital_federation.hops, hospital_federation.leader_tls, hospital_data, spec, out
+    )
     reference = centralized(hospital_data, spec)
     assert_same_release(out, report, reference)
     assert report["suppression"] == reference.report["suppression"]
@@ -106,15 +133,19 @@ def hospital_jobs(draw: st.DrawFn) -> dict:
         "K": draw(st.integers(2, 60)),
         "C": draw(st.sampled_from(["0.1", "0.2", "1/3", "0.5", "1"])),
         "score": draw(st.sampled_from(["infogain", "discernibility"])),
-        "sensitive": draw(st.sampled_from([{"diagnosis": ["HIV"]},
-                                           {"diagnosis": ["HIV", "Schizophrenia"]}])),
+        "sensitive": draw(
+            st.sampled_from([{"diagnosis": ["HIV"]}, {"diagnosis": ["HIV", "Schizophrenia"]}])
+        ),
         "sum_mode": draw(st.sampled_from(["ring", "pairwise"])),
     }
 
 
 @pytest.mark.slow
-@settings(max_examples=6, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=6,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(job=hospital_jobs())
 def test_one_federation_serves_session_after_session(
     hospital_federation: Federation, hospital_data: Dataset, tmp_path: Path, job: dict
@@ -124,8 +155,14 @@ def test_one_federation_serves_session_after_session(
     sum_mode = job.pop("sum_mode")
     spec = hospital_data.spec(**job)
     out = tmp_path / f"release-{abs(hash(repr(job)))}.csv"
-    report = run_distributed(hospital_federation.hops, hospital_federation.leader_tls,
-                             hospital_data, spec, out, sum_mode=sum_mode)
+    report = run_distributed(
+        hospital_federation.hops,
+        hospital_federation.leader_tls,
+        hospital_data,
+        spec,
+        out,
+        sum_mode=sum_mode,
+    )
     assert_same_release(out, report, centralized(hospital_data, spec))
     for i in range(3):
         after = status(hospital_federation, i)
@@ -154,8 +191,9 @@ def test_random_synthetic_tables_equal_centralized(
     order = rng.permutation(n_rows)
     shares = np.array(weights[:n_parties], dtype=float)
     cuts = np.floor(np.cumsum(shares / shares.sum())[:-1] * n_rows).astype(int)
-    parts = [dataset.table.iloc[np.sort(idx)].reset_index(drop=True)
-             for idx in np.split(order, cuts)]
+    parts = [
+        dataset.table.iloc[np.sort(idx)].reset_index(drop=True) for idx in np.split(order, cuts)
+    ]
     assert sum(len(p) for p in parts) == n_rows
     spec = dataset.spec(L=L, K=K, C=C)
     reference = centralized(dataset, spec)
@@ -169,8 +207,9 @@ def test_random_synthetic_tables_equal_centralized(
 def test_party_with_no_records_joins(hospital_data: Dataset, tmp_path: Path) -> None:
     """A hospital with an empty table is a valid member: the result is unchanged."""
     table = hospital_data.table.iloc[:900].reset_index(drop=True)
-    dataset = Dataset(table, hospital_data.taxonomy_path, hospital_data.taxonomy,
-                      hospital_data.drop)
+    dataset = Dataset(
+        table, hospital_data.taxonomy_path, hospital_data.taxonomy, hospital_data.drop
+    )
     parts = [*split_table(table, 2, "random", seed=3), table.iloc[:0]]
     spec = dataset.spec(L=2, K=15, C="0.25")
     with federation(parts, dataset.taxonomy_path, workdir=tmp_path / "fed") as fed:
@@ -187,11 +226,13 @@ def test_daemons_sealing_in_worker_processes_changes_nothing(
     pooled = Parallelism(workers=2, min_records=1)
     parts = split_table(hospital_data.table, 3, "random", seed=2)
     spec = hospital_data.spec(L=3, K=20, C="0.2")
-    with federation(parts, hospital_data.taxonomy_path, workdir=tmp_path / "fed",
-                    union=pooled) as fed:
+    with federation(
+        parts, hospital_data.taxonomy_path, workdir=tmp_path / "fed", union=pooled
+    ) as fed:
         out = tmp_path / "release.csv"
-        report = run_distributed(fed.hops, fed.leader_tls, hospital_data, spec, out,
-                                 union_parallelism=pooled)
+        report = run_distributed(
+            fed.hops, fed.leader_tls, hospital_data, spec, out, union_parallelism=pooled
+        )
     assert_same_release(out, report, centralized(hospital_data, spec))
 
 

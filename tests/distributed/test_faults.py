@@ -45,8 +45,11 @@ from tests.distributed.recording import recording_federation
 RPC_SECONDS = 10.0
 
 
-def party_stub(fed: Federation, index: int, tls: TLSFiles | None = None,
-               ) -> tuple[pb_grpc.PartyStub, grpc.Channel]:
+def party_stub(
+    fed: Federation,
+    index: int,
+    tls: TLSFiles | None = None,
+) -> tuple[pb_grpc.PartyStub, grpc.Channel]:
     daemon = fed.daemons[index]
     channel = make_channel(daemon.address, daemon.name, tls or fed.leader_tls)
     return pb_grpc.PartyStub(channel), channel
@@ -84,8 +87,16 @@ def test_killed_party_aborts_everywhere_and_rerun_succeeds(
 
     try:
         with pytest.raises(PartyFailure) as failure:
-            run_distributed(fed.hops, fed.leader_tls, hospital_data, spec, out, on_step=on_step,
-                            report=report, rpc_seconds=RPC_SECONDS)
+            run_distributed(
+                fed.hops,
+                fed.leader_tls,
+                hospital_data,
+                spec,
+                out,
+                on_step=on_step,
+                report=report,
+                rpc_seconds=RPC_SECONDS,
+            )
         elapsed = time.monotonic() - killed_at[0]
         message = str(failure.value)
         assert "hospital-2" in message
@@ -102,15 +113,17 @@ def test_killed_party_aborts_everywhere_and_rerun_succeeds(
         # A new session starts at once: with party 2 still dead it fails at the handshake on
         # party 2 (unreachable) - not on a survivor that still considers itself busy.
         with pytest.raises(PartyFailure) as again:
-            run_distributed(fed.hops, fed.leader_tls, hospital_data, spec, out,
-                            rpc_seconds=RPC_SECONDS)
+            run_distributed(
+                fed.hops, fed.leader_tls, hospital_data, spec, out, rpc_seconds=RPC_SECONDS
+            )
         assert "handshake" in str(again.value) and "hospital-2" in str(again.value)
         assert "busy" not in str(again.value)
 
         fed.start(fed.daemons[1])
         fed.wait_ready(fed.daemons[1])
-        rerun = run_distributed(fed.hops, fed.leader_tls, hospital_data, spec, out,
-                                rpc_seconds=RPC_SECONDS)
+        rerun = run_distributed(
+            fed.hops, fed.leader_tls, hospital_data, spec, out, rpc_seconds=RPC_SECONDS
+        )
         assert_same_release(out, rerun, centralized(hospital_data, spec))
     finally:
         ensure_running(fed)
@@ -118,7 +131,9 @@ def test_killed_party_aborts_everywhere_and_rerun_succeeds(
 
 @pytest.mark.slow
 def test_party_killed_during_union_is_named(
-    hospital_federation: Federation, hospital_data: Dataset, tmp_path: Path,
+    hospital_federation: Federation,
+    hospital_data: Dataset,
+    tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The last party dies after the specialization loop: the union phase fails, named."""
@@ -133,9 +148,14 @@ def test_party_killed_during_union_is_named(
     out = tmp_path / "release.csv"
     try:
         with pytest.raises(PartyFailure) as failure:
-            run_distributed(fed.hops, fed.leader_tls, hospital_data,
-                            hospital_data.spec(L=2, K=25, C="0.2"), out,
-                            rpc_seconds=RPC_SECONDS)
+            run_distributed(
+                fed.hops,
+                fed.leader_tls,
+                hospital_data,
+                hospital_data.spec(L=2, K=25, C="0.2"),
+                out,
+                rpc_seconds=RPC_SECONDS,
+            )
         assert "union" in str(failure.value) and "hospital-3" in str(failure.value)
         assert not out.exists()
         for index in (0, 1):
@@ -168,8 +188,15 @@ def test_hung_party_times_out_and_next_session_starts_at_once(
     try:
         try:
             with pytest.raises(PartyFailure) as failure:
-                run_distributed(fed.hops, fed.leader_tls, hospital_data, spec, out,
-                                on_step=on_step, rpc_seconds=rpc)
+                run_distributed(
+                    fed.hops,
+                    fed.leader_tls,
+                    hospital_data,
+                    spec,
+                    out,
+                    on_step=on_step,
+                    rpc_seconds=rpc,
+                )
             # Measured from the stop, not from the start: a loaded machine may take long over
             # the handshake and the first iterations, which says nothing about the deadline.
             elapsed = time.monotonic() - stopped_at[0]
@@ -182,8 +209,9 @@ def test_hung_party_times_out_and_next_session_starts_at_once(
         # The round's deadline plus the best-effort abort (3 s per unreachable party).
         assert elapsed < leader_deadline(3, rpc) + 3 + 2, f"took {elapsed:.1f} s"
         assert not out.exists()
-        report = run_distributed(fed.hops, fed.leader_tls, hospital_data, spec, out,
-                                 rpc_seconds=RPC_SECONDS)
+        report = run_distributed(
+            fed.hops, fed.leader_tls, hospital_data, spec, out, rpc_seconds=RPC_SECONDS
+        )
         assert_same_release(out, report, centralized(hospital_data, spec))
         assert "lease lapsed" in status(fed, 1).last_error
     finally:
@@ -216,24 +244,48 @@ def test_stale_session_and_iteration_are_rejected(
             return
         sid = status(fed, 0).session_id
         assert sid, "party 1 reports no session mid-run"
-        attempt("other session", lambda: stub.Sum(pb.SumRequest(
-            ref=pb.SessionRef(session_id=secrets.token_hex(16), iteration=3)), timeout=5))
-        attempt("replayed iteration", lambda: stub.Sum(pb.SumRequest(
-            ref=pb.SessionRef(session_id=sid, iteration=0)), timeout=5))
-        attempt("future iteration", lambda: stub.Sum(pb.SumRequest(
-            ref=pb.SessionRef(session_id=sid, iteration=99)), timeout=5))
-        attempt("stale union", lambda: stub.Union(pb.UnionRequest(
-            ref=pb.SessionRef(session_id=sid, iteration=1),
-            phase=pb.UNION_PHASE_MEASURE), timeout=5))
+        attempt(
+            "other session",
+            lambda: stub.Sum(
+                pb.SumRequest(ref=pb.SessionRef(session_id=secrets.token_hex(16), iteration=3)),
+                timeout=5,
+            ),
+        )
+        attempt(
+            "replayed iteration",
+            lambda: stub.Sum(
+                pb.SumRequest(ref=pb.SessionRef(session_id=sid, iteration=0)), timeout=5
+            ),
+        )
+        attempt(
+            "future iteration",
+            lambda: stub.Sum(
+                pb.SumRequest(ref=pb.SessionRef(session_id=sid, iteration=99)), timeout=5
+            ),
+        )
+        attempt(
+            "stale union",
+            lambda: stub.Union(
+                pb.UnionRequest(
+                    ref=pb.SessionRef(session_id=sid, iteration=1), phase=pb.UNION_PHASE_MEASURE
+                ),
+                timeout=5,
+            ),
+        )
 
     spec = hospital_data.spec(L=3, K=20, C="0.2")
     out = tmp_path / "release.csv"
     try:
-        report = run_distributed(fed.hops, fed.leader_tls, hospital_data, spec, out,
-                                 on_step=on_step)
+        report = run_distributed(
+            fed.hops, fed.leader_tls, hospital_data, spec, out, on_step=on_step
+        )
         assert_same_release(out, report, centralized(hospital_data, spec))
-        assert [r[0] for r in refusals] == ["other session", "replayed iteration",
-                                            "future iteration", "stale union"]
+        assert [r[0] for r in refusals] == [
+            "other session",
+            "replayed iteration",
+            "future iteration",
+            "stale union",
+        ]
         for label, code, details in refusals:
             assert code == grpc.StatusCode.FAILED_PRECONDITION, (label, code, details)
             assert details.startswith("party hospital-1:"), details
@@ -242,8 +294,14 @@ def test_stale_session_and_iteration_are_rejected(
             assert "stale" in details or "out-of-order" in details, (label, details)
         # After End, the old session id is refused too.
         with pytest.raises(grpc.RpcError) as late:
-            stub.Sum(pb.SumRequest(ref=pb.SessionRef(session_id=report["session_id"],
-                                                     iteration=report["iterations"])), timeout=5)
+            stub.Sum(
+                pb.SumRequest(
+                    ref=pb.SessionRef(
+                        session_id=report["session_id"], iteration=report["iterations"]
+                    )
+                ),
+                timeout=5,
+            )
         assert late.value.code() == grpc.StatusCode.FAILED_PRECONDITION
         assert "session" in (late.value.details() or "")
     finally:
@@ -263,10 +321,12 @@ def test_different_taxonomy_refused_naming_the_item(
     table = hospital_data.table.iloc[:600].reset_index(drop=True)
     parts = split_table(table, 3, "random", seed=5)
     out = tmp_path / "release.csv"
-    with recording_federation(parts, hospital_data.taxonomy_path, tmp_path / "fed", monkeypatch,
-                              taxonomy_of={1: changed}) as fed:
-        job = make_job(fed.hops, fed.leader_tls, hospital_data,
-                       hospital_data.spec(L=2, K=10, C="0.5"), out)
+    with recording_federation(
+        parts, hospital_data.taxonomy_path, tmp_path / "fed", monkeypatch, taxonomy_of={1: changed}
+    ) as fed:
+        job = make_job(
+            fed.hops, fed.leader_tls, hospital_data, hospital_data.spec(L=2, K=10, C="0.5"), out
+        )
         with pytest.raises(FedanonError) as refused:
             fedanon.leader.run.run_job(job)
         message = str(refused.value)
@@ -292,8 +352,14 @@ def test_ring_order_must_match_the_parties_configuration(
     fed = hospital_federation
     out = tmp_path / "release.csv"
     with pytest.raises(PartyFailure) as refused:
-        run_distributed(list(reversed(fed.hops)), fed.leader_tls, hospital_data,
-                        hospital_data.spec(L=2, K=10, C="0.5"), out, rpc_seconds=RPC_SECONDS)
+        run_distributed(
+            list(reversed(fed.hops)),
+            fed.leader_tls,
+            hospital_data,
+            hospital_data.spec(L=2, K=10, C="0.5"),
+            out,
+            rpc_seconds=RPC_SECONDS,
+        )
     message = str(refused.value)
     assert message.startswith("handshake: party hospital-"), message
     assert "next hop" in message, message
@@ -306,8 +372,9 @@ def test_two_parties_need_the_explicit_override(hospital_data: Dataset, tmp_path
     from fedanon.party.config import Hop
 
     hops = [Hop("hospital-1", "127.0.0.1:1"), Hop("hospital-2", "127.0.0.1:2")]
-    job = make_job(hops, None, hospital_data, hospital_data.spec(L=2, K=10, C="0.5"),
-                   tmp_path / "release.csv")
+    job = make_job(
+        hops, None, hospital_data, hospital_data.spec(L=2, K=10, C="0.5"), tmp_path / "release.csv"
+    )
     with pytest.raises(FedanonError, match="two parties"):
         fedanon.leader.run.run_job(job)
     assert not (tmp_path / "release.csv").exists()
@@ -318,8 +385,11 @@ def _rogue_tls(fed: Federation, tmp_path: Path, name: str = "leader") -> TLSFile
     rogue = create_ca("rogue CA")
     save_ca(rogue, tmp_path / "rogue")
     save_identity(issue_identity(rogue, name, "leader"), tmp_path / "rogue")
-    return TLSFiles(fed.cert_dir / "ca.crt", tmp_path / "rogue" / f"{name}.crt",
-                    tmp_path / "rogue" / f"{name}.key")
+    return TLSFiles(
+        fed.cert_dir / "ca.crt",
+        tmp_path / "rogue" / f"{name}.crt",
+        tmp_path / "rogue" / f"{name}.key",
+    )
 
 
 def test_client_certificate_of_another_ca_is_refused(
@@ -341,7 +411,8 @@ def test_client_certificate_of_another_ca_is_refused(
     anonymous = grpc.secure_channel(
         fed.daemons[0].address,
         grpc.ssl_channel_credentials(root_certificates=(fed.cert_dir / "ca.crt").read_bytes()),
-        options=[("grpc.ssl_target_name_override", fed.daemons[0].name)])
+        options=[("grpc.ssl_target_name_override", fed.daemons[0].name)],
+    )
     try:
         with pytest.raises(grpc.RpcError) as refused:
             pb_grpc.PartyStub(anonymous).Status(pb.StatusRequest(), timeout=5)
@@ -349,18 +420,23 @@ def test_client_certificate_of_another_ca_is_refused(
     finally:
         anonymous.close()
 
-    neighbour = TLSFiles(fed.cert_dir / "ca.crt", fed.cert_dir / "hospital-3.crt",
-                         fed.cert_dir / "hospital-3.key")
+    neighbour = TLSFiles(
+        fed.cert_dir / "ca.crt", fed.cert_dir / "hospital-3.crt", fed.cert_dir / "hospital-3.key"
+    )
     stub, channel = party_stub(fed, 0, neighbour)
     try:
         with pytest.raises(grpc.RpcError) as refused:
             stub.Status(pb.StatusRequest(), timeout=5)
         assert refused.value.code() == grpc.StatusCode.PERMISSION_DENIED
         with pytest.raises(grpc.RpcError) as refused:
-            stub.OpenSession(pb.OpenSessionRequest(
-                ref=pb.SessionRef(session_id=secrets.token_hex(16)),
-                lkc=lkc_job_to_proto(hospital_data.spec(L=2, K=10, C="0.5")),
-                ring=[d.name for d in fed.daemons]), timeout=5)
+            stub.OpenSession(
+                pb.OpenSessionRequest(
+                    ref=pb.SessionRef(session_id=secrets.token_hex(16)),
+                    lkc=lkc_job_to_proto(hospital_data.spec(L=2, K=10, C="0.5")),
+                    ring=[d.name for d in fed.daemons],
+                ),
+                timeout=5,
+            )
         assert refused.value.code() == grpc.StatusCode.PERMISSION_DENIED
         assert "hospital-3" in (refused.value.details() or "")
     finally:
@@ -368,8 +444,14 @@ def test_client_certificate_of_another_ca_is_refused(
 
     out = tmp_path / "release.csv"
     with pytest.raises(PartyFailure) as failed:
-        run_distributed(fed.hops, rogue, hospital_data, hospital_data.spec(L=2, K=10, C="0.5"),
-                        out, rpc_seconds=5)
+        run_distributed(
+            fed.hops,
+            rogue,
+            hospital_data,
+            hospital_data.spec(L=2, K=10, C="0.5"),
+            out,
+            rpc_seconds=5,
+        )
     assert str(failed.value).startswith("handshake: party hospital-")
     assert not out.exists()
     assert all(status(fed, i).session_id == "" for i in range(3))

@@ -91,8 +91,11 @@ def secrets_of(fed: RecordingFederation, dataset: Dataset) -> list[bytes]:
     values: set[bytes] = set()
     for table in fed.tables.values():
         for column in table.columns:
-            values.update(v.encode() for v in table[column].astype(str).unique()
-                          if len(v.encode()) >= SECRET_MIN_BYTES)
+            values.update(
+                v.encode()
+                for v in table[column].astype(str).unique()
+                if len(v.encode()) >= SECRET_MIN_BYTES
+            )
     release = centralized(dataset, dataset.spec(L=3, K=20, C="0.2"))
     values.update(record_bytes(release.table))
     return sorted(values)
@@ -103,8 +106,9 @@ def private_secrets(secrets: list[bytes], dataset: Dataset) -> list[bytes]:
     sensitive and class values are in every handshake by design (they are the shared schema),
     so a plain message may contain them; it may not contain a patient id or a record."""
     spec = dataset.spec(L=3, K=20, C="0.2")
-    public = "\n".join([*spec.fingerprint_items(spec.schema(dataset.taxonomy)),
-                        *dataset.table.columns]).encode()
+    public = "\n".join(
+        [*spec.fingerprint_items(spec.schema(dataset.taxonomy)), *dataset.table.columns]
+    ).encode()
     return [s for s in secrets if s not in public]
 
 
@@ -134,9 +138,14 @@ def assert_no_secret(blobs: list[bytes], secrets: list[bytes], what: str) -> Non
         by_prefix.setdefault(key, []).append(secret)
     windows = _windows(joined)
     keys = np.fromiter(by_prefix, dtype=np.uint64, count=len(by_prefix))
-    found = sorted({secret for pos in np.flatnonzero(np.isin(windows, keys)).tolist()
-                    for secret in by_prefix[int(windows[pos])]
-                    if joined.startswith(secret, pos)})
+    found = sorted(
+        {
+            secret
+            for pos in np.flatnonzero(np.isin(windows, keys)).tolist()
+            for secret in by_prefix[int(windows[pos])]
+            if joined.startswith(secret, pos)
+        }
+    )
     assert not found, f"{what} contain record values in clear: {found[:5]}"
 
 
@@ -152,29 +161,33 @@ def leak_data() -> Dataset:
 PAD_TO = 1000  # the pairwise session pads every union batch to this many items (> 1800 / 3)
 
 
-def _record(tmp_path: Path, dataset: Dataset, sum_mode: str,
-            pad_to: int = 0) -> Iterator[Recorded]:
+def _record(tmp_path: Path, dataset: Dataset, sum_mode: str, pad_to: int = 0) -> Iterator[Recorded]:
     """Run one recorded session (module-scoped: the recording is read by several tests)."""
     parts = split_table(dataset.table, 3, "random", seed=4)
-    with pytest.MonkeyPatch.context() as monkeypatch, \
-            recording_federation(parts, dataset.taxonomy_path, tmp_path, monkeypatch) as fed:
+    with (
+        pytest.MonkeyPatch.context() as monkeypatch,
+        recording_federation(parts, dataset.taxonomy_path, tmp_path, monkeypatch) as fed,
+    ):
         spec = dataset.spec(L=3, K=20, C="0.2")
         out = tmp_path / "release.csv"
-        report = run_distributed(fed.hops, fed.leader_tls, dataset, spec, out,
-                                 sum_mode=sum_mode, union_pad_to=pad_to)
+        report = run_distributed(
+            fed.hops, fed.leader_tls, dataset, spec, out, sum_mode=sum_mode, union_pad_to=pad_to
+        )
         assert_same_release(out, report, centralized(dataset, spec))
         yield Recorded(fed, dataset, report, [h.name for h in fed.hops])
 
 
 @pytest.fixture(scope="module")
-def ring_session(tmp_path_factory: pytest.TempPathFactory,
-                 leak_data: Dataset) -> Iterator[Recorded]:
+def ring_session(
+    tmp_path_factory: pytest.TempPathFactory, leak_data: Dataset
+) -> Iterator[Recorded]:
     yield from _record(tmp_path_factory.mktemp("ring"), leak_data, "ring")
 
 
 @pytest.fixture(scope="module")
-def pairwise_session(tmp_path_factory: pytest.TempPathFactory,
-                     leak_data: Dataset) -> Iterator[Recorded]:
+def pairwise_session(
+    tmp_path_factory: pytest.TempPathFactory, leak_data: Dataset
+) -> Iterator[Recorded]:
     yield from _record(tmp_path_factory.mktemp("pairwise"), leak_data, "pairwise", PAD_TO)
 
 
@@ -209,8 +222,11 @@ def _check_leader_messages(rec: Recorded) -> None:
         assert len({len(item) for item in batch.items}) <= 1, "ciphertext sizes differ"
     secrets = secrets_of(rec.fed, rec.dataset)
     assert_no_secret(items, secrets, "union batches received by the leader")
-    assert_no_secret([r.message.SerializeToString() for r in received],
-                     private_secrets(secrets, rec.dataset), "messages received by the leader")
+    assert_no_secret(
+        [r.message.SerializeToString() for r in received],
+        private_secrets(secrets, rec.dataset),
+        "messages received by the leader",
+    )
 
 
 def test_ring_leader_receives_only_masked_sums_and_ciphertexts(ring_session: Recorded) -> None:
@@ -233,7 +249,7 @@ def test_ring_leader_receives_only_masked_sums_and_ciphertexts(ring_session: Rec
         masked = (words(first.partial) + total).astype("<u8")
         for plain in (total.astype("<u8"), masked):
             assert plain.tobytes()[:16] not in sealed, f"iteration {t}: a sum in clear"
-        pooled.append(np.frombuffer(sealed[12:12 + 8 * total.size], dtype="<u8"))
+        pooled.append(np.frombuffer(sealed[12 : 12 + 8 * total.size], dtype="<u8"))
     pooled_words = np.concatenate(pooled)
     assert pooled_words.size >= 2000, "too few words for a meaningful uniformity test"
     assert looks_uniform(pooled_words)
@@ -247,8 +263,9 @@ def _collect_batch_sizes(rec: Recorded) -> dict[str | None, int]:
     return {r.peer: len(r.message.items) for r in replies[:-1]}
 
 
-def test_union_pad_to_hides_each_partys_record_count(ring_session: Recorded,
-                                                     pairwise_session: Recorded) -> None:
+def test_union_pad_to_hides_each_partys_record_count(
+    ring_session: Recorded, pairwise_session: Recorded
+) -> None:
     """Unpadded, the leader sees each hospital's record count in its COLLECT batch (as
     docs/leakage.md says); with [union] pad_to every batch has exactly pad_to items, and the
     release is still the centralized one (asserted when the session was recorded)."""
@@ -297,8 +314,9 @@ def _check_party_messages(rec: Recorded) -> None:
             assert isinstance(r.message, allowed[r.method])
             if r.kind == "reply":
                 assert r.peer == rec.ring[i + 1]
-            elif r.method == "Sum" or (r.method == "Union" and r.message.phase ==
-                                       pb.UNION_PHASE_STRIP):
+            elif r.method == "Sum" or (
+                r.method == "Union" and r.message.phase == pb.UNION_PHASE_STRIP
+            ):
                 expected = LEADER_NAME if i == 0 else rec.ring[i - 1]
                 if r.method == "Sum" and rec.report["sum_mode"] == "pairwise":
                     expected = LEADER_NAME
@@ -308,8 +326,11 @@ def _check_party_messages(rec: Recorded) -> None:
         items = union_items(received)
         assert len(items) >= len(rec.dataset.table), f"{name} saw no union batch"
         assert_no_secret(items, secrets, f"union items received by {name}")
-        assert_no_secret([r.message.SerializeToString() for r in received],
-                         private_secrets(secrets, rec.dataset), f"messages received by {name}")
+        assert_no_secret(
+            [r.message.SerializeToString() for r in received],
+            private_secrets(secrets, rec.dataset),
+            f"messages received by {name}",
+        )
 
 
 def test_ring_parties_receive_only_masked_partial_sums(ring_session: Recorded) -> None:
@@ -328,8 +349,9 @@ def test_ring_parties_receive_only_masked_partial_sums(ring_session: Recorded) -
             partial = words(requests[t].partial)
             local = fed.contributions.get(name, t)
             plain = np.zeros_like(local) if prefix is None else prefix
-            assert not np.any(partial == plain), \
+            assert not np.any(partial == plain), (
                 f"{name} received plain prefix-sum elements at iteration {t}"
+            )
             for other in ring:
                 if other != name:
                     assert not np.any(partial == fed.contributions.get(other, t))
@@ -340,12 +362,14 @@ def test_ring_parties_receive_only_masked_partial_sums(ring_session: Recorded) -
             if i + 1 < len(ring):
                 # What comes back is the last party's sealed total: no vector at all.
                 back = replies[t].message
-                assert [f.name for f, _ in back.ListFields()] == ["sealed_total"], \
+                assert [f.name for f, _ in back.ListFields()] == ["sealed_total"], (
                     f"{name} received more than a sealed total"
+                )
             else:
                 assert not replies
-        assert all(np.array_equal(m, round_masks[0]) for m in round_masks), \
+        assert all(np.array_equal(m, round_masks[0]) for m in round_masks), (
             "the partial sums are not masked by one round mask"
+        )
         masks.append(round_masks[0])
     for s in range(len(masks)):
         for t in range(s):
@@ -377,8 +401,7 @@ def test_pairwise_parties_receive_nothing_from_each_other(pairwise_session: Reco
         requests = fed.log.of(role=name, method="Sum", kind="request")
         assert len(requests) == pairwise_session.report["iterations"]
         assert all(r.peer == LEADER_NAME for r in requests)
-        assert all(r.message.partial.length == 0 and not r.message.partial.data
-                   for r in requests)
+        assert all(r.message.partial.length == 0 and not r.message.partial.data for r in requests)
         assert not fed.log.of(role=name, method="Sum", kind="reply")
 
 
@@ -391,8 +414,12 @@ def test_instructions_carry_only_the_cut_decision(ring_session: Recorded) -> Non
     assert not requests[0].message.HasField("instruction")
     for r in requests[1:]:
         ins = r.message.instruction
-        assert set(f.name for f, _ in ins.ListFields()) <= {"attr", "node", "nonempty",
-                                                            "nonempty_bits"}
+        assert set(f.name for f, _ in ins.ListFields()) <= {
+            "attr",
+            "node",
+            "nonempty",
+            "nonempty_bits",
+        }
         assert len(ins.nonempty) == -(-ins.nonempty_bits // 8)
         assert words(r.message.partial).size % (layout.slots * layout.channels) == 0
 
@@ -404,7 +431,6 @@ def test_secret_scan_detects_a_planted_value(ring_session: Recorded) -> None:
     secrets = secrets_of(ring_session.fed, ring_session.dataset)
     patient = next(s for s in secrets if s.startswith(b"P0"))
     record = max(secrets, key=len)
-    for planted in (patient + items[0], items[1][:40] + record + items[1][40:],
-                    items[2] + patient):
+    for planted in (patient + items[0], items[1][:40] + record + items[1][40:], items[2] + patient):
         with pytest.raises(AssertionError, match="in clear"):
             assert_no_secret([*items[3:50], planted], secrets, "planted")

@@ -176,9 +176,7 @@ def shuffle_runs(tmp_path_factory: pytest.TempPathFactory, view_data: Dataset) -
     return _record(tmp_path_factory.mktemp("shuffle-views"), view_data, "ring", 0, "shuffle")
 
 
-def _assert_same_view(
-    runs: Runs, role: str, features: Callable[[Run], dict], what: str
-) -> None:
+def _assert_same_view(runs: Runs, role: str, features: Callable[[Run], dict], what: str) -> None:
     """Every mask-free quantity `role` computes in run A is the same in its run B; and for a
     party, none of them is a sum of other parties' statistics (a trade between the two others
     leaves their sum unchanged, so this second check covers it)."""

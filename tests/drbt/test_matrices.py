@@ -102,6 +102,4 @@ def test_small_sparse_matrices_have_full_rank(d: int, k: int) -> None:
     # Without the whole-matrix redraw, two equal or opposite columns turn up within a few dozen
     # draws at these sizes (a 4 -> 2 release once had att1 == att2).
     rng = np.random.default_rng(d * 10 + k)
-    assert all(
-        np.linalg.matrix_rank(random_matrix(d, k, "sparse", rng)) == k for _ in range(500)
-    )
+    assert all(np.linalg.matrix_rank(random_matrix(d, k, "sparse", rng)) == k for _ in range(500))

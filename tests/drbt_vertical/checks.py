@@ -24,8 +24,9 @@ def read_release(path: Path) -> pd.DataFrame:
     return pd.read_csv(path, dtype={"token": str})
 
 
-def check_release(path: Path, table: pd.DataFrame, id_column: str, parties: int,
-                  clusters: int) -> pd.DataFrame:
+def check_release(
+    path: Path, table: pd.DataFrame, id_column: str, parties: int, clusters: int
+) -> pd.DataFrame:
     """m rows; token, p1..p{sum k_i}, cluster; tokens opaque; labels in 0..K-1."""
     release = read_release(path)
     d = table.shape[1] - 1
@@ -43,16 +44,23 @@ def check_release(path: Path, table: pd.DataFrame, id_column: str, parties: int,
     return release
 
 
-def centralized_reference(table: pd.DataFrame, id_column: str, clusters: int,
-                          seed: int = 0) -> np.ndarray:
+def centralized_reference(
+    table: pd.DataFrame, id_column: str, clusters: int, seed: int = 0
+) -> np.ndarray:
     """K-means (10 restarts) on the z-scored original attributes."""
     original = table.drop(columns=[id_column]).to_numpy(dtype=float)
-    return kmeans(zscore_population(original), clusters, np.random.default_rng(seed),
-                  n_init=10).labels
+    return kmeans(
+        zscore_population(original), clusters, np.random.default_rng(seed), n_init=10
+    ).labels
 
 
-def check_assignments(directories: list[Path], table: pd.DataFrame, id_column: str,
-                      release: pd.DataFrame, truth: np.ndarray) -> pd.Series:
+def check_assignments(
+    directories: list[Path],
+    table: pd.DataFrame,
+    id_column: str,
+    release: pd.DataFrame,
+    truth: np.ndarray,
+) -> pd.Series:
     """Each party wrote one (id, cluster) file for every object; the same labels everywhere,
     the same partition sizes as the release, and the true clusters recovered.
 
@@ -70,21 +78,23 @@ def check_assignments(directories: list[Path], table: pd.DataFrame, id_column: s
     for other in frames[1:]:
         assert other.loc[first.index].tolist() == first.tolist()
     assert sorted(np.bincount(first.to_numpy())) == sorted(
-        np.bincount(release["cluster"].to_numpy()))
+        np.bincount(release["cluster"].to_numpy())
+    )
     true_of = dict(zip(table[id_column].astype(str), truth, strict=True))
-    assert overall_f_measure(np.array([true_of[i] for i in first.index]),
-                             first.to_numpy()) > 0.9
+    assert overall_f_measure(np.array([true_of[i] for i in first.index]), first.to_numpy()) > 0.9
     return first
 
 
-def f_vs_centralized(labels: pd.Series, table: pd.DataFrame, id_column: str,
-                     clusters: int) -> float:
+def f_vs_centralized(
+    labels: pd.Series, table: pd.DataFrame, id_column: str, clusters: int
+) -> float:
     """Overall F of the leader's labels (by id) against K-means on the original table.
 
     Linked by id, not by release row: the release's row order carries no promise.
     """
-    reference = pd.Series(centralized_reference(table, id_column, clusters),
-                          index=table[id_column].astype(str))
+    reference = pd.Series(
+        centralized_reference(table, id_column, clusters), index=table[id_column].astype(str)
+    )
     return overall_f_measure(reference.loc[labels.index].to_numpy(), labels.to_numpy())
 
 

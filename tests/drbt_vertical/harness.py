@@ -56,8 +56,14 @@ PROTOCOL_METHODS = {"OpenSession", "Ids", "Project", "Assign", "End"}
 
 
 # ------------------------------------------------------------------------------ data helpers
-def clustered_table(m: int = 300, d: int = 12, clusters: int = 3, seed: int = 0,
-                    gap: float = 8.0, id_column: str = "pid") -> tuple[pd.DataFrame, np.ndarray]:
+def clustered_table(
+    m: int = 300,
+    d: int = 12,
+    clusters: int = 3,
+    seed: int = 0,
+    gap: float = 8.0,
+    id_column: str = "pid",
+) -> tuple[pd.DataFrame, np.ndarray]:
     """m x d Gaussian blobs (unit noise) whose centres are >= `gap` apart in *every* attribute.
 
     Separation in every attribute keeps the clusters apart after any projection of a party's
@@ -119,9 +125,13 @@ class WireLog:
     def protocol(self, party: str | None = None, method: str | None = None) -> list[Call]:
         """The DRBT protocol calls (health checks left out)."""
         with self.lock:
-            return [c for c in self.calls if c.method in PROTOCOL_METHODS
-                    and (party is None or c.party == party)
-                    and (method is None or c.method == method)]
+            return [
+                c
+                for c in self.calls
+                if c.method in PROTOCOL_METHODS
+                and (party is None or c.party == party)
+                and (method is None or c.method == method)
+            ]
 
     def messages(self) -> list[bytes]:
         """Every serialized message that crossed the wire, both directions."""
@@ -138,17 +148,32 @@ class WireRecorder(UnaryServerRecorder):
         self.party = party
         self.log = log
 
-    def around(self, method: str, request: Any, context: grpc.ServicerContext,
-               inner: Callable[[Any, grpc.ServicerContext], Any]) -> Any:
+    def around(
+        self,
+        method: str,
+        request: Any,
+        context: grpc.ServicerContext,
+        inner: Callable[[Any, grpc.ServicerContext], Any],
+    ) -> Any:
         caller = peer_name(context)
         try:
             response = inner(request, context)
         except BaseException:
-            self.log.add(Call(self.party, method, caller, request.SerializeToString(),
-                              None, request, None))
+            self.log.add(
+                Call(self.party, method, caller, request.SerializeToString(), None, request, None)
+            )
             raise
-        self.log.add(Call(self.party, method, caller, request.SerializeToString(),
-                          response.SerializeToString(), request, response))
+        self.log.add(
+            Call(
+                self.party,
+                method,
+                caller,
+                request.SerializeToString(),
+                response.SerializeToString(),
+                request,
+                response,
+            )
+        )
         return response
 
 
@@ -165,8 +190,9 @@ class _HopRecorder(grpc.UnaryUnaryClientInterceptor):
 
 def _hop_channel_factory(party: str, log: WireLog) -> Callable[..., grpc.Channel]:
     def factory(address: str, expected_name: str, tls: TLSFiles | None) -> grpc.Channel:
-        return grpc.intercept_channel(make_channel(address, expected_name, tls),
-                                      _HopRecorder(party, log))
+        return grpc.intercept_channel(
+            make_channel(address, expected_name, tls), _HopRecorder(party, log)
+        )
 
     return factory
 
@@ -209,8 +235,9 @@ def record_projections(monkeypatch: pytest.MonkeyPatch) -> Projections:
         assert len(local.matrices) <= 1, "Project drew more than one matrix"
         matrix = local.matrices[0] if local.matrices else np.empty((0, 0))
         with store.lock:
-            store.items.append(Projection(tuple(self.attributes), matrix,
-                                          np.array(block, copy=True)))
+            store.items.append(
+                Projection(tuple(self.attributes), matrix, np.array(block, copy=True))
+            )
         return block
 
     monkeypatch.setattr(fedanon.algorithms.drbt.projection, "random_matrix", random_matrix)
@@ -235,15 +262,20 @@ class InProcessFederation:
 
 
 @contextlib.contextmanager
-def inprocess_federation(parts: list[pd.DataFrame], workdir: Path,
-                         monkeypatch: pytest.MonkeyPatch) -> Iterator[InProcessFederation]:
+def inprocess_federation(
+    parts: list[pd.DataFrame], workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[InProcessFederation]:
     """One recorded in-process party server per part (mutual TLS, names hospital-1..n)."""
     log = WireLog()
     projections = record_projections(monkeypatch)
     with inprocess_parties(
-        parts, workdir, monkeypatch, ca_name="fedanon drbt test CA",
+        parts,
+        workdir,
+        monkeypatch,
+        ca_name="fedanon drbt test CA",
         server_interceptor=lambda name: WireRecorder(name, log),
         hop_channel_factory=lambda name: _hop_channel_factory(name, log),
     ) as started:
-        yield InProcessFederation(workdir, started.hops, started.leader_tls, log, projections,
-                                  started.servicers)
+        yield InProcessFederation(
+            workdir, started.hops, started.leader_tls, log, projections, started.servicers
+        )

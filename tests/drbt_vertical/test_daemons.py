@@ -36,8 +36,9 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.mark.parametrize("parties", [1, 2, 3, 4])
-def test_sim_drbt_over_daemons(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                               capsys: pytest.CaptureFixture, parties: int) -> None:
+def test_sim_drbt_over_daemons(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture, parties: int
+) -> None:
     """`fedanon sim drbt` with real daemons: release shape, tokens, files at every party, F."""
     table, truth = clustered_table(m=300, d=12, seed=10 + parties)
     data = tmp_path / "blobs.csv"
@@ -47,16 +48,39 @@ def test_sim_drbt_over_daemons(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 
     @contextlib.contextmanager
     def keep_workdir(parts, taxonomy, secure=True, workdir=None, rpc_seconds=60.0):
-        with real(parts, taxonomy, secure=secure, workdir=tmp_path / "fed",
-                  rpc_seconds=rpc_seconds) as fed:
+        with real(
+            parts, taxonomy, secure=secure, workdir=tmp_path / "fed", rpc_seconds=rpc_seconds
+        ) as fed:
             feds.append(fed)
             yield fed
 
     monkeypatch.setattr(fedanon.leader.sim, "federation", keep_workdir)
     out = tmp_path / "release.csv"
-    assert main(["sim", "drbt", "--parties", str(parties), "--data", str(data), "--id", "pid",
-                 "--matrix", "sparse", "--clusters", "3", "--send-assignment", "--seed", "3",
-                 "--out", str(out), "--json"]) == 0
+    assert (
+        main(
+            [
+                "sim",
+                "drbt",
+                "--parties",
+                str(parties),
+                "--data",
+                str(data),
+                "--id",
+                "pid",
+                "--matrix",
+                "sparse",
+                "--clusters",
+                "3",
+                "--send-assignment",
+                "--seed",
+                "3",
+                "--out",
+                str(out),
+                "--json",
+            ]
+        )
+        == 0
+    )
     printed = json.loads(capsys.readouterr().out)
     (fed,) = feds
     assert all(d.process is not None and d.process.poll() is not None for d in fed.daemons)
@@ -77,10 +101,30 @@ def test_console_script(tmp_path: Path) -> None:
     table.drop(columns=["pid"]).to_csv(data, index=False)  # no --id: row numbers are added
     out, report = tmp_path / "release.csv", tmp_path / "report.json"
     fedanon = Path(sys.executable).with_name("fedanon")
-    done = subprocess.run([str(fedanon), "sim", "drbt", "--parties", "3", "--data", str(data),
-                           "--k-dims", "2", "--clusters", "3", "--out", str(out),
-                           "--report", str(report), "--json"],
-                          capture_output=True, text=True, timeout=300, check=False)
+    done = subprocess.run(
+        [
+            str(fedanon),
+            "sim",
+            "drbt",
+            "--parties",
+            "3",
+            "--data",
+            str(data),
+            "--k-dims",
+            "2",
+            "--clusters",
+            "3",
+            "--out",
+            str(out),
+            "--report",
+            str(report),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     printed = json.loads(done.stdout)
     assert printed["dimensions"] == 6  # k_i = 2 for each of 3 parties
@@ -100,8 +144,14 @@ def test_missing_ids_abort_over_daemons(tmp_path: Path) -> None:
     parts[1] = parts[1].drop(index=list(np.random.default_rng(0).choice(300, 7, replace=False)))
     out, report = tmp_path / "release.csv", tmp_path / "report.json"
     with federation(parts, None, secure=True, workdir=tmp_path / "fed") as fed:
-        job = DRBTLeaderJob(parties=fed.hops, tls=fed.leader_tls, out=out, id_column="pid",
-                            send_assignment=True, report=report)
+        job = DRBTLeaderJob(
+            parties=fed.hops,
+            tls=fed.leader_tls,
+            out=out,
+            id_column="pid",
+            send_assignment=True,
+            report=report,
+        )
         with pytest.raises(FedanonError) as raised:
             run_drbt(job)
         assert str(raised.value) == "id list: party hospital-2 lacks 7 of 300 ids"
@@ -110,8 +160,12 @@ def test_missing_ids_abort_over_daemons(tmp_path: Path) -> None:
             assert state.session_id == ""
             assert "aborted: id list: party hospital-2 lacks 7 of 300 ids" in state.last_error
         # the daemons are still serving: a session without the short party works
-        healthy = DRBTLeaderJob(parties=[fed.hops[0], fed.hops[2]], tls=fed.leader_tls,
-                                out=tmp_path / "other.csv", id_column="pid")
+        healthy = DRBTLeaderJob(
+            parties=[fed.hops[0], fed.hops[2]],
+            tls=fed.leader_tls,
+            out=tmp_path / "other.csv",
+            id_column="pid",
+        )
         assert run_drbt(healthy)["objects"] == 300
     assert not out.exists() and not report.exists()
     assert not any((tmp_path / "fed" / f"hospital-{i}-out").exists() for i in (1, 2, 3))

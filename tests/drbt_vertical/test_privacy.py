@@ -52,8 +52,12 @@ CHESS = data_dir() / "fimi" / "chess.dat"
 requires_chess = pytest.mark.skipif(not CHESS.exists(), reason=f"{CHESS} not found")
 
 PARTY_RECEIVES: dict[str, type[Message]] = {
-    "OpenSession": pb.OpenSessionRequest, "Ids": pb.IdsRequest, "Project": pb.ProjectRequest,
-    "Assign": pb.AssignRequest, "End": pb.EndRequest}
+    "OpenSession": pb.OpenSessionRequest,
+    "Ids": pb.IdsRequest,
+    "Project": pb.ProjectRequest,
+    "Assign": pb.AssignRequest,
+    "End": pb.EndRequest,
+}
 FLOAT_TYPES = {FieldDescriptor.TYPE_DOUBLE, FieldDescriptor.TYPE_FLOAT, FieldDescriptor.TYPE_BYTES}
 
 
@@ -100,8 +104,9 @@ def scalar_fields(message: Message) -> list[tuple[str, int]]:
     return out
 
 
-def party_secrets(fed: InProcessFederation, parts: list[pd.DataFrame], ids: list[str]
-                  ) -> dict[str, dict[str, np.ndarray]]:
+def party_secrets(
+    fed: InProcessFederation, parts: list[pd.DataFrame], ids: list[str]
+) -> dict[str, dict[str, np.ndarray]]:
     """Per party: raw values (as the party parsed its text), z-scores, R entries, released."""
     recorded = fed.projections.by_attributes()
     out = {}
@@ -112,27 +117,37 @@ def party_secrets(fed: InProcessFederation, parts: list[pd.DataFrame], ids: list
         raw = np.array([[float(v) for v in text[c]] for c in attributes]).T
         common = pd.DataFrame(raw, index=text["pid"].astype(str)).loc[ids].to_numpy()
         projection = recorded[tuple(attributes)]
-        out[hop.name] = {"raw": secret_values(raw),
-                         "zscored": secret_values(zscore_population(common)),
-                         "matrix": secret_values(projection.matrix),
-                         "released": secret_values(projection.block)}
+        out[hop.name] = {
+            "raw": secret_values(raw),
+            "zscored": secret_values(zscore_population(common)),
+            "matrix": secret_values(projection.matrix),
+            "released": secret_values(projection.block),
+        }
     return out
 
 
-def run_recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, parts: list[pd.DataFrame],
-                 **job) -> tuple[InProcessFederation, dict]:
+def run_recorded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, parts: list[pd.DataFrame], **job
+) -> tuple[InProcessFederation, dict]:
     with inprocess_federation(parts, tmp_path / "fed", monkeypatch) as fed:
-        report = run_drbt(DRBTLeaderJob(parties=fed.hops, tls=fed.leader_tls,
-                                        out=tmp_path / "release.csv", id_column="pid",
-                                        send_assignment=True, **job))
+        report = run_drbt(
+            DRBTLeaderJob(
+                parties=fed.hops,
+                tls=fed.leader_tls,
+                out=tmp_path / "release.csv",
+                id_column="pid",
+                send_assignment=True,
+                **job,
+            )
+        )
     return fed, report
 
 
 # ------------------------------------------------------------------------------ wire tests
 @pytest.mark.parametrize(("parties", "matrix"), [(2, "sparse"), (3, "gaussian"), (4, "sparse")])
-def test_no_raw_value_zscore_or_matrix_entry_on_the_wire(tmp_path: Path,
-                                                          monkeypatch: pytest.MonkeyPatch,
-                                                          parties: int, matrix: str) -> None:
+def test_no_raw_value_zscore_or_matrix_entry_on_the_wire(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, parties: int, matrix: str
+) -> None:
     table, _ = clustered_table(m=240, d=12, seed=parties)
     parts = split_columns(table, parties, "pid")
     fed, _report = run_recorded(tmp_path, monkeypatch, parts, matrix=matrix, clusters=3)
@@ -155,13 +170,17 @@ def test_no_raw_value_zscore_or_matrix_entry_on_the_wire(tmp_path: Path,
         assert sum(occurrences(m, released) for m in others) == 0
 
 
-def test_scanner_catches_a_party_that_sends_its_zscores(tmp_path: Path,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_scanner_catches_a_party_that_sends_its_zscores(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Positive control: a broken party whose 'projection' keeps k z-scored attributes."""
     import fedanon.party.drbt_session
 
-    monkeypatch.setattr(fedanon.party.drbt_session, "project_block",
-                        lambda block, k, matrix, rng, rescale=False: block[:, :k].copy())
+    monkeypatch.setattr(
+        fedanon.party.drbt_session,
+        "project_block",
+        lambda block, k, matrix, rng, rescale=False: block[:, :k].copy(),
+    )
     table, _ = clustered_table(m=240, d=8, seed=2)
     parts = split_columns(table, 2, "pid")
     fed, _report = run_recorded(tmp_path, monkeypatch, parts, clusters=3)
@@ -173,8 +192,9 @@ def test_scanner_catches_a_party_that_sends_its_zscores(tmp_path: Path,
         assert occurrences(call.response, secrets[hop.name]["raw"]) == 0
 
 
-def test_parties_receive_only_ids_and_cluster_labels(tmp_path: Path,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_parties_receive_only_ids_and_cluster_labels(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Party i never receives anything derived from party j's block: its requests carry the
     job, the ring, party 1's id list and K-means labels - no float, no bytes field at all."""
     table, _ = clustered_table(m=200, d=12, seed=8)
@@ -194,9 +214,16 @@ def test_parties_receive_only_ids_and_cluster_labels(tmp_path: Path,
             request = PARTY_RECEIVES[call.method].FromString(call.request)
             for field, kind in scalar_fields(request):
                 assert kind not in FLOAT_TYPES, f"{hop.name} received {call.method}.{field}"
-            others = secret_values(np.concatenate([
-                s[k] for n, s in secrets.items() if n != hop.name
-                for k in ("raw", "zscored", "matrix", "released")]))
+            others = secret_values(
+                np.concatenate(
+                    [
+                        s[k]
+                        for n, s in secrets.items()
+                        if n != hop.name
+                        for k in ("raw", "zscored", "matrix", "released")
+                    ]
+                )
+            )
             assert occurrences(call.request, others) == 0
         id_calls = [c.request_message for c in calls if c.method == "Ids"]
         assert list(id_calls[-1].ids) == ids
@@ -207,8 +234,9 @@ def test_parties_receive_only_ids_and_cluster_labels(tmp_path: Path,
         assert list(opened.ring) == [h.name for h in fed.hops]
     # what the leader receives: attribute names, ids only from party 1, the projected blocks
     for index, hop in enumerate(fed.hops):
-        replies = {c.method: c.response_message for c in fed.log.protocol(hop.name)
-                   if c.method != "Ids"}
+        replies = {
+            c.method: c.response_message for c in fed.log.protocol(hop.name) if c.method != "Ids"
+        }
         assert list(replies["OpenSession"].attributes) == list(parts[index].columns[1:])
         id_replies = [c.response_message for c in fed.log.protocol(hop.name, "Ids")]
         sent_ids = [i for r in id_replies for i in r.ids]
@@ -218,8 +246,9 @@ def test_parties_receive_only_ids_and_cluster_labels(tmp_path: Path,
         assert (block.rows, block.cols) == (200, default_k(len(parts[index].columns) - 1))
 
 
-def test_party_refuses_a_second_projection_in_one_session(tmp_path: Path,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_party_refuses_a_second_projection_in_one_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """KNOWN FAILURE (bug report: party/drbt_session.py, DRBTSession.project).
 
     Each Project draws a fresh R, and nothing stops a leader from asking twice: with k_i >=
@@ -229,18 +258,19 @@ def test_party_refuses_a_second_projection_in_one_session(tmp_path: Path,
     per agreed id list.
     """
     table, _ = clustered_table(m=50, d=6)
-    with inprocess_federation(split_columns(table, 1, "pid"), tmp_path / "fed",
-                              monkeypatch) as fed:
+    with inprocess_federation(split_columns(table, 1, "pid"), tmp_path / "fed", monkeypatch) as fed:
         hop = fed.hops[0]
         channel = make_channel(hop.address, hop.name, fed.leader_tls)
         stub = pb_grpc.PartyStub(channel)
         ref = pb.SessionRef(session_id="cd" * 16)
         try:
-            stub.OpenSession(pb.OpenSessionRequest(
-                ref=ref, drbt=pb.DRBTJob(id_column="pid", matrix="sparse"), ring=[hop.name]),
-                timeout=10)
-            assert stub.Ids(pb.IdsRequest(ref=ref, ids=list(table["pid"])),
-                            timeout=10).missing == 0
+            stub.OpenSession(
+                pb.OpenSessionRequest(
+                    ref=ref, drbt=pb.DRBTJob(id_column="pid", matrix="sparse"), ring=[hop.name]
+                ),
+                timeout=10,
+            )
+            assert stub.Ids(pb.IdsRequest(ref=ref, ids=list(table["pid"])), timeout=10).missing == 0
             first = stub.Project(pb.ProjectRequest(ref=ref), timeout=10)
             assert (first.block.rows, first.block.cols) == (50, 3)
             with pytest.raises(grpc.RpcError) as refused:
@@ -251,8 +281,9 @@ def test_party_refuses_a_second_projection_in_one_session(tmp_path: Path,
             channel.close()
 
 
-def test_release_row_order_does_not_follow_the_id_list(tmp_path: Path,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_release_row_order_does_not_follow_the_id_list(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """KNOWN FAILURE (bug report: leader/drbt.py, run_drbt, release construction).
 
     The release replaces ids by random tokens, but writes the rows in id-list order (the
@@ -268,8 +299,10 @@ def test_release_row_order_does_not_follow_the_id_list(tmp_path: Path,
     first = fed.projections.by_attributes()[tuple(parts[0].columns[1:])].block  # id-list order
     k1 = first.shape[1]
     position = {tuple(np.round(row, 9)): i for i, row in enumerate(first)}
-    linked = [position[tuple(np.round(row, 9))]
-              for row in release[[f"p{j + 1}" for j in range(k1)]].to_numpy()]
+    linked = [
+        position[tuple(np.round(row, 9))]
+        for row in release[[f"p{j + 1}" for j in range(k1)]].to_numpy()
+    ]
     assert sorted(linked) == list(range(300))
     in_place = sum(i == j for i, j in enumerate(linked))
     assert in_place < 30, f"{in_place} of 300 released rows sit at their object's id position"
@@ -292,9 +325,9 @@ def test_correlation_detector_flags_a_copied_attribute() -> None:
 
 @requires_chess
 @pytest.mark.parametrize("parties", [1, 2, 3, 4])
-def test_released_columns_are_not_raw_chess_attributes(tmp_path: Path,
-                                                       monkeypatch: pytest.MonkeyPatch,
-                                                       parties: int) -> None:
+def test_released_columns_are_not_raw_chess_attributes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, parties: int
+) -> None:
     """No released column has |correlation| > 0.99 with any raw Chess attribute (any party).
 
     Chess read as the thesis did (3196 x 37 numeric rows); three sessions per party count, a
@@ -310,8 +343,16 @@ def test_released_columns_are_not_raw_chess_attributes(tmp_path: Path,
     with inprocess_federation(parts, tmp_path / "fed", monkeypatch) as fed:
         for trial in range(3):
             out = tmp_path / f"release-{trial}.csv"
-            report = run_drbt(DRBTLeaderJob(parties=fed.hops, tls=fed.leader_tls, out=out,
-                                            id_column="pid", clusters=3, seed=trial))
+            report = run_drbt(
+                DRBTLeaderJob(
+                    parties=fed.hops,
+                    tls=fed.leader_tls,
+                    out=out,
+                    id_column="pid",
+                    clusters=3,
+                    seed=trial,
+                )
+            )
             assert report["objects"] == 3196
             released = pd.read_csv(out).filter(regex=r"^p\d+$").to_numpy()
             assert released.shape[1] == sum(default_k(p.shape[1] - 1) for p in parts)

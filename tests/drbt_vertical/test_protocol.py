@@ -41,7 +41,7 @@ def block_diag(*matrices: np.ndarray) -> np.ndarray:
     out = np.zeros((sum(m.shape[0] for m in matrices), sum(m.shape[1] for m in matrices)))
     r = c = 0
     for m in matrices:
-        out[r:r + m.shape[0], c:c + m.shape[1]] = m
+        out[r : r + m.shape[0], c : c + m.shape[1]] = m
         r, c = r + m.shape[0], c + m.shape[1]
     return out
 
@@ -62,17 +62,39 @@ def use_inprocess_federation(monkeypatch: pytest.MonkeyPatch, root: Path) -> lis
 
 
 @pytest.mark.parametrize("parties", [1, 2, 3, 4])
-def test_sim_drbt_happy_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                             capsys: pytest.CaptureFixture, parties: int) -> None:
+def test_sim_drbt_happy_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture, parties: int
+) -> None:
     """`fedanon sim drbt` (CLI code path, in-process servers): release, assignments, F > 0.9."""
     table, truth = clustered_table(m=300, d=12, seed=parties)
     data = tmp_path / "blobs.csv"
     table.to_csv(data, index=False)
     started = use_inprocess_federation(monkeypatch, tmp_path / "fed")
     out, report_path = tmp_path / "release.csv", tmp_path / "report.json"
-    code = main(["sim", "drbt", "--parties", str(parties), "--data", str(data), "--id", "pid",
-                 "--matrix", "sparse", "--clusters", "3", "--send-assignment", "--seed", "7",
-                 "--out", str(out), "--report", str(report_path), "--json"])
+    code = main(
+        [
+            "sim",
+            "drbt",
+            "--parties",
+            str(parties),
+            "--data",
+            str(data),
+            "--id",
+            "pid",
+            "--matrix",
+            "sparse",
+            "--clusters",
+            "3",
+            "--send-assignment",
+            "--seed",
+            "7",
+            "--out",
+            str(out),
+            "--report",
+            str(report_path),
+            "--json",
+        ]
+    )
     assert code == 0
     printed = json.loads(capsys.readouterr().out)
     assert len(started) == 1
@@ -81,18 +103,21 @@ def test_sim_drbt_happy_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     release = check_release(out, table, "pid", parties, clusters=3)
     assert printed["objects"] == 300
     assert printed["dimensions"] == expected_dimensions(12, parties)
-    assert [p["kept_dimensions"] for p in printed["parties"].values()] == \
-        [default_k(len(b)) for b in np.array_split(np.arange(12), parties)]
+    assert [p["kept_dimensions"] for p in printed["parties"].values()] == [
+        default_k(len(b)) for b in np.array_split(np.arange(12), parties)
+    ]
     assert json.loads(report_path.read_text())["session_id"] == printed["session_id"]
 
     assert printed["f_measure_vs_centralized_original"] > 0.9  # the CLI's own figure
-    labels = check_assignments([fed.output_dir(h.name) for h in fed.hops], table, "pid",
-                               release, truth)
+    labels = check_assignments(
+        [fed.output_dir(h.name) for h in fed.hops], table, "pid", release, truth
+    )
     assert f_vs_centralized(labels, table, "pid", 3) > 0.9
 
 
-def test_release_is_D_times_block_diagonal_R(tmp_path: Path,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_release_is_D_times_block_diagonal_R(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Joined release == [Z_1 ... Z_p] @ blockdiag(R_1..R_p), Z_i z-scored per party.
 
     The parties hold their rows in different orders, and party 2 holds 40 extra objects (with
@@ -109,8 +134,11 @@ def test_release_is_D_times_block_diagonal_R(tmp_path: Path,
     parts[2] = parts[2].iloc[rng.permutation(250)]
     out = tmp_path / "release.csv"
     with inprocess_federation(parts, tmp_path / "fed", monkeypatch) as fed:
-        report = run_drbt(DRBTLeaderJob(parties=fed.hops, tls=fed.leader_tls, out=out,
-                                        id_column="pid", clusters=3, seed=1))
+        report = run_drbt(
+            DRBTLeaderJob(
+                parties=fed.hops, tls=fed.leader_tls, out=out, id_column="pid", clusters=3, seed=1
+            )
+        )
     by_attributes = fed.projections.by_attributes()
     assert len(by_attributes) == 3
     blocks, matrices = [], []
@@ -128,14 +156,16 @@ def test_release_is_D_times_block_diagonal_R(tmp_path: Path,
     assert report["dimensions"] == sum(m.shape[1] for m in matrices) == 2 + 2 + 2  # d_i = 4, 4, 3
     # a z-score of party 2 over all its 290 rows would not match
     own = parts[1].set_index("pid")
-    skewed = ((own.loc[table["pid"]].to_numpy() - own.to_numpy().mean(0)) / own.to_numpy().std(0))
-    assert not np.allclose(np.hstack([blocks[0], skewed, blocks[2]]) @ block_diag(*matrices),
-                           expected, atol=1e-3)
+    skewed = (own.loc[table["pid"]].to_numpy() - own.to_numpy().mean(0)) / own.to_numpy().std(0)
+    assert not np.allclose(
+        np.hstack([blocks[0], skewed, blocks[2]]) @ block_diag(*matrices), expected, atol=1e-3
+    )
 
 
 @pytest.mark.parametrize("drop", [{1: 7}, {1: 7, 2: 3}])
-def test_missing_ids_abort_with_counts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                       drop: dict[int, int]) -> None:
+def test_missing_ids_abort_with_counts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, drop: dict[int, int]
+) -> None:
     """A party lacking ids aborts the session: counts per party, no output, parties reset."""
     table, _ = clustered_table(m=300, d=9)
     parts = split_columns(table, 3, "pid")
@@ -145,12 +175,19 @@ def test_missing_ids_abort_with_counts(tmp_path: Path, monkeypatch: pytest.Monke
         parts[index] = parts[index].drop(index=parts[index].index[gone])
     out, report = tmp_path / "release.csv", tmp_path / "report.json"
     with inprocess_federation(parts, tmp_path / "fed", monkeypatch) as fed:
-        job = DRBTLeaderJob(parties=fed.hops, tls=fed.leader_tls, out=out, id_column="pid",
-                            send_assignment=True, report=report)
+        job = DRBTLeaderJob(
+            parties=fed.hops,
+            tls=fed.leader_tls,
+            out=out,
+            id_column="pid",
+            send_assignment=True,
+            report=report,
+        )
         with pytest.raises(FedanonError) as raised:
             run_drbt(job)
-        counts = ", ".join(f"party hospital-{i + 1} lacks {c} of 300 ids"
-                           for i, c in sorted(drop.items()))
+        counts = ", ".join(
+            f"party hospital-{i + 1} lacks {c} of 300 ids" for i, c in sorted(drop.items())
+        )
         assert str(raised.value) == f"id list: {counts}"
         assert not out.exists() and not report.exists()
         assert not list(tmp_path.glob("release*"))
@@ -170,16 +207,20 @@ def test_missing_ids_abort_with_counts(tmp_path: Path, monkeypatch: pytest.Monke
         assert out.exists()
 
 
-def test_k_equal_to_d_refused_through_the_protocol(tmp_path: Path,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_k_equal_to_d_refused_through_the_protocol(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     table, _ = clustered_table(m=100, d=8)
     out = tmp_path / "release.csv"
-    with inprocess_federation(split_columns(table, 2, "pid"), tmp_path / "fed",
-                              monkeypatch) as fed:
-        job = DRBTLeaderJob(parties=fed.hops, tls=fed.leader_tls, out=out, id_column="pid",
-                            k_dims=4)
-        with pytest.raises(FedanonError, match=r"party hospital-1: k = 4 with d = 4 attributes "
-                                               r"is a rotation, not a reduction"):
+    with inprocess_federation(split_columns(table, 2, "pid"), tmp_path / "fed", monkeypatch) as fed:
+        job = DRBTLeaderJob(
+            parties=fed.hops, tls=fed.leader_tls, out=out, id_column="pid", k_dims=4
+        )
+        with pytest.raises(
+            FedanonError,
+            match=r"party hospital-1: k = 4 with d = 4 attributes "
+            r"is a rotation, not a reduction",
+        ):
             run_drbt(job)
         assert not out.exists()
         assert fed.projections.items == []
@@ -193,40 +234,46 @@ def test_overlapping_attributes_refused(tmp_path: Path, monkeypatch: pytest.Monk
     out = tmp_path / "release.csv"
     with inprocess_federation(parts, tmp_path / "fed", monkeypatch) as fed:
         with pytest.raises(FedanonError, match="'a2' is held by both hospital-1 and hospital-2"):
-            run_drbt(DRBTLeaderJob(parties=fed.hops, tls=fed.leader_tls, out=out,
-                                   id_column="pid"))
+            run_drbt(DRBTLeaderJob(parties=fed.hops, tls=fed.leader_tls, out=out, id_column="pid"))
         assert fed.log.protocol(method="Ids") == []
     assert not out.exists()
 
 
 def test_no_assignment_unless_asked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     table, _ = clustered_table(m=60, d=4)
-    with inprocess_federation(split_columns(table, 2, "pid"), tmp_path / "fed",
-                              monkeypatch) as fed:
-        run_drbt(DRBTLeaderJob(parties=fed.hops, tls=fed.leader_tls, out=tmp_path / "r.csv",
-                               id_column="pid", send_assignment=False))
+    with inprocess_federation(split_columns(table, 2, "pid"), tmp_path / "fed", monkeypatch) as fed:
+        run_drbt(
+            DRBTLeaderJob(
+                parties=fed.hops,
+                tls=fed.leader_tls,
+                out=tmp_path / "r.csv",
+                id_column="pid",
+                send_assignment=False,
+            )
+        )
         assert fed.log.protocol(method="Assign") == []
         assert not any(fed.output_dir(h.name).exists() for h in fed.hops)
 
 
-def test_leader_run_with_a_drbt_job_toml(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                         capsys: pytest.CaptureFixture) -> None:
+def test_leader_run_with_a_drbt_job_toml(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
     """`fedanon leader run --config job.toml` with a [drbt] section (the documented config)."""
     table, truth = clustered_table(m=200, d=6, seed=11)
-    with inprocess_federation(split_columns(table, 2, "pid"), tmp_path / "fed",
-                              monkeypatch) as fed:
+    with inprocess_federation(split_columns(table, 2, "pid"), tmp_path / "fed", monkeypatch) as fed:
         certs = fed.workdir / "certs"
-        parties = "\n".join(f'[[parties]]\nname = "{h.name}"\naddress = "{h.address}"'
-                            for h in fed.hops)
+        parties = "\n".join(
+            f'[[parties]]\nname = "{h.name}"\naddress = "{h.address}"' for h in fed.hops
+        )
         (tmp_path / "job.toml").write_text(
             f'name = "leader"\nout = "release.csv"\nreport = "report.json"\n'
             f'[drbt]\nid_column = "pid"\nmatrix = "gaussian"\nclusters = 3\n'
-            f'send_assignment = true\n{parties}\n'
+            f"send_assignment = true\n{parties}\n"
             f'[tls]\nca = "{certs / "ca.crt"}"\ncert = "{certs / "leader.crt"}"\n'
-            f'key = "{certs / "leader.key"}"\n')
+            f'key = "{certs / "leader.key"}"\n'
+        )
         assert main(["leader", "run", "--config", str(tmp_path / "job.toml"), "--json"]) == 0
         printed = json.loads(capsys.readouterr().out)
         assert printed["matrix"] == "gaussian" and printed["dimensions"] == 4
         release = check_release(tmp_path / "release.csv", table, "pid", 2, clusters=3)
-        check_assignments([fed.output_dir(h.name) for h in fed.hops], table, "pid", release,
-                          truth)
+        check_assignments([fed.output_dir(h.name) for h in fed.hops], table, "pid", release, truth)

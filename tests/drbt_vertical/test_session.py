@@ -51,8 +51,9 @@ def test_k_not_below_d_is_refused(k: int) -> None:
 
 
 @pytest.mark.parametrize("matrix", ["sparse", "gaussian"])
-def test_projection_is_zscore_over_common_ids_times_R(monkeypatch: pytest.MonkeyPatch,
-                                                       matrix: str) -> None:
+def test_projection_is_zscore_over_common_ids_times_R(
+    monkeypatch: pytest.MonkeyPatch, matrix: str
+) -> None:
     """The party's block: rows in the leader's order, z-scored over the common ids only.
 
     The party holds 60 extra objects the leader never lists, with values 50 standard deviations
@@ -81,8 +82,9 @@ def test_projection_is_zscore_over_common_ids_times_R(monkeypatch: pytest.Monkey
     np.testing.assert_allclose(released, zscore_population(D) @ R, rtol=1e-10, atol=1e-12)
     # the same matrix applied to a z-score over all 260 rows gives something else
     everything = held.set_index("pid").loc[leader_order].to_numpy()
-    wrong = ((everything - held.iloc[:, 1:].to_numpy().mean(0))
-             / held.iloc[:, 1:].to_numpy().std(0)) @ R
+    wrong = (
+        (everything - held.iloc[:, 1:].to_numpy().mean(0)) / held.iloc[:, 1:].to_numpy().std(0)
+    ) @ R
     assert not np.allclose(released, wrong, atol=1e-3)
 
 
@@ -98,8 +100,9 @@ def test_sparse_matrix_entries_follow_achlioptas(monkeypatch: pytest.MonkeyPatch
         R = recorded.matrix
         nnz = np.count_nonzero(R, axis=0)
         assert (nnz >= 2).all()
-        np.testing.assert_allclose(np.abs(R[R != 0]),
-                                   np.broadcast_to(1 / np.sqrt(nnz), R.shape)[R != 0])
+        np.testing.assert_allclose(
+            np.abs(R[R != 0]), np.broadcast_to(1 / np.sqrt(nnz), R.shape)[R != 0]
+        )
     # fresh matrix every projection (from the cryptographic seed)
     assert len({r.matrix.tobytes() for r in projections.items}) == 20
 

@@ -68,7 +68,16 @@ def test_anonymize_with_budget_then_check_with_budget(tmp_path: Path) -> None:
     assert json.loads(report.read_text())["suppression"]["suppressed_records"] == 1
     assert list(pd.read_csv(out, dtype=str)["city"]).count("ANY") == 1
     base: list[str | Path] = [
-        "check", "lkc", "--data", out, "--taxonomy", taxonomy, "--L", "all", "--K", "3"
+        "check",
+        "lkc",
+        "--data",
+        out,
+        "--taxonomy",
+        taxonomy,
+        "--L",
+        "all",
+        "--K",
+        "3",
     ]
     assert run_cli(*base).code == 1
     checked = run_cli(*base, "--suppress", "1/12", "--json")

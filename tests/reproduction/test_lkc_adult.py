@@ -56,8 +56,10 @@ def test_adult_has_paper_size(adult):
     assert len(table) == 45_222
     schema = make_schema()
     assert len(schema.qids) == 13 and "martial-status" not in schema.qids
-    assert {str(s) for s in schema.sensitive} == {"martial-status=Divorced",
-                                                   "martial-status=Separated"}
+    assert {str(s) for s in schema.sensitive} == {
+        "martial-status=Divorced",
+        "martial-status=Separated",
+    }
 
 
 def test_baselines_match_paper(enforced):

@@ -100,9 +100,7 @@ class LKCResult:
     discernibility_ratio: float
     suppressed: int = 0
     suppression_budget: int = 0
-    suppressed_partitions: np.ndarray = field(
-        default_factory=lambda: np.zeros(0, dtype=np.int64)
-    )
+    suppressed_partitions: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
 
 @dataclass
@@ -225,8 +223,12 @@ class LKCEngine:
             if self.suppress:
                 lay = self.layout
                 contrib = kept_discernibility_reduction(
-                    self.stats.data[rows, 0, :], self._slots(attr)[rows], self.params.K,
-                    self.params.C, 1 + lay.n_class, lay.n_sensitive,
+                    self.stats.data[rows, 0, :],
+                    self._slots(attr)[rows],
+                    self.params.K,
+                    self.params.C,
+                    1 + lay.n_class,
+                    lay.n_sensitive,
                 )
             else:
                 contrib = discernibility_reduction(sizes, self._slots(attr)[rows, :, 0])
@@ -246,8 +248,12 @@ class LKCEngine:
             if attr == skip_attr:
                 continue
             delta = suppression_deltas(
-                own, self._slots(attr)[rows], self.params.K, self.params.C,
-                1 + lay.n_class, lay.n_sensitive,
+                own,
+                self._slots(attr)[rows],
+                self.params.K,
+                self.params.C,
+                1 + lay.n_class,
+                lay.n_sensitive,
             )
             nodes, inverse = np.unique(self.table.keys[rows, attr], return_inverse=True)
             sums = np.bincount(inverse, weights=delta.astype(np.float64)).astype(np.int64)
@@ -261,7 +267,10 @@ class LKCEngine:
         live = self.table.live_indices()
         lay = self.layout
         bad = violating(
-            self.stats.data[live, 0, :], self.params.K, self.params.C, 1 + lay.n_class,
+            self.stats.data[live, 0, :],
+            self.params.K,
+            self.params.C,
+            1 + lay.n_class,
             lay.n_sensitive,
         )
         return live[bad]

@@ -174,5 +174,6 @@ class LocalParty:
         for a, tax in enumerate(self.schema.taxonomies):
             label_codes, labels = pd.factorize(pd.Index(tax.labels))
             columns[tax.attribute] = pd.Categorical.from_codes(
-                label_codes[keys[:, a]], categories=labels)
+                label_codes[keys[:, a]], categories=labels
+            )
         return pd.DataFrame(columns, index=table.index)

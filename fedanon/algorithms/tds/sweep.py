@@ -70,14 +70,27 @@ def sweep(
             seconds = time.perf_counter() - began
             released = release.table
             utility = evaluate_release(
-                raw_train, raw_test, released.iloc[:train_rows], released.iloc[train_rows:],
-                class_column, schema.qids, numeric, baseline=base)
-            row: dict[str, Any] = {"L": L, "K": K, "C": C, **utility,
-                                   "specializations": release.report["specializations"],
-                                   "seconds": round(seconds, 3)}
+                raw_train,
+                raw_test,
+                released.iloc[:train_rows],
+                released.iloc[train_rows:],
+                class_column,
+                schema.qids,
+                numeric,
+                baseline=base,
+            )
+            row: dict[str, Any] = {
+                "L": L,
+                "K": K,
+                "C": C,
+                **utility,
+                "specializations": release.report["specializations"],
+                "seconds": round(seconds, 3),
+            }
             if check:
-                row["checker_ok"] = check_lkc(released, schema.qids, sensitive_map(schema),
-                                              L, K, C).ok
+                row["checker_ok"] = check_lkc(
+                    released, schema.qids, sensitive_map(schema), L, K, C
+                ).ok
             rows.append(row)
             if on_row is not None:
                 on_row(row)

@@ -40,8 +40,16 @@ def verified_release(release: LKCRelease, schema: Schema, params: LKCParams) -> 
     if isinstance(suppression, dict) and suppression.get("mode") == "root":
         suppressed = {t.attribute: t.labels[t.root] for t in schema.taxonomies}
         budget = int(suppression["budget_records"])
-    check = check_lkc(table, schema.qids, sensitive, params.L, params.K, params.C,
-                      suppressed=suppressed, max_suppressed=budget)
+    check = check_lkc(
+        table,
+        schema.qids,
+        sensitive,
+        params.L,
+        params.K,
+        params.C,
+        suppressed=suppressed,
+        max_suppressed=budget,
+    )
     if not check.ok:
         raise FedanonError(f"the release fails LKC-privacy ({check.worst}); nothing written")
     report = {**release.report, "privacy_check": check.to_dict()}
