@@ -10,7 +10,6 @@ failure or Ctrl-C.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import shutil
 import signal
@@ -36,6 +35,7 @@ from fedanon.errors import FedanonError
 from fedanon.federation.tls import TLSFiles
 from fedanon.federation.transport import make_channel
 from fedanon.party.config import Hop
+from fedanon.party.daemon import DIE_WITH_PARENT
 from fedanon.taxonomy.files import TaxonomyFile
 from fedanon.text import as_text
 
@@ -108,13 +108,6 @@ def free_ports(count: int) -> list[int]:
     return ports
 
 
-def _die_with_parent() -> None:
-    """In the child: receive SIGKILL when the parent dies, so no daemon outlives the sim."""
-    libc = ctypes.CDLL("libc.so.6", use_errno=True)
-    pr_set_pdeathsig = 1
-    libc.prctl(pr_set_pdeathsig, signal.SIGKILL)
-
-
 @dataclass
 class Daemon:
     name: str
@@ -164,8 +157,7 @@ class Federation:
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
-            preexec_fn=_die_with_parent,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env={**os.environ, "PYTHONUNBUFFERED": "1", DIE_WITH_PARENT: str(os.getpid())},
         )
         log.close()
 

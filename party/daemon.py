@@ -8,7 +8,9 @@ within a short grace period, then the port is released.
 
 from __future__ import annotations
 
+import ctypes
 import logging
+import os
 import signal
 import threading
 import time
@@ -124,8 +126,30 @@ def check_next_hop(config: PartyConfig) -> bool:
         channel.close()
 
 
+#: Set by a simulated federation to its own pid: the daemon dies with that process.
+DIE_WITH_PARENT = "FEDANON_DIE_WITH_PARENT"
+
+
+def tie_to_parent() -> None:
+    """With ``FEDANON_DIE_WITH_PARENT=<pid>``: receive SIGKILL when that parent dies.
+
+    The daemon asks for it itself, rather than the parent doing it between fork and exec
+    (``preexec_fn``): a parent that already holds gRPC channels must not run Python in a forked
+    child, where gRPC's fork handlers can fail on its epoll descriptors and kill the child. A
+    parent that died before the request is caught by comparing the parent pid afterwards.
+    """
+    wanted = os.environ.get(DIE_WITH_PARENT)
+    if not wanted:
+        return
+    pr_set_pdeathsig = 1
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
+    if str(os.getppid()) != wanted:
+        raise SystemExit(f"fedanon: the process that started this daemon ({wanted}) is gone")
+
+
 def serve(config: PartyConfig, grace_seconds: float = 5.0) -> None:
     """Run the daemon until SIGTERM/SIGINT; in-flight calls get `grace_seconds` to finish."""
+    tie_to_parent()
     server, port, servicer = build_server(config)
     server.start()
     config.union_parallelism.start()  # its fork server boots now, not during a session's union

@@ -47,7 +47,8 @@ def run_demo(args: argparse.Namespace) -> int:
         raise FedanonError("the demo runs at least 3 hospitals")
     outputs = CommandOutputs()
     out_dir = outputs.claim_directory("--out-dir", args.out_dir)
-    names = ("hospital-input.csv", "release.csv", "report.json")
+    # The taxonomy goes beside the table so the release can be checked and re-run from demo/.
+    names = ("hospital-input.csv", "hospital.toml", "release.csv", "report.json")
     for name in names:
         outputs.claim("--out-dir", out_dir / name)
     with (
@@ -76,6 +77,7 @@ def _run_demo(args: argparse.Namespace, scratch: Path, release_name: Path) -> tu
     table = generate_hospital(args.rows, args.seed).astype(str)
     table.to_csv(scratch / "hospital-input.csv", index=False)
     taxonomy_path = hospital_taxonomy_path()
+    shutil.copyfile(taxonomy_path, scratch / "hospital.toml")
     taxonomy = load_taxonomy(taxonomy_path)
     lkc = {"L": args.L, "K": args.K, "C": args.C, "drop": ["patient_id"]}
     spec = spec_from_table(lkc, taxonomy, "demo")

@@ -172,7 +172,7 @@ def test_budget_first_performs_what_suppresses_nothing(case, score):
 
 def test_job_spec_carries_the_budget_to_the_parties():
     """job.toml's [lkc] suppress/suppressed survive the wire and enter the fingerprint."""
-    from fedanon.algorithms.tds.jobspec import LKCJobSpec
+    from fedanon.federation.lkc_job import lkc_job_from_proto, lkc_job_to_proto
     from fedanon.leader.config import spec_from_table
     from fedanon.taxonomy.files import TaxonomyFile
 
@@ -186,11 +186,11 @@ def test_job_spec_carries_the_budget_to_the_parties():
         "suppressed": "drop",
     }
     spec = spec_from_table(section, taxonomy, "test")
-    back = LKCJobSpec.from_proto(spec.to_proto())
+    back = lkc_job_from_proto(lkc_job_to_proto(spec))
     assert (back.suppress, back.suppressed_mode) == (Fraction(1, 50), "drop")
     assert "suppress:1/50,drop" in back.fingerprint_items(schema)
-    plain = LKCJobSpec.from_proto(
-        spec_from_table({**section, "suppress": None}, taxonomy, "test").to_proto()
+    plain = lkc_job_from_proto(
+        lkc_job_to_proto(spec_from_table({**section, "suppress": None}, taxonomy, "test"))
     )
     assert plain.suppress == 0
     assert not any(i.startswith("suppress:") for i in plain.fingerprint_items(schema))
