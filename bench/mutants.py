@@ -35,6 +35,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))  # run as a script: make `tools` importable
+
+from tools.layout import namespaced_folders  # noqa: E402
+
 MUTANT_DIR = REPO / "bench" / "mutants"
 ID_FORM = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 PYTEST_ARGS = ["-q", "-x", "-p", "no:randomly", "-p", "no:cacheprovider", "-n", "0"]
@@ -136,6 +140,10 @@ def copy_repository(destination: Path) -> None:
         if source.is_file():  # deleted but not yet staged files are listed too
             (destination / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, destination / name)
+    # Laid out as installed: `fedanon.party` must resolve to the copy's party/ (through the
+    # copy's fedanon/ on PYTHONPATH), not to the editable install's mapping onto the real tree.
+    for folder in namespaced_folders():
+        (destination / "fedanon" / folder).symlink_to(Path("..") / folder, target_is_directory=True)
 
 
 def run_tests(copy: Path, tests: tuple[str, ...], timeout: float) -> PytestRun:

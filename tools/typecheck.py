@@ -4,14 +4,14 @@ setup.py installs ``crypto/``, ``party/``, ``leader/``, ``protos/`` and ``federa
 ``fedanon.<name>`` through ``package_dir``. An editable install resolves those names with an
 import hook that mypy cannot see, so mypy run on the repository finds no ``fedanon.crypto``.
 This script copies the sources into a temporary view laid out as installed (``fedanon/crypto``
-and so on, plus ``bench/`` and ``tests/``) and runs mypy there with the project's configuration;
-error paths are relative to that view (``fedanon/crypto/tls.py`` is ``crypto/tls.py``).
+and so on, plus ``bench/``, ``tests/`` and ``tools/``) and runs mypy there with the project's
+configuration; error paths are relative to that view (``fedanon/crypto/tls.py`` is
+``crypto/tls.py``).
 Extra arguments go to mypy.
 """
 
 from __future__ import annotations
 
-import ast
 import shutil
 import subprocess
 import sys
@@ -19,16 +19,9 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # run as a script: make `tools` importable
 
-
-def namespaced_folders() -> tuple[str, ...]:
-    """The ``NAMESPACED`` tuple of setup.py (read, not imported: setup.py runs setup())."""
-    for node in ast.parse((ROOT / "setup.py").read_text(encoding="utf-8")).body:
-        if isinstance(node, ast.Assign) and any(
-            isinstance(t, ast.Name) and t.id == "NAMESPACED" for t in node.targets
-        ):
-            return tuple(ast.literal_eval(node.value))
-    raise SystemExit("setup.py defines no NAMESPACED tuple")
+from tools.layout import namespaced_folders  # noqa: E402
 
 
 def main() -> int:
@@ -38,7 +31,7 @@ def main() -> int:
         shutil.copytree(ROOT / "fedanon", view / "fedanon", ignore=ignore)
         for name in namespaced_folders():
             shutil.copytree(ROOT / name, view / "fedanon" / name, ignore=ignore)
-        for name in ("bench", "tests"):
+        for name in ("bench", "tests", "tools"):
             shutil.copytree(ROOT / name, view / name, ignore=ignore)
         command = [
             sys.executable, "-m", "mypy",

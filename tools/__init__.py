@@ -1,0 +1,1 @@
+"""Developer tools: the installed layout, type checking, import rewrites."""
