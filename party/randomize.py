@@ -120,18 +120,6 @@ class RandomizeSession(SessionBase):
         64 KiB for the rest of the message (bitmap, ids, probabilities)."""
         return 8 * sum(len(domain) for domain in self.spec.domains) + (1 << 16)
 
-    def check_ref(self, ref: pb.SessionRef, iteration: int | None = None) -> None:
-        if ref.session_id != self.session_id:
-            raise ProtocolError(
-                f"message for session {ref.session_id[:12]} but the open "
-                f"session is {self.session_id[:12]}"
-            )
-        want = self.next_iteration if iteration is None else iteration
-        if ref.iteration != want:
-            raise ProtocolError(
-                f"stale or out-of-order iteration {ref.iteration} (expected {want})"
-            )
-
     def contribution(self, request: pb.SumRequest) -> np.ndarray:
         """The secure sum's input: this party's histograms (iteration 0 only, no instruction)."""
         self.check_ref(request.ref, SUM_ROUND)

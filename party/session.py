@@ -30,7 +30,7 @@ class ProtocolError(FedanonError):
 
 
 class SessionBase:
-    """What every kind of session has: an id, a lease clock and traffic counters.
+    """What every kind of session has: an id, a lease clock, traffic counters, the ref check.
 
     ``touch`` renews the lease (the session's leader, or in the ring its predecessor, was just
     heard); ``idle_for`` is how long ago that was, which the servicer compares with the lease.
@@ -49,6 +49,19 @@ class SessionBase:
 
     def idle_for(self) -> float:
         return time.monotonic() - self.last_seen
+
+    def check_ref(self, ref: pb.SessionRef, iteration: int | None = None) -> None:
+        """Reject a message for another session or an unexpected iteration."""
+        if ref.session_id != self.session_id:
+            raise ProtocolError(
+                f"message for session {ref.session_id[:12]} but the open session is "
+                f"{self.session_id[:12]}"
+            )
+        want = self.next_iteration if iteration is None else iteration
+        if ref.iteration != want:
+            raise ProtocolError(
+                f"stale or out-of-order iteration {ref.iteration} (expected {want})"
+            )
 
 
 class PartySession(SessionBase):
@@ -121,19 +134,6 @@ class PartySession(SessionBase):
             if (wanted >= partitions.size).any() or not partitions.alive[wanted].all():
                 raise ProtocolError("a suppressed partition is not a group of the final cut")
         return self.local.generalized_table(wanted, self.spec.suppressed_mode == "drop")
-
-    def check_ref(self, ref: pb.SessionRef, iteration: int | None = None) -> None:
-        """Reject a message for another session or an unexpected iteration."""
-        if ref.session_id != self.session_id:
-            raise ProtocolError(
-                f"message for session {ref.session_id[:12]} but the open session is "
-                f"{self.session_id[:12]}"
-            )
-        want = self.next_iteration if iteration is None else iteration
-        if ref.iteration != want:
-            raise ProtocolError(
-                f"stale or out-of-order iteration {ref.iteration} (expected {want})"
-            )
 
     def contribution(self, request: pb.SumRequest) -> np.ndarray:
         """Apply the request's instruction (if any) and return the local statistics vector."""
