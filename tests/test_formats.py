@@ -11,7 +11,7 @@ import pytest
 
 from fedanon.errors import FedanonError
 from fedanon.readers.table_io import input_delimiter, read_table, require_columns, write_table
-from tests.clirun import run_cli
+from tests.clirun import CliResult, run_cli
 
 TAXONOMY = """\
 qids = ["sex", "zip"]
@@ -89,50 +89,22 @@ def semicolon_table(tmp_path: Path) -> tuple[Path, Path]:
     return data, taxonomy
 
 
+def _anonymize_semicolons(data: Path, taxonomy: Path, out: Path, *extra: str) -> CliResult:
+    """`anonymize lkc` of the semicolon table at L=2, K=5, C=1 into `out`."""
+    job: list[str | Path] = ["anonymize", "lkc", "--data", data, "--taxonomy", taxonomy]
+    return run_cli(*job, "--L", "2", "--K", "5", "--C", "1", "--out", out, *extra, "--quiet")
+
+
 def test_anonymize_keeps_the_input_delimiter(tmp_path: Path, semicolon_table) -> None:
     data, taxonomy = semicolon_table
     out = tmp_path / "out.csv"
-    result = run_cli(
-        "anonymize",
-        "lkc",
-        "--data",
-        data,
-        "--taxonomy",
-        taxonomy,
-        "--L",
-        "2",
-        "--K",
-        "5",
-        "--C",
-        "1",
-        "--out",
-        out,
-        "--quiet",
-    )
+    result = _anonymize_semicolons(data, taxonomy, out)
     assert result.code == 0, result.err
     lines = out.read_text(encoding="utf-8").splitlines()
     assert lines[0] == "sex;zip;note" and len(lines) == 41
     assert all(line.count(";") == 2 for line in lines)
     told = tmp_path / "comma.csv"
-    result = run_cli(
-        "anonymize",
-        "lkc",
-        "--data",
-        data,
-        "--taxonomy",
-        taxonomy,
-        "--L",
-        "2",
-        "--K",
-        "5",
-        "--C",
-        "1",
-        "--out",
-        told,
-        "--out-delimiter",
-        ",",
-        "--quiet",
-    )
+    result = _anonymize_semicolons(data, taxonomy, told, "--out-delimiter", ",")
     assert result.code == 0, result.err
     assert told.read_text(encoding="utf-8").splitlines()[0] == "sex,zip,note"
 
