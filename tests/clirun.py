@@ -38,3 +38,43 @@ def lkc_options(data: str | Path, taxonomy: str | Path, K: int = 4) -> list[str]
         *("--data", str(data), "--taxonomy", str(taxonomy)),
         *("--L", "2", "--K", str(K), "--C", "0.5"),
     ]
+
+
+# The small hospital-like job most CLI tests run: two QIDs (a numeric and a categorical
+# taxonomy), HIV as the sensitive value in one row of ten, a binary class.
+TAXONOMY = """
+qids = ["age", "job"]
+[sensitive]
+disease = ["HIV"]
+[class]
+column = "outcome"
+values = ["no", "yes"]
+[attributes.age]
+kind = "numeric"
+tree = \"\"\"
+[0, 100)
+  [0, 50)
+  [50, 100)
+\"\"\"
+[attributes.job]
+kind = "categorical"
+tree = \"\"\"
+Any
+  Blue
+    Janitor
+    Mover
+  White
+    Clerk
+    Lawyer
+\"\"\"
+"""
+
+
+def small_table(rows: int = 40) -> str:
+    """`rows` records for TAXONOMY: pid, age, job, disease (HIV in 1 of 10), outcome."""
+    jobs = ["Janitor", "Mover", "Clerk", "Lawyer"]
+    lines = ["pid,age,job,disease,outcome"]
+    for i in range(rows):
+        disease = "HIV" if i % 10 == 0 else "Flu"
+        lines.append(f"{i},{(i * 7) % 100},{jobs[i % 4]},{disease},{'yes' if i % 3 else 'no'}")
+    return "\n".join(lines) + "\n"

@@ -10,41 +10,7 @@ from pathlib import Path
 
 import pytest
 
-TAXONOMY = """
-qids = ["age", "job"]
-[sensitive]
-disease = ["HIV"]
-[class]
-column = "outcome"
-values = ["no", "yes"]
-[attributes.age]
-kind = "numeric"
-tree = \"\"\"
-[0, 100)
-  [0, 50)
-  [50, 100)
-\"\"\"
-[attributes.job]
-kind = "categorical"
-tree = \"\"\"
-Any
-  Blue
-    Janitor
-    Mover
-  White
-    Clerk
-    Lawyer
-\"\"\"
-"""
-
-
-def _table(rows: int = 40) -> str:
-    jobs = ["Janitor", "Mover", "Clerk", "Lawyer"]
-    lines = ["pid,age,job,disease,outcome"]
-    for i in range(rows):
-        disease = "HIV" if i % 10 == 0 else "Flu"
-        lines.append(f"{i},{(i * 7) % 100},{jobs[i % 4]},{disease},{'yes' if i % 3 else 'no'}")
-    return "\n".join(lines) + "\n"
+from tests.clirun import TAXONOMY, small_table
 
 
 @pytest.fixture
@@ -52,7 +18,7 @@ def files(tmp_path: Path) -> dict[str, Path]:
     taxonomy = tmp_path / "taxonomy.toml"
     taxonomy.write_text(TAXONOMY, encoding="utf-8")
     data = tmp_path / "data.csv"
-    data.write_text(_table(), encoding="utf-8")
+    data.write_text(small_table(), encoding="utf-8")
     return {"taxonomy": taxonomy, "data": data, "out": tmp_path / "out.csv"}
 
 
@@ -123,14 +89,14 @@ def test_missing_file(files, tmp_path):
 
 def test_wrong_delimiter(files, tmp_path):
     semi = tmp_path / "semi.csv"
-    semi.write_text(_table().replace(",", ";"), encoding="utf-8")
+    semi.write_text(small_table().replace(",", ";"), encoding="utf-8")
     done = _anonymize(files, "--L", "2", "--K", "2", "--C", "1", "--delimiter", ",", data=semi)
     _expect_error(done, files, "looks ';'-separated")  # detected without --delimiter
 
 
 def test_unknown_value(files, tmp_path):
     bad = tmp_path / "bad.csv"
-    bad.write_text(_table().replace("Lawyer", "Pilot", 1), encoding="utf-8")
+    bad.write_text(small_table().replace("Lawyer", "Pilot", 1), encoding="utf-8")
     done = _anonymize(files, "--L", "2", "--K", "2", "--C", "1", data=bad)
     _expect_error(done, files, "'Pilot'")
     assert "row 4" in done.stderr and "job" in done.stderr
@@ -138,7 +104,7 @@ def test_unknown_value(files, tmp_path):
 
 def test_missing_column(files, tmp_path):
     bad = tmp_path / "bad.csv"
-    bad.write_text(_table().replace("job", "occupation", 1), encoding="utf-8")
+    bad.write_text(small_table().replace("job", "occupation", 1), encoding="utf-8")
     done = _anonymize(files, "--L", "2", "--K", "2", "--C", "1", data=bad)
     _expect_error(done, files, "'job'")
 
@@ -162,7 +128,7 @@ def test_empty_table(files, tmp_path):
 
 def test_non_numeric_value_in_numeric_qid(files, tmp_path):
     bad = tmp_path / "bad.csv"
-    bad.write_text(_table().replace("\n5,35,", "\n5,thirty,", 1), encoding="utf-8")
+    bad.write_text(small_table().replace("\n5,35,", "\n5,thirty,", 1), encoding="utf-8")
     done = _anonymize(files, "--L", "2", "--K", "2", "--C", "1", data=bad)
     _expect_error(done, files, "'thirty'")
     assert "not a number" in done.stderr

@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 from fedanon.errors import FedanonError
 from fedanon.models.lkc import parse_confidence
 from fedanon.schema import parse_confidence_bound
+from tests.clirun import TAXONOMY, small_table
 
 from .clirun import run_cli
-from .test_cli_anonymize import TAXONOMY, _table
 from .test_cli_output_safety import NUMERIC, snapshot
 
 BAD_C = ["nan", "NaN", "inf", "-inf", "abc", "1/0", "0", "-0.2", "1.5", "", "20", "0x1", "1e400"]
@@ -27,7 +27,7 @@ BAD_C = ["nan", "NaN", "inf", "-inf", "abc", "1/0", "0", "-0.2", "1.5", "", "20"
 @pytest.fixture
 def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (tmp_path / "taxonomy.toml").write_text(TAXONOMY, encoding="utf-8")
-    (tmp_path / "data.csv").write_text(_table(), encoding="utf-8")
+    (tmp_path / "data.csv").write_text(small_table(), encoding="utf-8")
     (tmp_path / "numbers.csv").write_text(NUMERIC, encoding="utf-8")
     (tmp_path / "random.hchy").write_bytes(bytes(range(256)) * 3)
     monkeypatch.chdir(tmp_path)

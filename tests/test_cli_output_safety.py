@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from fedanon import outputs as outputs_module
+from tests.clirun import TAXONOMY, small_table
 
 from .clirun import lkc_options, run_cli
-from .test_cli_anonymize import TAXONOMY, _table
 
 NUMERIC = "a,b,c,d\n" + "".join(f"{i},{(i * 7) % 11},{(i * 3) % 5},{i % 4}\n" for i in range(30))
 
@@ -37,7 +37,7 @@ def snapshot(directory: Path) -> dict[str, bytes | str]:
 @pytest.fixture
 def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (tmp_path / "taxonomy.toml").write_text(TAXONOMY, encoding="utf-8")
-    (tmp_path / "data.csv").write_text(_table(), encoding="utf-8")
+    (tmp_path / "data.csv").write_text(small_table(), encoding="utf-8")
     (tmp_path / "numbers.csv").write_text(NUMERIC, encoding="utf-8")
     (tmp_path / "sub").mkdir()
     monkeypatch.chdir(tmp_path)

@@ -18,9 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fedanon.cli.main import build_parser
+from tests.clirun import TAXONOMY, small_table
 
 from .clirun import run_cli
-from .test_cli_anonymize import TAXONOMY, _table
 from .test_cli_output_safety import NUMERIC, snapshot
 
 # Hostile values by the kind of argument they replace; each is an error for that kind.
@@ -281,7 +281,7 @@ def hostile_command(draw) -> list[str]:
 def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("hostile")
     (root / "taxonomy.toml").write_text(TAXONOMY, encoding="utf-8")
-    (root / "data.csv").write_text(_table(), encoding="utf-8")
+    (root / "data.csv").write_text(small_table(), encoding="utf-8")
     (root / "numbers.csv").write_text(NUMERIC, encoding="utf-8")
     (root / "log.dat").write_text("1 2 3\n1 2\n2 3\n1 2 4\n" * 5, encoding="utf-8")
     (root / "rules.txt").write_text("1 => 2\n", encoding="utf-8")

@@ -17,8 +17,9 @@ import sys
 import time
 from pathlib import Path
 
+from tests.clirun import TAXONOMY
+
 from .clirun import lkc_options
-from .test_cli_anonymize import TAXONOMY
 
 
 def open_when_read(fifo: Path, process: subprocess.Popen, seconds: float = 120) -> int:

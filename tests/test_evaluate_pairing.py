@@ -18,9 +18,9 @@ from fedanon.errors import FedanonError
 from fedanon.readers.table_io import read_table, write_table
 from fedanon.taxonomy.loader import load_taxonomy
 from fedanon.utility.pairing import release_in_raw_order
+from tests.clirun import TAXONOMY, small_table
 
 from .clirun import lkc_options, run_cli
-from .test_cli_anonymize import TAXONOMY, _table
 
 
 def _without_pid(csv: str) -> str:
@@ -32,7 +32,7 @@ def job(tmp_path: Path) -> dict[str, Path]:
     """A raw table, its taxonomy and its centralized release (same row order as the raw)."""
     (tmp_path / "taxonomy.toml").write_text(TAXONOMY, encoding="utf-8")
     raw = tmp_path / "raw.csv"
-    raw.write_text(_without_pid(_table(60)), encoding="utf-8")
+    raw.write_text(_without_pid(small_table(60)), encoding="utf-8")
     release = tmp_path / "release.csv"
     options = lkc_options(raw, tmp_path / "taxonomy.toml", K=5)
     done = run_cli("anonymize", "lkc", *options, "--out", release, "--quiet")
@@ -113,7 +113,7 @@ def test_release_that_cannot_be_paired_is_one_line_error(job, column, value, mes
 
 def test_release_of_another_table_is_refused(job, tmp_path):
     other = tmp_path / "other.csv"
-    other.write_text(_without_pid(_table(60)).replace(",Flu,", ",Cold,", 1), encoding="utf-8")
+    other.write_text(_without_pid(small_table(60)).replace(",Flu,", ",Cold,", 1), encoding="utf-8")
     with pytest.raises(FedanonError, match=re.escape("1 of 60 released rows")):
         release_in_raw_order(
             read_table(other),

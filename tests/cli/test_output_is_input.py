@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.clirun import TAXONOMY, small_table
+
 from ..clirun import run_cli
-from ..test_cli_anonymize import TAXONOMY, _table
 from ..test_cli_output_safety import NUMERIC, snapshot
 
 TABLE = ["--data", "data.csv"]
@@ -57,8 +58,8 @@ CASES = [
 @pytest.fixture
 def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (tmp_path / "taxonomy.toml").write_text(TAXONOMY, encoding="utf-8")
-    (tmp_path / "data.csv").write_text(_table(), encoding="utf-8")
-    (tmp_path / "other.csv").write_text(_table(), encoding="utf-8")
+    (tmp_path / "data.csv").write_text(small_table(), encoding="utf-8")
+    (tmp_path / "other.csv").write_text(small_table(), encoding="utf-8")
     (tmp_path / "numbers.csv").write_text(NUMERIC, encoding="utf-8")
     (tmp_path / "log.dat").write_text("1 2 3\n1 2\n2 3\n1 2 4\n" * 5, encoding="utf-8")
     (tmp_path / "rules.txt").write_text("1 => 2\n", encoding="utf-8")

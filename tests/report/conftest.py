@@ -7,34 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.clirun import CliResult, run_cli
-
-TAXONOMY = """
-qids = ["age", "job"]
-[sensitive]
-disease = ["HIV"]
-[class]
-column = "outcome"
-values = ["no", "yes"]
-[attributes.age]
-kind = "numeric"
-tree = \"\"\"
-[0, 100)
-  [0, 50)
-  [50, 100)
-\"\"\"
-[attributes.job]
-kind = "categorical"
-tree = \"\"\"
-Any
-  Blue
-    Janitor
-    Mover
-  White
-    Clerk
-    Lawyer
-\"\"\"
-"""
+from tests.clirun import TAXONOMY, CliResult, run_cli, small_table
 
 
 @dataclass
@@ -53,13 +26,8 @@ def write_inputs(tmp_path: Path, rows: int = 2400) -> tuple[Path, Path]:
     """A table large enough for thousands separators; HIV in 1 row of 10."""
     taxonomy = tmp_path / "taxonomy.toml"
     taxonomy.write_text(TAXONOMY, encoding="utf-8")
-    jobs = ["Janitor", "Mover", "Clerk", "Lawyer"]
-    lines = ["pid,age,job,disease,outcome"]
-    for i in range(rows):
-        disease = "HIV" if i % 10 == 0 else "Flu"
-        lines.append(f"{i},{(i * 7) % 100},{jobs[i % 4]},{disease},{'yes' if i % 3 else 'no'}")
     data = tmp_path / "data.csv"
-    data.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    data.write_text(small_table(rows), encoding="utf-8")
     return data, taxonomy
 
 
