@@ -18,13 +18,20 @@ from fedanon.algorithms.drbt.matrices import secure_rng
 from fedanon.algorithms.drbt.projection import project_block, zscore
 from fedanon.atomic import atomic_path
 from fedanon.errors import FedanonError
-from fedanon.party.session import SessionBase
+from fedanon.party.session_base import SessionBase
 from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.text import as_numbers, as_text
 
 
+def fingerprint_items(job: pb.DRBTJob) -> list[str]:
+    """The DRBT job's handshake fingerprint items (the leader computes the same from its job)."""
+    return [f"drbt:id={job.id_column},matrix={job.matrix},k={job.k_dims},rescale={job.rescale}"]
+
+
 class DRBTSession(SessionBase):
     """One DRBT session: ids, block, projection."""
+
+    kind = "drbt"
 
     def __init__(self, session_id: str, job: pb.DRBTJob, table: pd.DataFrame) -> None:
         if job.id_column not in table.columns:
@@ -51,10 +58,6 @@ class DRBTSession(SessionBase):
         self.order: np.ndarray | None = None
         self.projected = False
 
-    def fingerprint_items(self) -> list[str]:
-        job = self.job
-        return [f"drbt:id={job.id_column},matrix={job.matrix},k={job.k_dims},rescale={job.rescale}"]
-
     def common_ids(self, ids: list[str]) -> int:
         """Align the block with the leader's id list; return how many ids this party lacks."""
         index = {v: i for i, v in enumerate(self.ids)}
@@ -78,9 +81,9 @@ class DRBTSession(SessionBase):
         block = zscore(self.block[self.order], self.attributes)
         return project_block(block, self.k, self.job.matrix, secure_rng(), rescale=self.job.rescale)
 
-    def assign_request_limit(self) -> int:
+    def request_limit(self, method: str) -> int | None:
         """The largest ``AssignRequest``: a cluster (varint, at most 5 bytes) per common id."""
-        return 5 * len(self.ids) + (1 << 16)
+        return 5 * len(self.ids) + (1 << 16) if method == "Assign" else None
 
     def save_assignment(self, clusters: list[int], directory: Path) -> Path:
         """Write (id, cluster) for the common objects to the party's output directory."""

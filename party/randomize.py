@@ -1,15 +1,15 @@
-"""The party's side of a federated randomization job: its session and its two handlers.
+"""The party's side of a federated randomization job: its session and the job on the wire.
 
 Order inside one session (each step checks the session id and the iteration number):
 
 * OpenSession (iteration -): the job names the QIDs and their agreed domains; the party codes
   its table over them and refuses, naming the column, if a value lies outside its domain.
-* Sum (iteration 0, the servicer's ring or pairwise secure sum): the party contributes its
+* Sum (iteration 0, the session's ring or pairwise secure sum): the party contributes its
   per-QID histograms, concatenated; it never sends a count in the clear.
 * Randomize (iteration 1): the global marginals and attribute probabilities. The party derives
   the plan itself from the job and the marginals, refuses probabilities that differ, and
   randomizes its own rows with a generator keyed from ``secrets``.
-* Union (iteration 2, the servicer's secure set union) of the randomized rows, or nothing when
+* Union (iteration 2, the ring's secure set union) of the randomized rows, or nothing when
   the job keeps the records at the parties: then the randomized table is written to the
   party's output directory and the Union is refused.
 """
@@ -17,33 +17,20 @@ Order inside one session (each step checks the session id and the iteration numb
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-import grpc
 import numpy as np
 import pandas as pd
-from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from fedanon.algorithms.randomization.jobspec import RandomizeSpec, check_probabilities
 from fedanon.algorithms.randomization.leader_half import split_histograms
 from fedanon.algorithms.randomization.party_half import LocalRecords
 from fedanon.algorithms.randomization.sampler import make_rng
 from fedanon.atomic import atomic_path
-from fedanon.crypto.errors import CryptoError
-from fedanon.crypto.keyshare import ONION_UNION, PAIRWISE_SUM
-from fedanon.crypto.pairwise import PairwiseMasker
-from fedanon.crypto.sealed_total import SealedTotalChannel
 from fedanon.errors import FedanonError
-from fedanon.federation.keyshares import new_share
 from fedanon.federation.wire import from_vector
-from fedanon.fingerprint import fingerprint
-from fedanon.party.replay import AnswerOnce
-from fedanon.party.session import ProtocolError, SessionBase
-from fedanon.party.union import UnionRole
+from fedanon.party.errors import ProtocolError
+from fedanon.party.session_base import RingSession
 from fedanon.protos import fedanon_v1_pb2 as pb
-
-if TYPE_CHECKING:
-    from fedanon.party.servicer import PartyServicer
 
 # Iterations of a randomization session: the histogram sum, the randomization, the union.
 SUM_ROUND, RANDOMIZE_ROUND, UNION_ROUND = 0, 1, 2
@@ -78,8 +65,10 @@ def spec_from_proto(job: pb.RandomizeJob) -> RandomizeSpec:
     return spec
 
 
-class RandomizeSession(SessionBase):
+class RandomizeSession(RingSession):
     """One party's state for one randomization session (a ring session like LKC's)."""
+
+    kind = "randomize"
 
     def __init__(
         self,
@@ -90,35 +79,20 @@ class RandomizeSession(SessionBase):
         me: str,
         sum_mode: int,
     ) -> None:
-        if me not in ring:
-            raise FedanonError(f"this party ('{me}') is not in the session's ring {ring}")
-        super().__init__(session_id)
+        super().__init__(session_id, ring, me, sum_mode)
         self.spec = spec
         self.local = LocalRecords(table, spec.qids, spec.domains)
         self.released_columns = [str(c) for c in table.columns]
-        self.ring = ring
-        self.position = ring.index(me)
-        self.sum_mode = sum_mode
-        self.union: UnionRole
-        self.pairwise_key: X25519PrivateKey | None = None
-        self.masker: PairwiseMasker | None = None
-        self.answers = AnswerOnce(me)  # retried Sum and Union hops get the first answer
-        self.sealed_totals: SealedTotalChannel | None = None  # the last party's, ring mode
         self.randomized: pd.DataFrame | None = None
-
-    @property
-    def successor(self) -> str | None:
-        return self.ring[self.position + 1] if self.position + 1 < len(self.ring) else None
-
-    @property
-    def predecessor(self) -> str | None:
-        return self.ring[self.position - 1] if self.position > 0 else None
 
     def sum_request_limit(self) -> int:
         """The largest ``Sum`` (or ``Randomize``) request this job can need: one 8-byte count
         per value of every agreed domain (the histograms, or the global marginals), plus
         64 KiB for the rest of the message (bitmap, ids, probabilities)."""
         return 8 * sum(len(domain) for domain in self.spec.domains) + (1 << 16)
+
+    def request_limit(self, method: str) -> int | None:
+        return self.sum_request_limit() if method in ("Sum", "Randomize") else None
 
     def contribution(self, request: pb.SumRequest) -> np.ndarray:
         """The secure sum's input: this party's histograms (iteration 0 only, no instruction)."""
@@ -167,71 +141,3 @@ class RandomizeSession(SessionBase):
         with atomic_path(path) as tmp:
             self.randomized.to_csv(tmp, index=False)
         return path
-
-
-def open_session(
-    servicer: PartyServicer, request: pb.OpenSessionRequest, context: grpc.ServicerContext
-) -> pb.OpenSessionReply:
-    """Open a randomization session (the servicer holds its lock and has authorized the leader)."""
-    config = servicer.config
-    try:
-        spec = spec_from_proto(request.randomize)
-        ring = list(request.ring)
-        session = RandomizeSession(
-            request.ref.session_id, spec, servicer.table, ring, config.name, request.sum_mode
-        )
-        configured = config.next_hop.name if config.next_hop else None
-        if session.successor is not None and session.successor != configured:
-            raise FedanonError(
-                f"ring says the next hop is '{session.successor}' but this party "
-                f"is configured to forward to '{configured}'"
-            )
-    except (FedanonError, CryptoError) as exc:
-        servicer._fail(context, grpc.StatusCode.FAILED_PRECONDITION, str(exc))
-    sid = bytes.fromhex(session.session_id)
-    private, share = new_share(servicer.identity, config.name, "party", sid, ONION_UNION)
-    session.union = UnionRole(private, session.position, config.union_parallelism)
-    shares = [share]
-    if session.sum_mode == pb.SUM_MODE_PAIRWISE:
-        session.pairwise_key, pairwise = new_share(
-            servicer.identity, config.name, "party", sid, PAIRWISE_SUM
-        )
-        shares.append(pairwise)
-    servicer.session = session
-    servicer.sessions_served += 1
-    items = spec.fingerprint_items()
-    reply = pb.OpenSessionReply(
-        party=config.name,
-        fingerprint=fingerprint(items),
-        fingerprint_items=items,
-        columns=session.released_columns,
-        keys=shares,
-    )
-    session.bytes_received += request.ByteSize()
-    session.bytes_sent += reply.ByteSize()
-    return reply
-
-
-def randomize(
-    servicer: PartyServicer,
-    session: RandomizeSession,
-    request: pb.RandomizeRequest,
-    context: grpc.ServicerContext,
-) -> pb.RandomizeReply:
-    """Randomize this party's rows with the global marginals; keep them if the job says so."""
-    session.bytes_received += request.ByteSize()
-    try:
-        session.randomize(request)
-        if session.spec.keep_at_parties:
-            directory = servicer.config.output_dir or servicer.config.data.parent
-            session.save(directory)
-    except (FedanonError, CryptoError, ValueError) as exc:
-        code = (
-            grpc.StatusCode.FAILED_PRECONDITION
-            if isinstance(exc, ProtocolError)
-            else grpc.StatusCode.INVALID_ARGUMENT
-        )
-        servicer._fail(context, code, str(exc))
-    reply = pb.RandomizeReply()
-    session.bytes_sent += reply.ByteSize()
-    return reply

@@ -1,12 +1,18 @@
-"""The party daemon's gRPC servicer.
+"""The party daemon's gRPC servicer: a thin shell over one handler per job kind.
 
-Serves sessions one at a time. Before a handler runs, the gate (:mod:`fedanon.party.gate`) has
-checked
-the caller's certificate and the request's size against ``expected_peers`` and
-``request_limit`` below. Every handler then checks who is calling (the leader, or in the ring
+Serves sessions one at a time. Before a method runs, the gate (:mod:`fedanon.party.gate`) has
+checked the caller's certificate and the request's size against ``expected_peers`` and
+``request_limit`` below. Every method then checks who is calling (the leader, or in the ring
 the previous party: name AND role from the mutual-TLS certificate), then the session id and
 iteration. Errors end the call with a status whose message starts with ``party NAME:`` so the
 leader can name the party at fault even when the failure happened several hops down the ring.
+
+What the shell does for every job kind: authorization, the session slot and its lease, byte
+counting, the handshake reply (one fingerprint helper), forwarding to the next hop, ``End``,
+``Renew`` and ``Status``. What a job kind does is its handler's (party/handlers/, dispatched by
+the ``OpenSessionRequest`` job field and, for the kind's own RPCs, by the open session's kind);
+the ring protocol's ``ShareKeys`` and ``Sum`` are party/ring.py's, with the secure-sum protocol
+(ring or pairwise) the session chose at the handshake (party/sums.py).
 
 Session lifecycle: a session holds a lease that every message of its leader renews (the leader
 also sends ``Renew`` heartbeats while it computes). A second ``OpenSession`` is refused while the
@@ -21,45 +27,30 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
-from typing import NoReturn, TypeVar, cast
+from typing import Any, NoReturn, cast
 
 import grpc
-import numpy as np
 import pandas as pd
 from cryptography import x509
 
 from fedanon.crypto.errors import CryptoError, IdentityError
 from fedanon.crypto.identity import Identity, PeerIdentity
-from fedanon.crypto.keyshare import ONION_UNION, PAIRWISE_SUM
-from fedanon.crypto.pairwise import PairwiseMasker
-from fedanon.crypto.secure_sum import add_vector
 from fedanon.crypto.tls import peer_identity
 from fedanon.errors import FedanonError
-from fedanon.federation.keyshares import new_share, union_route, verified_peers
-from fedanon.federation.lkc_job import lkc_job_from_proto
-from fedanon.federation.wire import from_vector
 from fedanon.fingerprint import fingerprint
-from fedanon.party import randomize as randomize_job
+from fedanon.party import ring
 from fedanon.party.config import PartyConfig
-from fedanon.party.drbt_session import DRBTSession
+from fedanon.party.errors import ProtocolError
+from fedanon.party.handler import ForwardStub, JobHandler
+from fedanon.party.handlers import HANDLERS
 from fedanon.party.policy import admit, audit_served
-from fedanon.party.randomize import RandomizeSession
-from fedanon.party.session import PartySession, ProtocolError
-from fedanon.party.union import UnionRole, measured_size, record_bytes
+from fedanon.party.session_base import RingSession, SessionBase
+from fedanon.party.union import measured_size, record_bytes
 from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
 from fedanon.taxonomy.files import TaxonomyFile
 
 log = logging.getLogger(__name__)
-
-ForwardStub = Callable[[], pb_grpc.PartyStub]
-# Session kinds that run the ring protocol: secure sum, key sharing and the secure set union.
-RING_SESSIONS = (PartySession, RandomizeSession)
-RingSession = PartySession | RandomizeSession
-# What the servicer's one session slot can hold; handlers narrow it with `_of_kind`/`_ring`.
-OpenSession = PartySession | RandomizeSession | DRBTSession
-Kind = TypeVar("Kind", PartySession, RandomizeSession, DRBTSession)
 
 # Largest request of each method that does not grow with the data (job spec, key shares with
 # their certificates, session references); methods missing here are bounded by the job
@@ -67,8 +58,8 @@ Kind = TypeVar("Kind", PartySession, RandomizeSession, DRBTSession)
 CONTROL_LIMITS = {
     "OpenSession": 1 << 20,
     "ShareKeys": 1 << 20,
-    "Sum": 1 << 16,  # without an open LKC or randomize session
-    "Assign": 1 << 16,  # without an open DRBT session
+    "Sum": 1 << 16,  # without an open ring session (which bounds it by its job)
+    "Assign": 1 << 16,  # without an open DRBT session (idem)
     "Project": 1 << 16,
     "Renew": 1 << 16,
     "End": 1 << 16,
@@ -83,7 +74,7 @@ def _abort(context: grpc.ServicerContext, code: grpc.StatusCode, text: str) -> N
 
 
 class PartyServicer(pb_grpc.PartyServicer):
-    """Holds the private table and at most one session."""
+    """Holds the private table and at most one session; `handlers` serve the job kinds."""
 
     def __init__(
         self,
@@ -93,6 +84,7 @@ class PartyServicer(pb_grpc.PartyServicer):
         next_stub: ForwardStub | None,
         identity: Identity | None,
         ca_certificate: x509.Certificate | None,
+        handlers: dict[str, JobHandler] = HANDLERS,
     ) -> None:
         self.config = config
         self.table = table
@@ -101,7 +93,8 @@ class PartyServicer(pb_grpc.PartyServicer):
         self.identity = identity
         self.ca_certificate = ca_certificate
         self.secure = identity is not None
-        self.session: OpenSession | None = None
+        self.handlers = handlers
+        self.session: SessionBase | None = None
         self.lock = threading.Lock()
         self.last_error = ""
         self.sessions_served = 0
@@ -134,7 +127,7 @@ class PartyServicer(pb_grpc.PartyServicer):
         """
         peers = {self._identity(self.config.leader)}
         session = self.session
-        if isinstance(session, RING_SESSIONS) and session.predecessor is not None:
+        if isinstance(session, RingSession) and session.predecessor is not None:
             peers.add(self._identity(session.predecessor))
         if method == "Status":
             peers.add(self._identity(self.config.name))
@@ -143,13 +136,8 @@ class PartyServicer(pb_grpc.PartyServicer):
     def request_limit(self, method: str) -> int:
         """The largest request of `method` the open job can need (the gate refuses more)."""
         session = self.session
-        sums = method == "Sum" and isinstance(session, RING_SESSIONS)
-        marginals = method == "Randomize" and isinstance(session, RandomizeSession)
-        if sums or marginals:
-            limit = session.sum_request_limit()  # type: ignore[union-attr]
-        elif method == "Assign" and isinstance(session, DRBTSession):
-            limit = session.assign_request_limit()
-        else:
+        limit = None if session is None else session.request_limit(method)
+        if limit is None:
             limit = CONTROL_LIMITS.get(method, self.max_message_bytes)
         return min(limit, self.max_message_bytes)
 
@@ -170,7 +158,7 @@ class PartyServicer(pb_grpc.PartyServicer):
                 f"caller '{caller.name}' ({caller.role}) may not send this message",
             )
 
-    def _current(self, context: grpc.ServicerContext, ref: pb.SessionRef) -> OpenSession:
+    def _current(self, context: grpc.ServicerContext, ref: pb.SessionRef) -> SessionBase:
         session = self.session
         if session is None:
             self.refuse(
@@ -240,7 +228,7 @@ class PartyServicer(pb_grpc.PartyServicer):
     ) -> NoReturn:
         detail = exc.details() or str(exc.code())
         session = self.session
-        successor = session.successor if isinstance(session, RING_SESSIONS) else "next hop"
+        successor = session.successor if isinstance(session, RingSession) else "next hop"
         if not detail.startswith("party "):
             if exc.code() == grpc.StatusCode.UNAVAILABLE:
                 detail = f"unreachable ({detail})"
@@ -249,7 +237,7 @@ class PartyServicer(pb_grpc.PartyServicer):
             detail = f"party {successor}: {detail} (during {what}, forwarded by {self.config.name})"
         self._fail(context, exc.code(), detail)
 
-    # ----------------------------------------------------------------- handlers
+    # ------------------------------------------------------------- RPC methods
     def OpenSession(self, request: pb.OpenSessionRequest, context: grpc.ServicerContext):
         self._authorize(context, {self.config.leader})
         caller = peer_identity(context).name if self.secure else None
@@ -284,107 +272,48 @@ class PartyServicer(pb_grpc.PartyServicer):
                 )
                 log.warning("%s", self.last_error, extra={"session": busy.session_id[:12]})
                 self.session = None
-            if request.WhichOneof("job") == "drbt":
-                reply = self._open_drbt(request, context)
-                audit_served(job, request.ref.session_id, caller)
-                return reply
-            if request.WhichOneof("job") == "randomize":
-                reply = randomize_job.open_session(self, request, context)
-                audit_served(job, request.ref.session_id, caller)
-                return reply
+            handler = self.handlers.get(request.WhichOneof("job") or "")
             try:
-                if request.WhichOneof("job") != "lkc":
+                if handler is None:
                     raise FedanonError("unsupported job type")
-                if self.taxonomy is None:
-                    raise FedanonError("this party has no taxonomy configured (LKC jobs need one)")
-                spec = lkc_job_from_proto(request.lkc)
-                schema = spec.schema(self.taxonomy)
-                ring = list(request.ring)
-                session = PartySession(
-                    request.ref.session_id,
-                    spec,
-                    schema,
-                    self.table,
-                    ring,
-                    self.config.name,
-                    request.sum_mode,
-                )
-                configured = self.config.next_hop.name if self.config.next_hop else None
-                if session.successor is not None and session.successor != configured:
-                    raise FedanonError(
-                        f"ring says the next hop is '{session.successor}' but this party is "
-                        f"configured to forward to '{configured}'"
-                    )
+                opened = handler.open(self, request)
             except (FedanonError, CryptoError) as exc:
                 self._fail(context, grpc.StatusCode.FAILED_PRECONDITION, str(exc))
-            sid = bytes.fromhex(session.session_id)
-            private, share = new_share(self.identity, self.config.name, "party", sid, ONION_UNION)
-            session.union = UnionRole(private, session.position, self.config.union_parallelism)
-            shares = [share]
-            if session.sum_mode == pb.SUM_MODE_PAIRWISE:
-                session.pairwise_key, pairwise = new_share(
-                    self.identity, self.config.name, "party", sid, PAIRWISE_SUM
-                )
-                shares.append(pairwise)
+            session = opened.session
             self.session = session
             self.sessions_served += 1
-            log.info(
-                "session opened (ring position %d of %d)",
-                session.position + 1,
-                len(ring),
-                extra={"session": session.session_id[:12], "iteration": 0},
-            )
             audit_served(job, session.session_id, caller)
-        items = spec.fingerprint_items(schema)
         reply = pb.OpenSessionReply(
             party=self.config.name,
-            fingerprint=fingerprint(items),
-            fingerprint_items=items,
-            columns=session.released_columns,
-            keys=shares,
+            fingerprint=fingerprint(opened.fingerprint_items),
+            fingerprint_items=opened.fingerprint_items,
             lease_seconds=self.config.lease_seconds,
         )
+        reply.MergeFrom(opened.reply)
         session.bytes_received += request.ByteSize()
         session.bytes_sent += reply.ByteSize()
         return reply
 
-    def _open_drbt(
-        self, request: pb.OpenSessionRequest, context: grpc.ServicerContext
-    ) -> pb.OpenSessionReply:
-        """Open a DRBT session (caller holds the lock)."""
-        try:
-            session = DRBTSession(request.ref.session_id, request.drbt, self.table)
-        except (FedanonError, CryptoError) as exc:
-            self._fail(context, grpc.StatusCode.FAILED_PRECONDITION, str(exc))
-        self.session = session
-        self.sessions_served += 1
-        log.info(
-            "DRBT session opened (%d attributes)",
-            len(session.attributes),
-            extra={"session": session.session_id[:12]},
-        )
-        items = session.fingerprint_items()
-        reply = pb.OpenSessionReply(
-            party=self.config.name,
-            fingerprint=fingerprint(items),
-            fingerprint_items=items,
-            attributes=session.attributes,
-            lease_seconds=self.config.lease_seconds,
-        )
-        session.bytes_received += request.ByteSize()
-        session.bytes_sent += reply.ByteSize()
-        return reply
-
-    def _of_kind(self, context: grpc.ServicerContext, ref: pb.SessionRef, kind: type[Kind]) -> Kind:
-        session = self._current(context, ref)
-        if not isinstance(session, kind):
-            self._not_kind(context, ref, kind.__name__)
-        return session
+    def _dispatch(self, method: str, request: Any, context: grpc.ServicerContext) -> Any:
+        """A job kind's own RPC: the leader's, for the open session, served by its handler."""
+        self._authorize(context, {self.config.leader})
+        session = self._current(context, request.ref)
+        step = self.handlers[session.kind].steps.get(method)
+        if step is None:
+            serving = [h.session_type.__name__ for h in self.handlers.values() if method in h.steps]
+            self._not_kind(context, request.ref, " or ".join(serving))
+        session.touch()
+        return step(self, session, request, context)
 
     def _ring(self, context: grpc.ServicerContext, ref: pb.SessionRef) -> RingSession:
         session = self._current(context, ref)
-        if not isinstance(session, RING_SESSIONS):
-            self._not_kind(context, ref, " or ".join(k.__name__ for k in RING_SESSIONS))
+        if not isinstance(session, RingSession):
+            ring_kinds = [
+                h.session_type.__name__
+                for h in self.handlers.values()
+                if issubclass(h.session_type, RingSession)
+            ]
+            self._not_kind(context, ref, " or ".join(ring_kinds))
         return session
 
     def _not_kind(self, context: grpc.ServicerContext, ref: pb.SessionRef, names: str) -> NoReturn:
@@ -395,144 +324,28 @@ class PartyServicer(pb_grpc.PartyServicer):
         )
 
     def Ids(self, request: pb.IdsRequest, context: grpc.ServicerContext):
-        self._authorize(context, {self.config.leader})
-        session = self._of_kind(context, request.ref, DRBTSession)
-        session.touch()
-        session.bytes_received += request.ByteSize()
-        if request.send_yours:
-            reply = pb.IdsReply(ids=list(session.ids))
-        else:
-            try:
-                reply = pb.IdsReply(missing=session.common_ids(list(request.ids)))
-            except (FedanonError, CryptoError) as exc:
-                self._fail(context, grpc.StatusCode.INVALID_ARGUMENT, str(exc))
-        session.bytes_sent += reply.ByteSize()
-        return reply
+        return self._dispatch("Ids", request, context)
 
     def Project(self, request: pb.ProjectRequest, context: grpc.ServicerContext):
-        self._authorize(context, {self.config.leader})
-        session = self._of_kind(context, request.ref, DRBTSession)
-        session.touch()
-        try:
-            block = session.project()
-        except (FedanonError, CryptoError) as exc:
-            self._fail(context, grpc.StatusCode.FAILED_PRECONDITION, str(exc))
-        data = np.ascontiguousarray(block, dtype="<f8")
-        reply = pb.ProjectReply(
-            block=pb.Matrix(
-                data=data.tobytes(), rows=data.shape[0], cols=data.shape[1], dtype="<f8"
-            )
-        )
-        session.bytes_sent += reply.ByteSize()
-        return reply
+        return self._dispatch("Project", request, context)
 
     def Assign(self, request: pb.AssignRequest, context: grpc.ServicerContext):
-        self._authorize(context, {self.config.leader})
-        session = self._of_kind(context, request.ref, DRBTSession)
-        session.touch()
-        directory = self.config.output_dir or self.config.data.parent
-        try:
-            session.bytes_received += request.ByteSize()
-            path = session.save_assignment(list(request.clusters), directory)
-        except (FedanonError, CryptoError) as exc:
-            self._fail(context, grpc.StatusCode.INVALID_ARGUMENT, str(exc))
-        log.info(
-            "cluster assignment written to %s", path, extra={"session": session.session_id[:12]}
-        )
-        return pb.AssignReply()
+        return self._dispatch("Assign", request, context)
 
     def Randomize(self, request: pb.RandomizeRequest, context: grpc.ServicerContext):
-        self._authorize(context, {self.config.leader})
-        session = self._of_kind(context, request.ref, RandomizeSession)
-        session.touch()
-        return randomize_job.randomize(self, session, request, context)
+        return self._dispatch("Randomize", request, context)
 
     def ShareKeys(self, request: pb.ShareKeysRequest, context: grpc.ServicerContext):
         self._authorize(context, {self.config.leader})
         session = self._ring(context, request.ref)
         session.touch()
-        sid = bytes.fromhex(session.session_id)
-        try:
-            session.union.route = union_route(request.keys, session.ring, sid, self.ca_certificate)
-            if request.prepare_union:
-                session.union.prepare(len(self.table))
-            if session.sum_mode == pb.SUM_MODE_PAIRWISE:
-                peers = verified_peers(request.keys, PAIRWISE_SUM, sid, self.ca_certificate)
-                if session.pairwise_key is None:
-                    raise ProtocolError("this party drew no pairwise key for the session")
-                session.masker = PairwiseMasker(
-                    self.config.name, session.pairwise_key, peers, session.ring, sid
-                )
-        except (FedanonError, CryptoError, ValueError) as exc:
-            self._fail(context, grpc.StatusCode.PERMISSION_DENIED, f"key shares refused: {exc}")
-        session.bytes_received += request.ByteSize()
-        return pb.ShareKeysReply()
+        return ring.share_keys(self, session, request, context)
 
     def Sum(self, request: pb.SumRequest, context: grpc.ServicerContext):
         session = self._ring(context, request.ref)
-        pairwise = session.sum_mode == pb.SUM_MODE_PAIRWISE
-        first = pairwise or session.predecessor is None
-        self._authorize(context, {self.config.leader} if first else {session.predecessor})
+        self._authorize(context, session.sums.callers(session.predecessor, self.config.leader))
         session.touch()
-        session.bytes_received += request.ByteSize()
-        log.info(
-            "secure sum",
-            extra={"session": session.session_id[:12], "iteration": request.ref.iteration},
-        )
-        step = self._pairwise_sum if pairwise else self._ring_sum
-        return session.answers.answer(
-            "sum",
-            request.ref.iteration,
-            request,
-            context,
-            self._fail,
-            lambda: step(session, request, context),
-        )
-
-    def _ring_sum(
-        self, session: RingSession, request: pb.SumRequest, context: grpc.ServicerContext
-    ) -> pb.SumReply:
-        """Ring mode: add the local statistics and forward; the last party seals the total to
-        the leader, so the parties relaying the reply cannot read it."""
-        last = session.successor is None or self.next_stub is None
-        try:
-            if last and session.sealed_totals is None:
-                session.sealed_totals = session.union.total_channel(
-                    bytes.fromhex(session.session_id)
-                )
-            local = session.contribution(request)
-            if request.partial.length != local.size:
-                raise ProtocolError(
-                    f"partial sum has {request.partial.length} elements, local statistics "
-                    f"{local.size}"
-                )
-            from_vector(request.partial, local.size)
-            partial = add_vector(request.partial.data, local)
-        except (FedanonError, CryptoError, ValueError) as exc:
-            code = (
-                grpc.StatusCode.FAILED_PRECONDITION
-                if isinstance(exc, ProtocolError)
-                else grpc.StatusCode.INVALID_ARGUMENT
-            )
-            self._fail(context, code, str(exc))
-        if last:
-            assert session.sealed_totals is not None
-            reply = pb.SumReply(
-                sealed_total=session.sealed_totals.seal(request.ref.iteration, local.size, partial)
-            )
-        else:
-            vector = pb.Vector(data=partial, length=local.size, dtype="<u8")
-            forward = pb.SumRequest(ref=request.ref, partial=vector)
-            if request.HasField("instruction"):
-                forward.instruction.CopyFrom(request.instruction)
-            session.bytes_sent += forward.ByteSize()
-            reply = cast(
-                pb.SumReply,
-                self._forward("Sum", forward, context, f"iteration {request.ref.iteration}"),
-            )
-            session.bytes_received += reply.ByteSize()
-        session.bytes_sent += reply.ByteSize()
-        return reply
+        return ring.secure_sum(self, session, request, context)
 
     def Union(self, request: pb.UnionRequest, context: grpc.ServicerContext):
         session = self._ring(context, request.ref)
@@ -613,22 +426,6 @@ class PartyServicer(pb_grpc.PartyServicer):
         session.bytes_sent += reply.ByteSize()
         return reply
 
-    def _pairwise_sum(
-        self, session: RingSession, request: pb.SumRequest, context: grpc.ServicerContext
-    ) -> pb.SumReply:
-        """Pairwise mode: answer the leader directly with the pairwise-masked local vector."""
-        try:
-            if session.masker is None:
-                raise ProtocolError("pairwise keys were not shared before the first sum")
-            local = session.contribution(request)
-            reply = pb.SumReply(
-                pairwise_share=session.masker.masked_share(request.ref.iteration, local)
-            )
-        except (FedanonError, CryptoError, ValueError, RuntimeError) as exc:
-            self._fail(context, grpc.StatusCode.FAILED_PRECONDITION, str(exc))
-        session.bytes_sent += reply.ByteSize()
-        return reply
-
     def End(self, request: pb.EndRequest, context: grpc.ServicerContext):
         self._authorize(context, {self.config.leader})
         with self.lock:
@@ -636,8 +433,7 @@ class PartyServicer(pb_grpc.PartyServicer):
             if session is None or session.session_id != request.ref.session_id:
                 return pb.EndReply()
             self.session = None
-            if isinstance(session, RING_SESSIONS):
-                session.union.stop_preparing()
+            session.close()
             if request.abort:
                 self.last_error = f"session {session.session_id[:12]} aborted: {request.reason}"
                 log.warning("%s", self.last_error)

@@ -1,71 +1,29 @@
 """One LKC session as a party holds it: its records, its copy of T_g, and the protocol position.
 
-The session enforces the order of the protocol: every message must carry this session's id and
-the next expected iteration number, so a replayed, stale or reordered message is rejected
-before it touches the data.
+A ring session (party/session_base.py): every message must carry this session's id and the next
+expected iteration number, so a replayed, stale or reordered message is rejected before it
+touches the data.
 """
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pandas as pd
-from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from fedanon.algorithms.tds.jobspec import LKCJobSpec
 from fedanon.algorithms.tds.local_party import LocalParty
-from fedanon.crypto.pairwise import PairwiseMasker
-from fedanon.crypto.sealed_total import SealedTotalChannel
 from fedanon.errors import FedanonError
 from fedanon.federation.wire import from_instruction
-from fedanon.party.replay import AnswerOnce
-from fedanon.party.union import UnionRole
+from fedanon.party.errors import ProtocolError
+from fedanon.party.session_base import RingSession
 from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.schema import Schema
 
 
-class ProtocolError(FedanonError):
-    """A message out of order or for another session."""
-
-
-class SessionBase:
-    """What every kind of session has: an id, a lease clock, traffic counters, the ref check.
-
-    ``touch`` renews the lease (the session's leader, or in the ring its predecessor, was just
-    heard); ``idle_for`` is how long ago that was, which the servicer compares with the lease.
-    """
-
-    def __init__(self, session_id: str) -> None:
-        self.session_id = session_id
-        self.ended = False
-        self.last_seen = time.monotonic()
-        self.bytes_received = 0
-        self.bytes_sent = 0
-        self.next_iteration = 0
-
-    def touch(self) -> None:
-        self.last_seen = time.monotonic()
-
-    def idle_for(self) -> float:
-        return time.monotonic() - self.last_seen
-
-    def check_ref(self, ref: pb.SessionRef, iteration: int | None = None) -> None:
-        """Reject a message for another session or an unexpected iteration."""
-        if ref.session_id != self.session_id:
-            raise ProtocolError(
-                f"message for session {ref.session_id[:12]} but the open session is "
-                f"{self.session_id[:12]}"
-            )
-        want = self.next_iteration if iteration is None else iteration
-        if ref.iteration != want:
-            raise ProtocolError(
-                f"stale or out-of-order iteration {ref.iteration} (expected {want})"
-            )
-
-
-class PartySession(SessionBase):
+class PartySession(RingSession):
     """A party's state for one LKC session."""
+
+    kind = "lkc"
 
     def __init__(
         self,
@@ -80,31 +38,11 @@ class PartySession(SessionBase):
         missing = [c for c in spec.drop if c not in table.columns]
         if missing:
             raise FedanonError(f"the table has no ID column '{missing[0]}' to drop")
-        super().__init__(session_id)
+        super().__init__(session_id, ring, me, sum_mode)
         self.spec = spec
         self.schema = schema
         self.released_columns = [c for c in table.columns if c not in spec.drop]
         self.local = LocalParty(schema, table[self.released_columns])
-        if me not in ring:
-            raise FedanonError(f"this party ('{me}') is not in the session's ring {ring}")
-        self.ring = ring
-        self.position = ring.index(me)
-        self.sum_mode = sum_mode
-        self.union: UnionRole
-        self.pairwise_key: X25519PrivateKey | None = None
-        self.masker: PairwiseMasker | None = None
-        self.answers = AnswerOnce(me)  # retried Sum and Union hops get the first answer
-        self.sealed_totals: SealedTotalChannel | None = None  # the last party's, ring mode
-
-    @property
-    def successor(self) -> str | None:
-        """The next party in the ring, or None for the last one (which answers the leader)."""
-        return self.ring[self.position + 1] if self.position + 1 < len(self.ring) else None
-
-    @property
-    def predecessor(self) -> str | None:
-        """The previous party in the ring, or None for the first one (called by the leader)."""
-        return self.ring[self.position - 1] if self.position > 0 else None
 
     def sum_request_limit(self) -> int:
         """The largest ``SumRequest`` the next iteration can need, from this session's state.

@@ -5,6 +5,7 @@
 - ``crypto/`` and ``protos/`` import nothing from fedanon outside themselves;
 - the federation plumbing does not reach up into the party, the leader or the CLI; the party does
   not import the leader; nothing imports the CLI except the CLI;
+- the party's servicer shell imports no algorithm (job kinds reach it through their handlers);
 - CLI modules reach gRPC, protos, federation, party and leader only lazily, inside a handler;
 - no import cycle between modules.
 
@@ -32,6 +33,9 @@ FOLDERS = {
     "leader": "fedanon.leader",
     "protos": "fedanon.protos",
 }
+
+#: The party daemon's servicer: a shell that dispatches to one handler per job kind.
+SERVICER_SHELL = "fedanon.party.servicer"
 
 PLUMBING = (
     "fedanon.protos",
@@ -150,6 +154,8 @@ def violations(root: Path) -> list[str]:
                 rule = f"{source} imports nothing from fedanon outside itself"
         elif source == "federation" and target in {"party", "leader", "cli"}:
             rule = "federation plumbing does not import the party, the leader or the CLI"
+        elif imp.importer == SERVICER_SHELL and imp.target.startswith("fedanon.algorithms."):
+            rule = "the party's servicer shell imports no algorithm (its handlers do)"
         elif source == "party" and target in {"leader", "cli"}:
             rule = "the party does not import the leader or the CLI"
         elif source == "leader" and target == "cli":
@@ -275,6 +281,11 @@ def _plant(root: Path, file: str, line: str) -> None:
             "fedanon.party.gate -> fedanon.leader.run",
         ),
         ("fedanon/cli/check.py", "import grpc", "only inside handlers"),
+        (
+            "party/servicer.py",
+            "from fedanon.algorithms.tds.jobspec import LKCJobSpec",
+            "fedanon.party.servicer -> fedanon.algorithms.tds.jobspec (the party's servicer shell",
+        ),
     ],
 )
 def test_a_planted_forbidden_import_is_reported(

@@ -1,0 +1,79 @@
+"""What a job kind's party handler is, and what of the servicer shell it may use.
+
+The servicer (party/servicer.py) is a shell: it authorizes the caller, finds the open session,
+keeps the lease and the byte counts, and answers ``OpenSession``. What differs between job
+kinds lives in one handler each (party/handlers/), registered in the table of
+party/handlers/__init__.py under the name of its ``OpenSessionRequest`` job field:
+
+* ``open`` builds the kind's session from the request (or raises ``FedanonError`` /
+  ``CryptoError``, which the shell turns into a refusal) and says what the reply carries;
+* ``steps`` serves the kind's own RPCs (DRBT's ``Ids``, ``Project``, ``Assign``; randomization's
+  ``Randomize``). The shell has authorized the leader and checked the session id first; a
+  message for a kind that has no such step is refused naming the kinds that do.
+
+The ring protocol's RPCs (``ShareKeys``, ``Sum``, ``Union``) are not job-specific: every ring
+session serves them (party/ring.py, party/sums.py, party/union.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, NoReturn, Protocol
+
+import grpc
+import pandas as pd
+from cryptography import x509
+
+from fedanon.crypto.identity import Identity
+from fedanon.party.config import PartyConfig
+from fedanon.party.session_base import SessionBase
+from fedanon.protos import fedanon_v1_pb2 as pb
+from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
+from fedanon.taxonomy.files import TaxonomyFile
+
+ForwardStub = Callable[[], pb_grpc.PartyStub]
+
+
+class PartyShell(Protocol):
+    """The servicer as a handler sees it: the party's data and keys, failing and forwarding."""
+
+    config: PartyConfig
+    table: pd.DataFrame
+    taxonomy: TaxonomyFile | None
+    identity: Identity | None
+    ca_certificate: x509.Certificate | None
+    next_stub: ForwardStub | None
+
+    def _fail(
+        self, context: grpc.ServicerContext, code: grpc.StatusCode, message: str
+    ) -> NoReturn: ...
+
+    def _forward(
+        self, method: str, request: object, context: grpc.ServicerContext, what: str
+    ) -> object: ...
+
+
+#: One job-specific RPC: (shell, the open session of the handler's kind, request, context).
+Step = Callable[[PartyShell, Any, Any, grpc.ServicerContext], Any]
+
+
+@dataclass(frozen=True)
+class Opened:
+    """A session a handler opened, and what its handshake reply carries besides the common
+    fields (the shell adds the party's name, the fingerprint of `fingerprint_items` and the
+    lease)."""
+
+    session: SessionBase
+    fingerprint_items: list[str]
+    reply: pb.OpenSessionReply
+
+
+@dataclass(frozen=True)
+class JobHandler:
+    """One job kind at the party: how to open its session and serve its own RPCs."""
+
+    kind: str  # the OpenSessionRequest job field
+    session_type: type[SessionBase]
+    open: Callable[[PartyShell, pb.OpenSessionRequest], Opened]
+    steps: Mapping[str, Step] = field(default_factory=dict)

@@ -1,0 +1,12 @@
+"""The job kinds this party daemon serves: one handler each, keyed by the job field's name.
+
+Adding a job kind: a ``oneof job`` field in protos/fedanon_v1.proto, a handler module here
+registered below, and the leader module that drives it (docs/architecture.md).
+"""
+
+from fedanon.party.handler import JobHandler
+from fedanon.party.handlers import drbt, lkc, randomize
+
+HANDLERS: dict[str, JobHandler] = {
+    handler.kind: handler for handler in (lkc.HANDLER, drbt.HANDLER, randomize.HANDLER)
+}

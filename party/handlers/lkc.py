@@ -1,0 +1,50 @@
+"""The LKC job at the party: its session is a ring session over the party's generalized table.
+
+Everything after the handshake is the ring protocol (secure sums with the specialization
+instructions, then the secure set union), so the handler has no RPCs of its own.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from fedanon.errors import FedanonError
+from fedanon.federation.lkc_job import lkc_job_from_proto
+from fedanon.party.handler import JobHandler, Opened, PartyShell
+from fedanon.party.ring import join_ring
+from fedanon.party.session import PartySession
+from fedanon.protos import fedanon_v1_pb2 as pb
+
+log = logging.getLogger(__name__)
+
+
+def open_lkc(shell: PartyShell, request: pb.OpenSessionRequest) -> Opened:
+    """Build the LKC session from the job and this party's taxonomy; join the ring."""
+    if shell.taxonomy is None:
+        raise FedanonError("this party has no taxonomy configured (LKC jobs need one)")
+    spec = lkc_job_from_proto(request.lkc)
+    schema = spec.schema(shell.taxonomy)
+    session = PartySession(
+        request.ref.session_id,
+        spec,
+        schema,
+        shell.table,
+        list(request.ring),
+        shell.config.name,
+        request.sum_mode,
+    )
+    keys = join_ring(shell, session)
+    log.info(
+        "session opened (ring position %d of %d)",
+        session.position + 1,
+        len(session.ring),
+        extra={"session": session.session_id[:12], "iteration": 0},
+    )
+    return Opened(
+        session,
+        spec.fingerprint_items(schema),
+        pb.OpenSessionReply(columns=session.released_columns, keys=keys),
+    )
+
+
+HANDLER = JobHandler("lkc", PartySession, open_lkc)

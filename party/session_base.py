@@ -1,0 +1,119 @@
+"""What every session a party holds has in common, whatever its job kind.
+
+The session enforces the order of the protocol: every message must carry this session's id and
+the next expected iteration number, so a replayed, stale or reordered message is rejected
+before it touches the data. Ring sessions (the job kinds that run the secure sum and the secure
+set union around the ring: LKC and randomization) also know their ring position, their union
+keys and the secure-sum protocol chosen at the handshake.
+
+Nothing here imports an algorithm: the servicer shell works with these types only, and each job
+kind's session (party/session.py, party/drbt_session.py, party/randomize.py) extends them.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from typing import ClassVar
+
+import numpy as np
+import pandas as pd
+
+from fedanon.errors import FedanonError
+from fedanon.party.errors import ProtocolError
+from fedanon.party.replay import AnswerOnce
+from fedanon.party.sums import SumProtocol
+from fedanon.party.union import UnionRole
+from fedanon.protos import fedanon_v1_pb2 as pb
+
+
+class SessionBase:
+    """What every kind of session has: an id, a lease clock, traffic counters, the ref check.
+
+    ``touch`` renews the lease (the session's leader, or in the ring its predecessor, was just
+    heard); ``idle_for`` is how long ago that was, which the servicer compares with the lease.
+    `kind` is the job kind (the ``OpenSessionRequest`` job field) whose handler serves it.
+    """
+
+    kind: ClassVar[str]
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        self.ended = False
+        self.last_seen = time.monotonic()
+        self.bytes_received = 0
+        self.bytes_sent = 0
+        self.next_iteration = 0
+
+    def touch(self) -> None:
+        self.last_seen = time.monotonic()
+
+    def idle_for(self) -> float:
+        return time.monotonic() - self.last_seen
+
+    def check_ref(self, ref: pb.SessionRef, iteration: int | None = None) -> None:
+        """Reject a message for another session or an unexpected iteration."""
+        if ref.session_id != self.session_id:
+            raise ProtocolError(
+                f"message for session {ref.session_id[:12]} but the open session is "
+                f"{self.session_id[:12]}"
+            )
+        want = self.next_iteration if iteration is None else iteration
+        if ref.iteration != want:
+            raise ProtocolError(
+                f"stale or out-of-order iteration {ref.iteration} (expected {want})"
+            )
+
+    def request_limit(self, method: str) -> int | None:
+        """The largest request of `method` this session's job can need, or None when the job
+        does not bound it (the servicer then applies its fixed control limits)."""
+        return None
+
+    def close(self) -> None:
+        """Release what the session holds in the background (called once, at End)."""
+
+
+class RingSession(SessionBase, ABC):
+    """A session whose parties form a ring: secure sum, key sharing and the secure set union.
+
+    `sums` is the secure-sum protocol the leader chose at the handshake (ring or pairwise); the
+    servicer calls it without asking which one it is.
+    """
+
+    def __init__(self, session_id: str, ring: list[str], me: str, sum_mode: int) -> None:
+        if me not in ring:
+            raise FedanonError(f"this party ('{me}') is not in the session's ring {ring}")
+        super().__init__(session_id)
+        self.ring = ring
+        self.position = ring.index(me)
+        self.sums = SumProtocol.chosen(sum_mode)
+        self.union: UnionRole
+        self.answers = AnswerOnce(me)  # retried Sum and Union hops get the first answer
+
+    @property
+    def successor(self) -> str | None:
+        """The next party in the ring, or None for the last one (which answers the leader)."""
+        return self.ring[self.position + 1] if self.position + 1 < len(self.ring) else None
+
+    @property
+    def predecessor(self) -> str | None:
+        """The previous party in the ring, or None for the first one (called by the leader)."""
+        return self.ring[self.position - 1] if self.position > 0 else None
+
+    @abstractmethod
+    def sum_request_limit(self) -> int:
+        """The largest ``SumRequest`` the next iteration can need, from this session's state."""
+
+    @abstractmethod
+    def contribution(self, request: pb.SumRequest) -> np.ndarray:
+        """The secure sum's input for `request`: this party's local statistics vector."""
+
+    @abstractmethod
+    def release_table(self, suppressed: list[int] | None = None) -> pd.DataFrame:
+        """What this party contributes to the secure set union."""
+
+    def request_limit(self, method: str) -> int | None:
+        return self.sum_request_limit() if method == "Sum" else None
+
+    def close(self) -> None:
+        self.union.stop_preparing()

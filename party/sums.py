@@ -1,0 +1,178 @@
+"""The party's half of the secure sum: one interface, a ring and a pairwise implementation.
+
+A ring session picks its protocol once, at the handshake, from the job's ``sum_mode``; the
+servicer then asks it who may send the session's ``Sum``, what key shares it needs and how to
+answer, and never which protocol it is.
+
+* Ring (the paper's protocol): the first party is called by the leader, every other one by its
+  predecessor; each adds its local statistics to the masked partial and forwards it; the last
+  party seals the total to the leader (crypto/sealed_total.py), so the parties relaying the
+  reply cannot read it.
+* Pairwise (collusion-resistant): every party is called by the leader and answers it directly
+  with its local vector under pairwise masks that cancel in the sum (crypto/pairwise.py); the
+  pairwise keys are drawn at the handshake and verified at ``ShareKeys``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, cast
+
+import grpc
+from cryptography import x509
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+
+from fedanon.crypto.errors import CryptoError
+from fedanon.crypto.identity import Identity
+from fedanon.crypto.keyshare import PAIRWISE_SUM
+from fedanon.crypto.pairwise import PairwiseMasker
+from fedanon.crypto.sealed_total import SealedTotalChannel
+from fedanon.crypto.secure_sum import add_vector
+from fedanon.errors import FedanonError
+from fedanon.federation.keyshares import new_share, verified_peers
+from fedanon.federation.wire import from_vector
+from fedanon.party.errors import ProtocolError, status_of
+from fedanon.protos import fedanon_v1_pb2 as pb
+
+if TYPE_CHECKING:
+    from fedanon.party.handler import PartyShell
+    from fedanon.party.session_base import RingSession
+
+
+class SumProtocol(ABC):
+    """How the parties of one ring session add their statistics for the leader."""
+
+    @staticmethod
+    def chosen(sum_mode: int) -> SumProtocol:
+        """The protocol the job's ``sum_mode`` names (ring unless it asks for pairwise)."""
+        return PairwiseSum() if sum_mode == pb.SUM_MODE_PAIRWISE else RingSum()
+
+    def key_shares(
+        self, identity: Identity | None, me: str, session_id: bytes
+    ) -> list[pb.KeyShare]:
+        """The key shares this party hands the leader at the handshake for the sum (none by
+        default: the ring's mask needs no key, its total is sealed with the union keys)."""
+        return []
+
+    def accept_keys(  # noqa: B027 - deliberately empty: a protocol without sum keys ignores them
+        self,
+        keys: Sequence[pb.KeyShare],
+        session: RingSession,
+        me: str,
+        ca: x509.Certificate | None,
+    ) -> None:
+        """Take the federation's verified key shares (``ShareKeys``) before the first sum."""
+
+    @abstractmethod
+    def callers(self, predecessor: str | None, leader: str) -> set[str | None]:
+        """Who may send this party the session's ``Sum``."""
+
+    @abstractmethod
+    def add(
+        self,
+        shell: PartyShell,
+        session: RingSession,
+        request: pb.SumRequest,
+        context: grpc.ServicerContext,
+    ) -> pb.SumReply:
+        """Answer one ``Sum`` (the servicer has authorized it and answers its retries)."""
+
+
+class RingSum(SumProtocol):
+    """Add the local statistics and forward; the last party seals the total to the leader."""
+
+    def __init__(self) -> None:
+        self.sealed_totals: SealedTotalChannel | None = None  # the last party's
+
+    def callers(self, predecessor: str | None, leader: str) -> set[str | None]:
+        return {leader} if predecessor is None else {predecessor}
+
+    def add(
+        self,
+        shell: PartyShell,
+        session: RingSession,
+        request: pb.SumRequest,
+        context: grpc.ServicerContext,
+    ) -> pb.SumReply:
+        last = session.successor is None or shell.next_stub is None
+        try:
+            if last and self.sealed_totals is None:
+                self.sealed_totals = session.union.total_channel(bytes.fromhex(session.session_id))
+            local = session.contribution(request)
+            if request.partial.length != local.size:
+                raise ProtocolError(
+                    f"partial sum has {request.partial.length} elements, local statistics "
+                    f"{local.size}"
+                )
+            from_vector(request.partial, local.size)
+            partial = add_vector(request.partial.data, local)
+        except (FedanonError, CryptoError, ValueError) as exc:
+            shell._fail(context, status_of(exc), str(exc))
+        if last:
+            assert self.sealed_totals is not None
+            reply = pb.SumReply(
+                sealed_total=self.sealed_totals.seal(request.ref.iteration, local.size, partial)
+            )
+        else:
+            vector = pb.Vector(data=partial, length=local.size, dtype="<u8")
+            forward = pb.SumRequest(ref=request.ref, partial=vector)
+            if request.HasField("instruction"):
+                forward.instruction.CopyFrom(request.instruction)
+            session.bytes_sent += forward.ByteSize()
+            reply = cast(
+                pb.SumReply,
+                shell._forward("Sum", forward, context, f"iteration {request.ref.iteration}"),
+            )
+            session.bytes_received += reply.ByteSize()
+        session.bytes_sent += reply.ByteSize()
+        return reply
+
+
+class PairwiseSum(SumProtocol):
+    """Answer the leader directly with the pairwise-masked local vector."""
+
+    def __init__(self) -> None:
+        self.key: X25519PrivateKey | None = None
+        self.masker: PairwiseMasker | None = None
+
+    def key_shares(
+        self, identity: Identity | None, me: str, session_id: bytes
+    ) -> list[pb.KeyShare]:
+        self.key, share = new_share(identity, me, "party", session_id, PAIRWISE_SUM)
+        return [share]
+
+    def accept_keys(
+        self,
+        keys: Sequence[pb.KeyShare],
+        session: RingSession,
+        me: str,
+        ca: x509.Certificate | None,
+    ) -> None:
+        sid = bytes.fromhex(session.session_id)
+        peers = verified_peers(keys, PAIRWISE_SUM, sid, ca)
+        if self.key is None:
+            raise ProtocolError("this party drew no pairwise key for the session")
+        self.masker = PairwiseMasker(me, self.key, peers, session.ring, sid)
+
+    def callers(self, predecessor: str | None, leader: str) -> set[str | None]:
+        return {leader}
+
+    def add(
+        self,
+        shell: PartyShell,
+        session: RingSession,
+        request: pb.SumRequest,
+        context: grpc.ServicerContext,
+    ) -> pb.SumReply:
+        try:
+            if self.masker is None:
+                raise ProtocolError("pairwise keys were not shared before the first sum")
+            local = session.contribution(request)
+            reply = pb.SumReply(
+                pairwise_share=self.masker.masked_share(request.ref.iteration, local)
+            )
+        except (FedanonError, CryptoError, ValueError, RuntimeError) as exc:
+            shell._fail(context, grpc.StatusCode.FAILED_PRECONDITION, str(exc))
+        session.bytes_sent += reply.ByteSize()
+        return reply
