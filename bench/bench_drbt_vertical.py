@@ -16,8 +16,8 @@ Measured per session (means over the trials):
   k_i release), rest (the assignment sent back to the parties, End, writing the CSV) and total;
 * bytes on the wire per party: the serialized size of every protobuf message the party sent to
   the leader (replies) and received from it (requests), counted by a client interceptor on the
-  leader's channels (``fedanon.leader.run.make_channel`` is wrapped; gRPC framing, HTTP/2 and TLS
-  overhead are not included). The parties talk to the leader only;
+  leader's channels (``fedanon.leader.session.make_channel`` is wrapped; gRPC framing, HTTP/2
+  and TLS overhead are not included). The parties talk to the leader only;
 * utility, the thesis's protocol (docs/drbt.md, "Measures and the evaluation protocol"): in every
 trial and for every K in
   ``--clusters`` (default 2..5), one K-means run (Forgy seeding, no restarts, as the thesis's
@@ -55,7 +55,7 @@ import numpy as np
 import pandas as pd
 from machine_info import describe
 
-import fedanon.leader.run
+import fedanon.leader.session
 from fedanon.algorithms.drbt.datasets import MISSING_SETS, load_thesis_set, thesis_set_path
 from fedanon.algorithms.drbt.fmeasure import overall_f_measure
 from fedanon.algorithms.drbt.kmeans import kmeans
@@ -343,7 +343,7 @@ def main() -> int:
     )
     counter = WireCounter()
     # The leader's Session creates channels here; the benchmark counts their bytes.
-    fedanon.leader.run.make_channel = counter.factory()  # type: ignore[assignment]
+    fedanon.leader.session.make_channel = counter.factory()  # type: ignore[assignment]
     results: list[dict[str, Any]] = []
     central = None
     with tempfile.TemporaryDirectory(prefix="bench-drbt-") as tmp:

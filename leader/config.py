@@ -86,6 +86,8 @@ from fedanon.configschema import (
 from fedanon.crypto.parallel import Parallelism
 from fedanon.errors import FedanonError
 from fedanon.federation.tls import TLS_SCHEMA, TLSFiles
+from fedanon.leader.federation import SUM_PROTOCOLS
+from fedanon.leader.session import check_ring_job
 from fedanon.party.config import DAY, UNION_KEYS, Hop, union_parallelism
 from fedanon.schema import SensitiveValue
 from fedanon.taxonomy.files import TaxonomyFile
@@ -96,7 +98,7 @@ if TYPE_CHECKING:
     from fedanon.leader.drbt import DRBTLeaderJob
     from fedanon.leader.randomize import RandomizeLeaderJob
 
-SUM_MODES = ("ring", "pairwise")
+SUM_MODES = tuple(SUM_PROTOCOLS)  # "ring", "pairwise"
 UNION_MODES = ("layered", "shuffle")
 
 LKC_SCHEMA = Table(
@@ -205,27 +207,18 @@ class LeaderJob:
 
     def check(self) -> None:
         """Refuse jobs the protocol cannot run safely."""
-        if self.sum_mode not in SUM_MODES:
-            raise FedanonError(f"sum_mode '{self.sum_mode}' unknown (choose ring or pairwise)")
-        names = [p.name for p in self.parties]
-        if len(set(names)) != len(names):
-            raise FedanonError("a party is listed twice in the ring")
-        if len(names) < 2:
-            raise FedanonError("a federation needs at least two parties")
-        if len(names) < 3 and not self.allow_two_parties:
-            raise FedanonError(
-                "only two parties: each would learn the other's counts from the global sums; "
-                "set allow_two_parties = true (or --allow-two-parties) to accept that"
-            )
-        if self.union_pad_to < 0:
-            raise FedanonError(
-                f"[union] pad_to must be 0 (no padding) or more, got {self.union_pad_to}"
-            )
+        check_ring_job(
+            self.parties,
+            self.sum_mode,
+            self.allow_two_parties,
+            self.union_pad_to,
+            "the other's counts from the global sums",
+        )
         if self.union_mode not in UNION_MODES:
             raise FedanonError(
                 f"[union] mode '{self.union_mode}' unknown (choose layered or shuffle)"
             )
-        if self.union_mode == "shuffle" and len(names) < 3:
+        if self.union_mode == "shuffle" and len(self.parties) < 3:
             raise FedanonError(
                 '[union] mode = "shuffle" needs at least three parties (with '
                 "two, each would know every permutation)"

@@ -1,11 +1,12 @@
 """The leader's side of DRBT over vertically partitioned parties (thesis ch. 7.4).
 
-Steps: open the session everywhere (a DRBT job through the same daemons as LKC), check that the
-parties' attribute sets are disjoint, take the common object-id list from the first party and
-send it to every party (a party lacking ids reports how many, and the session aborts with the
-counts per party), collect every party's projected block (rows in id-list order), join the
-blocks by column in ring order - the result is D times a block-diagonal R - cluster it with
-K-means, and, if asked, send the cluster of every object back to the parties.
+Steps: open the session everywhere (a DRBT job through the same daemons and the same session
+plumbing as LKC, leader/session.py), check that the parties' attribute sets are disjoint, take
+the common object-id list from the first party and send it to every party (a party lacking ids
+reports how many, and the session aborts with the counts per party), collect every party's
+projected block (rows in id-list order), join the blocks by column in ring order - the result is
+D times a block-diagonal R - cluster it with K-means, and, if asked, send the cluster of every
+object back to the parties.
 """
 
 from __future__ import annotations
@@ -24,10 +25,10 @@ from fedanon.algorithms.drbt.kmeans import kmeans
 from fedanon.algorithms.drbt.matrices import MATRICES, secure_rng
 from fedanon.errors import FedanonError
 from fedanon.federation.tls import TLSFiles
-from fedanon.fingerprint import fingerprint
-from fedanon.leader.run import Session
+from fedanon.leader.session import Session
 from fedanon.outputs import CommandOutputs
 from fedanon.party.config import Hop
+from fedanon.party.drbt_session import fingerprint_items
 from fedanon.protos import fedanon_v1_pb2 as pb
 
 
@@ -86,23 +87,14 @@ def run_drbt(
     outputs.claim("out", job.out)
     outputs.claim("report", job.report)
     began = time.perf_counter()
-    session = Session(job)  # type: ignore[arg-type]
-    items = [f"drbt:id={job.id_column},matrix={job.matrix},k={job.k_dims},rescale={job.rescale}"]
-    digest = fingerprint(items)
+    session = Session(job)
     timings: dict[str, float] = {}
     with session:
-        opened = session.fan_out(
-            "handshake",
-            lambda n, s: s.OpenSession(
-                pb.OpenSessionRequest(ref=session.ref(), drbt=job.to_proto(), ring=session.ring),
-                timeout=job.rpc_seconds,
-            ),
+        opened = session.handshake(
+            fingerprint_items(job.to_proto()), pb.OpenSessionRequest(drbt=job.to_proto())
         )
-        session.keep_alive(opened)
         owner: dict[str, str] = {}
         for name in session.ring:
-            if opened[name].fingerprint != digest:
-                raise FedanonError(f"handshake: party {name} runs a different DRBT job")
             for attribute in opened[name].attributes:
                 if attribute in owner:
                     raise FedanonError(
@@ -149,9 +141,7 @@ def run_drbt(
                     pb.AssignRequest(ref=session.ref(), clusters=labels), timeout=job.rpc_seconds
                 ),
             )
-        ended = session.fan_out(
-            "end", lambda n, s: s.End(pb.EndRequest(ref=session.ref()), timeout=job.rpc_seconds)
-        )
+        ended = session.end()
 
     if on_clusters is not None:
         on_clusters(ids, clustering.labels)

@@ -1,5 +1,9 @@
 """The federation as the engine's count source: every statistics request is one secure sum.
 
+The secure sum is one interface, :class:`SumProtocol`, with the two protocols below as its
+implementations; a session picks one at the handshake from the job's ``sum_mode``
+(:data:`SUM_PROTOCOLS`) and the count source calls it without asking which it is.
+
 Ring mode (the paper's protocol): the leader draws a fresh cryptographic mask R for the round,
 sends R with the instruction to the first party; each party applies the instruction, adds its
 local statistics and forwards; the last party seals the masked total to the leader
@@ -15,9 +19,10 @@ leader refuses to combine an incomplete set of answers.
 from __future__ import annotations
 
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import grpc
 import numpy as np
@@ -31,6 +36,10 @@ from fedanon.errors import FedanonError
 from fedanon.federation.wire import to_instruction
 from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
+
+if TYPE_CHECKING:
+    from fedanon.leader.session import Session
+    from fedanon.leader.union import UnionKeys
 
 
 class PartyFailure(FedanonError):
@@ -67,41 +76,119 @@ class Traffic:
 FanOut = Callable[[str, Callable[[str, pb_grpc.PartyStub], Any]], dict[str, Any]]
 
 
+class SumProtocol(ABC):
+    """The leader's half of one session's secure sum: a request in, the global sums out."""
+
+    @abstractmethod
+    def total(self, request: pb.SumRequest, length: int, traffic: Traffic) -> np.ndarray:
+        """The parties' summed `length`-element vectors for `request` (its ref and
+        instruction set; the protocol adds what it carries itself)."""
+
+
+class RingSum(SumProtocol):
+    """Mask, send around the ring, open the last party's sealed total, unmask."""
+
+    def __init__(
+        self,
+        ring: Sequence[str],
+        stubs: dict[str, pb_grpc.PartyStub],
+        rpc_seconds: float,
+        sealed_totals: SealedTotalChannel,
+    ) -> None:
+        self.ring = list(ring)
+        self.stubs = stubs
+        self.rpc_seconds = rpc_seconds
+        self.sealed_totals = sealed_totals
+
+    @classmethod
+    def opened(cls, session: Session, keys: UnionKeys) -> RingSum:
+        """For a session whose union keys are shared (the last party seals with them)."""
+        return cls(
+            session.ring,
+            session.stubs,
+            session.job.rpc_seconds,
+            keys.sealed_totals(session.session_id),
+        )
+
+    def total(self, request: pb.SumRequest, length: int, traffic: Traffic) -> np.ndarray:
+        iteration = request.ref.iteration
+        mask, payload = start_round(length)
+        request.partial.CopyFrom(pb.Vector(data=payload, length=length, dtype="<u8"))
+        first, last = self.ring[0], self.ring[-1]
+        phase = f"secure sum, iteration {iteration}"
+        timeout = self.rpc_seconds * (1 + 0.25 * len(self.ring))
+        try:
+            reply = self.stubs[first].Sum(request, timeout=timeout)
+        except grpc.RpcError as exc:
+            raise describe_rpc_error(exc, first, phase) from exc
+        try:
+            payload = self.sealed_totals.open(iteration, length, reply.sealed_total)
+        except (FedanonError, CryptoError) as exc:
+            raise PartyFailure(f"{phase}: party {last}: {exc}") from exc
+        traffic.add("sum", request.ByteSize(), reply.ByteSize())
+        return mask.unmask(payload)
+
+
+class PairwiseSum(SumProtocol):
+    """Send the request to every party at once; combine their pairwise-masked shares."""
+
+    def __init__(
+        self, ring: Sequence[str], session_id: str, fan_out: FanOut, rpc_seconds: float
+    ) -> None:
+        self.fan_out = fan_out
+        self.rpc_seconds = rpc_seconds
+        self.aggregator = PairwiseAggregator(list(ring), bytes.fromhex(session_id))
+
+    @classmethod
+    def opened(cls, session: Session, keys: UnionKeys) -> PairwiseSum:
+        """For a session whose parties drew pairwise keys at the handshake."""
+        return cls(session.ring, session.session_id, session.fan_out, session.job.rpc_seconds)
+
+    def total(self, request: pb.SumRequest, length: int, traffic: Traffic) -> np.ndarray:
+        phase = f"secure sum (pairwise), iteration {request.ref.iteration}"
+        replies = self.fan_out(phase, lambda n, s: s.Sum(request, timeout=self.rpc_seconds))
+        try:
+            total = self.aggregator.combine(
+                request.ref.iteration, {n: bytes(r.pairwise_share) for n, r in replies.items()}
+            )
+        except (FedanonError, CryptoError, ValueError) as exc:
+            raise PartyFailure(f"{phase}: {exc}") from exc
+        if total.size != length:
+            raise PartyFailure(f"{phase}: {total.size} elements, expected {length}")
+        traffic.add(
+            "sum", request.ByteSize() * len(replies), sum(r.ByteSize() for r in replies.values())
+        )
+        return total
+
+
+#: How a session makes its secure-sum protocol once its keys are shared.
+MakeSum = Callable[["Session", "UnionKeys"], SumProtocol]
+
+#: The job's ``sum_mode`` -> its wire value and how a session makes its protocol.
+SUM_PROTOCOLS: dict[str, tuple[pb.SumMode, MakeSum]] = {
+    "ring": (pb.SUM_MODE_RING, RingSum.opened),
+    "pairwise": (pb.SUM_MODE_PAIRWISE, PairwiseSum.opened),
+}
+
+
 class FederationSource:
-    """Count source backed by party daemons in ring order."""
+    """Count source backed by party daemons: one secure sum per statistics request."""
 
     def __init__(
         self,
         session_id: str,
-        ring: Sequence[str],
-        stubs: dict[str, pb_grpc.PartyStub],
         layout: StatsLayout,
-        rpc_seconds: float,
+        sums: SumProtocol,
         traffic: Traffic,
         on_round: Callable[[int, int], None] | None = None,
-        fan_out: FanOut | None = None,
-        sealed_totals: SealedTotalChannel | None = None,
     ) -> None:
-        """Ring mode needs `sealed_totals` (the leader's end of the last party's channel);
-        pairwise mode needs `fan_out`."""
-        if fan_out is None and sealed_totals is None:
-            raise ValueError("ring mode needs the channel that opens the last party's totals")
         self.session_id = session_id
-        self.ring = list(ring)
-        self.stubs = stubs
         self.layout = layout
-        self.rpc_seconds = rpc_seconds
+        self.sums = sums
         self.traffic = traffic
         self.on_round = on_round
         self.iteration = 0
         self.seconds = 0.0
-        self.fan_out = fan_out
-        self.sealed_totals = sealed_totals
-        self.aggregator = (
-            PairwiseAggregator(self.ring, bytes.fromhex(session_id))
-            if fan_out is not None
-            else None
-        )
 
     def atom_histogram(self, attr: int, node: int) -> np.ndarray:
         raise FedanonError("dynamic numerical splits are not available in distributed mode")
@@ -119,63 +206,14 @@ class FederationSource:
     def _sum(self, instruction: pb.Instruction | None, n_partitions: int) -> np.ndarray:
         began = time.perf_counter()
         length = self.layout.vector_length(n_partitions)
-        if self.fan_out is None:
-            total = self._ring_sum(instruction, length)
-        else:
-            total = self._pairwise_sum(instruction, length)
-        if self.on_round is not None:
-            self.on_round(self.iteration, length)
-        self.iteration += 1
-        self.seconds += time.perf_counter() - began
-        return total
-
-    def _pairwise_sum(self, instruction: pb.Instruction | None, length: int) -> np.ndarray:
-        assert self.fan_out is not None and self.aggregator is not None
         request = pb.SumRequest(
             ref=pb.SessionRef(session_id=self.session_id, iteration=self.iteration)
         )
         if instruction is not None:
             request.instruction.CopyFrom(instruction)
-        replies = self.fan_out(
-            f"secure sum (pairwise), iteration {self.iteration}",
-            lambda n, s: s.Sum(request, timeout=self.rpc_seconds),
-        )
-        try:
-            total = self.aggregator.combine(
-                self.iteration, {n: bytes(r.pairwise_share) for n, r in replies.items()}
-            )
-        except (FedanonError, CryptoError, ValueError) as exc:
-            raise PartyFailure(f"secure sum (pairwise), iteration {self.iteration}: {exc}") from exc
-        if total.size != length:
-            raise PartyFailure(
-                f"secure sum (pairwise), iteration {self.iteration}: "
-                f"{total.size} elements, expected {length}"
-            )
-        self.traffic.add(
-            "sum", request.ByteSize() * len(replies), sum(r.ByteSize() for r in replies.values())
-        )
-        return total
-
-    def _ring_sum(self, instruction: pb.Instruction | None, length: int) -> np.ndarray:
-        mask, payload = start_round(length)
-        request = pb.SumRequest(
-            ref=pb.SessionRef(session_id=self.session_id, iteration=self.iteration),
-            partial=pb.Vector(data=payload, length=length, dtype="<u8"),
-        )
-        if instruction is not None:
-            request.instruction.CopyFrom(instruction)
-        assert self.sealed_totals is not None
-        first, last = self.ring[0], self.ring[-1]
-        phase = f"secure sum, iteration {self.iteration}"
-        timeout = self.rpc_seconds * (1 + 0.25 * len(self.ring))
-        try:
-            reply = self.stubs[first].Sum(request, timeout=timeout)
-        except grpc.RpcError as exc:
-            raise describe_rpc_error(exc, first, phase) from exc
-        try:
-            payload = self.sealed_totals.open(self.iteration, length, reply.sealed_total)
-        except (FedanonError, CryptoError) as exc:
-            raise PartyFailure(f"{phase}: party {last}: {exc}") from exc
-        total = mask.unmask(payload)
-        self.traffic.add("sum", request.ByteSize(), reply.ByteSize())
+        total = self.sums.total(request, length, self.traffic)
+        if self.on_round is not None:
+            self.on_round(self.iteration, length)
+        self.iteration += 1
+        self.seconds += time.perf_counter() - began
         return total

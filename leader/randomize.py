@@ -1,7 +1,8 @@
 """The leader's side of a federated randomization job (RA / enhanced RA(k)).
 
 Steps: open the session everywhere (fingerprints of the job and the released columns must
-agree), share the union and pairwise keys, sum the parties' per-QID histograms over the agreed
+agree), share the union and pairwise keys (the session plumbing of leader/session.py, shared
+with LKC), sum the parties' per-QID histograms over the agreed
 domains by the ring or pairwise secure sum (the leader learns only the global histograms), derive
 the plan (probabilities, Pa) from them, send the global marginals and probabilities to every
 party, which randomizes its own rows, then integrate the randomized rows by the secure set
@@ -25,10 +26,9 @@ from fedanon.crypto.parallel import Parallelism
 from fedanon.errors import FedanonError
 from fedanon.federation.tls import TLSFiles
 from fedanon.federation.wire import to_vector
-from fedanon.fingerprint import fingerprint
 from fedanon.leader.federation import FederationSource, Traffic
-from fedanon.leader.run import SUM_MODES, Session, _first_difference
-from fedanon.leader.union import UnionKeys, run_union
+from fedanon.leader.session import Session, check_ring_job, open_ring
+from fedanon.leader.union import run_union
 from fedanon.party.config import Hop
 from fedanon.party.randomize import RANDOMIZE_ROUND, UNION_ROUND, spec_to_proto
 from fedanon.protos import fedanon_v1_pb2 as pb
@@ -56,25 +56,18 @@ class RandomizeLeaderJob:
     def check(self) -> None:
         """Refuse jobs the protocol cannot run safely (same rules as distributed LKC)."""
         self.spec.check()
-        if self.sum_mode not in SUM_MODES:
-            raise FedanonError(f"sum_mode '{self.sum_mode}' unknown (choose ring or pairwise)")
-        names = [p.name for p in self.parties]
-        if len(set(names)) != len(names):
-            raise FedanonError("a party is listed twice in the ring")
-        if len(names) < 2:
-            raise FedanonError("a federation needs at least two parties")
-        if len(names) < 3 and not self.allow_two_parties:
-            raise FedanonError(
-                "only two parties: each would learn the other's histograms from the global "
-                "marginals; set allow_two_parties = true (or --allow-two-parties) to accept that"
-            )
+        check_ring_job(
+            self.parties,
+            self.sum_mode,
+            self.allow_two_parties,
+            self.union_pad_to,
+            "the other's histograms from the global marginals",
+        )
         if self.out is None and not self.spec.keep_at_parties:
             raise FedanonError(
                 "no output path for the integrated release (out = ...), and "
                 "the records are not kept at the parties"
             )
-        if self.union_pad_to < 0:
-            raise FedanonError(f"[union] pad_to must be 0 or more, got {self.union_pad_to}")
 
 
 @dataclass(frozen=True)
@@ -104,54 +97,22 @@ def run_randomize(job: RandomizeLeaderJob, on_plan: Any | None = None) -> dict[s
     """
     job.check()
     spec = job.spec
-    items = spec.fingerprint_items()
     timings: dict[str, float] = {}
     traffic = Traffic()
-    session = Session(job)  # type: ignore[arg-type]
+    session = Session(job)
     began = time.perf_counter()
     with session:
-        opened = session.fan_out(
-            "handshake",
-            lambda n, s: s.OpenSession(
-                pb.OpenSessionRequest(
-                    ref=session.ref(),
-                    randomize=spec_to_proto(spec),
-                    ring=session.ring,
-                    sum_mode=SUM_MODES[job.sum_mode],
-                ),
-                timeout=job.rpc_seconds,
-            ),
+        ring = open_ring(
+            session,
+            spec.fingerprint_items(),
+            pb.OpenSessionRequest(randomize=spec_to_proto(spec)),
+            job.sum_mode,
         )
-        columns: list[str] | None = None
-        for name in session.ring:
-            reply = opened[name]
-            if reply.fingerprint != fingerprint(items):
-                raise FedanonError(
-                    f"handshake: party {name} differs from the leader: "
-                    f"{_first_difference(items, list(reply.fingerprint_items))}"
-                )
-            if columns is None:
-                columns = list(reply.columns)
-            elif list(reply.columns) != columns:
-                raise FedanonError(
-                    f"handshake: party {name} has columns {list(reply.columns)}, "
-                    f"party {session.ring[0]} has {columns}"
-                )
-        assert columns is not None
-        keys = UnionKeys.exchange(session, opened)
         timings["handshake"] = time.perf_counter() - began
 
         mark = time.perf_counter()
-        source = FederationSource(
-            session.session_id,
-            session.ring,
-            session.stubs,
-            HistogramLayout(int(sum(spec.sizes))),  # type: ignore[arg-type]
-            job.rpc_seconds,
-            traffic,
-            fan_out=session.fan_out if job.sum_mode == "pairwise" else None,
-            sealed_totals=keys.sealed_totals(session.session_id),
-        )
+        layout = HistogramLayout(int(sum(spec.sizes)))
+        source = FederationSource(session.session_id, layout, ring.sums, traffic)  # type: ignore[arg-type]
         total = source.start([])
         plan = global_plan(spec, total)
         if on_plan is not None:
@@ -173,7 +134,7 @@ def run_randomize(job: RandomizeLeaderJob, on_plan: Any | None = None) -> dict[s
             mark = time.perf_counter()
             rows = run_union(
                 session,
-                keys,
+                ring.keys,
                 traffic,
                 job.rpc_seconds,
                 job.union_seconds,
@@ -182,14 +143,12 @@ def run_randomize(job: RandomizeLeaderJob, on_plan: Any | None = None) -> dict[s
                 job.union_pad_to,
             )
             timings["union"] = time.perf_counter() - mark
-        ended = session.fan_out(
-            "end", lambda n, s: s.End(pb.EndRequest(ref=session.ref()), timeout=job.rpc_seconds)
-        )
+        ended = session.end()
 
     if not spec.keep_at_parties:
         assert job.out is not None
         mark = time.perf_counter()
-        write_table(pd.DataFrame(rows, columns=columns), job.out)
+        write_table(pd.DataFrame(rows, columns=ring.columns), job.out)
         timings["write"] = time.perf_counter() - mark
     timings["total"] = time.perf_counter() - began
     report = {

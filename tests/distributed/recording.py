@@ -20,17 +20,16 @@ not inside the protocol code:
   with ``make_channel``; ours wraps the real channel with ``grpc.intercept_channel`` and a
   :class:`RecordingClientInterceptor`.
 * **Leader side** - the leader's session creates its channels with
-``fedanon.leader.run.make_channel``; the
-  test patches it the same way, so every reply the leader receives is recorded.
+  ``fedanon.leader.session.make_channel``; the test patches it the same way, so every reply the
+  leader receives is recorded.
 * **Ground truth** - to decide whether a message is masked, the test must know the plain values.
   :func:`record_contributions` wraps ``PartySession.contribution`` (the party's local statistics
   vector of an iteration) and stores a copy; that is the oracle, never a message.
 
 Patching module attributes (``fedanon.party.daemon.make_server``/``make_channel``,
-``fedanon.leader.run.make_channel``) instead of copying ``build_server`` keeps the daemons under
-test
-identical to the production ones; if those names change the patch fails loudly (``monkeypatch``
-raises on a missing attribute) rather than silently recording nothing.
+``fedanon.leader.session.make_channel``) instead of copying ``build_server`` keeps the daemons
+under test identical to the production ones; if those names change the patch fails loudly
+(``monkeypatch`` raises on a missing attribute) rather than silently recording nothing.
 """
 
 from __future__ import annotations
@@ -213,10 +212,10 @@ def recording_federation(
         hop_channel_factory=lambda name: recording_channel_factory(name, log),
         taxonomy_of=lambda i: (taxonomy_of or {}).get(i, taxonomy),
     ) as started:
-        import fedanon.leader.run
+        import fedanon.leader.session
 
         monkeypatch.setattr(
-            fedanon.leader.run, "make_channel", recording_channel_factory(LEADER_NAME, log)
+            fedanon.leader.session, "make_channel", recording_channel_factory(LEADER_NAME, log)
         )
         names = [hop.name for hop in started.hops]
         yield RecordingFederation(

@@ -15,10 +15,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 
+from fedanon.algorithms.randomization.coding import observed_domain
+from fedanon.algorithms.randomization.jobspec import RandomizeSpec
 from fedanon.algorithms.tds.engine import StepInfo
 from fedanon.leader.federation import PartyFailure
+from fedanon.leader.randomize import RandomizeLeaderJob, run_randomize
 from fedanon.leader.sim import Federation
 from tests.distributed.conftest import (
     LEASE_SECONDS,
@@ -74,6 +78,46 @@ def test_second_leader_is_refused_and_the_first_job_completes(
     assert all(sid == report["session_id"] for sid, _, _ in seen["before"])
     assert not second_out.exists()
     assert_same_release(out, report, centralized(hospital_data, spec))
+
+
+def test_randomization_job_keeps_its_lease_while_its_leader_computes(
+    hospital_federation: Federation, hospital_data: Dataset, tmp_path: Path
+) -> None:
+    """Randomization jobs share the session plumbing, lease heartbeats included: while the
+    leader makes its plan for longer than the lease, a second leader is refused as busy without
+    changing any party's state, and the randomization job then completes with every record."""
+    fed = hospital_federation
+    qids = ("sex", "marital_status", "employment")
+    table = hospital_data.table
+    spec = RandomizeSpec(qids, tuple(observed_domain(table[q]) for q in qids), p="optimal")
+    second_out = tmp_path / "second.csv"
+    seen: dict[str, Any] = {}
+
+    def on_plan(_plan: Any) -> None:
+        time.sleep(LEASE_SECONDS + 2)  # far longer than the lease: only heartbeats renew it
+        before = snapshot(fed)
+        with pytest.raises(PartyFailure) as refused:
+            run_distributed(
+                fed.hops,
+                fed.leader_tls,
+                hospital_data,
+                hospital_data.spec(L=3, K=20, C="0.2"),
+                second_out,
+                rpc_seconds=RPC_SECONDS,
+            )
+        seen.update(before=before, after=snapshot(fed), message=str(refused.value))
+
+    out = tmp_path / "randomized.csv"
+    job = RandomizeLeaderJob(fed.hops, fed.leader_tls, spec, out, rpc_seconds=RPC_SECONDS)
+    report = run_randomize(job, on_plan=on_plan)
+    message = str(seen["message"])
+    assert message.startswith("handshake: party hospital-1: "), message
+    assert "busy with another session" in message, message
+    assert seen["after"] == seen["before"], "a refused leader changed a party's state"
+    assert all(sid == report["session_id"] for sid, _, _ in seen["before"])
+    assert not second_out.exists()
+    assert report["released_records"] == len(table)
+    assert len(pd.read_csv(out, dtype=str)) == len(table)
 
 
 def _write_job(fed: Federation, dataset: Dataset, workdir: Path) -> Path:

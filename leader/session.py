@@ -1,0 +1,224 @@
+"""One session's plumbing at the leader, the same for every job kind.
+
+Open the session at every party (the handshake: fingerprints compared item by item), renew its
+lease while the leader computes, abort it everywhere on any failure (or Ctrl-C), end it. For the
+ring job kinds (LKC, randomization) :func:`open_ring` adds what every ring session needs: the
+parties' released columns agreed, the union keys shared and the secure-sum protocol chosen from
+the job's ``sum_mode``. Each job kind's leader module (leader/run.py, leader/drbt.py,
+leader/randomize.py) keeps only its own steps between the handshake and ``End``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import grpc
+
+from fedanon.errors import FedanonError
+from fedanon.federation.tls import TLSFiles
+from fedanon.federation.transport import make_channel
+from fedanon.fingerprint import fingerprint
+from fedanon.leader.federation import SUM_PROTOCOLS, SumProtocol, describe_rpc_error
+from fedanon.leader.union import UnionKeys
+from fedanon.party.config import Hop
+from fedanon.protos import fedanon_v1_pb2 as pb
+from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
+
+
+class SessionJob(Protocol):
+    """What the plumbing needs of any job kind's leader job."""
+
+    @property
+    def parties(self) -> list[Hop]: ...
+    @property
+    def tls(self) -> TLSFiles | None: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def rpc_seconds(self) -> float: ...
+
+
+def check_ring_job(
+    parties: Sequence[Hop],
+    sum_mode: str,
+    allow_two_parties: bool,
+    union_pad_to: int,
+    two_learn: str,
+) -> None:
+    """Refuse a ring job the protocol cannot run safely, whatever its kind: an unknown sum
+    mode, a party listed twice, fewer than two parties, or two parties unless the job accepts
+    that each learns `two_learn` (what the other's share of the global result is)."""
+    if sum_mode not in SUM_PROTOCOLS:
+        raise FedanonError(f"sum_mode '{sum_mode}' unknown (choose ring or pairwise)")
+    names = [p.name for p in parties]
+    if len(set(names)) != len(names):
+        raise FedanonError("a party is listed twice in the ring")
+    if len(names) < 2:
+        raise FedanonError("a federation needs at least two parties")
+    if len(names) < 3 and not allow_two_parties:
+        raise FedanonError(
+            f"only two parties: each would learn {two_learn}; "
+            "set allow_two_parties = true (or --allow-two-parties) to accept that"
+        )
+    if union_pad_to < 0:
+        raise FedanonError(f"[union] pad_to must be 0 (no padding) or more, got {union_pad_to}")
+
+
+def first_difference(ours: Sequence[str], theirs: Sequence[str]) -> str:
+    """Name the first item where a party's fingerprint differs from the leader's."""
+    theirs_set, ours_set = set(theirs), set(ours)
+    for item in ours:
+        if item not in theirs_set:
+            return f"the leader has '{item}', the party does not"
+    for item in theirs:
+        if item not in ours_set:
+            return f"the party has '{item}', the leader does not"
+    return "the items are the same but in another order"
+
+
+class Session:
+    """Stubs to every party for one session; aborts everywhere on failure."""
+
+    def __init__(self, job: SessionJob) -> None:
+        self.job = job
+        self.session_id = secrets.token_hex(16)
+        self.ring = [p.name for p in job.parties]
+        self.channels = {p.name: make_channel(p.address, p.name, job.tls) for p in job.parties}
+        self.stubs = {n: pb_grpc.PartyStub(c) for n, c in self.channels.items()}
+        self.pool = ThreadPoolExecutor(max_workers=max(2, len(self.ring)))
+        self.stop_heartbeat = threading.Event()
+        self.heartbeat: threading.Thread | None = None
+
+    def ref(self, iteration: int = 0) -> pb.SessionRef:
+        return pb.SessionRef(session_id=self.session_id, iteration=iteration)
+
+    def fan_out(self, phase: str, call: Callable[[str, pb_grpc.PartyStub], Any]) -> dict[str, Any]:
+        """Call every party in parallel; the first failure (in ring order) is raised."""
+        futures = {n: self.pool.submit(call, n, s) for n, s in self.stubs.items()}
+        out, failure = {}, None
+        for name in self.ring:
+            try:
+                out[name] = futures[name].result()
+            except grpc.RpcError as exc:
+                failure = failure or describe_rpc_error(exc, name, phase)
+        if failure is not None:
+            raise failure
+        return out
+
+    def handshake(
+        self, items: Sequence[str], request: pb.OpenSessionRequest
+    ) -> dict[str, pb.OpenSessionReply]:
+        """Open the session at every party with `request` (its job field, e.g. ``lkc``; the
+        session reference and the ring are filled in here), keep its lease alive, and check
+        every party's fingerprint against the leader's `items`. Returns each party's reply."""
+        request.ref.CopyFrom(self.ref())
+        request.ring[:] = self.ring
+        opened = self.fan_out(
+            "handshake", lambda n, s: s.OpenSession(request, timeout=self.job.rpc_seconds)
+        )
+        self.keep_alive(opened)
+        digest = fingerprint(items)
+        for name in self.ring:
+            reply = opened[name]
+            if reply.fingerprint != digest:
+                raise FedanonError(
+                    f"handshake: party {name} differs from the leader: "
+                    f"{first_difference(items, list(reply.fingerprint_items))}"
+                )
+        return opened
+
+    def keep_alive(self, opened: dict[str, Any]) -> None:
+        """Renew the session's lease at every party (a quarter of the shortest lease) until
+        the session closes. Call once, right after a successful handshake."""
+        leases = [reply.lease_seconds for reply in opened.values() if reply.lease_seconds > 0]
+        interval = min(leases) / 4 if leases else 5.0
+        self.heartbeat = threading.Thread(
+            target=self._renew_leases,
+            args=(interval,),
+            name=f"lease-{self.session_id[:8]}",
+            daemon=True,
+        )
+        self.heartbeat.start()
+
+    def _renew_leases(self, interval: float) -> None:
+        """Best effort: a party that misses a heartbeat fails the job's next real call anyway."""
+        request = pb.RenewRequest(ref=self.ref())
+        while not self.stop_heartbeat.wait(interval):
+            # Closing the session's channels cancels calls in flight (or refuses new ones).
+            with contextlib.suppress(grpc.RpcError, grpc.FutureCancelledError, ValueError):
+                calls = [
+                    stub.Renew.future(request, timeout=interval) for stub in self.stubs.values()
+                ]
+                for call in calls:
+                    with contextlib.suppress(grpc.RpcError, grpc.FutureCancelledError):
+                        call.result()
+
+    def end(self) -> dict[str, pb.EndReply]:
+        """End the session at every party; each reply carries the party's byte counts."""
+        request = pb.EndRequest(ref=self.ref())
+        return self.fan_out("end", lambda n, s: s.End(request, timeout=self.job.rpc_seconds))
+
+    def abort(self, reason: str) -> None:
+        """Best effort: tell every party to drop the session (short deadline, errors ignored)."""
+        request = pb.EndRequest(ref=self.ref(), abort=True, reason=reason[:500])
+        for stub in self.stubs.values():
+            with contextlib.suppress(grpc.RpcError):
+                stub.End(request, timeout=3)
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, _traceback: object
+    ) -> None:
+        """Any failure (or Ctrl-C) aborts the session at every reachable party; always close."""
+        if error is not None:
+            self.abort(str(error) or kind.__name__)  # type: ignore[union-attr]
+        self.close()
+
+    def close(self) -> None:
+        self.stop_heartbeat.set()
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        for channel in self.channels.values():
+            channel.close()
+        if self.heartbeat is not None:
+            self.heartbeat.join()
+
+
+@dataclass(frozen=True)
+class RingOpened:
+    """A ring session after its handshake: replies, agreed columns, union keys, secure sum."""
+
+    replies: dict[str, pb.OpenSessionReply]
+    columns: list[str]
+    keys: UnionKeys
+    sums: SumProtocol
+
+
+def open_ring(
+    session: Session,
+    items: Sequence[str],
+    request: pb.OpenSessionRequest,
+    sum_mode: str,
+    prepare_union: bool = False,
+) -> RingOpened:
+    """Handshake with `request` (as :meth:`Session.handshake`), agree the released columns,
+    share the union (and sum) keys, and choose the secure-sum protocol `sum_mode` names
+    ("ring" or "pairwise")."""
+    request.sum_mode, protocol = SUM_PROTOCOLS[sum_mode]
+    opened = session.handshake(items, request)
+    columns = list(opened[session.ring[0]].columns)
+    for name in session.ring[1:]:
+        if list(opened[name].columns) != columns:
+            raise FedanonError(
+                f"handshake: party {name} has columns {list(opened[name].columns)}, "
+                f"party {session.ring[0]} has {columns}"
+            )
+    keys = UnionKeys.exchange(session, opened, prepare_union=prepare_union)
+    return RingOpened(opened, columns, keys, protocol(session, keys))
