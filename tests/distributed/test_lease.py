@@ -44,6 +44,42 @@ def snapshot(fed: Federation) -> list[tuple[str, str, int]]:
     ]
 
 
+class SecondLeader:
+    """Called while a first job runs: waits far longer than the lease (so that only the first
+    leader's heartbeats can have renewed it), then starts a second LKC job, which must be
+    refused; keeps the refusal and every party's state just before and after it."""
+
+    def __init__(self, fed: Federation, data: Dataset, out: Path) -> None:
+        self.fed, self.data, self.out = fed, data, out
+        self.before: list[tuple[str, str, int]] = []
+        self.after: list[tuple[str, str, int]] = []
+        self.message = ""
+
+    def __call__(self, *_: Any) -> None:
+        time.sleep(LEASE_SECONDS + 2)
+        self.before = snapshot(self.fed)
+        spec = self.data.spec(L=3, K=20, C="0.2")
+        with pytest.raises(PartyFailure) as refused:
+            run_distributed(
+                self.fed.hops,
+                self.fed.leader_tls,
+                self.data,
+                spec,
+                self.out,
+                rpc_seconds=RPC_SECONDS,
+            )
+        self.after, self.message = snapshot(self.fed), str(refused.value)
+
+    def assert_refused_as_busy(self, first_session: str) -> None:
+        """Refused at the handshake naming a busy party; nothing changed; no output."""
+        message = self.message
+        assert message.startswith("handshake: party hospital-1: "), message
+        assert "busy with another session" in message and "lease" in message, message
+        assert self.after == self.before, "a refused leader changed a party's state"
+        assert self.before and all(sid == first_session for sid, _, _ in self.before)
+        assert not self.out.exists()
+
+
 def test_second_leader_is_refused_and_the_first_job_completes(
     hospital_federation: Federation, hospital_data: Dataset, tmp_path: Path
 ) -> None:
@@ -53,30 +89,17 @@ def test_second_leader_is_refused_and_the_first_job_completes(
     the first job completes with the release centralized anonymization gives."""
     fed = hospital_federation
     spec = hospital_data.spec(L=3, K=20, C="0.2")
-    second_out = tmp_path / "second.csv"
-    seen: dict[str, Any] = {}
+    second = SecondLeader(fed, hospital_data, tmp_path / "second.csv")
 
     def on_step(step: StepInfo) -> None:
-        if step.iteration != 2:
-            return
-        time.sleep(LEASE_SECONDS + 2)  # far longer than the lease: only heartbeats renew it
-        before = snapshot(fed)
-        with pytest.raises(PartyFailure) as refused:
-            run_distributed(
-                fed.hops, fed.leader_tls, hospital_data, spec, second_out, rpc_seconds=RPC_SECONDS
-            )
-        seen.update(before=before, after=snapshot(fed), message=str(refused.value))
+        if step.iteration == 2:
+            second()
 
     out = tmp_path / "release.csv"
     report = run_distributed(
         fed.hops, fed.leader_tls, hospital_data, spec, out, on_step=on_step, rpc_seconds=RPC_SECONDS
     )
-    message = str(seen["message"])
-    assert message.startswith("handshake: party hospital-1: "), message
-    assert "busy with another session" in message and "lease" in message, message
-    assert seen["after"] == seen["before"], "a refused leader changed a party's state"
-    assert all(sid == report["session_id"] for sid, _, _ in seen["before"])
-    assert not second_out.exists()
+    second.assert_refused_as_busy(report["session_id"])
     assert_same_release(out, report, centralized(hospital_data, spec))
 
 
@@ -90,32 +113,11 @@ def test_randomization_job_keeps_its_lease_while_its_leader_computes(
     qids = ("sex", "marital_status", "employment")
     table = hospital_data.table
     spec = RandomizeSpec(qids, tuple(observed_domain(table[q]) for q in qids), p="optimal")
-    second_out = tmp_path / "second.csv"
-    seen: dict[str, Any] = {}
-
-    def on_plan(_plan: Any) -> None:
-        time.sleep(LEASE_SECONDS + 2)  # far longer than the lease: only heartbeats renew it
-        before = snapshot(fed)
-        with pytest.raises(PartyFailure) as refused:
-            run_distributed(
-                fed.hops,
-                fed.leader_tls,
-                hospital_data,
-                hospital_data.spec(L=3, K=20, C="0.2"),
-                second_out,
-                rpc_seconds=RPC_SECONDS,
-            )
-        seen.update(before=before, after=snapshot(fed), message=str(refused.value))
-
+    second = SecondLeader(fed, hospital_data, tmp_path / "second.csv")
     out = tmp_path / "randomized.csv"
     job = RandomizeLeaderJob(fed.hops, fed.leader_tls, spec, out, rpc_seconds=RPC_SECONDS)
-    report = run_randomize(job, on_plan=on_plan)
-    message = str(seen["message"])
-    assert message.startswith("handshake: party hospital-1: "), message
-    assert "busy with another session" in message, message
-    assert seen["after"] == seen["before"], "a refused leader changed a party's state"
-    assert all(sid == report["session_id"] for sid, _, _ in seen["before"])
-    assert not second_out.exists()
+    report = run_randomize(job, on_plan=second)
+    second.assert_refused_as_busy(report["session_id"])
     assert report["released_records"] == len(table)
     assert len(pd.read_csv(out, dtype=str)) == len(table)
 
