@@ -8,10 +8,15 @@ through ``package_dir``; the metadata stays in pyproject.toml. See docs/architec
 
 from setuptools import find_packages, setup
 
-#: Repository folders installed as ``fedanon.<name>`` (each is a flat package).
+#: Repository folders installed as ``fedanon.<name>``, with their sub-packages (party/handlers).
 NAMESPACED = ("crypto", "federation", "leader", "party", "protos")
 
 setup(
-    packages=find_packages(include=["fedanon", "fedanon.*"]) + [f"fedanon.{n}" for n in NAMESPACED],
+    packages=find_packages(include=["fedanon", "fedanon.*"])
+    + [
+        f"fedanon.{n}{sub}"
+        for n in NAMESPACED
+        for sub in ["", *(f".{p}" for p in find_packages(n))]
+    ],
     package_dir={f"fedanon.{n}": n for n in NAMESPACED},
 )

@@ -610,6 +610,7 @@ def test_build_context_builds_a_wheel_with_the_cli(tmp_path: Path) -> None:
     names = wheel.namelist()
     for module in (
         "fedanon/party/daemon.py",
+        "fedanon/party/handlers/lkc.py",  # a sub-package of a remapped folder
         "fedanon/leader/run.py",
         "fedanon/crypto/identity.py",
         "fedanon/protos/fedanon_v1_pb2.py",
