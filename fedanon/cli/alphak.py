@@ -120,9 +120,9 @@ def add_evaluate_queries(kinds: argparse._SubParsersAction) -> None:
 
 # ---------------------------------------------------------------------- handlers
 def run_anonymize(args: argparse.Namespace) -> int:
-    from fedanon.algorithms.alphak.api import anonymize_alpha_k
     from fedanon.algorithms.alphak.release import NOTE, note_path
     from fedanon.outputs import CommandOutputs
+    from fedanon.public.alphak import anonymize_alpha_k
     from fedanon.readers.table_io import read_table
     from fedanon.taxonomy.loader import load_taxonomy
 
@@ -149,19 +149,26 @@ def run_anonymize(args: argparse.Namespace) -> int:
     qids = split_list(args.qid)
     with step_progress(f"alpha-k ({args.method})", args.quiet or args.json):
         release = anonymize_alpha_k(
-            table, qids, args.sensitive, args.alpha, args.k, args.method, taxonomy, args.seed
+            table,
+            qids=qids,
+            sensitive=args.sensitive,
+            alpha=args.alpha,
+            k=args.k,
+            method=args.method,
+            taxonomy=taxonomy,
+            seed=args.seed,
         )
     report = {**release.report, "input": str(args.data)}
     with outputs.writing() as staged:
-        if release.table is not None:
+        if not pair:
             staged.table(args.out, release.table)
             report["output"] = str(args.out)
             if wants_report(args):
                 report["release_report"] = alpha_k_release_report(
-                    args, release.table, taxonomy, args.method
+                    args, release.table, taxonomy, args.method, release.report["privacy_check"]
                 )
         else:
-            nss, ss = release.pair()
+            nss, ss = release.tables["nss"], release.tables["ss"]
             assert note is not None  # claimed above for every pair method
             staged.table(args.nss, nss)
             staged.table(args.ss, ss)

@@ -168,8 +168,8 @@ def _summary_rows(report: dict[str, Any]) -> list[tuple[str, Any]]:
 
 
 def run_anonymize(args: argparse.Namespace) -> int:
-    from fedanon.algorithms.randomization.api import anonymize_randomize
     from fedanon.outputs import CommandOutputs
+    from fedanon.public.randomization import anonymize_randomize
     from fedanon.readers.table_io import read_table
 
     outputs = CommandOutputs(inputs=[args.data])
@@ -178,7 +178,12 @@ def run_anonymize(args: argparse.Namespace) -> int:
     table = read_table(args.data, args.delimiter)
     with step_progress("randomizing", args.quiet or args.json):
         release = anonymize_randomize(
-            table, split_list(args.qid), args.method, args.attrs, _p_value(args.p), args.seed
+            table,
+            qids=split_list(args.qid),
+            method=args.method,
+            attrs=args.attrs,
+            p=_p_value(args.p),
+            seed=args.seed,
         )
     report = {**release.report, "input": str(args.data), "output": str(args.out)}
     with outputs.writing() as staged:

@@ -16,6 +16,7 @@ import secrets
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -64,7 +65,7 @@ def anonymize_alpha_k(
     df: pd.DataFrame,
     qids: Sequence[str],
     sensitive: str,
-    alpha: float | str = "0.33",
+    alpha: float | str | Fraction = "0.33",
     k: int = 2,
     method: str = "local",
     taxonomy: TaxonomyFile | Mapping[str, Taxonomy] | None = None,
