@@ -14,24 +14,24 @@ __version__ = "0.1.0"
 
 #: Public name -> module that defines it.
 _PUBLIC = {
-    "Release": "fedanon.api",
+    "Release": "fedanon.release",
     "anonymize_lkc": "fedanon.api",
     "check_lkc": "fedanon.api",
     "evaluate_lkc": "fedanon.api",
     "load_taxonomy": "fedanon.taxonomy.loader",
-    "anonymize_kactus": "fedanon.public.kactus",
-    "anonymize_mondrian": "fedanon.public.kactus",
-    "check_k_anonymity": "fedanon.public.kactus",
-    "evaluate_classification": "fedanon.public.kactus",
-    "anonymize_alpha_k": "fedanon.public.alphak",
-    "check_alpha_k": "fedanon.public.alphak",
-    "evaluate_queries": "fedanon.public.alphak",
-    "anonymize_randomize": "fedanon.public.randomization",
-    "evaluate_randomization": "fedanon.public.randomization",
-    "sanitize": "fedanon.public.sanitization",
-    "evaluate_sanitization": "fedanon.public.sanitization",
-    "anonymize_drbt": "fedanon.public.drbt",
-    "evaluate_drbt": "fedanon.public.drbt",
+    "anonymize_kactus": "fedanon.algorithms.kactus.api",
+    "anonymize_mondrian": "fedanon.algorithms.mondrian.api",
+    "check_k_anonymity": "fedanon.checks",
+    "evaluate_classification": "fedanon.utility.classification",
+    "anonymize_alpha_k": "fedanon.algorithms.alphak.api",
+    "check_alpha_k": "fedanon.checks",
+    "evaluate_queries": "fedanon.utility.query_report",
+    "anonymize_randomize": "fedanon.algorithms.randomization.api",
+    "evaluate_randomization": "fedanon.algorithms.randomization.api",
+    "sanitize": "fedanon.algorithms.sanitization.api",
+    "evaluate_sanitization": "fedanon.algorithms.sanitization.api",
+    "anonymize_drbt": "fedanon.algorithms.drbt.api",
+    "evaluate_drbt": "fedanon.algorithms.drbt.api",
 }
 
 __all__ = ["__version__", *sorted(_PUBLIC)]

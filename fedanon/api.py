@@ -1,6 +1,6 @@
 """The public Python API of LKC anonymization, for notebooks: keyword arguments, DataFrames in,
 a `Release` (table + report) out. ``import fedanon`` exposes these names lazily (docs/api.md);
-the other method families return the same `Release` from `fedanon.public`.
+every other method family's entry point returns the same `Release` (fedanon/release.py).
 
 `anonymize_lkc` runs the same pipeline as ``fedanon anonymize lkc``: schema from the taxonomy
 and the options, top-down specialization, plain-text columns, the independent privacy check.
@@ -10,39 +10,20 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from fedanon.arguments import require_frame, taxonomy_file
 from fedanon.errors import FedanonError
-from fedanon.public.arguments import require_frame, taxonomy_file
+from fedanon.release import Release
 from fedanon.schema import SensitiveValue
 from fedanon.taxonomy.files import TaxonomyFile
 
 #: Sensitive values as ``{"column": ["value", ...]}`` or ``["column=value,value", ...]``.
 SensitiveSpec = Mapping[str, Sequence[str]] | Sequence[str]
-
-
-@dataclass(frozen=True)
-class Release:
-    """An anonymized table (plain strings in generalized columns) and its JSON-ready report.
-
-    Every method family returns this one shape, so a notebook handles all of them alike.
-    `tables` names every table the release consists of; a one-table release holds just
-    ``{"table": table}``, a release of several (an (alpha,k) NSS/SS pair, DRBT's table with its
-    private id map) names each one, and `table` is then the main one (docs/api.md).
-    """
-
-    table: pd.DataFrame
-    report: dict[str, Any]
-    tables: Mapping[str, pd.DataFrame] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        if not self.tables:  # frozen: set the default view once, here
-            object.__setattr__(self, "tables", {"table": self.table})
 
 
 def _sensitive(sensitive: SensitiveSpec | None) -> list[SensitiveValue] | None:

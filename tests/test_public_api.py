@@ -275,14 +275,13 @@ def test_the_checkers_refuse_what_breaks_the_model(releases: dict[str, fedanon.R
 
 
 def test_a_release_that_fails_its_check_is_not_returned(monkeypatch: pytest.MonkeyPatch) -> None:
-    """An algorithm bug that released a singleton group is caught by the independent check."""
+    """An algorithm bug that released raw cells is caught by the independent check."""
     from fedanon.algorithms.kactus import api as engine
 
-    def broken(df: pd.DataFrame, *args: Any, **kwargs: Any) -> engine.KactusRelease:
-        report = {"parameters": {"k": 10, "qids": QIDS, "marker": "?"}}
-        return engine.KactusRelease(df.astype(str), report)  # every record its own group
+    def raw_cells(df: pd.DataFrame, *_: Any) -> pd.DataFrame:
+        return df.astype(str)  # (age, stay, employment, admission) single out some patients
 
-    monkeypatch.setattr(engine, "anonymize_kactus", broken)
+    monkeypatch.setattr(engine, "release_table", raw_cells)
     with pytest.raises(FedanonError, match="fails 10-anonymity"):
         fedanon.anonymize_kactus(DATA, **KACTUS)
 

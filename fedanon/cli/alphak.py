@@ -120,9 +120,9 @@ def add_evaluate_queries(kinds: argparse._SubParsersAction) -> None:
 
 # ---------------------------------------------------------------------- handlers
 def run_anonymize(args: argparse.Namespace) -> int:
+    from fedanon.algorithms.alphak.api import anonymize_alpha_k
     from fedanon.algorithms.alphak.release import NOTE, note_path
     from fedanon.outputs import CommandOutputs
-    from fedanon.public.alphak import anonymize_alpha_k
     from fedanon.readers.table_io import read_table
     from fedanon.taxonomy.loader import load_taxonomy
 
@@ -149,15 +149,9 @@ def run_anonymize(args: argparse.Namespace) -> int:
     qids = split_list(args.qid)
     with step_progress(f"alpha-k ({args.method})", args.quiet or args.json):
         release = anonymize_alpha_k(
-            table,
-            qids=qids,
-            sensitive=args.sensitive,
-            alpha=args.alpha,
-            k=args.k,
-            method=args.method,
-            taxonomy=taxonomy,
-            seed=args.seed,
-        )
+            table, qids=qids, sensitive=args.sensitive, alpha=args.alpha, k=args.k,
+            method=args.method, taxonomy=taxonomy, seed=args.seed,
+        )  # fmt: skip
     report = {**release.report, "input": str(args.data)}
     with outputs.writing() as staged:
         if not pair:
@@ -257,8 +251,7 @@ def _named(spec: str) -> tuple[str, str]:
 def run_evaluate(args: argparse.Namespace) -> int:
     from fedanon.outputs import CommandOutputs
     from fedanon.readers.table_io import read_table
-    from fedanon.taxonomy.loader import load_taxonomy
-    from fedanon.utility.query_report import QueryRelease, evaluate_releases, plot_query_errors
+    from fedanon.utility.query_report import QueryRelease, evaluate_queries, plot_query_errors
 
     if len(args.nss) != len(args.ss):
         raise FedanonError(f"{len(args.nss)} --nss but {len(args.ss)} --ss: give them in pairs")
@@ -280,29 +273,24 @@ def run_evaluate(args: argparse.Namespace) -> int:
                 ss=read_table(ss_path, args.delimiter),
             )
         )
-    taxonomy = (
-        load_taxonomy(args.taxonomy, data_columns=list(raw.columns)).taxonomies
-        if args.taxonomy
-        else None
-    )
     try:
         qd_values = [int(x) for x in split_list(args.qd_values)]
         s_values = [float(x) for x in split_list(args.s_values)]
     except ValueError:
         raise FedanonError("--qd-values and --s-values take comma-separated numbers") from None
     with step_progress("answering COUNT queries", args.quiet or args.json):
-        report = evaluate_releases(
+        report = evaluate_queries(
             raw,
-            releases,
-            split_list(args.qid),
-            args.sensitive,
-            args.qd,
-            args.s,
-            args.queries,
-            args.seed,
-            taxonomy,
-            qd_values,
-            s_values,
+            releases=releases,
+            qids=split_list(args.qid),
+            sensitive=args.sensitive,
+            qd=args.qd,
+            s=args.s,
+            queries=args.queries,
+            seed=args.seed,
+            taxonomy=args.taxonomy,
+            qd_values=qd_values,
+            s_values=s_values,
         )
     with outputs.writing() as staged:
         if args.report:

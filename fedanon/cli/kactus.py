@@ -106,13 +106,13 @@ def add_evaluate_classification(kinds: argparse._SubParsersAction) -> None:
 
 
 def run_anonymize_kactus(args: argparse.Namespace) -> int:
-    from fedanon.public.kactus import anonymize_kactus
+    from fedanon.algorithms.kactus.api import anonymize_kactus
 
     return _release(args, "kactus", anonymize_kactus, {})
 
 
 def run_anonymize_mondrian(args: argparse.Namespace) -> int:
-    from fedanon.public.kactus import anonymize_mondrian
+    from fedanon.algorithms.mondrian.api import anonymize_mondrian
 
     orders: dict[str, list[str]] = {}
     for spec in args.order:
@@ -197,8 +197,8 @@ def run_check_k_anonymity(args: argparse.Namespace) -> int:
 
 def run_evaluate_classification(args: argparse.Namespace) -> int:
     from fedanon.outputs import CommandOutputs
-    from fedanon.public.kactus import evaluate_classification
     from fedanon.readers.table_io import read_table
+    from fedanon.utility.classification import evaluate_classification
     from fedanon.utility.classification_chart import plot_accuracy
 
     try:

@@ -1,1 +1,0 @@
-"""The public Python API of every method family beside LKC, one module per family."""
