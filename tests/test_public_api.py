@@ -300,3 +300,18 @@ def test_the_cli_releases_what_the_api_releases(tmp_path: Path) -> None:
     written = pd.read_csv(out, dtype=str, keep_default_na=False)
     assert written.equals(api.table.astype(str))
     assert json.loads(report.read_text())["privacy_check"] == api.report["privacy_check"]
+
+
+def test_a_sanitized_log_table_reads_back_as_the_same_log() -> None:
+    """Empty transactions survive (an all-deleted basket is a row ``""``), as do odd blanks."""
+    from fedanon.algorithms.sanitization.tables import as_log, log_table
+    from fedanon.utility.transactions import Transactions
+
+    log = Transactions.from_lists([[], [3, 1], [], [7], []])
+    table = log_table(log)
+    assert table["items"].tolist() == ["", "1 3", "", "7", ""]
+    assert as_log(table) == log
+    assert as_log(pd.DataFrame({"items": [" 5  2 ", ""]})).to_lists() == [[2, 5], []]
+    for bad in ("1 -2", "1 x", "x 1"):
+        with pytest.raises(FedanonError, match="non-negative item numbers"):
+            as_log(pd.DataFrame({"items": [bad]}))
