@@ -22,6 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import pandas as pd
 from bench_lkc import ADULT, blow_up
 from machine_info import describe
 
@@ -29,6 +30,8 @@ from fedanon.algorithms.alphak.api import anonymize_alpha_k
 from fedanon.algorithms.alphak.reproduce import ADULT_QIDS, SENSITIVE
 from fedanon.readers.datadir import data_dir
 from fedanon.readers.table_io import read_table
+from fedanon.release import Release
+from fedanon.taxonomy.files import TaxonomyFile
 from fedanon.taxonomy.loader import load_taxonomy
 from fedanon.utility.queries import QueryWorkload
 
@@ -40,11 +43,25 @@ def _clock() -> tuple[float, float]:
     return time.perf_counter(), time.process_time()
 
 
+def _release(table: pd.DataFrame, taxonomy: TaxonomyFile, method: str) -> Release:
+    """The benchmark's setting: Adult's QIDs, alpha = 0.33, k = 2, seed 1."""
+    return anonymize_alpha_k(
+        table,
+        qids=ADULT_QIDS,
+        sensitive=SENSITIVE,
+        alpha="0.33",
+        k=2,
+        method=method,
+        taxonomy=taxonomy,
+        seed=1,
+    )
+
+
 def run_method(method: str, data: Path) -> dict[str, float]:
     table = read_table(data)
     taxonomy = load_taxonomy(TAXONOMY)
     t0, c0 = _clock()
-    release = anonymize_alpha_k(table, ADULT_QIDS, SENSITIVE, "0.33", 2, method, taxonomy, 1)
+    release = _release(table, taxonomy, method)
     t1, c1 = _clock()
     return {
         "rows": len(table),
@@ -58,15 +75,13 @@ def run_method(method: str, data: Path) -> dict[str, float]:
 def run_queries(data: Path) -> dict[str, float]:
     table = read_table(data)
     taxonomy = load_taxonomy(TAXONOMY)
-    local = anonymize_alpha_k(table, ADULT_QIDS, SENSITIVE, "0.33", 2, "local", taxonomy, 1)
-    lossy = anonymize_alpha_k(table, ADULT_QIDS, SENSITIVE, "0.33", 2, "lossy-join", taxonomy, 1)
+    local, lossy = (_release(table, taxonomy, method) for method in ("local", "lossy-join"))
     t0, c0 = _clock()
     workload = QueryWorkload.generate(table, ADULT_QIDS, SENSITIVE, 4, 0.05, 1000, seed=1)
     t1, c1 = _clock()
-    assert local.table is not None
     workload.estimate_generalized(local.table, taxonomy.taxonomies)
     t2, c2 = _clock()
-    workload.estimate_lossy_join(*lossy.pair())
+    workload.estimate_lossy_join(lossy.tables["nss"], lossy.tables["ss"])
     t3, c3 = _clock()
     return {
         "rows": len(table),

@@ -55,7 +55,7 @@ def run_one(sigma: int) -> dict[str, object]:
     table = blow_up(load_table("adult"), sigma)
     began = time.perf_counter()
     cpu_began = time.process_time()
-    release = anonymize_kactus(table, "class", qids=QIDS, k=K, seed=1)
+    release = anonymize_kactus(table, class_column="class", qids=QIDS, k=K, seed=1)
     total = time.perf_counter() - began
     cpu = time.process_time() - cpu_began
     seconds = release.report["seconds"]
@@ -87,8 +87,14 @@ def compare_on_adult(k: int) -> list[tuple[str, float, int]]:
     qids = [c for c in adult.columns if c != "class"]
     out = []
     for name, run in (
-        ("kactus", lambda: anonymize_kactus(adult, "class", k=k, seed=1).report["groups"]),
-        ("mondrian", lambda: anonymize_mondrian(adult, "class", k=k, seed=1).report["groups"]),
+        (
+            "kactus",
+            lambda: anonymize_kactus(adult, class_column="class", k=k, seed=1).report["groups"],
+        ),
+        (
+            "mondrian",
+            lambda: anonymize_mondrian(adult, class_column="class", k=k, seed=1).report["groups"],
+        ),
     ):
         began = time.perf_counter()
         groups = run()

@@ -60,7 +60,7 @@ def _one_case(rows: int, kwargs: dict, queue: multiprocessing.Queue) -> None:
     Path("/proc/self/clear_refs").write_text("5")  # reset the peak RSS to the current RSS
     before = _status("VmRSS")
     wall, cpu = time.perf_counter(), time.process_time()
-    release = anonymize_randomize(table, QIDS, seed=1, **kwargs)
+    release = anonymize_randomize(table, qids=QIDS, seed=1, **kwargs)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     queue.put(
         {
@@ -105,7 +105,7 @@ def federated(parties: int, sum_mode: str) -> None:
 
     adult = _adult()
     mark = time.perf_counter()
-    central = anonymize_randomize(adult, QIDS, seed=1)
+    central = anonymize_randomize(adult, qids=QIDS, seed=1)
     central_s = time.perf_counter() - mark
     spec = RandomizeSpec(tuple(QIDS), tuple(observed_domain(adult[q]) for q in QIDS))
     plans: list = []

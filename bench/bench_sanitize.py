@@ -47,7 +47,7 @@ def timed(tx: Transactions, rules: list[SensitiveRule], algorithm: str) -> tuple
         kwargs = {"min_support": SIGMA}
     tracemalloc.start()
     start = time.process_time()
-    sanitize(tx, rules, algorithm, 0.0, seed=SEED, **kwargs)
+    sanitize(tx, rules=rules, algorithm=algorithm, seed=SEED, **kwargs)
     seconds = time.process_time() - start
     peak = tracemalloc.get_traced_memory()[1] / 2**20
     tracemalloc.stop()

@@ -76,7 +76,9 @@ def reproduce(
         adapters = {n: _blank_numeric(a) for n, a in adapters.items()}
     if inequality_raw:
         adapters = {n: _raw_inequalities(a) if n == "kactus" else a for n, a in adapters.items()}
-    return evaluate_classification(table, "class", adapters, ks, ("c45",), seed)
+    return evaluate_classification(
+        table, class_column="class", methods=adapters, k_values=ks, seed=seed
+    )
 
 
 def _raw_inequalities(anonymize):

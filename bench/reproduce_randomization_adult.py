@@ -62,7 +62,7 @@ def main() -> None:
         errors, recovery, artificial, changed = [], [], [], []
         pa = 0.0
         for seed in range(args.seeds):
-            release = anonymize_randomize(adult, QIDS, seed=1000 + seed, **kwargs)
+            release = anonymize_randomize(adult, qids=QIDS, seed=1000 + seed, **kwargs)
             pa = release.report["Pa"]
             changed.append(release.report["changed_cell_fraction"])
             errors.append(

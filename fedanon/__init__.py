@@ -14,15 +14,18 @@ __version__ = "0.1.0"
 
 #: Public name -> module that defines it.
 _PUBLIC = {
-    "Release": "fedanon.api",
+    "Release": "fedanon.release",
     "anonymize_lkc": "fedanon.api",
     "check_lkc": "fedanon.api",
     "evaluate_lkc": "fedanon.api",
     "load_taxonomy": "fedanon.taxonomy.loader",
     "anonymize_kactus": "fedanon.algorithms.kactus.api",
     "anonymize_mondrian": "fedanon.algorithms.mondrian.api",
-    "check_k_anonymity": "fedanon.models.k_anonymity",
+    "check_k_anonymity": "fedanon.checks",
+    "evaluate_classification": "fedanon.utility.classification",
     "anonymize_alpha_k": "fedanon.algorithms.alphak.api",
+    "check_alpha_k": "fedanon.checks",
+    "evaluate_queries": "fedanon.utility.query_report",
     "anonymize_randomize": "fedanon.algorithms.randomization.api",
     "evaluate_randomization": "fedanon.algorithms.randomization.api",
     "sanitize": "fedanon.algorithms.sanitization.api",

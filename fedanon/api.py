@@ -1,5 +1,6 @@
 """The public Python API of LKC anonymization, for notebooks: keyword arguments, DataFrames in,
-a `Release` (table + report) out. ``import fedanon`` exposes these names lazily (docs/api.md).
+a `Release` (table + report) out. ``import fedanon`` exposes these names lazily (docs/api.md);
+every other method family's entry point returns the same `Release` (fedanon/release.py).
 
 `anonymize_lkc` runs the same pipeline as ``fedanon anonymize lkc``: schema from the taxonomy
 and the options, top-down specialization, plain-text columns, the independent privacy check.
@@ -9,35 +10,20 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from fedanon.arguments import require_frame, taxonomy_file
 from fedanon.errors import FedanonError
+from fedanon.release import Release
 from fedanon.schema import SensitiveValue
 from fedanon.taxonomy.files import TaxonomyFile
 
 #: Sensitive values as ``{"column": ["value", ...]}`` or ``["column=value,value", ...]``.
 SensitiveSpec = Mapping[str, Sequence[str]] | Sequence[str]
-
-
-@dataclass(frozen=True)
-class Release:
-    """An anonymized table (plain strings in generalized columns) and its JSON-ready report."""
-
-    table: pd.DataFrame
-    report: dict[str, Any]
-
-
-def _taxonomy(taxonomy: TaxonomyFile | str | os.PathLike[str], columns: list[str]) -> TaxonomyFile:
-    if isinstance(taxonomy, TaxonomyFile):
-        return taxonomy
-    from fedanon.taxonomy.loader import load_taxonomy
-
-    return load_taxonomy(taxonomy, data_columns=columns)
 
 
 def _sensitive(sensitive: SensitiveSpec | None) -> list[SensitiveValue] | None:
@@ -77,7 +63,8 @@ def anonymize_lkc(
     from fedanon.algorithms.tds.verified import verified_release
     from fedanon.schema import LKCParams, parse_confidence_bound
 
-    tax = _taxonomy(taxonomy, list(df.columns))
+    df = require_frame(df)
+    tax = taxonomy_file(taxonomy, list(df.columns))
     schema = build_schema(tax, df, qids, _sensitive(sensitive), class_column)
     params = LKCParams.of(L, K, parse_confidence_bound(C))
     chosen = score or ("infogain" if schema.class_column else "discernibility")
@@ -105,7 +92,9 @@ def check_lkc(
     values: dict[str, list[str]] = {}
     for s in _sensitive(sensitive) or []:
         values.setdefault(s.column, []).append(s.value)
-    return check(df.astype(str), qids, values, L, K, parse_confidence_bound(C)).to_dict()
+    return check(
+        require_frame(df).astype(str), qids, values, L, K, parse_confidence_bound(C)
+    ).to_dict()
 
 
 def evaluate_lkc(
@@ -124,6 +113,7 @@ def evaluate_lkc(
     """
     from fedanon.utility.evaluation import evaluate_release
 
+    raw, released = require_frame(raw, "raw"), require_frame(released, "released")
     mask = np.asarray(test, dtype=bool)
     if len(mask) != len(raw) or len(raw) != len(released):
         raise FedanonError("raw, released and test must have the same number of rows")

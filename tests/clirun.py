@@ -32,11 +32,11 @@ def run_cli(*args: str | Path) -> CliResult:
     return CliResult(code, out.getvalue(), err.getvalue())
 
 
-def lkc_options(data: str | Path, taxonomy: str | Path, K: int = 4) -> list[str]:
-    """The LKC job most CLI tests run: `data` and `taxonomy` at L = 2, K, C = 0.5."""
+def lkc_options(data: str | Path, taxonomy: str | Path, K: int = 4, C: str = "0.5") -> list[str]:
+    """The LKC job most CLI tests run: `data` and `taxonomy` at L = 2, K, C (default 0.5)."""
     return [
         *("--data", str(data), "--taxonomy", str(taxonomy)),
-        *("--L", "2", "--K", str(K), "--C", "0.5"),
+        *("--L", "2", "--K", str(K), "--C", C),
     ]
 
 

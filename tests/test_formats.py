@@ -11,7 +11,7 @@ import pytest
 
 from fedanon.errors import FedanonError
 from fedanon.readers.table_io import input_delimiter, read_table, require_columns, write_table
-from tests.clirun import CliResult, run_cli
+from tests.clirun import CliResult, lkc_options, run_cli
 
 TAXONOMY = """\
 qids = ["sex", "zip"]
@@ -113,23 +113,8 @@ def test_anonymize_refuses_an_unknown_extension_before_working(
     tmp_path: Path, semicolon_table
 ) -> None:
     data, taxonomy = semicolon_table
-    result = run_cli(
-        "anonymize",
-        "lkc",
-        "--data",
-        data,
-        "--taxonomy",
-        taxonomy,
-        "--L",
-        "2",
-        "--K",
-        "5",
-        "--C",
-        "1",
-        "--out",
-        tmp_path / "out.xlsx",
-        "--quiet",
-    )
+    job = lkc_options(data, taxonomy, K=5, C="1")
+    result = run_cli("anonymize", "lkc", *job, "--out", tmp_path / "out.xlsx", "--quiet")
     assert result.code == 2
     assert result.err_lines == [
         f"fedanon: error: {tmp_path / 'out.xlsx'}: unknown output format (extension '.xlsx'); "
@@ -144,21 +129,7 @@ def test_parquet_in_and_out_then_checked(tmp_path: Path, semicolon_table) -> Non
     write_table(read_table(data), source)
     out = tmp_path / "out.parquet"
     result = run_cli(
-        "anonymize",
-        "lkc",
-        "--data",
-        source,
-        "--taxonomy",
-        taxonomy,
-        "--L",
-        "2",
-        "--K",
-        "5",
-        "--C",
-        "1",
-        "--out",
-        out,
-        "--quiet",
+        "anonymize", "lkc", *lkc_options(source, taxonomy, K=5, C="1"), "--out", out, "--quiet"
     )
     assert result.code == 0, result.err
     assert pq.read_table(out).num_rows == 40

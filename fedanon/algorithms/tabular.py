@@ -4,7 +4,8 @@ Both algorithms take a table, a class column and the QID columns, and release th
 every input column in its input order, QID cells as text (a suppressed cell holds the marker,
 ``?`` by default), non-QID columns and the class unchanged, rows shuffled so that their order
 reveals neither the input order nor the groups. Keeping these rules in one place lets kACTUS,
-Mondrian and TDS releases be compared cell for cell.
+Mondrian and TDS releases be compared cell for cell. Before a release leaves, the independent
+k-anonymity checker verifies it (:func:`checked_release`).
 """
 
 from __future__ import annotations
@@ -13,11 +14,15 @@ import re
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from fedanon.arguments import column_list, optional_seed, require_frame
 from fedanon.errors import FedanonError
+from fedanon.models.k_anonymity import check_k_anonymity
+from fedanon.release import Release
 
 # Numbers written with more decimals than this are rounded to it when a group mean replaces them.
 _MAX_DECIMALS = 6
@@ -44,6 +49,7 @@ class QidColumn:
 
 def generator(seed: int | None) -> np.random.Generator:
     """The run's generator: the user's seed, or 128 secret bits from the OS."""
+    seed = optional_seed(seed)
     return np.random.default_rng(secrets.randbits(128) if seed is None else seed)
 
 
@@ -51,6 +57,7 @@ def validate(
     df: pd.DataFrame, class_column: str, qids: Sequence[str] | None, k: int, marker: str
 ) -> list[str]:
     """The QID names after checking every precondition a user can get wrong (one-line errors)."""
+    df, qids = require_frame(df), column_list(qids, "qids")
     if not isinstance(marker, str) or not marker:
         raise FedanonError("the suppression marker must be a non-empty string")
     if class_column not in df.columns:
@@ -129,3 +136,16 @@ def release_table(
     for name, cells in qid_cells.items():
         out[name] = pd.Series(cells[order], dtype=object)
     return out
+
+
+def checked_release(table: pd.DataFrame, report: dict[str, Any]) -> Release:
+    """The release with the independent checker's verdict as ``privacy_check``.
+
+    The checker (`fedanon.models.k_anonymity`) shares no code with either algorithm, so a bug
+    that released a group smaller than k stops here: such a release is never handed out.
+    """
+    parameters = report["parameters"]
+    verdict = check_k_anonymity(table, parameters["qids"], parameters["k"])
+    if not verdict.ok:
+        raise FedanonError(f"the release fails {parameters['k']}-anonymity; nothing returned")
+    return Release(table, {**report, "privacy_check": verdict.to_dict()})

@@ -149,19 +149,20 @@ def run_anonymize(args: argparse.Namespace) -> int:
     qids = split_list(args.qid)
     with step_progress(f"alpha-k ({args.method})", args.quiet or args.json):
         release = anonymize_alpha_k(
-            table, qids, args.sensitive, args.alpha, args.k, args.method, taxonomy, args.seed
-        )
+            table, qids=qids, sensitive=args.sensitive, alpha=args.alpha, k=args.k,
+            method=args.method, taxonomy=taxonomy, seed=args.seed,
+        )  # fmt: skip
     report = {**release.report, "input": str(args.data)}
     with outputs.writing() as staged:
-        if release.table is not None:
+        if not pair:
             staged.table(args.out, release.table)
             report["output"] = str(args.out)
             if wants_report(args):
                 report["release_report"] = alpha_k_release_report(
-                    args, release.table, taxonomy, args.method
+                    args, release.table, taxonomy, args.method, release.report["privacy_check"]
                 )
         else:
-            nss, ss = release.pair()
+            nss, ss = release.tables["nss"], release.tables["ss"]
             assert note is not None  # claimed above for every pair method
             staged.table(args.nss, nss)
             staged.table(args.ss, ss)
@@ -250,8 +251,7 @@ def _named(spec: str) -> tuple[str, str]:
 def run_evaluate(args: argparse.Namespace) -> int:
     from fedanon.outputs import CommandOutputs
     from fedanon.readers.table_io import read_table
-    from fedanon.taxonomy.loader import load_taxonomy
-    from fedanon.utility.query_report import QueryRelease, evaluate_releases, plot_query_errors
+    from fedanon.utility.query_report import QueryRelease, evaluate_queries, plot_query_errors
 
     if len(args.nss) != len(args.ss):
         raise FedanonError(f"{len(args.nss)} --nss but {len(args.ss)} --ss: give them in pairs")
@@ -273,29 +273,24 @@ def run_evaluate(args: argparse.Namespace) -> int:
                 ss=read_table(ss_path, args.delimiter),
             )
         )
-    taxonomy = (
-        load_taxonomy(args.taxonomy, data_columns=list(raw.columns)).taxonomies
-        if args.taxonomy
-        else None
-    )
     try:
         qd_values = [int(x) for x in split_list(args.qd_values)]
         s_values = [float(x) for x in split_list(args.s_values)]
     except ValueError:
         raise FedanonError("--qd-values and --s-values take comma-separated numbers") from None
     with step_progress("answering COUNT queries", args.quiet or args.json):
-        report = evaluate_releases(
+        report = evaluate_queries(
             raw,
-            releases,
-            split_list(args.qid),
-            args.sensitive,
-            args.qd,
-            args.s,
-            args.queries,
-            args.seed,
-            taxonomy,
-            qd_values,
-            s_values,
+            releases=releases,
+            qids=split_list(args.qid),
+            sensitive=args.sensitive,
+            qd=args.qd,
+            s=args.s,
+            queries=args.queries,
+            seed=args.seed,
+            taxonomy=args.taxonomy,
+            qd_values=qd_values,
+            s_values=s_values,
         )
     with outputs.writing() as staged:
         if args.report:

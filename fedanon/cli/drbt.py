@@ -104,8 +104,8 @@ def run_anonymize_drbt(args: argparse.Namespace) -> int:
     with step_progress("projecting", args.quiet or args.json):
         release = anonymize_drbt(
             table,
-            args.k_dims,
-            args.matrix,
+            k=args.k_dims,
+            matrix=args.matrix,
             columns=split_list(args.columns) or None,
             id_column=args.id_column,
             seed=args.seed,
@@ -115,8 +115,8 @@ def run_anonymize_drbt(args: argparse.Namespace) -> int:
     report = {**release.report, "input": str(args.data), "output": str(args.out)}
     with outputs.writing() as staged:
         staged.table(args.out, release.table)
-        if args.id_map and release.id_map is not None:
-            staged.table(args.id_map, release.id_map)
+        if args.id_map and "id_map" in release.tables:
+            staged.table(args.id_map, release.tables["id_map"])
         if args.report:
             staged.json(args.report, report)
     print_summary(
@@ -151,8 +151,8 @@ def run_evaluate_drbt(args: argparse.Namespace) -> int:
     with step_progress("evaluating", args.quiet or args.json) as show:
         report = evaluate_drbt(
             table,
-            args.k_dims,
-            args.matrix,
+            k=args.k_dims,
+            matrix=args.matrix,
             columns=split_list(args.columns) or None,
             id_column=args.id_column,
             seed=args.seed,

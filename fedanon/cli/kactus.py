@@ -135,7 +135,7 @@ def _release(args: argparse.Namespace, method: str, anonymize, extra: dict) -> i
     with step_progress(method, args.quiet or args.json):
         release = anonymize(
             table,
-            args.class_column,
+            class_column=args.class_column,
             qids=split_list(args.qid) or None,
             k=args.k,
             seed=args.seed,
@@ -200,7 +200,6 @@ def run_evaluate_classification(args: argparse.Namespace) -> int:
     from fedanon.readers.table_io import read_table
     from fedanon.utility.classification import evaluate_classification
     from fedanon.utility.classification_chart import plot_accuracy
-    from fedanon.utility.k_anonymizers import anonymizers
 
     try:
         ks = [int(v) for v in split_list(args.k)]
@@ -212,12 +211,17 @@ def run_evaluate_classification(args: argparse.Namespace) -> int:
     table = read_table(args.data, args.delimiter)
     if args.class_column not in table.columns:
         raise FedanonError(f"{args.data}: no class column '{args.class_column}'")
-    methods = anonymizers(
-        split_list(args.method), args.class_column, split_list(args.qid) or None, args.taxonomy
-    )
     with step_progress("evaluating", args.quiet or args.json) as show:
         report = evaluate_classification(
-            table, args.class_column, methods, ks, split_list(args.inducer), args.seed, show
+            table,
+            class_column=args.class_column,
+            methods=split_list(args.method),
+            k_values=ks,
+            inducers=split_list(args.inducer),
+            qids=split_list(args.qid) or None,
+            taxonomy=args.taxonomy,
+            seed=args.seed,
+            on_step=show,
         )
     report = {**report, "input": str(args.data)}
     with outputs.writing() as staged:

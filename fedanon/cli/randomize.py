@@ -27,6 +27,17 @@ def _p_value(text: str) -> str | tuple[float, ...]:
         ) from None
 
 
+def _method_arguments(args: argparse.Namespace) -> dict[str, Any]:
+    """The keyword arguments of the method options, for anonymize_randomize and its evaluation."""
+    return {
+        "qids": split_list(args.qid),
+        "method": args.method,
+        "attrs": args.attrs,
+        "p": _p_value(args.p),
+        "seed": args.seed,
+    }
+
+
 def _method_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", required=True, help="input table (CSV with header, or Parquet)")
     parser.add_argument("--qid", required=True, help="QID columns a,b,c (the others are kept)")
@@ -177,9 +188,7 @@ def run_anonymize(args: argparse.Namespace) -> int:
     outputs.claim("--report", args.report)
     table = read_table(args.data, args.delimiter)
     with step_progress("randomizing", args.quiet or args.json):
-        release = anonymize_randomize(
-            table, split_list(args.qid), args.method, args.attrs, _p_value(args.p), args.seed
-        )
+        release = anonymize_randomize(table, **_method_arguments(args))
     report = {**release.report, "input": str(args.data), "output": str(args.out)}
     with outputs.writing() as staged:
         staged.table(args.out, release.table)
@@ -207,11 +216,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
     with step_progress("evaluating", args.quiet or args.json):
         report = evaluate_randomization(
             table,
-            split_list(args.qid),
-            args.method,
-            args.attrs,
-            _p_value(args.p),
-            args.seed,
+            **_method_arguments(args),
             release=release,
             top=args.top,
             sensitive=args.sensitive,
@@ -315,7 +320,7 @@ def run_sim(args: argparse.Namespace) -> int:
         _p_value(args.p),
         args.keep_at_parties,
     )
-    central = anonymize_randomize(table, qids, args.method, args.attrs, spec.p, args.seed)
+    central = anonymize_randomize(table, **_method_arguments(args))
     parts = split_table(table, args.parties, args.split, args.split_seed)
     plans: list[Any] = []
     workdir = Path(args.workdir) if args.workdir else None

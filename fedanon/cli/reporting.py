@@ -202,9 +202,9 @@ def suppression_release_report(
 ) -> dict[str, Any]:
     """The report of a k-anonymous release by suppression (kACTUS, Mondrian); no taxonomy.
 
-    `report` is the method's own report (it names the QIDs, k and the marker).
+    `report` is the method's own report (it names the QIDs, k and the marker) with the
+    independent checker's ``privacy_check`` (fedanon.public.kactus ran it).
     """
-    from fedanon.models.k_anonymity import check_k_anonymity
     from fedanon.report.loss import suppression_loss
 
     qids = list(report["parameters"]["qids"])
@@ -221,20 +221,23 @@ def suppression_release_report(
         sensitive=[],
         taxonomies=None,
         class_column=args.class_column,
-        check=check_k_anonymity(text, qids, args.k).to_dict(),
+        check=report["privacy_check"],
         losses=losses,
     )
 
 
 def alpha_k_release_report(
-    args: argparse.Namespace, release: pd.DataFrame, taxonomy: Any, method: str
+    args: argparse.Namespace,
+    release: pd.DataFrame,
+    taxonomy: Any,
+    method: str,
+    check: dict[str, Any],
 ) -> dict[str, Any]:
     """The report of an (alpha,k)-anonymous generalized table (global or local recoding).
 
-    Every value of the sensitive column is bounded by alpha, so each gets a max-confidence row.
+    Every value of the sensitive column is bounded by alpha, so each gets a max-confidence row;
+    `check` is the independent checker's verdict (fedanon.public.alphak ran it).
     """
-    from fedanon.models.alpha_k import check_generalized
-
     qids = split_list(args.qid)
     text = release.astype(str)
     values = sorted(text[args.sensitive].unique().tolist())
@@ -249,7 +252,7 @@ def alpha_k_release_report(
         sensitive=[(args.sensitive, v) for v in values],
         taxonomies=[taxonomy.taxonomies[q] for q in qids],
         class_column=None,
-        check=check_generalized(text, qids, args.sensitive, args.alpha, args.k).to_dict(),
+        check=check,
     )
 
 

@@ -95,8 +95,8 @@ def add_evaluate_sanitize(kinds: argparse._SubParsersAction) -> None:
 
 def run_sanitize(args: argparse.Namespace) -> int:
     from fedanon.algorithms.sanitization.api import sanitize
-    from fedanon.algorithms.sanitization.dsa import format_itemsets
     from fedanon.algorithms.sanitization.rules import read_rules
+    from fedanon.algorithms.sanitization.tables import release_text
     from fedanon.outputs import CommandOutputs
     from fedanon.utility.transactions import Transactions
 
@@ -111,27 +111,16 @@ def run_sanitize(args: argparse.Namespace) -> int:
     with step_progress(args.algorithm, args.quiet or args.json):
         result = sanitize(
             tx,
-            rules,
-            args.algorithm,
-            psi[0] if len(psi) == 1 else psi,
+            rules=rules,
+            algorithm=args.algorithm,
+            psi=psi[0] if len(psi) == 1 else psi,
             window=args.window,
             seed=args.seed,
             min_support=args.support,
         )
-    report = {
-        "algorithm": args.algorithm,
-        "psi": psi,
-        "seeded": args.seed is not None,
-        **result.report,
-        "input": str(args.data),
-        "output": str(args.out),
-    }
+    report = {**result.report, "input": str(args.data), "output": str(args.out)}
     with outputs.writing() as staged:
-        if result.transactions is not None:
-            staged.path(args.out).write_bytes(result.transactions.to_fimi_bytes())
-        else:
-            assert result.itemsets is not None
-            staged.path(args.out).write_text(format_itemsets(result.itemsets), encoding="utf-8")
+        staged.path(args.out).write_text(release_text(result.table), encoding="ascii")
         if args.report:
             staged.json(args.report, report)
     rows = [("algorithm", args.algorithm), ("transactions", report["transactions"])]
@@ -167,7 +156,12 @@ def run_evaluate_sanitize(args: argparse.Namespace) -> int:
     if args.release:
         sanitized = Transactions.read_fimi(args.release)
         report: dict[str, Any] = evaluate_sanitization(
-            original, sanitized, rules, args.support, args.confidence, None, args.rule_support
+            original,
+            sanitized=sanitized,
+            rules=rules,
+            min_support=args.support,
+            min_confidence=args.confidence,
+            rule_support=args.rule_support,
         )
         report |= {"original": str(args.data), "sanitized": str(args.release)}
         rows = [(key.upper(), _percent(report[key])) for key in ("hf", "mc", "ap", "dif", "sef")]
@@ -186,11 +180,14 @@ def run_evaluate_sanitize(args: argparse.Namespace) -> int:
                 for psi in psis:
                     show(f"{algorithm} psi={psi}")
                     window = args.window if algorithm == "swa" else None
-                    out = sanitize(original, rules, algorithm, psi, window, args.seed)
-                    assert out.transactions is not None
+                    out = sanitize(
+                        original, rules=rules, algorithm=algorithm, psi=psi, window=window,
+                        seed=args.seed,
+                    )  # fmt: skip
                     metrics = evaluate_sanitization(
-                        original, out.transactions, rules, args.support, args.confidence,
-                        before, args.rule_support,
+                        original, sanitized=out, rules=rules, min_support=args.support,
+                        min_confidence=args.confidence, rule_support=args.rule_support,
+                        original_rules=before,
                     )  # fmt: skip
                     sweep.append({"algorithm": algorithm, "psi": psi, **metrics})
         report = {"original": str(args.data), "sweep": sweep}

@@ -37,35 +37,22 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
+from fedanon.arguments import column_list, require_frame, require_int
 from fedanon.errors import FedanonError
 from fedanon.utility.c45 import C45
+from fedanon.utility.k_anonymizers import Anonymizer, Prepared, anonymizers
 
 INDUCERS = ("c45", "naive-bayes", "logistic")
 ORIGINAL = "original"  # the raw training half: the paper's k = 1 column
 _RANGE = re.compile(r"^\[\s*([^,\]]+)\s*,\s*([^\]]+)\s*\]$")
 _ALPHA = 0.05
-
-
-@dataclass
-class Prepared:
-    """What a classifier sees for one fold: the released training half, the test half as the
-    method presents it, and the columns to treat as numbers."""
-
-    train: pd.DataFrame
-    test: pd.DataFrame
-    numeric: set[str]
-    marker: str | None = "?"  # the suppression marker of the training release (None: none)
-
-
-# (raw training half, raw test half, k, seed, numeric columns) -> Prepared
-Anonymizer = Callable[[pd.DataFrame, pd.DataFrame, int, int, set[str]], Prepared]
 
 
 def numeric_columns(df: pd.DataFrame, exclude: Iterable[str] = ()) -> set[str]:
@@ -120,14 +107,30 @@ def five_by_two_f_test(errors_a: ArrayLike, errors_b: ArrayLike) -> dict[str, fl
 
 def evaluate_classification(
     df: pd.DataFrame,
+    *,
     class_column: str,
-    methods: Mapping[str, Anonymizer],
-    ks: Sequence[int],
+    methods: Sequence[str] | Mapping[str, Anonymizer] = ("kactus", "mondrian"),
+    k_values: Sequence[int] = (5, 10, 20, 30),
     inducers: Sequence[str] = ("c45",),
+    qids: Sequence[str] | None = None,
+    taxonomy: str | Path | None = None,
     seed: int = 1,
     on_step: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """Run the protocol; the report holds per-fold accuracies, means, stds and F tests."""
+    """Run the protocol; the report holds per-fold accuracies, means, stds and F tests.
+
+    `methods` names the anonymizers (kactus, mondrian, tds; tds needs a `taxonomy` file, all
+    anonymize `qids`, default every column but the class) or maps names to adapters of one's
+    own. `on_step` receives a progress line per fold and method.
+    """
+    df, seed = require_frame(df), require_int(seed, "seed")
+    if isinstance(methods, Mapping):
+        adapters = dict(methods)
+    else:
+        names = column_list(methods, "methods", "method names") or []
+        adapters = anonymizers(names, class_column, column_list(qids, "qids"), taxonomy)
+    ks = [require_int(k, "k_values") for k in k_values]
+    inducers = column_list(inducers, "inducers", "inducer names") or []
     if class_column not in df.columns:
         raise FedanonError(f"the table has no class column '{class_column}'")
     bad = [i for i in inducers if i not in INDUCERS]
@@ -146,7 +149,7 @@ def evaluate_classification(
     for number, (train_rows, test_rows) in enumerate(folds):
         train, test = df.iloc[train_rows], df.iloc[test_rows]
         cases = [(ORIGINAL, 1, Prepared(train, test, numeric, marker=None))]
-        for name, anonymize in methods.items():
+        for name, anonymize in adapters.items():
             for k in ks:
                 if on_step:
                     on_step(f"fold {number + 1}/10 {name} k={k}")
@@ -157,7 +160,7 @@ def evaluate_classification(
             for inducer in inducers:
                 score = fold_accuracy(prepared, class_column, inducer, seed + number)
                 accuracy.setdefault((name, k, inducer), []).append(score)
-    return _report(accuracy, released, class_column, len(df), ks, inducers, list(methods))
+    return _report(accuracy, released, class_column, len(df), ks, inducers, list(adapters))
 
 
 def fold_accuracy(prepared: Prepared, class_column: str, inducer: str, seed: int = 0) -> float:

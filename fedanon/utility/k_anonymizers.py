@@ -9,11 +9,14 @@ Each adapter anonymizes a training half and says how the classifier sees the tes
   taxonomy the user gives, numeric QIDs split dynamically as the TDS authors' code does. The
   test half is generalized with the release's final cut ("fitting the test set to the
   classifier", as the kACTUS paper did for TDS), so its QIDs are categorical labels too.
+
+`Prepared` is the fold an adapter hands the protocol.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
@@ -21,9 +24,23 @@ import numpy as np
 import pandas as pd
 
 from fedanon.errors import FedanonError
-from fedanon.utility.classification import Anonymizer, Prepared
 
 METHODS = ("kactus", "mondrian", "tds")
+
+
+@dataclass
+class Prepared:
+    """What a classifier sees for one fold: the released training half, the test half as the
+    method presents it, and the columns to treat as numbers."""
+
+    train: pd.DataFrame
+    test: pd.DataFrame
+    numeric: set[str]
+    marker: str | None = "?"  # the suppression marker of the training release (None: none)
+
+
+# (raw training half, raw test half, k, seed, numeric columns) -> Prepared
+Anonymizer = Callable[[pd.DataFrame, pd.DataFrame, int, int, set[str]], Prepared]
 
 
 def anonymizers(
@@ -51,14 +68,14 @@ def anonymizers(
 def _kactus(train, test, k, seed, numeric, *, class_column, qids) -> Prepared:
     from fedanon.algorithms.kactus.api import anonymize_kactus
 
-    release = anonymize_kactus(train, class_column, qids=qids, k=k, seed=seed)
+    release = anonymize_kactus(train, class_column=class_column, qids=qids, k=k, seed=seed)
     return Prepared(release.table, test, numeric)
 
 
 def _mondrian(train, test, k, seed, numeric, *, class_column, qids) -> Prepared:
     from fedanon.algorithms.mondrian.api import anonymize_mondrian
 
-    release = anonymize_mondrian(train, class_column, qids=qids, k=k, seed=seed)
+    release = anonymize_mondrian(train, class_column=class_column, qids=qids, k=k, seed=seed)
     return Prepared(release.table, test, numeric)
 
 

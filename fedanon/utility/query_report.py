@@ -15,8 +15,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from fedanon.arguments import column_list, require_frame, require_int, taxonomy_file
 from fedanon.atomic import atomic_path
 from fedanon.errors import FedanonError
+from fedanon.release import Release
+from fedanon.taxonomy.files import TaxonomyFile
 from fedanon.taxonomy.tree import Taxonomy
 from fedanon.utility.queries import QueryWorkload, relative_error
 
@@ -63,26 +66,44 @@ def _errors(
     return out
 
 
-def evaluate_releases(
+def evaluate_queries(
     raw: pd.DataFrame,
-    releases: Sequence[QueryRelease],
+    *,
+    releases: Mapping[str, Release | pd.DataFrame] | Sequence[QueryRelease],
     qids: Sequence[str],
     sensitive: str,
     qd: int = 4,
     s: float = 0.05,
-    n_queries: int = 1000,
+    queries: int = 1000,
     seed: int = 0,
-    taxonomies: Mapping[str, Taxonomy] | None = None,
+    taxonomy: TaxonomyFile | str | os.PathLike[str] | Mapping[str, Taxonomy] | None = None,
     qd_values: Sequence[int] = (),
     s_values: Sequence[float] = (),
 ) -> dict[str, Any]:
-    """Average relative error of every release at (qd, s) and along the qd and s sweeps."""
-    names = [r.name for r in releases]
-    if not releases:
+    """Average relative error of every release at (qd, s) and along the qd and s sweeps.
+
+    A release is a `Release` (an NSS/SS pair is estimated through its ClassIDs) or a table,
+    generalized (its labels named by `taxonomy`) or queried as it is, by name. Each COUNT query
+    takes `qd` random QIDs and the sensitive column, selectivity `s`.
+    """
+    raw = require_frame(raw, "raw")
+    if isinstance(releases, Mapping):
+        measured = [_named(name, release) for name, release in releases.items()]
+    else:
+        measured = list(releases)
+    qids = column_list(qids, "qids") or []
+    qd, n_queries, seed = (
+        require_int(qd, "qd"),
+        require_int(queries, "queries"),
+        require_int(seed, "seed"),
+    )
+    taxonomies = _trees(taxonomy, raw)
+    names = [r.name for r in measured]
+    if not measured:
         raise FedanonError("no release to evaluate (give --release or --nss/--ss)")
     if len(set(names)) != len(names):
         raise FedanonError(f"two releases share a name: {names} (name them NAME=PATH)")
-    args = (raw, releases, qids, sensitive)
+    args = (raw, measured, qids, sensitive)
     default = _errors(*args, qd, s, n_queries, seed, taxonomies)
     return {
         "workload": {
@@ -98,6 +119,22 @@ def evaluate_releases(
         "by_qd": [_errors(*args, q, s, n_queries, seed, taxonomies) for q in qd_values],
         "by_s": [_errors(*args, qd, x, n_queries, seed, taxonomies) for x in s_values],
     }
+
+
+def _named(name: str, release: Release | pd.DataFrame) -> QueryRelease:
+    if isinstance(release, Release) and "nss" in release.tables:
+        return QueryRelease(name, nss=release.tables["nss"], ss=release.tables["ss"])
+    table = release.table if isinstance(release, Release) else release
+    return QueryRelease(name, table=require_frame(table, f"releases[{name!r}]"))
+
+
+def _trees(
+    taxonomy: TaxonomyFile | str | os.PathLike[str] | Mapping[str, Taxonomy] | None,
+    raw: pd.DataFrame,
+) -> Mapping[str, Taxonomy] | None:
+    if taxonomy is None or isinstance(taxonomy, Mapping):
+        return taxonomy
+    return taxonomy_file(taxonomy, list(raw.columns)).taxonomies
 
 
 def plot_query_errors(report: Mapping[str, Any], path: str | os.PathLike[str]) -> None:

@@ -8,8 +8,12 @@ groups rows 1, 2, 5, 6 and rows 3, 4. The rows below are the example of Wong et 
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 
+from fedanon.algorithms.alphak.api import anonymize_alpha_k
+from fedanon.release import Release
 from fedanon.taxonomy.tree import Spec, Taxonomy
 
 QIDS = ["job", "birth", "postcode"]
@@ -50,3 +54,21 @@ def taxonomies() -> dict[str, Taxonomy]:
         ),
         "postcode": Taxonomy.categorical("postcode", Spec("*", [Spec("4350"), Spec("5432")])),
     }
+
+
+def run(
+    method: str,
+    table: pd.DataFrame = TABLE1,
+    *,
+    alpha: str = "0.5",
+    k: int = 2,
+    seed: int = 1,
+    taxonomy: Any = "example",
+    sensitive: str = SENSITIVE,
+) -> Release:
+    """`anonymize_alpha_k` on the example's QIDs (and, unless given, the example's trees)."""
+    trees = taxonomies() if taxonomy == "example" else taxonomy
+    return anonymize_alpha_k(
+        table, qids=QIDS, sensitive=sensitive, alpha=alpha, k=k, method=method, taxonomy=trees,
+        seed=seed,
+    )  # fmt: skip

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -10,7 +11,6 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fedanon.algorithms.alphak.release import write_pair
 from tests.alphak.example import TABLE1
 
 TAXONOMY = '''
@@ -133,14 +133,33 @@ def test_bad_input_is_one_line_and_writes_nothing(
     assert sorted(p.name for p in files["dir"].iterdir()) == ["raw.csv", "tax.toml"]
 
 
-def test_pair_is_written_whole_or_not_at_all(files: dict[str, Path]) -> None:
-    nss_path = files["dir"] / "nss.csv"
-    blocked = files["dir"] / "ss.csv"
-    blocked.mkdir()  # the SS rename must fail after NSS was renamed
-    frame = pd.DataFrame({"a": ["1"]})
-    with pytest.raises(OSError):
-        write_pair(frame, frame, nss_path, blocked, "note")
-    assert sorted(p.name for p in files["dir"].iterdir()) == ["raw.csv", "ss.csv", "tax.toml"]
+def test_pair_is_written_whole_or_not_at_all(
+    files: dict[str, Path], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A rename that fails after NSS was renamed leaves neither NSS, SS nor the reading note."""
+    from fedanon import outputs
+    from fedanon.cli.main import main
+
+    rename = os.replace
+
+    def failing_on_ss(source: Path, target: Path) -> None:
+        if Path(target).name == "ss.csv":
+            raise OSError(28, "No space left on device")
+        rename(source, target)
+
+    monkeypatch.setattr(outputs.os, "replace", failing_on_ss)
+    d = files["dir"]
+    code = main(
+        [
+            "anonymize", "alpha-k", "--data", str(files["data"]), "--qid", QID,
+            "--sensitive", "illness", "--taxonomy", str(files["taxonomy"]), "--alpha", "0.5",
+            "--method", "lossy-join", "--nss", str(d / "nss.csv"), "--ss", str(d / "ss.csv"),
+            "--quiet",
+        ]
+    )  # fmt: skip
+    assert code != 0
+    assert "none was written" in capsys.readouterr().err
+    assert sorted(p.name for p in d.iterdir()) == ["raw.csv", "tax.toml"]
 
 
 def test_evaluate_queries_reports_every_release_and_draws_the_chart(

@@ -9,13 +9,12 @@ import pandas as pd
 import pytest
 
 from fedanon.algorithms.alphak.anatomy import anatomy_groups, diversity_for
-from fedanon.algorithms.alphak.api import anonymize_alpha_k
 from fedanon.algorithms.alphak.local_recoding import plan_split
 from fedanon.algorithms.alphak.params import AlphaK
 from fedanon.errors import FedanonError, InfeasibleError
 from fedanon.models.alpha_k import check_generalized, check_pair
 from fedanon.utility.queries import CountQuery, QueryWorkload
-from tests.alphak.example import QIDS, SENSITIVE, TABLE1, taxonomies
+from tests.alphak.example import QIDS, SENSITIVE, TABLE1, run, taxonomies
 
 
 def _rows(table: pd.DataFrame) -> set[tuple[str, ...]]:
@@ -26,8 +25,8 @@ def test_local_recoding_reproduces_the_papers_table_3() -> None:
     # Worked by hand: the root splits on postcode (all 6 records stay in satisfying children;
     # job keeps 0, birth keeps 2); 4350 splits on job into white-/blue-collar pairs; 5432
     # splits on birth (both records born 1955); nothing can be specialized further.
-    release = anonymize_alpha_k(TABLE1, QIDS, SENSITIVE, "0.5", 2, "local", taxonomies(), seed=1)
-    assert release.table is not None
+    release = run("local")
+    assert list(release.tables) == ["table"]
     assert _rows(release.table) == {
         ("white-collar", "*", "4350", "HIV"),
         ("white-collar", "*", "4350", "flu"),
@@ -44,8 +43,8 @@ def test_local_recoding_reproduces_the_papers_table_3() -> None:
 
 
 def test_lossy_join_of_the_example_is_tables_5_and_6() -> None:
-    release = anonymize_alpha_k(TABLE1, QIDS, SENSITIVE, "0.5", 2, "lossy-join", taxonomies(), 1)
-    nss, ss = release.nss, release.ss
+    release = run("lossy-join")
+    nss, ss = release.tables["nss"], release.tables["ss"]
     assert nss is not None and ss is not None
     assert list(nss.columns) == [*QIDS, "ClassID"]
     assert list(ss.columns) == ["ClassID", SENSITIVE]
@@ -78,19 +77,17 @@ def test_query_estimates_on_the_example_by_hand() -> None:
     }
     query = CountQuery(("job",), (np.array([0]),), np.array([0]))
     wl = QueryWorkload(tuple(QIDS), SENSITIVE, 1, 0.5, 0, domains, [query], np.array([1]))
-    lossy = anonymize_alpha_k(TABLE1, QIDS, SENSITIVE, "0.5", 2, "lossy-join", taxonomies(), 1)
-    local = anonymize_alpha_k(TABLE1, QIDS, SENSITIVE, "0.5", 2, "local", taxonomies(), 1)
+    lossy = run("lossy-join")
+    local = run("local")
     # Lossy join: class {clerk 1975, manager 1955} has 1 clerk and 1 HIV of 2 -> 1 * 1 / 2;
     # class {clerk 1955, factory worker 1955} has 1 clerk and no HIV -> 0.
-    assert wl.estimate_lossy_join(*lossy.pair())[0] == pytest.approx(0.5)
+    assert wl.estimate_lossy_join(lossy.tables["nss"], lossy.tables["ss"])[0] == pytest.approx(0.5)
     # Generalized: the HIV row is (white-collar, *, 4350): clerk is 1 of its 2 jobs -> 1/2.
-    assert local.table is not None
     assert wl.estimate_generalized(local.table, taxonomies())[0] == pytest.approx(0.5)
 
 
 def test_global_recoding_uses_one_cut_for_every_record() -> None:
-    release = anonymize_alpha_k(TABLE1, QIDS, SENSITIVE, "0.5", 2, "global", taxonomies(), 1)
-    assert release.table is not None
+    release = run("global")
     assert check_generalized(release.table, QIDS, SENSITIVE, "0.5", 2).ok
     # Full-domain recoding: a value generalized once is generalized in every record, so no raw
     # value shares a column with one of its own ancestors.
@@ -152,7 +149,7 @@ def test_anatomy_infeasible_beyond_n_over_l() -> None:
     # (1, 3) holds for the whole table, but 3 of 6 records share a value and 3 * l > 6.
     table = TABLE1.assign(illness=["a", "a", "a", "b", "c", "d"])
     with pytest.raises(InfeasibleError, match="Anatomy infeasible"):
-        anonymize_alpha_k(table, QIDS, SENSITIVE, "1", 3, "anatomy", None, 0)
+        run("anatomy", table, alpha="1", k=3, seed=0, taxonomy=None)
 
 
 def test_seed_makes_local_recoding_deterministic() -> None:
@@ -165,9 +162,8 @@ def test_seed_makes_local_recoding_deterministic() -> None:
             "illness": rng.choice(["HIV", "flu", "fever", "cold"], 300),
         }
     )
-    a = anonymize_alpha_k(table, QIDS, SENSITIVE, "0.4", 3, "local", taxonomies(), seed=5)
-    b = anonymize_alpha_k(table, QIDS, SENSITIVE, "0.4", 3, "local", taxonomies(), seed=5)
-    assert a.table is not None and b.table is not None
+    a = run("local", table, alpha="0.4", k=3, seed=5)
+    b = run("local", table, alpha="0.4", k=3, seed=5)
     pd.testing.assert_frame_equal(a.table, b.table)
     assert a.report["seed"] == 5
 
@@ -189,7 +185,7 @@ def test_bad_parameters_are_one_line_errors(
 ) -> None:
     for method in ("global", "local", "lossy-join", "anatomy"):
         with pytest.raises(FedanonError, match=message) as info:
-            anonymize_alpha_k(TABLE1, QIDS, sensitive, alpha, k, method, taxonomies(), 0)
+            run(method, alpha=alpha, k=k, seed=0, sensitive=sensitive)
         assert "\n" not in str(info.value)
 
 
@@ -231,18 +227,16 @@ def test_information_loss_of_the_example_by_hand() -> None:
     # Loss metric per cell (leaves covered - 1) / (leaves - 1): white-collar 1/3, birth '*' 1,
     # a leaf 0, job '*' 1. Classes (white,*,4350) and (blue,*,4350): 4/3 per row; (*,1955,5432):
     # 1 per row. Mean over 6 rows x 3 QIDs: (4 * 4/3 + 2 * 1) / 18 = 22/54.
-    release = anonymize_alpha_k(TABLE1, QIDS, SENSITIVE, "0.5", 2, "local", taxonomies(), 1)
+    release = run("local")
     assert release.report["information_loss"] == round(22 / 54, 6)
-    lossy = anonymize_alpha_k(TABLE1, QIDS, SENSITIVE, "0.5", 2, "lossy-join", taxonomies(), 1)
+    lossy = run("lossy-join")
     assert lossy.report["information_loss"] == 0.0
 
 
-def test_only_a_pair_release_hands_out_a_pair() -> None:
-    """`pair()` gives the NSS and SS of lossy-join and anatomy, and refuses a generalized table
-    in one line rather than returning None halves."""
-    lossy = anonymize_alpha_k(TABLE1, QIDS, SENSITIVE, "0.5", 2, "lossy-join", taxonomies(), 1)
-    nss, ss = lossy.pair()
+def test_a_pair_release_names_its_two_tables() -> None:
+    """Lossy join releases NSS and SS by name (`table` is NSS); local recoding one table."""
+    lossy = run("lossy-join")
+    nss, ss = lossy.tables["nss"], lossy.tables["ss"]
+    assert lossy.table is nss
     assert len(nss) == len(ss) == len(TABLE1) and SENSITIVE in ss.columns
-    local = anonymize_alpha_k(TABLE1, QIDS, SENSITIVE, "0.5", 2, "local", taxonomies(), 1)
-    with pytest.raises(FedanonError, match="a local release holds no NSS/SS pair"):
-        local.pair()
+    assert list(run("local").tables) == ["table"]

@@ -10,10 +10,10 @@ import pandas as pd
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fedanon.algorithms.alphak.api import METHODS, anonymize_alpha_k
+from fedanon.algorithms.alphak.api import METHODS
 from fedanon.errors import InfeasibleError
 from fedanon.models.alpha_k import check_generalized, check_pair
-from tests.alphak.example import QIDS, SENSITIVE, taxonomies
+from tests.alphak.example import QIDS, SENSITIVE, run, taxonomies
 
 JOBS = ["clerk", "manager", "factory worker", "technical supporter"]
 YEARS = ["1940", "1955", "1975"]
@@ -41,7 +41,7 @@ PARAMS = st.tuples(st.sampled_from(["1/3", "0.34", "0.5", "2/3", "1"]), st.integ
 
 def _release_or_infeasible(table: pd.DataFrame, method: str, alpha: str, k: int, seed: int):
     try:
-        return anonymize_alpha_k(table, QIDS, SENSITIVE, alpha, k, method, taxonomies(), seed)
+        return run(method, table, alpha=alpha, k=k, seed=seed)
     except InfeasibleError:
         counts = Counter(table[SENSITIVE])
         feasible_ak = len(table) >= k and max(counts.values()) <= Fraction(alpha) * len(table)
@@ -57,7 +57,7 @@ def test_every_release_passes_the_independent_check(table, params, method, seed)
     release = _release_or_infeasible(table, method, alpha, k, seed)
     if release is None:
         return
-    if release.table is not None:
+    if "table" in release.tables:
         out = release.table
         assert check_generalized(out, QIDS, SENSITIVE, alpha, k).ok
         # Each record keeps its own non-QID values, in its own row.
@@ -74,7 +74,7 @@ def test_every_release_passes_the_independent_check(table, params, method, seed)
                     path.add(tax.labels[node])
                 assert shown in path
     else:
-        nss, ss = release.nss, release.ss
+        nss, ss = release.tables["nss"], release.tables["ss"]
         assert check_pair(nss, ss, SENSITIVE, alpha, k).ok
         assert len(nss) == len(ss) == len(table)
         raw_tuples = Counter(map(tuple, table[QIDS].to_numpy().tolist()))
@@ -90,12 +90,11 @@ def test_lossy_join_classes_are_the_local_recoding_classes(table, params, seed) 
     local = _release_or_infeasible(table, "local", alpha, k, seed)
     if local is None:
         return
-    lossy = anonymize_alpha_k(table, QIDS, SENSITIVE, alpha, k, "lossy-join", taxonomies(), seed)
-    assert local.table is not None
+    lossy = run("lossy-join", table, alpha=alpha, k=k, seed=seed)
     local_bags = Counter(
         tuple(sorted(g[SENSITIVE])) for _, g in local.table.groupby(QIDS, sort=False)
     )
-    _, lossy_ss = lossy.pair()
+    lossy_ss = lossy.tables["ss"]
     lossy_bags = Counter(tuple(sorted(g[SENSITIVE])) for _, g in lossy_ss.groupby("ClassID"))
     assert local_bags == lossy_bags
 
@@ -128,8 +127,8 @@ def test_class_ids_and_row_orders_reveal_nothing_about_input_order() -> None:
             table = raw.sort_values(order, kind="stable").reset_index(drop=True)
             assert _rank_correlation(table[order].to_numpy(), np.arange(n)) > 0.8
             for _ in range(5):
-                r = anonymize_alpha_k(table, QIDS, SENSITIVE, "0.5", 2, method, taxonomies(), 3)
-                nss, ss = r.pair()
+                r = run(method, table, seed=3)
+                nss, ss = r.tables["nss"], r.tables["ss"]
                 ids = nss["ClassID"]
                 assert ids.str.fullmatch("[0-9a-f]{16}").all()
                 assert not seen & set(ids)  # the same seed still gives new tokens

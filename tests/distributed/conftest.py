@@ -177,6 +177,18 @@ def assert_same_release(out: Path, report: dict[str, Any], reference: Centralize
     assert report["records"] == len(reference.table) + dropped
 
 
+def run_matches_centralized(
+    fed: Federation, dataset: Dataset, spec: LKCJobSpec, out: Path, **options: Any
+) -> dict[str, Any]:
+    """Run the job on `fed`'s daemons and assert that the release equals the centralized one.
+
+    Returns the leader's report for whatever else a test checks.
+    """
+    report = run_distributed(fed.hops, fed.leader_tls, dataset, spec, out, **options)
+    assert_same_release(out, report, centralized(dataset, spec))
+    return report
+
+
 def status(fed: Federation, index: int) -> pb.StatusReply:
     """A daemon's Status, asked with the leader's certificate."""
     daemon = fed.daemons[index]

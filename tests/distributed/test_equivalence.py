@@ -26,6 +26,7 @@ from tests.distributed.conftest import (
     read_release,
     requires_adult,
     run_distributed,
+    run_matches_centralized,
     status,
 )
 
@@ -47,13 +48,8 @@ def test_synthetic_three_parties_equal_centralized(
 ) -> None:
     """Ring mode, 3 real daemons over mutual TLS: same rows, same cut, same choices."""
     spec = hospital_data.spec(L=3, K=20, C="0.2")
-    out = tmp_path / "release.csv"
-    report = run_distributed(
-        hospital_federation.hops, hospital_federation.leader_tls, hospital_data, spec, out
-    )
-    reference = centralized(hospital_data, spec)
+    report = run_matches_centralized(hospital_federation, hospital_data, spec, tmp_path / "r.csv")
     assert report["specializations"] >= 5, "too few iterations to exercise the loop"
-    assert_same_release(out, report, reference)
     # One secure sum for the start plus one per specialization.
     assert report["iterations"] == report["specializations"] + 1
     assert report["privacy_check"]["ok"]
@@ -65,16 +61,10 @@ def test_pairwise_mode_equals_centralized(
     """The collusion-resistant sum mode changes who sees what, not the result."""
     spec = hospital_data.spec(L=2, K=30, C="0.2", score="discernibility")
     out = tmp_path / "release.csv"
-    report = run_distributed(
-        hospital_federation.hops,
-        hospital_federation.leader_tls,
-        hospital_data,
-        spec,
-        out,
-        sum_mode="pairwise",
+    report = run_matches_centralized(
+        hospital_federation, hospital_data, spec, out, sum_mode="pairwise"
     )
     assert report["sum_mode"] == "pairwise"
-    assert_same_release(out, report, centralized(hospital_data, spec))
 
 
 def test_leader_opening_the_union_in_worker_processes_changes_nothing(
@@ -82,16 +72,9 @@ def test_leader_opening_the_union_in_worker_processes_changes_nothing(
 ) -> None:
     """The leader, a process with live gRPC threads, opens the union in a (forced) pool."""
     spec = hospital_data.spec(L=2, K=25, C="0.2")
+    pooled = Parallelism(workers=2, min_records=1)
     out = tmp_path / "release.csv"
-    report = run_distributed(
-        hospital_federation.hops,
-        hospital_federation.leader_tls,
-        hospital_data,
-        spec,
-        out,
-        union_parallelism=Parallelism(workers=2, min_records=1),
-    )
-    assert_same_release(out, report, centralized(hospital_data, spec))
+    run_matches_centralized(hospital_federation, hospital_data, spec, out, union_parallelism=pooled)
 
 
 @pytest.mark.parametrize("mode", ["root", "drop"])
@@ -155,15 +138,7 @@ def test_one_federation_serves_session_after_session(
     sum_mode = job.pop("sum_mode")
     spec = hospital_data.spec(**job)
     out = tmp_path / f"release-{abs(hash(repr(job)))}.csv"
-    report = run_distributed(
-        hospital_federation.hops,
-        hospital_federation.leader_tls,
-        hospital_data,
-        spec,
-        out,
-        sum_mode=sum_mode,
-    )
-    assert_same_release(out, report, centralized(hospital_data, spec))
+    run_matches_centralized(hospital_federation, hospital_data, spec, out, sum_mode=sum_mode)
     for i in range(3):
         after = status(hospital_federation, i)
         assert after.sessions_served == served[i] + 1

@@ -19,6 +19,7 @@ from tests.distributed.conftest import (
     make_job,
     requires_adult,
     run_distributed,
+    run_matches_centralized,
 )
 
 
@@ -28,53 +29,30 @@ def test_shuffle_mode_equals_centralized(
     """Three daemons over mutual TLS, no padding: the block sizes are the record counts."""
     spec = hospital_data.spec(L=3, K=20, C="0.2")
     out = tmp_path / "release.csv"
-    report = run_distributed(
-        hospital_federation.hops,
-        hospital_federation.leader_tls,
-        hospital_data,
-        spec,
-        out,
-        union_mode="shuffle",
+    report = run_matches_centralized(
+        hospital_federation, hospital_data, spec, out, union_mode="shuffle"
     )
     assert report["union_mode"] == "shuffle"
-    assert_same_release(out, report, centralized(hospital_data, spec))
 
 
 def test_shuffle_mode_with_padding_and_pairwise_sums_equals_centralized(
     hospital_federation: Federation, hospital_data: Dataset, tmp_path: Path
 ) -> None:
     spec = hospital_data.spec(L=2, K=30, C="0.2")
-    out = tmp_path / "release.csv"
-    report = run_distributed(
-        hospital_federation.hops,
-        hospital_federation.leader_tls,
-        hospital_data,
-        spec,
-        out,
-        union_mode="shuffle",
-        union_pad_to=900,
-        sum_mode="pairwise",
-    )
-    assert_same_release(out, report, centralized(hospital_data, spec))
+    options = {"union_mode": "shuffle", "union_pad_to": 900, "sum_mode": "pairwise"}
+    run_matches_centralized(hospital_federation, hospital_data, spec, tmp_path / "r.csv", **options)
 
 
 def test_the_same_daemons_serve_a_layered_job_after_a_shuffle_job(
     hospital_federation: Federation, hospital_data: Dataset, tmp_path: Path
 ) -> None:
     spec = hospital_data.spec(L=2, K=25, C="0.2")
-    reference = centralized(hospital_data, spec)
     for mode in ("shuffle", "layered"):
         out = tmp_path / f"{mode}.csv"
-        report = run_distributed(
-            hospital_federation.hops,
-            hospital_federation.leader_tls,
-            hospital_data,
-            spec,
-            out,
-            union_mode=mode,
+        report = run_matches_centralized(
+            hospital_federation, hospital_data, spec, out, union_mode=mode
         )
         assert report["union_mode"] == mode
-        assert_same_release(out, report, reference)
 
 
 def test_a_pad_to_below_a_party_count_fails_in_one_line(

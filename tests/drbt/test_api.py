@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -36,15 +38,17 @@ COLUMNS = ["age", "weight", "h_rate", "qrs"]
 
 def test_release_replaces_ids_and_keeps_a_private_map() -> None:
     table = _patients()
-    release = anonymize_drbt(table, 2, "gaussian", columns=COLUMNS, id_column="pid")
+    release = anonymize_drbt(table, k=2, matrix="gaussian", columns=COLUMNS, id_column="pid")
     out = release.table
     assert list(out.columns) == ["pid", "att1", "att2"]
     assert out["pid"].is_unique and not set(out["pid"]) & set(table["pid"])
     assert out["pid"].str.fullmatch(r"[0-9a-f]{16}").all()
     # The map sends each token to its row's original id: the released rows, put back in the
     # original order through it, have the stress the report states against the z-scored input.
-    assert release.id_map is not None
-    original_row = release.id_map.set_index("token").loc[out["pid"], "pid"].str[1:].astype(int)
+    assert "id_map" in release.tables
+    original_row = (
+        release.tables["id_map"].set_index("token").loc[out["pid"], "pid"].str[1:].astype(int)
+    )
     z = zscore(table[COLUMNS].astype(float).to_numpy())
     released = out[["att1", "att2"]].to_numpy()
     assert stress(z[original_row.to_numpy()], released).value == pytest.approx(
@@ -57,17 +61,17 @@ def test_release_replaces_ids_and_keeps_a_private_map() -> None:
 
 def test_seed_reproduces_values_but_not_tokens() -> None:
     table = _patients()
-    a = anonymize_drbt(table, 3, columns=COLUMNS, id_column="pid", seed=11)
-    b = anonymize_drbt(table, 3, columns=COLUMNS, id_column="pid", seed=11)
+    a = anonymize_drbt(table, k=3, columns=COLUMNS, id_column="pid", seed=11)
+    b = anonymize_drbt(table, k=3, columns=COLUMNS, id_column="pid", seed=11)
     pd.testing.assert_frame_equal(a.table.drop(columns="pid"), b.table.drop(columns="pid"))
     assert not set(a.table["pid"]) & set(b.table["pid"])
-    c = anonymize_drbt(table, 3, columns=COLUMNS, id_column="pid")
+    c = anonymize_drbt(table, k=3, columns=COLUMNS, id_column="pid")
     assert not np.allclose(a.table["att1"].sort_values(), c.table["att1"].sort_values())
 
 
 def test_without_ids_there_is_no_id_column_and_no_map() -> None:
-    release = anonymize_drbt(_patients(), 2, columns=COLUMNS)
-    assert list(release.table.columns) == ["att1", "att2"] and release.id_map is None
+    release = anonymize_drbt(_patients(), k=2, columns=COLUMNS)
+    assert list(release.table.columns) == ["att1", "att2"] and "id_map" not in release.tables
 
 
 @pytest.mark.parametrize(
@@ -87,31 +91,34 @@ def test_without_ids_there_is_no_id_column_and_no_map() -> None:
 )
 def test_input_errors_name_what_is_wrong(kwargs: dict, message: str) -> None:
     with pytest.raises(FedanonError, match=message):
-        anonymize_drbt(_patients(), 2, source="patients.csv", **kwargs)
+        anonymize_drbt(_patients(), k=2, source="patients.csv", **kwargs)
 
 
 def test_constant_column_names_the_column() -> None:
     table = _patients().assign(ward="7")
     with pytest.raises(FedanonError, match="column 'ward' is constant"):
-        anonymize_drbt(table, 2, columns=["age", "weight", "ward"])
+        anonymize_drbt(table, k=2, columns=["age", "weight", "ward"])
 
 
 def test_evaluate_report() -> None:
-    report = evaluate_drbt(
-        _patients(), 3, "sparse", columns=COLUMNS, seed=5, clusters=(2, 3), trials=4, projections=3
-    )
+    arguments: dict[str, Any] = {
+        "columns": COLUMNS,
+        "seed": 5,
+        "clusters": (2, 3),
+        "trials": 4,
+        "projections": 3,
+    }
+    report = evaluate_drbt(_patients(), k=3, matrix="sparse", **arguments)
     assert [p["kept"] for p in report["stress"]["curve"]] == [3, 2, 1]
     assert all(len(p["values"]) == 3 and p["exact"] for p in report["stress"]["curve"])
     assert [s["K"] for s in report["f_measure"]["by_clusters"]] == [2, 3]
     assert all(
         0 < s["min"] <= s["mean"] <= s["max"] <= 1 for s in report["f_measure"]["by_clusters"]
     )
-    again = evaluate_drbt(
-        _patients(), 3, "sparse", columns=COLUMNS, seed=5, clusters=(2, 3), trials=4, projections=3
-    )
+    again = evaluate_drbt(_patients(), k=3, matrix="sparse", **arguments)
     assert again == report
     with pytest.raises(FedanonError, match="every K"):
-        evaluate_drbt(_patients(), 3, columns=COLUMNS, clusters=(1,))
+        evaluate_drbt(_patients(), k=3, columns=COLUMNS, clusters=(1,))
 
 
 def test_default_kept_dims_and_tokens() -> None:

@@ -103,4 +103,4 @@ def test_a_fully_suppressed_release_predicts_the_training_majority(inducer):
 def test_protocol_rejects_k_above_the_training_half():
     df = _separable(40)
     with pytest.raises(FedanonError, match="exceeds the training half"):
-        evaluate_classification(df, "cls", {}, [21])
+        evaluate_classification(df, class_column="cls", methods={}, k_values=[21])

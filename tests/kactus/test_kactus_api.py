@@ -48,7 +48,7 @@ QIDS = ["colour", "age", "score"]
 @given(tables(), st.integers(0, 1000))
 def test_every_release_is_k_anonymous_and_loses_fewer_than_k_records(case, seed):
     df, k = case
-    release = anonymize_kactus(df, "cls", qids=QIDS, k=k, seed=seed)
+    release = anonymize_kactus(df, class_column="cls", qids=QIDS, k=k, seed=seed)
     out = release.table
     assert check_k_anonymity(out, QIDS, k).ok
     assert len(df) - len(out) <= k - 1
@@ -65,7 +65,7 @@ def test_every_release_is_k_anonymous_and_loses_fewer_than_k_records(case, seed)
 @given(tables())
 def test_equality_kept_cells_are_the_records_own_values(case):
     df, k = case
-    out = anonymize_kactus(df, "cls", qids=QIDS, k=k, seed=3).table
+    out = anonymize_kactus(df, class_column="cls", qids=QIDS, k=k, seed=3).table
     merged = out.merge(df, on="id", suffixes=("", "_raw"))
     kept = merged["colour"] != "?"
     assert (merged.loc[kept, "colour"] == merged.loc[kept, "colour_raw"]).all()
@@ -87,9 +87,9 @@ def _adultish(n: int = 400, seed: int = 0) -> pd.DataFrame:
 
 def test_same_seed_same_output_and_rows_are_shuffled():
     df = _adultish()
-    a = anonymize_kactus(df, "class", k=10, seed=42).table
-    b = anonymize_kactus(df, "class", k=10, seed=42).table
-    c = anonymize_kactus(df, "class", k=10, seed=43).table
+    a = anonymize_kactus(df, class_column="class", k=10, seed=42).table
+    b = anonymize_kactus(df, class_column="class", k=10, seed=42).table
+    c = anonymize_kactus(df, class_column="class", k=10, seed=43).table
     pd.testing.assert_frame_equal(a, b)
     assert not a.equals(c)
     # row order must not follow the input: the 'other' column is not in input order
@@ -97,7 +97,7 @@ def test_same_seed_same_output_and_rows_are_shuffled():
 
 
 def test_a_configurable_marker_is_used_for_suppressed_cells():
-    out = anonymize_kactus(_adultish(), "class", k=40, seed=1, marker="*").table
+    out = anonymize_kactus(_adultish(), class_column="class", k=40, seed=1, marker="*").table
     cells = out[["age", "job", "city", "other"]].to_numpy().ravel()
     assert "*" in set(cells) and "?" not in set(cells)
 
@@ -108,7 +108,7 @@ def test_numeric_path_qid_gets_the_group_mean():
     rng = np.random.default_rng(0)
     ages = rng.integers(20, 70, 300)
     df = pd.DataFrame({"age": ages.astype(str), "class": np.where(ages > 44, "hi", "lo")})
-    out = anonymize_kactus(df, "class", k=20, seed=0).table
+    out = anonymize_kactus(df, class_column="class", k=20, seed=0).table
     low = out.loc[out["class"] == "lo", "age"]
     assert low.nunique() == 1 and 20 <= float(low.iloc[0]) <= 44
 

@@ -15,36 +15,36 @@ from fedanon.models.k_anonymity import check_k_anonymity
 
 def test_median_cuts_on_one_numeric_qid():
     df = pd.DataFrame({"x": [str(v) for v in range(1, 9)], "c": list("abababab")})
-    out = anonymize_mondrian(df, "c", k=2, seed=0).table
+    out = anonymize_mondrian(df, class_column="c", k=2, seed=0).table
     assert sorted(out["x"].unique()) == ["[1, 2]", "[3, 4]", "[5, 6]", "[7, 8]"]
 
 
 def test_ties_at_the_median_cut_below_it():
     # 1,1,1,1,1,2,3,4 with k=3: "<= 1" leaves 3 on the right, fine; then {2,3,4} stays
     df = pd.DataFrame({"x": ["1"] * 5 + ["2", "3", "4"], "c": list("abababab")})
-    out = anonymize_mondrian(df, "c", k=3, seed=0).table
+    out = anonymize_mondrian(df, class_column="c", k=3, seed=0).table
     assert sorted(out["x"].value_counts().items()) == [("1", 5), ("[2, 4]", 3)]
 
 
 def test_unordered_categories_keep_a_single_value_or_are_suppressed():
     df = pd.DataFrame({"g": ["a", "a", "b", "b", "c", "c", "d"], "c": list("xyxyxyx")})
-    out = anonymize_mondrian(df, "c", k=3, seed=0).table
+    out = anonymize_mondrian(df, class_column="c", k=3, seed=0).table
     # lexicographic positions a,a,b,b | c,c,d: each half holds two values -> marker
     assert set(out["g"]) == {"?"}
-    out = anonymize_mondrian(df, "c", k=2, seed=0).table
+    out = anonymize_mondrian(df, class_column="c", k=2, seed=0).table
     assert sorted(out["g"].value_counts().items()) == [("?", 3), ("a", 2), ("b", 2)]
 
 
 def test_ordered_categories_are_released_as_ranges_of_the_order():
     order = ["low", "mid", "high", "top"]
     df = pd.DataFrame({"lvl": ["top", "low", "mid", "high"] * 2, "c": list("xyxyxyxy")})
-    out = anonymize_mondrian(df, "c", k=4, seed=0, orders={"lvl": order}).table
+    out = anonymize_mondrian(df, class_column="c", k=4, seed=0, orders={"lvl": order}).table
     assert sorted(out["lvl"].unique()) == ["[high, top]", "[low, mid]"]
 
 
 def test_records_with_missing_qids_are_set_aside():
     df = pd.DataFrame({"x": ["1", "2", "3", "4", "", ""], "c": list("xyxyxy")})
-    release = anonymize_mondrian(df, "c", k=3, seed=0)
+    release = anonymize_mondrian(df, class_column="c", k=3, seed=0)
     assert release.report["dropped"] == 2 and len(release.table) == 4
 
 
@@ -66,7 +66,7 @@ def test_every_release_is_k_anonymous(n, seed, data):
         df.loc[0, "cls"] = "yes" if df.loc[0, "cls"] == "no" else "no"
     k = data.draw(st.integers(2, max(2, n // 2)))
     qids = ["age", "job", "w"]
-    out = anonymize_mondrian(df, "cls", qids=qids, k=k, seed=seed).table
+    out = anonymize_mondrian(df, class_column="cls", qids=qids, k=k, seed=seed).table
     assert check_k_anonymity(out, qids, k).ok
     assert len(out) == n  # no missing values: nothing is dropped
     merged = out.merge(df, on="id", suffixes=("", "_raw"), validate="one_to_one")
@@ -77,10 +77,10 @@ def test_every_release_is_k_anonymous(n, seed, data):
 def test_value_outside_the_given_order_is_an_error():
     df = pd.DataFrame({"lvl": ["low", "odd"] * 3, "c": list("xyxyxy")})
     with pytest.raises(FedanonError, match="'odd' is not in its order"):
-        anonymize_mondrian(df, "c", k=2, orders={"lvl": ["low", "high"]})
+        anonymize_mondrian(df, class_column="c", k=2, orders={"lvl": ["low", "high"]})
 
 
 def test_k_above_the_number_of_records_is_an_error():
     df = pd.DataFrame({"x": ["1", "2"], "c": ["a", "b"]})
     with pytest.raises(FedanonError, match="k must be between 2"):
-        anonymize_mondrian(df, "c", k=3)
+        anonymize_mondrian(df, class_column="c", k=3)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tests.clirun import run_cli
+from tests.clirun import CliResult, run_cli
 
 TAXONOMY = """
 qids = ["city"]
@@ -31,37 +31,26 @@ ANY
 """
 
 
-def _files(tmp_path: Path) -> tuple[Path, Path]:
-    data, taxonomy = tmp_path / "t.csv", tmp_path / "tax.toml"
+def _anonymize(tmp_path: Path, *options: str | Path) -> tuple[CliResult, Path, Path]:
+    """``anonymize lkc`` of the 12-row table as k-anonymity with K = 3, plus `options`.
+
+    Returns the run, the taxonomy file and the output path.
+    """
+    data, taxonomy, out = tmp_path / "t.csv", tmp_path / "tax.toml", tmp_path / "out.csv"
     cities = ["l1"] * 4 + ["l2"] * 4 + ["r1"] * 3 + ["r2"]
     pd.DataFrame({"city": cities, "cls": ["y", "n"] * 6}).to_csv(data, index=False)
     taxonomy.write_text(TAXONOMY)
-    return data, taxonomy
+    done = run_cli(
+        "anonymize", "lkc", "--data", data, "--taxonomy", taxonomy, "--preset", "k-anonymity",
+        "--K", "3", "--out", out, "--quiet", *options,
+    )  # fmt: skip
+    return done, taxonomy, out
 
 
 def test_anonymize_with_budget_then_check_with_budget(tmp_path: Path) -> None:
-    data, taxonomy = _files(tmp_path)
-    out, report = tmp_path / "out.csv", tmp_path / "r.json"
-    done = run_cli(
-        "anonymize",
-        "lkc",
-        "--data",
-        data,
-        "--taxonomy",
-        taxonomy,
-        "--preset",
-        "k-anonymity",
-        "--K",
-        "3",
-        "--score",
-        "discernibility",
-        "--suppress",
-        "1/12",
-        "--out",
-        out,
-        "--report",
-        report,
-        "--quiet",
+    report = tmp_path / "r.json"
+    done, taxonomy, out = _anonymize(
+        tmp_path, "--score", "discernibility", "--suppress", "1/12", "--report", report
     )
     assert done.code == 0, done.err
     assert "suppressed records" in done.out
@@ -87,53 +76,15 @@ def test_anonymize_with_budget_then_check_with_budget(tmp_path: Path) -> None:
 
 
 def test_drop_mode_writes_fewer_rows(tmp_path: Path) -> None:
-    data, taxonomy = _files(tmp_path)
-    out = tmp_path / "out.csv"
-    done = run_cli(
-        "anonymize",
-        "lkc",
-        "--data",
-        data,
-        "--taxonomy",
-        taxonomy,
-        "--preset",
-        "k-anonymity",
-        "--K",
-        "3",
-        "--score",
-        "discernibility",
-        "--suppress",
-        "1/12",
-        "--suppressed",
-        "drop",
-        "--out",
-        out,
-        "--quiet",
+    done, _, out = _anonymize(
+        tmp_path, "--score", "discernibility", "--suppress", "1/12", "--suppressed", "drop"
     )
     assert done.code == 0, done.err
     assert len(pd.read_csv(out)) == 11
 
 
 def test_bad_budget_is_one_line_and_no_output(tmp_path: Path) -> None:
-    data, taxonomy = _files(tmp_path)
-    out = tmp_path / "out.csv"
-    done = run_cli(
-        "anonymize",
-        "lkc",
-        "--data",
-        data,
-        "--taxonomy",
-        taxonomy,
-        "--preset",
-        "k-anonymity",
-        "--K",
-        "3",
-        "--suppress",
-        "1.5",
-        "--out",
-        out,
-        "--quiet",
-    )
+    done, _, out = _anonymize(tmp_path, "--suppress", "1.5")
     assert done.code == 2 and len(done.err_lines) == 1 and "--suppress" in done.err
     assert not out.exists()
 

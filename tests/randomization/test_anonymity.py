@@ -88,6 +88,6 @@ def test_expected_changed_fraction_closed_form():
 def test_adult_pa_matches_the_papers_34():
     """Adult, 30,162 rows, the paper's 9 QIDs: the paper reports Pa = 34 (we get 33.99)."""
     table = adult_train()
-    release = anonymize_randomize(table, ADULT_QIDS, seed=0)
+    release = anonymize_randomize(table, qids=ADULT_QIDS, seed=0)
     assert len(table) == 30162
     assert release.report["Pa"] == pytest.approx(34, abs=0.5)

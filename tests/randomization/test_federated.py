@@ -97,7 +97,7 @@ def test_global_marginals_are_the_union_marginals_and_release_matches_central(
     central = encode(union, QIDS).histograms()
     for got, want in zip(plans[0].marginals, central, strict=True):
         np.testing.assert_array_equal(got, want)
-    central_run = anonymize_randomize(union, QIDS, p="optimal", seed=1).report
+    central_run = anonymize_randomize(union, qids=QIDS, p="optimal", seed=1).report
     assert report["Pa"] == central_run["Pa"]
     assert report["p"] == central_run["p"]
 

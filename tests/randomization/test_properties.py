@@ -33,7 +33,7 @@ def test_release_invariants(case, seed, data):
     table, qids = case
     method = data.draw(st.sampled_from(["ra", "enhanced"]))
     k = data.draw(st.integers(1, len(qids))) if method == "enhanced" else None
-    out = anonymize_randomize(table, qids, method, k, seed=seed).table
+    out = anonymize_randomize(table, qids=qids, method=method, attrs=k, seed=seed).table
     assert out.shape == table.shape and list(out["other"]) == list(table["other"])
     changed = (out[qids].to_numpy() != table[qids].to_numpy()).sum(axis=1)
     assert changed.max() <= (k or 1)

@@ -16,7 +16,7 @@ QIDS = ["a", "b", "c", "d"]
 
 def test_ra_changes_only_qids_and_keeps_rows_in_place():
     table = correlated_table()
-    out = anonymize_randomize(table, QIDS, seed=1).table
+    out = anonymize_randomize(table, qids=QIDS, seed=1).table
     assert list(out.columns) == list(table.columns)
     pd.testing.assert_series_equal(out["id"], table["id"])
     pd.testing.assert_series_equal(out["disease"], table["disease"])
@@ -29,7 +29,7 @@ def test_ra_changes_only_qids_and_keeps_rows_in_place():
 
 def test_enhanced_changes_at_most_k_cells_per_record():
     table = correlated_table()
-    out = anonymize_randomize(table, QIDS, method="enhanced", attrs=3, seed=1).table
+    out = anonymize_randomize(table, qids=QIDS, method="enhanced", attrs=3, seed=1).table
     changed = (out[QIDS].to_numpy() != table[QIDS].to_numpy()).sum(axis=1)
     assert changed.max() == 3
     assert (changed == 3).any()
@@ -56,16 +56,16 @@ def test_draw_follows_the_counts():
 
 def test_seed_reproduces_and_no_seed_does_not():
     table = correlated_table()
-    one = anonymize_randomize(table, QIDS, seed=7).table
-    two = anonymize_randomize(table, QIDS, seed=7).table
+    one = anonymize_randomize(table, qids=QIDS, seed=7).table
+    two = anonymize_randomize(table, qids=QIDS, seed=7).table
     pd.testing.assert_frame_equal(one, two)
-    free = [anonymize_randomize(table, QIDS).table for _ in range(2)]
+    free = [anonymize_randomize(table, qids=QIDS).table for _ in range(2)]
     assert not free[0].equals(free[1])
-    assert anonymize_randomize(table, QIDS).report["seeded"] is False
+    assert anonymize_randomize(table, qids=QIDS).report["seeded"] is False
 
 
 def test_report_fields():
-    report = anonymize_randomize(correlated_table(), QIDS, p="optimal", seed=2).report
+    report = anonymize_randomize(correlated_table(), qids=QIDS, p="optimal", seed=2).report
     assert report["method"] == "ra" and report["records"] == 2000
     assert sum(report["p"]) == pytest.approx(1, abs=1e-5)
     assert report["changed_cells"] == round(report["changed_cell_fraction"] * 8000)
@@ -91,6 +91,6 @@ def test_bad_input_is_one_line_error(kwargs, message):
     table["constant"] = "x"
     args = {"qids": QIDS, **kwargs}
     with pytest.raises(FedanonError) as caught:
-        anonymize_randomize(table, args.pop("qids"), **args)
+        anonymize_randomize(table, **args)
     assert message in str(caught.value)
     assert "\n" not in str(caught.value)

@@ -85,7 +85,11 @@ def test_changed_cell_fraction_matches_expectation(method, k):
     off by 1 % of the fraction (1.6e-3 and 4.7e-3) fails the 4-standard-error bound."""
     coded, _, releases = _releases(method, k)
     report = anonymize_randomize(
-        correlated_table(), QIDS, method=method, attrs=k if method == "enhanced" else None, seed=0
+        correlated_table(),
+        qids=QIDS,
+        method=method,
+        attrs=k if method == "enhanced" else None,
+        seed=0,
     ).report
     expected = report["expected_changed_cell_fraction"]
     fractions = np.array([np.mean(r != coded.codes) for r in releases])

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import jsonschema
 import pytest
 
-from tests.clirun import TAXONOMY, CliResult, run_cli, small_table
+from fedanon.report.build import SCHEMA_FILE
+from tests.clirun import TAXONOMY, CliResult, lkc_options, run_cli, small_table
 
 
 @dataclass
@@ -31,32 +35,31 @@ def write_inputs(tmp_path: Path, rows: int = 2400) -> tuple[Path, Path]:
     return data, taxonomy
 
 
+def lkc_job(data: Path, taxonomy: Path) -> list[str]:
+    """The report tests' LKC job on `write_inputs`: L = 2, K = 5, C = 0.5, the id dropped."""
+    return [*lkc_options(data, taxonomy, K=5), "--drop", "pid"]
+
+
+def suppression_job(data: Path, method: str) -> list[str | Path]:
+    """``anonymize kactus`` or ``mondrian`` of `write_inputs`: class outcome, k = 5, seed 1."""
+    return [
+        *("anonymize", method, "--data", data, "--class", "outcome", "--qid", "age,job"),
+        *("--k", "5", "--seed", "1"),
+    ]
+
+
+def steward_report(report_path: Path) -> dict[str, Any]:
+    """The ``release_report`` of a command's JSON report, validated against the schema."""
+    steward = json.loads(report_path.read_text(encoding="utf-8"))["release_report"]
+    jsonschema.Draft202012Validator(json.loads(SCHEMA_FILE.read_text())).validate(steward)
+    return dict(steward)
+
+
 @pytest.fixture
 def lkc_report(tmp_path: Path) -> ReportRun:
     data, taxonomy = write_inputs(tmp_path)
     release, report, html = tmp_path / "out.csv", tmp_path / "report.json", tmp_path / "r.html"
-    result = run_cli(
-        "anonymize",
-        "lkc",
-        "--data",
-        data,
-        "--taxonomy",
-        taxonomy,
-        "--L",
-        "2",
-        "--K",
-        "5",
-        "--C",
-        "0.5",
-        "--drop",
-        "pid",
-        "--out",
-        release,
-        "--report",
-        report,
-        "--html",
-        html,
-        "--quiet",
-    )
+    outputs = ("--out", release, "--report", report, "--html", html, "--quiet")
+    result = run_cli("anonymize", "lkc", *lkc_job(data, taxonomy), *outputs)
     assert result.code == 0, result.err
     return ReportRun(data, taxonomy, release, report, html, result)

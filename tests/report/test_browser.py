@@ -18,7 +18,7 @@ import pytest
 
 from fedanon.readers.datadir import data_dir, have_data
 from tests.clirun import run_cli
-from tests.report.conftest import ReportRun, write_inputs
+from tests.report.conftest import ReportRun, suppression_job, write_inputs
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(
@@ -121,18 +121,7 @@ def test_rendered_suppression_page_shows_the_suppressed_shares(tmp_path: Path) -
     data, _ = write_inputs(tmp_path, rows=400)
     html, report_path = tmp_path / "k.html", tmp_path / "k.json"
     result = run_cli(
-        "anonymize",
-        "kactus",
-        "--data",
-        data,
-        "--class",
-        "outcome",
-        "--qid",
-        "age,job",
-        "--k",
-        "5",
-        "--seed",
-        "1",
+        *suppression_job(data, "kactus"),
         "--out",
         tmp_path / "k.csv",
         "--report",

@@ -7,13 +7,11 @@ import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import jsonschema
 import pandas as pd
 import pytest
 
-from fedanon.report.build import SCHEMA_FILE
 from tests.clirun import run_cli
-from tests.report.conftest import write_inputs
+from tests.report.conftest import lkc_job, steward_report, write_inputs
 
 
 @pytest.mark.slow
@@ -29,37 +27,12 @@ def test_sim_report_describes_the_integrated_release_and_hides_party_counts(
     monkeypatch.setattr("fedanon.cli.sim.step_progress", recording)
     data, taxonomy = write_inputs(tmp_path, rows=600)
     out, report_path, html = tmp_path / "sim.csv", tmp_path / "sim.json", tmp_path / "sim.html"
-    result = run_cli(
-        "sim",
-        "lkc",
-        "--parties",
-        "3",
-        "--pad-to",
-        "400",
-        "--data",
-        data,
-        "--taxonomy",
-        taxonomy,
-        "--L",
-        "2",
-        "--K",
-        "5",
-        "--C",
-        "0.5",
-        "--drop",
-        "pid",
-        "--out",
-        out,
-        "--report",
-        report_path,
-        "--html",
-        html,
-        "--quiet",
-    )
+    outputs = ("--out", out, "--report", report_path, "--html", html, "--quiet")
+    sim = ("sim", "lkc", "--parties", "3", "--pad-to", "400")
+    result = run_cli(*sim, *lkc_job(data, taxonomy), *outputs)
     assert result.code == 0, result.err
     report = json.loads(report_path.read_text())
-    steward = report["release_report"]
-    jsonschema.Draft202012Validator(json.loads(SCHEMA_FILE.read_text())).validate(steward)
+    steward = steward_report(report_path)
     assert steward["privacy_check"]["verdict"] == "holds"
     assert steward["privacy_check"]["details"] == report["privacy_check"]
     # Padded batches hide each party's record count from the leader: the report shows none.
@@ -87,33 +60,9 @@ def test_sim_report_describes_the_integrated_release_and_hides_party_counts(
 def test_sim_report_lists_party_counts_the_union_revealed(tmp_path: Path) -> None:
     data, taxonomy = write_inputs(tmp_path, rows=600)
     report_path, html = tmp_path / "sim.json", tmp_path / "sim.html"
-    result = run_cli(
-        "sim",
-        "lkc",
-        "--parties",
-        "3",
-        "--split",
-        "by-column=job",
-        "--data",
-        data,
-        "--taxonomy",
-        taxonomy,
-        "--L",
-        "2",
-        "--K",
-        "5",
-        "--C",
-        "0.5",
-        "--drop",
-        "pid",
-        "--out",
-        tmp_path / "sim.csv",
-        "--report",
-        report_path,
-        "--html",
-        html,
-        "--quiet",
-    )
+    outputs = ("--out", tmp_path / "sim.csv", "--report", report_path, "--html", html, "--quiet")
+    sim = ("sim", "lkc", "--parties", "3", "--split", "by-column=job")
+    result = run_cli(*sim, *lkc_job(data, taxonomy), *outputs)
     assert result.code == 0, result.err
     # by-column=job: jobs sorted Clerk, Janitor, Lawyer, Mover go to parties 1, 2, 3, 1; every
     # job holds 150 of the 600 rows, so the parties hold 300, 150 and 150 records.

@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 
 from fedanon.report.build import SCHEMA_FILE
-from tests.clirun import run_cli
-from tests.report.conftest import ReportRun
+from tests.clirun import lkc_options, run_cli
+from tests.report.conftest import ReportRun, lkc_job
 
 
 def _validator() -> jsonschema.Draft202012Validator:
@@ -79,25 +79,8 @@ def test_summary_lines_are_not_cut_at_80_columns(tmp_path: Path, lkc_report: Rep
     # The output path is longer than 80 columns; a piped summary must keep it on one line.
     deep = tmp_path / ("d" * 90)
     deep.mkdir()
-    result = run_cli(
-        "anonymize",
-        "lkc",
-        "--data",
-        lkc_report.data,
-        "--taxonomy",
-        lkc_report.taxonomy,
-        "--L",
-        "2",
-        "--K",
-        "5",
-        "--C",
-        "0.5",
-        "--drop",
-        "pid",
-        "--out",
-        deep / "out.csv",
-        "--quiet",
-    )
+    job = lkc_job(lkc_report.data, lkc_report.taxonomy)
+    result = run_cli("anonymize", "lkc", *job, "--out", deep / "out.csv", "--quiet")
     assert result.code == 0, result.err
     assert str(deep / "out.csv") in result.out
 
@@ -106,24 +89,8 @@ def test_check_writes_the_report_of_a_violating_release(
     tmp_path: Path, lkc_report: ReportRun
 ) -> None:
     html, report_path = tmp_path / "check.html", tmp_path / "check.json"
-    result = run_cli(
-        "check",
-        "lkc",
-        "--data",
-        lkc_report.release,
-        "--taxonomy",
-        lkc_report.taxonomy,
-        "--L",
-        "2",
-        "--K",
-        "100000",
-        "--C",
-        "0.5",
-        "--html",
-        html,
-        "--report",
-        report_path,
-    )
+    job = lkc_options(lkc_report.release, lkc_report.taxonomy, K=100_000)
+    result = run_cli("check", "lkc", *job, "--html", html, "--report", report_path)
     assert result.code == 1  # K is unreachable: violated, and still reported
     report = json.loads(report_path.read_text())["release_report"]
     _validator().validate(report)
@@ -136,25 +103,8 @@ def test_an_unwritable_html_path_fails_before_any_output(
     tmp_path: Path, lkc_report: ReportRun
 ) -> None:
     out = tmp_path / "fresh.csv"
-    result = run_cli(
-        "anonymize",
-        "lkc",
-        "--data",
-        lkc_report.data,
-        "--taxonomy",
-        lkc_report.taxonomy,
-        "--L",
-        "2",
-        "--K",
-        "5",
-        "--C",
-        "0.5",
-        "--out",
-        out,
-        "--html",
-        tmp_path,
-        "--quiet",
-    )
+    job = lkc_job(lkc_report.data, lkc_report.taxonomy)
+    result = run_cli("anonymize", "lkc", *job, "--out", out, "--html", tmp_path, "--quiet")
     assert result.code != 0 and len(result.err_lines) == 1
     assert "--html" in result.err and "is a directory" in result.err and not out.exists()
 
@@ -162,33 +112,13 @@ def test_an_unwritable_html_path_fails_before_any_output(
 def test_evaluate_summary_gives_errors_in_percent(tmp_path: Path, lkc_report: ReportRun) -> None:
     raw = tmp_path / "raw.csv"  # the raw table without the dropped ID column
     pd.read_csv(lkc_report.data, dtype=str).drop(columns=["pid"]).to_csv(raw, index=False)
-    result = run_cli(
-        "evaluate",
-        "lkc",
-        "--raw",
-        raw,
-        "--release",
-        lkc_report.release,
-        "--train-rows",
-        "1600",
-        "--taxonomy",
-        lkc_report.taxonomy,
-    )
+    evaluate: tuple[str | Path, ...] = ("evaluate", "lkc", "--raw", raw)
+    evaluate += ("--release", lkc_report.release, "--train-rows", "1600")
+    evaluate += ("--taxonomy", lkc_report.taxonomy)
+    result = run_cli(*evaluate)
     assert result.code == 0, result.err
     ce = re.search(r"classification error \(CE\)\s*│\s*(\d+\.\d\d) %", result.out)
     assert ce is not None, result.out
-    again = run_cli(
-        "evaluate",
-        "lkc",
-        "--raw",
-        raw,
-        "--release",
-        lkc_report.release,
-        "--train-rows",
-        "1600",
-        "--taxonomy",
-        lkc_report.taxonomy,
-        "--json",
-    )
+    again = run_cli(*evaluate, "--json")
     assert float(ce.group(1)) == pytest.approx(json.loads(again.out)["CE"], abs=0.005)
     assert re.search(r"test records\s*│\s*800\b", result.out)

@@ -2,45 +2,23 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-import jsonschema
 import pandas as pd
 import pytest
 
-from fedanon.report.build import SCHEMA_FILE
 from tests.clirun import run_cli
-from tests.report.conftest import write_inputs
+from tests.report.conftest import steward_report, suppression_job, write_inputs
 
 
 @pytest.mark.parametrize("method", ["kactus", "mondrian"])
 def test_suppression_report_matches_the_release(tmp_path: Path, method: str) -> None:
     data, _ = write_inputs(tmp_path, rows=400)
     out, report_path, html = tmp_path / "out.csv", tmp_path / "r.json", tmp_path / "r.html"
-    result = run_cli(
-        "anonymize",
-        method,
-        "--data",
-        data,
-        "--class",
-        "outcome",
-        "--qid",
-        "age,job",
-        "--k",
-        "5",
-        "--seed",
-        "1",
-        "--out",
-        out,
-        "--report",
-        report_path,
-        "--html",
-        html,
-    )
+    outputs = ("--out", out, "--report", report_path, "--html", html)
+    result = run_cli(*suppression_job(data, method), *outputs)
     assert result.code == 0, result.err
-    steward = json.loads(report_path.read_text())["release_report"]
-    jsonschema.Draft202012Validator(json.loads(SCHEMA_FILE.read_text())).validate(steward)
+    steward = steward_report(report_path)
     release = pd.read_csv(out, dtype=str, keep_default_na=False)
     assert steward["privacy_check"]["verdict"] == "holds"
     assert steward["privacy_check"]["details"]["k"] == 5

@@ -28,23 +28,25 @@ RULES = [SensitiveRule.of([1], [2]), SensitiveRule.of([2], [3])]
 )
 def test_misuse_is_a_user_error(kwargs, message):
     with pytest.raises(FedanonError, match=message):
-        sanitize(LOG, RULES, **kwargs)
+        sanitize(LOG, rules=RULES, **kwargs)
 
 
 def test_no_rules_is_a_user_error():
     with pytest.raises(FedanonError, match="no sensitive rule"):
-        sanitize(LOG, [], "iga")
+        sanitize(LOG, rules=[], algorithm="iga")
 
 
 def test_evaluate_rejects_a_log_with_other_transaction_count():
     shorter = Transactions.from_lists([[1], [2]])
     with pytest.raises(FedanonError, match="never drops a transaction"):
-        evaluate_sanitization(LOG, shorter, RULES, 0.25, 0.5)
+        evaluate_sanitization(
+            LOG, sanitized=shorter, rules=RULES, min_support=0.25, min_confidence=0.5
+        )
 
 
 def test_unseeded_runs_differ_eventually():
     # Without a seed RA draws from the OS: 20 runs on a log with many choices are not all equal.
     log = Transactions.from_lists([[1, 2, 3, 4]] * 30)
     rules = [SensitiveRule.of([1, 2], [3, 4])]
-    outcomes = {sanitize(log, rules, "ra").transactions.items.tobytes() for _ in range(20)}
+    outcomes = {tuple(sanitize(log, rules=rules, algorithm="ra").table["items"]) for _ in range(20)}
     assert len(outcomes) > 1

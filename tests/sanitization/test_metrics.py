@@ -46,7 +46,10 @@ def test_evaluate_end_to_end_by_hand():
     # D: 1,2 together in 4 of 5 transactions; 3 with 1 in 3 of them.
     d = Transactions.from_lists([[1, 2, 3], [1, 2, 3], [1, 2, 3], [1, 2], [4]])
     d2 = Transactions.from_lists([[1, 3], [1, 3], [1, 3], [1], [4]])
-    report = evaluate_sanitization(d, d2, [SensitiveRule.of([1], [2])], 0.4, 0.6)
+    rules = [SensitiveRule.of([1], [2])]
+    report = evaluate_sanitization(
+        d, sanitized=d2, rules=rules, min_support=0.4, min_confidence=0.6
+    )
     # Rules of D at 40%/60%: 1<=>2, 1<=>3, 2<=>3, 12=>3, 13=>2, 23=>1, 1=>23 (3/4),
     # 2=>13 (3/4), 3=>12 (1): 12 rules; sensitive (contain {1,2}): 2 + 6 = 8; others 1<=>3, 2<=>3.
     assert report["rules_original"] == 12

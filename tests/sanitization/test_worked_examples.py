@@ -14,6 +14,7 @@ from fedanon.algorithms.sanitization.dsa import downright_sanitize, marked_pairs
 from fedanon.algorithms.sanitization.heuristic1 import group_victims
 from fedanon.algorithms.sanitization.index import InvertedIndex, to_sanitize
 from fedanon.algorithms.sanitization.rules import SensitiveRule
+from fedanon.algorithms.sanitization.tables import as_log
 from fedanon.utility.miner import frequent_itemsets
 from fedanon.utility.transactions import Transactions
 
@@ -23,9 +24,8 @@ RULES = [SensitiveRule.of([A, B], [D]), SensitiveRule.of([A, C], [D])]
 
 
 def rows(algorithm: str, psi: float, seed: int = 0) -> list[list[int]]:
-    result = sanitize(LOG, RULES, algorithm, psi, seed=seed)
-    assert result.transactions is not None
-    return result.transactions.to_lists()
+    result = sanitize(LOG, rules=RULES, algorithm=algorithm, psi=psi, seed=seed)
+    return as_log(result.table).to_lists()
 
 
 def test_inverted_file_and_degree_of_figure_5_2():
@@ -104,8 +104,7 @@ def test_sliding_window_full_figure_5_7c_with_look_ahead():
 def test_sliding_window_per_rule_thresholds_and_windows():
     tx = Transactions.from_lists([[A, B]] * 4 + [[C, D]] * 4)
     rules = [SensitiveRule.of([A], [B]), SensitiveRule.of([C], [D])]
-    out = sanitize(tx, rules, "swa", [0.5, 0.0], window=3, seed=1).transactions
-    assert out is not None
+    out = as_log(sanitize(tx, rules=rules, algorithm="swa", psi=[0.5, 0.0], window=3, seed=1).table)
     lengths = out.lengths().tolist()
     # Windows {0,1,2}, {3,4,5}, {6,7}: A=>B has 3 + 1 sensitive transactions -> 2 + 1 sanitized;
     # C=>D has 2 + 2 -> all 4 sanitized.

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from fedanon.errors import FedanonError
-from fedanon.utility.query_report import QueryRelease, evaluate_releases, plot_query_errors
+from fedanon.utility.query_report import QueryRelease, evaluate_queries, plot_query_errors
 
 RAW = pd.DataFrame(
     {
@@ -21,18 +21,18 @@ def test_raw_table_scores_zero_and_a_blank_release_does_not() -> None:
     blank = RAW.assign(a="*", b="*")
     pair_nss = RAW[["a", "b"]].assign(ClassID="c")
     pair_ss = RAW[["s"]].assign(ClassID="c")
-    report = evaluate_releases(
+    report = evaluate_queries(
         RAW,
-        [
+        releases=[
             QueryRelease("raw", table=RAW),
             QueryRelease("blank", table=blank),
             QueryRelease("one class", nss=pair_nss, ss=pair_ss),
         ],
-        ["a", "b"],
-        "s",
+        qids=["a", "b"],
+        sensitive="s",
         qd=1,
         s=0.3,
-        n_queries=40,
+        queries=40,
         seed=2,
         qd_values=[1, 2],
         s_values=[0.3, 0.6],
@@ -47,13 +47,16 @@ def test_raw_table_scores_zero_and_a_blank_release_does_not() -> None:
 
 def test_names_must_be_unique_and_releases_given() -> None:
     with pytest.raises(FedanonError, match="share a name"):
-        evaluate_releases(RAW, [QueryRelease("x", RAW), QueryRelease("x", RAW)], ["a"], "s", 1)
+        evaluate_queries(RAW, releases=[QueryRelease("x", RAW)] * 2, qids=["a"], sensitive="s")
     with pytest.raises(FedanonError, match="no release"):
-        evaluate_releases(RAW, [], ["a"], "s", 1)
+        evaluate_queries(RAW, releases=[], qids=["a"], sensitive="s")
 
 
 def test_chart_is_a_png_even_with_zero_errors(tmp_path) -> None:
-    releases = [QueryRelease("raw", RAW), QueryRelease("blank", RAW.assign(a="*", b="*"))]
-    report = evaluate_releases(RAW, releases, ["a", "b"], "s", 1, 0.3, 10, 0, qd_values=[1, 2])
+    releases = {"raw": RAW, "blank": RAW.assign(a="*", b="*")}
+    report = evaluate_queries(
+        RAW, releases=releases, qids=["a", "b"], sensitive="s", qd=1, s=0.3, queries=10,
+        qd_values=[1, 2],
+    )  # fmt: skip
     plot_query_errors(report, tmp_path / "c.png")
     assert (tmp_path / "c.png").read_bytes()[:4] == b"\x89PNG"

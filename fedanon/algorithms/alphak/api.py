@@ -8,14 +8,20 @@ compare them on the same data:
 * ``lossy-join``: the classes of local recoding released as NSS (raw QIDs + ClassID) and SS
   (ClassID + sensitive value);
 * ``anatomy``: Xiao and Tao's l-diverse groups with l = max(k, ceil(1/alpha)), same NSS/SS shape.
+
+Every method returns a `Release`: ``tables == {"table": table}`` for global and local recoding,
+``tables == {"nss": nss, "ss": ss}`` for a pair, whose `table` is then NSS. Before it is
+returned, the independent checker (`fedanon.models.alpha_k`, no code shared with these
+algorithms) verifies the released cells; its verdict is ``report["privacy_check"]``.
 """
 
 from __future__ import annotations
 
+import os
 import secrets
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -35,7 +41,11 @@ from fedanon.algorithms.alphak.release import (
     generalized_table,
     lossy_join_tables,
 )
+from fedanon.algorithms.tds.verified import plain_text
+from fedanon.arguments import column_list, optional_seed, require_frame, taxonomy_file
 from fedanon.errors import FedanonError
+from fedanon.models.alpha_k import check_generalized, check_pair
+from fedanon.release import Release
 from fedanon.taxonomy.files import TaxonomyFile
 from fedanon.taxonomy.tree import Taxonomy
 from fedanon.text import as_text
@@ -43,33 +53,21 @@ from fedanon.text import as_text
 METHODS = ("global", "local", "lossy-join", "anatomy")
 
 
-@dataclass
-class AlphaKRelease:
-    """A generalized `table` (global, local) or an `nss` + `ss` pair (lossy-join, anatomy)."""
-
-    method: str
-    report: dict[str, Any]
-    table: pd.DataFrame | None = None
-    nss: pd.DataFrame | None = None
-    ss: pd.DataFrame | None = None
-
-    def pair(self) -> tuple[pd.DataFrame, pd.DataFrame]:
-        """The NSS and SS tables of a lossy-join or anatomy release."""
-        if self.nss is None or self.ss is None:
-            raise FedanonError(f"a {self.method} release holds no NSS/SS pair")
-        return self.nss, self.ss
+#: A taxonomy file, its path, or the QIDs' trees by column.
+TaxonomySpec = TaxonomyFile | str | os.PathLike[str] | Mapping[str, Taxonomy]
 
 
 def anonymize_alpha_k(
     df: pd.DataFrame,
+    *,
     qids: Sequence[str],
     sensitive: str,
-    alpha: float | str = "0.33",
+    alpha: float | str | Fraction = "0.33",
     k: int = 2,
     method: str = "local",
-    taxonomy: TaxonomyFile | Mapping[str, Taxonomy] | None = None,
+    taxonomy: TaxonomySpec | None = None,
     seed: int | None = None,
-) -> AlphaKRelease:
+) -> Release:
     """Release `df` under (alpha,k)-anonymity with `method` (see the module docstring).
 
     `taxonomy` gives the QID trees (needed by every method but Anatomy). Without a seed one is
@@ -79,40 +77,50 @@ def anonymize_alpha_k(
     if method not in METHODS:
         raise FedanonError(f"unknown method '{method}' (choose from {', '.join(METHODS)})")
     params = AlphaK.of(alpha, k)
-    qids = list(qids)
+    df, qids = require_frame(df), column_list(qids, "qids") or []
     validate_columns(df, qids, sensitive)
     codes, values = encode_sensitive(df, sensitive)
     require_feasible(codes, params, sensitive)
-    seed = secrets.randbits(63) if seed is None else int(seed)
+    seed = optional_seed(seed)
+    seed = secrets.randbits(63) if seed is None else seed
     began = time.perf_counter()
-    release = AlphaKRelease(method, {})
+    tables: dict[str, pd.DataFrame]
     if method == "anatomy":
         groups = anatomy_groups(codes, len(values), params, seed)
-        release.nss, release.ss = lossy_join_tables(df, qids, sensitive, groups)
+        nss, ss = lossy_join_tables(df, qids, sensitive, groups)
+        tables = {"nss": nss, "ss": ss}
         class_of_row, loss = groups, 0.0
     else:
         trees = _trees(taxonomy, qids, df, dynamic_ok=method == "global")
         if method == "global":
-            release.table = global_recoding(df, trees, sensitive, params)
-            class_of_row = _classes_of(release.table, qids)
-            loss = _information_loss(release.table, qids, trees)
+            tables = {"table": plain_text(global_recoding(df, trees, sensitive, params))}
+            class_of_row = _classes_of(tables["table"], qids)
+            loss = _information_loss(tables["table"], qids, trees)
         else:
             atoms = [tree.encode(df[q]) for q, tree in zip(qids, trees, strict=True)]
             partition = top_down_local_recoding(atoms, trees, codes, len(values), params, seed)
             class_of_row = partition.class_of_row
             if method == "local":
-                release.table = generalized_table(df, qids, trees, partition)
+                tables = {"table": generalized_table(df, qids, trees, partition)}
                 loss = _partition_loss(partition, trees)
             else:
-                release.nss, release.ss = lossy_join_tables(df, qids, sensitive, class_of_row)
+                nss, ss = lossy_join_tables(df, qids, sensitive, class_of_row)
+                tables = {"nss": nss, "ss": ss}
                 loss = 0.0
-    release.report = _report(method, params, seed, codes, class_of_row, loss, qids, sensitive)
-    release.report["seconds"] = round(time.perf_counter() - began, 4)
-    return release
+    report = _report(method, params, seed, codes, class_of_row, loss, qids, sensitive)
+    report["seconds"] = round(time.perf_counter() - began, 4)
+    if "table" in tables:
+        verdict = check_generalized(tables["table"], qids, sensitive, params.alpha, params.k)
+    else:
+        verdict = check_pair(tables["nss"], tables["ss"], sensitive, params.alpha, params.k)
+    if not verdict.ok:
+        raise FedanonError(f"the release fails (alpha,k)-anonymity ({method}); nothing returned")
+    report["privacy_check"] = verdict.to_dict()
+    return Release(next(iter(tables.values())), report, tables)
 
 
 def _trees(
-    taxonomy: TaxonomyFile | Mapping[str, Taxonomy] | None,
+    taxonomy: TaxonomySpec | None,
     qids: list[str],
     df: pd.DataFrame,
     dynamic_ok: bool,
@@ -120,6 +128,8 @@ def _trees(
     """The QIDs' trees in QID order; dynamic numerical trees only where the engine grows them."""
     if taxonomy is None:
         raise FedanonError("this method needs a taxonomy for the QIDs (--taxonomy)")
+    if not isinstance(taxonomy, Mapping):
+        taxonomy = taxonomy_file(taxonomy, list(df.columns))
     given = taxonomy.taxonomies if isinstance(taxonomy, TaxonomyFile) else dict(taxonomy)
     dynamic = taxonomy.dynamic_attributes if isinstance(taxonomy, TaxonomyFile) else []
     trees: list[Taxonomy] = []

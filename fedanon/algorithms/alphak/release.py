@@ -4,13 +4,13 @@ NSS holds the QIDs ungeneralized and a ClassID; SS holds the ClassID and the sen
 each has one row per original record. ClassIDs are random opaque tokens from `secrets` and both
 tables are shuffled independently with a generator seeded from `secrets`, never from the user's
 seed, so neither the tokens nor the row orders carry anything about the input's order or about
-the algorithm's run. The pair is written atomically together with a note telling the reader that
-each row of each table is one original record (so that nobody mistakes the join for the data).
+the algorithm's run. The command line writes the pair, all or nothing, together with a note
+(:data:`NOTE`) telling the reader that each row of each table is one original record (so that
+nobody mistakes the join for the data).
 """
 
 from __future__ import annotations
 
-import os
 import secrets
 from pathlib import Path
 
@@ -18,8 +18,6 @@ import numpy as np
 import pandas as pd
 
 from fedanon.algorithms.alphak.local_recoding import Partition
-from fedanon.atomic import write_text_atomic
-from fedanon.readers.table_io import write_table
 from fedanon.taxonomy.tree import Taxonomy
 
 CLASS_COLUMN = "ClassID"
@@ -90,44 +88,3 @@ def note_path(nss_path: str | Path) -> Path:
     """Where the reading note of a pair goes: beside NSS, named after it."""
     nss_path = Path(nss_path)
     return nss_path.with_name(nss_path.stem + ".README.txt")
-
-
-def write_pair(
-    nss: pd.DataFrame,
-    ss: pd.DataFrame,
-    nss_path: str | Path,
-    ss_path: str | Path,
-    note: str,
-) -> None:
-    """Write NSS, SS and the note so that either all three appear or none does.
-
-    Each file is first written completely under a hidden temporary name beside its target; only
-    then are the three renamed, and if a rename fails the files already renamed are removed.
-    """
-    nss_path, ss_path = Path(nss_path), Path(ss_path)
-    staged: list[tuple[Path, Path]] = []
-    renamed: list[Path] = []
-    try:
-        for frame, target in ((nss, nss_path), (ss, ss_path)):
-            tmp = _staging_name(target)
-            write_table(frame, tmp)
-            staged.append((tmp, target))
-        target = note_path(nss_path)
-        tmp = _staging_name(target)
-        write_text_atomic(tmp, note)
-        staged.append((tmp, target))
-        for tmp, target in staged:
-            os.replace(tmp, target)
-            renamed.append(target)
-    except BaseException:
-        for target in renamed:
-            target.unlink(missing_ok=True)
-        raise
-    finally:
-        for tmp, _ in staged:
-            tmp.unlink(missing_ok=True)
-
-
-def _staging_name(target: Path) -> Path:
-    """A hidden sibling that keeps the suffix (the table writer picks the format by suffix)."""
-    return target.with_name(f".{target.stem}.{secrets.token_hex(4)}.partial{target.suffix}")

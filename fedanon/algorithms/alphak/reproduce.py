@@ -19,12 +19,11 @@ from typing import Any
 import pandas as pd
 
 from fedanon.algorithms.alphak.api import anonymize_alpha_k
-from fedanon.models.alpha_k import check_generalized, check_pair
 from fedanon.readers.datadir import data_dir
 from fedanon.readers.table_io import read_table
 from fedanon.taxonomy.files import TaxonomyFile
 from fedanon.taxonomy.loader import load_taxonomy
-from fedanon.utility.query_report import QueryRelease, evaluate_releases
+from fedanon.utility.query_report import QueryRelease, evaluate_queries
 
 ADULT_QIDS = [
     "age",
@@ -74,13 +73,18 @@ def releases(
     verdicts: dict[str, bool] = {}
     for name in series:
         release = anonymize_alpha_k(
-            table, list(qids), SENSITIVE, alpha, k, SERIES[name], data.taxonomy, seed
+            table,
+            qids=list(qids),
+            sensitive=SENSITIVE,
+            alpha=alpha,
+            k=k,
+            method=SERIES[name],
+            taxonomy=data.taxonomy,
+            seed=seed,
         )
-        if release.table is not None:
-            verdicts[name] = check_generalized(release.table, list(qids), SENSITIVE, alpha, k).ok
-        else:
-            verdicts[name] = check_pair(*release.pair(), SENSITIVE, alpha, k).ok
-        out.append(QueryRelease(name, release.table, release.nss, release.ss))
+        verdicts[name] = release.report["privacy_check"]["ok"]
+        pieces = release.tables
+        out.append(QueryRelease(name, pieces.get("table"), pieces.get("nss"), pieces.get("ss")))
     return table, out, verdicts
 
 
@@ -101,18 +105,18 @@ def errors_at(
 ) -> dict[str, Any]:
     """The query-error report of every series at one setting (and its qd / s sweeps)."""
     table, made, verdicts = releases(data, qids, alpha, k, seed, series, rows)
-    report = evaluate_releases(
+    report = evaluate_queries(
         table,
-        made,
-        qids,
-        SENSITIVE,
-        qd,
-        s,
-        queries,
-        seed,
-        data.taxonomy.taxonomies,
-        qd_values,
-        s_values,
+        releases=made,
+        qids=qids,
+        sensitive=SENSITIVE,
+        qd=qd,
+        s=s,
+        queries=queries,
+        seed=seed,
+        taxonomy=data.taxonomy,
+        qd_values=qd_values,
+        s_values=s_values,
     )
     report["checks"] = verdicts
     report["setting"] = {"d": len(qids), "alpha": alpha, "k": k, "n": len(table)}

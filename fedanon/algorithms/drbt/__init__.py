@@ -4,7 +4,7 @@ The thesis's ch. 6.4-6.5 and 7.4 (our reading: docs/drbt.md). The names below ar
 vertically partitioned party needs only `zscore`, `project_block` and `secure_rng`.
 """
 
-from fedanon.algorithms.drbt.api import DrbtRelease, anonymize_drbt, evaluate_drbt
+from fedanon.algorithms.drbt.api import anonymize_drbt, evaluate_drbt
 from fedanon.algorithms.drbt.fmeasure import membership_matrix, overall_f_measure
 from fedanon.algorithms.drbt.kmeans import KMeansResult, kmeans
 from fedanon.algorithms.drbt.matrices import MATRICES, random_matrix, secure_rng
@@ -19,7 +19,6 @@ from fedanon.algorithms.drbt.stress import Stress, expected_stress, stress
 
 __all__ = [
     "MATRICES",
-    "DrbtRelease",
     "KMeansResult",
     "Stress",
     "anonymize_drbt",

@@ -1,7 +1,8 @@
 """DRBT on tables: the Python API behind `fedanon anonymize drbt` and `fedanon evaluate drbt`.
 
-A DataFrame goes in (cells as read by `fedanon.readers.table_io`, text or numbers); the release, the
-owner's token map and a report come out. The projection matrix lives only inside
+A DataFrame goes in (cells as read by `fedanon.readers.table_io`, text or numbers); a `Release`
+comes out: the projected table, the report and, with an id column, ``tables["id_map"]``, the
+owner's token -> id map. The projection matrix lives only inside
 `project_block`. Object ids are replaced by fresh random tokens from `secrets` and the rows are
 shuffled, so neither an id nor the input's row order links a released row to a person; the
 token -> id map is returned separately for the data owner, who must keep it private.
@@ -11,7 +12,6 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -21,18 +21,11 @@ from fedanon.algorithms.drbt.matrices import secure_rng
 from fedanon.algorithms.drbt.projection import check_projection, project_block, zscore
 from fedanon.algorithms.drbt.protocol import f_measure_trials, stress_curve
 from fedanon.algorithms.drbt.stress import DEFAULT_MAX_PAIRS, expected_stress, stress
+from fedanon.arguments import column_list, optional_seed, require_frame, require_int
 from fedanon.errors import FedanonError
+from fedanon.release import Release
 
 TOKEN_BYTES = 8  # 64-bit tokens: collisions are redrawn, guessing one is hopeless
-
-
-@dataclass(frozen=True)
-class DrbtRelease:
-    """The released table, the private token -> id map (None without ids) and a report."""
-
-    table: pd.DataFrame
-    id_map: pd.DataFrame | None
-    report: dict[str, Any]
 
 
 def clustering_columns(
@@ -69,33 +62,37 @@ def numeric_block(table: pd.DataFrame, columns: Sequence[str], source: str) -> n
 
 
 def anonymize_drbt(
-    table: pd.DataFrame,
+    df: pd.DataFrame,
+    *,
     k: int,
     matrix: str = "sparse",
-    *,
     columns: Sequence[str] | None = None,
     id_column: str | None = None,
     seed: int | None = None,
     rescale: bool = False,
     source: str = "input",
-) -> DrbtRelease:
-    """Release `table` as its z-scored columns projected to k dimensions (att1..attk).
+) -> Release:
+    """Release `df` as its z-scored columns projected to `k` dimensions (att1..attk).
 
-    `seed` makes the matrix and the row order reproducible (and is then as secret as R);
-    without it both come from `secrets`. Tokens are always fresh.
+    `matrix` is ``"gaussian"`` (RP1) or ``"sparse"`` (RP2); `columns` default to all but the
+    id column. `seed` makes the matrix and the row order reproducible (and is then as secret as
+    R); without it both come from `secrets`. Tokens are always fresh. `source` names the input
+    in error messages.
     """
-    names = clustering_columns(table, columns, id_column, source)
+    table, k = require_frame(df), require_int(k, "k")
+    names = clustering_columns(table, column_list(columns, "columns"), id_column, source)
     check_projection(len(names), k, matrix)
     z = zscore(numeric_block(table, names, source), names)
-    rng = _rng(seed)
+    rng = _rng(optional_seed(seed))
     released = project_block(z, k, matrix, rng, rescale=rescale)
     order = rng.permutation(len(table))
     out = pd.DataFrame(released[order], columns=[f"att{i + 1}" for i in range(k)])
-    id_map = None
+    tables = {"table": out}
     if id_column is not None:
         tokens = opaque_tokens(len(table))
         out.insert(0, id_column, tokens)
-        id_map = pd.DataFrame({"token": tokens, id_column: table[id_column].to_numpy()[order]})
+        ids = table[id_column].to_numpy()[order]
+        tables["id_map"] = pd.DataFrame({"token": tokens, id_column: ids})
     check = stress(z, released, rng)
     report = {
         "method": "drbt",
@@ -112,14 +109,14 @@ def anonymize_drbt(
         "stress_exact": check.exact,
         "expected_stress": None if rescale else expected_stress(len(names), k),
     }
-    return DrbtRelease(out, id_map, report)
+    return Release(out, report, tables)
 
 
 def evaluate_drbt(
-    table: pd.DataFrame,
+    df: pd.DataFrame,
+    *,
     k: int,
     matrix: str = "sparse",
-    *,
     columns: Sequence[str] | None = None,
     id_column: str | None = None,
     seed: int | None = None,
@@ -136,9 +133,12 @@ def evaluate_drbt(
     Nothing is released: the original table is needed to compare against.
     """
     source = "input"
-    names = clustering_columns(table, columns, id_column, source)
+    table, k = require_frame(df), require_int(k, "k")
+    names = clustering_columns(table, column_list(columns, "columns"), id_column, source)
     d = len(names)
     check_projection(d, k, matrix)
+    trials, projections = require_int(trials, "trials"), require_int(projections, "projections")
+    clusters = [require_int(c, "clusters") for c in clusters]
     if trials < 1 or projections < 1:
         raise FedanonError("trials and projections must be at least 1")
     if not clusters or any(c < 2 or c > len(table) for c in clusters):
@@ -147,7 +147,7 @@ def evaluate_drbt(
     for kept in dims:
         check_projection(d, kept, matrix)
     z = zscore(numeric_block(table, names, source), names)
-    rng = _rng(seed)
+    rng = _rng(optional_seed(seed))
     step = on_step or (lambda _text: None)
     step("stress")
     curve = stress_curve(

@@ -1,17 +1,17 @@
-"""Python API of kACTUS: DataFrame in, k-anonymous DataFrame and report out.
+"""Python API of kACTUS: DataFrame in, k-anonymous `Release` (table and report) out.
 
 Mirrors ``fedanon anonymize kactus``. No taxonomy is needed: a C4.5-style tree with at least k
 records per branch is grown on the QIDs and the class (phase 1), then pruned bottom-up while
 the records of complying leaves are released (phase 2). A released record keeps the QID values
 its leaf's path tests by equality, gets the group mean for QIDs its path tests only by
-inequalities, and the suppression marker for every other QID. See docs/kactus.md.
+inequalities, and the suppression marker for every other QID. The independent k-anonymity
+checker verifies the release (``report["privacy_check"]``). See docs/kactus.md.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -21,30 +21,25 @@ from fedanon.algorithms.kactus.phase2 import Group, prune_and_release
 from fedanon.algorithms.kactus.tree import induce, place_records
 from fedanon.algorithms.tabular import (
     QidColumn,
+    checked_release,
     encode_qid,
     generator,
     release_table,
     validate,
 )
-
-
-@dataclass
-class KactusRelease:
-    """The released table and its report (records, drops, suppressed cells, groups, time)."""
-
-    table: pd.DataFrame
-    report: dict[str, Any]
+from fedanon.release import Release
 
 
 def anonymize_kactus(
     df: pd.DataFrame,
+    *,
     class_column: str,
     qids: Sequence[str] | None = None,
     k: int = 50,
     seed: int | None = None,
     marker: str = "?",
     prune: bool = True,
-) -> KactusRelease:
+) -> Release:
     """k-anonymize `df` by kACTUS; `qids` defaults to every column but the class.
 
     ``prune=False`` skips C4.5's pessimistic pruning of the tree (on by default, as in the
@@ -55,7 +50,7 @@ def anonymize_kactus(
     columns = [encode_qid(df[name], name, marker) for name in names]
     rng = generator(seed)
     labels = df[class_column].astype(str)
-    tree = induce(columns, labels, k, prune=prune)
+    tree = induce(columns, labels, k, prune=bool(prune))
     grown = time.perf_counter()
     root, residual = place_records(tree, columns)
     outcome = prune_and_release(root, residual, k, rng)
@@ -68,7 +63,7 @@ def anonymize_kactus(
     report["root_residual_from_missing_or_unseen"] = len(residual)
     report["donated"] = outcome.donated
     report["seconds"] = {"tree": round(grown - began, 4), "anonymize": round(done - grown, 4)}
-    return KactusRelease(table, report)
+    return checked_release(table, report)
 
 
 def _released_cells(column: QidColumn, groups: list[Group], marker: str) -> np.ndarray:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -32,44 +31,45 @@ import pandas as pd
 
 from fedanon.algorithms.tabular import (
     QidColumn,
+    checked_release,
     encode_qid,
     generator,
     release_table,
     validate,
 )
+from fedanon.arguments import column_list
 from fedanon.errors import FedanonError
-
-
-@dataclass
-class MondrianRelease:
-    """The released table and its report (records, drops, suppressed cells, groups, time)."""
-
-    table: pd.DataFrame
-    report: dict[str, Any]
+from fedanon.release import Release
 
 
 def anonymize_mondrian(
     df: pd.DataFrame,
+    *,
     class_column: str,
     qids: Sequence[str] | None = None,
     k: int = 50,
     seed: int | None = None,
     marker: str = "?",
     orders: Mapping[str, Sequence[str]] | None = None,
-) -> MondrianRelease:
+) -> Release:
     """k-anonymize `df` by strict Mondrian; `qids` defaults to every column but the class.
 
     The class is never a QID and never changes; `orders` gives the value order of ordered
     categorical QIDs. `seed` only shuffles the output rows (the partitioning is deterministic).
+    The independent k-anonymity checker verifies the release (``report["privacy_check"]``).
     """
     names = validate(df, class_column, qids, k, marker)
-    orders = dict(orders or {})
-    unknown = sorted(set(orders) - set(names))
+    if orders is not None and not isinstance(orders, Mapping):
+        raise FedanonError(f"orders must be a mapping column -> values, got {orders!r}")
+    order_of = {
+        c: column_list(v, f"orders[{c!r}]", "values") or [] for c, v in (orders or {}).items()
+    }
+    unknown = sorted(set(order_of) - set(names))
     if unknown:
         raise FedanonError(f"an order is given for '{unknown[0]}', which is not a QID")
     began = time.perf_counter()
     columns = [encode_qid(df[name], name, marker) for name in names]
-    ranks = np.column_stack([_ranks(c, orders.get(c.name)) for c in columns])
+    ranks = np.column_stack([_ranks(c, order_of.get(c.name)) for c in columns])
     complete = ~np.isnan(ranks).any(axis=1)
     partitions = _partition(ranks, np.flatnonzero(complete), k)
     residual = np.flatnonzero(~complete)
@@ -80,7 +80,7 @@ def anonymize_mondrian(
         dropped = len(residual)
     cut = time.perf_counter()
     cells = {
-        c.name: _released_cells(c, ranks[:, j], partitions, orders.get(c.name), marker)
+        c.name: _released_cells(c, ranks[:, j], partitions, order_of.get(c.name), marker)
         for j, c in enumerate(columns)
     }
     rows = np.concatenate(partitions) if partitions else np.empty(0, dtype=np.intp)
@@ -89,7 +89,7 @@ def anonymize_mondrian(
     sizes = [len(p) for p in partitions]
     report: dict[str, Any] = {
         "method": "mondrian",
-        "parameters": {"k": k, "qids": names, "marker": marker, "ordered": sorted(orders)},
+        "parameters": {"k": k, "qids": names, "marker": marker, "ordered": sorted(order_of)},
         "records": len(df),
         "released": len(table),
         "dropped": dropped,
@@ -100,7 +100,7 @@ def anonymize_mondrian(
         },
         "seconds": {"partition": round(cut - began, 4), "release": round(done - cut, 4)},
     }
-    return MondrianRelease(table, report)
+    return checked_release(table, report)
 
 
 def _ranks(column: QidColumn, order: Sequence[str] | None) -> np.ndarray:

@@ -1,14 +1,15 @@
 """Centralized entry points: ``anonymize_randomize`` and ``evaluate_randomization``.
 
 Centralized randomization is the federated protocol with one holder and no masking: the table's
-own histograms make the plan (leader half), and the table is randomized by the party half.
+own histograms make the plan (leader half), and the table is randomized by the party half. The
+`Release` keeps every row, in the same order, and every column; redrawn QID columns are text.
+Randomization has no k-style model checker: its privacy is Pa, which the report states.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -24,37 +25,29 @@ from fedanon.algorithms.randomization.leader_half import Plan, make_plan
 from fedanon.algorithms.randomization.party_half import LocalRecords
 from fedanon.algorithms.randomization.rules import MIN_CONFIDENCE, MIN_SUPPORT, rule_recovery
 from fedanon.algorithms.randomization.sampler import make_rng
+from fedanon.arguments import column_list, optional_seed, require_frame, require_int
 from fedanon.errors import FedanonError
-
-
-@dataclass
-class RandomizedRelease:
-    """The randomized table (same rows, same order, same columns) and its report."""
-
-    table: pd.DataFrame
-    report: dict[str, Any]
-    plan: Plan
+from fedanon.release import Release
 
 
 def anonymize_randomize(
     df: pd.DataFrame,
+    *,
     qids: Sequence[str],
     method: str = "ra",
     attrs: int | None = None,
     p: str | Sequence[float] = "uniform",
     seed: int | None = None,
-) -> RandomizedRelease:
-    """RA (one attribute per record, chosen with probability p_i) or enhanced RA(attrs).
+) -> Release:
+    """RA (one attribute per record, chosen with probability p_i) or enhanced RA (`attrs` per
+    record); `p` is ``"uniform"``, ``"optimal"`` (maximizes Pa) or one probability per QID.
 
     Each chosen QID cell is redrawn from that column's marginal; sensitive and non-QID columns
     are untouched. Without `seed` the draws come from a generator keyed by `secrets`.
     """
     began = time.perf_counter()
-    if len(df) == 0:
-        raise FedanonError("the table has no rows")
-    local = LocalRecords(df, qids)
-    plan = make_plan(local.coded.qids, local.histograms(), method, attrs, p)
-    table, changed = local.randomize(plan, make_rng(seed))
+    local, plan = _planned(df, qids, method, attrs, p)
+    table, changed = local.randomize(plan, make_rng(optional_seed(seed)))
     cells = len(df) * len(plan.qids)
     report = {
         **plan.summary(),
@@ -63,7 +56,31 @@ def anonymize_randomize(
         "changed_cell_fraction": round(changed / cells, 6),
         "seconds": round(time.perf_counter() - began, 4),
     }
-    return RandomizedRelease(table, report, plan)
+    return Release(table, report)
+
+
+def _planned(
+    df: pd.DataFrame,
+    qids: Sequence[str],
+    method: str,
+    attrs: int | None,
+    p: str | Sequence[float],
+) -> tuple[LocalRecords, Plan]:
+    """The table's records and the plan its own histograms make (arguments checked)."""
+    if len(require_frame(df)) == 0:
+        raise FedanonError("the table has no rows")
+    local = LocalRecords(df, column_list(qids, "qids") or [])
+    attrs = None if attrs is None else require_int(attrs, "attrs")
+    return local, make_plan(local.coded.qids, local.histograms(), method, attrs, _probabilities(p))
+
+
+def _probabilities(p: str | Sequence[float]) -> str | tuple[float, ...]:
+    if isinstance(p, str):
+        return p
+    try:
+        return tuple(float(x) for x in p)
+    except (TypeError, ValueError):
+        raise FedanonError(f"p must be uniform, optimal or one number per QID, got {p!r}") from None
 
 
 def bias_table(
@@ -106,12 +123,13 @@ def bias_table(
 
 def evaluate_randomization(
     df: pd.DataFrame,
+    *,
     qids: Sequence[str],
+    release: Release | pd.DataFrame | None = None,
     method: str = "ra",
     attrs: int | None = None,
     p: str | Sequence[float] = "uniform",
     seed: int | None = None,
-    release: pd.DataFrame | None = None,
     top: int = 10,
     sensitive: str | None = None,
     queries: int = 1000,
@@ -126,17 +144,17 @@ def evaluate_randomization(
     directly, as the paper does) and association-rule recovery over the QIDs (and the
     sensitive column) at `rule_support` / `rule_confidence`.
 
-    `release` is a randomized table of `df` made with the same method and parameters; without
-    it one is made here (with `seed`, which also draws the query workload).
+    `release` is a randomized table of `df` made with the same method and parameters (rows in
+    the same order); without it one is made here (with `seed`, which also draws the query
+    workload).
     """
+    local, plan = _planned(df, qids, method, attrs, p)
     if release is None:
-        made = anonymize_randomize(df, qids, method, attrs, p, seed)
-        release, plan = made.table, made.plan
-    else:
-        if len(release) != len(df):
-            raise FedanonError(f"the release has {len(release)} rows, the data {len(df)}")
-        local = LocalRecords(df, qids)
-        plan = make_plan(local.coded.qids, local.histograms(), method, attrs, p)
+        release = local.randomize(plan, make_rng(optional_seed(seed)))[0]
+    elif isinstance(release, Release):
+        release = release.table
+    if len(require_frame(release, "release")) != len(df):
+        raise FedanonError(f"the release has {len(release)} rows, the data {len(df)}")
     coded = encode(df, plan.qids)
     after = encode(release, plan.qids, coded.domains)
     changed = int(np.count_nonzero(after.codes != coded.codes))
@@ -148,11 +166,11 @@ def evaluate_randomization(
         **plan.summary(),
         "changed_cell_fraction": round(changed / coded.codes.size, 6),
         "largest_marginal_count_change": marginal_gap,
-        "bias": bias_table(df, release, plan, top=top),
+        "bias": bias_table(df, release, plan, top=require_int(top, "top")),
     }
     if sensitive is not None:
         report["count_queries"] = query_error(
-            df, release, plan.qids, sensitive, queries, qd, s, seed
+            df, release, plan.qids, sensitive, queries, qd, s, optional_seed(seed)
         )
     if rules:
         columns = [*plan.qids, *([sensitive] if sensitive else [])]

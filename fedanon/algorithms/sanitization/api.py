@@ -1,10 +1,11 @@
 """Python entry points: `sanitize` a log (or its patterns) and `evaluate_sanitization`.
 
-`sanitize(tx, rules, algorithm, psi)` runs one of the thesis's algorithms: the data-sharing
-ones (iga, rra, ra, swa) return the sanitized log D' (same number of transactions, each a
-subset of its original); the pattern-sharing one (dsa) returns the released frequent itemsets
-of D at `min_support`. `evaluate_sanitization` mines D and D' (or the released itemsets) with
-the same miner and thresholds and computes HF, MC, AP, Dif and SEF.
+`sanitize(log, rules=, algorithm=, psi=)` runs one of the thesis's algorithms: the data-sharing
+ones (iga, rra, ra, swa) release the sanitized log D' (same number of transactions, each a
+subset of its original); the pattern-sharing one (dsa) releases the frequent itemsets of D at
+`min_support`. Either comes as a `Release` whose table is described in
+`fedanon.algorithms.sanitization.tables`. `evaluate_sanitization` mines D and D' (or the
+released itemsets) with the same miner and thresholds and computes HF, MC, AP, Dif and SEF.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from __future__ import annotations
 import math
 import secrets
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -27,9 +27,23 @@ from fedanon.algorithms.sanitization.heuristic1 import (
 )
 from fedanon.algorithms.sanitization.index import InvertedIndex
 from fedanon.algorithms.sanitization.metrics import dif, rule_metrics
-from fedanon.algorithms.sanitization.rules import SensitiveRule, require_items_present
+from fedanon.algorithms.sanitization.rules import (
+    SensitiveRule,
+    parse_rules,
+    require_items_present,
+)
 from fedanon.algorithms.sanitization.swa import sliding_window_victims
+from fedanon.algorithms.sanitization.tables import (
+    LogSpec,
+    as_log,
+    is_itemsets_table,
+    itemsets_of,
+    itemsets_table,
+    log_table,
+)
+from fedanon.arguments import optional_seed
 from fedanon.errors import FedanonError
+from fedanon.release import Release
 from fedanon.utility.miner import (
     Itemsets,
     Rule,
@@ -44,33 +58,33 @@ ALGORITHMS = (*DATA_SHARING, "dsa")
 DEFAULT_WINDOW = 50_000  # the thesis's SWA window for all its experiments (section 7.2.3)
 
 
-@dataclass(frozen=True)
-class Sanitized:
-    """What a run releases: the sanitized log, or (DSA) the sanitized itemsets; and a report."""
-
-    algorithm: str
-    transactions: Transactions | None = None
-    itemsets: Itemsets | None = None
-    report: dict[str, Any] = field(default_factory=dict)
-
-
 def sanitize(
-    tx: Transactions,
-    rules: Sequence[SensitiveRule],
+    transactions: LogSpec,
+    *,
+    rules: Sequence[SensitiveRule | str] | str,
     algorithm: str,
     psi: float | Sequence[float] = 0.0,
     window: int | None = None,
     seed: int | None = None,
     min_support: float | None = None,
-) -> Sanitized:
-    """Hide `rules` in `tx` with `algorithm`; `psi` is per rule (a list) only for swa.
+) -> Release:
+    """Hide the sensitive `rules` (``"1 => 2"`` text or `SensitiveRule`) in a transaction log.
 
-    `seed` fixes RA's and SWA's random victims and DSA's random pairs; without it they come
-    from a 128-bit secret seed, so nobody can replay which item was deleted where.
+    `psi` is the share of each rule's sensitive transactions left untouched (one per rule, a
+    list, only for swa, whose `window` is its batch size); dsa needs `min_support`. `seed` fixes
+    RA's and SWA's random victims and DSA's random pairs; without it they come from a 128-bit
+    secret seed, so nobody can replay which item was deleted where.
     """
-    algorithm = algorithm.lower()
+    tx, rules = as_log(transactions), as_rules(rules)
+    algorithm = str(algorithm).lower()
     psis = _check(tx, rules, algorithm, psi, window, min_support)
+    seed = optional_seed(seed)
     rng = np.random.default_rng(secrets.randbits(128) if seed is None else seed)
+    given = {
+        "algorithm": algorithm,
+        "psi": [float(psi)] if isinstance(psi, int | float) else [float(p) for p in psi],
+        "seeded": seed is not None,
+    }
     if algorithm == "dsa":
         assert min_support is not None
         itemsets = frequent_itemsets(tx, min_support)
@@ -80,7 +94,7 @@ def sanitize(
             "itemsets_released": len(released),
             "marked_pairs": len(marked),
         }
-        return Sanitized(algorithm, itemsets=released, report=_report(tx, rules, report))
+        return Release(itemsets_table(released), given | _report(tx, rules, report))
     index = InvertedIndex.build(tx, rules)
     if algorithm == "swa":
         tids, items = sliding_window_victims(tx, index, rules, psis, window or DEFAULT_WINDOW, rng)
@@ -99,24 +113,33 @@ def sanitize(
     }
     if algorithm == "swa":
         report["window"] = window or DEFAULT_WINDOW
-    return Sanitized(algorithm, transactions=released_tx, report=_report(tx, rules, report))
+    return Release(log_table(released_tx), given | _report(tx, rules, report))
 
 
 def evaluate_sanitization(
-    original: Transactions,
-    sanitized: Transactions | Itemsets,
-    rules: Sequence[SensitiveRule],
+    original: LogSpec,
+    *,
+    sanitized: Release | LogSpec | Itemsets,
+    rules: Sequence[SensitiveRule | str] | str,
     min_support: float,
-    min_confidence: float,
-    original_rules: Sequence[Rule] | None = None,
+    min_confidence: float = 0.6,
     rule_support: str = "itemset",
+    original_rules: Sequence[Rule] | None = None,
 ) -> dict[str, Any]:
     """HF, MC, AP, SEF (and Dif for a sanitized log) at one sigma and phi for D and D'.
 
+    `sanitized` is a `Release` of `sanitize`, a log, or DSA's released itemsets.
     `rule_support` picks the rule definition of `fedanon.utility.miner` for both D and D'.
     `original_rules` may pass the rules of D mined earlier with the same settings, so a sweep
     over algorithms and thresholds mines D once.
     """
+    original, rules = as_log(original, "original"), as_rules(rules)
+    if isinstance(sanitized, Release):
+        sanitized = sanitized.table
+    if is_itemsets_table(sanitized):
+        sanitized = itemsets_of(sanitized)
+    elif not isinstance(sanitized, dict):
+        sanitized = as_log(sanitized, "sanitized")
     before = (
         list(original_rules)
         if original_rules is not None
@@ -144,6 +167,21 @@ def evaluate_sanitization(
     }
 
 
+def as_rules(rules: Sequence[SensitiveRule | str] | str) -> list[SensitiveRule]:
+    """Sensitive rules given as objects, as ``"X => Y"`` lines, or as one rules-file text."""
+    if isinstance(rules, str):
+        return parse_rules(rules, "rules")
+    out: list[SensitiveRule] = []
+    for rule in rules:
+        if isinstance(rule, SensitiveRule):
+            out.append(rule)
+        elif isinstance(rule, str):
+            out.extend(parse_rules(rule, "rules"))
+        else:
+            raise FedanonError(f"a rule must be 'X => Y' text or a SensitiveRule, got {rule!r}")
+    return out
+
+
 def _check(
     tx: Transactions,
     rules: Sequence[SensitiveRule],
@@ -156,7 +194,12 @@ def _check(
         raise FedanonError(f"unknown algorithm '{algorithm}' (one of {', '.join(ALGORITHMS)})")
     if not rules:
         raise FedanonError("no sensitive rule to hide")
-    psis = [float(psi)] * len(rules) if isinstance(psi, int | float) else [float(p) for p in psi]
+    try:
+        psis = (
+            [float(psi)] * len(rules) if isinstance(psi, int | float) else [float(p) for p in psi]
+        )
+    except (TypeError, ValueError):
+        raise FedanonError(f"psi must be a number in [0, 1] or one per rule, got {psi!r}") from None
     if len(psis) != len(rules):
         raise FedanonError(f"{len(psis)} disclosure thresholds for {len(rules)} rules")
     if len(set(psis)) > 1 and algorithm != "swa":

@@ -41,11 +41,3 @@ def downright_sanitize(
         if len(itemset) < 2 or not any(pair <= itemset for pair in marked)
     }
     return released, marked
-
-
-def format_itemsets(itemsets: Itemsets) -> str:
-    """Released itemsets as text, one `i j k (support)` a line, sorted by size then items."""
-    ordered = sorted(itemsets.items(), key=lambda kv: (len(kv[0]), sorted(kv[0])))
-    return "".join(
-        " ".join(map(str, sorted(itemset))) + f" ({count})\n" for itemset, count in ordered
-    )

@@ -17,8 +17,10 @@ import numpy as np
 
 from fedanon.algorithms.sanitization import thesis
 from fedanon.algorithms.sanitization.api import evaluate_sanitization, sanitize
+from fedanon.algorithms.sanitization.rules import SensitiveRule
 from fedanon.readers.datadir import data_dir
-from fedanon.utility.miner import itemset_support, mine_rules
+from fedanon.release import Release
+from fedanon.utility.miner import Rule, itemset_support, mine_rules
 from fedanon.utility.transactions import Transactions
 
 SEED = 20051
@@ -138,11 +140,8 @@ def run_dsa_seeds(
         rules = thesis.thesis_rules(dataset, scenario, tx)
         costs = []
         for seed in seeds:
-            out = sanitize(tx, rules, "dsa", seed=seed, min_support=graph)
-            assert out.itemsets is not None
-            report = evaluate_sanitization(
-                tx, out.itemsets, rules, sigma, thesis.PHI, original_rules, rule_support
-            )
+            out = sanitize(tx, rules=rules, algorithm="dsa", seed=seed, min_support=graph)
+            report = _metrics(tx, out, rules, sigma, original_rules, rule_support)
             costs.append(100 * report["mc"])
         rows.append(
             {
@@ -164,16 +163,35 @@ def _run(
     graph_support = None
     if algorithm == "dsa":  # DSA's graph holds every itemset a rule can be built from
         graph_support = itemset_support(len(tx), sigma, thesis.PHI, rule_support)
-    out = sanitize(tx, rules, algorithm, psi, window=window, seed=SEED, min_support=graph_support)
-    released = out.itemsets if out.transactions is None else out.transactions
-    assert released is not None, "sanitize releases transactions or itemsets"
-    report = evaluate_sanitization(
-        tx, released, rules, sigma, thesis.PHI, original_rules, rule_support
+    out = sanitize(
+        tx,
+        rules=rules,
+        algorithm=algorithm,
+        psi=psi,
+        window=window,
+        seed=SEED,
+        min_support=graph_support,
     )
+    report = _metrics(tx, out, rules, sigma, original_rules, rule_support)
     return {
         key: None if report[key] is None else 100 * report[key]
         for key in ("mc", "hf", "ap", "dif", "sef")
     } | {"rules_original": report["rules_original"], "sensitive": report["sensitive_original"]}
+
+
+def _metrics(
+    tx: Transactions,
+    out: Release,
+    rules: list[SensitiveRule],
+    sigma: float,
+    original_rules: list[Rule],
+    rule_support: str,
+) -> dict[str, Any]:
+    """The metrics of one release at the thesis's sigma and phi (D's rules mined once)."""
+    return evaluate_sanitization(
+        tx, sanitized=out, rules=rules, min_support=sigma, min_confidence=thesis.PHI,
+        rule_support=rule_support, original_rules=original_rules,
+    )  # fmt: skip
 
 
 def _get(table: dict, dataset: str, algorithm: str, column: int) -> float | None:
