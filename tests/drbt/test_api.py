@@ -110,8 +110,11 @@ def test_evaluate_report() -> None:
         _patients(), 3, "sparse", columns=COLUMNS, seed=5, clusters=(2, 3), trials=4, projections=3
     )
     assert again == report
+    assert report["f_measure"]["starts"] == "paired"
     with pytest.raises(FedanonError, match="every K"):
         evaluate_drbt(_patients(), 3, columns=COLUMNS, clusters=(1,))
+    with pytest.raises(FedanonError, match="unknown starts 'shared'"):
+        evaluate_drbt(_patients(), 3, columns=COLUMNS, starts="shared")
 
 
 def test_default_kept_dims_and_tokens() -> None:
