@@ -20,6 +20,7 @@ from fedanon.algorithms.drbt.reproduce import (
     PointVerdict,
     ReleaseDistribution,
     issue_counts,
+    main,
     reproduce_f_measure,
     reproduce_stress,
     verdicts,
@@ -110,6 +111,21 @@ def test_iris_f_measure() -> None:
     assert [p.k for p in points if p.near] == [2, 4, 5]
     # The thesis's observation: Iris's K = 2 clusters are the best preserved.
     assert max(CLUSTERS, key=lambda k: _f("iris").median(k)) == 2
+
+
+def test_reproduce_command_prints_one_row_per_point_and_the_counts(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ["--sets", "iris", "--releases", "3", "--starts", "independent", "--no-stress"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    rows = [line for line in out.splitlines() if line.startswith("| iris |")]
+    assert [row.split(" | ")[2] for row in rows] == ["2", "3", "4", "5"]
+    assert all(row.split(" | ")[4] == "3" for row in rows)  # releases per point
+    assert "starts independent: thesis inside our 5th-95th percentile at " in out
+    assert "| matrix |" not in out  # --no-stress
+    with pytest.raises(SystemExit):
+        main(["--releases", "1"])
 
 
 @pytest.mark.slow
