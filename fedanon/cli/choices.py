@@ -9,6 +9,7 @@ tuple with the library's own constant, so the two cannot drift apart.
 LKC_PRESETS = ("lkc", "k-anonymity", "confidence-bounding", "alpha-k")
 LKC_SCORES = ("infogain", "discernibility")  # fedanon.algorithms.tds.scores.SCORES
 DRBT_MATRICES = ("gaussian", "sparse")  # fedanon.algorithms.drbt.matrices.MATRICES
+DRBT_STARTS = ("paired", "independent")  # fedanon.algorithms.drbt.protocol.STARTS
 SANITIZE_DATA_SHARING = ("iga", "rra", "ra", "swa")  # ...sanitization.api.DATA_SHARING
 SANITIZE_ALGORITHMS = (*SANITIZE_DATA_SHARING, "dsa")  # ...sanitization.api.ALGORITHMS
 SANITIZE_DEFAULT_WINDOW = 50_000  # ...sanitization.api.DEFAULT_WINDOW

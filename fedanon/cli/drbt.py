@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from fedanon.cli.choices import DRBT_MATRICES
+from fedanon.cli.choices import DRBT_MATRICES, DRBT_STARTS
 from fedanon.cli.common import int_list, print_summary, split_list, step_progress
 from fedanon.errors import FedanonError
 
@@ -78,6 +78,13 @@ def add_evaluate_drbt(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--clusters", default="2,3,4,5", help="values of K for K-means")
     parser.add_argument("--trials", type=int, default=10, help="releases per F-measure")
     parser.add_argument("--projections", type=int, default=5, help="releases per stress value")
+    parser.add_argument(
+        "--starts",
+        choices=DRBT_STARTS,
+        default="paired",
+        help="K-means on the original and on the release start from the same rows (paired, "
+        "default) or from rows drawn for each",
+    )
     parser.add_argument(
         "--kept-dims",
         help="kept dimensions for the stress curve a,b,c "
@@ -160,6 +167,7 @@ def run_evaluate_drbt(args: argparse.Namespace) -> int:
             clusters=int_list(args.clusters, "--clusters"),
             trials=args.trials,
             projections=args.projections,
+            starts=args.starts,
             kept_dims=int_list(args.kept_dims, "--kept-dims") or None,
             on_step=show,
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fedanon.algorithms.drbt.matrices import MATRICES
+from fedanon.algorithms.drbt.protocol import STARTS
 from fedanon.algorithms.sanitization.api import ALGORITHMS, DATA_SHARING, DEFAULT_WINDOW
 from fedanon.algorithms.tds.api import PRESETS
 from fedanon.algorithms.tds.scores import SCORES
@@ -15,6 +16,7 @@ def test_cli_choices_match_the_library():
     assert choices.LKC_PRESETS == PRESETS
     assert choices.LKC_SCORES == SCORES
     assert choices.DRBT_MATRICES == MATRICES
+    assert choices.DRBT_STARTS == STARTS
     assert choices.SANITIZE_DATA_SHARING == DATA_SHARING
     assert choices.SANITIZE_ALGORITHMS == ALGORITHMS
     assert choices.SANITIZE_DEFAULT_WINDOW == DEFAULT_WINDOW

@@ -117,8 +117,11 @@ def test_evaluate_report() -> None:
     )
     again = evaluate_drbt(_patients(), k=3, matrix="sparse", **arguments)
     assert again == report
+    assert report["f_measure"]["starts"] == "paired"
     with pytest.raises(FedanonError, match="every K"):
         evaluate_drbt(_patients(), k=3, columns=COLUMNS, clusters=(1,))
+    with pytest.raises(FedanonError, match="unknown starts 'shared'"):
+        evaluate_drbt(_patients(), k=3, columns=COLUMNS, starts="shared")
 
 
 def test_default_kept_dims_and_tokens() -> None:

@@ -112,6 +112,8 @@ def test_evaluate_writes_report_and_png(table: Path, tmp_path: Path) -> None:
             "2,3",
             "--kept-dims",
             "3,2",
+            "--starts",
+            "independent",
             "--quiet",
             "--report",
             str(tmp_path / "ev.json"),
@@ -123,6 +125,7 @@ def test_evaluate_writes_report_and_png(table: Path, tmp_path: Path) -> None:
     report = json.loads((tmp_path / "ev.json").read_text())
     assert [p["kept"] for p in report["stress"]["curve"]] == [3, 2]
     assert [s["K"] for s in report["f_measure"]["by_clusters"]] == [2, 3]
+    assert report["f_measure"]["starts"] == "independent"
     assert (tmp_path / "ev.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert not list(tmp_path.glob(".*.tmp"))
 

@@ -5,11 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from fedanon.algorithms.drbt.fmeasure import overall_f_measure
+from fedanon.algorithms.drbt.kmeans import kmeans
 from fedanon.algorithms.drbt.projection import zscore
 from fedanon.algorithms.drbt.protocol import (
     Summary,
+    f_measure_run,
     f_measure_trials,
-    paired_f_measure,
     release_f_measure,
     stress_curve,
 )
@@ -23,7 +25,7 @@ def test_an_isometric_release_scores_exactly_one() -> None:
     z = zscore(rng.standard_normal((200, 6)))
     rotation, _ = np.linalg.qr(rng.standard_normal((6, 6)))
     for k in (2, 3, 4, 5):
-        assert paired_f_measure(z, z @ rotation, k, rng) == 1.0
+        assert f_measure_run(z, z @ rotation, k, rng).value == 1.0
 
 
 def test_f_measure_trials_on_separated_clusters() -> None:
@@ -73,3 +75,26 @@ def test_summary_statistics() -> None:
     assert (s.min, s.max, s.mean) == (0.5, 0.9, pytest.approx(0.7))
     assert s.std == pytest.approx(0.2)  # sample std (ddof = 1)
     assert Summary((0.4,)).std == 0.0
+
+
+def test_paired_starts_give_both_k_means_runs_the_same_initial_rows() -> None:
+    # Structureless points: where K-means ends depends on where it starts, so on an isometric
+    # copy the two runs agree exactly when, and only when, they start from the same rows.
+    rng = np.random.default_rng(5)
+    z = zscore(rng.standard_normal((300, 4)))
+    rotation, _ = np.linalg.qr(rng.standard_normal((4, 4)))
+    release = z @ rotation
+    paired = [f_measure_run(z, release, 4, rng) for _ in range(20)]
+    independent = [f_measure_run(z, release, 4, rng, starts="independent") for _ in range(20)]
+    assert all(len(set(run.original_rows)) == 4 for run in paired + independent)
+    assert all(run.release_rows == run.original_rows for run in paired)
+    assert all(run.release_rows != run.original_rows for run in independent)
+    assert [run.value for run in paired] == [1.0] * 20
+    assert np.mean([run.value for run in independent]) < 0.9
+    # The recorded rows are the ones the runs started from: replaying them gives the same score.
+    for run in independent[:5]:
+        reference = kmeans(z, 4, rng, seed_rows=np.array(run.original_rows)).labels
+        produced = kmeans(release, 4, rng, seed_rows=np.array(run.release_rows)).labels
+        assert overall_f_measure(reference, produced) == run.value
+    with pytest.raises(ValueError, match="unknown starts"):
+        f_measure_run(z, release, 4, rng, starts="shared")

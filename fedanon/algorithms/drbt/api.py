@@ -19,7 +19,7 @@ import pandas as pd
 
 from fedanon.algorithms.drbt.matrices import secure_rng
 from fedanon.algorithms.drbt.projection import check_projection, project_block, zscore
-from fedanon.algorithms.drbt.protocol import f_measure_trials, stress_curve
+from fedanon.algorithms.drbt.protocol import STARTS, f_measure_trials, stress_curve
 from fedanon.algorithms.drbt.stress import DEFAULT_MAX_PAIRS, expected_stress, stress
 from fedanon.arguments import column_list, optional_seed, require_frame, require_int
 from fedanon.errors import FedanonError
@@ -126,11 +126,14 @@ def evaluate_drbt(
     projections: int = 5,
     kept_dims: Sequence[int] | None = None,
     max_pairs: int = DEFAULT_MAX_PAIRS,
+    starts: str = "paired",
     on_step: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """The thesis's utility report: stress per kept dimension and F-measure per K (see protocol).
 
-    Nothing is released: the original table is needed to compare against.
+    `starts` says how the K-means runs on the original and on the release start ("paired":
+    from the same rows, the default; "independent"). Nothing is released: the original table
+    is needed to compare against.
     """
     source = "input"
     table, k = require_frame(df), require_int(k, "k")
@@ -141,6 +144,8 @@ def evaluate_drbt(
     clusters = [require_int(c, "clusters") for c in clusters]
     if trials < 1 or projections < 1:
         raise FedanonError("trials and projections must be at least 1")
+    if starts not in STARTS:
+        raise FedanonError(f"unknown starts '{starts}' (expected one of {', '.join(STARTS)})")
     if not clusters or any(c < 2 or c > len(table) for c in clusters):
         raise FedanonError(f"every K must be in 2..{len(table)} (the number of rows)")
     dims = sorted(set(kept_dims) if kept_dims else set(default_kept_dims(d)) | {k}, reverse=True)
@@ -154,7 +159,9 @@ def evaluate_drbt(
         z, dims, matrix, rng, projections=projections, rescale=rescale, max_pairs=max_pairs
     )
     step("F-measure")
-    scores = f_measure_trials(z, k, matrix, clusters, rng, trials=trials, rescale=rescale)
+    scores = f_measure_trials(
+        z, k, matrix, clusters, rng, trials=trials, rescale=rescale, starts=starts
+    )
     return {
         "method": "drbt",
         "records": len(table),
@@ -180,6 +187,7 @@ def evaluate_drbt(
         "f_measure": {
             "trials": trials,
             "kept": k,
+            "starts": starts,
             "by_clusters": [{"K": c, **s.as_dict()} for c, s in scores.items()],
         },
     }

@@ -3,10 +3,10 @@
 The thesis used K-means with "random seed selection" (section 7.4.1, Step 6). The default here
 is that: Forgy initialisation (K distinct data points drawn uniformly) and one run. The
 protocol passes the same seed rows to the run on the original data and to the run on the
-release (`seed_rows`), so the F-measure measures what the projection changes rather than
-K-means's own instability: an isometric release would score exactly 1. ``k-means++`` seeding
-and several restarts (keeping the lowest inertia) are available for users who want the
-clustering itself to be as good as possible.
+release (`seed_rows`; its default `starts="paired"`), so the F-measure measures what the
+projection changes rather than K-means's own instability: an isometric release would score
+exactly 1. ``k-means++`` seeding and several restarts (keeping the lowest inertia) are
+available for users who want the clustering itself to be as good as possible.
 
 The products with the K centres go through `np.einsum` rather than BLAS matmul: for K of a few
 columns a multi-threaded BLAS spends more time waking threads than computing, which on a busy
