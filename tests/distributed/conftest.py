@@ -17,6 +17,7 @@ import dataclasses
 import functools
 import os
 import signal
+import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -241,6 +242,30 @@ class SignalAtIteration:
         else:
             assert daemon.process is not None
             os.kill(daemon.process.pid, self.sig)
+            if self.sig == signal.SIGSTOP:
+                wait_until_stopped(daemon.process.pid)
+
+
+def wait_until_stopped(pid: int, seconds: float = 10.0) -> None:
+    """Return once every thread of `pid` is stopped: kill() only queues SIGSTOP, and a thread
+    that is running at that moment could still answer the leader's next message (under load
+    the frozen party once answered one more iteration)."""
+    deadline = time.monotonic() + seconds
+    tasks = Path(f"/proc/{pid}/task")
+    while time.monotonic() < deadline:
+        states = [_state(task / "stat") for task in tasks.iterdir()]
+        if all(state in ("T", "t", None) for state in states):
+            return
+        time.sleep(0.005)
+    raise AssertionError(f"process {pid} did not stop within {seconds} s")
+
+
+def _state(stat: Path) -> str | None:
+    """The state letter of one /proc stat line (None when the thread has just exited)."""
+    try:
+        return stat.read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return None
 
 
 def kill_when(
