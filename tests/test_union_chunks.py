@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from fedanon.crypto.parallel import SEQUENTIAL
 from fedanon.federation.chunks import DEFAULT_CHUNK_BYTES, MIN_CHUNK_BYTES, split
-from fedanon.party.union import MAX_INPUT_CHUNKS, Inbox, UnionRole, chunk_bytes_of
+from fedanon.party.union import MAX_INPUT_CHUNKS, Inbox, UnionRole, chunk_bytes_of, record_bytes
 from fedanon.protos import fedanon_v1_pb2 as pb
 
 STRIP, STEP = pb.UNION_PHASE_STRIP, pb.UNION_PHASE_SHUFFLE_STEP
@@ -77,3 +78,13 @@ def test_chunk_bytes_must_fit_half_the_party_message_limit() -> None:
     for wrong in (MIN_CHUNK_BYTES - 1, limit // 2 + 1):
         with pytest.raises(ValueError, match="chunk_bytes"):
             chunk_bytes_of(pb.UnionRequest(chunk_bytes=wrong), limit)
+
+
+def test_record_bytes_serializes_every_row_in_order() -> None:
+    table = pd.DataFrame({"a": ["x", "y", "x", "x", "[1-5)"], "b": [1, 2, 1, 3, 1]})
+    expected = [
+        pb.ReleasedRecord(values=[a, b]).SerializeToString()
+        for a, b in [("x", "1"), ("y", "2"), ("x", "1"), ("x", "3"), ("[1-5)", "1")]
+    ]
+    assert record_bytes(table) == expected
+    assert record_bytes(table.iloc[:0]) == []
