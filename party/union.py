@@ -250,13 +250,18 @@ def serve_union(
     return reply
 
 
-def _measure(session: RingSession, request: pb.UnionRequest) -> pb.UnionReply:
-    """MEASURE makes the records, once per round: it names the suppressed partitions (a later
-    phase's list is not consulted again)."""
-    records = session.union.local_records(
+def _records(session: RingSession, request: pb.UnionRequest) -> list[bytes]:
+    """This party's serialized records, made once per round by MEASURE, which names the
+    suppressed partitions (a later phase's list is not consulted again)."""
+    return session.union.local_records(
         request.ref.iteration,
         lambda: record_bytes(session.release_table(list(request.suppressed))),
     )
+
+
+def _measure(session: RingSession, request: pb.UnionRequest) -> pb.UnionReply:
+    """The padded record size, and the record count where nothing hides it."""
+    records = _records(session, request)
     # The count only where nothing hides it anyway (no padding): the shuffle mode's public
     # block sizes.
     count = len(records) if request.pad_to == 0 else 0
@@ -270,10 +275,7 @@ def _output(
     role = session.union
     if request.phase == pb.UNION_PHASE_SHUFFLE_STEP:
         return role.shuffle_step(request.step, items)
-    records = role.local_records(
-        request.ref.iteration,
-        lambda: record_bytes(session.release_table(list(request.suppressed))),
-    )
+    records = _records(session, request)
     session_id = bytes.fromhex(session.session_id)
     if request.phase == pb.UNION_PHASE_SHUFFLE_SHARE:
         return role.share(
