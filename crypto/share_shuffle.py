@@ -27,6 +27,12 @@ beside the layered mode, which is stronger and stays the default.
 
 Per-record work is AES-CTR keystream, one table gather and one XOR per step (vectorized with
 numpy); the only public-key operations are one X25519 per pair of parties per session.
+
+Chunks: every share that travels (an owner's sealed block, a handed-on share, a final share) is
+cut into pieces of at most `chunk_rows` items, so that no message grows with the data (a million
+records make shares of about 200 MB). Each sealed piece carries its index and the number of
+pieces in its associated data, so pieces cannot be reordered, dropped, repeated or moved to
+another hand-off. The cut depends only on public sizes (block sizes, item size, chunk size).
 """
 
 from __future__ import annotations
@@ -56,6 +62,7 @@ GCM_TAG_BYTES = 16
 _HEADER = struct.Struct(">BH")
 _REAL, _DUMMY = 0, 1
 MAX_RECORD_SIZE = 0xFFFF
+CHUNK_BYTES = 4 << 20  # default bound on a travelling piece of a share
 # Purposes of derived keys, so that no two uses of a pairwise key share a key stream.
 _INPUT, _PERMUTE, _MASK, _HANDOFF = b"input", b"permute", b"mask", b"handoff"
 
@@ -66,7 +73,8 @@ class ShuffleContext:
 
     `parties` holds the parties' union X25519 public keys in ring order (verified key shares);
     `block_sizes[o]` is the public number of items owner o contributes (its record count, or the
-    job's `pad_to`), `record_size` the padded size of every record.
+    job's `pad_to`), `record_size` the padded size of every record, `chunk_bytes` the bound on
+    the items of one travelling piece of a share.
     """
 
     session_id: bytes
@@ -74,6 +82,7 @@ class ShuffleContext:
     parties: tuple[bytes, ...]
     record_size: int
     block_sizes: tuple[int, ...]
+    chunk_bytes: int = CHUNK_BYTES
 
     def __post_init__(self) -> None:
         if not self.session_id:
@@ -90,6 +99,8 @@ class ShuffleContext:
             raise ValueError(f"record_size must be in 1..{MAX_RECORD_SIZE}")
         if len(self.block_sizes) != len(self.parties) or min(self.block_sizes) < 0:
             raise ValueError("one non-negative block size per party")
+        if self.chunk_bytes < 1:
+            raise ValueError("chunk_bytes must be positive")
 
     @property
     def n(self) -> int:
@@ -108,6 +119,20 @@ class ShuffleContext:
     def share_bytes(self) -> int:
         return self.total * self.item_size
 
+    @property
+    def chunk_rows(self) -> int:
+        """Items per travelling piece (at least one, whatever the chunk size)."""
+        return max(1, self.chunk_bytes // self.item_size)
+
+    def chunk_count(self, rows: int) -> int:
+        """Pieces of a share of `rows` items (an empty share still travels as one piece)."""
+        return max(1, -(-rows // self.chunk_rows))
+
+    def pieces(self, rows: int) -> list[slice]:
+        """The row ranges of the pieces of a share of `rows` items."""
+        step = self.chunk_rows
+        return [slice(i * step, (i + 1) * step) for i in range(self.chunk_count(rows))]
+
     def info(self, purpose: bytes, *numbers: int) -> bytes:
         """HKDF info binding a derived key to session, round, purpose, the run's shape and
         `numbers` (step, owner, sender, receiver)."""
@@ -118,6 +143,7 @@ class ShuffleContext:
             u32(self.n),
             u32(self.record_size),
             b"".join(u64(size) for size in self.block_sizes),
+            u64(self.chunk_rows),
             b"".join(u32(number) for number in numbers),
         ]
         return _LABEL + pack_frames(_INFO_TAG, fields)
@@ -219,27 +245,46 @@ def decode_items(plain: np.ndarray, ctx: ShuffleContext) -> list[bytes]:
     ]
 
 
-def _seal(key: bytes, ctx: ShuffleContext, share: np.ndarray, *numbers: int) -> bytes:
+def _seal(key: bytes, ctx: ShuffleContext, share: np.ndarray, *numbers: int) -> list[bytes]:
+    """A share sealed for its receiver piece by piece; each piece's associated data names the
+    hand-off (`numbers`), its index and the number of pieces."""
     aead = AESGCM(_derive(key, ctx, _HANDOFF, *numbers))
-    nonce = secrets.token_bytes(NONCE_BYTES)
-    return nonce + aead.encrypt(nonce, share.tobytes(), ctx.info(_HANDOFF, *numbers))
+    pieces = ctx.pieces(len(share))
+    sealed = []
+    for index, rows in enumerate(pieces):
+        nonce = secrets.token_bytes(NONCE_BYTES)
+        aad = ctx.info(_HANDOFF, *numbers, index, len(pieces))
+        sealed.append(nonce + aead.encrypt(nonce, share[rows].tobytes(), aad))
+    return sealed
 
 
-def _open(key: bytes, ctx: ShuffleContext, sealed: bytes, rows: int, *numbers: int) -> np.ndarray:
-    expected = NONCE_BYTES + rows * ctx.item_size + GCM_TAG_BYTES
-    if len(sealed) != expected:
-        raise WireFormatError(f"shuffle share of {len(sealed)} bytes, not {expected}")
+def _open(
+    key: bytes, ctx: ShuffleContext, sealed: Sequence[bytes], rows: int, *numbers: int
+) -> np.ndarray:
+    """Inverse of `_seal` for a share of `rows` items: every piece, in order, or an error."""
+    pieces = ctx.pieces(rows)
+    if len(sealed) != len(pieces):
+        raise WireFormatError(f"shuffle share in {len(sealed)} pieces, not {len(pieces)}")
     aead = AESGCM(_derive(key, ctx, _HANDOFF, *numbers))
-    try:
-        plain = aead.decrypt(
-            sealed[:NONCE_BYTES], sealed[NONCE_BYTES:], ctx.info(_HANDOFF, *numbers)
-        )
-    except InvalidTag:
-        raise IntegrityError(
-            "shuffle share failed authentication: tampered, replayed from "
-            "another session, round or step, or sent to the wrong party"
-        ) from None
-    return np.frombuffer(plain, dtype=np.uint8).reshape(rows, ctx.item_size).copy()
+    plain = []
+    for index, (piece, span) in enumerate(zip(sealed, pieces, strict=True)):
+        expected = NONCE_BYTES + len(range(rows)[span]) * ctx.item_size + GCM_TAG_BYTES
+        if len(piece) != expected:
+            raise WireFormatError(f"shuffle share piece of {len(piece)} bytes, not {expected}")
+        aad = ctx.info(_HANDOFF, *numbers, index, len(pieces))
+        try:
+            plain.append(aead.decrypt(piece[:NONCE_BYTES], piece[NONCE_BYTES:], aad))
+        except InvalidTag:
+            raise IntegrityError(
+                "shuffle share failed authentication: tampered, reordered, replayed from "
+                "another session, round or step, or sent to the wrong party"
+            ) from None
+    return np.frombuffer(b"".join(plain), dtype=np.uint8).reshape(rows, ctx.item_size).copy()
+
+
+def _split(share: np.ndarray, ctx: ShuffleContext) -> list[bytes]:
+    """A final share as its pieces (sent to the leader in clear: it is masked)."""
+    return [share[rows].tobytes() for rows in ctx.pieces(len(share))]
 
 
 def schedule(position: int, n: int) -> list[int]:
@@ -266,8 +311,9 @@ class ShuffleParty:
         self._share: np.ndarray | None = None
 
     def owner_message(self, records: Sequence[bytes]) -> list[bytes]:
-        """Share this party's records: P_o (o >= 2) returns X_o ^ G(K_{o,0}) sealed for P_1;
-        P_0 and P_1 keep their block for step 0 and return nothing."""
+        """Share this party's records: P_o (o >= 2) returns X_o ^ G(K_{o,0}) sealed for P_1 (in
+        `chunk_count(block)` pieces); P_0 and P_1 keep their block for step 0 and return
+        nothing."""
         if self._block is not None or len(self._steps) != 2:
             raise ValueError("the records were already shared")
         block = encode_block(records, self.ctx, self.position)
@@ -277,18 +323,20 @@ class ShuffleParty:
         self._block = np.zeros((0, self.ctx.item_size), dtype=np.uint8)
         rows = len(block)
         block ^= _mask(self.keys.with_party(0), self.ctx, _INPUT, rows, self.position)
-        return [_seal(self.keys.with_party(1), self.ctx, block, 0, self.position, 1)]
+        return _seal(self.keys.with_party(1), self.ctx, block, 0, self.position, 1)
 
     def _input_share(self, incoming: Sequence[bytes]) -> np.ndarray:
         """The first sharing of X: P_0's and P_1's halves, block by block."""
         ctx, me = self.ctx, self.position
         assert self._block is not None
         other = 1 - me
-        if len(incoming) != (ctx.n - 2 if me == 1 else 0):
+        counts = [ctx.chunk_count(size) if me == 1 else 0 for size in ctx.block_sizes[2:]]
+        if len(incoming) != sum(counts):
             raise WireFormatError(
-                f"step 0 expects {ctx.n - 2 if me == 1 else 0} owner shares "
+                f"step 0 expects {sum(counts)} pieces of owner shares "
                 f"at party {me}, got {len(incoming)}"
             )
+        starts = np.cumsum([0, *counts]).tolist()
         blocks = []
         for owner, size in enumerate(ctx.block_sizes):
             if owner == me:
@@ -300,16 +348,16 @@ class ShuffleParty:
             elif me == 0:
                 blocks.append(_mask(self.keys.with_party(owner), ctx, _INPUT, size, owner))
             else:
-                blocks.append(
-                    _open(self.keys.with_party(owner), ctx, incoming[owner - 2], size, 0, owner, 1)
-                )
+                pieces = incoming[starts[owner - 2] : starts[owner - 1]]
+                blocks.append(_open(self.keys.with_party(owner), ctx, pieces, size, 0, owner, 1))
         return np.concatenate(blocks) if blocks else np.zeros((0, ctx.item_size), np.uint8)
 
     def step(self, t: int, incoming: Sequence[bytes]) -> list[bytes]:
         """Step `t`: permute and re-mask this party's share with the pair's key.
 
         Returns the share sealed for P_{t+2} (the first of the pair), nothing (the second keeps
-        it), or at the last step the share itself for the leader.
+        it), or at the last step the share itself for the leader; shares travel in
+        `chunk_count(total)` pieces.
         """
         if self._block is None:
             raise ValueError("shuffle step before this party shared its records")
@@ -326,29 +374,28 @@ class ShuffleParty:
                 raise WireFormatError(f"step {t}: the first of the pair takes no share")
             share = self._share
         else:
-            if len(incoming) != 1:
-                raise WireFormatError(f"step {t} expects one handed-on share, got {len(incoming)}")
-            share = _open(
-                self.keys.with_party(t - 1), ctx, incoming[0], ctx.total, t - 1, t - 1, me
-            )
+            share = _open(self.keys.with_party(t - 1), ctx, incoming, ctx.total, t - 1, t - 1, me)
         pair_key = self.keys.with_party(partner)
         share = share[_permutation(pair_key, ctx, t)]
         share ^= _mask(pair_key, ctx, _MASK, ctx.total, t)
         self._share = None
         if t == ctx.n - 1:
-            return [share.tobytes()]
+            return _split(share, ctx)
         if first:
             receiver = (t + 2) % ctx.n
-            return [_seal(self.keys.with_party(receiver), ctx, share, t, me, receiver)]
+            return _seal(self.keys.with_party(receiver), ctx, share, t, me, receiver)
         self._share = share
         return []
 
 
 def open_shuffled(shares: Sequence[bytes], ctx: ShuffleContext) -> list[bytes]:
-    """Leader role: XOR the last pair's two shares; the real records, in the shuffled order."""
-    if len(shares) != 2:
-        raise WireFormatError(f"the shuffle ends with two shares, got {len(shares)}")
-    if any(len(share) != ctx.share_bytes for share in shares):
+    """Leader role: XOR the last pair's two shares (the first's pieces, then the second's); the
+    real records, in the shuffled order."""
+    count = ctx.chunk_count(ctx.total)
+    if len(shares) != 2 * count:
+        raise WireFormatError(f"the shuffle ends with {2 * count} share pieces, got {len(shares)}")
+    halves = [b"".join(shares[:count]), b"".join(shares[count:])]
+    if any(len(half) != ctx.share_bytes for half in halves):
         raise WireFormatError(f"shuffle shares must have {ctx.share_bytes} bytes")
-    a, b = (np.frombuffer(share, dtype=np.uint8) for share in shares)
+    a, b = (np.frombuffer(half, dtype=np.uint8) for half in halves)
     return decode_items((a ^ b).reshape(ctx.total, ctx.item_size), ctx)

@@ -85,6 +85,7 @@ from fedanon.configschema import (
 )
 from fedanon.crypto.parallel import Parallelism
 from fedanon.errors import FedanonError
+from fedanon.federation.chunks import DEFAULT_CHUNK_BYTES
 from fedanon.federation.tls import TLS_SCHEMA, TLSFiles
 from fedanon.leader.federation import SUM_PROTOCOLS
 from fedanon.leader.session import check_ring_job
@@ -203,6 +204,7 @@ class LeaderJob:
     union_parallelism: Parallelism = field(default_factory=Parallelism.configured)
     union_pad_to: int = 0
     union_mode: str = "layered"
+    union_chunk_bytes: int = DEFAULT_CHUNK_BYTES  # bound on one union message's items
     extra_report: dict[str, Any] = field(default_factory=dict)
 
     def check(self) -> None:

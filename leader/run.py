@@ -88,6 +88,7 @@ def run_job(
             result.suppressed_partitions.tolist(),
             on_phase,
             on_counts=revealed.update,
+            chunk_bytes=job.union_chunk_bytes,
         )
         timings["union"] = time.perf_counter() - mark
 

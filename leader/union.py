@@ -17,13 +17,18 @@ The shuffle mode (`[union] mode = "shuffle"`, crypto/share_shuffle.py) replaces 
 every party (parties 2.. return their blocks sealed for party 1), then one SHUFFLE_STEP per party
 sent to that step's pair, the leader relaying the share the first of the pair hands on; the last
 pair returns both shares, which the leader XORs.
+
+Every phase's items travel in chunks of at most `chunk_bytes` (`fedanon.federation.chunks`):
+the leader sends an input chunk by chunk, and fetches an output's chunks after the first
+(FETCH); the STRIP ring's output it fetches from the last hop. No message grows with the data.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import grpc
 from cryptography import x509
@@ -37,12 +42,13 @@ from fedanon.crypto.parallel import Parallelism
 from fedanon.crypto.sealed_total import SealedTotalChannel
 from fedanon.crypto.share_shuffle import ShuffleContext, open_shuffled
 from fedanon.errors import FedanonError
+from fedanon.federation.chunks import DEFAULT_CHUNK_BYTES, split
 from fedanon.federation.keyshares import new_share, union_route
 from fedanon.leader.federation import Traffic, describe_rpc_error
 from fedanon.protos import fedanon_v1_pb2 as pb
 
 if TYPE_CHECKING:
-    from fedanon.leader.run import Session
+    from fedanon.leader.session import Session
 
 
 @dataclass
@@ -88,16 +94,72 @@ class UnionKeys:
         )
 
 
-def _ring_call(
-    session: Session, request: pb.UnionRequest, phase: str, timeout: float, traffic: Traffic
-) -> Any:
-    first = session.ring[0]
-    try:
-        reply = session.stubs[first].Union(request, timeout=timeout)
-    except grpc.RpcError as exc:
-        raise describe_rpc_error(exc, first, phase) from exc
-    traffic.add("union", request.ByteSize(), reply.ByteSize())
-    return reply
+@dataclass(frozen=True)
+class _Calls:
+    """The union's calls to one party: the input in chunks, then the output's chunks, all under
+    one deadline; each returns what it moved (bytes sent, bytes received) for the traffic."""
+
+    session: Session
+    ref: pb.SessionRef
+    chunk_bytes: int
+    timeout: float
+
+    def exchange(
+        self, name: str, request: pb.UnionRequest, items: Sequence[bytes] = ()
+    ) -> tuple[list[bytes], int, int]:
+        """Send `request` with `items` to `name` in chunks; the output it keeps, fetched."""
+        deadline = time.monotonic() + self.timeout
+        reply, sent, received = self.send(name, request, items, deadline)
+        output, more_sent, more_received = self.gather(name, reply, request.phase, request.step)
+        return output, sent + more_sent, received + more_received
+
+    def send(
+        self,
+        name: str,
+        request: pb.UnionRequest,
+        items: Sequence[bytes],
+        deadline: float | None = None,
+    ) -> tuple[pb.UnionReply, int, int]:
+        """`request` with `items` in chunks, in order; the last chunk's reply (the phase's)."""
+        deadline = deadline or time.monotonic() + self.timeout
+        pieces = split(items, self.chunk_bytes) or [[]]
+        sent = received = 0
+        reply = pb.UnionReply()
+        for index, piece in enumerate(pieces):
+            message = pb.UnionRequest()
+            message.CopyFrom(request)
+            message.items.extend(piece)
+            message.chunk, message.chunks = index, len(pieces)
+            message.chunk_bytes = self.chunk_bytes
+            reply = self.session.stubs[name].Union(message, timeout=_left(deadline))
+            sent, received = sent + message.ByteSize(), received + reply.ByteSize()
+        return reply, sent, received
+
+    def gather(
+        self, name: str, reply: pb.UnionReply, phase: int, step: int
+    ) -> tuple[list[bytes], int, int]:
+        """The whole output `reply` announces: its items (the first chunk) and the chunks after
+        it, fetched from `name` (all of them when the reply carries none, as STRIP's)."""
+        deadline = time.monotonic() + self.timeout
+        items = list(reply.items)
+        sent = received = 0
+        for chunk in range(1 if reply.items else 0, reply.chunks):
+            fetch = pb.UnionRequest(
+                ref=self.ref,
+                phase=pb.UNION_PHASE_FETCH,
+                fetch_phase=phase,  # type: ignore[arg-type]
+                step=step,
+                chunk=chunk,
+                chunk_bytes=self.chunk_bytes,
+            )
+            fetched = self.session.stubs[name].Union(fetch, timeout=_left(deadline))
+            items.extend(fetched.items)
+            sent, received = sent + fetch.ByteSize(), received + fetched.ByteSize()
+        return items, sent, received
+
+
+def _left(deadline: float) -> float:
+    return max(deadline - time.monotonic(), 0.1)
 
 
 def run_union(
@@ -113,6 +175,7 @@ def run_union(
     suppressed: Sequence[int] = (),
     on_phase: Callable[[str], None] | None = None,
     on_counts: Callable[[dict[str, int]], None] | None = None,
+    chunk_bytes: int = DEFAULT_CHUNK_BYTES,
 ) -> list[list[str]]:
     """Integrate the release: returns the records (as lists of column values), shuffled.
 
@@ -122,7 +185,8 @@ def run_union(
     sums. `on_phase` hears a line per phase (for a progress display); it is told only what the
     leader learns anyway: the number of sealed items, never a party's share of them.
     `on_counts` hears each party's record count only when the job reveals it to the leader (no
-    `pad_to`: the batch sizes are the counts); with padding it is never called.
+    `pad_to`: the batch sizes are the counts); with padding it is never called. `chunk_bytes`
+    bounds the items of one message.
     """
     show = on_phase or (lambda _text: None)
     ref = session.ref(round_)
@@ -131,22 +195,24 @@ def run_union(
         "union (measure)",
         lambda n, s: s.Union(
             pb.UnionRequest(
-                ref=ref, phase=pb.UNION_PHASE_MEASURE, pad_to=pad_to, suppressed=suppressed
+                ref=ref,
+                phase=pb.UNION_PHASE_MEASURE,
+                pad_to=pad_to,
+                suppressed=suppressed,
+                chunk_bytes=chunk_bytes,
             ),
             timeout=rpc_seconds,
         ),
     )
     record_size = max(r.record_size for r in sizes.values())
+    calls = _Calls(session, ref, chunk_bytes, union_seconds)
     if mode == "shuffle":
         block_sizes = [pad_to or sizes[name].count for name in session.ring]
         if pad_to == 0 and on_counts is not None:
             on_counts(dict(zip(session.ring, block_sizes, strict=True)))
         show(f"union: {len(session.ring)} parties shuffle {sum(block_sizes):,} shared records")
-        return _decoded(
-            _shuffle_union(session, keys, traffic, union_seconds, ref, record_size, block_sizes)
-        )
+        return _decoded(_shuffle_union(session, keys, traffic, calls, record_size, block_sizes))
     parallelism.start()
-    timeout = union_seconds
     collect = pb.UnionRequest(
         ref=ref,
         phase=pb.UNION_PHASE_COLLECT,
@@ -154,33 +220,45 @@ def run_union(
         pad_to=pad_to,
         suppressed=suppressed,
     )
-    batches = session.fan_out("union (collect)", lambda n, s: s.Union(collect, timeout=timeout))
-    items = [item for name in session.ring for item in batches[name].items]
+    batches = session.fan_out("union (collect)", lambda n, s: calls.exchange(n, collect))
+    items = [item for name in session.ring for item in batches[name][0]]
     if pad_to == 0 and on_counts is not None:
-        on_counts({name: len(batches[name].items) for name in session.ring})
+        on_counts({name: len(batches[name][0]) for name in session.ring})
     show(
         f"union: {len(items):,} sealed items collected; {len(session.ring)} parties peel their "
         "layers around the ring"
     )
-    traffic.add(
-        "union", collect.ByteSize() * len(batches), sum(b.ByteSize() for b in batches.values())
+    traffic.add("union", sum(b[1] for b in batches.values()), sum(b[2] for b in batches.values()))
+    last = session.ring[-1]
+    strip = pb.UnionRequest(
+        ref=ref, phase=pb.UNION_PHASE_STRIP, record_size=record_size, pad_to=pad_to
     )
-    stripped = _ring_call(
-        session,
-        pb.UnionRequest(
-            ref=ref, phase=pb.UNION_PHASE_STRIP, items=items, record_size=record_size, pad_to=pad_to
-        ),
-        "union (strip)",
-        timeout,
-        traffic,
-    )
-    show(f"union: opening {len(stripped.items):,} peeled items")
+    stripped, sent, received = _ring_call(calls, strip, items)
+    traffic.add("union", sent, received)
+    try:
+        peeled, sent, received = calls.gather(last, stripped, pb.UNION_PHASE_STRIP, 0)
+    except grpc.RpcError as exc:
+        raise describe_rpc_error(exc, last, "union (fetch the peeled batch)") from exc
+    traffic.add("union", sent, received)
+    show(f"union: opening {len(peeled):,} peeled items")
     ctx = UnionContext(bytes.fromhex(session.session_id), round_, keys.route, record_size)
     try:
-        plain = open_records(list(stripped.items), keys.private_key, ctx, parallelism)
+        plain = open_records(peeled, keys.private_key, ctx, parallelism)
     except (FedanonError, CryptoError, ValueError) as exc:
         raise FedanonError(f"union: the final batch is invalid: {exc}") from exc
     return _decoded(plain)
+
+
+def _ring_call(
+    calls: _Calls, request: pb.UnionRequest, items: Sequence[bytes]
+) -> tuple[pb.UnionReply, int, int]:
+    """STRIP: the batch to the ring's first party, which forwards it around the ring; the reply
+    names the chunks the last party holds."""
+    first = calls.session.ring[0]
+    try:
+        return calls.send(first, request, items)
+    except grpc.RpcError as exc:
+        raise describe_rpc_error(exc, first, "union (strip)") from exc
 
 
 def _decoded(plain: list[bytes]) -> list[list[str]]:
@@ -200,63 +278,62 @@ def _shuffle_union(
     session: Session,
     keys: UnionKeys,
     traffic: Traffic,
-    timeout: float,
-    ref: pb.SessionRef,
+    calls: _Calls,
     record_size: int,
     block_sizes: list[int],
 ) -> list[bytes]:
     """The shuffle mode's phases; returns the real records in the shuffled order."""
     ring, n = session.ring, len(session.ring)
-    share = pb.UnionRequest(
-        ref=ref,
-        phase=pb.UNION_PHASE_SHUFFLE_SHARE,
-        record_size=record_size,
-        block_sizes=block_sizes,
-    )
-    owned = session.fan_out("union (share)", lambda _, s: s.Union(share, timeout=timeout))
-    traffic.add("union", share.ByteSize() * n, sum(r.ByteSize() for r in owned.values()))
-    _expect_items(owned, {name: int(o >= 2) for o, name in enumerate(ring)}, "share")
-    incoming = [item for name in ring[2:] for item in owned[name].items]
-    for t in range(n):
-        first, second = ring[t], ring[(t + 1) % n]
-        requests = {
-            first: pb.UnionRequest(ref=ref, phase=pb.UNION_PHASE_SHUFFLE_STEP, step=t),
-            second: pb.UnionRequest(
-                ref=ref, phase=pb.UNION_PHASE_SHUFFLE_STEP, step=t, items=incoming
-            ),
-        }
-        futures = {
-            name: session.pool.submit(session.stubs[name].Union, request, timeout=timeout)
-            for name, request in requests.items()
-        }
-        replies = {}
-        for name, future in futures.items():
-            try:
-                replies[name] = future.result()
-            except grpc.RpcError as exc:
-                raise describe_rpc_error(exc, name, f"union (shuffle step {t})") from exc
-            traffic.add("union", requests[name].ByteSize(), replies[name].ByteSize())
-        last = t == n - 1
-        _expect_items(replies, {first: 1, second: int(last)}, f"shuffle step {t}")
-        incoming = list(replies[first].items)
-    shares = [replies[first].items[0], replies[second].items[0]]
+    ref = calls.ref
     ctx = ShuffleContext(
         bytes.fromhex(session.session_id),
         ref.iteration,
         keys.route[:-1],
         record_size,
         tuple(block_sizes),
+        calls.chunk_bytes,
     )
+    pieces = ctx.chunk_count(ctx.total)  # of every share that travels after SHARE
+    share = pb.UnionRequest(
+        ref=ref,
+        phase=pb.UNION_PHASE_SHUFFLE_SHARE,
+        record_size=record_size,
+        block_sizes=block_sizes,
+    )
+    owned = session.fan_out("union (share)", lambda name, _: calls.exchange(name, share))
+    traffic.add("union", sum(o[1] for o in owned.values()), sum(o[2] for o in owned.values()))
+    expected = {
+        name: ctx.chunk_count(block_sizes[o]) if o >= 2 else 0 for o, name in enumerate(ring)
+    }
+    _expect_items({name: owned[name][0] for name in ring}, expected, "share")
+    incoming = [item for name in ring[2:] for item in owned[name][0]]
+    for t in range(n):
+        first, second = ring[t], ring[(t + 1) % n]
+        step = pb.UnionRequest(ref=ref, phase=pb.UNION_PHASE_SHUFFLE_STEP, step=t)
+        futures = {
+            first: session.pool.submit(calls.exchange, first, step),
+            second: session.pool.submit(calls.exchange, second, step, incoming),
+        }
+        outputs = {}
+        for name, future in futures.items():
+            try:
+                outputs[name], sent, received = future.result()
+            except grpc.RpcError as exc:
+                raise describe_rpc_error(exc, name, f"union (shuffle step {t})") from exc
+            traffic.add("union", sent, received)
+        last = t == n - 1
+        _expect_items(outputs, {first: pieces, second: pieces if last else 0}, f"step {t}")
+        incoming = outputs[first]
+    shares = outputs[first] + outputs[second]
     try:
         return open_shuffled(shares, ctx)
     except (FedanonError, ValueError) as exc:
         raise FedanonError(f"union: the shuffled shares are invalid: {exc}") from exc
 
 
-def _expect_items(replies: dict[str, Any], counts: dict[str, int], phase: str) -> None:
+def _expect_items(outputs: dict[str, list[bytes]], counts: dict[str, int], phase: str) -> None:
     for name, count in counts.items():
-        if len(replies[name].items) != count:
+        if len(outputs[name]) != count:
             raise FedanonError(
-                f"union ({phase}): party {name} sent {len(replies[name].items)} "
-                f"items, expected {count}"
+                f"union ({phase}): party {name} sent {len(outputs[name])} items, expected {count}"
             )

@@ -27,8 +27,8 @@ Example::
                                    # (at most 8), 1 = none
     min_records = 4096             # fewer records are sealed in-process
     [limits]
-    max_message_mb = 128           # largest request accepted at all (the union batch of every
-                                   # party's records must fit); refused unread above it
+    max_message_mb = 128           # largest request accepted at all (at least twice the
+                                   # union's chunk size, 4 MiB by default); refused unread above it
 
     [policy]                       # this hospital's privacy floor (absent: any job is served)
     min_L = 2                      # smallest L a job may ask (absent: 1)

@@ -27,7 +27,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, NoReturn, cast
+from typing import Any, NoReturn
 
 import grpc
 import pandas as pd
@@ -40,12 +40,11 @@ from fedanon.errors import FedanonError
 from fedanon.fingerprint import fingerprint
 from fedanon.party import ring
 from fedanon.party.config import PartyConfig
-from fedanon.party.errors import ProtocolError
 from fedanon.party.handler import ForwardStub, JobHandler
 from fedanon.party.handlers import HANDLERS
 from fedanon.party.policy import admit, audit_served
 from fedanon.party.session_base import RingSession, SessionBase
-from fedanon.party.union import measured_size, record_bytes
+from fedanon.party.union import serve_union
 from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
 from fedanon.taxonomy.files import TaxonomyFile
@@ -354,77 +353,14 @@ class PartyServicer(pb_grpc.PartyServicer):
         session.touch()
         session.bytes_received += request.ByteSize()
         return session.answers.answer(
-            f"union phase {int(request.phase)} step {request.step}",
+            f"union phase {int(request.phase)}/{int(request.fetch_phase)} step {request.step} "
+            f"chunk {request.chunk}",
             request.ref.iteration,
             request,
             context,
             self._fail,
-            lambda: self._union_step(session, request, context),
+            lambda: serve_union(self, session, request, context),
         )
-
-    def _union_step(
-        self, session: RingSession, request: pb.UnionRequest, context: grpc.ServicerContext
-    ) -> pb.UnionReply:
-        """One union phase at this party (MEASURE, COLLECT, or STRIP and forward)."""
-        try:
-            session.check_ref(request.ref)
-            if request.phase == pb.UNION_PHASE_SHUFFLE_STEP:
-                reply = pb.UnionReply(
-                    items=session.union.shuffle_step(request.step, list(request.items))
-                )
-                session.bytes_sent += reply.ByteSize()
-                return reply
-            # The records are made once per round, at MEASURE, which names the suppressed
-            # partitions (a later phase's list is not consulted again).
-            records = session.union.local_records(
-                request.ref.iteration,
-                lambda: record_bytes(session.release_table(list(request.suppressed))),
-            )
-            if request.phase == pb.UNION_PHASE_MEASURE:
-                # The count only where nothing hides it anyway (no padding): the shuffle
-                # mode's public block sizes.
-                count = len(records) if request.pad_to == 0 else 0
-                return pb.UnionReply(record_size=measured_size(records), count=count)
-            if request.phase == pb.UNION_PHASE_SHUFFLE_SHARE:
-                reply = pb.UnionReply(
-                    items=session.union.share(
-                        records,
-                        bytes.fromhex(session.session_id),
-                        request.ref.iteration,
-                        request.record_size,
-                        tuple(request.block_sizes),
-                    )
-                )
-                session.bytes_sent += reply.ByteSize()
-                return reply
-            ctx = session.union.context(
-                bytes.fromhex(session.session_id), request.ref.iteration, request.record_size
-            )
-            if request.phase == pb.UNION_PHASE_COLLECT:
-                sealed = session.union.seal(records, ctx, request.pad_to or None)
-                reply = pb.UnionReply(items=sealed)
-                session.bytes_sent += reply.ByteSize()
-                return reply
-            if request.phase != pb.UNION_PHASE_STRIP:
-                raise ProtocolError("unknown union phase")
-            items = session.union.strip(list(request.items), ctx)
-        except (FedanonError, CryptoError, ValueError) as exc:
-            self._fail(context, grpc.StatusCode.FAILED_PRECONDITION, f"union: {exc}")
-        if session.successor is None or self.next_stub is None:
-            reply = pb.UnionReply(items=items)
-        else:
-            forward = pb.UnionRequest(
-                ref=request.ref,
-                phase=request.phase,
-                items=items,
-                record_size=request.record_size,
-                pad_to=request.pad_to,
-            )
-            session.bytes_sent += forward.ByteSize()
-            reply = cast(pb.UnionReply, self._forward("Union", forward, context, "union strip"))
-            session.bytes_received += reply.ByteSize()
-        session.bytes_sent += reply.ByteSize()
-        return reply
 
     def End(self, request: pb.EndRequest, context: grpc.ServicerContext):
         self._authorize(context, {self.config.leader})

@@ -9,39 +9,102 @@ first shuffle nobody can tell which party a record came from.
 Shuffle mode (crypto/share_shuffle.py): SHUFFLE_SHARE secret-shares the local records (sealed
 for party 1 unless this party is 0 or 1); SHUFFLE_STEP permutes and re-masks this party's share
 at each of its two steps.
+
+Chunks (`fedanon.federation.chunks`): a phase's input arrives in chunks, in order, and the work
+runs when the last one is in; its output is cut into chunks the same way, the reply carrying the
+first and the leader fetching the rest (FETCH, from the leader only). STRIP forwards its output
+to the next hop in chunks; the last hop keeps its output for the leader to fetch, and the replies
+relayed back around the ring carry only the number of chunks.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
+from typing import TYPE_CHECKING, cast
 
+import grpc
+import numpy as np
 import pandas as pd
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
+from fedanon.crypto.errors import CryptoError
 from fedanon.crypto.onion_union import UnionContext, peel_layer, seal_records
 from fedanon.crypto.parallel import Parallelism
 from fedanon.crypto.prepared_keys import PreparedLeaderKeys
 from fedanon.crypto.sealed_total import SealedTotalChannel
 from fedanon.crypto.share_shuffle import PairKeys, ShuffleContext, ShuffleParty
+from fedanon.errors import FedanonError
+from fedanon.federation.chunks import DEFAULT_CHUNK_BYTES, MIN_CHUNK_BYTES, split
 from fedanon.protos import fedanon_v1_pb2 as pb
+
+if TYPE_CHECKING:
+    from fedanon.party.servicer import PartyServicer
+    from fedanon.party.session_base import RingSession
+
+# Bound on the chunks of one phase's input: with `chunk_bytes` per chunk, far above any
+# release, and it keeps a wrong count from holding the party's memory open-ended.
+MAX_INPUT_CHUNKS = 1 << 16
 
 
 def record_bytes(table: pd.DataFrame) -> list[bytes]:
-    """Each generalized row as a serialized ReleasedRecord (typed, no pickle)."""
-    serialized: dict[tuple[str, ...], bytes] = {}  # generalized rows repeat: serialize once
-    out = []
-    for row in table.astype(str).itertuples(index=False, name=None):
-        blob = serialized.get(row)
-        if blob is None:
-            blob = serialized[row] = pb.ReleasedRecord(values=list(row)).SerializeToString()
-        out.append(blob)
-    return out
+    """Each generalized row as a serialized ReleasedRecord (typed, no pickle).
+
+    Generalized rows repeat (a few hundred distinct rows among tens of thousands), so the rows
+    are numbered by their distinct value combination, column by column in vectorized passes,
+    and only each combination's first row is serialized.
+    """
+    if len(table) == 0:
+        return []
+    text = table.astype(str)
+    row_ids = np.zeros(len(text), dtype=np.int64)
+    for column in text.columns:
+        codes, uniques = pd.factorize(text[column])
+        row_ids = pd.factorize(row_ids * len(uniques) + codes)[0]
+    firsts = np.unique(row_ids, return_index=True)[1]
+    blobs = np.empty(len(firsts), dtype=object)
+    for index, row in enumerate(text.iloc[firsts].itertuples(index=False, name=None)):
+        blobs[index] = pb.ReleasedRecord(values=list(row)).SerializeToString()
+    return list(blobs[row_ids])
 
 
 def measured_size(records: list[bytes]) -> int:
     """Largest record rounded up to 64 bytes (all the leader learns of the records' sizes)."""
     largest = max((len(r) for r in records), default=1)
     return max(64, -(-largest // 64) * 64)
+
+
+class Inbox:
+    """A phase's input arriving in chunks: chunk 0 starts it, the others follow in order.
+
+    Retried copies never reach it (the session's answer-once cache replays their first answer,
+    keyed by phase, step and chunk), so a chunk out of order is a protocol error.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._key: tuple[int, int, int] | None = None
+        self._items: list[bytes] = []
+        self._next = 0
+
+    def receive(
+        self, phase: int, step: int, chunk: int, chunks: int, items: list[bytes]
+    ) -> list[bytes] | None:
+        """Add one chunk; the whole input once the last chunk is in, else None."""
+        if not 1 <= chunks <= MAX_INPUT_CHUNKS or chunk >= chunks:
+            raise ValueError(f"union chunk {chunk} of {chunks} is out of range")
+        with self._lock:
+            key = (phase, step, chunks)
+            if chunk == 0:
+                self._key, self._items, self._next = key, [], 0
+            elif self._key != key or self._next != chunk:
+                raise ValueError(f"union chunk {chunk} of {chunks} arrived out of order")
+            self._items.extend(items)
+            self._next += 1
+            if chunk < chunks - 1:
+                return None
+            whole, self._key, self._items = self._items, None, []
+            return whole
 
 
 class UnionRole:
@@ -57,6 +120,9 @@ class UnionRole:
         self.shuffle: ShuffleParty | None = None
         self._records: tuple[int, list[bytes]] | None = None
         self._prepared: PreparedLeaderKeys | None = None
+        self.inbox = Inbox()
+        # The last output, for the leader to fetch: (phase, step), its chunks.
+        self._outbox: tuple[tuple[int, int], list[list[bytes]]] | None = None
 
     def prepare(self, count: int) -> None:
         """Start preparing `count` leader-layer keys (the route must be known)."""
@@ -94,6 +160,7 @@ class UnionRole:
         round_: int,
         record_size: int,
         block_sizes: tuple[int, ...],
+        chunk_bytes: int,
     ) -> list[bytes]:
         """Shuffle mode: start this party's part of the run and share its records."""
         if self.route is None:
@@ -101,7 +168,7 @@ class UnionRole:
         if self.shuffle is not None:
             raise ValueError("this session's records were already shared")
         parties = self.route[:-1]
-        ctx = ShuffleContext(session_id, round_, parties, record_size, block_sizes)
+        ctx = ShuffleContext(session_id, round_, parties, record_size, block_sizes, chunk_bytes)
         self.shuffle = ShuffleParty(PairKeys(self.private_key, parties, session_id), ctx)
         return self.shuffle.owner_message(records)
 
@@ -111,9 +178,149 @@ class UnionRole:
             raise ValueError("shuffle step before the records were shared")
         return self.shuffle.step(step, items)
 
+    def keep_output(self, phase: int, step: int, chunks: list[list[bytes]]) -> None:
+        """Hold a phase's output chunks for FETCH (only the latest output is kept)."""
+        self._outbox = ((phase, step), chunks)
+
+    def fetch(self, phase: int, step: int, chunk: int) -> list[bytes]:
+        """One chunk of the kept output of (phase, step)."""
+        if self._outbox is None or self._outbox[0] != (phase, step):
+            raise ValueError(f"no union output of phase {phase} step {step} to fetch")
+        chunks = self._outbox[1]
+        if chunk >= len(chunks):
+            raise ValueError(f"union output has {len(chunks)} chunks, not chunk {chunk}")
+        return chunks[chunk]
+
     def total_channel(self, session_id: bytes) -> SealedTotalChannel:
         """The last party's channel sealing the ring sum's total to the leader (whose union key
         ends the route): the keys are verified, so a middle party cannot stand in for either."""
         if self.route is None:
             raise ValueError("union keys were not shared before the first sum")
         return SealedTotalChannel.for_party(self.private_key, self.route[-1], session_id)
+
+
+def chunk_bytes_of(request: pb.UnionRequest, max_message_bytes: int) -> int:
+    """The leader's chunk bound (the default if unset), refused if this party could not take
+    a chunk of that size back from its predecessor."""
+    chunk_bytes = request.chunk_bytes or DEFAULT_CHUNK_BYTES
+    if not MIN_CHUNK_BYTES <= chunk_bytes <= max_message_bytes // 2:
+        raise ValueError(
+            f"chunk_bytes {chunk_bytes} outside {MIN_CHUNK_BYTES}..{max_message_bytes // 2} "
+            "(half this party's max_message_mb)"
+        )
+    return chunk_bytes
+
+
+def serve_union(
+    servicer: PartyServicer,
+    session: RingSession,
+    request: pb.UnionRequest,
+    context: grpc.ServicerContext,
+) -> pb.UnionReply:
+    """One union message at this party (MEASURE, COLLECT, STRIP and forward, the shuffle mode's
+    SHARE and STEP, or FETCH), its caller authorized and the call not a replay."""
+    role = session.union
+    try:
+        session.check_ref(request.ref)
+        if request.phase == pb.UNION_PHASE_FETCH:
+            reply = pb.UnionReply(
+                items=role.fetch(request.fetch_phase, request.step, request.chunk)
+            )
+            session.bytes_sent += reply.ByteSize()
+            return reply
+        chunk_bytes = chunk_bytes_of(request, servicer.max_message_bytes)
+        items = role.inbox.receive(
+            request.phase, request.step, request.chunk, max(request.chunks, 1), list(request.items)
+        )
+        if items is None:
+            return pb.UnionReply()  # more of the input to come
+        if request.phase == pb.UNION_PHASE_MEASURE:
+            return _measure(session, request)
+        output = _output(session, request, items, chunk_bytes)
+    except (FedanonError, CryptoError, ValueError) as exc:
+        servicer._fail(context, grpc.StatusCode.FAILED_PRECONDITION, f"union: {exc}")
+    chunks = split(output, chunk_bytes)
+    forwards = session.successor is not None and servicer.next_stub is not None
+    if request.phase == pb.UNION_PHASE_STRIP and forwards:
+        return _forward_strip(servicer, session, request, chunks, chunk_bytes, context)
+    role.keep_output(request.phase, request.step, chunks)
+    relayed = request.phase == pb.UNION_PHASE_STRIP  # the leader fetches it from this hop
+    first = [] if relayed or not chunks else chunks[0]
+    reply = pb.UnionReply(items=first, chunks=len(chunks))
+    session.bytes_sent += reply.ByteSize()
+    return reply
+
+
+def _records(session: RingSession, request: pb.UnionRequest) -> list[bytes]:
+    """This party's serialized records, made once per round by MEASURE, which names the
+    suppressed partitions (a later phase's list is not consulted again)."""
+    return session.union.local_records(
+        request.ref.iteration,
+        lambda: record_bytes(session.release_table(list(request.suppressed))),
+    )
+
+
+def _measure(session: RingSession, request: pb.UnionRequest) -> pb.UnionReply:
+    """The padded record size, and the record count where nothing hides it."""
+    records = _records(session, request)
+    # The count only where nothing hides it anyway (no padding): the shuffle mode's public
+    # block sizes.
+    count = len(records) if request.pad_to == 0 else 0
+    return pb.UnionReply(record_size=measured_size(records), count=count)
+
+
+def _output(
+    session: RingSession, request: pb.UnionRequest, items: list[bytes], chunk_bytes: int
+) -> list[bytes]:
+    """The items a phase produces at this party from its (reassembled) input."""
+    role = session.union
+    if request.phase == pb.UNION_PHASE_SHUFFLE_STEP:
+        return role.shuffle_step(request.step, items)
+    records = _records(session, request)
+    session_id = bytes.fromhex(session.session_id)
+    if request.phase == pb.UNION_PHASE_SHUFFLE_SHARE:
+        return role.share(
+            records,
+            session_id,
+            request.ref.iteration,
+            request.record_size,
+            tuple(request.block_sizes),
+            chunk_bytes,
+        )
+    ctx = role.context(session_id, request.ref.iteration, request.record_size)
+    if request.phase == pb.UNION_PHASE_COLLECT:
+        return role.seal(records, ctx, request.pad_to or None)
+    if request.phase != pb.UNION_PHASE_STRIP:
+        raise ValueError("unknown union phase")
+    return role.strip(items, ctx)
+
+
+def _forward_strip(
+    servicer: PartyServicer,
+    session: RingSession,
+    request: pb.UnionRequest,
+    chunks: list[list[bytes]],
+    chunk_bytes: int,
+    context: grpc.ServicerContext,
+) -> pb.UnionReply:
+    """Hand the stripped, shuffled batch to the next hop in chunks; relay only the number of
+    chunks the last hop holds (the last chunk's reply, once the rest of the ring is done)."""
+    reply = pb.UnionReply()
+    for index, chunk in enumerate(chunks or [[]]):
+        forward = pb.UnionRequest(
+            ref=request.ref,
+            phase=request.phase,
+            items=chunk,
+            record_size=request.record_size,
+            pad_to=request.pad_to,
+            chunk=index,
+            chunks=max(len(chunks), 1),
+            chunk_bytes=chunk_bytes,
+        )
+        session.bytes_sent += forward.ByteSize()
+        what = f"union strip (chunk {index + 1} of {max(len(chunks), 1)})"
+        reply = cast(pb.UnionReply, servicer._forward("Union", forward, context, what))
+        session.bytes_received += reply.ByteSize()
+    relayed = pb.UnionReply(chunks=reply.chunks)
+    session.bytes_sent += relayed.ByteSize()
+    return relayed

@@ -21,6 +21,7 @@ class UnionPhase(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     UNION_PHASE_MEASURE: _ClassVar[UnionPhase]
     UNION_PHASE_SHUFFLE_SHARE: _ClassVar[UnionPhase]
     UNION_PHASE_SHUFFLE_STEP: _ClassVar[UnionPhase]
+    UNION_PHASE_FETCH: _ClassVar[UnionPhase]
 SUM_MODE_UNSPECIFIED: SumMode
 SUM_MODE_RING: SumMode
 SUM_MODE_PAIRWISE: SumMode
@@ -30,6 +31,7 @@ UNION_PHASE_STRIP: UnionPhase
 UNION_PHASE_MEASURE: UnionPhase
 UNION_PHASE_SHUFFLE_SHARE: UnionPhase
 UNION_PHASE_SHUFFLE_STEP: UnionPhase
+UNION_PHASE_FETCH: UnionPhase
 
 class SessionRef(_message.Message):
     __slots__ = ("session_id", "iteration")
@@ -252,7 +254,7 @@ class EndReply(_message.Message):
     def __init__(self, bytes_sent: _Optional[int] = ..., bytes_received: _Optional[int] = ...) -> None: ...
 
 class UnionRequest(_message.Message):
-    __slots__ = ("ref", "phase", "items", "record_size", "pad_to", "block_sizes", "step", "suppressed")
+    __slots__ = ("ref", "phase", "items", "record_size", "pad_to", "block_sizes", "step", "suppressed", "chunk", "chunks", "chunk_bytes", "fetch_phase")
     REF_FIELD_NUMBER: _ClassVar[int]
     PHASE_FIELD_NUMBER: _ClassVar[int]
     ITEMS_FIELD_NUMBER: _ClassVar[int]
@@ -261,6 +263,10 @@ class UnionRequest(_message.Message):
     BLOCK_SIZES_FIELD_NUMBER: _ClassVar[int]
     STEP_FIELD_NUMBER: _ClassVar[int]
     SUPPRESSED_FIELD_NUMBER: _ClassVar[int]
+    CHUNK_FIELD_NUMBER: _ClassVar[int]
+    CHUNKS_FIELD_NUMBER: _ClassVar[int]
+    CHUNK_BYTES_FIELD_NUMBER: _ClassVar[int]
+    FETCH_PHASE_FIELD_NUMBER: _ClassVar[int]
     ref: SessionRef
     phase: UnionPhase
     items: _containers.RepeatedScalarFieldContainer[bytes]
@@ -269,17 +275,23 @@ class UnionRequest(_message.Message):
     block_sizes: _containers.RepeatedScalarFieldContainer[int]
     step: int
     suppressed: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ..., phase: _Optional[_Union[UnionPhase, str]] = ..., items: _Optional[_Iterable[bytes]] = ..., record_size: _Optional[int] = ..., pad_to: _Optional[int] = ..., block_sizes: _Optional[_Iterable[int]] = ..., step: _Optional[int] = ..., suppressed: _Optional[_Iterable[int]] = ...) -> None: ...
+    chunk: int
+    chunks: int
+    chunk_bytes: int
+    fetch_phase: UnionPhase
+    def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ..., phase: _Optional[_Union[UnionPhase, str]] = ..., items: _Optional[_Iterable[bytes]] = ..., record_size: _Optional[int] = ..., pad_to: _Optional[int] = ..., block_sizes: _Optional[_Iterable[int]] = ..., step: _Optional[int] = ..., suppressed: _Optional[_Iterable[int]] = ..., chunk: _Optional[int] = ..., chunks: _Optional[int] = ..., chunk_bytes: _Optional[int] = ..., fetch_phase: _Optional[_Union[UnionPhase, str]] = ...) -> None: ...
 
 class UnionReply(_message.Message):
-    __slots__ = ("items", "record_size", "count")
+    __slots__ = ("items", "record_size", "count", "chunks")
     ITEMS_FIELD_NUMBER: _ClassVar[int]
     RECORD_SIZE_FIELD_NUMBER: _ClassVar[int]
     COUNT_FIELD_NUMBER: _ClassVar[int]
+    CHUNKS_FIELD_NUMBER: _ClassVar[int]
     items: _containers.RepeatedScalarFieldContainer[bytes]
     record_size: int
     count: int
-    def __init__(self, items: _Optional[_Iterable[bytes]] = ..., record_size: _Optional[int] = ..., count: _Optional[int] = ...) -> None: ...
+    chunks: int
+    def __init__(self, items: _Optional[_Iterable[bytes]] = ..., record_size: _Optional[int] = ..., count: _Optional[int] = ..., chunks: _Optional[int] = ...) -> None: ...
 
 class ReleasedRecord(_message.Message):
     __slots__ = ("values", "dummy")

@@ -13,9 +13,17 @@ code with the engine:
 * it compares against K and C with exact integer arithmetic (C is a `Fraction`), so a group of
   exactly K rows or a confidence of exactly C passes and nothing is decided by rounding.
 
-Subsets are visited depth-first in lexicographic QID order. Each subset's rows get dense group
-ids by factorizing (parent subset's ids x new column's codes) as one int64 key, so every subset
-costs one vectorized pass over the rows and keys never overflow (both factors are < #rows).
+A release repeats few distinct QID rows (a generalized Adult release at K = 20: about 500 of
+45,222 rows), so the rows are first collapsed to their distinct QID combinations, each weighted
+by its row count and by its count of each sensitive value; every group is a union of such
+combinations, so group sizes and sensitive counts are weighted counts over them. The distinct
+combinations keep the order in which they first occur, and so do the groups built from them,
+which makes every tie-break ("the first group among equals") the same as over the rows.
+
+Subsets are visited depth-first in lexicographic QID order. Each subset's combinations get dense
+group ids by factorizing (parent subset's ids x new column's codes) as one int64 key, so every
+subset costs one vectorized pass over the distinct combinations and keys never overflow (both
+factors are < #rows).
 """
 
 from __future__ import annotations
@@ -213,6 +221,27 @@ def _subsets(n_qids: int, depth: int) -> Iterator[tuple[int, ...]]:
     return extend(())
 
 
+def _distinct_rows(
+    codes: Sequence[np.ndarray], cards: Sequence[int]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's distinct QID combination (dense ids in order of first occurrence) and each
+    combination's first row."""
+    combination = codes[0]
+    for code, card in zip(codes[1:], cards[1:], strict=True):
+        combination = pd.factorize(combination * card + code)[0].astype(np.int64)
+    # Ids in order of first occurrence: a row holds a new id exactly where the running maximum
+    # grows.
+    running = np.maximum.accumulate(combination)
+    first = np.flatnonzero(np.r_[True, running[1:] > running[:-1]])
+    return combination, first
+
+
+def _weighted_counts(ids: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Per group, the sum of its combinations' integer weights (exact: float64 holds every count
+    below 2^53, far above any table's row count)."""
+    return np.rint(np.bincount(ids, weights=weights)).astype(np.int64)
+
+
 def check_lkc(
     df: pd.DataFrame,
     qids: Sequence[str],
@@ -265,9 +294,15 @@ def check_lkc(
     # Counts are multiplied by C's terms and by other counts (exact ratio comparisons); use
     # Python ints only if such a product could overflow int64 (huge tables or C denominators).
     exact_dtype = np.int64 if n * max(n, c.numerator, c.denominator) < 2**62 else object
-    codes = [pd.factorize(df[q].astype(str))[0].astype(np.int64) for q in qids]
-    cards = [int(col.max()) + 1 for col in codes]
-    masks = [df[col].astype(str).to_numpy() == v for col, v in s_values]
+    row_codes = [pd.factorize(df[q].astype(str))[0].astype(np.int64) for q in qids]
+    cards = [int(col.max()) + 1 for col in row_codes]
+    combination, first = _distinct_rows(row_codes, cards)
+    codes = [col[first] for col in row_codes]  # per distinct combination
+    weights = np.bincount(combination, minlength=len(first))
+    s_weights = [
+        np.bincount(combination[df[col].astype(str).to_numpy() == v], minlength=len(first))
+        for col, v in s_values
+    ]
 
     ids_at: dict[int, np.ndarray] = {}
     result = CheckResult(
@@ -293,7 +328,7 @@ def check_lkc(
             result.worst, worst_key = v, key
 
     def describe(subset: tuple[int, ...], ids: np.ndarray, group: int) -> tuple[tuple, int]:
-        row = int(np.argmax(ids == group))
+        row = int(first[np.argmax(ids == group)])  # the group's first row
         return tuple(str(df[qids[i]].iat[row]) for i in subset), int(positions[row])
 
     for subset in _subsets(len(qids), depth):
@@ -305,7 +340,7 @@ def check_lkc(
         ids, _ = pd.factorize(key)
         ids = ids.astype(np.int64)
         ids_at[len(subset)] = ids
-        sizes = np.bincount(ids)
+        sizes = _weighted_counts(ids, weights)
         names = tuple(qids[i] for i in subset)
         result.subsets_checked += 1
         result.groups_checked += len(sizes)
@@ -317,8 +352,8 @@ def check_lkc(
             consider(Violation("K", names, values, int(sizes[smallest]), row))
         at_depth = len(subset) == depth
         exact_sizes = sizes.astype(exact_dtype)
-        for s, mask in zip(s_values, masks, strict=True):
-            hits = np.bincount(ids[mask], minlength=len(sizes)).astype(exact_dtype)
+        for s, s_weight in zip(s_values, s_weights, strict=True):
+            hits = _weighted_counts(ids, s_weight).astype(exact_dtype)
             over = np.asarray(hits * c.denominator > exact_sizes * c.numerator, dtype=bool)
             if not (at_depth or over.any()):
                 continue

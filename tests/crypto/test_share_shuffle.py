@@ -20,25 +20,29 @@ from fedanon.crypto.share_shuffle import (
 SESSION = b"session-1"
 
 
-def _federation(blocks: list[list[bytes]], pad_to: int = 0, record_size: int = 64):
+def _federation(
+    blocks: list[list[bytes]], pad_to: int = 0, record_size: int = 64, chunk_bytes: int = 1 << 22
+):
     keys = [X25519PrivateKey.generate() for _ in blocks]
     publics = tuple(k.public_key().public_bytes_raw() for k in keys)
     sizes = tuple(pad_to or len(b) for b in blocks)
-    ctx = ShuffleContext(SESSION, 3, publics, record_size, sizes)
+    ctx = ShuffleContext(SESSION, 3, publics, record_size, sizes, chunk_bytes)
     parties = [ShuffleParty(PairKeys(k, publics, SESSION), ctx) for k in keys]
     return ctx, parties
 
 
-def run_shuffle(blocks: list[list[bytes]], pad_to: int = 0) -> tuple[list[bytes], dict]:
+def run_shuffle(
+    blocks: list[list[bytes]], pad_to: int = 0, chunk_bytes: int = 1 << 22
+) -> tuple[list[bytes], dict]:
     """The whole protocol in process, as the leader relays it; returns the leader's output and
     what every role received (role -> list of byte strings)."""
-    ctx, parties = _federation(blocks, pad_to)
+    ctx, parties = _federation(blocks, pad_to, chunk_bytes=chunk_bytes)
     n = len(parties)
     seen: dict[str, list[bytes]] = {f"P{i}": [] for i in range(n)}
     seen["leader"] = []
     owned = [p.owner_message(b) for p, b in zip(parties, blocks, strict=True)]
     for i, message in enumerate(owned):
-        assert len(message) == (1 if i >= 2 else 0)
+        assert len(message) == (ctx.chunk_count(len(blocks[i]) or pad_to) if i >= 2 else 0)
         seen["leader"] += message
     incoming = [m for message in owned[2:] for m in message]
     final: list[bytes] = []
@@ -145,3 +149,28 @@ def test_two_parties_are_refused() -> None:
     keys = [X25519PrivateKey.generate().public_key().public_bytes_raw() for _ in range(2)]
     with pytest.raises(ValueError, match="three parties"):
         ShuffleContext(SESSION, 0, tuple(keys), 64, (1, 1))
+
+
+def test_shares_travel_in_pieces_of_at_most_the_chunk_size() -> None:
+    # 67-byte items, 200-byte chunks: 2 items a piece; 11 records make 6 pieces per share.
+    blocks = [[f"r{i}-{o}".encode() for i in range(n)] for o, n in enumerate([4, 0, 5, 2])]
+    out, seen = run_shuffle(blocks, chunk_bytes=200)
+    assert Counter(out) == Counter(r for b in blocks for r in b)
+    pieces = [m for role, messages in seen.items() for m in messages]
+    assert max(map(len, pieces)) <= 200 + 28  # nonce and tag around two items
+    assert len(seen["P1"]) > len(blocks) - 2  # owners' blocks did arrive in several pieces
+
+
+def test_pieces_reordered_or_dropped_are_refused() -> None:
+    blocks = [[b"a"], [b"b"], [b"c", b"d", b"e"]]
+    for mangle, error in [
+        (lambda pieces: pieces[::-1], IntegrityError),
+        (lambda pieces: pieces[:-1], WireFormatError),
+        (lambda pieces: pieces + pieces[-1:], WireFormatError),
+    ]:
+        _, parties = _federation(blocks, chunk_bytes=70)
+        owned = [p.owner_message(b) for p, b in zip(parties, blocks, strict=True)]
+        assert len(owned[2]) == 3  # one item (67 bytes) per piece
+        parties[0].step(0, [])
+        with pytest.raises(error):
+            parties[1].step(0, mangle(owned[2]))

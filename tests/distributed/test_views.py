@@ -52,6 +52,9 @@ from tests.distributed.views import (
 MOVED = 120  # records each way between the two traders in a run B
 RING = [f"hospital-{i + 1}" for i in range(3)]
 PAD_TO = 700  # pairwise runs pad every union batch (> 1800 / 3 records per party)
+# Union messages in small chunks, so that every union flow below travels in many of them and
+# the views include the chunking (a party's batch is some 100 KB here).
+CHUNK_BYTES = 16 << 10
 
 
 @dataclass
@@ -146,6 +149,7 @@ def _record_jobs(
                 sum_mode=sum_mode,
                 union_pad_to=pad_to,
                 union_mode=union_mode,
+                union_chunk_bytes=CHUNK_BYTES,
             )
             assert_same_release(out, report, reference)
             log = MessageLog(list(fed.log.items))
@@ -272,3 +276,20 @@ def test_shuffle_union_view_depends_only_on_the_outputs(shuffle_runs: Runs, role
             for each in (shuffle_runs.first, shuffle_runs.again)
         )
         assert sorted(first) == sorted(again) and first != again
+
+
+@pytest.mark.parametrize("mode", ["layered", "shuffle"])
+def test_union_messages_travel_in_chunks_of_bounded_size(
+    ring_runs: Runs, shuffle_runs: Runs, mode: str
+) -> None:
+    """No union message carries more than the chunk size of items (plus one item, the least a
+    chunk holds), and the batches did travel in several chunks (inputs and fetched outputs)."""
+    log = (ring_runs if mode == "layered" else shuffle_runs).first.log
+    messages = log.of(method="Union")
+    largest_item = max(len(item) for m in messages for item in m.message.items)
+    for m in messages:
+        carried = sum(len(item) for item in m.message.items)
+        assert carried <= CHUNK_BYTES + largest_item, f"{m.kind} of {carried} bytes"
+    requests = [m.message for m in log.of(method="Union", kind="request")]
+    assert any(r.chunks > 1 for r in requests), "no input travelled in several chunks"
+    assert any(r.phase == pb.UNION_PHASE_FETCH for r in requests), "no output was fetched"

@@ -155,18 +155,26 @@ def union_features(view: list[Seen]) -> dict[Feature, object]:
     """Sizes, owner groups (shared ephemeral keys) and overlaps of the union batches seen.
 
     Batches are named by direction, peer, phase and their number among batches of that name,
-    never by arrival order: the COLLECT replies of a fan-out arrive in any order.
+    never by arrival order: the COLLECT replies of a fan-out arrive in any order. A phase's
+    input travels in chunks (chunk 0 starts it): they are joined into the batch the phase works
+    on, since how a shuffled batch's owner groups fall into its chunks is random (a split of the
+    batch's groups, which are features themselves); each chunk's size stays a feature.
     """
     named: dict[str, list[bytes]] = {}
+    features: dict[Feature, object] = {}
     for s in view:
         if s.method != "Union" or not s.message.items:
             continue
         label = f"{s.direction} {s.kind} {s.other}"
+        items = [bytes(item) for item in s.message.items]
         if s.kind == "request":
             label += f" {pb.UnionPhase.Name(s.message.phase)}"
         number = sum(name.startswith(label + " #") for name in named)
-        named[f"{label} #{number}"] = [bytes(item) for item in s.message.items]
-    features: dict[Feature, object] = {}
+        if s.kind == "request" and s.message.chunk > 0 and number > 0:
+            named[f"{label} #{number - 1}"] += items
+            features[(f"{label} #{number - 1}", f"chunk {s.message.chunk} items")] = len(items)
+            continue
+        named[f"{label} #{number}"] = items
     for label, items in named.items():
         features[(label, "items")] = len(items)
         features[(label, "item sizes")] = tuple(sorted(Counter(map(len, items)).items()))

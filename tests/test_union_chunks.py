@@ -1,0 +1,90 @@
+"""The union's chunked messages: how batches are cut, and the party's guards on chunks."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+
+from fedanon.crypto.parallel import SEQUENTIAL
+from fedanon.federation.chunks import DEFAULT_CHUNK_BYTES, MIN_CHUNK_BYTES, split
+from fedanon.party.union import MAX_INPUT_CHUNKS, Inbox, UnionRole, chunk_bytes_of, record_bytes
+from fedanon.protos import fedanon_v1_pb2 as pb
+
+STRIP, STEP = pb.UNION_PHASE_STRIP, pb.UNION_PHASE_SHUFFLE_STEP
+
+
+def test_split_keeps_order_and_bounds_every_chunk() -> None:
+    items = [bytes([i]) * 10 for i in range(7)]
+    chunks = split(items, 25)
+    assert chunks == [items[0:2], items[2:4], items[4:6], items[6:7]]
+    assert split([], 25) == []
+    # An item above the bound still travels, alone.
+    assert split([b"x" * 40, b"y"], 25) == [[b"x" * 40], [b"y"]]
+
+
+def test_inbox_returns_the_whole_input_with_the_last_chunk() -> None:
+    inbox = Inbox()
+    assert inbox.receive(STRIP, 0, 0, 3, [b"a", b"b"]) is None
+    assert inbox.receive(STRIP, 0, 1, 3, [b"c"]) is None
+    assert inbox.receive(STRIP, 0, 2, 3, [b"d"]) == [b"a", b"b", b"c", b"d"]
+    assert inbox.receive(STRIP, 0, 0, 1, [b"e"]) == [b"e"]  # a single message is one chunk
+
+
+@pytest.mark.parametrize(
+    "second",
+    [
+        (STRIP, 0, 2, 3),  # chunk 1 skipped
+        (STRIP, 0, 1, 4),  # another chunk count
+        (STEP, 0, 1, 3),  # another phase
+        (STRIP, 1, 1, 3),  # another step
+    ],
+)
+def test_inbox_refuses_a_chunk_out_of_order_or_of_another_input(
+    second: tuple[int, int, int, int],
+) -> None:
+    inbox = Inbox()
+    inbox.receive(STRIP, 0, 0, 3, [b"a"])
+    phase, step, chunk, chunks = second
+    with pytest.raises(ValueError, match="out of order"):
+        inbox.receive(phase, step, chunk, chunks, [b"b"])
+
+
+@pytest.mark.parametrize("chunk, chunks", [(3, 3), (0, 0), (0, MAX_INPUT_CHUNKS + 1)])
+def test_inbox_refuses_chunk_numbers_out_of_range(chunk: int, chunks: int) -> None:
+    with pytest.raises(ValueError, match="out of range"):
+        Inbox().receive(STRIP, 0, chunk, chunks, [b"a"])
+
+
+def test_only_the_kept_output_can_be_fetched() -> None:
+    role = UnionRole(X25519PrivateKey.generate(), 0, SEQUENTIAL)
+    with pytest.raises(ValueError, match="no union output"):
+        role.fetch(STRIP, 0, 0)
+    role.keep_output(STRIP, 0, [[b"a"], [b"b"]])
+    assert role.fetch(STRIP, 0, 1) == [b"b"]
+    with pytest.raises(ValueError, match="2 chunks"):
+        role.fetch(STRIP, 0, 2)
+    with pytest.raises(ValueError, match="no union output"):
+        role.fetch(STEP, 0, 0)
+    role.keep_output(STEP, 1, [])  # a newer output replaces the older one
+    with pytest.raises(ValueError, match="no union output"):
+        role.fetch(STRIP, 0, 0)
+
+
+def test_chunk_bytes_must_fit_half_the_party_message_limit() -> None:
+    limit = 64 << 20
+    assert chunk_bytes_of(pb.UnionRequest(), limit) == DEFAULT_CHUNK_BYTES
+    assert chunk_bytes_of(pb.UnionRequest(chunk_bytes=MIN_CHUNK_BYTES), limit) == MIN_CHUNK_BYTES
+    for wrong in (MIN_CHUNK_BYTES - 1, limit // 2 + 1):
+        with pytest.raises(ValueError, match="chunk_bytes"):
+            chunk_bytes_of(pb.UnionRequest(chunk_bytes=wrong), limit)
+
+
+def test_record_bytes_serializes_every_row_in_order() -> None:
+    table = pd.DataFrame({"a": ["x", "y", "x", "x", "[1-5)"], "b": [1, 2, 1, 3, 1]})
+    expected = [
+        pb.ReleasedRecord(values=[a, b]).SerializeToString()
+        for a, b in [("x", "1"), ("y", "2"), ("x", "1"), ("x", "3"), ("[1-5)", "1")]
+    ]
+    assert record_bytes(table) == expected
+    assert record_bytes(table.iloc[:0]) == []
