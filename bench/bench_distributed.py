@@ -52,7 +52,7 @@ from machine_info import describe
 from fedanon.algorithms.tds.api import anonymize_lkc, build_schema
 from fedanon.algorithms.tds.jobspec import LKCJobSpec
 from fedanon.crypto.parallel import Parallelism
-from fedanon.leader.config import LeaderJob, spec_from_table
+from fedanon.leader.config import spec_from_table
 from fedanon.leader.run import run_job
 from fedanon.leader.sim import federation, split_table
 from fedanon.readers.datadir import data_dir
@@ -200,13 +200,10 @@ def main(argv: list[str] | None = None) -> int:
                 reports = []
                 for r in range(args.repeat):
                     out = work / f"release-{n}-{union.workers}-{r}.csv"
-                    job = LeaderJob(
-                        name="leader",
-                        taxonomy=taxonomy,
-                        spec=spec,
-                        parties=fed.hops,
-                        tls=fed.leader_tls,
-                        out=out,
+                    job = fed.leader_job(
+                        taxonomy,
+                        spec,
+                        out,
                         sum_mode=args.sum_mode,
                         rpc_seconds=args.rpc_seconds,
                         union_parallelism=union,

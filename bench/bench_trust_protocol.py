@@ -127,13 +127,10 @@ def kills() -> str:
     spec = spec_from_table({"L": 3, "K": 20, "C": "0.2", "drop": ["patient_id"]}, taxonomy, "bench")
     parts = split_table(data, 3, "random", seed=1)
     with federation(parts, hospital_taxonomy_path(), secure=True) as fed:
-        job = LeaderJob(
-            name="leader",
-            taxonomy=taxonomy,
-            spec=spec,
-            parties=fed.hops,
-            tls=fed.leader_tls,
-            out=fed.workdir / "release.csv",
+        job = fed.leader_job(
+            taxonomy,
+            spec,
+            fed.workdir / "release.csv",
             rpc_seconds=10.0,
         )
         rows = [

@@ -28,7 +28,7 @@ from bench_union_modes import tree_cpu
 from machine_info import describe
 
 from fedanon.algorithms.tds.api import anonymize_lkc, build_schema
-from fedanon.leader.config import LeaderJob, spec_from_table
+from fedanon.leader.config import spec_from_table
 from fedanon.leader.run import run_job
 from fedanon.leader.sim import federation, split_table
 from fedanon.readers.datadir import data_dir
@@ -80,13 +80,10 @@ def main(argv: list[str] | None = None) -> int:
             daemon_cpu = sum(tree_cpu(pid) for pid in daemons)
             cpu_began = time.process_time()
             out = work / f"{mode}.csv"
-            job = LeaderJob(
-                name="leader",
-                taxonomy=taxonomy,
-                spec=spec,
-                parties=fed.hops,
-                tls=fed.leader_tls,
-                out=out,
+            job = fed.leader_job(
+                taxonomy,
+                spec,
+                out,
                 rpc_seconds=600.0,
                 union_seconds=3600.0,
                 union_mode=mode,

@@ -29,7 +29,7 @@ import pandas as pd
 from machine_info import describe
 
 from fedanon.algorithms.tds.api import anonymize_lkc, build_schema
-from fedanon.leader.config import LeaderJob, spec_from_table
+from fedanon.leader.config import spec_from_table
 from fedanon.leader.run import run_job
 from fedanon.leader.sim import federation, split_table
 from fedanon.readers.datadir import data_dir
@@ -104,13 +104,10 @@ def main(argv: list[str] | None = None) -> int:
                     release = anonymize_lkc(table, schema, spec.params, spec.score, spec.drop)
                     write_table(release.table, out)
                 else:
-                    job = LeaderJob(
-                        name="leader",
-                        taxonomy=taxonomy,
-                        spec=spec,
-                        parties=fed.hops,
-                        tls=fed.leader_tls,
-                        out=out,
+                    job = fed.leader_job(
+                        taxonomy,
+                        spec,
+                        out,
                         union_mode=mode,
                     )
                     report = run_job(job)

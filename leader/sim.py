@@ -21,6 +21,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import grpc
 import numpy as np
@@ -34,6 +35,7 @@ from fedanon.crypto.parallel import Parallelism
 from fedanon.errors import FedanonError
 from fedanon.federation.tls import TLSFiles
 from fedanon.federation.transport import make_channel
+from fedanon.leader.config import LeaderJob
 from fedanon.party.config import Hop
 from fedanon.party.daemon import DIE_WITH_PARENT
 from fedanon.taxonomy.files import TaxonomyFile
@@ -137,6 +139,21 @@ class Federation:
     @property
     def hops(self) -> list[Hop]:
         return [Hop(d.name, d.address) for d in self.daemons]
+
+    def leader_job(
+        self, taxonomy: TaxonomyFile, spec: LKCJobSpec, out: Path, **options: Any
+    ) -> LeaderJob:
+        """The leader's LKC job over this federation's daemons with its TLS files: one place
+        for what every simulated run (sim, demo, benches) would otherwise spell out."""
+        return LeaderJob(
+            name="leader",
+            taxonomy=taxonomy,
+            spec=spec,
+            parties=self.hops,
+            tls=self.leader_tls,
+            out=out,
+            **options,
+        )
 
     def start(self, daemon: Daemon) -> None:
         """(Re)start one daemon process."""

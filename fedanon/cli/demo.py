@@ -66,7 +66,7 @@ def _run_demo(args: argparse.Namespace, scratch: Path, release_name: Path) -> tu
     """Run the demo writing into `scratch`; the report (checked against the centralized run)
     and the job spec. `release_name` is where the release will be, for the report."""
     from fedanon.algorithms.tds.api import anonymize_lkc, build_schema
-    from fedanon.leader.config import LeaderJob, spec_from_table
+    from fedanon.leader.config import spec_from_table
     from fedanon.leader.run import run_job
     from fedanon.leader.sim import federation, split_table
     from fedanon.readers.table_io import read_table
@@ -84,13 +84,10 @@ def _run_demo(args: argparse.Namespace, scratch: Path, release_name: Path) -> tu
     parts = split_table(table, args.parties, "random", args.seed)
     release_path = scratch / "release.csv"
     with federation(parts, taxonomy_path, secure=True) as fed:
-        job = LeaderJob(
-            name="leader",
-            taxonomy=taxonomy,
-            spec=spec,
-            parties=fed.hops,
-            tls=fed.leader_tls,
-            out=release_path,
+        job = fed.leader_job(
+            taxonomy,
+            spec,
+            release_path,
             report=scratch / "report.json",
             extra_report={"output": str(release_name)},
         )

@@ -124,7 +124,7 @@ def lkc_section(args: argparse.Namespace) -> dict:
 
 
 def run_sim_lkc(args: argparse.Namespace) -> int:
-    from fedanon.leader.config import LeaderJob, spec_from_table
+    from fedanon.leader.config import spec_from_table
     from fedanon.leader.run import run_job
     from fedanon.leader.sim import check_job_columns, federation, split_table
     from fedanon.outputs import CommandOutputs
@@ -158,13 +158,10 @@ def run_sim_lkc(args: argparse.Namespace) -> int:
         secure=not args.insecure,
         workdir=Path(args.workdir) if args.workdir else None,
     ) as fed:
-        job = LeaderJob(
-            name="leader",
-            taxonomy=taxonomy,
-            spec=spec,
-            parties=fed.hops,
-            tls=fed.leader_tls,
-            out=Path(args.out),
+        job = fed.leader_job(
+            taxonomy,
+            spec,
+            Path(args.out),
             report=Path(args.report) if args.report else None,
             sum_mode=args.sum_mode,
             allow_two_parties=args.allow_two_parties,
