@@ -116,7 +116,8 @@ class _Stats:
     def store(self, first: int, block: np.ndarray) -> None:
         need = first + block.shape[0]
         if need > self.data.shape[0]:
-            grown = np.zeros((max(need, 2 * self.data.shape[0]), *self.data.shape[1:]), np.int64)
+            # Rows past the table's size are never read before they are stored: no zero fill.
+            grown = np.empty((max(need, 2 * self.data.shape[0]), *self.data.shape[1:]), np.int64)
             grown[: self.data.shape[0]] = self.data
             self.data = grown
         self.data[first:need] = block

@@ -70,7 +70,9 @@ class StatsLayout:
         expected = self.vector_length(n_partitions)
         if vector.size != expected:
             raise ValueError(f"statistics vector has {vector.size} elements, expected {expected}")
-        return vector.astype(np.int64, copy=False).reshape(n_partitions, self.slots, self.channels)
+        # Counts below 2^63 read the same as uint64 or int64: reinterpret instead of copying.
+        counts = vector.view(np.int64) if vector.dtype == np.uint64 else vector.astype(np.int64)
+        return counts.reshape(n_partitions, self.slots, self.channels)
 
 
 @dataclass(frozen=True)
