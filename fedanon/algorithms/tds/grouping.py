@@ -22,13 +22,22 @@ _CHUNK_ELEMENTS = 1 << 22
 
 
 def dense_ranks(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per column, re-code values to 0..r-1; return (ranks matrix, radix per column)."""
+    """Per column, re-code values to 0..r-1 in ascending order; return (ranks, radix per column).
+
+    Keys are taxonomy node ids (small non-negative integers), so a presence table and its
+    running count rank a column without sorting it.
+    """
     ranks = np.empty(keys.shape, dtype=np.int64)
-    radix = np.zeros(keys.shape[1], dtype=np.int64)
+    radix = np.ones(keys.shape[1], dtype=np.int64)
+    if keys.shape[0] == 0:
+        return ranks, radix
     for col in range(keys.shape[1]):
-        uniq, inverse = np.unique(keys[:, col], return_inverse=True)
-        ranks[:, col] = inverse
-        radix[col] = max(1, uniq.size)
+        values = keys[:, col]
+        present = np.zeros(int(values.max()) + 1, dtype=np.int64)
+        present[values] = 1
+        rank_of = np.cumsum(present) - 1
+        ranks[:, col] = rank_of[values]
+        radix[col] = max(1, int(rank_of[-1]) + 1)
     return ranks, radix
 
 
