@@ -19,6 +19,7 @@ import pandas as pd
 
 _LIMIT = 1 << 62
 _CHUNK_ELEMENTS = 1 << 22
+_DIRECT_BINS_PER_ELEMENT = 8  # above this key-space / element ratio, hash instead
 
 
 def dense_ranks(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -84,6 +85,11 @@ def group_chunks(
     for start in range(0, n_subsets, per_chunk):
         ids = np.arange(start, min(n_subsets, start + per_chunk))
         cols = subset_cols[ids]
+        spans = float(base_radix) * np.prod(radix[cols].astype(np.float64), axis=1)
+        if spans.sum() <= _DIRECT_BINS_PER_ELEMENT * n_rows * ids.size:
+            inverse, n_groups = _direct_groups(base, int(base_radix), ranks, radix, cols)
+            yield GroupChunk(ids, inverse, n_groups)
+            continue
         if span < _LIMIT:
             key = np.repeat(base[:, None], ids.size, axis=1)
             for j in range(width):
@@ -103,6 +109,27 @@ def group_chunks(
             inverse[:, i] = inv + offset
             offset += len(uniq)
         yield GroupChunk(ids, inverse, offset)
+
+
+def _direct_groups(
+    base: np.ndarray, base_radix: int, ranks: np.ndarray, radix: np.ndarray, cols: np.ndarray
+) -> tuple[np.ndarray, int]:
+    """Group ids without hashing, for chunks whose exact key space is small.
+
+    Each subset's key is mixed-radix over its own columns' radices (not the widest one), so
+    the key space of a chunk is often only a few times its element count; marking the keys
+    present and numbering them by a running count then costs two passes over the elements and
+    one over the key space, against one hash look-up per element for factorizing.
+    """
+    key = np.repeat(base.astype(np.int64)[:, None], cols.shape[0], axis=1)
+    for j in range(cols.shape[1]):
+        key = key * radix[cols[:, j]][None, :] + ranks[:, cols[:, j]]
+    spans = base_radix * np.prod(radix[cols], axis=1)
+    key += (np.cumsum(spans) - spans)[None, :]
+    present = np.zeros(int(spans.sum()), dtype=bool)
+    present[key.reshape(-1)] = True
+    number = np.cumsum(present, dtype=np.int64) - 1
+    return number[key], int(number[-1]) + 1
 
 
 def _factorize_wide(
