@@ -23,6 +23,7 @@ ever gets finer), so sharing it with the parties reveals nothing the release doe
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -53,7 +54,7 @@ class StatsLayout:
     def slots(self) -> int:
         return 1 + sum(self.widths)
 
-    @property
+    @cached_property
     def offsets(self) -> tuple[int, ...]:
         """First slot of each attribute's children block."""
         out, at = [], 1

@@ -39,6 +39,7 @@ class LocalParty:
         widest = max((t.max_children for t in schema.taxonomies), default=0)
         self._slot_dtype = np.int16 if widest < (1 << 15) else np.int64
         self._slot: list[np.ndarray] = []  # per QID: each record's child position, -1 at a leaf
+        self._depth = [np.zeros(0, dtype=np.int64) for _ in schema.taxonomies]  # node depths
         self._profile, self._profile_channels = self._profiles()
         self._blocks: list[np.ndarray] = []  # own statistics of each step's new partitions
         self._block_live: list[int] = []  # live partitions per block
@@ -97,7 +98,9 @@ class LocalParty:
         ``ancestor_table`` holds -1 below an atom's deepest node, so a leaf maps to -1 directly.
         """
         tax = self.schema.taxonomies[attr]
-        depth = np.asarray(tax.depth, dtype=np.int64)
+        depth = self._depth[attr]
+        if depth.size != tax.n_nodes:  # a dynamic tree grew
+            depth = self._depth[attr] = np.asarray(tax.depth, dtype=np.int64)
         child = tax.ancestor_table()[self.atoms[attr][rows], depth[nodes] + 1]
         slot = tax.child_rank()[child]
         return np.where(child >= 0, slot, -1).astype(self._slot_dtype)
