@@ -39,7 +39,6 @@ class LocalParty:
         widest = max((t.max_children for t in schema.taxonomies), default=0)
         self._slot_dtype = np.int16 if widest < (1 << 15) else np.int64
         self._slot: list[np.ndarray] = []  # per QID: each record's child position, -1 at a leaf
-        self._depth = [np.zeros(0, dtype=np.int64) for _ in schema.taxonomies]  # node depths
         self._profile, self._profile_channels = self._profiles()
         self._blocks: list[np.ndarray] = []  # own statistics of each step's new partitions
         self._block_live: list[int] = []  # live partitions per block
@@ -92,16 +91,15 @@ class LocalParty:
             channels[:, 1 + lay.n_class + j] = self.sensitive[j, first]
         return profile.astype(np.int64), channels
 
-    def _slots_at(self, attr: int, nodes: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        """Child position of records `rows` under their cut nodes `nodes` on `attr`; -1 at a leaf.
+    def _slots_at(self, attr: int, node_depth: int, rows: np.ndarray) -> np.ndarray:
+        """Child position of records `rows`, whose cut nodes on `attr` all lie at depth
+        `node_depth` (the roots at the start; Best's children after a step); -1 at a leaf.
 
-        ``ancestor_table`` holds -1 below an atom's deepest node, so a leaf maps to -1 directly.
+        ``ancestor_table`` holds -1 below an atom's deepest node, so a leaf maps to -1 directly,
+        and one column of it (the ancestors one level down) serves every record.
         """
         tax = self.schema.taxonomies[attr]
-        depth = self._depth[attr]
-        if depth.size != tax.n_nodes:  # a dynamic tree grew
-            depth = self._depth[attr] = np.asarray(tax.depth, dtype=np.int64)
-        child = tax.ancestor_table()[self.atoms[attr][rows], depth[nodes] + 1]
+        child = tax.ancestor_table()[:, node_depth + 1][self.atoms[attr][rows]]
         slot = tax.child_rank()[child]
         return np.where(child >= 0, slot, -1).astype(self._slot_dtype)
 
@@ -192,7 +190,7 @@ class LocalParty:
         n = len(self.table)
         rows = np.arange(n, dtype=np.int64)
         self._slot = [
-            self._slots_at(a, np.full(n, tax.root, dtype=np.int64), rows)
+            self._slots_at(a, tax.depth[tax.root], rows)
             for a, tax in enumerate(self.schema.taxonomies)
         ]
         rel = np.zeros(n, dtype=np.int64)
@@ -230,7 +228,8 @@ class LocalParty:
                 "(parties disagree on the data)"
             )
         self.record_partition[rows] = target
-        self._slot[attr][rows] = self._slots_at(attr, children[slot], rows)
+        depth = self.schema.taxonomies[attr].depth[step.node] + 1
+        self._slot[attr][rows] = self._slots_at(attr, depth, rows)
         rel = target - first
         self._count_blocks(rel, rows, n_new, (attr,), out)
 
