@@ -3,8 +3,10 @@
     python bench/bench_lkc.py adult            # (a) Adult, L=4 K=20 C=0.2, phases + peak RSS
     python bench/bench_lkc.py scale            # (b) Adult blown up to 200K..1M rows, L=4 K=20 C=1
     python bench/bench_lkc.py one ROWS         # one scalability point (run in a fresh process)
+    python bench/bench_lkc.py growth           # (d) 1M, 2M, 5M, 10M rows: time and peak memory
 
-Each measurement runs in a fresh subprocess so that peak RSS (ru_maxrss) belongs to it alone.
+Each measurement runs in a fresh subprocess so that peak RSS (ru_maxrss) belongs to it alone;
+the blown-up CSV is written by another subprocess first, so generating it is not measured.
 Blown-up data: every Adult record plus variations of it (numerical QIDs shifted by a few units,
 kept inside the taxonomy's root interval); written once to a temporary CSV so that reading is
 part of the end-to-end time, as in the paper's Fig. 9.
@@ -75,8 +77,8 @@ def blow_up(rows: int, path: Path, seed: int = 1) -> None:
         values = pd.to_numeric(out[column]).to_numpy(dtype=np.int64)
         shift = rng.integers(-2, 3, rows) * (copy_index > 0)
         lo, hi = tax.node_lo[0], tax.node_hi[0]
-        out[column] = np.clip(values + shift, lo, hi - 1).astype(np.int64).astype(str)
-    out.to_csv(path, index=False)
+        out[column] = np.clip(values + shift, lo, hi - 1).astype(np.int64)
+    write_table(out, path)
 
 
 def _pair(r: dict[str, float], phase: str) -> str:
@@ -91,17 +93,44 @@ def child(args: list[str]) -> dict[str, float]:
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
+def growth() -> int:
+    """(d): the same job at 1M..10M rows; peak RSS and time against rows."""
+    print(
+        "| rows | read s (CPU) | anonymize s (CPU) | write s (CPU) | total s (CPU) | "
+        "specializations | peak RSS MB | RSS bytes/row |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for rows in (1_000_000, 2_000_000, 5_000_000, 10_000_000):
+        r = child(["one", str(rows)])
+        print(
+            f"| {rows} | {_pair(r, 'read')} | {_pair(r, 'anonymize')} | {_pair(r, 'write')} | "
+            f"{_pair(r, 'total')} | {r['specializations']} | {r['peak_mb']:.0f} | "
+            f"{r['peak_mb'] * 2**20 / rows:.0f} |",
+            flush=True,
+        )
+    return 0
+
+
 def main(argv: list[str]) -> int:
     mode = argv[0] if argv else "adult"
+    if mode == "make":
+        blow_up(int(argv[1]), Path(argv[2]))
+        return 0
+    if mode == "run":
+        print(json.dumps(run_once(Path(argv[1]), 4, 20, "1")))
+        return 0
     if mode == "one":
         rows = int(argv[1])
         if rows == 0:
             print(json.dumps(run_once(ADULT, 4, 20, "0.2")))
             return 0
-        path = Path(tempfile.mkdtemp()) / f"adult-{rows}.csv"
-        blow_up(rows, path)
-        print(json.dumps(run_once(path, 4, 20, "1")))
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / f"adult-{rows}.csv"
+            subprocess.run([sys.executable, __file__, "make", str(rows), str(path)], check=True)
+            print(json.dumps(child(["run", str(path)])))
         return 0
+    if mode == "growth":
+        return growth()
     if mode == "adult":
         r = child(["one", "0"])
         print(

@@ -74,6 +74,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     lkc.add_argument("--report", help="JSON report path")
     lkc.add_argument("--json", action="store_true", help="print the report as JSON")
     lkc.add_argument("--quiet", action="store_true", help="no progress display")
+    lkc.add_argument(
+        "--search",
+        choices=("greedy", "best-of"),
+        default="greedy",
+        help="greedy (default) or, with --suppress and --score discernibility, best-of: one "
+        "run per candidate order, keeping the lowest discernibility ratio (centralized only)",
+    )
     add_report_options(lkc)
     lkc.set_defaults(handler=run_lkc)
     add_anonymize_drbt(methods)
@@ -127,6 +134,7 @@ def run_lkc(args: argparse.Namespace) -> int:
             ),
             suppress=args.suppress,
             suppressed_mode=args.suppressed,
+            search=args.search,
         )
     release = verified_release(release, schema, params)  # text columns + privacy_check
     report = {**release.report, "input": str(args.data), "output": str(args.out)}

@@ -77,11 +77,14 @@ def test_leader_opening_the_union_in_worker_processes_changes_nothing(
     run_matches_centralized(hospital_federation, hospital_data, spec, out, union_parallelism=pooled)
 
 
-@pytest.mark.parametrize("mode", ["root", "drop"])
+@pytest.mark.parametrize(
+    ("mode", "score"), [("root", "infogain"), ("drop", "infogain"), ("root", "discernibility")]
+)
 def test_suppression_budget_equals_centralized(
-    hospital_federation: Federation, hospital_data: Dataset, tmp_path: Path, mode: str
+    hospital_federation: Federation, hospital_data: Dataset, tmp_path: Path, mode: str, score: str
 ) -> None:
-    """A record-suppression budget: same suppressed records, same release, checker green."""
+    """A record-suppression budget: same suppressed records, same release, checker green (each
+    score has its own candidate order under a budget: free-first, per-record)."""
     spec = hospital_data.spec(
         L=None,
         K=10,
@@ -90,6 +93,7 @@ def test_suppression_budget_equals_centralized(
         qids=["age", "sex", "postcode", "employment"],
         suppress="0.05",
         suppressed=mode,
+        score=score,
     )
     out = tmp_path / "release.csv"
     report = run_distributed(

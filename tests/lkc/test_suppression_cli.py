@@ -145,3 +145,41 @@ def test_sim_with_budget_matches_the_centralized_command(tmp_path: Path) -> None
     ours = json.loads(sim_report.read_text())["suppression"]
     assert ours == json.loads(central_report.read_text())["suppression"]
     assert ours["suppressed_records"] > 0
+
+
+@pytest.mark.parametrize(("score", "code"), [("discernibility", 0), ("infogain", 2)])
+def test_search_best_of_needs_the_discernibility_score(tmp_path: Path, score: str, code: int):
+    data, taxonomy = _files(tmp_path)
+    out, report = tmp_path / "out.csv", tmp_path / "r.json"
+    done = run_cli(
+        "anonymize",
+        "lkc",
+        "--data",
+        data,
+        "--taxonomy",
+        taxonomy,
+        "--preset",
+        "k-anonymity",
+        "--K",
+        "3",
+        "--score",
+        score,
+        "--suppress",
+        "1/12",
+        "--search",
+        "best-of",
+        "--out",
+        out,
+        "--report",
+        report,
+        "--quiet",
+    )
+    if code == 0:
+        assert done.code == 0, done.err
+        assert json.loads(report.read_text())["suppression"]["order"] in (
+            "free-first",
+            "per-record",
+        )
+    else:
+        assert done.code != 0 and not out.exists()
+        assert len(done.err.strip().splitlines()) == 1 and "best-of" in done.err

@@ -5,6 +5,7 @@ Mirrors ``fedanon anonymize lkc``; notebooks and the CLI both call :func:`anonym
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -14,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fedanon.algorithms.tds.engine import LKCEngine, LKCResult, StepInfo
+from fedanon.algorithms.tds.engine import ORDERS, LKCEngine, LKCResult, StepInfo
 from fedanon.algorithms.tds.local_party import LocalParty
 from fedanon.algorithms.tds.suppression import SUPPRESSED_MODES, parse_suppression_share
 from fedanon.errors import FedanonError
@@ -25,6 +26,7 @@ from fedanon.taxonomy.tree import Taxonomy
 from fedanon.text import as_numbers, as_text
 
 PRESETS = ("lkc", "k-anonymity", "confidence-bounding", "alpha-k")
+SEARCHES = ("greedy", "best-of")
 
 
 def resolve_params(
@@ -142,15 +144,23 @@ def anonymize_lkc(
     on_step: Callable[[StepInfo], None] | None = None,
     suppress: float | str | Fraction | None = None,
     suppressed_mode: str = "root",
+    search: str = "greedy",
 ) -> LKCRelease:
     """Anonymize `table` centrally; ID columns in `drop` are removed before anything else.
 
     `suppress` is the share of records that may be suppressed (at the root, or removed with
     ``suppressed_mode="drop"``); see :mod:`fedanon.algorithms.tds.suppression`.
+    `search` is ``"greedy"`` (one top-down run, what the distributed mode runs too) or
+    ``"best-of"`` (centralized only, discernibility score under a budget: one greedy run per
+    candidate order, keeping the release with the lowest discernibility ratio).
     """
     share = parse_suppression_share(suppress)
     if suppressed_mode not in SUPPRESSED_MODES:
         raise FedanonError(f"--suppressed must be one of {', '.join(SUPPRESSED_MODES)}")
+    if search not in SEARCHES:
+        raise FedanonError(f"--search must be one of {', '.join(SEARCHES)}")
+    if search == "best-of" and score != "discernibility":
+        raise FedanonError("--search best-of ranks releases by discernibility: use that score")
     missing = [c for c in drop if c not in table.columns]
     if missing:
         raise FedanonError(f"the table has no ID column '{missing[0]}' to drop")
@@ -161,6 +171,8 @@ def anonymize_lkc(
     party = LocalParty(schema, table)
     encoded = time.perf_counter()
     result = LKCEngine(schema, params, score=score, on_step=on_step, suppress=share).run(party)
+    if search == "best-of" and share:
+        party, result = _better_order(table, schema, params, party, result, share)
     done = time.perf_counter()
     released = party.generalized_table(result.suppressed_partitions, suppressed_mode == "drop")
     finished = time.perf_counter()
@@ -171,6 +183,29 @@ def anonymize_lkc(
         "generalize": round(finished - done, 4),
     }
     return LKCRelease(released, result, report)
+
+
+def _better_order(
+    table: pd.DataFrame,
+    schema: Schema,
+    params: LKCParams,
+    party: LocalParty,
+    result: LKCResult,
+    share: Fraction,
+) -> tuple[LocalParty, LKCResult]:
+    """The default order's run against the other orders' runs: the lowest discernibility ratio
+    wins (ties keep the default). Each other run grows its own copy of any dynamic tree; the
+    winner's trees replace the caller's, so the schema matches the release as after one run."""
+    for order in (o for o in ORDERS if o != result.order):
+        trial_schema = copy.deepcopy(schema)
+        trial_party = LocalParty(trial_schema, table)
+        trial = LKCEngine(
+            trial_schema, params, score="discernibility", suppress=share, order=order
+        ).run(trial_party)
+        if trial.discernibility_ratio < result.discernibility_ratio:
+            party, result = trial_party, trial
+            schema.taxonomies[:] = trial_schema.taxonomies
+    return party, result
 
 
 def build_report(
@@ -214,5 +249,6 @@ def build_report(
             "suppressed_records": result.suppressed,
             "suppressed_groups": int(result.suppressed_partitions.size),
             "mode": suppressed_mode,
+            "order": result.order,
         }
     return report

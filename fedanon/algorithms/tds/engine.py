@@ -16,6 +16,7 @@ changed (see :mod:`fedanon.algorithms.tds.validity`). Invalid candidates are dro
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -41,6 +42,8 @@ from fedanon.algorithms.tds.suppression import (
 from fedanon.algorithms.tds.validity import GroupExtremes, Validator
 from fedanon.errors import FedanonError, InfeasibleError
 from fedanon.schema import LKCParams, Schema
+
+ORDERS = ("free-first", "per-record")
 
 
 class CountSource(Protocol):
@@ -101,6 +104,7 @@ class LKCResult:
     suppressed: int = 0
     suppression_budget: int = 0
     suppressed_partitions: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    order: str = "free-first"  # how candidates were ranked under the budget
 
 
 @dataclass
@@ -116,7 +120,8 @@ class _Stats:
     def store(self, first: int, block: np.ndarray) -> None:
         need = first + block.shape[0]
         if need > self.data.shape[0]:
-            grown = np.zeros((max(need, 2 * self.data.shape[0]), *self.data.shape[1:]), np.int64)
+            # Rows past the table's size are never read before they are stored: no zero fill.
+            grown = np.empty((max(need, 2 * self.data.shape[0]), *self.data.shape[1:]), np.int64)
             grown[: self.data.shape[0]] = self.data
             self.data = grown
         self.data[first:need] = block
@@ -132,11 +137,18 @@ class LKCEngine:
         score: str = "infogain",
         on_step: Callable[[StepInfo], None] | None = None,
         suppress: Fraction = Fraction(0),
+        order: str | None = None,
     ) -> None:
         """`suppress` is the share of records that may be suppressed (see
-        :mod:`fedanon.algorithms.tds.suppression`); 0 keeps the plain LKC validity test."""
+        :mod:`fedanon.algorithms.tds.suppression`); 0 keeps the plain LKC validity test.
+
+        `order` ranks candidates under a budget (without one both orders are the plain score):
+        "free-first" or "per-record"; by default "per-record" for the discernibility score and
+        "free-first" for InfoGain (docs/lkc.md, "Record suppression")."""
         if score not in SCORES:
             raise FedanonError(f"unknown score '{score}' (choose from {', '.join(SCORES)})")
+        if order is not None and order not in ORDERS:
+            raise FedanonError(f"unknown order '{order}' (choose from {', '.join(ORDERS)})")
         if score == "infogain" and (schema.class_column is None or len(schema.class_values) < 1):
             raise FedanonError("score 'infogain' needs a class column (--class)")
         if suppress > 0 and min(params.L, len(schema.taxonomies)) < len(schema.taxonomies):
@@ -148,6 +160,7 @@ class LKCEngine:
         self.params = params
         self.score = score
         self.suppress = Fraction(suppress)
+        self.order = order or ("per-record" if score == "discernibility" else "free-first")
         self.budget = 0
         self.suppressed = 0
         self.on_step = on_step
@@ -174,6 +187,19 @@ class LKCEngine:
         # Under a budget the suppressed records are one group: charge its growth.
         grown = self.suppressed + cand.suppression
         return float(cand.discernibility - (grown * grown - self.suppressed * self.suppressed))
+
+    def _per_record(self, cand: Candidate) -> float:
+        """Order "per-record" under a budget: the score per square root of the records it
+        splits, scaled by the share of the remaining budget the candidate leaves unspent.
+
+        Dividing by sqrt(|T[x]|) stops one wide early split (most of n^2 at once) from closing
+        the deep paths that a budget makes reachable; the budget factor (never 0 for a valid
+        candidate) makes a candidate that spends much of what is left wait. A negative score is
+        divided by the factor, so spending budget never makes a loss look smaller.
+        """
+        value = self._score(cand) / math.sqrt(max(1, int(cand.total[0])))
+        unspent = 1 - max(cand.suppression, 0) / (self.budget - self.suppressed + 1)
+        return value * unspent if value >= 0 else value / unspent
 
     def _class_counts(self, counts: np.ndarray) -> np.ndarray:
         return counts[..., 1 : 1 + self.layout.n_class]
@@ -232,9 +258,7 @@ class LKCEngine:
                 )
             else:
                 contrib = discernibility_reduction(sizes, self._slots(attr)[rows, :, 0])
-            nodes, inverse = np.unique(self.table.keys[rows, attr], return_inverse=True)
-            sums = np.bincount(inverse, weights=contrib.astype(np.float64)).astype(np.int64)
-            for node, value in zip(nodes.tolist(), sums.tolist(), strict=True):
+            for node, value in _sums_by_node(self.table.keys[rows, attr], contrib):
                 cand = self.candidates.get((attr, node))
                 if cand is not None:
                     cand.discernibility += sign * value
@@ -255,9 +279,7 @@ class LKCEngine:
                 1 + lay.n_class,
                 lay.n_sensitive,
             )
-            nodes, inverse = np.unique(self.table.keys[rows, attr], return_inverse=True)
-            sums = np.bincount(inverse, weights=delta.astype(np.float64)).astype(np.int64)
-            for node, value in zip(nodes.tolist(), sums.tolist(), strict=True):
+            for node, value in _sums_by_node(self.table.keys[rows, attr], delta):
                 cand = self.candidates.get((attr, node))
                 if cand is not None:
                     cand.suppression += sign * value
@@ -297,9 +319,13 @@ class LKCEngine:
             if not cand.valid:
                 continue
             # InfoGain ignores what suppression costs, so under a budget it first performs what
-            # suppresses nothing more; discernibility charges suppression in its score.
+            # suppresses nothing more (order "free-first"); order "per-record" ranks by the
+            # budget-aware value of _per_record instead.
             free = cand.suppression <= 0
-            key = (free, self._score(cand), -attr, -node)
+            if self.suppress and self.order == "per-record":
+                key = (True, self._per_record(cand), -attr, -node)
+            else:
+                key = (free, self._score(cand), -attr, -node)
             if best_key is None or key > best_key:
                 best, best_key = cand, key
         return best
@@ -378,6 +404,7 @@ class LKCEngine:
             suppressed=suppressed,
             suppression_budget=self.budget,
             suppressed_partitions=suppressed_parts,
+            order=self.order,
         )
 
     def _step_info(self, iteration: int, best: Candidate) -> StepInfo:
@@ -444,3 +471,14 @@ class LKCEngine:
         for other in range(len(self.taxonomies)):
             if other != attr:
                 self._invalidate(other, (other, attr), new_rows)
+
+
+def _sums_by_node(nodes: np.ndarray, values: np.ndarray) -> list[tuple[int, int]]:
+    """(node, sum of `values` over the partitions at that node), ascending by node.
+
+    Node ids are small, so bincount over the ids themselves replaces sorting them (np.unique),
+    which cost more than the sums for the few partitions a step usually touches.
+    """
+    sums = np.bincount(nodes, weights=values.astype(np.float64))
+    present = np.flatnonzero(np.bincount(nodes))
+    return list(zip(present.tolist(), sums[present].astype(np.int64).tolist(), strict=True))

@@ -19,16 +19,26 @@ import pandas as pd
 
 _LIMIT = 1 << 62
 _CHUNK_ELEMENTS = 1 << 22
+_DIRECT_BINS_PER_ELEMENT = 8  # above this key-space / element ratio, hash instead
 
 
 def dense_ranks(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per column, re-code values to 0..r-1; return (ranks matrix, radix per column)."""
+    """Per column, re-code values to 0..r-1 in ascending order; return (ranks, radix per column).
+
+    Keys are taxonomy node ids (small non-negative integers), so a presence table and its
+    running count rank a column without sorting it.
+    """
     ranks = np.empty(keys.shape, dtype=np.int64)
-    radix = np.zeros(keys.shape[1], dtype=np.int64)
+    radix = np.ones(keys.shape[1], dtype=np.int64)
+    if keys.shape[0] == 0:
+        return ranks, radix
     for col in range(keys.shape[1]):
-        uniq, inverse = np.unique(keys[:, col], return_inverse=True)
-        ranks[:, col] = inverse
-        radix[col] = max(1, uniq.size)
+        values = keys[:, col]
+        present = np.zeros(int(values.max()) + 1, dtype=np.int64)
+        present[values] = 1
+        rank_of = np.cumsum(present) - 1
+        ranks[:, col] = rank_of[values]
+        radix[col] = max(1, int(rank_of[-1]) + 1)
     return ranks, radix
 
 
@@ -75,6 +85,11 @@ def group_chunks(
     for start in range(0, n_subsets, per_chunk):
         ids = np.arange(start, min(n_subsets, start + per_chunk))
         cols = subset_cols[ids]
+        spans = float(base_radix) * np.prod(radix[cols].astype(np.float64), axis=1)
+        if spans.sum() <= _DIRECT_BINS_PER_ELEMENT * n_rows * ids.size:
+            inverse, n_groups = _direct_groups(base, int(base_radix), ranks, radix, cols)
+            yield GroupChunk(ids, inverse, n_groups)
+            continue
         if span < _LIMIT:
             key = np.repeat(base[:, None], ids.size, axis=1)
             for j in range(width):
@@ -94,6 +109,27 @@ def group_chunks(
             inverse[:, i] = inv + offset
             offset += len(uniq)
         yield GroupChunk(ids, inverse, offset)
+
+
+def _direct_groups(
+    base: np.ndarray, base_radix: int, ranks: np.ndarray, radix: np.ndarray, cols: np.ndarray
+) -> tuple[np.ndarray, int]:
+    """Group ids without hashing, for chunks whose exact key space is small.
+
+    Each subset's key is mixed-radix over its own columns' radices (not the widest one), so
+    the key space of a chunk is often only a few times its element count; marking the keys
+    present and numbering them by a running count then costs two passes over the elements and
+    one over the key space, against one hash look-up per element for factorizing.
+    """
+    key = np.repeat(base.astype(np.int64)[:, None], cols.shape[0], axis=1)
+    for j in range(cols.shape[1]):
+        key = key * radix[cols[:, j]][None, :] + ranks[:, cols[:, j]]
+    spans = base_radix * np.prod(radix[cols], axis=1)
+    key += (np.cumsum(spans) - spans)[None, :]
+    present = np.zeros(int(spans.sum()), dtype=bool)
+    present[key.reshape(-1)] = True
+    number = np.cumsum(present, dtype=np.int64) - 1
+    return number[key], int(number[-1]) + 1
 
 
 def _factorize_wide(

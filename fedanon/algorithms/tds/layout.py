@@ -23,6 +23,7 @@ ever gets finer), so sharing it with the parties reveals nothing the release doe
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -53,7 +54,7 @@ class StatsLayout:
     def slots(self) -> int:
         return 1 + sum(self.widths)
 
-    @property
+    @cached_property
     def offsets(self) -> tuple[int, ...]:
         """First slot of each attribute's children block."""
         out, at = [], 1
@@ -70,7 +71,9 @@ class StatsLayout:
         expected = self.vector_length(n_partitions)
         if vector.size != expected:
             raise ValueError(f"statistics vector has {vector.size} elements, expected {expected}")
-        return vector.astype(np.int64, copy=False).reshape(n_partitions, self.slots, self.channels)
+        # Counts below 2^63 read the same as uint64 or int64: reinterpret instead of copying.
+        counts = vector.view(np.int64) if vector.dtype == np.uint64 else vector.astype(np.int64)
+        return counts.reshape(n_partitions, self.slots, self.channels)
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,14 @@ class LocalParty:
         self.sensitive = self._encode_sensitive(table)
         self.partitions = PartitionTable.with_roots([t.root for t in schema.taxonomies])
         self.record_partition = np.zeros(len(table), dtype=np.int64)
+        widest = max((t.max_children for t in schema.taxonomies), default=0)
+        self._slot_dtype = np.int16 if widest < (1 << 15) else np.int64
+        self._slot: list[np.ndarray] = []  # per QID: each record's child position, -1 at a leaf
+        self._profile, self._profile_channels = self._profiles()
+        self._blocks: list[np.ndarray] = []  # own statistics of each step's new partitions
+        self._block_live: list[int] = []  # live partitions per block
+        self._block_first: list[int] = []  # index of each block's first partition
+        self._block_of = np.zeros(16, dtype=np.int64)  # partition index -> block
 
     # ----------------------------------------------------------------- encoding
     def _encode_class(self, table: pd.DataFrame) -> np.ndarray | None:
@@ -61,45 +69,98 @@ class LocalParty:
         return out
 
     # ----------------------------------------------------------------- counting
-    def _channel_counts(self, key: np.ndarray, n_keys: int, rows: np.ndarray) -> np.ndarray:
-        """(n_keys, channels) counts of records `rows` grouped by `key` (same length as rows)."""
-        lay = self.layout
-        out = np.zeros((n_keys, lay.channels), dtype=np.int64)
-        out[:, 0] = np.bincount(key, minlength=n_keys)
-        if self.classes is not None and lay.n_class:
-            cls = self.classes[rows]
-            out[:, 1 : 1 + lay.n_class] = np.bincount(
-                key * lay.n_class + cls, minlength=n_keys * lay.n_class
-            ).reshape(n_keys, lay.n_class)
-        for j in range(lay.n_sensitive):
-            hit = self.sensitive[j, rows]
-            out[:, 1 + lay.n_class + j] = np.bincount(key[hit], minlength=n_keys)
-        return out
+    def _profiles(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each record's *profile* (class and sensitive flags, densely numbered) and the channel
+        counts one record of each profile adds.
 
-    def _stats(self, first: int, count: int) -> np.ndarray:
-        """Flat statistics of partitions ``first .. first+count-1`` in the canonical layout."""
-        lay = self.layout
-        rows = np.flatnonzero(self.record_partition >= first)
-        rel = self.record_partition[rows] - first
-        out = np.zeros((count, lay.slots, lay.channels), dtype=np.int64)
-        out[:, 0, :] = self._channel_counts(rel, count, rows)
-        keys = self.partitions.keys[first : first + count]
-        for a, (tax, width, offset) in enumerate(
-            zip(self.schema.taxonomies, lay.widths, lay.offsets, strict=True)
-        ):
+        One bincount over profiles and a small matrix product replace one bincount per channel.
+        """
+        lay, n = self.layout, len(self.table)
+        classes = self.classes if self.classes is not None and lay.n_class else None
+        code = np.zeros(n, np.int64) if classes is None else classes.astype(np.int64)
+        for j in range(lay.n_sensitive):
+            code = code * 2 + self.sensitive[j]
+            if j % 32 == 31:  # keep the combined code small: re-number densely
+                code = pd.factorize(code)[0].astype(np.int64)
+        _, first, profile = np.unique(code, return_index=True, return_inverse=True)
+        channels = np.zeros((first.size, lay.channels), dtype=np.int64)
+        channels[:, 0] = 1
+        if classes is not None:
+            channels[np.arange(first.size), 1 + classes[first]] = 1
+        for j in range(lay.n_sensitive):
+            channels[:, 1 + lay.n_class + j] = self.sensitive[j, first]
+        return profile.astype(np.int64), channels
+
+    def _slots_at(self, attr: int, node_depth: int, rows: np.ndarray) -> np.ndarray:
+        """Child position of records `rows`, whose cut nodes on `attr` all lie at depth
+        `node_depth` (the roots at the start; Best's children after a step); -1 at a leaf.
+
+        ``ancestor_table`` holds -1 below an atom's deepest node, so a leaf maps to -1 directly,
+        and one column of it (the ancestors one level down) serves every record.
+        """
+        tax = self.schema.taxonomies[attr]
+        child = tax.ancestor_table()[:, node_depth + 1][self.atoms[attr][rows]]
+        slot = tax.child_rank()[child]
+        return np.where(child >= 0, slot, -1).astype(self._slot_dtype)
+
+    def _grouped(self, base: np.ndarray, slot: np.ndarray, n_parts: int, width: int) -> np.ndarray:
+        """(n_parts, width, channels) counts: `base` = part * (width + 1) * P + profile, per
+        record; `slot` = the record's child position (-1 at a leaf, counted nowhere)."""
+        P = self._profile_channels.shape[0]
+        key = base + (slot.astype(np.int64) + 1) * P
+        hist = np.bincount(key, minlength=n_parts * (width + 1) * P)
+        hist = hist.reshape(n_parts, width + 1, P)[:, 1:, :]
+        return hist @ self._profile_channels
+
+    def _count_blocks(
+        self, rel: np.ndarray, rows: np.ndarray, n_parts: int, attrs: Sequence[int], out: np.ndarray
+    ) -> None:
+        """Fill `out` (n_parts, slots, channels) with the children blocks of `attrs` counted from
+        records `rows` of partitions `rel` (relative indices)."""
+        P = self._profile_channels.shape[0]
+        profile = self._profile[rows]
+        for a in attrs:
+            width, offset = self.layout.widths[a], self.layout.offsets[a]
             if width == 0:
                 continue
-            nodes = keys[rel, a]
-            leaf = np.array([tax.is_leaf(n) for n in range(tax.n_nodes)], dtype=bool)
-            inner = ~leaf[nodes]
-            if not inner.any():
-                continue
-            sel_rows = rows[inner]
-            slot = tax.child_slots(nodes[inner], self.atoms[a][sel_rows])
-            key = rel[inner] * width + slot
-            counts = self._channel_counts(key, count * width, sel_rows)
-            out[:, offset : offset + width, :] = counts.reshape(count, width, lay.channels)
-        return out.reshape(-1).astype(np.uint64)
+            base = rel * ((width + 1) * P) + profile
+            out[:, offset : offset + width, :] = self._grouped(
+                base, self._slot[a][rows], n_parts, width
+            )
+
+    def _own_counts(self, rel: np.ndarray, rows: np.ndarray, n_parts: int) -> np.ndarray:
+        """(n_parts, channels) counts of records `rows` by partition `rel`."""
+        P = self._profile_channels.shape[0]
+        hist = np.bincount(rel * P + self._profile[rows], minlength=n_parts * P)
+        return hist.reshape(n_parts, P) @ self._profile_channels
+
+    def _remember(self, first: int, stats: np.ndarray) -> None:
+        """Keep this party's own statistics of new partitions (the parents of later splits).
+
+        Blocks are kept as returned, one per step, and dropped once none of their partitions is
+        live: no copy into one growing array, and memory bounded by the live partitions' blocks.
+        """
+        block = len(self._blocks)
+        self._blocks.append(stats)
+        self._block_live.append(stats.shape[0])
+        self._block_first.append(first)
+        need = first + stats.shape[0]
+        if need > self._block_of.size:
+            cap = max(need, 2 * self._block_of.size)
+            self._block_of = np.resize(self._block_of, cap)
+        self._block_of[first:need] = block
+
+    def _parents(self, link: np.ndarray) -> np.ndarray:
+        """This party's statistics of the partitions `link` (live until now), then forget them."""
+        blocks = self._block_of[link]
+        out = np.empty((link.size, self.layout.slots, self.layout.channels), dtype=np.int64)
+        for block in np.unique(blocks).tolist():
+            mine = blocks == block
+            out[mine] = self._blocks[block][link[mine] - self._block_first[block]]
+            self._block_live[block] -= int(mine.sum())
+            if self._block_live[block] == 0:
+                self._blocks[block] = self._blocks[block][:0]
+        return out
 
     # ----------------------------------------------------------------- protocol steps
     def atom_histogram(self, attr: int, node: int) -> np.ndarray:
@@ -126,29 +187,73 @@ class LocalParty:
     def start(self, splits: Sequence[DynamicSplit] = ()) -> np.ndarray:
         """Statistics of the single initial partition (every record at the roots)."""
         self._apply_splits(splits)
-        return self._stats(0, 1)
+        n = len(self.table)
+        rows = np.arange(n, dtype=np.int64)
+        self._slot = [
+            self._slots_at(a, tax.depth[tax.root], rows)
+            for a, tax in enumerate(self.schema.taxonomies)
+        ]
+        rel = np.zeros(n, dtype=np.int64)
+        out = np.zeros((1, self.layout.slots, self.layout.channels), dtype=np.int64)
+        out[:, 0, :] = self._own_counts(rel, rows, 1)
+        self._count_blocks(rel, rows, 1, range(len(self.schema.taxonomies)), out)
+        self._remember(0, out)
+        return _frozen_vector(out)
 
     def specialize(self, step: Specialization) -> np.ndarray:
-        """Apply Best to T_g and to the records; return the statistics of the new partitions."""
+        """Apply Best to T_g and to the records; return the statistics of the new partitions.
+
+        Only the specialized attribute needs every moved record counted. For any other
+        attribute a child partition has its parent's value, so the counts of a parent's
+        children add up to the parent's own: each parent's largest child (by local records) is
+        derived as parent minus its siblings, and only the other children's records are counted
+        (the histogram-subtraction trick; exact integer arithmetic, so the vector is unchanged).
+        """
         self._apply_splits(step.splits)
-        tax = self.schema.taxonomies[step.attr]
-        children = tax.children[step.node]
-        applied = self.partitions.apply(step, children)
+        attr = step.attr
+        children = np.asarray(self.schema.taxonomies[attr].children[step.node], dtype=np.int64)
+        applied = self.partitions.apply(step, list(children))
+        first, n_new = applied.first_new, applied.n_new
         position = np.full(self.partitions.size, -1, dtype=np.int64)
         position[applied.link] = np.arange(applied.link.size)
         rows = np.flatnonzero(position[self.record_partition] >= 0)
-        if rows.size:
-            slot = tax.child_slots(
-                np.full(rows.size, step.node, dtype=np.int64), self.atoms[step.attr][rows]
+        out = np.zeros((n_new, self.layout.slots, self.layout.channels), dtype=np.int64)
+        if n_new == 0:
+            return _frozen_vector(out)
+        slot = self._slot[attr][rows].astype(np.int64)
+        target = applied.new_index[position[self.record_partition[rows]], slot]
+        if (target < 0).any():
+            raise FedanonError(
+                "instruction marks a child group empty that holds local records "
+                "(parties disagree on the data)"
             )
-            target = applied.new_index[position[self.record_partition[rows]], slot]
-            if (target < 0).any():
-                raise FedanonError(
-                    "instruction marks a child group empty that holds local records "
-                    "(parties disagree on the data)"
-                )
-            self.record_partition[rows] = target
-        return self._stats(applied.first_new, applied.n_new)
+        self.record_partition[rows] = target
+        depth = self.schema.taxonomies[attr].depth[step.node] + 1
+        self._slot[attr][rows] = self._slots_at(attr, depth, rows)
+        rel = target - first
+        self._count_blocks(rel, rows, n_new, (attr,), out)
+
+        # The largest child of every parent is derived; count the records of the others.
+        parent_of = np.repeat(np.arange(applied.link.size), (applied.new_index >= 0).sum(axis=1))
+        starts = np.flatnonzero(np.r_[True, parent_of[1:] != parent_of[:-1]])
+        size = np.bincount(rel, minlength=n_new)
+        order = np.lexsort((-size, parent_of))  # per parent, largest first (ties: first child)
+        heavy = order[np.searchsorted(parent_of[order], parent_of[starts])]
+        light = np.ones(n_new, dtype=bool)
+        light[heavy] = False
+        counted = light[rel]
+        lrows, lrel = rows[counted], rel[counted]
+        others = [a for a in range(len(self.schema.taxonomies)) if a != attr]
+        out[:, 0, :] = self._own_counts(lrel, lrows, n_new)
+        self._count_blocks(lrel, lrows, n_new, others, out)
+        siblings = np.add.reduceat(out, starts, axis=0)
+        parents = self._parents(applied.link)  # heavy[i] is the child of link[i]
+        offset, width = self.layout.offsets[attr], self.layout.widths[attr]
+        keep = out[heavy, offset : offset + width, :]
+        out[heavy] = parents - siblings
+        out[heavy, offset : offset + width, :] = keep
+        self._remember(first, out)
+        return _frozen_vector(out)
 
     # ----------------------------------------------------------------- release
     def generalized_table(
@@ -177,3 +282,10 @@ class LocalParty:
                 label_codes[keys[:, a]], categories=labels
             )
         return pd.DataFrame(columns, index=table.index)
+
+
+def _frozen_vector(stats: np.ndarray) -> np.ndarray:
+    """The flat uint64 statistics vector, as a read-only view of `stats` (kept as parents'
+    counts): no copy, and a consumer that tried to change it in place would fail loudly."""
+    stats.flags.writeable = False
+    return stats.reshape(-1).view(np.uint64)

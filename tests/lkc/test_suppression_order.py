@@ -1,0 +1,107 @@
+"""Candidate orders under a suppression budget, and the centralized best-of search.
+
+The ARX numbers below were measured with ARX's optimal search and its discernibility model on
+the ARX Adult extract (bench/bench_arx.py, 2 % record-suppression limit); they are the target of
+issue #17 (DR at or below ARX's at every k with the same budget).
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from fedanon.algorithms.tds.api import anonymize_lkc, build_schema, resolve_params
+from fedanon.algorithms.tds.engine import ORDERS, LKCEngine
+from fedanon.algorithms.tds.local_party import LocalParty
+from fedanon.errors import FedanonError
+from fedanon.models.lkc import check_lkc
+from fedanon.readers.datadir import data_dir, have_data
+from fedanon.schema import LKCParams
+from fedanon.taxonomy.loader import load_taxonomy
+
+from .strategies import lkc_case
+
+ARX_QIDS = [
+    "sex",
+    "age",
+    "race",
+    "marital-status",
+    "education",
+    "native-country",
+    "workclass",
+    "occupation",
+]
+# k -> ARX's discernibility ratio at a 2 % suppression limit (suppressed rows form one group).
+ARX_DR_2PCT = {5: 0.0027205, 10: 0.0045708, 20: 0.0076960, 50: 0.0215606, 100: 0.0371031}
+
+
+def _run(schema, table, params, share, order):
+    return LKCEngine(
+        schema, params, score="discernibility", suppress=Fraction(share), order=order
+    ).run(LocalParty(schema, table))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=lkc_case())
+def test_best_of_keeps_the_lowest_ratio_and_passes_the_checker(case):
+    schema, table, _L, K, C = case
+    L = len(schema.taxonomies)
+    params = LKCParams.of(L, K, C)
+    try:
+        ratios = [
+            _run(schema, table, params, "0.1", order).discernibility_ratio for order in ORDERS
+        ]
+        release = anonymize_lkc(
+            table, schema, params, "discernibility", suppress="0.1", search="best-of"
+        )
+    except FedanonError:
+        return  # infeasible start: covered by the engine's own tests
+    assert release.result.discernibility_ratio == min(ratios)
+    roots = {t.attribute: t.labels[t.root] for t in schema.taxonomies}
+    sensitive = {s.column: [s.value] for s in schema.sensitive}
+    budget = int(Fraction(1, 10) * len(table))
+    check = check_lkc(
+        release.table, schema.qids, sensitive, L, K, C, suppressed=roots, max_suppressed=budget
+    )
+    assert check.ok, check.worst
+    assert release.report["suppression"]["order"] in ORDERS
+
+
+def test_best_of_needs_the_discernibility_score():
+    table = pd.DataFrame({"a": ["x"]})
+    with pytest.raises(FedanonError, match="best-of"):
+        anonymize_lkc(table, None, LKCParams.of(1, 1, 1), "infogain", search="best-of")
+    with pytest.raises(FedanonError, match="--search"):
+        anonymize_lkc(table, None, LKCParams.of(1, 1, 1), "infogain", search="beam")
+
+
+def test_unknown_order_is_refused():
+    with pytest.raises(FedanonError, match="unknown order"):
+        LKCEngine(None, LKCParams.of(1, 1, 1), score="discernibility", order="random")
+
+
+@pytest.mark.skipif(not have_data("adult", "arx_adult.csv"), reason="needs shared Adult data")
+@pytest.mark.parametrize("k", sorted(ARX_DR_2PCT))
+def test_arx_adult_ratio_at_or_below_arx_with_two_percent(k):
+    """best-of meets ARX's DR at every k; the greedy per-record order alone at every k but 10,
+    where it is 0.4 % above (0.004589 vs 0.004571, docs/lkc.md)."""
+    table = pd.read_csv(data_dir() / "adult" / "arx_adult.csv", sep=";", dtype=str)
+    taxonomy = load_taxonomy(
+        data_dir() / "adult" / "arx_hierarchies", data_columns=list(table.columns)
+    )
+    params = resolve_params("k-anonymity", len(ARX_QIDS), None, k, None)
+    ratios = {}
+    for search in ("greedy", "best-of"):
+        schema = build_schema(taxonomy, table, ARX_QIDS, [], "salary-class")
+        release = anonymize_lkc(
+            table, schema, params, "discernibility", suppress="0.02", search=search
+        )
+        assert release.result.suppressed <= int(0.02 * len(table))
+        ratios[search] = release.result.discernibility_ratio
+    assert ratios["best-of"] <= ARX_DR_2PCT[k]
+    assert ratios["best-of"] <= ratios["greedy"]
+    tolerance = 1.01 if k == 10 else 1.0
+    assert ratios["greedy"] <= ARX_DR_2PCT[k] * tolerance
