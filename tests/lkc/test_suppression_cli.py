@@ -149,31 +149,11 @@ def test_sim_with_budget_matches_the_centralized_command(tmp_path: Path) -> None
 
 @pytest.mark.parametrize(("score", "code"), [("discernibility", 0), ("infogain", 2)])
 def test_search_best_of_needs_the_discernibility_score(tmp_path: Path, score: str, code: int):
-    data, taxonomy = _files(tmp_path)
-    out, report = tmp_path / "out.csv", tmp_path / "r.json"
-    done = run_cli(
-        "anonymize",
-        "lkc",
-        "--data",
-        data,
-        "--taxonomy",
-        taxonomy,
-        "--preset",
-        "k-anonymity",
-        "--K",
-        "3",
-        "--score",
-        score,
-        "--suppress",
-        "1/12",
-        "--search",
-        "best-of",
-        "--out",
-        out,
-        "--report",
-        report,
-        "--quiet",
-    )
+    report = tmp_path / "r.json"
+    done, _taxonomy, out = _anonymize(
+        tmp_path, "--score", score, "--suppress", "1/12", "--search", "best-of",
+        "--report", report,
+    )  # fmt: skip
     if code == 0:
         assert done.code == 0, done.err
         assert json.loads(report.read_text())["suppression"]["order"] in (
