@@ -37,6 +37,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # run as a script: make `tools` importable
 
+from fedanon.readers.datadir import data_dir  # noqa: E402
 from tools.layout import namespaced_folders  # noqa: E402
 
 MUTANT_DIR = REPO / "bench" / "mutants"
@@ -148,7 +149,15 @@ def copy_repository(destination: Path) -> None:
 
 def run_tests(copy: Path, tests: tuple[str, ...], timeout: float) -> PytestRun:
     """Run pytest on `tests` inside `copy`: exit code (None on timeout), first failing test."""
-    env = {**os.environ, "PYTHONPATH": str(copy), "PYTHONDONTWRITEBYTECODE": "1"}
+    # The copy lives in a temporary folder, where the default data directory (beside the
+    # repository) does not exist: without this, data-backed tests would skip and their
+    # mutants would "survive".
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(copy),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "FEDANON_DATA_DIR": str(data_dir()),
+    }
     began = time.perf_counter()
     try:
         done = subprocess.run(
