@@ -10,15 +10,24 @@ Wall seconds, and CPU seconds of every process of the run (this one, plus the da
 worker processes, from /proc): on a shared machine the wall ratio carries the other tenants'
 load, the CPU ratio does not.
 
+``--whole-process`` measures what a user runs instead (the issue's own reading): one
+``fedanon anonymize lkc`` process against one ``fedanon leader run --config job.toml`` process,
+the daemons already up; interpreter start, imports, reading and writing count in both. CPU is
+the child process (with its reaped children, ``RUSAGE_CHILDREN``) plus the daemons' delta.
+
     .venv/bin/python bench/bench_union_modes.py --repeat 3
+    .venv/bin/python bench/bench_union_modes.py --whole-process --repeat 5
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import os
+import resource
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -31,7 +40,7 @@ from machine_info import describe
 from fedanon.algorithms.tds.api import anonymize_lkc, build_schema
 from fedanon.leader.config import spec_from_table
 from fedanon.leader.run import run_job
-from fedanon.leader.sim import federation, split_table
+from fedanon.leader.sim import Federation, federation, split_table
 from fedanon.readers.datadir import data_dir
 from fedanon.readers.table_io import write_table
 from fedanon.taxonomy.loader import load_taxonomy
@@ -58,6 +67,73 @@ def tree_cpu(pid: int) -> float:
     return ticks / os.sysconf("SC_CLK_TCK") + sum(tree_cpu(child) for child in children)
 
 
+def fedanon_command() -> list[str]:
+    """The ``fedanon`` console script of this interpreter's environment (what a user runs)."""
+    script = Path(sys.executable).with_name("fedanon")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "fedanon.cli.main"]
+
+
+def write_job_toml(path: Path, fed: Federation, args: argparse.Namespace, mode: str) -> Path:
+    """The job.toml a steward would write for this federation, one union mode, output beside."""
+    tls = fed.leader_tls
+    assert tls is not None
+    lines = [
+        'name = "leader"',
+        f'taxonomy = "{args.taxonomy.resolve()}"',
+        f'out = "{path.with_suffix(".csv")}"',
+        "[lkc]",
+        f"L = {args.L}",
+        f"K = {args.K}",
+        f'C = "{args.C}"',
+        "[union]",
+        f'mode = "{mode}"',
+        "[tls]",
+        f'ca = "{tls.ca}"',
+        f'cert = "{tls.cert}"',
+        f'key = "{tls.key}"',
+    ]
+    for hop in fed.hops:
+        lines += ["[[parties]]", f'name = "{hop.name}"', f'address = "{hop.address}"']
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path.with_suffix(".csv")
+
+
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def whole_process(
+    args: argparse.Namespace, fed: Federation, work: Path, mode: str, r: int
+) -> tuple[float, float, Path, dict[str, float]]:
+    """One run as its own process: wall seconds, CPU seconds (child + daemons), release path
+    and the leader's phase seconds from its JSON report (empty for the centralized run)."""
+    if mode == "centralized":
+        out = work / f"{mode}-{r}.csv"
+        command = [
+            *fedanon_command(),
+            *("anonymize", "lkc", "--data", str(args.data), "--taxonomy", str(args.taxonomy)),
+            *("--L", str(args.L), "--K", str(args.K), "--C", str(args.C)),
+            *("--out", str(out), "--quiet", "--json"),
+        ]
+    else:
+        out = write_job_toml(work / f"{mode}-{r}.toml", fed, args, mode)
+        command = [
+            *fedanon_command(),
+            *("leader", "run", "--config", str(work / f"{mode}-{r}.toml"), "--quiet", "--json"),
+        ]
+    daemons = [d.process.pid for d in fed.daemons if d.process is not None]
+    daemon_cpu = sum(tree_cpu(pid) for pid in daemons)
+    cpu_began, began = children_cpu(), time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - began
+    cpu = children_cpu() - cpu_began + sum(tree_cpu(pid) for pid in daemons) - daemon_cpu
+    if done.returncode != 0:
+        raise SystemExit(f"{mode}: exit {done.returncode}: {done.stderr.strip()[-500:]}")
+    report = json.loads(done.stdout)
+    return wall, cpu, out, report["seconds"] if mode != "centralized" else {}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     adult = data_dir() / "adult"
@@ -68,6 +144,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--K", type=int, default=20)
     parser.add_argument("--C", default="0.2")
     parser.add_argument("--repeat", type=int, default=3, help="rounds of the three runs")
+    parser.add_argument(
+        "--whole-process",
+        action="store_true",
+        help="each run as its own fedanon process (anonymize lkc / leader run)",
+    )
     args = parser.parse_args(argv)
     if not args.data.exists() or not args.taxonomy.exists():
         print(f"data not found: {args.data} / {args.taxonomy}", file=sys.stderr)
@@ -89,10 +170,29 @@ def main(argv: list[str] | None = None) -> int:
     wall: dict[str, list[float]] = {m: [] for m in MODES}
     cpu: dict[str, list[float]] = {m: [] for m in MODES}
     phases: dict[str, list[dict[str, float]]] = {m: [] for m in MODES[1:]}
-    reference: Counter[tuple[str, ...]] | None = None
+    reference: dict[str, Counter[tuple[str, ...]]] = {}
+
+    def check_release(out: Path, mode: str, r: int) -> bool:
+        """Every release must equal the first (centralized) one; print the round's time."""
+        released = rows(pd.read_csv(out, dtype=str, keep_default_na=False))
+        if released != reference.setdefault("first", released):
+            print(f"{mode}: the release differs from the centralized one", file=sys.stderr)
+            return False
+        print(f"round {r + 1} {mode}: {wall[mode][-1]:.3f} s", flush=True)
+        return True
+
     with federation(parts, args.taxonomy) as fed:
         for r in range(args.repeat):
             for mode in MODES:
+                if args.whole_process:
+                    w, c, out, seconds = whole_process(args, fed, work, mode, r)
+                    wall[mode].append(w)
+                    cpu[mode].append(c)
+                    if seconds:
+                        phases[mode].append(seconds)
+                    if not check_release(out, mode, r):
+                        return 1
+                    continue
                 out = work / f"{mode}-{r}.csv"
                 daemons = [d.process.pid for d in fed.daemons if d.process is not None]
                 daemon_cpu = sum(tree_cpu(pid) for pid in daemons)
@@ -119,16 +219,13 @@ def main(argv: list[str] | None = None) -> int:
                     + sum(tree_cpu(pid) for pid in daemons)
                     - daemon_cpu
                 )
-                released = rows(pd.read_csv(out, dtype=str, keep_default_na=False))
-                reference = reference or released
-                if released != reference:
-                    print(f"{mode}: the release differs from the centralized one", file=sys.stderr)
+                if not check_release(out, mode, r):
                     return 1
-                print(f"round {r + 1} {mode}: {wall[mode][-1]:.3f} s", flush=True)
     central = statistics.median(wall["centralized"])
     central_cpu = statistics.median(cpu["centralized"])
     print()
-    print(f"Median of {args.repeat} alternating rounds (seconds; ratio to centralized)")
+    how = "whole processes" if args.whole_process else "in this process"
+    print(f"Median of {args.repeat} alternating rounds, {how} (seconds; ratio to centralized)")
     print()
     parts_of_run = ("handshake", "specialize", "union", "check", "write")
     print(
@@ -140,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     for mode in MODES:
         w, c = statistics.median(wall[mode]), statistics.median(cpu[mode])
         split = [
-            f"{statistics.median(p[k] for p in phases[mode]):.3f}" if mode in phases else "-"
+            f"{statistics.median(p[k] for p in phases[mode]):.3f}" if phases.get(mode) else "-"
             for k in parts_of_run
         ]
         print(

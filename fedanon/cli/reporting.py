@@ -174,7 +174,7 @@ def finish_distributed_reports(
     from fedanon.atomic import write_json_atomic
     from fedanon.readers.table_io import read_table
 
-    release = read_table(job.out).astype(str)
+    release = read_table(job.out).astype(object)  # Arrow text without nulls: the same str
     revealed = report.get("party_records") or {}
     steward = lkc_release_report(
         args,
