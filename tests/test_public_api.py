@@ -312,6 +312,8 @@ def test_a_sanitized_log_table_reads_back_as_the_same_log() -> None:
     assert table["items"].tolist() == ["", "1 3", "", "7", ""]
     assert as_log(table) == log
     assert as_log(pd.DataFrame({"items": [" 5  2 ", ""]})).to_lists() == [[2, 5], []]
+    # Every basket emptied (a sanitization that deletes all of a tiny log's items).
+    assert as_log(log_table(Transactions.from_lists([[], []]))).to_lists() == [[], []]
     for bad in ("1 -2", "1 x", "x 1"):
         with pytest.raises(FedanonError, match="non-negative item numbers"):
             as_log(pd.DataFrame({"items": [bad]}))

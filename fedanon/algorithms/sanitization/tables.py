@@ -74,7 +74,10 @@ def _parsed(table: pd.DataFrame, name: str) -> Transactions:
     lines = table["items"].astype(str)
     lengths = lines.str.count(r"\S+").to_numpy(dtype=np.int64)
     # numpy's C text parser stops at the first token that is not a number: count to catch it.
-    items = np.fromstring(" ".join(lines), dtype=np.int64, sep=" ")
+    # (A text without any number is refused by the parser rather than read as none: a log
+    # whose every transaction is empty is parsed without it.)
+    text = " ".join(lines)
+    items = np.fromstring(text, dtype=np.int64, sep=" ") if lengths.any() else np.empty(0, np.int64)
     if len(items) != lengths.sum() or (items < 0).any():
         raise ValueError("not a list of non-negative item numbers")
     return Transactions.from_csr(np.concatenate(([0], np.cumsum(lengths))), items)
