@@ -134,10 +134,11 @@ def _direct_keys(
     """
     spans = base_radix * np.prod(radix[cols], axis=1)
     total = int(spans.sum())
-    dtype = np.int32 if total < (1 << 31) else np.int64
+    dtype = np.dtype(np.int32 if total < (1 << 31) else np.int64)
     prefix, lead = base.astype(dtype), 0
     while lead < cols.shape[1] and (cols[:, lead] == cols[0, lead]).all():
-        prefix = prefix * dtype(radix[cols[0, lead]]) + columns[cols[0, lead]]
+        prefix *= radix[cols[0, lead]].astype(dtype)
+        prefix += columns[cols[0, lead]]
         lead += 1
     keys = np.empty((cols.shape[0], base.shape[0]), dtype=dtype)
     keys[:] = prefix
