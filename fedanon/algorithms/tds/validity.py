@@ -13,6 +13,7 @@ alone. Comparisons are exact integers: ``sens * den > num * size`` with C = num/
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -63,10 +64,11 @@ class Validator:
         are checked.
         """
         others_fixed = tuple(a for a in required if a != attr)
-        free = subsets_with(self.n_qids, self.subset_size, (attr, *others_fixed))
-        if keys.shape[0] == 0 or free.shape[0] == 0:
+        subset_cols = _subset_columns(
+            self.n_qids, self.subset_size, (attr, *others_fixed), others_fixed
+        )
+        if keys.shape[0] == 0 or subset_cols.shape[0] == 0:
             return np.zeros(0, dtype=np.int64)
-        subset_cols = _with_fixed(free, others_fixed)
         stats = slot_stats
         row_idx, slot_idx = np.nonzero(stats[:, :, 0] > 0)
         if row_idx.size == 0:
@@ -120,7 +122,7 @@ class Validator:
         The engine calls it on the partitions a specialization created, with `required` = the
         specialized attribute: those are exactly the groups that changed.
         """
-        subset_cols = _with_fixed(subsets_with(self.n_qids, self.subset_size, required), required)
+        subset_cols = _subset_columns(self.n_qids, self.subset_size, required, required)
         ranks, radix = dense_ranks(keys)
         base = np.zeros(keys.shape[0], dtype=np.int64)
         counts = own[:, 0].astype(np.float64)
@@ -143,6 +145,13 @@ class Validator:
         return GroupExtremes(min_size=min_size, max_confidence=max_conf)
 
 
-def _with_fixed(free: np.ndarray, fixed: tuple[int, ...]) -> np.ndarray:
-    """Prepend the always-present attributes `fixed` to every subset row of `free`."""
-    return np.hstack([np.tile(np.array(fixed, dtype=np.int64), (free.shape[0], 1)), free])
+@functools.cache
+def _subset_columns(
+    n_qids: int, size: int, required: tuple[int, ...], fixed: tuple[int, ...]
+) -> np.ndarray:
+    """Subsets of `size` containing `required`, as rows of columns: `fixed` first, then the
+    subset's other members. Cached: a run asks for the same lists every step (read-only)."""
+    free = subsets_with(n_qids, size, required)
+    cols = np.hstack([np.tile(np.array(fixed, dtype=np.int64), (free.shape[0], 1)), free])
+    cols.flags.writeable = False
+    return cols
