@@ -200,10 +200,10 @@ class LKCEngine:
         self._counting = 0.0
 
     # ----------------------------------------------------------------- helpers
-    def _slots(self, attr: int, rows: np.ndarray) -> np.ndarray:
-        """The children slots of `attr` for partitions `rows` (ascending)."""
+    def _slots(self, attr: int, stats: np.ndarray) -> np.ndarray:
+        """The children slots of `attr` within `stats` (partitions x slots x channels)."""
         off, width = self.layout.offsets[attr], self.layout.widths[attr]
-        return self.stats.take(rows, off, off + width)
+        return stats[:, off : off + width, :]
 
     def _score(self, cand: Candidate) -> float:
         if self.score == "infogain":
@@ -246,10 +246,13 @@ class LKCEngine:
             self._counting += time.perf_counter() - began
 
     # ----------------------------------------------------------------- candidates
-    def _add_candidates(self, attr: int, nodes: list[int], rows: np.ndarray) -> None:
-        """Create candidates for non-leaf `nodes` of `attr` from the partitions `rows`."""
+    def _add_candidates(
+        self, attr: int, nodes: list[int], rows: np.ndarray, stats: np.ndarray
+    ) -> None:
+        """Create candidates for non-leaf `nodes` of `attr` from the partitions `rows` (whose
+        statistics are `stats`)."""
         tax = self.taxonomies[attr]
-        slots, own = self._slots(attr, rows), self.stats.own(rows)
+        slots, own = self._slots(attr, stats), stats[:, 0, :]
         keys = self.table.keys[rows, attr]
         for node in nodes:
             if tax.is_leaf(node):
@@ -262,11 +265,14 @@ class LKCEngine:
                 gain = info_gain(self._class_counts(total), self._class_counts(children))
             self.candidates[(attr, node)] = Candidate(attr, node, total, children, gain)
 
-    def _update_discernibility(self, rows: np.ndarray, sign: int, skip_attr: int | None) -> None:
-        """Add (sign=+1) or remove (-1) the contributions of partitions `rows` to candidates."""
+    def _update_discernibility(
+        self, rows: np.ndarray, stats: np.ndarray, sign: int, skip_attr: int | None
+    ) -> None:
+        """Add (sign=+1) or remove (-1) the contributions of partitions `rows` (statistics
+        `stats`) to candidates."""
         if self.score != "discernibility" or rows.size == 0:
             return
-        own = self.stats.own(rows)
+        own = stats[:, 0, :]
         sizes = own[:, 0]
         for attr in range(len(self.taxonomies)):
             if attr == skip_attr:
@@ -275,30 +281,33 @@ class LKCEngine:
                 lay = self.layout
                 contrib = kept_discernibility_reduction(
                     own,
-                    self._slots(attr, rows),
+                    self._slots(attr, stats),
                     self.params.K,
                     self.params.C,
                     1 + lay.n_class,
                     lay.n_sensitive,
                 )
             else:
-                contrib = discernibility_reduction(sizes, self._slots(attr, rows)[:, :, 0])
+                contrib = discernibility_reduction(sizes, self._slots(attr, stats)[:, :, 0])
             for node, value in _sums_by_node(self.table.keys[rows, attr], contrib):
                 cand = self.candidates.get((attr, node))
                 if cand is not None:
                     cand.discernibility += sign * value
 
-    def _update_suppression(self, rows: np.ndarray, sign: int, skip_attr: int | None) -> None:
-        """Add (+1) or remove (-1) what partitions `rows` add to candidates' suppression deltas."""
+    def _update_suppression(
+        self, rows: np.ndarray, stats: np.ndarray, sign: int, skip_attr: int | None
+    ) -> None:
+        """Add (+1) or remove (-1) what partitions `rows` (statistics `stats`) add to
+        candidates' suppression deltas."""
         if not self.suppress or rows.size == 0:
             return
-        lay, own = self.layout, self.stats.own(rows)
+        lay, own = self.layout, stats[:, 0, :]
         for attr in range(len(self.taxonomies)):
             if attr == skip_attr:
                 continue
             delta = suppression_deltas(
                 own,
-                self._slots(attr, rows),
+                self._slots(attr, stats),
                 self.params.K,
                 self.params.C,
                 1 + lay.n_class,
@@ -322,16 +331,20 @@ class LKCEngine:
         )
         return live[bad]
 
-    def _invalidate(self, attr: int, required: tuple[int, ...], rows: np.ndarray) -> None:
-        """Re-check the valid candidates of `attr` over partitions `rows` and subsets ⊇ required."""
+    def _invalidate(
+        self, attr: int, required: tuple[int, ...], rows: np.ndarray, stats: np.ndarray
+    ) -> None:
+        """Re-check the valid candidates of `attr` over partitions `rows` (statistics `stats`)
+        and subsets ⊇ required."""
         if self.suppress:
             return  # the budget test in _best replaces the group-by-group test
         valid_nodes = [n for (a, n), c in self.candidates.items() if a == attr and c.valid]
         if not valid_nodes or rows.size == 0:
             return
-        rows = rows[np.isin(self.table.keys[rows, attr], valid_nodes)]
+        keys = self.table.keys[rows]
+        mine = np.isin(keys[:, attr], valid_nodes)
         bad = self.validator.violating_nodes(
-            self.table.keys[rows], self._slots(attr, rows), attr, required
+            keys[mine], self._slots(attr, stats)[mine], attr, required
         )
         for node in bad.tolist():
             self.candidates[(attr, node)].valid = False
@@ -385,11 +398,11 @@ class LKCEngine:
         self.extremes = self.validator.group_extremes(self.table.keys[:1], first[:, 0, :])
         rows = np.array([0], dtype=np.int64)
         for attr, tax in enumerate(self.taxonomies):
-            self._add_candidates(attr, [tax.root], rows)
-        self._update_discernibility(rows, +1, None)
-        self._update_suppression(rows, +1, None)
+            self._add_candidates(attr, [tax.root], rows, first)
+        self._update_discernibility(rows, first, +1, None)
+        self._update_suppression(rows, first, +1, None)
         for attr in range(len(self.taxonomies)):
-            self._invalidate(attr, (attr,), rows)
+            self._invalidate(attr, (attr,), rows, first)
 
         iteration = 0
         while (best := self._best()) is not None:
@@ -487,15 +500,17 @@ class LKCEngine:
         del self.candidates[(attr, node)]
         self.suppressed += best.suppression
         self.cut[attr] = [n for n in self.cut[attr] if n != node] + children
-        self._update_discernibility(link, -1, attr)
-        self._update_suppression(link, -1, attr)
-        self._add_candidates(attr, children, new_rows)
-        self._update_discernibility(new_rows, +1, None)
-        self._update_suppression(new_rows, +1, None)
-        self._invalidate(attr, (attr,), new_rows)
+        if self.score == "discernibility" or self.suppress:
+            parents = self.stats.take(link)
+            self._update_discernibility(link, parents, -1, attr)
+            self._update_suppression(link, parents, -1, attr)
+        self._add_candidates(attr, children, new_rows, block)
+        self._update_discernibility(new_rows, block, +1, None)
+        self._update_suppression(new_rows, block, +1, None)
+        self._invalidate(attr, (attr,), new_rows, block)
         for other in range(len(self.taxonomies)):
             if other != attr:
-                self._invalidate(other, (other, attr), new_rows)
+                self._invalidate(other, (other, attr), new_rows, block)
 
 
 def _sums_by_node(nodes: np.ndarray, values: np.ndarray) -> list[tuple[int, int]]:
