@@ -198,6 +198,7 @@ class LKCEngine:
         self.cut: list[list[int]] = [[t.root] for t in schema.taxonomies]
         self.history: list[dict[str, Any]] = []
         self._counting = 0.0
+        self._progress_min = 0  # smallest group so far, for StepInfo (progress display)
 
     # ----------------------------------------------------------------- helpers
     def _slots(self, attr: int, stats: np.ndarray) -> np.ndarray:
@@ -395,7 +396,7 @@ class LKCEngine:
         self._check_feasible(first[0, 0])
         self.budget = budget_records(self.suppress, int(first[0, 0, 0]))
         self.stats.store(0, first)
-        self.extremes = self.validator.group_extremes(self.table.keys[:1], first[:, 0, :])
+        self._progress_min = int(first[0, 0, 0])  # one group: the whole table
         rows = np.array([0], dtype=np.int64)
         for attr, tax in enumerate(self.taxonomies):
             self._add_candidates(attr, [tax.root], rows, first)
@@ -414,11 +415,11 @@ class LKCEngine:
         live = self.table.live_indices()
         suppressed_parts = self._violating_live() if self.suppress else live[:0]
         if self.suppress:
-            kept = np.setdiff1d(live, suppressed_parts)
-            self.extremes = self.validator.group_extremes(
-                self.table.keys[kept], self.stats.own(kept)
-            )
-            live = kept
+            live = np.setdiff1d(live, suppressed_parts)
+        # Every group the run ever formed is a union of final groups, so the final groups hold
+        # the smallest size and the highest confidence: one pass over the live partitions
+        # (cheaper than one per step over each step's new partitions).
+        extremes = self.validator.group_extremes(self.table.keys[live], self.stats.own(live))
         suppressed = int(self.stats.own(suppressed_parts)[:, 0].sum())
         if suppressed != self.suppressed or suppressed > self.budget:
             raise FedanonError("internal error: suppressed record count out of step")
@@ -432,7 +433,7 @@ class LKCEngine:
             },
             specializations=self.history,
             partitions=int(live.size),
-            extremes=self.extremes,
+            extremes=extremes,
             seconds_counting=self._counting,
             seconds_deciding=total - self._counting,
             records=records,
@@ -454,7 +455,7 @@ class LKCEngine:
             score=self._score(best),
             partitions=int(self.table.alive[: self.table.size].sum()),
             candidates=sum(1 for c in self.candidates.values() if c.valid),
-            min_group_size=self.extremes.min_size,
+            min_group_size=self._progress_min,
         )
 
     def _specialize(self, best: Candidate, source: CountSource) -> None:
@@ -480,19 +481,13 @@ class LKCEngine:
             )
         self.stats.store(applied.first_new, block)
         new_rows = np.arange(applied.first_new, applied.first_new + applied.n_new)
-        if applied.n_new:
+        if applied.n_new and self.on_step is not None:
+            # Progress only: the groups this step changed are the only ones that can be
+            # smaller than the smallest so far.
             changed = self.validator.group_extremes(
                 self.table.keys[new_rows], block[:, 0, :], (attr,)
             )
-            self.extremes = GroupExtremes(
-                min_size=min(self.extremes.min_size, changed.min_size),
-                max_confidence=[
-                    max(a, b)
-                    for a, b in zip(
-                        self.extremes.max_confidence, changed.max_confidence, strict=True
-                    )
-                ],
-            )
+            self._progress_min = min(self._progress_min, changed.min_size)
 
         self.history.append(
             {"attribute": tax.attribute, "value": tax.labels[node], "score": self._score(best)}
