@@ -30,7 +30,7 @@ from fedanon.algorithms.tds.layout import DynamicSplit, PartitionTable, Speciali
 from fedanon.algorithms.tds.scores import (
     SCORES,
     best_binary_split,
-    discernibility_reduction,
+    discernibility_reductions,
     info_gain,
 )
 from fedanon.algorithms.tds.suppression import (
@@ -273,27 +273,34 @@ class LKCEngine:
         `stats`) to candidates."""
         if self.score != "discernibility" or rows.size == 0:
             return
-        own = stats[:, 0, :]
-        sizes = own[:, 0]
-        for attr in range(len(self.taxonomies)):
-            if attr == skip_attr:
-                continue
-            if self.suppress:
-                lay = self.layout
-                contrib = kept_discernibility_reduction(
-                    own,
-                    self._slots(attr, stats),
-                    self.params.K,
-                    self.params.C,
-                    1 + lay.n_class,
-                    lay.n_sensitive,
-                )
-            else:
-                contrib = discernibility_reduction(sizes, self._slots(attr, stats)[:, :, 0])
-            for node, value in _sums_by_node(self.table.keys[rows, attr], contrib):
-                cand = self.candidates.get((attr, node))
-                if cand is not None:
-                    cand.discernibility += sign * value
+        attrs = [a for a in range(len(self.taxonomies)) if a != skip_attr]
+        if not attrs:
+            return
+        own, lay = stats[:, 0, :], self.layout
+        if self.suppress:
+            contrib = np.stack(
+                [
+                    kept_discernibility_reduction(
+                        own,
+                        self._slots(attr, stats),
+                        self.params.K,
+                        self.params.C,
+                        1 + lay.n_class,
+                        lay.n_sensitive,
+                    )
+                    for attr in attrs
+                ],
+                axis=1,
+            )
+        else:
+            ends = np.array(lay.offsets) + np.array(lay.widths)
+            contrib = discernibility_reductions(
+                own[:, 0], stats[:, :, 0], np.array(lay.offsets), ends
+            )[:, attrs]
+        for attr, node, value in self._sums_by_candidate(rows, attrs, contrib):
+            cand = self.candidates.get((attr, node))
+            if cand is not None:
+                cand.discernibility += sign * value
 
     def _update_suppression(
         self, rows: np.ndarray, stats: np.ndarray, sign: int, skip_attr: int | None
@@ -302,22 +309,51 @@ class LKCEngine:
         candidates' suppression deltas."""
         if not self.suppress or rows.size == 0:
             return
+        attrs = [a for a in range(len(self.taxonomies)) if a != skip_attr]
+        if not attrs:
+            return
         lay, own = self.layout, stats[:, 0, :]
-        for attr in range(len(self.taxonomies)):
-            if attr == skip_attr:
-                continue
-            delta = suppression_deltas(
-                own,
-                self._slots(attr, stats),
-                self.params.K,
-                self.params.C,
-                1 + lay.n_class,
-                lay.n_sensitive,
+        delta = np.stack(
+            [
+                suppression_deltas(
+                    own,
+                    self._slots(attr, stats),
+                    self.params.K,
+                    self.params.C,
+                    1 + lay.n_class,
+                    lay.n_sensitive,
+                )
+                for attr in attrs
+            ],
+            axis=1,
+        )
+        for attr, node, value in self._sums_by_candidate(rows, attrs, delta):
+            cand = self.candidates.get((attr, node))
+            if cand is not None:
+                cand.suppression += sign * value
+
+    def _sums_by_candidate(
+        self, rows: np.ndarray, attrs: list[int], values: np.ndarray
+    ) -> list[tuple[int, int, int]]:
+        """(attr, node, sum of `values[:, j]` over partitions `rows` at that node of attrs[j]).
+
+        One bincount over (node, attribute) ids for every attribute at once: node ids are
+        small, so no sorting, and one call instead of one per attribute on small batches.
+        """
+        width = len(attrs)
+        ids = self.table.keys[rows][:, attrs].astype(np.int64) * width + np.arange(width)
+        flat = ids.reshape(-1)
+        sums = np.bincount(flat, weights=values.reshape(-1).astype(np.float64))
+        present = np.flatnonzero(np.bincount(flat))
+        attr_of = np.asarray(attrs, dtype=np.int64)[present % width]
+        return list(
+            zip(
+                attr_of.tolist(),
+                (present // width).tolist(),
+                sums[present].astype(np.int64).tolist(),
+                strict=True,
             )
-            for node, value in _sums_by_node(self.table.keys[rows, attr], delta):
-                cand = self.candidates.get((attr, node))
-                if cand is not None:
-                    cand.suppression += sign * value
+        )
 
     def _violating_live(self) -> np.ndarray:
         """Live partitions that violate K or C: the suppressed ones under a budget."""
@@ -506,14 +542,3 @@ class LKCEngine:
         for other in range(len(self.taxonomies)):
             if other != attr:
                 self._invalidate(other, (other, attr), new_rows, block)
-
-
-def _sums_by_node(nodes: np.ndarray, values: np.ndarray) -> list[tuple[int, int]]:
-    """(node, sum of `values` over the partitions at that node), ascending by node.
-
-    Node ids are small, so bincount over the ids themselves replaces sorting them (np.unique),
-    which cost more than the sums for the few partitions a step usually touches.
-    """
-    sums = np.bincount(nodes, weights=values.astype(np.float64))
-    present = np.flatnonzero(np.bincount(nodes))
-    return list(zip(present.tolist(), sums[present].astype(np.int64).tolist(), strict=True))
