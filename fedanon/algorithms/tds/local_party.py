@@ -226,12 +226,13 @@ class LocalParty:
         first, n_new = applied.first_new, applied.n_new
         position = np.full(self.partitions.size, -1, dtype=np.int64)
         position[applied.link] = np.arange(applied.link.size)
-        rows = np.flatnonzero(position[self.record_partition] >= 0)
+        parent_all = position[self.record_partition]  # index into link, -1 off Link_Best
+        rows = np.flatnonzero(parent_all >= 0)
         out = np.zeros((n_new, self.layout.slots, self.layout.channels), dtype=np.int64)
         if n_new == 0:
             return _frozen_vector(out)
         slot = self._slot[attr][rows].astype(np.int64)
-        target = applied.new_index[position[self.record_partition[rows]], slot]
+        target = applied.new_index.reshape(-1)[parent_all[rows] * len(children) + slot]
         if (target < 0).any():
             raise FedanonError(
                 "instruction marks a child group empty that holds local records "
