@@ -42,13 +42,27 @@ def test_direct_and_hashed_grouping_make_the_same_run(case):
     assert np.allclose(direct.max_confidence, hashed.max_confidence)
 
 
-def test_direct_groups_number_each_distinct_key_once():
+def test_direct_keys_separate_distinct_keys_and_subsets():
     # Two subsets over columns (0,) and (1,); rows 0 and 2 agree on column 0 only.
-    ranks = np.array([[0, 1], [1, 1], [0, 0]], dtype=np.int64)
+    columns = np.array([[0, 1, 0], [1, 1, 0]], dtype=np.int32)  # transposed ranks
     radix = np.array([2, 2], dtype=np.int64)
     cols = np.array([[0], [1]], dtype=np.int64)
-    inverse, n_groups = grouping._direct_groups(np.zeros(3, np.int64), 1, ranks, radix, cols)
-    assert n_groups == 4
-    assert inverse[0, 0] == inverse[2, 0] != inverse[1, 0]
-    assert inverse[0, 1] == inverse[1, 1] != inverse[2, 1]
-    assert len({*inverse[:, 0].tolist()} & {*inverse[:, 1].tolist()}) == 0
+    ids, n_groups = grouping._direct_keys(np.zeros(3, np.int64), 1, columns, radix, cols)
+    assert n_groups == 4  # two values per subset, one key space each
+    assert ids[0, 0] == ids[0, 2] != ids[0, 1]
+    assert ids[1, 0] == ids[1, 1] != ids[1, 2]
+    assert len({*ids[0].tolist()} & {*ids[1].tolist()}) == 0
+    assert ids.min() >= 0 and ids.max() < n_groups
+
+
+def test_direct_keys_fold_a_shared_leading_column_into_the_base():
+    # Both subsets start with column 0 (a required attribute); keys must still tell rows apart
+    # by it: rows 0 and 1 differ on column 0 only.
+    columns = np.array([[0, 1, 0], [2, 2, 1], [0, 0, 1]], dtype=np.int32)
+    radix = np.array([2, 3, 2], dtype=np.int64)
+    cols = np.array([[0, 1], [0, 2]], dtype=np.int64)
+    ids, n_groups = grouping._direct_keys(np.array([1, 1, 1]), 2, columns, radix, cols)
+    assert n_groups == 2 * (2 * 3) + 2 * (2 * 2)
+    assert ids[0, 0] != ids[0, 1] and ids[1, 0] != ids[1, 1]
+    assert ids[1, 0] != ids[1, 2]  # column 0 equal, column 2 differs
+    assert len({*ids[0].tolist()} & {*ids[1].tolist()}) == 0

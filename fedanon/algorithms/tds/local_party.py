@@ -151,15 +151,25 @@ class LocalParty:
         self._block_of[first:need] = block
 
     def _parents(self, link: np.ndarray) -> np.ndarray:
-        """This party's statistics of the partitions `link` (live until now), then forget them."""
+        """This party's statistics of the partitions `link` (live until now), then forget them.
+
+        `link` is ascending and blocks cover ascending index ranges, so the partitions of each
+        block form one run of `link`: one contiguous ``take`` per block, no boolean masks.
+        """
         blocks = self._block_of[link]
         out = np.empty((link.size, self.layout.slots, self.layout.channels), dtype=np.int64)
-        for block in np.unique(blocks).tolist():
-            mine = blocks == block
-            out[mine] = self._blocks[block][link[mine] - self._block_first[block]]
-            self._block_live[block] -= int(mine.sum())
+        if link.size == 0:
+            return out
+        ends = np.flatnonzero(np.r_[blocks[1:] != blocks[:-1], True]) + 1
+        begin = 0
+        for end in ends.tolist():
+            block = int(blocks[begin])
+            local = link[begin:end] - self._block_first[block]
+            np.take(self._blocks[block], local, axis=0, out=out[begin:end])
+            self._block_live[block] -= end - begin
             if self._block_live[block] == 0:
                 self._blocks[block] = self._blocks[block][:0]
+            begin = end
         return out
 
     # ----------------------------------------------------------------- protocol steps
@@ -216,12 +226,13 @@ class LocalParty:
         first, n_new = applied.first_new, applied.n_new
         position = np.full(self.partitions.size, -1, dtype=np.int64)
         position[applied.link] = np.arange(applied.link.size)
-        rows = np.flatnonzero(position[self.record_partition] >= 0)
+        parent_all = position[self.record_partition]  # index into link, -1 off Link_Best
+        rows = np.flatnonzero(parent_all >= 0)
         out = np.zeros((n_new, self.layout.slots, self.layout.channels), dtype=np.int64)
         if n_new == 0:
             return _frozen_vector(out)
         slot = self._slot[attr][rows].astype(np.int64)
-        target = applied.new_index[position[self.record_partition[rows]], slot]
+        target = applied.new_index.reshape(-1)[parent_all[rows] * len(children) + slot]
         if (target < 0).any():
             raise FedanonError(
                 "instruction marks a child group empty that holds local records "

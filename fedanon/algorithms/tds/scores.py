@@ -39,11 +39,19 @@ def info_gain(parent_classes: np.ndarray, child_classes: np.ndarray) -> float:
     return max(gain, 0.0)
 
 
-def discernibility_reduction(sizes: np.ndarray, child_sizes: np.ndarray) -> np.ndarray:
-    """Per partition: |p|^2 - sum_c |p_c|^2 (exact in int64)."""
+def discernibility_reductions(
+    sizes: np.ndarray, slot_sizes: np.ndarray, starts: np.ndarray, ends: np.ndarray
+) -> np.ndarray:
+    """Per partition and attribute: |p|^2 - sum_c |p_c|^2 (exact in int64).
+
+    `slot_sizes` holds every slot's record count (partitions x slots); attribute j's children
+    are slots ``starts[j]:ends[j]``. Running sums of the squares give every attribute's sum
+    at once (an attribute without children gets |p|^2 - 0).
+    """
     sizes = sizes.astype(np.int64)
-    child_sizes = child_sizes.astype(np.int64)
-    return sizes * sizes - (child_sizes * child_sizes).sum(axis=1)
+    squares = slot_sizes.astype(np.int64) ** 2
+    running = np.concatenate([np.zeros((squares.shape[0], 1), np.int64), squares.cumsum(axis=1)], 1)
+    return (sizes * sizes)[:, None] - (running[:, ends] - running[:, starts])
 
 
 def best_binary_split(hist: np.ndarray) -> int | None:

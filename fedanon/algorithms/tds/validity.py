@@ -13,6 +13,7 @@ alone. Comparisons are exact integers: ``sens * den > num * size`` with C = num/
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,6 +39,8 @@ class Validator:
         self.subset_size = min(params.L, n_qids)
         self.sens_from = 1 + n_class
         self.n_sensitive = n_sensitive
+        # Confidence C >= 1 bounds nothing (a share never exceeds 1): skip its sums.
+        self.confidence_bounded = n_sensitive > 0 and params.C < 1
 
     def _bad(self, size: np.ndarray, sens: np.ndarray) -> np.ndarray:
         """Boolean per group: violates K or C (sizes of empty groups never occur here)."""
@@ -53,53 +56,62 @@ class Validator:
         slot_stats: np.ndarray,
         attr: int,
         required: tuple[int, ...],
-        rows: np.ndarray,
     ) -> np.ndarray:
-        """Candidate nodes of `attr` (values of ``keys[rows, attr]``) that some bucket invalidates.
+        """Candidate nodes of `attr` (values of ``keys[:, attr]``) that some bucket invalidates.
 
-        `keys` are partition keys, `slot_stats` the partitions' child slots for `attr`
+        `keys` are the checked partitions' keys, `slot_stats` their child slots for `attr`
         (partitions x width x channels); only subsets containing `attr` and all of `required`
-        are checked, over the partitions `rows`.
+        are checked.
         """
         others_fixed = tuple(a for a in required if a != attr)
-        free = subsets_with(self.n_qids, self.subset_size, (attr, *others_fixed))
-        if rows.size == 0 or free.shape[0] == 0:
+        subset_cols = _subset_columns(
+            self.n_qids, self.subset_size, (attr, *others_fixed), others_fixed
+        )
+        if keys.shape[0] == 0 or subset_cols.shape[0] == 0:
             return np.zeros(0, dtype=np.int64)
-        subset_cols = _with_fixed(free, others_fixed)
-        stats = slot_stats[rows]
+        stats = slot_stats
         row_idx, slot_idx = np.nonzero(stats[:, :, 0] > 0)
         if row_idx.size == 0:
             return np.zeros(0, dtype=np.int64)
-        counts = stats[row_idx, slot_idx, 0].astype(np.float64)
+        counts = stats[row_idx, slot_idx, 0]
         sens = stats[row_idx, slot_idx, self.sens_from : self.sens_from + self.n_sensitive]
-        part_keys = keys[rows][row_idx]
+        part_keys = keys[row_idx]
+        # A group is a sum of elements, and a sum of elements that each pass K and C passes
+        # too: only candidates with an element that fails on its own can be invalidated.
+        suspect = np.unique(part_keys[self._bad(counts, sens), attr])
+        if suspect.size == 0:
+            return suspect.astype(np.int64)
+        mine = np.isin(part_keys[:, attr], suspect)
+        counts, sens, part_keys, slot_idx = (
+            counts[mine].astype(np.float64),
+            sens[mine],
+            part_keys[mine],
+            slot_idx[mine],
+        )
         ranks, radix = dense_ranks(part_keys)
         width = stats.shape[1]
         base = ranks[:, attr] * width + slot_idx
         base_radix = int(radix[attr]) * width
-        bad_row = np.zeros(row_idx.size, dtype=bool)
+        bad_row = np.zeros(counts.size, dtype=bool)
         for chunk in group_chunks(base, base_radix, ranks, radix, subset_cols):
-            flat = chunk.inverse.reshape(-1)
-            size = np.bincount(
-                flat, weights=np.repeat(counts, chunk.subset_ids.size), minlength=chunk.n_groups
-            ).astype(np.int64)
-            sens_sum = (
-                np.stack(
+            flat, reps = chunk.ids.reshape(-1), chunk.subset_ids.size
+            size = np.bincount(flat, weights=np.tile(counts, reps), minlength=chunk.n_groups)
+            sens_sum = np.zeros((chunk.n_groups, 0), dtype=np.int64)
+            if self.confidence_bounded:
+                sens_sum = np.stack(
                     [
                         np.bincount(
                             flat,
-                            weights=np.repeat(sens[:, j].astype(np.float64), chunk.subset_ids.size),
+                            weights=np.tile(sens[:, j].astype(np.float64), reps),
                             minlength=chunk.n_groups,
                         ).astype(np.int64)
                         for j in range(self.n_sensitive)
                     ],
                     axis=1,
                 )
-                if self.n_sensitive
-                else np.zeros((chunk.n_groups, 0), dtype=np.int64)
-            )
-            bad_group = self._bad(size, sens_sum)
-            bad_row |= bad_group[chunk.inverse].any(axis=1)
+            # Ids of empty groups are never looked up, so their (size 0) verdict is unused.
+            bad_group = self._bad(size.astype(np.int64), sens_sum)
+            bad_row |= bad_group[chunk.ids].any(axis=0)
         return np.unique(part_keys[bad_row, attr]).astype(np.int64)
 
     def group_extremes(
@@ -110,27 +122,36 @@ class Validator:
         The engine calls it on the partitions a specialization created, with `required` = the
         specialized attribute: those are exactly the groups that changed.
         """
-        subset_cols = _with_fixed(subsets_with(self.n_qids, self.subset_size, required), required)
+        subset_cols = _subset_columns(self.n_qids, self.subset_size, required, required)
         ranks, radix = dense_ranks(keys)
         base = np.zeros(keys.shape[0], dtype=np.int64)
         counts = own[:, 0].astype(np.float64)
         min_size = int(own[:, 0].sum())
         max_conf = [0.0] * self.n_sensitive
         for chunk in group_chunks(base, 1, ranks, radix, subset_cols):
-            flat = chunk.inverse.reshape(-1)
+            flat = chunk.ids.reshape(-1)
             reps = chunk.subset_ids.size
-            size = np.bincount(flat, weights=np.repeat(counts, reps), minlength=chunk.n_groups)
+            size = np.bincount(flat, weights=np.tile(counts, reps), minlength=chunk.n_groups)
+            present = size > 0  # partitions are never empty: the groups that exist
+            size = size[present]
             min_size = min(min_size, int(size.min()))
             for j in range(self.n_sensitive):
                 s = np.bincount(
                     flat,
-                    weights=np.repeat(own[:, self.sens_from + j].astype(float), reps),
+                    weights=np.tile(own[:, self.sens_from + j].astype(float), reps),
                     minlength=chunk.n_groups,
-                )
+                )[present]
                 max_conf[j] = max(max_conf[j], float((s / size).max()))
         return GroupExtremes(min_size=min_size, max_confidence=max_conf)
 
 
-def _with_fixed(free: np.ndarray, fixed: tuple[int, ...]) -> np.ndarray:
-    """Prepend the always-present attributes `fixed` to every subset row of `free`."""
-    return np.hstack([np.tile(np.array(fixed, dtype=np.int64), (free.shape[0], 1)), free])
+@functools.cache
+def _subset_columns(
+    n_qids: int, size: int, required: tuple[int, ...], fixed: tuple[int, ...]
+) -> np.ndarray:
+    """Subsets of `size` containing `required`, as rows of columns: `fixed` first, then the
+    subset's other members. Cached: a run asks for the same lists every step (read-only)."""
+    free = subsets_with(n_qids, size, required)
+    cols = np.hstack([np.tile(np.array(fixed, dtype=np.int64), (free.shape[0], 1)), free])
+    cols.flags.writeable = False
+    return cols
