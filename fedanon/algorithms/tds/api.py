@@ -172,7 +172,7 @@ def anonymize_lkc(
     encoded = time.perf_counter()
     result = LKCEngine(schema, params, score=score, on_step=on_step, suppress=share).run(party)
     if search == "best-of" and share:
-        party, result = _better_order(table, schema, params, party, result, share)
+        party, result = _better_order(schema, params, party, result, share)
     done = time.perf_counter()
     released = party.generalized_table(result.suppressed_partitions, suppressed_mode == "drop")
     finished = time.perf_counter()
@@ -186,7 +186,6 @@ def anonymize_lkc(
 
 
 def _better_order(
-    table: pd.DataFrame,
     schema: Schema,
     params: LKCParams,
     party: LocalParty,
@@ -194,11 +193,12 @@ def _better_order(
     share: Fraction,
 ) -> tuple[LocalParty, LKCResult]:
     """The default order's run against the other orders' runs: the lowest discernibility ratio
-    wins (ties keep the default). Each other run grows its own copy of any dynamic tree; the
-    winner's trees replace the caller's, so the schema matches the release as after one run."""
+    wins (ties keep the default). Each other run grows its own copy of any dynamic tree and
+    reuses the first run's encoding of the records; the winner's trees replace the caller's, so
+    the schema matches the release as after one run."""
     for order in (o for o in ORDERS if o != result.order):
         trial_schema = copy.deepcopy(schema)
-        trial_party = LocalParty(trial_schema, table)
+        trial_party = party.restarted(trial_schema)
         trial = LKCEngine(
             trial_schema, params, score="discernibility", suppress=share, order=order
         ).run(trial_party)

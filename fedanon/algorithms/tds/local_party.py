@@ -8,6 +8,7 @@ specialization moves only the records of the partitions on Link_Best.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 
 import numpy as np
@@ -34,12 +35,27 @@ class LocalParty:
         self.atoms = [tax.encode(table[tax.attribute]) for tax in schema.taxonomies]
         self.classes = self._encode_class(table)
         self.sensitive = self._encode_sensitive(table)
+        self._profile, self._profile_channels = self._profiles()
+        self._start_run()
+
+    def restarted(self, schema: Schema) -> LocalParty:
+        """This party's records, ready for another run under `schema` (a deep copy of this
+        party's schema, as a second search order needs): the encoding, most of the cost of
+        building a party, is shared; the run's state starts afresh."""
+        party = copy.copy(self)
+        party.schema = schema
+        party.layout = StatsLayout.for_schema(schema)
+        party._start_run()
+        return party
+
+    def _start_run(self) -> None:
+        """The state a run changes: every record in the all-root partition, nothing counted."""
+        schema = self.schema
         self.partitions = PartitionTable.with_roots([t.root for t in schema.taxonomies])
-        self.record_partition = np.zeros(len(table), dtype=np.int64)
+        self.record_partition = np.zeros(len(self.table), dtype=np.int64)
         widest = max((t.max_children for t in schema.taxonomies), default=0)
         self._slot_dtype = np.int16 if widest < (1 << 15) else np.int64
         self._slot: list[np.ndarray] = []  # per QID: each record's child position, -1 at a leaf
-        self._profile, self._profile_channels = self._profiles()
         self._blocks: list[np.ndarray] = []  # own statistics of each step's new partitions
         self._block_live: list[int] = []  # live partitions per block
         self._block_first: list[int] = []  # index of each block's first partition
