@@ -276,26 +276,13 @@ class LKCEngine:
         attrs = [a for a in range(len(self.taxonomies)) if a != skip_attr]
         if not attrs:
             return
-        own, lay = stats[:, 0, :], self.layout
         if self.suppress:
-            contrib = np.stack(
-                [
-                    kept_discernibility_reduction(
-                        own,
-                        self._slots(attr, stats),
-                        self.params.K,
-                        self.params.C,
-                        1 + lay.n_class,
-                        lay.n_sensitive,
-                    )
-                    for attr in attrs
-                ],
-                axis=1,
-            )
+            contrib = self._per_attribute(kept_discernibility_reduction, stats, attrs)
         else:
+            lay = self.layout
             ends = np.array(lay.offsets) + np.array(lay.widths)
             contrib = discernibility_reductions(
-                own[:, 0], stats[:, :, 0], np.array(lay.offsets), ends
+                stats[:, 0, 0], stats[:, :, 0], np.array(lay.offsets), ends
             )[:, attrs]
         for attr, node, value in self._sums_by_candidate(rows, attrs, contrib):
             cand = self.candidates.get((attr, node))
@@ -312,11 +299,23 @@ class LKCEngine:
         attrs = [a for a in range(len(self.taxonomies)) if a != skip_attr]
         if not attrs:
             return
-        lay, own = self.layout, stats[:, 0, :]
-        delta = np.stack(
+        delta = self._per_attribute(suppression_deltas, stats, attrs)
+        for attr, node, value in self._sums_by_candidate(rows, attrs, delta):
+            cand = self.candidates.get((attr, node))
+            if cand is not None:
+                cand.suppression += sign * value
+
+    def _per_attribute(
+        self, measure: Callable[..., np.ndarray], stats: np.ndarray, attrs: list[int]
+    ) -> np.ndarray:
+        """`measure` of every partition when specialized on each attribute of `attrs`, one
+        column per attribute: the suppression rules judge a partition's children (their slots)
+        against K and C the same way for the discernibility and the suppression updates."""
+        lay = self.layout
+        return np.stack(
             [
-                suppression_deltas(
-                    own,
+                measure(
+                    stats[:, 0, :],
                     self._slots(attr, stats),
                     self.params.K,
                     self.params.C,
@@ -327,10 +326,6 @@ class LKCEngine:
             ],
             axis=1,
         )
-        for attr, node, value in self._sums_by_candidate(rows, attrs, delta):
-            cand = self.candidates.get((attr, node))
-            if cand is not None:
-                cand.suppression += sign * value
 
     def _sums_by_candidate(
         self, rows: np.ndarray, attrs: list[int], values: np.ndarray
