@@ -37,7 +37,6 @@ the leader's per-iteration sum bytes times n, and the union's share as all wire 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import statistics
 import sys
 import tempfile
@@ -176,9 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     table = pd.read_csv(args.data, dtype=str, keep_default_na=False)
     taxonomy = load_taxonomy(args.taxonomy, data_columns=list(table.columns))
     spec = spec_from_table({"L": args.L, "K": args.K, "C": args.C}, taxonomy, "bench")
-    if spec.class_column and not spec.class_values:
-        values = sorted(table[spec.class_column].astype(str).unique())
-        spec = dataclasses.replace(spec, class_values=values)
+    spec = spec.with_class_values_of(table)
     print(
         f"data: {args.data.name}, {len(table)} records, {len(spec.qids)} QIDs, "
         f"L={args.L} K={args.K} C={args.C}, score {spec.score}, sum mode {args.sum_mode}"

@@ -15,7 +15,6 @@ message of the session counted once by its sender) and CPU seconds of every proc
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 import tempfile
 import time
@@ -59,9 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     table = pd.read_csv(data, dtype=str, keep_default_na=False)
     taxonomy = load_taxonomy(args.taxonomy, data_columns=list(table.columns))
     spec = spec_from_table({"L": args.L, "K": args.K, "C": args.C}, taxonomy, "bench")
-    if spec.class_column and not spec.class_values:
-        values = sorted(table[spec.class_column].astype(str).unique())
-        spec = dataclasses.replace(spec, class_values=values)
+    spec = spec.with_class_values_of(table)
     print(f"data: {data.name}, {len(table)} records, L={args.L} K={args.K} C={args.C}, 3 parties")
 
     began, cpu_began = time.perf_counter(), time.process_time()

@@ -148,9 +148,7 @@ def run_sim_lkc(args: argparse.Namespace) -> int:
     taxonomy = load_taxonomy(args.taxonomy, data_columns=list(table.columns))
     spec = spec_from_table(lkc_section(args), taxonomy, "options")
     check_job_columns(spec, taxonomy, table, args.data)
-    if spec.class_column and not spec.class_values:
-        values = sorted(table[spec.class_column].astype(str).unique())
-        spec = type(spec)(**{**spec.__dict__, "class_values": values})
+    spec = spec.with_class_values_of(table)
     parts = split_table(table, args.parties, args.split, args.seed)
     with federation(
         parts,

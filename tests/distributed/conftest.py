@@ -13,7 +13,6 @@ they return, whatever the outcome; tests that need other data or configurations 
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import os
 import signal
@@ -68,11 +67,7 @@ class Dataset:
     def spec(self, L: int | None, K: int, C: str | None, **lkc: Any) -> LKCJobSpec:
         """The job as the leader builds it (``spec_from_table``, like ``fedanon sim lkc``)."""
         section = {"L": L, "K": K, "C": C, "drop": list(self.drop), **lkc}
-        spec = spec_from_table(section, self.taxonomy, "test job")
-        if spec.class_column and not spec.class_values:
-            values = sorted(self.table[spec.class_column].astype(str).unique())
-            spec = dataclasses.replace(spec, class_values=values)
-        return spec
+        return spec_from_table(section, self.taxonomy, "test job").with_class_values_of(self.table)
 
 
 def load_dataset(table: pd.DataFrame, taxonomy_path: Path, drop: tuple[str, ...] = ()) -> Dataset:

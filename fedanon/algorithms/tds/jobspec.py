@@ -9,8 +9,11 @@ imports protos.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from fractions import Fraction
+
+import pandas as pd
 
 from fedanon.errors import FedanonError
 from fedanon.schema import LKCParams, Schema, SensitiveValue
@@ -46,6 +49,15 @@ class LKCJobSpec:
         if self.class_column and not self.class_values:
             raise FedanonError("the job's class column needs its class values listed")
         return Schema(trees, list(self.sensitive), self.class_column, list(self.class_values))
+
+    def with_class_values_of(self, table: pd.DataFrame) -> LKCJobSpec:
+        """This job with the class values `table` shows, when the job lists none: what a
+        simulation or benchmark holding the whole table may fill in (a real leader has no data
+        and must be told them)."""
+        if not self.class_column or self.class_values:
+            return self
+        values = sorted(table[self.class_column].astype(str).unique())
+        return dataclasses.replace(self, class_values=values)
 
     def fingerprint_items(self, schema: Schema) -> list[str]:
         """Parameters and schema, one comparable item per line."""
