@@ -19,20 +19,10 @@ import time
 import pandas as pd
 
 from fedanon.algorithms.tds.api import anonymize_lkc, build_schema, resolve_params
-from fedanon.readers.datadir import data_dir
-from fedanon.taxonomy.loader import load_taxonomy
+from fedanon.readers import arx_adult
 from fedanon.utility.metrics import discernibility_ratio
 
-QIDS = [
-    "sex",
-    "age",
-    "race",
-    "marital-status",
-    "education",
-    "native-country",
-    "workclass",
-    "occupation",
-]
+QIDS = arx_adult.QIDS
 
 
 def anjana_hierarchies(directory) -> dict:
@@ -46,9 +36,8 @@ def anjana_hierarchies(directory) -> dict:
 def main() -> int:
     from anjana.anonymity import k_anonymity
 
-    adult = data_dir() / "adult"
-    table = pd.read_csv(adult / "arx_adult.csv", sep=";", dtype=str)
-    hierarchies = anjana_hierarchies(adult / "arx_hierarchies")
+    table = arx_adult.read_extract()
+    hierarchies = anjana_hierarchies(arx_adult.folder() / "arx_hierarchies")
     print("| k | tool | seconds | DR | groups | fedanon/ANJANA time |")
     print("|---|---|---|---|---|---|")
     for k in (5, 10, 20, 50, 100):
@@ -58,8 +47,8 @@ def main() -> int:
         t_theirs = time.perf_counter() - began
 
         began = time.perf_counter()
-        taxonomy = load_taxonomy(adult / "arx_hierarchies", data_columns=list(table.columns))
-        schema = build_schema(taxonomy, table, QIDS, [], "salary-class")
+        taxonomy = arx_adult.load_hierarchies(table)
+        schema = build_schema(taxonomy, table, QIDS, [], arx_adult.CLASS_COLUMN)
         ours = anonymize_lkc(
             table, schema, resolve_params("k-anonymity", len(QIDS), None, k, None), "discernibility"
         ).table

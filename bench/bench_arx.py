@@ -31,19 +31,10 @@ from pathlib import Path
 import pandas as pd
 
 from fedanon.algorithms.tds.api import anonymize_lkc, build_schema, resolve_params
+from fedanon.readers import arx_adult
 from fedanon.readers.datadir import data_dir
-from fedanon.taxonomy.loader import load_taxonomy
 
-QIDS = [
-    "sex",
-    "age",
-    "race",
-    "marital-status",
-    "education",
-    "native-country",
-    "workclass",
-    "occupation",
-]
+QIDS = arx_adult.QIDS
 RESULT = re.compile(r"RESULT rep=(\d+) .*? anonymize_s=([0-9.]+) .*? suppressed=(\d+) ")
 
 
@@ -109,12 +100,11 @@ def run_fedanon(
     `score` may end in ``/best-of`` (``discernibility/best-of``): the centralized best-of
     search, which only differs from the greedy one under a budget."""
     score, _, search = score.partition("/")
-    adult = data_dir() / "adult"
-    taxonomy = load_taxonomy(adult / "arx_hierarchies", data_columns=list(table.columns))
+    taxonomy = arx_adult.load_hierarchies(table)
     params = resolve_params("k-anonymity", len(QIDS), None, k, None)
     times, cpu, release = [], [], None
     for rep in range(reps + 1):
-        schema = build_schema(taxonomy, table, QIDS, [], "salary-class")
+        schema = build_schema(taxonomy, table, QIDS, [], arx_adult.CLASS_COLUMN)
         began, began_cpu = time.perf_counter(), time.process_time()
         release = anonymize_lkc(
             table, schema, params, score, suppress=supp, search=search or "greedy"
@@ -152,7 +142,7 @@ def main() -> int:
         help="folder with ArxBench.java and lib/*.jar",
     )
     args = parser.parse_args()
-    table = pd.read_csv(data_dir() / "adult" / "arx_adult.csv", sep=";", dtype=str)
+    table = arx_adult.read_extract()
     print(f"medians of {args.reps} warm calls")
     print(
         "| k | suppression | fedanon score | ARX ms | fedanon ms (CPU) | fedanon/ARX | ARX DR "

@@ -16,26 +16,18 @@ import pandas as pd
 import pytest
 
 from fedanon.algorithms.tds.api import anonymize_lkc, build_schema, resolve_params
+from fedanon.readers import arx_adult
 from fedanon.readers.datadir import data_dir, have_data
 from fedanon.readers.table_io import read_table
 from fedanon.schema import LKCParams
 from fedanon.taxonomy.loader import load_taxonomy
 
 pytestmark = pytest.mark.skipif(
-    not (have_data("adult", "arx_adult.csv") and have_data("adult", "adult_all.csv")),
+    not (arx_adult.available() and have_data("adult", "adult_all.csv")),
     reason="needs shared Adult data",
 )
 
-ARX_QIDS = [
-    "sex",
-    "age",
-    "race",
-    "marital-status",
-    "education",
-    "native-country",
-    "workclass",
-    "occupation",
-]
+ARX_QIDS = arx_adult.QIDS
 
 
 def fingerprint(release_table: pd.DataFrame, qids: list[str], report: dict) -> tuple[int, int, str]:
@@ -49,8 +41,8 @@ def fingerprint(release_table: pd.DataFrame, qids: list[str], report: dict) -> t
 
 
 @pytest.fixture(scope="module")
-def arx_adult() -> pd.DataFrame:
-    return pd.read_csv(data_dir() / "adult" / "arx_adult.csv", sep=";", dtype=str)
+def arx_table() -> pd.DataFrame:
+    return arx_adult.read_extract()
 
 
 # (k, suppression, score) -> (specializations, suppressed, sha256 prefix), from main 0799b71,
@@ -74,13 +66,11 @@ ARX_JOBS = {
 
 
 @pytest.mark.parametrize(("k", "supp", "score"), sorted(ARX_JOBS))
-def test_arx_adult_release_unchanged(arx_adult, k, supp, score):
-    taxonomy = load_taxonomy(
-        data_dir() / "adult" / "arx_hierarchies", data_columns=list(arx_adult.columns)
-    )
-    schema = build_schema(taxonomy, arx_adult, ARX_QIDS, [], "salary-class")
+def test_arx_adult_release_unchanged(arx_table, k, supp, score):
+    taxonomy = arx_adult.load_hierarchies(arx_table)
+    schema = build_schema(taxonomy, arx_table, ARX_QIDS, [], arx_adult.CLASS_COLUMN)
     params = resolve_params("k-anonymity", len(ARX_QIDS), None, k, None)
-    release = anonymize_lkc(arx_adult, schema, params, score, suppress=supp)
+    release = anonymize_lkc(arx_table, schema, params, score, suppress=supp)
     assert fingerprint(release.table, ARX_QIDS, release.report) == ARX_JOBS[(k, supp, score)]
 
 
