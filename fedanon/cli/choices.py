@@ -15,3 +15,4 @@ SANITIZE_ALGORITHMS = (*SANITIZE_DATA_SHARING, "dsa")  # ...sanitization.api.ALG
 SANITIZE_DEFAULT_WINDOW = 50_000  # ...sanitization.api.DEFAULT_WINDOW
 RULE_SUPPORTS = ("itemset", "antecedent")  # fedanon.utility.miner.RULE_SUPPORTS
 CERT_ROLES = ("party", "leader")  # fedanon.crypto.identity.ROLES
+SUM_MODES = ("ring", "pairwise")  # fedanon.leader.config.SUM_MODES

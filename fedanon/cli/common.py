@@ -2,16 +2,28 @@
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import sys
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from fedanon.cli.choices import SUM_MODES
 from fedanon.errors import FedanonError
 
 if TYPE_CHECKING:  # imported where used: building the parser must stay light (start-up time)
     from rich.console import Console
+
+
+def add_sum_mode_option(parser: argparse.ArgumentParser) -> None:
+    """``--sum-mode`` of every simulated ring job (LKC and randomization)."""
+    parser.add_argument(
+        "--sum-mode",
+        choices=SUM_MODES,
+        default="ring",
+        help="secure sum: ring (masked token passing) or pairwise (masks per pair)",
+    )
 
 
 def split_list(text: str | None) -> list[str]:

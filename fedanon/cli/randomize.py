@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from fedanon.cli.common import print_summary, split_list, step_progress
+from fedanon.cli.common import add_sum_mode_option, print_summary, split_list, step_progress
 from fedanon.errors import FedanonError
 
 
@@ -135,12 +135,7 @@ def add_sim_randomize(methods: argparse._SubParsersAction) -> None:
     parser.add_argument("--parties", type=int, default=3, help="number of hospitals (default 3)")
     parser.add_argument("--split", default="random", help="random (default) or by-column=COL")
     parser.add_argument("--split-seed", type=int, default=1, help="seed of the random split")
-    parser.add_argument(
-        "--sum-mode",
-        choices=("ring", "pairwise"),
-        default="ring",
-        help="secure sum: ring (masked token passing) or pairwise (masks per pair)",
-    )
+    add_sum_mode_option(parser)
     parser.add_argument(
         "--keep-at-parties",
         action="store_true",

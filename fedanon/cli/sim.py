@@ -8,7 +8,7 @@ from pathlib import Path
 
 from fedanon.cli.anonymize import add_lkc_options
 from fedanon.cli.choices import DRBT_MATRICES
-from fedanon.cli.common import print_summary, split_list, step_progress
+from fedanon.cli.common import add_sum_mode_option, print_summary, split_list, step_progress
 from fedanon.cli.leader import progress_text, summarize
 from fedanon.cli.randomize import add_sim_randomize
 from fedanon.cli.reporting import add_report_options, finish_distributed_reports
@@ -24,12 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     lkc.add_argument("--split", default="random", help="random (default) or by-column=COL")
     lkc.add_argument("--seed", type=int, default=1, help="seed of the random split")
     add_lkc_options(lkc)
-    lkc.add_argument(
-        "--sum-mode",
-        choices=("ring", "pairwise"),
-        default="ring",
-        help="secure sum: ring (masked token passing) or pairwise (masks per pair)",
-    )
+    add_sum_mode_option(lkc)
     lkc.add_argument(
         "--allow-two-parties",
         action="store_true",

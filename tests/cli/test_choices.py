@@ -9,6 +9,7 @@ from fedanon.algorithms.tds.api import PRESETS
 from fedanon.algorithms.tds.scores import SCORES
 from fedanon.cli import choices
 from fedanon.crypto.identity import ROLES
+from fedanon.leader.config import SUM_MODES
 from fedanon.utility.miner import RULE_SUPPORTS
 
 
@@ -22,3 +23,4 @@ def test_cli_choices_match_the_library():
     assert choices.SANITIZE_DEFAULT_WINDOW == DEFAULT_WINDOW
     assert choices.RULE_SUPPORTS == RULE_SUPPORTS
     assert choices.CERT_ROLES == ROLES
+    assert choices.SUM_MODES == SUM_MODES
