@@ -24,7 +24,7 @@ from fedanon.algorithms.tds.engine import LKCEngine, StepInfo
 from fedanon.algorithms.tds.layout import StatsLayout
 from fedanon.errors import FedanonError
 from fedanon.federation.lkc_job import lkc_job_to_proto
-from fedanon.leader.federation import FederationSource, PartyFailure, Traffic
+from fedanon.leader.federation import FederationSource, Traffic
 from fedanon.leader.session import Session, open_ring
 from fedanon.leader.union import run_union
 from fedanon.models.lkc import check_lkc
@@ -147,6 +147,3 @@ def run_job(
         if job.report is not None:
             staged.json(job.report, report)
     return report
-
-
-__all__ = ["PartyFailure", "Session", "run_job"]

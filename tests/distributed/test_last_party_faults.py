@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-import fedanon.leader.run
 import fedanon.leader.union
 from fedanon.algorithms.tds.engine import StepInfo
 from fedanon.leader.federation import PartyFailure
+from fedanon.leader.session import Session
 from fedanon.leader.sim import Federation
 from tests.distributed.conftest import (
     Dataset,
@@ -122,14 +122,14 @@ def test_last_party_killed_before_collect_is_named(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     victim = Victim(hospital_federation)
-    fan_out = fedanon.leader.run.Session.fan_out
+    fan_out = Session.fan_out
 
-    def kill_at_collect(self: fedanon.leader.run.Session, phase: str, call: Any) -> Any:
+    def kill_at_collect(self: Session, phase: str, call: Any) -> Any:
         if phase == "union (collect)":
             victim.kill()
         return fan_out(self, phase, call)
 
-    monkeypatch.setattr(fedanon.leader.run.Session, "fan_out", kill_at_collect)
+    monkeypatch.setattr(Session, "fan_out", kill_at_collect)
     _run_killing(hospital_federation, hospital_data, tmp_path, victim, "union (collect)")
 
 
