@@ -5,6 +5,9 @@ alternate centralized, layered, shuffle, centralized, ... so that the machine's 
 all three alike. Each run is the whole job in this process: centralized = build the schema,
 anonymize, write the CSV; distributed = handshake, specialization loop, secure union, the
 leader's LKC check and the CSV (daemon start-up excluded: the daemons serve many sessions).
+Every run starts from idle daemons: after each run the bench waits until the daemons have
+refilled their pools of key pairs for the layered union (`[union] idle_keys`), and counts the
+refill's CPU to that run; `--idle-keys 0` measures daemons without a pool.
 Every distributed release is compared with the centralized one before a number is printed.
 Wall seconds, and CPU seconds of every process of the run (this one, plus the daemons and their
 worker processes, from /proc): on a shared machine the wall ratio carries the other tenants'
@@ -17,6 +20,7 @@ the child process (with its reaped children, ``RUSAGE_CHILDREN``) plus the daemo
 
     .venv/bin/python bench/bench_union_modes.py --repeat 3
     .venv/bin/python bench/bench_union_modes.py --whole-process --repeat 5
+    .venv/bin/python bench/bench_union_modes.py --whole-process --repeat 5 --idle-keys 0
 """
 
 from __future__ import annotations
@@ -97,6 +101,14 @@ def write_job_toml(path: Path, fed: Federation, args: argparse.Namespace, mode: 
     return path.with_suffix(".csv")
 
 
+def settle(fed: Federation, args: argparse.Namespace) -> None:
+    """Let the daemons refill their idle key pools (what they do between sessions), so that
+    every run starts from idle daemons; called before the run's CPU is read, so the refill's
+    CPU counts to the run that used the keys (its wall time does not: the daemons were idle)."""
+    if args.idle_keys != 0 and not fed.wait_idle_keys(timeout=120):
+        raise SystemExit("the daemons' idle key pools did not refill within 120 s")
+
+
 def children_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
@@ -126,6 +138,7 @@ def whole_process(
     cpu_began, began = children_cpu(), time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     wall = time.perf_counter() - began
+    settle(fed, args)
     cpu = children_cpu() - cpu_began + sum(tree_cpu(pid) for pid in daemons) - daemon_cpu
     if done.returncode != 0:
         raise SystemExit(f"{mode}: exit {done.returncode}: {done.stderr.strip()[-500:]}")
@@ -147,6 +160,12 @@ def main(argv: list[str] | None = None) -> int:
         "--whole-process",
         action="store_true",
         help="each run as its own fedanon process (anonymize lkc / leader run)",
+    )
+    parser.add_argument(
+        "--idle-keys",
+        type=int,
+        default=None,
+        help="the daemons' [union] idle_keys (default: theirs, one per record; 0: none)",
     )
     args = parser.parse_args(argv)
     if not args.data.exists() or not args.taxonomy.exists():
@@ -178,7 +197,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"round {r + 1} {mode}: {wall[mode][-1]:.3f} s", flush=True)
         return True
 
-    with federation(parts, args.taxonomy) as fed:
+    with federation(parts, args.taxonomy, idle_keys=args.idle_keys) as fed:
+        settle(fed, args)
         for r in range(args.repeat):
             for mode in MODES:
                 if args.whole_process:
@@ -210,6 +230,7 @@ def main(argv: list[str] | None = None) -> int:
                     report = run_job(job)
                     phases[mode].append(report["seconds"])
                 wall[mode].append(time.perf_counter() - began)
+                settle(fed, args)
                 cpu[mode].append(
                     time.process_time()
                     - cpu_began

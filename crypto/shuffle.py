@@ -1,8 +1,13 @@
 """Cryptographic shuffle.
 
 Unlinkability in the set unions rests on every hop's permutation being unpredictable to everyone
-else, so it is a Fisher-Yates shuffle whose indices come from `secrets` (the OS CSPRNG), never
-from `random` or numpy.
+else, so its randomness comes from `secrets` (the OS CSPRNG), never from `random` or numpy's
+generators. The permutation sorts the items by one random 64-bit key each, drawn from
+`secrets.token_bytes` in one call: when the keys are distinct, sorting by them is a uniformly
+random permutation (every order of distinct i.i.d. keys is equally likely), and a draw with a
+repeated key (probability below n^2 / 2^65, about 1e-10 for 45,000 items) is thrown away and
+redrawn, so the result is exactly uniform. One vectorized sort replaces n calls to
+`secrets.randbelow`, which cost about 2 us each: a tenth of a second per hop at 45,000 records.
 """
 
 from __future__ import annotations
@@ -10,11 +15,24 @@ from __future__ import annotations
 import secrets
 from typing import TypeVar
 
+import numpy as np
+
 T = TypeVar("T")
 
 
+def secure_permutation(n: int) -> np.ndarray:
+    """A uniformly random permutation of range(n), from the OS CSPRNG."""
+    while True:
+        keys = np.frombuffer(secrets.token_bytes(8 * n), dtype=np.uint64)
+        order = np.argsort(keys, kind="stable")
+        ordered = keys[order]
+        if n < 2 or bool(np.all(ordered[1:] != ordered[:-1])):
+            return order
+
+
 def secure_shuffle(items: list[T]) -> None:
-    """Permute `items` in place uniformly at random (Fisher-Yates driven by `secrets`)."""
-    for i in range(len(items) - 1, 0, -1):
-        j = secrets.randbelow(i + 1)
-        items[i], items[j] = items[j], items[i]
+    """Permute `items` in place uniformly at random."""
+    if len(items) < 2:
+        return
+    order = secure_permutation(len(items)).tolist()
+    items[:] = [items[i] for i in order]

@@ -110,6 +110,11 @@ def free_ports(count: int) -> list[int]:
     return ports
 
 
+# Log lines of the party daemon (crypto/idle_keys.py, party/union.py) that benches wait on.
+IDLE_KEYS_READY = "idle key pool: "
+UNION_SEALED = "union: leader-layer keys for "
+
+
 @dataclass
 class Daemon:
     name: str
@@ -117,6 +122,12 @@ class Daemon:
     config: Path
     log: Path
     process: subprocess.Popen | None = None
+
+    def idle_keys_ready(self) -> bool:
+        """Whether the daemon's log says its idle key pool refilled after its last union seal
+        (or it never sealed one): a daemon that has been idle long enough."""
+        text = self.log.read_text(errors="replace") if self.log.exists() else ""
+        return text.rfind(IDLE_KEYS_READY) > text.rfind(UNION_SEALED)
 
     def log_tail(self, lines: int = 5) -> str:
         if not self.log.exists():
@@ -154,6 +165,15 @@ class Federation:
             out=out,
             **options,
         )
+
+    def wait_idle_keys(self, timeout: float = 60.0) -> bool:
+        """Wait until every daemon's idle key pool is full again; whether they all are."""
+        deadline = time.monotonic() + timeout
+        while not all(d.idle_keys_ready() for d in self.daemons):
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
+        return True
 
     def start(self, daemon: Daemon) -> None:
         """(Re)start one daemon process."""
@@ -230,10 +250,12 @@ def write_party_config(
     rpc_seconds: float,
     union: Parallelism | None = None,
     lease_seconds: float | None = None,
+    idle_keys: int | None = None,
 ) -> None:
     """A ``party.toml`` in the documented format, its output directory beside it.
 
-    `lease_seconds` shortens the session lease (tests of a dead leader's recovery)."""
+    `lease_seconds` shortens the session lease (tests of a dead leader's recovery); `idle_keys`
+    sizes the pool of key pairs made while idle (default: one per record)."""
     lines = [
         f'name = "{name}"',
         f'listen = "127.0.0.1:{port}"',
@@ -255,8 +277,12 @@ def write_party_config(
     ]
     if lease_seconds is not None:
         lines.append(f"lease_seconds = {lease_seconds}")
+    if union is not None or idle_keys is not None:
+        lines.append("[union]")
     if union is not None:
-        lines += ["[union]", f"workers = {union.workers}", f"min_records = {union.min_records}"]
+        lines += [f"workers = {union.workers}", f"min_records = {union.min_records}"]
+    if idle_keys is not None:
+        lines.append(f"idle_keys = {idle_keys}")
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
@@ -283,11 +309,12 @@ def federation(
     rpc_seconds: float = 60.0,
     union: Parallelism | None = None,
     lease_seconds: float | None = None,
+    idle_keys: int | None = None,
 ) -> Iterator[Federation]:
     """Start one daemon per part (ring order = list order); stop and clean up on exit.
 
-    `union` sets the daemons' union worker processes and `lease_seconds` their session lease
-    (default: the config file's defaults).
+    `union` sets the daemons' union worker processes, `lease_seconds` their session lease and
+    `idle_keys` their pool of idle-made key pairs (default: the config file's defaults).
     """
     own_dir = workdir is None
     # Absolute: the party configs written below name files in it, and a relative path there
@@ -315,6 +342,7 @@ def federation(
             rpc_seconds,
             union,
             lease_seconds,
+            idle_keys,
         )
         daemons.append(Daemon(name, f"127.0.0.1:{ports[i]}", config, root / f"{name}.log"))
     leader_tls = (

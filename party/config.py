@@ -72,6 +72,12 @@ UNION_KEYS = {
     "min_records": Key(Integer(0, 2**31 - 1), default=DEFAULT_MIN_RECORDS),
 }
 
+# The daemon's own [union] keys: the job's (above) and the idle-made key pool's size.
+PARTY_UNION_KEYS = {
+    **UNION_KEYS,
+    "idle_keys": Key(Integer(0, 2**31 - 1)),
+}
+
 PARTY_SCHEMA = Table(
     {
         "name": Key(Text(), required=True),
@@ -97,7 +103,7 @@ PARTY_SCHEMA = Table(
             ),
             default={},
         ),
-        "union": Key(Table(UNION_KEYS), default={}),
+        "union": Key(Table(PARTY_UNION_KEYS), default={}),
         "limits": Key(
             Table(
                 {
@@ -152,6 +158,12 @@ class PartyConfig:
     union_parallelism: Parallelism = field(default_factory=Parallelism.configured)
     max_message_mb: float = 128.0
     policy: Policy = field(default_factory=lambda: Policy(configured=False))
+    # Key pairs for the layered union made while idle; None: one per record of the table.
+    idle_keys: int | None = None
+
+    def idle_key_capacity(self, records: int) -> int:
+        """How many idle-made key pairs to keep: `idle_keys`, or one per record."""
+        return records if self.idle_keys is None else self.idle_keys
 
     @classmethod
     def load(cls, path: str | Path) -> PartyConfig:
@@ -182,4 +194,5 @@ class PartyConfig:
             union_parallelism=union_parallelism(data["union"]),
             max_message_mb=data["limits"]["max_message_mb"],
             policy=Policy.from_table(data["policy"]),
+            idle_keys=data["union"]["idle_keys"],
         )

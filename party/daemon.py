@@ -153,6 +153,7 @@ def serve(config: PartyConfig, grace_seconds: float = 5.0) -> None:
     server, port, servicer = build_server(config)
     server.start()
     config.union_parallelism.start()  # its fork server boots now, not during a session's union
+    servicer.idle_keys.start()  # key pairs for the layered union, made while no one waits
     stop = threading.Event()
 
     def on_signal(signum: int, _frame: object) -> None:
@@ -177,4 +178,5 @@ def serve(config: PartyConfig, grace_seconds: float = 5.0) -> None:
             grace_seconds,
         )
     server.stop(grace_seconds).wait()
+    servicer.idle_keys.close()
     print(f"party {config.name} stopped", flush=True)

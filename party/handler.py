@@ -26,6 +26,7 @@ import pandas as pd
 from cryptography import x509
 
 from fedanon.crypto.identity import Identity
+from fedanon.crypto.idle_keys import IdleKeyWorkers
 from fedanon.party.config import PartyConfig
 from fedanon.party.session_base import SessionBase
 from fedanon.protos import fedanon_v1_pb2 as pb
@@ -44,6 +45,7 @@ class PartyShell(Protocol):
     identity: Identity | None
     ca_certificate: x509.Certificate | None
     next_stub: ForwardStub | None
+    idle_keys: IdleKeyWorkers
 
     def _fail(
         self, context: grpc.ServicerContext, code: grpc.StatusCode, message: str

@@ -36,7 +36,7 @@ def join_ring(shell: PartyShell, session: RingSession) -> list[pb.KeyShare]:
         )
     sid = bytes.fromhex(session.session_id)
     private, share = new_share(shell.identity, config.name, "party", sid, ONION_UNION)
-    session.union = UnionRole(private, session.position, config.union_parallelism)
+    session.union = UnionRole(private, session.position, config.union_parallelism, shell.idle_keys)
     return [share, *session.sums.key_shares(shell.identity, config.name, sid)]
 
 

@@ -35,6 +35,7 @@ from cryptography import x509
 
 from fedanon.crypto.errors import CryptoError, IdentityError
 from fedanon.crypto.identity import Identity, PeerIdentity
+from fedanon.crypto.idle_keys import IdleKeyWorkers
 from fedanon.crypto.tls import peer_identity
 from fedanon.errors import FedanonError
 from fedanon.fingerprint import fingerprint
@@ -98,6 +99,10 @@ class PartyServicer(pb_grpc.PartyServicer):
         self.last_error = ""
         self.sessions_served = 0
         self.max_message_bytes = int(config.max_message_mb * (1 << 20))
+        # Filled by the running daemon (`serve` starts it); in-process servicers leave it empty.
+        self.idle_keys = IdleKeyWorkers(
+            config.union_parallelism.workers, config.idle_key_capacity(len(table))
+        )
 
     # ----------------------------------------------------------------- helpers
     def _fail(self, context: grpc.ServicerContext, code: grpc.StatusCode, message: str) -> NoReturn:
@@ -280,6 +285,7 @@ class PartyServicer(pb_grpc.PartyServicer):
                 self._fail(context, grpc.StatusCode.FAILED_PRECONDITION, str(exc))
             session = opened.session
             self.session = session
+            self.idle_keys.busy()  # no key generation while a session runs
             self.sessions_served += 1
             audit_served(job, session.session_id, caller)
         reply = pb.OpenSessionReply(
@@ -370,6 +376,7 @@ class PartyServicer(pb_grpc.PartyServicer):
                 return pb.EndReply()
             self.session = None
             session.close()
+            self.idle_keys.idle()
             if request.abort:
                 self.last_error = f"session {session.session_id[:12]} aborted: {request.reason}"
                 log.warning("%s", self.last_error)

@@ -19,6 +19,7 @@ relayed back around the ring carry only the number of chunks.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, cast
@@ -29,6 +30,7 @@ import pandas as pd
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from fedanon.crypto.errors import CryptoError
+from fedanon.crypto.idle_keys import IdleKeyWorkers
 from fedanon.crypto.onion_union import UnionContext, peel_layer, seal_records
 from fedanon.crypto.parallel import Parallelism
 from fedanon.crypto.prepared_keys import PreparedLeaderKeys
@@ -37,6 +39,8 @@ from fedanon.crypto.share_shuffle import PairKeys, ShuffleContext, ShuffleParty
 from fedanon.errors import FedanonError
 from fedanon.federation.chunks import DEFAULT_CHUNK_BYTES, MIN_CHUNK_BYTES, split
 from fedanon.protos import fedanon_v1_pb2 as pb
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from fedanon.party.servicer import PartyServicer
@@ -111,11 +115,16 @@ class UnionRole:
     """Keys and context of one party for one session's union."""
 
     def __init__(
-        self, private_key: X25519PrivateKey, position: int, parallelism: Parallelism
+        self,
+        private_key: X25519PrivateKey,
+        position: int,
+        parallelism: Parallelism,
+        idle_keys: IdleKeyWorkers | None = None,
     ) -> None:
         self.private_key = private_key
         self.position = position
         self.parallelism = parallelism
+        self.idle_keys = idle_keys
         self.route: tuple[bytes, ...] | None = None
         self.shuffle: ShuffleParty | None = None
         self._records: tuple[int, list[bytes]] | None = None
@@ -148,7 +157,26 @@ class UnionRole:
         return UnionContext(session_id, round_, self.route, record_size)
 
     def seal(self, records: list[bytes], ctx: UnionContext, pad_to: int | None) -> list[bytes]:
-        return seal_records(records, ctx, pad_to, self.parallelism, self.stop_preparing())
+        """All layers on every record. The leader layer's keys: those prepared during the loop,
+        then the daemon's idle key workers' (keys generated before the session), or, without
+        workers, fresh keys in worker processes."""
+        prepared = self.stop_preparing()
+        workers = self.idle_keys if self.idle_keys is not None and self.idle_keys.running else None
+        log.info(
+            "union: leader-layer keys for %d items: %d prepared during the loop, the rest %s",
+            max(len(records), pad_to or 0),
+            len(prepared),
+            "from the idle key workers" if workers else "made now",
+        )
+        if workers is not None:
+            try:
+                return seal_records(
+                    records, ctx, pad_to, prepared=prepared, leader_layer=workers.seal
+                )
+            except (EOFError, OSError) as exc:  # a worker died: seal as if there were none
+                log.warning("idle key workers failed (%s); sealing without them", exc)
+                workers.close()
+        return seal_records(records, ctx, pad_to, self.parallelism, prepared)
 
     def strip(self, items: list[bytes], ctx: UnionContext) -> list[bytes]:
         return peel_layer(items, self.private_key, self.position, ctx)

@@ -114,7 +114,7 @@ def party_doc(material: Path, out_dir: Path) -> dict[str, Any]:
             "backoff_seconds": 0.2,
             "wait_next_hop_seconds": 0,
         },
-        "union": {"workers": 1, "min_records": 4096},
+        "union": {"workers": 1, "min_records": 4096, "idle_keys": 20000},
         "policy": {
             "min_L": 2,
             "min_K": 5,

@@ -172,6 +172,8 @@ PARTY_CASES = [
     ("listen", "127.0.0.1:99999", ["listen", "1..65535"]),
     ("next_hop.address", "nowhere", ["next_hop.address", "host:port"]),
     ("union.workers", -1, ["union.workers", "[0,"]),
+    ("union.idle_keys", -1, ["union.idle_keys", "[0,"]),
+    ("union.idle_keys", "all", ["union.idle_keys", "integer"]),
     ("policy.min_K", 0, ["policy.min_K", "[1,"]),
     ("policy.max_C", 0, ["policy.max_C", "(0, 1]"]),
     ("policy.qids", 5, ["policy.qids", "list of names"]),
@@ -318,3 +320,14 @@ def test_error_quoting_a_line_break_stays_one_line(tmp_path: Path, material: Pat
         load_job(config)
     assert str(refused.value).splitlines() == [str(refused.value)]
     assert "unknown key 'lkc.L\\x1eX'" in str(refused.value)
+
+
+def test_idle_keys_default_to_one_per_record_and_zero_turns_them_off(
+    tmp_path: Path, material: Path
+) -> None:
+    doc = party_doc(material, tmp_path)
+    assert PartyConfig.load(_write(tmp_path / "a.toml", doc)).idle_key_capacity(500) == 20000
+    del doc["union"]["idle_keys"]
+    assert PartyConfig.load(_write(tmp_path / "b.toml", doc)).idle_key_capacity(500) == 500
+    doc["union"]["idle_keys"] = 0
+    assert PartyConfig.load(_write(tmp_path / "c.toml", doc)).idle_key_capacity(500) == 0

@@ -117,3 +117,19 @@ def test_secure_shuffle_is_uniform_on_three_items() -> None:
     assert len(counts) == 6
     # Each permutation expects 1000; 6 sigma is about 170.
     assert all(abs(c - 1000) < 200 for c in counts.values())
+
+
+def test_a_draw_with_a_repeated_key_is_redrawn(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Sorting by keys is uniform only when they are distinct: a draw with a tie is discarded
+    and the permutation comes from the next draw."""
+    import fedanon.crypto.shuffle as shuffle
+
+    tie = np.array([5, 5, 1], dtype=np.uint64).tobytes()
+    distinct = np.array([3, 1, 2], dtype=np.uint64).tobytes()
+    draws = iter([tie, distinct])
+    monkeypatch.setattr(shuffle.secrets, "token_bytes", lambda n: next(draws))
+    assert shuffle.secure_permutation(3).tolist() == [1, 2, 0]
+    items = ["a", "b", "c"]
+    draws = iter([distinct])
+    secure_shuffle(items)
+    assert items == ["b", "c", "a"]

@@ -1,0 +1,120 @@
+"""The daemon's idle key workers: keys generated before a session seal the leader layer of a
+union the leader opens; no key seals two items, across seals too; no generation while busy."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import astuple
+
+import pytest
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+from fedanon.crypto.idle_keys import IdleKeyWorkers
+from fedanon.crypto.onion_union import (
+    X25519_KEY_BYTES,
+    UnionContext,
+    open_records,
+    peel_layer,
+    seal_records,
+)
+
+SESSION = b"idle-keys-session"
+
+
+@pytest.fixture
+def workers():
+    pool = IdleKeyWorkers(2, 300)
+    pool.start()
+    assert pool.wait_full(timeout=60)
+    yield pool
+    pool.close()
+
+
+def _route():
+    keys = [X25519PrivateKey.generate() for _ in range(2)]
+    return keys, UnionContext(
+        SESSION, 4, tuple(k.public_key().public_bytes_raw() for k in keys), 16
+    )
+
+
+def _leader_keys(sealed: list[bytes], party: X25519PrivateKey, ctx: UnionContext) -> list[bytes]:
+    return [item[:X25519_KEY_BYTES] for item in peel_layer(sealed, party, 0, ctx)]
+
+
+def test_workers_fill_to_capacity_and_seal_a_union_the_leader_opens(workers) -> None:
+    assert workers.held() == 300
+    workers.busy()  # as the daemon is while a session runs (idle, it would refill at once)
+    keys, ctx = _route()
+    records = [f"record {i}".encode() for i in range(200)]
+    sealed = seal_records(records, ctx, pad_to=210, leader_layer=workers.seal)
+    assert workers.held() == 90  # each item took one key: 210 of 300
+    opened = open_records(peel_layer(sealed, keys[0], 0, ctx), keys[1], ctx)
+    assert Counter(opened) == Counter(records)
+
+
+def test_no_key_seals_two_items_even_when_the_workers_run_dry(workers) -> None:
+    """While busy the workers make no keys ahead; two seals of 250 use the 300 keys made while
+    idle and 200 fresh ones: 500 distinct ephemeral keys."""
+    workers.busy()
+    keys, ctx = _route()
+    first = seal_records([b"a"] * 250, ctx, leader_layer=workers.seal)
+    second = seal_records([b"b"] * 250, ctx, leader_layer=workers.seal)
+    assert workers.held() == 0
+    ephemerals = _leader_keys(first, keys[0], ctx) + _leader_keys(second, keys[0], ctx)
+    assert len(set(ephemerals)) == 500
+    time.sleep(0.3)
+    assert workers.held() == 0  # still busy: nothing generated
+    workers.idle()
+    assert workers.wait_full(timeout=60) and workers.held() == 300
+
+
+def test_an_error_in_a_worker_is_raised_in_the_caller_unchanged(workers) -> None:
+    _, ctx = _route()
+    broken = (b"", *astuple(ctx)[1:])  # an empty session id fails in the worker
+    with pytest.raises(ValueError, match="session id must be non-empty"):
+        workers.seal(broken, [b"x" * 19])
+    assert workers.held() == 300  # and the workers still serve
+
+
+def test_capacity_zero_starts_no_worker() -> None:
+    pool = IdleKeyWorkers(2, 0)
+    pool.start()
+    assert not pool.running
+    with pytest.raises(ValueError, match="at least one worker"):
+        IdleKeyWorkers(0, 10)
+
+
+def test_a_union_whose_key_worker_died_is_sealed_without_the_workers(workers) -> None:
+    """The daemon's seal (party/union.py) falls back to fresh keys when a worker is gone."""
+    from fedanon.crypto.parallel import SEQUENTIAL
+    from fedanon.party.union import UnionRole
+
+    keys, ctx = _route()
+    role = UnionRole(keys[0], 0, SEQUENTIAL, workers)
+    role.route = ctx.route
+    workers._processes[0].kill()
+    workers._processes[0].join(timeout=10)
+    records = [f"r{i}".encode() for i in range(50)]
+    sealed = role.seal(records, ctx, None)
+    assert not workers.running
+    opened = open_records(peel_layer(sealed, keys[0], 0, ctx), keys[1], ctx)
+    assert Counter(opened) == Counter(records)
+
+
+def test_the_layer_kdf_is_ansi_x963_with_sha256() -> None:
+    """The hand-rolled one-hash KDF (crypto/onion_union.py) equals the library's X9.63 KDF."""
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.kdf.x963kdf import X963KDF
+
+    from fedanon.crypto.onion_union import _LABEL, _Hop, _layer_cipher
+
+    _, ctx = _route()
+    hop = _Hop.of(ctx, 1)
+    shared, epk = bytes(range(32)), bytes(range(32, 64))
+    info = _LABEL + epk + ctx.route[1] + ctx.aad(1)
+    key = X963KDF(hashes.SHA256(), 32, info).derive(shared)
+    nonce, aad = bytes(12), ctx.aad(1)
+    expected = AESGCM(key).encrypt(nonce, b"record", aad)
+    assert _layer_cipher(shared, epk, hop).encrypt(nonce, b"record", aad) == expected
