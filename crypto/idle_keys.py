@@ -26,9 +26,7 @@ from collections.abc import Sequence
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 
-from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
-
-from fedanon.crypto.onion_union import _ContextFields, _seal_innermost
+from fedanon.crypto.onion_union import AheadKey, _ContextFields, _seal_innermost, new_ahead_key
 from fedanon.crypto.parallel import _context
 
 log = logging.getLogger(__name__)
@@ -38,13 +36,11 @@ CHUNK = 64  # keys generated between two looks at the command pipe: about 1.5 ms
 
 def _serve(commands: Connection, status: Connection, capacity: int) -> None:
     """A worker: fill up to `capacity` keys while idle; answer seal commands in order."""
-    keys: list[X25519PrivateKey] = []
+    keys: list[AheadKey] = []
     idle = True
     while True:
         if idle and len(keys) < capacity and not commands.poll(0):
-            keys.extend(
-                X25519PrivateKey.generate() for _ in range(min(CHUNK, capacity - len(keys)))
-            )
+            keys.extend(new_ahead_key() for _ in range(min(CHUNK, capacity - len(keys))))
             if len(keys) >= capacity:
                 status.send(len(keys))
             continue

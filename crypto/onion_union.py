@@ -172,8 +172,18 @@ def _inner(kind: int, record: bytes, record_size: int) -> bytes:
     return _INNER_HEADER.pack(kind, len(record)) + record + padding
 
 
+#: An ephemeral key generated ahead of its use, with its public half's bytes.
+AheadKey = tuple[X25519PrivateKey, bytes]
+
+
+def new_ahead_key() -> AheadKey:
+    """A fresh ephemeral key for the leader's layer, kept until one item needs it."""
+    key = X25519PrivateKey.generate()
+    return key, key.public_key().public_bytes_raw()
+
+
 def _seal_innermost(
-    context: _ContextFields, items: Sequence[bytes], keys: list[X25519PrivateKey] | None = None
+    context: _ContextFields, items: Sequence[bytes], keys: list[AheadKey] | None = None
 ) -> list[bytes]:
     """The leader's layer on each item, under a fresh ephemeral key per item.
 
@@ -186,8 +196,7 @@ def _seal_innermost(
     sealed = []
     for item in items:
         if keys:
-            ephemeral = keys.pop()
-            epk = ephemeral.public_key().public_bytes_raw()
+            ephemeral, epk = keys.pop()
             shared = ephemeral.exchange(leader.public_key)
             cipher = _layer_cipher(shared, epk, leader)
         else:
