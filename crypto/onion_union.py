@@ -40,7 +40,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from fedanon.crypto.errors import IdentityError, IntegrityError, MissingPartyError, WireFormatError
 from fedanon.crypto.keyshare import X25519_KEY_BYTES, PeerKey
-from fedanon.crypto.parallel import SEQUENTIAL, Parallelism
+from fedanon.crypto.parallel import SEQUENTIAL, Parallelism, Stream
 from fedanon.crypto.shuffle import secure_shuffle
 from fedanon.crypto.wire import pack_frames, u32, u64, unpack_frames
 
@@ -352,6 +352,45 @@ def open_records(
     _check_batch(batch, private_key, ctx.leader_hop, ctx)
     opener = partial(_open_innermost, private_key.private_bytes_raw(), astuple(ctx))
     return parallelism.map(opener, list(batch))
+
+
+class ChunkedOpen:
+    """Leader role, for a final batch that arrives in chunks: `open_records`, each chunk's
+    opening started as it arrives (`add`, overlapping the transfer of the next chunk), the
+    records at `records`. Same records, order and errors as `open_records`, except that a
+    repeated item is reported as soon as its chunk arrives. `expected` (the batch size) decides,
+    as `min_records` does for `open_records`, whether worker processes are worth starting."""
+
+    def __init__(
+        self,
+        private_key: X25519PrivateKey,
+        ctx: UnionContext,
+        parallelism: Parallelism,
+        expected: int,
+    ) -> None:
+        _check_batch((), private_key, ctx.leader_hop, ctx)
+        opener = partial(_open_innermost, private_key.private_bytes_raw(), astuple(ctx))
+        self._stream = Stream(parallelism, opener, expected)
+        self._seen: set[bytes] = set()
+        self._hop = ctx.leader_hop
+
+    def __enter__(self) -> ChunkedOpen:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._stream.close()
+
+    def add(self, chunk: Sequence[bytes]) -> None:
+        before = len(self._seen)
+        self._seen.update(chunk)
+        if len(self._seen) != before + len(chunk):
+            raise IntegrityError(
+                f"union batch at hop {self._hop} repeats an item (replayed record)"
+            )
+        self._stream.add(list(chunk))
+
+    def records(self) -> list[bytes]:
+        return self._stream.results()
 
 
 def pack_batch(items: Sequence[bytes]) -> bytes:

@@ -27,9 +27,9 @@ import multiprocessing.context
 import multiprocessing.forkserver
 import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -106,6 +106,55 @@ class Parallelism:
             return [result for future in futures for result in future.result()]
         finally:
             pool.shutdown(cancel_futures=True)
+
+
+class Stream(Generic[T]):
+    """`fn` over a batch that arrives in chunks, each chunk's work started as it arrives.
+
+    With a pool (`parallelism` has workers and `expected` items reach `min_records`), every
+    chunk handed to `add` is split over the workers at once, so the work overlaps the arrival
+    of the next chunk; otherwise the chunks are kept and `fn` runs in-process at `results`. As
+    with `Parallelism.map`, the results come in input order and the first failing piece (in
+    input order) raises its error, at `results`, however the batch arrived.
+    """
+
+    def __init__(
+        self, parallelism: Parallelism, fn: Callable[[Sequence[bytes]], list[T]], expected: int
+    ) -> None:
+        self._fn = fn
+        self._workers = parallelism.workers
+        pooled = parallelism.workers > 1 and expected >= parallelism.min_records
+        self._pool = (
+            ProcessPoolExecutor(parallelism.workers, mp_context=_context()) if pooled else None
+        )
+        self._pieces: list[Future[list[T]]] = []
+        self._kept: list[bytes] = []
+
+    def __enter__(self) -> Stream[T]:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def add(self, items: Sequence[bytes]) -> None:
+        """One more chunk of the batch, in order."""
+        if self._pool is None:
+            self._kept.extend(items)
+            return
+        size = -(-len(items) // self._workers) or 1
+        for start in range(0, len(items), size):
+            self._pieces.append(self._pool.submit(self._fn, items[start : start + size]))
+
+    def results(self) -> list[T]:
+        """`fn` of every item added, in order."""
+        if self._pool is None:
+            return self._fn(self._kept)
+        return [result for piece in self._pieces for result in piece.result()]
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(cancel_futures=True)
+            self._pool = None
 
 
 SEQUENTIAL = Parallelism()

@@ -37,7 +37,7 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from fedanon.crypto.errors import CryptoError
 from fedanon.crypto.identity import Identity, load_identity_files
 from fedanon.crypto.keyshare import ONION_UNION
-from fedanon.crypto.onion_union import UnionContext, open_records
+from fedanon.crypto.onion_union import ChunkedOpen, UnionContext
 from fedanon.crypto.parallel import Parallelism
 from fedanon.crypto.sealed_total import SealedTotalChannel
 from fedanon.crypto.share_shuffle import ShuffleContext, open_shuffled
@@ -136,12 +136,20 @@ class _Calls:
         return reply, sent, received
 
     def gather(
-        self, name: str, reply: pb.UnionReply, phase: int, step: int
+        self,
+        name: str,
+        reply: pb.UnionReply,
+        phase: int,
+        step: int,
+        on_chunk: Callable[[Sequence[bytes]], None] | None = None,
     ) -> tuple[list[bytes], int, int]:
         """The whole output `reply` announces: its items (the first chunk) and the chunks after
-        it, fetched from `name` (all of them when the reply carries none, as STRIP's)."""
+        it, fetched from `name` (all of them when the reply carries none, as STRIP's).
+        `on_chunk` hears each chunk as it arrives."""
         deadline = time.monotonic() + self.timeout
         items = list(reply.items)
+        if on_chunk is not None and items:
+            on_chunk(items)
         sent = received = 0
         for chunk in range(1 if reply.items else 0, reply.chunks):
             fetch = pb.UnionRequest(
@@ -154,6 +162,8 @@ class _Calls:
             )
             fetched = self.session.stubs[name].Union(fetch, timeout=_left(deadline))
             items.extend(fetched.items)
+            if on_chunk is not None:
+                on_chunk(fetched.items)
             sent, received = sent + fetch.ByteSize(), received + fetched.ByteSize()
         return items, sent, received
 
@@ -235,16 +245,23 @@ def run_union(
     )
     stripped, sent, received = _ring_call(calls, strip, items)
     traffic.add("union", sent, received)
-    try:
-        peeled, sent, received = calls.gather(last, stripped, pb.UNION_PHASE_STRIP, 0)
-    except grpc.RpcError as exc:
-        raise describe_rpc_error(exc, last, "union (fetch the peeled batch)") from exc
-    traffic.add("union", sent, received)
-    show(f"union: opening {len(peeled):,} peeled items")
+    show(f"union: opening {len(items):,} peeled items as they arrive")
     ctx = UnionContext(bytes.fromhex(session.session_id), round_, keys.route, record_size)
     try:
-        plain = open_records(peeled, keys.private_key, ctx, parallelism)
-    except (FedanonError, CryptoError, ValueError) as exc:
+        with ChunkedOpen(keys.private_key, ctx, parallelism, len(items)) as opening:
+            try:
+                peeled, sent, received = calls.gather(
+                    last, stripped, pb.UNION_PHASE_STRIP, 0, on_chunk=opening.add
+                )
+            except grpc.RpcError as exc:
+                raise describe_rpc_error(exc, last, "union (fetch the peeled batch)") from exc
+            traffic.add("union", sent, received)
+            if len(peeled) != len(items):
+                raise FedanonError(
+                    f"{last} returned {len(peeled):,} peeled items, not the {len(items):,} sent"
+                )
+            plain = opening.records()
+    except (CryptoError, ValueError) as exc:
         raise FedanonError(f"union: the final batch is invalid: {exc}") from exc
     return _decoded(plain)
 

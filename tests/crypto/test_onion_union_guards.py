@@ -18,14 +18,16 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
-from fedanon.crypto.errors import WireFormatError
+from fedanon.crypto.errors import IntegrityError, WireFormatError
 from fedanon.crypto.onion_union import (
+    ChunkedOpen,
     UnionContext,
     _seal_innermost,
     open_records,
     peel_layer,
     seal_records,
 )
+from fedanon.crypto.parallel import Parallelism
 
 RECORD_SIZE = 16
 ITEMS = 256
@@ -161,3 +163,35 @@ def test_the_union_context_refuses_malformed_fields(field: str, match: str) -> N
     }
     with pytest.raises(ValueError, match=match):
         UnionContext(**{**values, **changes[field]})
+
+
+@pytest.mark.parametrize("parallelism", [Parallelism(2, 1), Parallelism(1)])
+def test_opening_in_chunks_gives_what_opening_the_whole_batch_gives(
+    parallelism: Parallelism,
+) -> None:
+    party, leader = _keys(2)
+    ctx = _context([party, leader])
+    records = [b"r%d" % i for i in range(60)]
+    stripped = peel_layer(seal_records(records, ctx, pad_to=70), party, 0, ctx)
+    with ChunkedOpen(leader, ctx, parallelism, len(stripped)) as opening:
+        for start in range(0, 70, 25):
+            opening.add(stripped[start : start + 25])
+        assert opening.records() == open_records(stripped, leader, ctx)
+
+
+def test_opening_in_chunks_refuses_a_repeat_the_wrong_key_and_a_bad_item() -> None:
+    party, leader = _keys(2)
+    ctx = _context([party, leader])
+    stripped = peel_layer(seal_records([b"a", b"b", b"c"], ctx), party, 0, ctx)
+    with pytest.raises(ValueError, match="not the route's key"):
+        ChunkedOpen(party, ctx, Parallelism(1), 3)
+    with ChunkedOpen(leader, ctx, Parallelism(1), 4) as opening:
+        opening.add(stripped[:2])
+        with pytest.raises(IntegrityError, match="repeats an item"):
+            opening.add([stripped[0]])
+    tampered = stripped[1][:-1] + bytes([stripped[1][-1] ^ 1])
+    with ChunkedOpen(leader, ctx, Parallelism(2, 1), 3) as opening:
+        opening.add([stripped[0]])
+        opening.add([tampered, stripped[2]])
+        with pytest.raises(IntegrityError, match="failed authentication"):
+            opening.records()

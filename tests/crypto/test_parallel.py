@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import pytest
 
 from fedanon.crypto.errors import IntegrityError
-from fedanon.crypto.parallel import DEFAULT_MAX_WORKERS, Parallelism, default_workers
+from fedanon.crypto.parallel import DEFAULT_MAX_WORKERS, Parallelism, Stream, default_workers
 
 
 def _pids(items: Sequence[bytes]) -> list[int]:
@@ -54,3 +54,28 @@ def test_configured_workers() -> None:
     for workers, min_records in ((-1, 1), (1, 0)):
         with pytest.raises(ValueError):
             Parallelism.configured(workers, min_records)
+
+
+def test_a_stream_starts_each_chunk_on_the_workers_and_keeps_the_order() -> None:
+    items = [b"%d" % i for i in range(40)]
+    with Stream(Parallelism(workers=2, min_records=10), _pids, expected=40) as stream:
+        for start in range(0, 40, 15):
+            stream.add(items[start : start + 15])
+        pids = stream.results()
+    assert len(pids) == 40 and os.getpid() not in pids
+    with Stream(Parallelism(workers=2, min_records=10), list, expected=40) as stream:
+        for start in range(0, 40, 15):
+            stream.add(items[start : start + 15])
+        assert stream.results() == items
+
+
+def test_a_small_stream_stays_in_process_and_raises_the_first_error_in_order() -> None:
+    with Stream(Parallelism(workers=2, min_records=100), _pids, expected=30) as stream:
+        stream.add([b"x"] * 30)
+        assert set(stream.results()) == {os.getpid()}
+    for parallelism in (Parallelism(2, 1), Parallelism(1)):
+        with Stream(parallelism, _fail_on_bad, expected=30) as stream:
+            stream.add([b"ok"] * 10 + [b"bad 1"])
+            stream.add([b"bad 2"] + [b"ok"] * 5)
+            with pytest.raises(IntegrityError, match=r"^refused bad 1$"):
+                stream.results()
