@@ -9,8 +9,9 @@ only does the exchange with the leader's key.
 The keys live in the worker processes that later seal with them, as key objects: loading a raw
 X25519 private key costs as much as generating one (the library derives its public key), so
 keys made in one process and shipped to another would save nothing. Each worker generates only
-while the daemon has no session (`idle` / `busy`), in small chunks between commands, so it never
-competes with a session's work; it seals its share of a batch with its own keys, popping each
+once the daemon has been without a session for a while (`idle` / `busy`, `IDLE_AFTER_SECONDS`),
+in small chunks between commands, so it does not compete with a session's work or with the
+leader's work right after it; it seals its share of a batch with its own keys, popping each
 key as it uses it (a key seals one item, ever), and generates fresh ones if it runs out. Keys
 are never written anywhere and never leave their worker; keeping unused private keys in memory
 between sessions adds nothing an attacker of the daemon would not already have (the daemon
@@ -22,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import time
 from collections.abc import Sequence
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
@@ -32,24 +34,36 @@ from fedanon.crypto.parallel import _context
 log = logging.getLogger(__name__)
 
 CHUNK = 64  # keys generated between two looks at the command pipe: about 1.5 ms of work
+# Generation starts this long after the last session ended (or after start-up): the leader's
+# work after the union (checking and writing the release) and a job that follows at once are
+# not slowed down by it, on a machine that hosts both.
+IDLE_AFTER_SECONDS = 2.0
 
 
-def _serve(commands: Connection, status: Connection, capacity: int) -> None:
-    """A worker: fill up to `capacity` keys while idle; answer seal commands in order."""
+def _serve(commands: Connection, status: Connection, capacity: int, idle_after: float) -> None:
+    """A worker: fill up to `capacity` keys once the daemon has been without a session for
+    `idle_after` seconds; answer commands in order."""
     keys: list[AheadKey] = []
-    idle = True
+    idle_since: float | None = time.monotonic()  # None while a session runs
     while True:
-        if idle and len(keys) < capacity and not commands.poll(0):
+        wait: float | None = None  # block until a command comes
+        if idle_since is not None and len(keys) < capacity:
+            wait = max(idle_since + idle_after - time.monotonic(), 0.0)
+        if wait == 0.0 and not commands.poll(0):
             keys.extend(new_ahead_key() for _ in range(min(CHUNK, capacity - len(keys))))
             if len(keys) >= capacity:
                 status.send(len(keys))
             continue
+        if wait is not None and not commands.poll(wait):
+            continue
         command, *args = commands.recv()
         if command == "stop":
             return
-        if command in ("idle", "busy"):
-            idle = command == "idle"
-            if idle and len(keys) >= capacity:
+        if command == "busy":
+            idle_since = None
+        elif command == "idle":
+            idle_since = time.monotonic()
+            if len(keys) >= capacity:
                 status.send(len(keys))  # full already: the daemon is ready as it is
         elif command == "count":
             commands.send(("count", len(keys)))
@@ -64,13 +78,14 @@ def _serve(commands: Connection, status: Connection, capacity: int) -> None:
 class IdleKeyWorkers:
     """`workers` processes holding up to `capacity` leader-layer keys between them."""
 
-    def __init__(self, workers: int, capacity: int) -> None:
+    def __init__(self, workers: int, capacity: int, idle_after: float = IDLE_AFTER_SECONDS) -> None:
         if workers < 1 or capacity < 0:
             raise ValueError(
                 f"need at least one worker and capacity >= 0, got {workers}, {capacity}"
             )
         self.workers = workers
         self.capacity = capacity
+        self.idle_after = idle_after
         self._lock = threading.Lock()
         self._processes: list[BaseProcess] = []
         self._commands: list[Connection] = []
@@ -91,7 +106,10 @@ class IdleKeyWorkers:
             ours, theirs = context.Pipe()
             status_in, status_out = context.Pipe(duplex=False)
             process = context.Process(
-                target=_serve, args=(theirs, status_out, share), name="idle-keys", daemon=True
+                target=_serve,
+                args=(theirs, status_out, share, self.idle_after),
+                name="idle-keys",
+                daemon=True,
             )
             process.start()
             theirs.close()

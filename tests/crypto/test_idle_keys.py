@@ -25,7 +25,7 @@ SESSION = b"idle-keys-session"
 
 @pytest.fixture
 def workers():
-    pool = IdleKeyWorkers(2, 300)
+    pool = IdleKeyWorkers(2, 300, idle_after=0)
     pool.start()
     assert pool.wait_full(timeout=60)
     yield pool
@@ -118,3 +118,23 @@ def test_the_layer_kdf_is_ansi_x963_with_sha256() -> None:
     nonce, aad = bytes(12), ctx.aad(1)
     expected = AESGCM(key).encrypt(nonce, b"record", aad)
     assert _layer_cipher(shared, epk, hop).encrypt(nonce, b"record", aad) == expected
+
+
+def test_generation_waits_until_the_daemon_has_been_idle_for_a_while() -> None:
+    """No key is made in the first `idle_after` seconds after start-up or after a session."""
+    began = time.monotonic()
+    pool = IdleKeyWorkers(1, 40, idle_after=1.0)
+    pool.start()
+    try:
+        assert pool.wait_full(timeout=60)
+        assert time.monotonic() - began >= 1.0
+        pool.busy()
+        _, ctx = _route()
+        seal_records([b"x"] * 40, ctx, leader_layer=pool.seal)
+        assert pool.held() == 0
+        ended = time.monotonic()
+        pool.idle()
+        assert pool.wait_full(timeout=60)
+        assert time.monotonic() - ended >= 1.0
+    finally:
+        pool.close()
