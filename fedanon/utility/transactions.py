@@ -109,8 +109,13 @@ class Transactions:
         line_ends = np.flatnonzero(newline)
         n_lines = len(line_ends) + (1 if len(raw) and raw[-1:] != b"\n" else 0)
         lengths = np.bincount(np.searchsorted(line_ends, starts), minlength=n_lines)
-        # Only digits and blanks are left, so numpy's C text parser reads every token.
-        items = np.fromstring(raw.decode("ascii"), dtype=ITEM_DTYPE, sep=" ")
+        # Only digits and blanks are left, so numpy's C text parser reads every token (it
+        # refuses a text without any, so a log of empty transactions skips it).
+        items = (
+            np.fromstring(raw.decode("ascii"), dtype=ITEM_DTYPE, sep=" ")
+            if len(starts)
+            else np.empty(0, dtype=ITEM_DTYPE)
+        )
         if len(items) != len(starts):  # pragma: no cover - guarded by the byte check above
             raise FedanonError(f"{source}: unreadable transactions")
         return cls.from_csr(_indptr(lengths), items)

@@ -30,6 +30,14 @@ def test_leading_empty_line_and_no_final_newline():
 
 
 @pytest.mark.parametrize(
+    ("text", "baskets"), [(b"\n", 1), (b"   \n", 1), (b"\n\n\n", 3), (b"\t\n \n", 2)]
+)
+def test_a_log_of_empty_transactions_reads_as_empty_transactions(text: bytes, baskets: int):
+    """A text without a single item id (every basket emptied) is a valid log."""
+    assert Transactions.parse_fimi(text).to_lists() == [[]] * baskets
+
+
+@pytest.mark.parametrize(
     ("text", "line", "token"),
     [(b"1 2\n3 x4\n", 2, "x4"), (b"1\n2\n\n4,5\n", 4, "4,5"), (b"1 -3\n", 1, "-3")],
 )
