@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 DEFAULT_CHUNK_BYTES = 4 << 20
 MIN_CHUNK_BYTES = 1 << 10
+MIB = 1 << 20
 
 
 def split(items: Sequence[bytes], chunk_bytes: int) -> list[list[bytes]]:

@@ -85,7 +85,7 @@ from fedanon.configschema import (
 )
 from fedanon.crypto.parallel import Parallelism
 from fedanon.errors import FedanonError
-from fedanon.federation.chunks import DEFAULT_CHUNK_BYTES
+from fedanon.federation.chunks import DEFAULT_CHUNK_BYTES, MIB, MIN_CHUNK_BYTES
 from fedanon.federation.tls import TLS_SCHEMA, TLSFiles
 from fedanon.leader.federation import SUM_PROTOCOLS
 from fedanon.leader.session import check_ring_job
@@ -178,6 +178,12 @@ JOB_SCHEMA = Table(
                     **UNION_KEYS,
                     "pad_to": Key(Integer(0, 2**31 - 1), default=0),
                     "mode": Key(Text(choices=UNION_MODES), default="layered"),
+                    # Items per union message, in MiB: at most half of every party's
+                    # [limits] max_message_mb (the parties refuse a larger one).
+                    "chunk_mb": Key(
+                        Number(MIN_CHUNK_BYTES / MIB, 2048),
+                        default=DEFAULT_CHUNK_BYTES / MIB,
+                    ),
                 }
             ),
             default={},
@@ -342,9 +348,15 @@ def load_randomize_job(data: dict[str, Any], base: Path, where: str) -> Randomiz
         union_seconds=data["timeouts"]["union_seconds"],
         union_parallelism=union_parallelism(data["union"]),
         union_pad_to=data["union"]["pad_to"],
+        union_chunk_bytes=chunk_bytes(data["union"]),
     )
     job.check()
     return job
+
+
+def chunk_bytes(section: dict[str, Any]) -> int:
+    """[union] chunk_mb as bytes."""
+    return int(section["chunk_mb"] * MIB)
 
 
 def load_job(path: str | Path) -> LeaderJob | DRBTLeaderJob | RandomizeLeaderJob:
@@ -375,6 +387,7 @@ def load_job(path: str | Path) -> LeaderJob | DRBTLeaderJob | RandomizeLeaderJob
         union_parallelism=union_parallelism(data["union"]),
         union_pad_to=data["union"]["pad_to"],
         union_mode=data["union"]["mode"],
+        union_chunk_bytes=chunk_bytes(data["union"]),
     )
     job.check()
     return job

@@ -24,6 +24,7 @@ from fedanon.algorithms.randomization.leader_half import Plan, split_histograms
 from fedanon.atomic import write_json_atomic
 from fedanon.crypto.parallel import Parallelism
 from fedanon.errors import FedanonError
+from fedanon.federation.chunks import DEFAULT_CHUNK_BYTES
 from fedanon.federation.tls import TLSFiles
 from fedanon.federation.wire import to_vector
 from fedanon.leader.federation import FederationSource, Traffic
@@ -51,6 +52,7 @@ class RandomizeLeaderJob:
     union_seconds: float = 600.0
     union_parallelism: Parallelism = field(default_factory=Parallelism.configured)
     union_pad_to: int = 0
+    union_chunk_bytes: int = DEFAULT_CHUNK_BYTES  # bound on one union message's items
     extra_report: dict[str, Any] = field(default_factory=dict)
 
     def check(self) -> None:
@@ -141,6 +143,7 @@ def run_randomize(job: RandomizeLeaderJob, on_plan: Any | None = None) -> dict[s
                 UNION_ROUND,
                 job.union_parallelism,
                 job.union_pad_to,
+                chunk_bytes=job.union_chunk_bytes,
             )
             timings["union"] = time.perf_counter() - mark
         ended = session.end()

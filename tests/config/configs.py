@@ -92,7 +92,7 @@ def job_doc(material: Path, out_dir: Path) -> dict[str, Any]:
         "parties": [{"name": f"hospital-{c}", "address": "127.0.0.1:9"} for c in "abc"],
         "tls": tls(material, "leader"),
         "timeouts": {"rpc_seconds": 60, "union_seconds": 600},
-        "union": {"workers": 1, "min_records": 4096, "pad_to": 0},
+        "union": {"workers": 1, "min_records": 4096, "pad_to": 0, "chunk_mb": 2},
     }
 
 

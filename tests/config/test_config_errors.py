@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from fedanon.errors import FedanonError
-from fedanon.leader.config import load_job
+from fedanon.leader.config import LeaderJob, load_job
 from fedanon.party.config import PartyConfig
 from tests.config.configs import (
     assert_one_line_error,
@@ -57,6 +57,9 @@ def _assert_refused_untouched(
 
 # (dotted key, bad value, words the one error line must contain)
 JOB_CASES = [
+    ("union.chunk_mb", 0, ["union.chunk_mb", "0"]),
+    ("union.chunk_mb", "big", ["union.chunk_mb", "number", "'big'"]),
+    ("union.chunk_mb", 4096, ["union.chunk_mb", "4096"]),
     ("lkc.L", "four", ["job.toml", "lkc.L", "integer", "'four'"]),
     ("lkc.L", 2.5, ["lkc.L", "integer", "2.5"]),
     ("lkc.L", True, ["lkc.L", "integer"]),
@@ -331,3 +334,12 @@ def test_idle_keys_default_to_one_per_record_and_zero_turns_them_off(
     assert PartyConfig.load(_write(tmp_path / "b.toml", doc)).idle_key_capacity(500) == 500
     doc["union"]["idle_keys"] = 0
     assert PartyConfig.load(_write(tmp_path / "c.toml", doc)).idle_key_capacity(500) == 0
+
+
+def test_union_chunk_mb_sets_the_bytes_per_union_message(tmp_path: Path, material: Path) -> None:
+    doc = job_doc(material, tmp_path)
+    job = load_job(_write(tmp_path / "job.toml", doc))
+    assert isinstance(job, LeaderJob) and job.union_chunk_bytes == 2 << 20
+    del doc["union"]["chunk_mb"]
+    job = load_job(_write(tmp_path / "default.toml", doc))
+    assert isinstance(job, LeaderJob) and job.union_chunk_bytes == 4 << 20
