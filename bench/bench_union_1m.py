@@ -7,6 +7,8 @@ reference release and the ratio; then one session per union mode. Every distribu
 compared with the centralized one before a number is printed. Reported per mode: seconds per
 phase (the leader's report), bytes on the wire (the leader's own union traffic, and every
 message of the session counted once by its sender) and CPU seconds of every process of the run.
+Each session starts from idle daemons whose pools of leader-layer keys are full (`--idle-keys 0`:
+daemons without them).
 
     .venv/bin/python bench/bench_union_1m.py                      # 1M rows, both modes
     .venv/bin/python bench/bench_union_1m.py --rows 200000 --modes shuffle
@@ -47,6 +49,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--L", type=int, default=4)
     parser.add_argument("--K", type=int, default=20)
     parser.add_argument("--C", default="1")
+    parser.add_argument(
+        "--idle-keys",
+        type=int,
+        default=None,
+        help="the daemons' [union] idle_keys (default: one per record; 0: none); every session "
+        "starts once the daemons' pools are full",
+    )
     args = parser.parse_args(argv)
     print(f"machine: {describe(('grpcio', 'cryptography', 'numpy', 'pandas'))}")
     print(f"command: {' '.join([Path(sys.executable).name, *sys.argv])}")
@@ -71,8 +80,11 @@ def main(argv: list[str] | None = None) -> int:
 
     parts = split_table(table, 3, "random", seed=3)
     results = {}
-    with federation(parts, args.taxonomy, rpc_seconds=600.0) as fed:
+    with federation(parts, args.taxonomy, rpc_seconds=600.0, idle_keys=args.idle_keys) as fed:
         for mode in args.modes.split(","):
+            if args.idle_keys != 0 and not fed.wait_idle_keys(timeout=900):
+                print("the daemons' idle key pools did not fill within 900 s", file=sys.stderr)
+                return 1
             daemons = [d.process.pid for d in fed.daemons if d.process is not None]
             daemon_cpu = sum(tree_cpu(pid) for pid in daemons)
             cpu_began = time.process_time()
