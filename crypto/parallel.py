@@ -108,6 +108,10 @@ class Parallelism:
             pool.shutdown(cancel_futures=True)
 
 
+def _started() -> None:
+    """A no-op task: submitting it makes the pool start a worker process."""
+
+
 class Stream(Generic[T]):
     """`fn` over a batch that arrives in chunks, each chunk's work started as it arrives.
 
@@ -129,6 +133,9 @@ class Stream(Generic[T]):
         )
         self._pieces: list[Future[list[T]]] = []
         self._kept: list[bytes] = []
+        if self._pool is not None:  # start the workers now, before the first chunk arrives
+            for _ in range(parallelism.workers):
+                self._pool.submit(_started)
 
     def __enter__(self) -> Stream[T]:
         return self

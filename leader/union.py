@@ -243,12 +243,13 @@ def run_union(
     strip = pb.UnionRequest(
         ref=ref, phase=pb.UNION_PHASE_STRIP, record_size=record_size, pad_to=pad_to
     )
-    stripped, sent, received = _ring_call(calls, strip, items)
-    traffic.add("union", sent, received)
-    show(f"union: opening {len(items):,} peeled items as they arrive")
     ctx = UnionContext(bytes.fromhex(session.session_id), round_, keys.route, record_size)
     try:
+        # Opened before the ring runs, so that its worker processes start meanwhile.
         with ChunkedOpen(keys.private_key, ctx, parallelism, len(items)) as opening:
+            stripped, sent, received = _ring_call(calls, strip, items)
+            traffic.add("union", sent, received)
+            show(f"union: opening {len(items):,} peeled items as they arrive")
             try:
                 peeled, sent, received = calls.gather(
                     last, stripped, pb.UNION_PHASE_STRIP, 0, on_chunk=opening.add
