@@ -28,7 +28,15 @@ from collections.abc import Sequence
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 
-from fedanon.crypto.onion_union import AheadKey, _ContextFields, _seal_innermost, new_ahead_key
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PublicKey
+
+from fedanon.crypto.onion_union import (
+    AheadKey,
+    _ContextFields,
+    _seal_innermost,
+    new_ahead_key,
+    prepare_leader_ephemeral,
+)
 from fedanon.crypto.parallel import _context
 
 log = logging.getLogger(__name__)
@@ -40,19 +48,68 @@ CHUNK = 64  # keys generated between two looks at the command pipe: about 1.5 ms
 IDLE_AFTER_SECONDS = 2.0
 
 
+class _Worker:
+    """One worker's keys: the stock made while idle, and those prepared for a session's leader."""
+
+    def __init__(self, capacity: int, idle_after: float) -> None:
+        self.capacity = capacity
+        self.idle_after = idle_after
+        self.stock: list[AheadKey] = []
+        self.idle_since: float | None = time.monotonic()  # None while a session runs
+        # Prepared for one session: the leader's key, the target count, the exchanged keys.
+        self.leader: X25519PublicKey | None = None
+        self.leader_bytes = b""
+        self.target = 0
+        self.ready: list[tuple[bytes, bytes]] = []
+
+    def work_left(self) -> float | None:
+        """Seconds until there is background work to do (0: now), or None: none."""
+        if self.leader is not None and len(self.ready) < self.target:
+            return 0.0
+        if self.idle_since is not None and len(self.stock) < self.capacity:
+            return max(self.idle_since + self.idle_after - time.monotonic(), 0.0)
+        return None
+
+    def work(self, status: Connection) -> None:
+        """One chunk of background work: prepare for the session's leader, else fill the stock."""
+        if self.leader is not None and len(self.ready) < self.target:
+            for _ in range(min(CHUNK, self.target - len(self.ready))):
+                ahead = self.stock.pop() if self.stock else None
+                self.ready.append(prepare_leader_ephemeral(self.leader, ahead))
+            return
+        self.stock.extend(
+            new_ahead_key() for _ in range(min(CHUNK, self.capacity - len(self.stock)))
+        )
+        if len(self.stock) >= self.capacity:
+            status.send(len(self.stock))
+
+    def prepare(self, leader_key: bytes, target: int) -> None:
+        """Exchange up to `target` keys with this session's leader key, in the background."""
+        self.drop_prepared()
+        self.leader = X25519PublicKey.from_public_bytes(leader_key)
+        self.leader_bytes, self.target = leader_key, target
+
+    def drop_prepared(self) -> None:
+        """Forget the keys prepared for a session (they are bound to its leader key)."""
+        self.leader, self.leader_bytes, self.target, self.ready = None, b"", 0, []
+
+    def seal(self, context: _ContextFields, items: list[bytes]) -> tuple[list[bytes], int, int]:
+        """The items' leader layer; how many keys came prepared and from the stock."""
+        if self.leader_bytes != context[2][-1]:
+            self.drop_prepared()  # prepared for another leader key: never used
+        ready, stock = len(self.ready), len(self.stock)
+        sealed = _seal_innermost(context, items, self.stock, self.ready)
+        self.target = 0  # the union has its keys: prepare no more
+        return sealed, ready - len(self.ready), stock - len(self.stock)
+
+
 def _serve(commands: Connection, status: Connection, capacity: int, idle_after: float) -> None:
-    """A worker: fill up to `capacity` keys once the daemon has been without a session for
-    `idle_after` seconds; answer commands in order."""
-    keys: list[AheadKey] = []
-    idle_since: float | None = time.monotonic()  # None while a session runs
+    """A worker: background work between commands (`_Worker`); commands answered in order."""
+    worker = _Worker(capacity, idle_after)
     while True:
-        wait: float | None = None  # block until a command comes
-        if idle_since is not None and len(keys) < capacity:
-            wait = max(idle_since + idle_after - time.monotonic(), 0.0)
+        wait = worker.work_left()
         if wait == 0.0 and not commands.poll(0):
-            keys.extend(new_ahead_key() for _ in range(min(CHUNK, capacity - len(keys))))
-            if len(keys) >= capacity:
-                status.send(len(keys))
+            worker.work(status)
             continue
         if wait is not None and not commands.poll(wait):
             continue
@@ -60,17 +117,19 @@ def _serve(commands: Connection, status: Connection, capacity: int, idle_after: 
         if command == "stop":
             return
         if command == "busy":
-            idle_since = None
+            worker.idle_since = None
         elif command == "idle":
-            idle_since = time.monotonic()
-            if len(keys) >= capacity:
-                status.send(len(keys))  # full already: the daemon is ready as it is
+            worker.idle_since = time.monotonic()
+            worker.drop_prepared()
+            if len(worker.stock) >= capacity:
+                status.send(len(worker.stock))  # full already: the daemon is ready as it is
+        elif command == "prepare":
+            worker.prepare(*args)
         elif command == "count":
-            commands.send(("count", len(keys)))
+            commands.send(("count", (len(worker.stock), len(worker.ready))))
         elif command == "seal":
-            context, items = args
             try:
-                commands.send(("sealed", _seal_innermost(context, items, keys)))
+                commands.send(("sealed", worker.seal(*args)))
             except Exception as exc:  # re-raised in the daemon, as the in-process seal would
                 commands.send(("error", exc))
 
@@ -86,6 +145,8 @@ class IdleKeyWorkers:
         self.workers = workers
         self.capacity = capacity
         self.idle_after = idle_after
+        # Of the last seal's items: how many had a key prepared during the loop, from the stock.
+        self.last_keys = (0, 0)
         self._lock = threading.Lock()
         self._processes: list[BaseProcess] = []
         self._commands: list[Connection] = []
@@ -138,10 +199,10 @@ class IdleKeyWorkers:
         """Whether every worker filled up within `timeout` seconds since the last `busy`."""
         return self._full.wait(timeout)
 
-    def _tell(self, command: str) -> None:
+    def _tell(self, *command: object) -> None:
         with self._lock:
             for pipe in self._commands:
-                pipe.send((command,))
+                pipe.send(command)
 
     def busy(self) -> None:
         """A session opened: stop generating (its seal still uses the keys already made)."""
@@ -149,8 +210,13 @@ class IdleKeyWorkers:
         self._tell("busy")
 
     def idle(self) -> None:
-        """No session: generate up to capacity again."""
+        """No session: drop what was prepared for the last one, generate up to capacity again."""
         self._tell("idle")
+
+    def prepare(self, leader_key: bytes, count: int) -> None:
+        """While the session's loop runs: exchange `count` keys (from the stock, else new ones)
+        with its leader's union key, split over the workers as `seal` will split the items."""
+        self._tell("prepare", leader_key, -(-count // max(len(self._commands), 1)))
 
     def seal(self, context: _ContextFields, items: Sequence[bytes]) -> list[bytes]:
         """The leader layer on `items`, in order, split over the workers and their keys."""
@@ -161,22 +227,30 @@ class IdleKeyWorkers:
                 pipe.send(("seal", context, chunk))
             sealed: list[bytes] = []
             errors: list[Exception] = []
+            self.last_keys = (0, 0)
             for pipe, _ in zip(self._commands, chunks, strict=False):
                 kind, value = pipe.recv()
                 if kind == "error":
                     errors.append(value)
                 else:
-                    sealed.extend(value)
+                    part, prepared, stock = value
+                    sealed.extend(part)
+                    self.last_keys = (self.last_keys[0] + prepared, self.last_keys[1] + stock)
             if errors:
                 raise errors[0]
             return sealed
 
-    def held(self) -> int:
-        """How many keys the workers hold now (for tests and the daemon's status)."""
+    def counts(self) -> tuple[int, int]:
+        """Keys held now: (in stock, prepared for the session's leader)."""
         with self._lock:
             for pipe in self._commands:
                 pipe.send(("count",))
-            return sum(pipe.recv()[1] for pipe in self._commands)
+            replies = [pipe.recv()[1] for pipe in self._commands]
+            return sum(r[0] for r in replies), sum(r[1] for r in replies)
+
+    def held(self) -> int:
+        """Keys in stock now (made while idle, not yet used)."""
+        return self.counts()[0]
 
     def close(self) -> None:
         """Stop the workers; their keys die with them."""

@@ -183,22 +183,29 @@ def new_ahead_key() -> AheadKey:
 
 
 def _seal_innermost(
-    context: _ContextFields, items: Sequence[bytes], keys: list[AheadKey] | None = None
+    context: _ContextFields,
+    items: Sequence[bytes],
+    keys: list[AheadKey] | None = None,
+    ready: list[tuple[bytes, bytes]] | None = None,
 ) -> list[bytes]:
     """The leader's layer on each item, under a fresh ephemeral key per item.
 
-    `keys` are ephemeral keys generated beforehand (`idle_keys`): each item takes one off the
-    list, for good, and items beyond them get new keys. Takes the context as plain values
-    (`astuple`) so that it can run in a worker process.
+    `ready` are keys already exchanged with this route's leader key, as (public half, X25519
+    secret) from `prepare_leader_ephemeral`; `keys` are ephemeral keys generated beforehand
+    (`idle_keys`). Each item takes one off `ready`, else off `keys`, for good; items beyond them
+    get new keys. Takes the context as plain values (`astuple`) so that it can run in a worker
+    process.
     """
     ctx = UnionContext(*context)
     leader = _Hop.of(ctx, ctx.leader_hop)
     sealed = []
     for item in items:
-        if keys:
-            ephemeral, epk = keys.pop()
-            shared = ephemeral.exchange(leader.public_key)
+        if ready:
+            epk, shared = ready.pop()
             cipher = _layer_cipher(shared, epk, leader)
+        elif keys:
+            ephemeral, epk = keys.pop()
+            cipher = _layer_cipher(ephemeral.exchange(leader.public_key), epk, leader)
         else:
             cipher, epk = _new_ephemeral(leader)
         sealed.append(_seal_item(cipher, epk, item, leader.aad))
@@ -210,16 +217,20 @@ def _seal_innermost(
 LeaderLayer = Callable[[_ContextFields, list[bytes]], list[bytes]]
 
 
-def prepare_leader_ephemeral(leader_key: bytes) -> tuple[bytes, bytes]:
+def prepare_leader_ephemeral(
+    leader_key: bytes | X25519PublicKey, ahead: AheadKey | None = None
+) -> tuple[bytes, bytes]:
     """One ephemeral key for the leader's layer, made before the records exist.
 
     Returns its public half and its X25519 secret with `leader_key` (the route's last key): the
     per-record public-key work, which depends on no record and no round, so owners can do it
-    while the specialization loop runs. Each pair must seal exactly one item.
+    while the specialization loop runs. `ahead` is a key generated earlier still (`idle_keys`);
+    without one a key is generated. Each result must seal exactly one item.
     """
-    ephemeral = X25519PrivateKey.generate()
-    shared = ephemeral.exchange(X25519PublicKey.from_public_bytes(leader_key))
-    return ephemeral.public_key().public_bytes_raw(), shared
+    if isinstance(leader_key, bytes):
+        leader_key = X25519PublicKey.from_public_bytes(leader_key)
+    ephemeral, epk = ahead or new_ahead_key()
+    return epk, ephemeral.exchange(leader_key)
 
 
 def seal_records(

@@ -138,7 +138,15 @@ class UnionRole:
         if self.route is None:
             raise ValueError("union keys were not shared before preparing the union")
         self.stop_preparing()
-        self._prepared = PreparedLeaderKeys(self.route[-1], count)
+        workers = self._workers()
+        if workers is not None:
+            workers.prepare(self.route[-1], count)
+        else:
+            self._prepared = PreparedLeaderKeys(self.route[-1], count)
+
+    def _workers(self) -> IdleKeyWorkers | None:
+        """The daemon's idle key workers, if they run."""
+        return self.idle_keys if self.idle_keys is not None and self.idle_keys.running else None
 
     def stop_preparing(self) -> list[tuple[bytes, bytes]]:
         """End the background preparation; the keys it made (used once, by `seal`)."""
@@ -161,22 +169,32 @@ class UnionRole:
         then the daemon's idle key workers' (keys generated before the session), or, without
         workers, fresh keys in worker processes."""
         prepared = self.stop_preparing()
-        workers = self.idle_keys if self.idle_keys is not None and self.idle_keys.running else None
-        log.info(
-            "union: leader-layer keys for %d items: %d prepared during the loop, the rest %s",
-            max(len(records), pad_to or 0),
-            len(prepared),
-            "from the idle key workers" if workers else "made now",
-        )
+        items = max(len(records), pad_to or 0)
+        workers = self._workers()
         if workers is not None:
             try:
-                return seal_records(
-                    records, ctx, pad_to, prepared=prepared, leader_layer=workers.seal
-                )
+                sealed = seal_records(records, ctx, pad_to, leader_layer=workers.seal)
             except (EOFError, OSError) as exc:  # a worker died: seal as if there were none
                 log.warning("idle key workers failed (%s); sealing without them", exc)
                 workers.close()
+            else:
+                self._log_keys(items, *workers.last_keys)
+                return sealed
+        self._log_keys(items, len(prepared), 0)
         return seal_records(records, ctx, pad_to, self.parallelism, prepared)
+
+    @staticmethod
+    def _log_keys(items: int, prepared: int, idle: int) -> None:
+        """Where the leader layer's keys came from (the party's own log: its own counts)."""
+        prepared = min(prepared, items)
+        log.info(
+            "union: leader-layer keys for %d items: %d prepared during the loop, %d made while "
+            "idle, %d made now",
+            items,
+            prepared,
+            idle,
+            items - prepared - idle,
+        )
 
     def strip(self, items: list[bytes], ctx: UnionContext) -> list[bytes]:
         return peel_layer(items, self.private_key, self.position, ctx)

@@ -138,3 +138,41 @@ def test_generation_waits_until_the_daemon_has_been_idle_for_a_while() -> None:
         assert time.monotonic() - ended >= 1.0
     finally:
         pool.close()
+
+
+def _wait_prepared(pool: IdleKeyWorkers, count: int) -> None:
+    deadline = time.monotonic() + 60
+    while pool.counts()[1] < count and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+def test_keys_prepared_for_the_leader_during_the_loop_seal_first(workers) -> None:
+    """`prepare` exchanges stock keys with the leader's key in the background; the seal uses
+    them before the stock; the leader opens every item and no key is used twice."""
+    workers.busy()
+    keys, ctx = _route()
+    workers.prepare(ctx.route[-1], 100)
+    _wait_prepared(workers, 100)
+    assert workers.counts() == (200, 100)  # the prepared keys came out of the stock
+    records = [f"r{i}".encode() for i in range(150)]
+    sealed = seal_records(records, ctx, leader_layer=workers.seal)
+    assert workers.last_keys == (100, 50)
+    assert len(set(_leader_keys(sealed, keys[0], ctx))) == 150
+    assert Counter(open_records(peel_layer(sealed, keys[0], 0, ctx), keys[1], ctx)) == Counter(
+        records
+    )
+
+
+def test_keys_prepared_for_another_leader_are_never_used(workers) -> None:
+    workers.busy()
+    keys, ctx = _route()
+    _, other = _route()
+    workers.prepare(other.route[-1], 40)
+    _wait_prepared(workers, 40)
+    sealed = seal_records([b"x"] * 10, ctx, leader_layer=workers.seal)
+    assert workers.last_keys == (0, 10)
+    assert len(open_records(peel_layer(sealed, keys[0], 0, ctx), keys[1], ctx)) == 10
+    workers.prepare(ctx.route[-1], 20)
+    _wait_prepared(workers, 20)
+    workers.idle()  # the session ended: what was prepared for it is dropped
+    assert workers.counts()[1] == 0
