@@ -64,6 +64,11 @@ class Dataset:
     taxonomy: TaxonomyFile
     drop: tuple[str, ...] = ()
 
+    def head(self, rows: int) -> Dataset:
+        """The first `rows` records, same taxonomy (a quicker federation for one test)."""
+        table = self.table.iloc[:rows].reset_index(drop=True)
+        return Dataset(table, self.taxonomy_path, self.taxonomy, self.drop)
+
     def spec(self, L: int | None, K: int, C: str | None, **lkc: Any) -> LKCJobSpec:
         """The job as the leader builds it (``spec_from_table``, like ``fedanon sim lkc``)."""
         section = {"L": L, "K": K, "C": C, "drop": list(self.drop), **lkc}

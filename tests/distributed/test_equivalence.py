@@ -185,10 +185,8 @@ def test_random_synthetic_tables_equal_centralized(
 @pytest.mark.slow
 def test_party_with_no_records_joins(hospital_data: Dataset, tmp_path: Path) -> None:
     """A hospital with an empty table is a valid member: the result is unchanged."""
-    table = hospital_data.table.iloc[:900].reset_index(drop=True)
-    dataset = Dataset(
-        table, hospital_data.taxonomy_path, hospital_data.taxonomy, hospital_data.drop
-    )
+    dataset = hospital_data.head(900)
+    table = dataset.table
     parts = [*split_table(table, 2, "random", seed=3), table.iloc[:0]]
     spec = dataset.spec(L=2, K=15, C="0.25")
     with federation(parts, dataset.taxonomy_path, workdir=tmp_path / "fed") as fed:

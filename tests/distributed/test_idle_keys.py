@@ -32,10 +32,8 @@ def test_idle_daemons_seal_with_keys_made_before_the_session_and_refill(
 def test_daemons_without_idle_keys_seal_with_fresh_keys(
     hospital_data: Dataset, tmp_path: Path
 ) -> None:
-    table = hospital_data.table.iloc[:900].reset_index(drop=True)
-    dataset = Dataset(
-        table, hospital_data.taxonomy_path, hospital_data.taxonomy, hospital_data.drop
-    )
+    dataset = hospital_data.head(900)
+    table = dataset.table
     parts = split_table(table, 3, "random", seed=2)
     with federation(parts, dataset.taxonomy_path, workdir=tmp_path / "fed", idle_keys=0) as fed:
         run_matches_centralized(fed, dataset, dataset.spec(L=2, K=15, C="0.25"), tmp_path / "r.csv")

@@ -110,10 +110,8 @@ def test_five_parties_uneven_shuffle_mode_equals_centralized(
     hospital_data: Dataset, tmp_path: Path
 ) -> None:
     """Five steps, pairs (P4, P0) last; one party with no records (an empty block)."""
-    table = hospital_data.table.iloc[:1500].reset_index(drop=True)
-    dataset = Dataset(
-        table, hospital_data.taxonomy_path, hospital_data.taxonomy, hospital_data.drop
-    )
+    dataset = hospital_data.head(1500)
+    table = dataset.table
     parts = [*split_table(table, 4, "random", seed=7), table.iloc[:0]]
     spec = dataset.spec(L=2, K=15, C="0.25")
     with federation(parts, dataset.taxonomy_path, workdir=tmp_path / "fed") as fed:

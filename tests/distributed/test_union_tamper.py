@@ -47,10 +47,8 @@ class Honest(UnaryServerRecorder):
 def test_a_last_party_dropping_a_peeled_item_fails_the_union(
     hospital_data: Dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    table = hospital_data.table.iloc[:600].reset_index(drop=True)
-    dataset = Dataset(
-        table, hospital_data.taxonomy_path, hospital_data.taxonomy, hospital_data.drop
-    )
+    dataset = hospital_data.head(600)
+    table = dataset.table
     parts = split_table(table, 3, "random", seed=4)
     with inprocess_parties(
         parts,
