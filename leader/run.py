@@ -62,6 +62,7 @@ def run_job(
             pb.OpenSessionRequest(lkc=lkc_job_to_proto(spec)),
             job.sum_mode,
             prepare_union=job.union_mode == "layered",
+            pad_to=job.union_pad_to,
         )
         timings["handshake"] = time.perf_counter() - began
 

@@ -207,10 +207,12 @@ def open_ring(
     request: pb.OpenSessionRequest,
     sum_mode: str,
     prepare_union: bool = False,
+    pad_to: int = 0,
 ) -> RingOpened:
     """Handshake with `request` (as :meth:`Session.handshake`), agree the released columns,
     share the union (and sum) keys, and choose the secure-sum protocol `sum_mode` names
-    ("ring" or "pairwise")."""
+    ("ring" or "pairwise"). `prepare_union` (with the union's `pad_to`) asks the parties to
+    prepare a layered union's keys while the loop runs."""
     request.sum_mode, protocol = SUM_PROTOCOLS[sum_mode]
     opened = session.handshake(items, request)
     columns = list(opened[session.ring[0]].columns)
@@ -220,5 +222,5 @@ def open_ring(
                 f"handshake: party {name} has columns {list(opened[name].columns)}, "
                 f"party {session.ring[0]} has {columns}"
             )
-    keys = UnionKeys.exchange(session, opened, prepare_union=prepare_union)
+    keys = UnionKeys.exchange(session, opened, prepare_union=prepare_union, pad_to=pad_to)
     return RingOpened(opened, columns, keys, protocol(session, keys))

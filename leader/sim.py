@@ -110,6 +110,11 @@ def free_ports(count: int) -> list[int]:
     return ports
 
 
+# A simulated federation's daemons keep fewer idle-made keys than the 65,536 of a deployed one:
+# they share one machine and serve short jobs, often inside a test suite, where generating
+# keys nobody uses would only take CPU from the other tests.
+SIM_IDLE_KEYS = 4096
+
 # Log lines of the party daemon (crypto/idle_keys.py, party/union.py) that benches wait on.
 IDLE_KEYS_READY = "idle key pool: "
 UNION_SEALED = "union: leader-layer keys for "
@@ -255,7 +260,7 @@ def write_party_config(
     """A ``party.toml`` in the documented format, its output directory beside it.
 
     `lease_seconds` shortens the session lease (tests of a dead leader's recovery); `idle_keys`
-    sizes the pool of key pairs made while idle (default: one per record)."""
+    sizes the pool of leader-layer keys made while idle (default: the config file's)."""
     lines = [
         f'name = "{name}"',
         f'listen = "127.0.0.1:{port}"',
@@ -309,12 +314,13 @@ def federation(
     rpc_seconds: float = 60.0,
     union: Parallelism | None = None,
     lease_seconds: float | None = None,
-    idle_keys: int | None = None,
+    idle_keys: int | None = SIM_IDLE_KEYS,
 ) -> Iterator[Federation]:
     """Start one daemon per part (ring order = list order); stop and clean up on exit.
 
-    `union` sets the daemons' union worker processes, `lease_seconds` their session lease and
-    `idle_keys` their pool of idle-made key pairs (default: the config file's defaults).
+    `union` sets the daemons' union worker processes and `lease_seconds` their session lease
+    (default: the config file's defaults); `idle_keys` their pool of leader-layer keys made while
+    idle (None: the config file's default).
     """
     own_dir = workdir is None
     # Absolute: the party configs written below name files in it, and a relative path there

@@ -60,10 +60,15 @@ class UnionKeys:
 
     @classmethod
     def exchange(
-        cls, session: Session, opened: dict[str, pb.OpenSessionReply], prepare_union: bool = False
+        cls,
+        session: Session,
+        opened: dict[str, pb.OpenSessionReply],
+        prepare_union: bool = False,
+        pad_to: int = 0,
     ) -> UnionKeys:
         """Verify and distribute the union keys; `prepare_union` asks the parties to prepare
-        their leader-layer ephemeral keys for a layered union while the loop runs."""
+        their leader-layer ephemeral keys for a layered union while the loop runs: `pad_to`
+        keys each when padded (never a number that depends on a party's hidden count)."""
         job = session.job
         identity: Identity | None = None
         ca: x509.Certificate | None = None
@@ -80,7 +85,12 @@ class UnionKeys:
         session.fan_out(
             "key sharing",
             lambda n, s: s.ShareKeys(
-                pb.ShareKeysRequest(ref=session.ref(), keys=shares, prepare_union=prepare_union),
+                pb.ShareKeysRequest(
+                    ref=session.ref(),
+                    keys=shares,
+                    prepare_union=prepare_union,
+                    prepare_items=pad_to if prepare_union else 0,
+                ),
                 timeout=job.rpc_seconds,
             ),
         )

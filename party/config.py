@@ -72,10 +72,16 @@ UNION_KEYS = {
     "min_records": Key(Integer(0, 2**31 - 1), default=DEFAULT_MIN_RECORDS),
 }
 
+# Leader-layer keys a daemon generates while idle (crypto/idle_keys.py). A fixed number, not one
+# per record: how many keys are ready shows in how long sealing takes, and a pool sized by the
+# table would let that time hint at the record count that `pad_to` hides. 65,536 keys: about
+# 13 MB and 1.3 s of one core, made once the daemon has been idle for 2 s.
+DEFAULT_IDLE_KEYS = 65536
+
 # The daemon's own [union] keys: the job's (above) and the idle-made key pool's size.
 PARTY_UNION_KEYS = {
     **UNION_KEYS,
-    "idle_keys": Key(Integer(0, 2**31 - 1)),
+    "idle_keys": Key(Integer(0, 2**31 - 1), default=DEFAULT_IDLE_KEYS),
 }
 
 PARTY_SCHEMA = Table(
@@ -158,12 +164,7 @@ class PartyConfig:
     union_parallelism: Parallelism = field(default_factory=Parallelism.configured)
     max_message_mb: float = 128.0
     policy: Policy = field(default_factory=lambda: Policy(configured=False))
-    # Key pairs for the layered union made while idle; None: one per record of the table.
-    idle_keys: int | None = None
-
-    def idle_key_capacity(self, records: int) -> int:
-        """How many idle-made key pairs to keep: `idle_keys`, or one per record."""
-        return records if self.idle_keys is None else self.idle_keys
+    idle_keys: int = DEFAULT_IDLE_KEYS  # leader-layer keys made while idle (0: none)
 
     @classmethod
     def load(cls, path: str | Path) -> PartyConfig:

@@ -51,7 +51,7 @@ def share_keys(
     try:
         session.union.route = union_route(request.keys, session.ring, sid, shell.ca_certificate)
         if request.prepare_union:
-            session.union.prepare(len(shell.table))
+            session.union.prepare(request.prepare_items or len(shell.table))
         session.sums.accept_keys(request.keys, session, shell.config.name, shell.ca_certificate)
     except (FedanonError, CryptoError, ValueError) as exc:
         shell._fail(context, grpc.StatusCode.PERMISSION_DENIED, f"key shares refused: {exc}")

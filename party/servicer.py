@@ -100,9 +100,7 @@ class PartyServicer(pb_grpc.PartyServicer):
         self.sessions_served = 0
         self.max_message_bytes = int(config.max_message_mb * (1 << 20))
         # Filled by the running daemon (`serve` starts it); in-process servicers leave it empty.
-        self.idle_keys = IdleKeyWorkers(
-            config.union_parallelism.workers, config.idle_key_capacity(len(table))
-        )
+        self.idle_keys = IdleKeyWorkers(config.union_parallelism.workers, config.idle_keys)
 
     # ----------------------------------------------------------------- helpers
     def _fail(self, context: grpc.ServicerContext, code: grpc.StatusCode, message: str) -> NoReturn:

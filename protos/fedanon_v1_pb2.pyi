@@ -180,14 +180,16 @@ class OpenSessionReply(_message.Message):
     def __init__(self, party: _Optional[str] = ..., fingerprint: _Optional[str] = ..., fingerprint_items: _Optional[_Iterable[str]] = ..., columns: _Optional[_Iterable[str]] = ..., keys: _Optional[_Iterable[_Union[KeyShare, _Mapping]]] = ..., attributes: _Optional[_Iterable[str]] = ..., lease_seconds: _Optional[float] = ...) -> None: ...
 
 class ShareKeysRequest(_message.Message):
-    __slots__ = ("ref", "keys", "prepare_union")
+    __slots__ = ("ref", "keys", "prepare_union", "prepare_items")
     REF_FIELD_NUMBER: _ClassVar[int]
     KEYS_FIELD_NUMBER: _ClassVar[int]
     PREPARE_UNION_FIELD_NUMBER: _ClassVar[int]
+    PREPARE_ITEMS_FIELD_NUMBER: _ClassVar[int]
     ref: SessionRef
     keys: _containers.RepeatedCompositeFieldContainer[KeyShare]
     prepare_union: bool
-    def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ..., keys: _Optional[_Iterable[_Union[KeyShare, _Mapping]]] = ..., prepare_union: _Optional[bool] = ...) -> None: ...
+    prepare_items: int
+    def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ..., keys: _Optional[_Iterable[_Union[KeyShare, _Mapping]]] = ..., prepare_union: _Optional[bool] = ..., prepare_items: _Optional[int] = ...) -> None: ...
 
 class ShareKeysReply(_message.Message):
     __slots__ = ()

@@ -28,7 +28,7 @@ import pytest
 from fedanon.algorithms.tds.layout import StatsLayout
 from fedanon.crypto.wire import unpack_frames
 from fedanon.leader.sim import LEADER_NAME, split_table
-from fedanon.party.union import record_bytes
+from fedanon.party.union import UnionRole, record_bytes
 from fedanon.protos import fedanon_v1_pb2 as pb
 from tests.crypto.uniformity import looks_uniform
 from tests.distributed.conftest import (
@@ -71,6 +71,7 @@ class Recorded:
     dataset: Dataset
     report: dict[str, Any]
     ring: list[str]
+    prepared: list[int]  # how many leader-layer keys each party prepared during the loop
 
 
 def words(vector: pb.Vector) -> np.ndarray:
@@ -158,6 +159,7 @@ def leak_data() -> Dataset:
     return hospital_dataset(1800, seed=9)
 
 
+_PREPARE = UnionRole.prepare  # unpatched: the two recorded sessions can be open at once
 PAD_TO = 1000  # the pairwise session pads every union batch to this many items (> 1800 / 3)
 
 
@@ -168,13 +170,20 @@ def _record(tmp_path: Path, dataset: Dataset, sum_mode: str, pad_to: int = 0) ->
         pytest.MonkeyPatch.context() as monkeypatch,
         recording_federation(parts, dataset.taxonomy_path, tmp_path, monkeypatch) as fed,
     ):
+        prepared: list[int] = []
+
+        def recording_prepare(role: UnionRole, count: int) -> None:
+            prepared.append(count)
+            _PREPARE(role, count)
+
+        monkeypatch.setattr(UnionRole, "prepare", recording_prepare)
         spec = dataset.spec(L=3, K=20, C="0.2")
         out = tmp_path / "release.csv"
         report = run_distributed(
             fed.hops, fed.leader_tls, dataset, spec, out, sum_mode=sum_mode, union_pad_to=pad_to
         )
         assert_same_release(out, report, centralized(dataset, spec))
-        yield Recorded(fed, dataset, report, [h.name for h in fed.hops])
+        yield Recorded(fed, dataset, report, [h.name for h in fed.hops], prepared)
 
 
 @pytest.fixture(scope="module")
@@ -274,6 +283,10 @@ def test_union_pad_to_hides_each_partys_record_count(
     assert _collect_batch_sizes(ring_session) == counts
     assert _collect_batch_sizes(pairwise_session) == dict.fromkeys(pairwise_session.ring, PAD_TO)
     assert pairwise_session.report["records"] == len(pairwise_session.dataset.table)
+    # How many keys a party prepares shows in how long its seal takes: padded, every party
+    # prepares pad_to (the leader's own number), never its record count.
+    assert sorted(ring_session.prepared) == sorted(counts.values())
+    assert pairwise_session.prepared == [PAD_TO] * 3
 
 
 def test_pairwise_leader_shares_hide_each_party(pairwise_session: Recorded) -> None:
