@@ -1,15 +1,19 @@
-"""Keep freed memory in the process for reuse, where the C library returns it at once.
+"""Keep freed memory in the process for reuse, in small pages, where the defaults return it.
 
 The LKC engine's counting passes allocate and free arrays of the table's length on every
 specialization (megabytes each at 1M rows), in sizes that change from step to step. With
 glibc's defaults, a block above the (moving) mmap threshold is mapped for each allocation and
 unmapped when freed, and free memory at the heap's top beyond the trim threshold goes back to
-the kernel, so each step faults the same pages in again: 0.5-0.9 s of kernel time in a
-2.0-2.3 s anonymization of 1M rows (docs/lkc.md, "Memory reuse"). Fixing both thresholds
-(blocks up to 32 MB come from the heap; up to 128 MB of free heap is kept) lets the next step
-reuse the pages: the same run then spends about 0.05-0.1 s in the kernel.
+the kernel, so each step faults the same pages in again. Fixing both thresholds (blocks up to
+32 MB come from the heap; up to 128 MB of free heap is kept) lets the next step reuse them.
 
-The setting is process-wide, set once, and changes where memory comes from, never what a
+numpy also asks the kernel for transparent huge pages for every array of 4 MB or more. Such
+pages are allocated and zeroed 2 MB at a time and split again when part of one is freed; with
+the memory reused they bring nothing but kernel time that swings with what else the machine
+does. At 1M rows (docs/lkc.md, "Memory reuse") the anonymization spent 0.5-0.9 s in the kernel
+with the defaults, 0.1-0.8 s with the thresholds alone and 0.11-0.16 s with both settings.
+
+The settings are process-wide, made once, and change where memory comes from, never what a
 computation returns. Blocks above 32 MB (larger tables) are still mapped and unmapped.
 """
 
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import importlib
 import sys
 
 MMAP_THRESHOLD = 32 << 20  # glibc's upper limit for M_MMAP_THRESHOLD on 64-bit systems
@@ -27,7 +32,7 @@ _M_MMAP_THRESHOLD = -3
 
 @functools.cache
 def keep_freed_memory() -> bool:
-    """Set glibc's mmap and trim thresholds once per process; whether they were set.
+    """Make both settings once per process; whether glibc's thresholds were set.
 
     A no-op (False) off Linux or with another C library (musl's ``mallopt`` does nothing).
     """
@@ -43,4 +48,15 @@ def keep_freed_memory() -> bool:
     mallopt.restype = ctypes.c_int
     mapped = mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD) == 1
     trimmed = mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD) == 1
+    if mapped and trimmed:
+        _no_huge_pages()
     return mapped and trimmed
+
+
+def _no_huge_pages() -> None:
+    """Stop numpy's huge-page requests (its switch for the NUMPY_MADVISE_HUGEPAGE variable)."""
+    switch = getattr(
+        importlib.import_module("numpy._core.multiarray"), "_set_madvise_hugepage", None
+    )
+    if switch is not None:
+        switch(False)

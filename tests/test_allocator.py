@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import subprocess
@@ -46,3 +47,11 @@ def test_freed_arrays_are_reused_instead_of_faulted_in_again() -> None:
     assert min(default[1:]) > pages // 2
     # Kept: after the first round the same pages serve every later one.
     assert max(tuned[1:]) < pages // 20
+
+
+@pytest.mark.skipif(not keep_freed_memory(), reason="needs glibc (Linux)")
+def test_numpy_stops_asking_for_huge_pages() -> None:
+    switch = importlib.import_module("numpy._core.multiarray")._set_madvise_hugepage
+    before = switch(True)  # returns the setting it replaces
+    switch(before)
+    assert before is False

@@ -54,11 +54,11 @@ class LocalParty:
         """The state a run changes: every record in the all-root partition, nothing counted."""
         schema = self.schema
         self.partitions = PartitionTable.with_roots([t.root for t in schema.taxonomies])
-        self.record_partition = np.zeros(len(self.table), dtype=np.int64)
+        self.record_partition = np.zeros(len(self.table), dtype=np.int32)  # half the bytes
         widest = max((t.max_children for t in schema.taxonomies), default=0)
         self._slot_dtype = np.int16 if widest < (1 << 15) else np.int64
         self._slot_tables: dict[int, tuple[int, np.ndarray]] = {}  # attr -> (nodes, table)
-        self._slot: list[np.ndarray] = []  # per QID: each record's child position, -1 at a leaf
+        self._slot: list[np.ndarray] = []  # per QID: each record's child position + 1, 0 at a leaf
         self._blocks: list[np.ndarray] = []  # own statistics of each step's new partitions
         self._block_live: list[int] = []  # live partitions per block
         self._block_first: list[int] = []  # index of each block's first partition
@@ -108,11 +108,12 @@ class LocalParty:
             channels[np.arange(first.size), 1 + classes[first]] = 1
         for j in range(lay.n_sensitive):
             channels[:, 1 + lay.n_class + j] = self.sensitive[j, first]
-        return profile.astype(np.int64), channels
+        return profile.astype(np.int32), channels  # int32: half the bytes each step gathers
 
     def _slot_table(self, attr: int) -> np.ndarray:
-        """``table[depth + 1, atom]`` = child position, below a node at `depth`, of the child
-        holding the atom; -1 where the atom's deepest node is at `depth` (a leaf).
+        """``table[depth + 1, atom]`` = 1 + child position, below a node at `depth`, of the
+        child holding the atom; 0 where the atom's deepest node is at `depth` (a leaf). Kept
+        one above the position so that a count key is ``slot * stride + cell`` with no shift.
 
         One gather per record instead of three (ancestor, rank, leaf test) on every step.
         Rebuilt when a dynamic tree grows (its node count changes).
@@ -121,14 +122,14 @@ class LocalParty:
         cached = self._slot_tables.get(attr)
         if cached is None or cached[0] != tax.n_nodes:
             ancestors = tax.ancestor_table()
-            ranks = np.where(ancestors >= 0, tax.child_rank()[ancestors], -1)
+            ranks = np.where(ancestors >= 0, tax.child_rank()[ancestors] + 1, 0)
             cached = (tax.n_nodes, np.ascontiguousarray(ranks.T, dtype=self._slot_dtype))
             self._slot_tables[attr] = cached
         return cached[1]
 
     def _slots_at(self, attr: int, node_depth: int, rows: np.ndarray) -> np.ndarray:
-        """Child position of records `rows`, whose cut nodes on `attr` all lie at depth
-        `node_depth` (the roots at the start; Best's children after a step); -1 at a leaf."""
+        """1 + child position of records `rows`, whose cut nodes on `attr` all lie at depth
+        `node_depth` (the roots at the start; Best's children after a step); 0 at a leaf."""
         return self._slot_table(attr)[node_depth + 1][self.atoms[attr][rows]]
 
     def _histogram(
@@ -136,11 +137,9 @@ class LocalParty:
     ) -> np.ndarray:
         """(width + 1, n_parts, P) record counts by child slot (first row: at a leaf), partition
         and profile. `cell` = partition * P + profile per record, the same for every attribute
-        (computed once per step); `slot` = the record's child position, -1 at a leaf."""
+        (computed once per step); `slot` = 1 + the record's child position, 0 at a leaf."""
         stride = n_parts * self._profile_channels.shape[0]
-        key = slot.astype(np.int64)
-        key += 1
-        key *= stride
+        key = np.multiply(slot, np.int64(stride), dtype=np.int64)
         key += cell
         hist = np.bincount(key, minlength=(width + 1) * stride)
         return hist.reshape(width + 1, n_parts, -1)
@@ -262,15 +261,20 @@ class LocalParty:
         children = np.asarray(self.schema.taxonomies[attr].children[step.node], dtype=np.int64)
         applied = self.partitions.apply(step, list(children))
         first, n_new = applied.first_new, applied.n_new
-        position = np.full(self.partitions.size, -1, dtype=np.int64)
+        position = np.full(self.partitions.size, -1, dtype=np.int32)
         position[applied.link] = np.arange(applied.link.size)
-        parent_all = position[self.record_partition]  # index into link, -1 off Link_Best
+        # Index into link, -1 off Link_Best; ``take`` gathers with int32 indices directly.
+        parent_all = np.take(position, self.record_partition)
         rows = np.flatnonzero(parent_all >= 0)
         out = np.zeros((n_new, self.layout.slots, self.layout.channels), dtype=np.int64)
         if n_new == 0:
             return _frozen_vector(out)
-        slot = self._slot[attr][rows]
-        target = applied.new_index.reshape(-1)[parent_all[rows] * len(children) + slot]
+        # Column 0 (a record at a leaf, which no partition on Link_Best holds) maps nowhere.
+        lookup = np.hstack([np.full((applied.link.size, 1), -1), applied.new_index]).reshape(-1)
+        index = parent_all[rows].astype(np.int64)
+        index *= len(children) + 1
+        index += self._slot[attr][rows]
+        target = lookup[index]
         if (target < 0).any():
             raise FedanonError(
                 "instruction marks a child group empty that holds local records "
@@ -302,7 +306,7 @@ class LocalParty:
         siblings = _sum_of_runs(out, starts, n_children)
         parents = self._parents(applied.link)  # heavy[i] is the child of link[i]
         own, block = out[heavy, 0, :], out[heavy, offset : offset + width, :]
-        out[heavy] = parents - siblings
+        out[heavy] = np.subtract(parents, siblings, out=parents)
         out[heavy, 0, :], out[heavy, offset : offset + width, :] = own, block
         self._remember(first, out)
         return _frozen_vector(out)
@@ -357,7 +361,10 @@ def _sum_of_runs(stats: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> 
     total = stats[starts]
     for j in range(1, int(lengths.max(initial=1))):
         more = np.flatnonzero(lengths > j)
-        total[more] += stats[starts[more] + j]
+        if more.size == starts.size:
+            total += stats[starts + j]
+        else:
+            total[more] += stats[starts[more] + j]
     return total
 
 
