@@ -1,20 +1,20 @@
 """Keep freed memory in the process for reuse, in small pages, where the defaults return it.
 
 The LKC engine's counting passes allocate and free arrays of the table's length on every
-specialization (megabytes each at 1M rows), in sizes that change from step to step. With
-glibc's defaults, a block above the (moving) mmap threshold is mapped for each allocation and
-unmapped when freed, and free memory at the heap's top beyond the trim threshold goes back to
-the kernel, so each step faults the same pages in again. Fixing both thresholds (blocks up to
-32 MB come from the heap; up to 128 MB of free heap is kept) lets the next step reuse them.
+specialization (8 MB each at 1M rows, 80 MB at 10M), in sizes that change from step to step.
+With glibc's defaults a block above the (moving, at most 32 MB) mmap threshold is mapped for
+each allocation and unmapped when freed, and free memory at the heap's top beyond the trim
+threshold goes back to the kernel, so each step faults the same pages in again. Serving every
+block from the heap (no mmap) and keeping up to 1 GiB of free heap lets the next step reuse them.
 
 numpy also asks the kernel for transparent huge pages for every array of 4 MB or more. Such
 pages are allocated and zeroed 2 MB at a time and split again when part of one is freed; with
 the memory reused they bring nothing but kernel time that swings with what else the machine
-does. At 1M rows (docs/lkc.md, "Memory reuse") the anonymization spent 0.5-0.9 s in the kernel
-with the defaults, 0.1-0.8 s with the thresholds alone and 0.11-0.16 s with both settings.
+does. Measured on the paper's 1M- and 10M-row runs in docs/lkc.md, "Memory reuse".
 
 The settings are process-wide, made once, and change where memory comes from, never what a
-computation returns. Blocks above 32 MB (larger tables) are still mapped and unmapped.
+computation returns; the process never holds more than its peak, but keeps up to 1 GiB of it
+after a run.
 """
 
 from __future__ import annotations
@@ -24,15 +24,14 @@ import functools
 import importlib
 import sys
 
-MMAP_THRESHOLD = 32 << 20  # glibc's upper limit for M_MMAP_THRESHOLD on 64-bit systems
-TRIM_THRESHOLD = 128 << 20
+TRIM_THRESHOLD = 1 << 30
 _M_TRIM_THRESHOLD = -1  # mallopt parameter numbers, from glibc's malloc.h
-_M_MMAP_THRESHOLD = -3
+_M_MMAP_MAX = -4
 
 
 @functools.cache
 def keep_freed_memory() -> bool:
-    """Make both settings once per process; whether glibc's thresholds were set.
+    """Make both settings once per process; whether glibc's were made.
 
     A no-op (False) off Linux or with another C library (musl's ``mallopt`` does nothing).
     """
@@ -46,11 +45,12 @@ def keep_freed_memory() -> bool:
         return False
     mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
     mallopt.restype = ctypes.c_int
-    mapped = mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD) == 1
-    trimmed = mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD) == 1
-    if mapped and trimmed:
+    # No block is mapped on its own (glibc still maps memory when the heap cannot grow).
+    heap_only = mallopt(_M_MMAP_MAX, 0) == 1
+    kept = mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD) == 1
+    if heap_only and kept:
         _no_huge_pages()
-    return mapped and trimmed
+    return heap_only and kept
 
 
 def _no_huge_pages() -> None:
