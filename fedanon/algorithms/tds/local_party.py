@@ -57,7 +57,8 @@ class LocalParty:
         self.record_partition = np.zeros(len(self.table), dtype=np.int32)  # half the bytes
         widest = max((t.max_children for t in schema.taxonomies), default=0)
         self._slot_dtype = np.int16 if widest < (1 << 15) else np.int64
-        self._slot_tables: dict[int, tuple[int, np.ndarray]] = {}  # attr -> (nodes, table)
+        # attr -> (node count, slot table, which nodes have children), see _slot_table
+        self._slot_tables: dict[int, tuple[int, np.ndarray, np.ndarray]] = {}
         self._slot: list[np.ndarray] = []  # per QID: each record's child position + 1, 0 at a leaf
         self._blocks: list[np.ndarray] = []  # own statistics of each step's new partitions
         self._block_live: list[int] = []  # live partitions per block
@@ -118,14 +119,23 @@ class LocalParty:
         One gather per record instead of three (ancestor, rank, leaf test) on every step.
         Rebuilt when a dynamic tree grows (its node count changes).
         """
+        return self._tree_tables(attr)[1]
+
+    def _inner_nodes(self, attr: int) -> np.ndarray:
+        """Per node of `attr`'s taxonomy: whether it has children (is not a leaf)."""
+        return self._tree_tables(attr)[2]
+
+    def _tree_tables(self, attr: int) -> tuple[int, np.ndarray, np.ndarray]:
         tax = self.schema.taxonomies[attr]
         cached = self._slot_tables.get(attr)
         if cached is None or cached[0] != tax.n_nodes:
             ancestors = tax.ancestor_table()
             ranks = np.where(ancestors >= 0, tax.child_rank()[ancestors] + 1, 0)
-            cached = (tax.n_nodes, np.ascontiguousarray(ranks.T, dtype=self._slot_dtype))
+            inner = np.array([bool(kids) for kids in tax.children], dtype=bool)
+            table = np.ascontiguousarray(ranks.T, dtype=self._slot_dtype)
+            cached = (tax.n_nodes, table, inner)
             self._slot_tables[attr] = cached
-        return cached[1]
+        return cached
 
     def _slots_at(self, attr: int, node_depth: int, rows: np.ndarray) -> np.ndarray:
         """1 + child position of records `rows`, whose cut nodes on `attr` all lie at depth
@@ -148,16 +158,18 @@ class LocalParty:
         self,
         cell: np.ndarray,
         rows: np.ndarray,
-        n_parts: int,
+        nodes: np.ndarray,
         attrs: Sequence[int],
         out: np.ndarray,
     ) -> None:
-        """Fill `out` (n_parts, slots, channels) with the children blocks of `attrs` counted from
-        records `rows` (cells `cell`: partition * P + profile, partitions relative)."""
+        """Fill `out` (partitions, slots, channels) with the children blocks of `attrs` counted
+        from records `rows` (cells `cell`: partition * P + profile, partitions relative) of the
+        partitions whose node ids are `nodes` (partitions x QIDs)."""
+        n_parts = nodes.shape[0]
         for a in attrs:
             width, offset = self.layout.widths[a], self.layout.offsets[a]
-            if width == 0:
-                continue
+            if width == 0 or not self._inner_nodes(a)[nodes[:, a]].any():
+                continue  # every partition is at a leaf of `a`: its children block stays zero
             hist = self._histogram(cell, self._slot[a][rows], n_parts, width)
             out[:, offset : offset + width, :] = (hist[1:] @ self._profile_channels).swapaxes(0, 1)
 
@@ -241,7 +253,8 @@ class LocalParty:
         ]
         out = np.zeros((1, self.layout.slots, self.layout.channels), dtype=np.int64)
         out[:, 0, :] = self._own_counts(self._profile, 1)
-        self._count_blocks(self._profile, rows, 1, range(len(self.schema.taxonomies)), out)
+        roots = self.partitions.keys[:1]
+        self._count_blocks(self._profile, rows, roots, range(len(self.schema.taxonomies)), out)
         self._remember(0, out)
         return _frozen_vector(out)
 
@@ -300,7 +313,8 @@ class LocalParty:
         light[heavy] = False
         counted = light[rel]
         others = [a for a in range(len(self.schema.taxonomies)) if a != attr]
-        self._count_blocks(cell[counted], rows[counted], n_new, others, out)
+        nodes = self.partitions.keys[first : first + n_new]
+        self._count_blocks(cell[counted], rows[counted], nodes, others, out)
         # Only the derived slots of a heavy child are still zero, so summing all its siblings
         # and itself sums the siblings there; its own and `attr` slots were counted directly.
         siblings = _sum_of_runs(out, starts, n_children)
