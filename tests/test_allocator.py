@@ -56,3 +56,31 @@ def test_numpy_stops_asking_for_huge_pages() -> None:
     before = switch(True)  # returns the setting it replaces
     switch(before)
     assert before is False
+
+
+RELEASE = """
+import json, os
+import numpy as np
+from fedanon.allocator import keep_freed_memory, release_freed_memory
+assert keep_freed_memory()
+page = os.sysconf("SC_PAGE_SIZE")
+def resident():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * page
+arrays = [np.ones(1 << 20) for _ in range(10)] + [np.ones(8 << 20)]
+del arrays
+kept = resident()
+release_freed_memory()
+print(json.dumps([kept, resident()]))
+"""
+
+
+@pytest.mark.skipif(not keep_freed_memory(), reason="needs glibc (Linux)")
+def test_a_finished_run_hands_the_kept_memory_back() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+    out = subprocess.run(
+        [sys.executable, "-c", RELEASE], env=env, capture_output=True, text=True, check=True
+    )
+    kept, released = json.loads(out.stdout)
+    freed = 10 * (8 << 20) + (64 << 20)
+    assert kept - released > freed // 2
