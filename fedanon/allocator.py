@@ -13,9 +13,10 @@ the memory reused they bring nothing but kernel time that swings with what else 
 does. Measured on the paper's 1M- and 10M-row runs in docs/lkc.md, "Memory reuse".
 
 The settings are process-wide, made once, and change where memory comes from, never what a
-computation returns; the process never holds more than its peak. A centralized run hands the
-free heap back at its end (:func:`release_freed_memory`): kept, it slowed the next phase, writing
-the release, by 2.7 s at 10M rows; a party daemon keeps up to 1 GiB between requests.
+computation returns; the process never holds more than its peak. A centralized run that leaves
+more than 256 MiB of free heap hands it back at its end (:func:`release_freed_memory`): kept, it
+slowed the next phase, writing the release, by 2.7 s at 10M rows. A party daemon keeps up to
+1 GiB between requests.
 """
 
 from __future__ import annotations
@@ -26,8 +27,29 @@ import importlib
 import sys
 
 TRIM_THRESHOLD = 1 << 30
+RELEASE_ABOVE = 256 << 20  # free heap a finished run hands back
 _M_TRIM_THRESHOLD = -1  # mallopt parameter numbers, from glibc's malloc.h
 _M_MMAP_MAX = -4
+
+
+class _MallInfo2(ctypes.Structure):
+    """glibc's ``struct mallinfo2`` (glibc 2.33 and later): heap statistics in bytes."""
+
+    _fields_ = [
+        (name, ctypes.c_size_t)
+        for name in (
+            "arena",
+            "ordblks",
+            "smblks",
+            "hblks",
+            "hblkhd",
+            "usmblks",
+            "fsmblks",
+            "uordblks",
+            "fordblks",  # free bytes in the heap
+            "keepcost",
+        )
+    ]
 
 
 @functools.cache
@@ -44,6 +66,8 @@ def _glibc() -> ctypes.CDLL | None:
     libc.mallopt.restype = ctypes.c_int
     libc.malloc_trim.argtypes = [ctypes.c_size_t]
     libc.malloc_trim.restype = ctypes.c_int
+    if hasattr(libc, "mallinfo2"):
+        libc.mallinfo2.restype = _MallInfo2
     return libc
 
 
@@ -62,10 +86,17 @@ def keep_freed_memory() -> bool:
 
 
 def release_freed_memory() -> None:
-    """Hand the free heap back to the kernel (glibc's ``malloc_trim``), once a run that reused
-    it is over; a no-op where :func:`keep_freed_memory` changed nothing."""
+    """Hand the free heap back to the kernel (glibc's ``malloc_trim``) once a run that reused it
+    is over, if it holds more than :data:`RELEASE_ABOVE`.
+
+    A small run's few megabytes stay: handed back, the next run in the process would only fault
+    them in again (the ARX job, repeated in one process, ran 6 % slower so). A no-op where
+    :func:`keep_freed_memory` changed nothing or glibc is older than 2.33 (no ``mallinfo2``).
+    """
     libc = _glibc()
-    if libc is not None and keep_freed_memory():
+    if libc is None or not keep_freed_memory() or not hasattr(libc, "mallinfo2"):
+        return
+    if libc.mallinfo2().fordblks > RELEASE_ABOVE:
         libc.malloc_trim(0)
 
 

@@ -59,7 +59,7 @@ def test_numpy_stops_asking_for_huge_pages() -> None:
 
 
 RELEASE = """
-import json, os
+import json, os, sys
 import numpy as np
 from fedanon.allocator import keep_freed_memory, release_freed_memory
 assert keep_freed_memory()
@@ -67,20 +67,32 @@ page = os.sysconf("SC_PAGE_SIZE")
 def resident():
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * page
-arrays = [np.ones(1 << 20) for _ in range(10)] + [np.ones(8 << 20)]
+arrays = [np.ones(8 << 20) for _ in range(int(sys.argv[1]))]  # 64 MB each
 del arrays
 kept = resident()
 release_freed_memory()
-print(json.dumps([kept, resident()]))
+print(json.dumps(kept - resident()))
 """
 
 
-@pytest.mark.skipif(not keep_freed_memory(), reason="needs glibc (Linux)")
-def test_a_finished_run_hands_the_kept_memory_back() -> None:
+def _handed_back(blocks: int) -> int:
+    """Bytes a finished 'run' of `blocks` freed 64 MB arrays hands back to the kernel."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
     out = subprocess.run(
-        [sys.executable, "-c", RELEASE], env=env, capture_output=True, text=True, check=True
+        [sys.executable, "-c", RELEASE, str(blocks)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
     )
-    kept, released = json.loads(out.stdout)
-    freed = 10 * (8 << 20) + (64 << 20)
-    assert kept - released > freed // 2
+    return int(json.loads(out.stdout))
+
+
+@pytest.mark.skipif(not keep_freed_memory(), reason="needs glibc (Linux)")
+def test_a_large_finished_run_hands_the_kept_memory_back() -> None:
+    assert _handed_back(6) > (384 << 20) // 2  # 384 MB free: above the 256 MB bound
+
+
+@pytest.mark.skipif(not keep_freed_memory(), reason="needs glibc (Linux)")
+def test_a_small_finished_run_keeps_its_memory_for_the_next() -> None:
+    assert _handed_back(2) < 16 << 20  # 128 MB free: kept
