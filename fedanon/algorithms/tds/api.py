@@ -18,6 +18,7 @@ import pandas as pd
 from fedanon.algorithms.tds.engine import ORDERS, LKCEngine, LKCResult, StepInfo
 from fedanon.algorithms.tds.local_party import LocalParty
 from fedanon.algorithms.tds.suppression import SUPPRESSED_MODES, parse_suppression_share
+from fedanon.allocator import release_freed_memory
 from fedanon.errors import FedanonError
 from fedanon.readers.table_io import delimiter_hint
 from fedanon.schema import LKCParams, Schema, SensitiveValue, parse_confidence_bound
@@ -175,6 +176,8 @@ def anonymize_lkc(
         party, result = _better_order(schema, params, party, result, share)
     done = time.perf_counter()
     released = party.generalized_table(result.suppressed_partitions, suppressed_mode == "drop")
+    del party  # its arrays go back to the heap, and the heap back to the kernel
+    release_freed_memory()
     finished = time.perf_counter()
     report = build_report(schema, params, score, result, share, suppressed_mode)
     report["seconds"] = {

@@ -1,0 +1,98 @@
+"""fedanon.allocator: freed blocks stay in the process, so a repeated workload stops faulting."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from fedanon.allocator import keep_freed_memory
+
+# Ten 8 MB arrays and one of 64 MB alive at once, freed, and allocated again, four rounds: like
+# an engine step, more free memory at the heap's top than glibc's default trim threshold ever
+# grows to (64 MB), and one block above its largest mmap threshold (32 MB).
+WORKLOAD = """
+import json, resource, sys
+import numpy as np
+if sys.argv[1] == "tuned":
+    from fedanon.allocator import keep_freed_memory
+    assert keep_freed_memory()
+faults = []
+for _ in range(4):
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    arrays = [np.ones(1 << 20) for _ in range(10)] + [np.ones(8 << 20)]
+    del arrays
+    faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+print(json.dumps(faults))
+"""
+
+
+def _faults(mode: str) -> list[int]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+    env["NUMPY_MADVISE_HUGEPAGE"] = "0"  # 4 KB pages: one fault per page touched afresh
+    out = subprocess.run(
+        [sys.executable, "-c", WORKLOAD, mode], env=env, capture_output=True, text=True, check=True
+    )
+    return json.loads(out.stdout)
+
+
+@pytest.mark.skipif(not keep_freed_memory(), reason="needs glibc (Linux)")
+def test_freed_arrays_are_reused_instead_of_faulted_in_again() -> None:
+    default, tuned = _faults("default"), _faults("tuned")
+    pages = (10 * (8 << 20) + (64 << 20)) // 4096
+    # glibc's defaults hand the 144 MB back each round and fault it in again.
+    assert min(default[1:]) > pages // 2
+    # Kept: after the first round the same pages serve every later one.
+    assert max(tuned[1:]) < pages // 20
+
+
+@pytest.mark.skipif(not keep_freed_memory(), reason="needs glibc (Linux)")
+def test_numpy_stops_asking_for_huge_pages() -> None:
+    switch = importlib.import_module("numpy._core.multiarray")._set_madvise_hugepage
+    before = switch(True)  # returns the setting it replaces
+    switch(before)
+    assert before is False
+
+
+RELEASE = """
+import json, os, sys
+import numpy as np
+from fedanon.allocator import keep_freed_memory, release_freed_memory
+assert keep_freed_memory()
+page = os.sysconf("SC_PAGE_SIZE")
+def resident():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * page
+arrays = [np.ones(8 << 20) for _ in range(int(sys.argv[1]))]  # 64 MB each
+del arrays
+kept = resident()
+release_freed_memory()
+print(json.dumps(kept - resident()))
+"""
+
+
+def _handed_back(blocks: int) -> int:
+    """Bytes a finished 'run' of `blocks` freed 64 MB arrays hands back to the kernel."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+    out = subprocess.run(
+        [sys.executable, "-c", RELEASE, str(blocks)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return int(json.loads(out.stdout))
+
+
+@pytest.mark.skipif(not keep_freed_memory(), reason="needs glibc (Linux)")
+def test_a_large_finished_run_hands_the_kept_memory_back() -> None:
+    assert _handed_back(6) > (384 << 20) // 2  # 384 MB free: above the 256 MB bound
+
+
+@pytest.mark.skipif(not keep_freed_memory(), reason="needs glibc (Linux)")
+def test_a_small_finished_run_keeps_its_memory_for_the_next() -> None:
+    assert _handed_back(2) < 16 << 20  # 128 MB free: kept
