@@ -24,9 +24,14 @@ from __future__ import annotations
 import ctypes
 import functools
 import importlib
+import os
 import sys
 
 TRIM_THRESHOLD = 1 << 30
+# Tables from this size on get the settings: their per-step arrays (8 bytes a row, 0.8 MB and
+# more) are where glibc's defaults map and unmap; the ARX job's 30,162 rows keep the defaults.
+TUNE_FROM_ROWS = 100_000
+OPT_OUT_VARIABLE = "FEDANON_ALLOCATOR"  # "default": never change the allocator
 RELEASE_ABOVE = 256 << 20  # free heap a finished run hands back
 _M_TRIM_THRESHOLD = -1  # mallopt parameter numbers, from glibc's malloc.h
 _M_MMAP_MAX = -4
@@ -71,6 +76,18 @@ def _glibc() -> ctypes.CDLL | None:
     return libc
 
 
+def tune_for_rows(rows: int) -> None:
+    """Keep freed memory (:func:`keep_freed_memory`) for a table of at least `TUNE_FROM_ROWS`
+    rows, unless the environment says ``FEDANON_ALLOCATOR=default``.
+
+    The settings are process-wide and stay, so a program that calls the engine on small tables
+    (where the arrays are too small for glibc to map them on their own anyway) keeps its own
+    allocator behaviour, and one that must never have it changed can say so.
+    """
+    if rows >= TUNE_FROM_ROWS and os.environ.get(OPT_OUT_VARIABLE, "") != "default":
+        keep_freed_memory()
+
+
 @functools.cache
 def keep_freed_memory() -> bool:
     """Make both settings once per process; whether glibc's were made (False elsewhere)."""
@@ -85,6 +102,11 @@ def keep_freed_memory() -> bool:
     return heap_only and kept
 
 
+def tuned() -> bool:
+    """Whether this process's allocator settings were made (without making them)."""
+    return keep_freed_memory.cache_info().currsize > 0 and keep_freed_memory()
+
+
 def release_freed_memory() -> None:
     """Hand the free heap back to the kernel (glibc's ``malloc_trim``) once a run that reused it
     is over, if it holds more than :data:`RELEASE_ABOVE`.
@@ -94,7 +116,7 @@ def release_freed_memory() -> None:
     :func:`keep_freed_memory` changed nothing or glibc is older than 2.33 (no ``mallinfo2``).
     """
     libc = _glibc()
-    if libc is None or not keep_freed_memory() or not hasattr(libc, "mallinfo2"):
+    if libc is None or not tuned() or not hasattr(libc, "mallinfo2"):
         return
     if libc.mallinfo2().fordblks > RELEASE_ABOVE:
         libc.malloc_trim(0)

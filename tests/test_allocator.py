@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import subprocess
@@ -10,7 +9,7 @@ import sys
 
 import pytest
 
-from fedanon.allocator import keep_freed_memory
+from fedanon.allocator import _glibc
 
 # Ten 8 MB arrays and one of 64 MB alive at once, freed, and allocated again, four rounds: like
 # an engine step, more free memory at the heap's top than glibc's default trim threshold ever
@@ -40,7 +39,7 @@ def _faults(mode: str) -> list[int]:
     return json.loads(out.stdout)
 
 
-@pytest.mark.skipif(not keep_freed_memory(), reason="needs glibc (Linux)")
+@pytest.mark.skipif(_glibc() is None, reason="needs glibc (Linux)")
 def test_freed_arrays_are_reused_instead_of_faulted_in_again() -> None:
     default, tuned = _faults("default"), _faults("tuned")
     pages = (10 * (8 << 20) + (64 << 20)) // 4096
@@ -50,12 +49,16 @@ def test_freed_arrays_are_reused_instead_of_faulted_in_again() -> None:
     assert max(tuned[1:]) < pages // 20
 
 
-@pytest.mark.skipif(not keep_freed_memory(), reason="needs glibc (Linux)")
+@pytest.mark.skipif(_glibc() is None, reason="needs glibc (Linux)")
 def test_numpy_stops_asking_for_huge_pages() -> None:
-    switch = importlib.import_module("numpy._core.multiarray")._set_madvise_hugepage
-    before = switch(True)  # returns the setting it replaces
-    switch(before)
-    assert before is False
+    script = (
+        "import importlib; from fedanon.allocator import keep_freed_memory; "
+        "assert keep_freed_memory(); "
+        "switch = importlib.import_module('numpy._core.multiarray')._set_madvise_hugepage; "
+        "print(switch(True))"  # returns the setting it replaces
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
 
 
 RELEASE = """
@@ -88,11 +91,48 @@ def _handed_back(blocks: int) -> int:
     return int(json.loads(out.stdout))
 
 
-@pytest.mark.skipif(not keep_freed_memory(), reason="needs glibc (Linux)")
+@pytest.mark.skipif(_glibc() is None, reason="needs glibc (Linux)")
 def test_a_large_finished_run_hands_the_kept_memory_back() -> None:
     assert _handed_back(6) > (384 << 20) // 2  # 384 MB free: above the 256 MB bound
 
 
-@pytest.mark.skipif(not keep_freed_memory(), reason="needs glibc (Linux)")
+@pytest.mark.skipif(_glibc() is None, reason="needs glibc (Linux)")
 def test_a_small_finished_run_keeps_its_memory_for_the_next() -> None:
     assert _handed_back(2) < 16 << 20  # 128 MB free: kept
+
+
+SCOPE = """
+import json, sys
+import pandas as pd
+from fedanon import allocator
+from fedanon.algorithms.tds.local_party import LocalParty
+from fedanon.algorithms.tds.api import build_schema
+from fedanon.synth import generate_hospital, hospital_taxonomy_path
+from fedanon.taxonomy.loader import load_taxonomy
+rows = int(sys.argv[1])
+table = generate_hospital(1000, 1)
+table = pd.concat([table] * (rows // 1000), ignore_index=True)
+taxonomy = load_taxonomy(hospital_taxonomy_path(), data_columns=list(table.columns))
+schema = build_schema(taxonomy, table, ["age", "sex"], [], "readmitted")
+LocalParty(schema, table)
+print(json.dumps(allocator.tuned()))
+"""
+
+
+def _tuned_after_a_party_of(rows: int, **env: str) -> bool:
+    environment = {**os.environ, **env}
+    out = subprocess.run(
+        [sys.executable, "-c", SCOPE, str(rows)],
+        env=environment,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return bool(json.loads(out.stdout))
+
+
+@pytest.mark.skipif(_glibc() is None, reason="needs glibc (Linux)")
+def test_only_large_tables_change_the_allocator_and_an_operator_can_refuse() -> None:
+    assert not _tuned_after_a_party_of(30_000)  # the ARX job's size keeps the defaults
+    assert _tuned_after_a_party_of(100_000)
+    assert not _tuned_after_a_party_of(100_000, FEDANON_ALLOCATOR="default")

@@ -20,7 +20,7 @@ from fedanon.algorithms.tds.layout import (
     Specialization,
     StatsLayout,
 )
-from fedanon.allocator import keep_freed_memory
+from fedanon.allocator import tune_for_rows
 from fedanon.errors import FedanonError
 from fedanon.schema import Schema
 from fedanon.text import as_text, lookup_codes
@@ -30,7 +30,7 @@ class LocalParty:
     """Counts over one party's records in the canonical layout; applies instructions."""
 
     def __init__(self, schema: Schema, table: pd.DataFrame) -> None:
-        keep_freed_memory()  # each step frees and re-allocates arrays of the table's length
+        tune_for_rows(len(table))  # each step frees and re-allocates arrays of the table's length
         self.schema = schema
         self.table = table
         self.layout = StatsLayout.for_schema(schema)
