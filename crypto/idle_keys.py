@@ -3,8 +3,9 @@
 The leader's (innermost) layer needs a fresh X25519 key per record (`onion_union`); generating
 it is about half of an owner's per-record public-key work, and it depends on nothing of a
 session (not the records, not the leader's key, not the round). A daemon spends most of its
-life waiting for sessions, so it generates the keys then, up to a capacity, and a union's seal
-only does the exchange with the leader's key.
+life waiting for sessions, so it generates the keys then, up to a capacity. Once a session's
+keys are shared (`prepare`), the workers exchange their keys with the leader's union key while
+the specialization loop runs, so the seal itself is mostly AES.
 
 The keys live in the worker processes that later seal with them, as key objects: loading a raw
 X25519 private key costs as much as generating one (the library derives its public key), so
