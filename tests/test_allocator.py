@@ -6,10 +6,28 @@ import json
 import os
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 
 from fedanon.allocator import _glibc
+
+pytestmark = pytest.mark.skipif(_glibc() is None, reason="needs glibc (Linux)")
+
+
+def _run(script: str, *args: str, **env: str) -> Any:
+    """`script` in a fresh interpreter (no MALLOC_* tuning from outside, `env` added): the JSON
+    it prints. Each case needs its own process: the allocator settings are process-wide."""
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+    out = subprocess.run(
+        [sys.executable, "-c", script, *args],
+        env={**environment, **env},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(out.stdout)
+
 
 # Ten 8 MB arrays and one of 64 MB alive at once, freed, and allocated again, four rounds: like
 # an engine step, more free memory at the heap's top than glibc's default trim threshold ever
@@ -31,15 +49,10 @@ print(json.dumps(faults))
 
 
 def _faults(mode: str) -> list[int]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
-    env["NUMPY_MADVISE_HUGEPAGE"] = "0"  # 4 KB pages: one fault per page touched afresh
-    out = subprocess.run(
-        [sys.executable, "-c", WORKLOAD, mode], env=env, capture_output=True, text=True, check=True
-    )
-    return json.loads(out.stdout)
+    # 4 KB pages: one fault per page touched afresh
+    return list(_run(WORKLOAD, mode, NUMPY_MADVISE_HUGEPAGE="0"))
 
 
-@pytest.mark.skipif(_glibc() is None, reason="needs glibc (Linux)")
 def test_freed_arrays_are_reused_instead_of_faulted_in_again() -> None:
     default, tuned = _faults("default"), _faults("tuned")
     pages = (10 * (8 << 20) + (64 << 20)) // 4096
@@ -49,16 +62,14 @@ def test_freed_arrays_are_reused_instead_of_faulted_in_again() -> None:
     assert max(tuned[1:]) < pages // 20
 
 
-@pytest.mark.skipif(_glibc() is None, reason="needs glibc (Linux)")
 def test_numpy_stops_asking_for_huge_pages() -> None:
     script = (
-        "import importlib; from fedanon.allocator import keep_freed_memory; "
+        "import importlib, json; from fedanon.allocator import keep_freed_memory; "
         "assert keep_freed_memory(); "
         "switch = importlib.import_module('numpy._core.multiarray')._set_madvise_hugepage; "
-        "print(switch(True))"  # returns the setting it replaces
+        "print(json.dumps(switch(True)))"  # returns the setting it replaces
     )
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False"
+    assert _run(script) is False
 
 
 RELEASE = """
@@ -80,23 +91,13 @@ print(json.dumps(kept - resident()))
 
 def _handed_back(blocks: int) -> int:
     """Bytes a finished 'run' of `blocks` freed 64 MB arrays hands back to the kernel."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
-    out = subprocess.run(
-        [sys.executable, "-c", RELEASE, str(blocks)],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return int(json.loads(out.stdout))
+    return int(_run(RELEASE, str(blocks)))
 
 
-@pytest.mark.skipif(_glibc() is None, reason="needs glibc (Linux)")
 def test_a_large_finished_run_hands_the_kept_memory_back() -> None:
     assert _handed_back(6) > (384 << 20) // 2  # 384 MB free: above the 256 MB bound
 
 
-@pytest.mark.skipif(_glibc() is None, reason="needs glibc (Linux)")
 def test_a_small_finished_run_keeps_its_memory_for_the_next() -> None:
     assert _handed_back(2) < 16 << 20  # 128 MB free: kept
 
@@ -120,18 +121,9 @@ print(json.dumps(allocator.tuned()))
 
 
 def _tuned_after_a_party_of(rows: int, **env: str) -> bool:
-    environment = {**os.environ, **env}
-    out = subprocess.run(
-        [sys.executable, "-c", SCOPE, str(rows)],
-        env=environment,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return bool(json.loads(out.stdout))
+    return bool(_run(SCOPE, str(rows), **env))
 
 
-@pytest.mark.skipif(_glibc() is None, reason="needs glibc (Linux)")
 def test_only_large_tables_change_the_allocator_and_an_operator_can_refuse() -> None:
     assert not _tuned_after_a_party_of(30_000)  # the ARX job's size keeps the defaults
     assert _tuned_after_a_party_of(100_000)
