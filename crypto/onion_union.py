@@ -260,11 +260,8 @@ def seal_records(
                 "at least every party's record count"
             )
         items.extend(_inner(_DUMMY, b"", ctx.record_size) for _ in range(pad_to - len(items)))
-    leader = _Hop.of(ctx, ctx.leader_hop)
-    sealed = [
-        _seal_item(_layer_cipher(shared, epk, leader), epk, item, leader.aad)
-        for (epk, shared), item in zip(prepared, items, strict=False)
-    ]
+    ready = list(prepared[: len(items)])
+    sealed = _seal_innermost(astuple(ctx), items[: len(ready)], ready=ready)
     rest = items[len(sealed) :]
     if leader_layer is not None:
         sealed += leader_layer(astuple(ctx), rest)
@@ -277,14 +274,22 @@ def seal_records(
     return sealed
 
 
+def _check_key(private_key: X25519PrivateKey, hop: int, ctx: UnionContext) -> None:
+    if private_key.public_key().public_bytes_raw() != ctx.route[hop]:
+        raise ValueError(f"this private key is not the route's key for hop {hop}")
+
+
+def _repeated_item(hop: int) -> IntegrityError:
+    return IntegrityError(f"union batch at hop {hop} repeats an item (replayed record)")
+
+
 def _check_batch(
     batch: Sequence[bytes], private_key: X25519PrivateKey, hop: int, ctx: UnionContext
 ) -> None:
     """Whole-batch checks, made before any item is opened (and before a pool splits the batch)."""
-    if private_key.public_key().public_bytes_raw() != ctx.route[hop]:
-        raise ValueError(f"this private key is not the route's key for hop {hop}")
+    _check_key(private_key, hop, ctx)
     if len(set(batch)) != len(batch):
-        raise IntegrityError(f"union batch at hop {hop} repeats an item (replayed record)")
+        raise _repeated_item(hop)
 
 
 def _stripped(
@@ -360,9 +365,9 @@ def open_records(
     `parallelism` spreads the per-record key exchanges over worker processes; the records, their
     order and any error are the same either way.
     """
-    _check_batch(batch, private_key, ctx.leader_hop, ctx)
-    opener = partial(_open_innermost, private_key.private_bytes_raw(), astuple(ctx))
-    return parallelism.map(opener, list(batch))
+    with ChunkedOpen(private_key, ctx, parallelism, len(batch)) as opening:
+        opening.add(batch)
+        return opening.records()
 
 
 class ChunkedOpen:
@@ -379,7 +384,7 @@ class ChunkedOpen:
         parallelism: Parallelism,
         expected: int,
     ) -> None:
-        _check_batch((), private_key, ctx.leader_hop, ctx)
+        _check_key(private_key, ctx.leader_hop, ctx)
         opener = partial(_open_innermost, private_key.private_bytes_raw(), astuple(ctx))
         self._stream = Stream(parallelism, opener, expected)
         self._seen: set[bytes] = set()
@@ -395,9 +400,7 @@ class ChunkedOpen:
         before = len(self._seen)
         self._seen.update(chunk)
         if len(self._seen) != before + len(chunk):
-            raise IntegrityError(
-                f"union batch at hop {self._hop} repeats an item (replayed record)"
-            )
+            raise _repeated_item(self._hop)
         self._stream.add(list(chunk))
 
     def records(self) -> list[bytes]:

@@ -96,16 +96,9 @@ class Parallelism:
         that fails raises its error, as the in-process loop would; chunks not yet started are
         cancelled.
         """
-        if self.workers == 1 or len(items) < self.min_records:
-            return fn(items)
-        size = -(-len(items) // (self.workers * _TASKS_PER_WORKER))
-        chunks = [items[start : start + size] for start in range(0, len(items), size)]
-        pool = ProcessPoolExecutor(min(self.workers, len(chunks)), mp_context=_context())
-        try:
-            futures = [pool.submit(fn, chunk) for chunk in chunks]
-            return [result for future in futures for result in future.result()]
-        finally:
-            pool.shutdown(cancel_futures=True)
+        with Stream(self, fn, len(items)) as stream:
+            stream.add(items)
+            return stream.results()
 
 
 def _started() -> None:
@@ -116,10 +109,12 @@ class Stream(Generic[T]):
     """`fn` over a batch that arrives in chunks, each chunk's work started as it arrives.
 
     With a pool (`parallelism` has workers and `expected` items reach `min_records`), every
-    chunk handed to `add` is split over the workers at once, so the work overlaps the arrival
-    of the next chunk; otherwise the chunks are kept and `fn` runs in-process at `results`. As
-    with `Parallelism.map`, the results come in input order and the first failing piece (in
-    input order) raises its error, at `results`, however the batch arrived.
+    chunk handed to `add` is split into pieces for the workers at once (several per worker, so
+    that a worker slowed down by other load does not hold up the rest), and the work overlaps
+    the arrival of the next chunk; otherwise the chunks are kept and `fn` runs in-process at
+    `results`. The results come in input order and the first failing piece (in input order)
+    raises its error, at `results`, however the batch arrived; pieces not yet started are
+    cancelled on `close`. `Parallelism.map` is a stream of one chunk.
     """
 
     def __init__(
@@ -148,7 +143,7 @@ class Stream(Generic[T]):
         if self._pool is None:
             self._kept.extend(items)
             return
-        size = -(-len(items) // self._workers) or 1
+        size = -(-len(items) // (self._workers * _TASKS_PER_WORKER)) or 1
         for start in range(0, len(items), size):
             self._pieces.append(self._pool.submit(self._fn, items[start : start + size]))
 
