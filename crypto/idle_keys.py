@@ -26,8 +26,9 @@ import logging
 import threading
 import time
 from collections.abc import Sequence
-from multiprocessing.connection import Connection
+from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
+from typing import cast
 
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PublicKey
 
@@ -186,9 +187,9 @@ class IdleKeyWorkers:
         full: dict[int, int] = {}
         try:
             while True:
-                for index, status in enumerate(statuses):
-                    if status.poll(0.05):
-                        full[index] = status.recv()
+                for ready in wait(statuses):  # blocks until a worker reports
+                    status = cast(Connection, ready)
+                    full[statuses.index(status)] = status.recv()
                 if len(full) == len(statuses):
                     log.info("idle key pool: %d keys ready", sum(full.values()))
                     self._full.set()
