@@ -18,7 +18,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
@@ -31,6 +31,11 @@ from fedanon.crypto.errors import IdentityError
 from fedanon.crypto.files import atomic_path
 
 ROLES = ("party", "leader")
+# Extended key usages each role's certificate must carry: a party daemon serves its neighbours
+# and the leader and calls its successor; the leader only calls (it is issued both all the same).
+_SERVER_AUTH = ("serverAuth", ExtendedKeyUsageOID.SERVER_AUTH)
+_CLIENT_AUTH = ("clientAuth", ExtendedKeyUsageOID.CLIENT_AUTH)
+ROLE_USAGES = {"party": (_SERVER_AUTH, _CLIENT_AUTH), "leader": (_CLIENT_AUTH,)}
 CA_STEM = "ca"
 CA_VALIDITY = dt.timedelta(days=3650)
 LEAF_VALIDITY = dt.timedelta(days=825)
@@ -38,6 +43,7 @@ LEAF_VALIDITY = dt.timedelta(days=825)
 _BACKDATE = dt.timedelta(minutes=5)
 _NAME_RE = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")
 _SIGNATURE = ec.ECDSA(hashes.SHA256())
+_E = TypeVar("_E", bound=x509.ExtensionType)
 
 
 class PeerIdentity(NamedTuple):
@@ -198,8 +204,45 @@ def certificate_identity(certificate: x509.Certificate) -> PeerIdentity:
     roles = certificate.subject.get_attributes_for_oid(NameOID.ORGANIZATIONAL_UNIT_NAME)
     role = roles[0].value if len(roles) == 1 else None
     if role not in ROLES:
-        raise IdentityError(f"certificate for {names[0]!r} carries no federation role")
+        raise IdentityError(
+            f"certificate for {names[0]!r} carries no federation role (one OU, one of "
+            f"{', '.join(ROLES)}; it has {len(roles)})"
+        )
+    check_member_profile(certificate, names[0], str(role))
     return PeerIdentity(names[0], str(role))
+
+
+def _extension(certificate: x509.Certificate, kind: type[_E], what: str, name: str) -> _E:
+    try:
+        return certificate.extensions.get_extension_for_class(kind).value
+    except x509.ExtensionNotFound:
+        raise IdentityError(f"certificate for {name!r} has no {what} extension") from None
+
+
+def check_member_profile(certificate: x509.Certificate, name: str, role: str) -> None:
+    """Refuse a certificate that is not a federation member's end-entity certificate.
+
+    TLS only checks that the CA signed it; gRPC's TLS stack checks neither key usage nor
+    extended key usage of a client certificate, and accepts a CA certificate as a leaf. So a
+    certificate issued for another purpose (an intermediate CA, a code-signing key) must be
+    refused here, wherever a certificate is loaded or presented: basic constraints CA=false, key
+    usage digitalSignature (what TLS 1.3 and the key-share signatures use) and never
+    keyCertSign or cRLSign, and the extended key usages the role needs (`ROLE_USAGES`).
+    """
+    if _extension(certificate, x509.BasicConstraints, "basic constraints", name).ca:
+        raise IdentityError(f"certificate for {name!r} is a CA certificate (CA=true)")
+    usage = _extension(certificate, x509.KeyUsage, "key usage", name)
+    if not usage.digital_signature or usage.key_cert_sign or usage.crl_sign:
+        raise IdentityError(
+            f"certificate for {name!r} must have key usage digitalSignature and neither "
+            "keyCertSign nor cRLSign"
+        )
+    extended = _extension(certificate, x509.ExtendedKeyUsage, "extended key usage", name)
+    missing = [label for label, oid in ROLE_USAGES[role] if oid not in extended]
+    if missing:
+        raise IdentityError(
+            f"certificate for {name!r} ({role}) lacks extended key usage {', '.join(missing)}"
+        )
 
 
 def verify_certificate(

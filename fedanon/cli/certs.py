@@ -2,7 +2,8 @@
 
 `init` creates DIR/ca.key and DIR/ca.crt once per federation; `issue NAME` creates DIR/NAME.key
 and DIR/NAME.crt signed by that CA, with NAME as the certificate's DNS name (what peers dial and
-check) and the role party or leader. Keys are written with mode 0600 and never overwritten.
+check) and the role party or leader (by default leader for the name ``leader``, else party). Keys
+are written with mode 0600 and never overwritten.
 """
 
 from __future__ import annotations
@@ -29,7 +30,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     issue = actions.add_parser("issue", help="issue a key and certificate signed by DIR's CA")
     issue.add_argument("name", help="party or leader name (a DNS label, e.g. hospital-1)")
     issue.add_argument("--dir", required=True, type=Path, help="directory holding the CA")
-    issue.add_argument("--role", choices=CERT_ROLES, default="party", help="federation role")
+    issue.add_argument(
+        "--role",
+        choices=CERT_ROLES,
+        help="federation role (default: leader for the name 'leader', party for any other)",
+    )
     issue.set_defaults(handler=_issue)
 
 
@@ -51,10 +56,12 @@ def _issue(args: argparse.Namespace) -> int:
         raise FedanonError(
             f"no CA key in {args.dir}: run `fedanon certs init --dir {args.dir}` first"
         )
-    identity = issue_identity(load_ca(args.dir), args.name, args.role)
+    # A certificate for the name 'leader' with the role party would be refused by every party.
+    role = args.role or ("leader" if args.name == "leader" else "party")
+    identity = issue_identity(load_ca(args.dir), args.name, role)
     try:
         path = save_identity(identity, args.dir)
     except OSError as exc:
         raise FedanonError(f"--dir {args.dir}: cannot write {args.name} ({exc.strerror})") from None
-    print(f"issued {args.role} certificate {path} (key {path.with_suffix('.key')}, mode 0600)")
+    print(f"issued {role} certificate {path} (key {path.with_suffix('.key')}, mode 0600)")
     return 0
