@@ -122,6 +122,18 @@ def release_freed_memory() -> None:
         libc.malloc_trim(0)
 
 
+def return_freed_memory() -> None:
+    """Hand every arena's free memory back to the kernel now (glibc's ``malloc_trim``).
+
+    For one-off large buffers, such as a party daemon's receive buffers for a request of many
+    megabytes, which gRPC's threads free into their arenas in pieces that glibc keeps.
+    A no-op where the C library is not glibc.
+    """
+    libc = _glibc()
+    if libc is not None:
+        libc.malloc_trim(0)
+
+
 def _no_huge_pages() -> None:
     """Stop numpy's huge-page requests (its switch for the NUMPY_MADVISE_HUGEPAGE variable)."""
     switch = getattr(

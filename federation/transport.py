@@ -20,6 +20,7 @@ from fedanon.crypto.tls import (
     server_credentials,
     target_name_options,
 )
+from fedanon.federation.limits import DEFAULT_LIMITS, ConnectionLimits
 from fedanon.federation.tls import TLSFiles
 
 MAX_MESSAGE_BYTES = 1 << 30
@@ -55,13 +56,15 @@ def make_server(
     max_workers: int = 8,
     interceptors: Sequence[grpc.ServerInterceptor] = (),
     max_receive_bytes: int = MAX_MESSAGE_BYTES,
+    limits: ConnectionLimits = DEFAULT_LIMITS,
 ) -> tuple[grpc.Server, int]:
     """A server bound exclusively to `listen` requiring client certificates, and its port.
 
     `interceptors` see every call with the caller's verified certificate (the party's gate
     authorizes and bounds requests with one; the leakage tests record the wire with another).
     gRPC refuses a request larger than `max_receive_bytes` from its length prefix, before
-    reading it, so an oversized message costs the server no memory.
+    reading it, so an oversized message costs the server no memory. `limits` bound what
+    unauthenticated and idle connections can hold.
     """
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=max_workers),
@@ -69,6 +72,7 @@ def make_server(
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
             ("grpc.max_receive_message_length", max_receive_bytes),
             *_SERVER_OPTIONS,
+            *limits.options(),
         ],
         interceptors=list(interceptors),
     )

@@ -29,6 +29,9 @@ Example::
     [limits]
     max_message_mb = 128           # largest request accepted at all (at least twice the
                                    # union's chunk size, 4 MiB by default); refused unread above it
+    handshake_seconds = 10         # a connection must complete its TLS handshake this fast
+    max_connections = 256          # open connections at once; more are closed when accepted
+    idle_seconds = 300             # a connection without calls this long is closed
 
     [policy]                       # this hospital's privacy floor (absent: any job is served)
     min_L = 2                      # smallest L a job may ask (absent: 1)
@@ -60,6 +63,7 @@ from fedanon.configschema import (
     validate,
 )
 from fedanon.crypto.parallel import DEFAULT_MIN_RECORDS, Parallelism
+from fedanon.federation.limits import ConnectionLimits
 from fedanon.federation.tls import TLS_SCHEMA, TLSFiles
 from fedanon.party.policy import POLICY_SCHEMA, Policy
 from fedanon.tomlconfig import read_toml, resolve
@@ -114,6 +118,10 @@ PARTY_SCHEMA = Table(
             Table(
                 {
                     "max_message_mb": Key(Number(0, 4096, low_open=True), default=128.0),
+                    # Connection limits (federation/transport.py ConnectionLimits).
+                    "handshake_seconds": Key(Number(0.5, 600), default=10.0),
+                    "max_connections": Key(Integer(4, 65536), default=256),
+                    "idle_seconds": Key(Number(1, DAY), default=300.0),
                 }
             ),
             default={},
@@ -163,6 +171,7 @@ class PartyConfig:
     output_dir: Path | None = None
     union_parallelism: Parallelism = field(default_factory=Parallelism.configured)
     max_message_mb: float = 128.0
+    connections: ConnectionLimits = field(default_factory=ConnectionLimits)
     policy: Policy = field(default_factory=lambda: Policy(configured=False))
     idle_keys: int = DEFAULT_IDLE_KEYS  # leader-layer keys made while idle (0: none)
 
@@ -194,6 +203,11 @@ class PartyConfig:
             output_dir=resolve(base, data["output_dir"]),
             union_parallelism=union_parallelism(data["union"]),
             max_message_mb=data["limits"]["max_message_mb"],
+            connections=ConnectionLimits(
+                data["limits"]["handshake_seconds"],
+                data["limits"]["max_connections"],
+                data["limits"]["idle_seconds"],
+            ),
             policy=Policy.from_table(data["policy"]),
             idle_keys=data["union"]["idle_keys"],
         )

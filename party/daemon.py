@@ -77,6 +77,7 @@ def build_server(config: PartyConfig) -> tuple[grpc.Server, int, PartyServicer]:
             config.tls,
             interceptors=[PartyGate(servicer)],
             max_receive_bytes=servicer.max_message_bytes,
+            limits=config.connections,
         )
     except RuntimeError:
         raise FedanonError(

@@ -1,17 +1,21 @@
 """The party's gate: who is calling, and whether the request fits, before it is even parsed.
 
 Every call to the ``fedanon.v1.Party`` service passes here first, as a server interceptor that
-receives the request as raw bytes:
+checks the caller before the request is read and then receives it as raw bytes:
 
-1. The caller's certificate must name one federation identity (one SAN name, one known role);
-   anything else is refused with ``UNAUTHENTICATED`` and one log line, never a traceback.
+1. The caller's certificate must name one federation identity (one SAN name, one known role)
+   and be a member's certificate (`fedanon.crypto.identity.check_member_profile`); anything
+   else is refused with ``UNAUTHENTICATED`` and one log line, never a traceback.
 2. The caller must be a peer this party has business with right now (the servicer's
    ``expected_peers``: the leader, the open session's ring predecessor, for ``Status`` the
    party's own operator). Anyone else is refused with ``PERMISSION_DENIED`` before any session
-   state is read on its behalf, and learns nothing about the session.
+   state is read on its behalf and before its request is buffered (a few flow-control windows
+   at most), and learns nothing about the session.
 3. The request must fit the servicer's ``request_limit`` for the method, which follows from the
    open job (a secure-sum partial cannot be longer than the statistics of the next
-   specialization); larger ones are refused with ``RESOURCE_EXHAUSTED`` before parsing.
+   specialization); larger ones are refused with ``RESOURCE_EXHAUSTED`` before parsing, with
+   or without TLS. After a request of `RETURN_MEMORY_FROM` bytes or more the freed memory goes
+   back to the kernel.
    Requests beyond the server's ``max_receive_message_length`` never get this far: gRPC refuses
    them from their length prefix, unread.
 
@@ -22,11 +26,12 @@ its own message, the exact caller, session id, iteration and job kind.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import Any, Protocol
+from collections.abc import Callable, Iterator
+from typing import Any, NoReturn, Protocol
 
 import grpc
 
+from fedanon.allocator import return_freed_memory
 from fedanon.crypto.errors import IdentityError
 from fedanon.crypto.identity import PeerIdentity
 from fedanon.crypto.tls import peer_identity
@@ -34,6 +39,9 @@ from fedanon.crypto.tls import peer_identity
 log = logging.getLogger(__name__)
 
 SERVICE_PREFIX = "/fedanon.v1.Party/"
+# After a request this large (served or refused) the freed heap goes back to the kernel at once:
+# gRPC's receive buffers for it would otherwise stay with the daemon between jobs.
+RETURN_MEMORY_FROM = 16 << 20
 
 
 class Admission(Protocol):
@@ -47,7 +55,7 @@ class Admission(Protocol):
 
     def refuse(
         self, context: grpc.ServicerContext, code: grpc.StatusCode, message: str
-    ) -> None: ...
+    ) -> NoReturn: ...
 
 
 class PartyGate(grpc.ServerInterceptor):
@@ -68,17 +76,31 @@ class PartyGate(grpc.ServerInterceptor):
         method = full_method[len(SERVICE_PREFIX) :]
         inner, parse = handler.unary_unary, handler.request_deserializer
 
-        def gated(raw: bytes, context: grpc.ServicerContext) -> Any:
-            self.admit(method, len(raw), context)
-            return inner(parse(raw), context)
+        def gated(requests: Iterator[bytes], context: grpc.ServicerContext) -> Any:
+            self.admit_caller(method, context)  # before a byte of the request is read
+            raw = next(requests, None)
+            if raw is None:
+                self.servicer.refuse(
+                    context, grpc.StatusCode.INVALID_ARGUMENT, f"{method} refused: no request"
+                )
+            try:
+                self.admit_size(method, len(raw), context)
+                return inner(parse(raw), context)
+            finally:
+                if len(raw) >= RETURN_MEMORY_FROM:
+                    del raw
+                    return_freed_memory()
 
-        # No deserializer: gRPC hands over the raw bytes, so the size is known before parsing.
-        return grpc.unary_unary_rpc_method_handler(
+        # Served as a client stream of raw bytes (the same frames on the wire as a unary call):
+        # gRPC reads a unary request whole before the handler runs, a stream's only when asked,
+        # so a caller refused by identity never gets its body buffered (HTTP/2 flow control
+        # stops it after a window), and the size is known before parsing.
+        return grpc.stream_unary_rpc_method_handler(
             gated, request_deserializer=None, response_serializer=handler.response_serializer
         )
 
-    def admit(self, method: str, size: int, context: grpc.ServicerContext) -> None:
-        """Return if the call may proceed; otherwise end it with a refusal."""
+    def admit_caller(self, method: str, context: grpc.ServicerContext) -> None:
+        """Refuse a caller whose certificate is malformed or who has no business here now."""
         servicer = self.servicer
         if servicer.secure:
             try:
@@ -97,6 +119,10 @@ class PartyGate(grpc.ServerInterceptor):
                     f"{method} refused: caller '{caller.name}' ({caller.role}) has "
                     "no business with this party now",
                 )
+
+    def admit_size(self, method: str, size: int, context: grpc.ServicerContext) -> None:
+        """Refuse a request larger than the open job can need (with or without TLS)."""
+        servicer = self.servicer
         limit = servicer.request_limit(method)
         if size > limit:
             servicer.refuse(

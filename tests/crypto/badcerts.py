@@ -117,4 +117,3 @@ def write(
 
 def slug(label: str) -> str:
     return "".join(c if c.isalnum() else "-" for c in label.lower())
-

@@ -106,6 +106,7 @@ def test_cli_issues_the_leader_role_for_the_name_leader(tmp_path: Path, capsys) 
     assert "issued leader certificate" in capsys.readouterr().out
     assert main(["certs", "issue", "hospital-1", "--dir", str(fed)]) == 0
     assert main(["certs", "issue", "coordinator", "--dir", str(fed), "--role", "leader"]) == 0
-    roles = {name: load_identity(fed, name).role for name in ("leader", "hospital-1", "coordinator")}
+    names = ("leader", "hospital-1", "coordinator")
+    roles = {name: load_identity(fed, name).role for name in names}
     assert roles == {"leader": "leader", "hospital-1": "party", "coordinator": "leader"}
     assert load_ca(fed).certificate.extensions.get_extension_for_class(x509.BasicConstraints)

@@ -379,9 +379,10 @@ MIDSIZE_BYTES = 10 * 1000 * 1000  # under it, but far over what the open job's S
 def test_oversized_requests_are_refused_before_they_are_read(
     hospital_federation: Federation, open_session: str, tmp_path: Path
 ) -> None:
-    """A 300 MB Sum from another party's certificate is refused unread (RESOURCE_EXHAUSTED) and
-    the daemon's peak memory grows by less than 50 MB (reading it would add at least 300 MB);
-    a 10 MB one from that party, or from a certificate named 'leader' with role 'party', is
+    """A 300 MB Sum from another party's certificate is refused unread (PERMISSION_DENIED: the
+    gate refuses the caller before the request is read), and from the leader too (over
+    max_message_mb: RESOURCE_EXHAUSTED from its length prefix); the daemon's peak memory grows
+    by less than 50 MB (reading it would add at least 300 MB); a 10 MB one from that party, or from a certificate named 'leader' with role 'party', is
     PERMISSION_DENIED (refused before it is sized or parsed), and a 10 MB one from the leader itself
     exceeds what the open job's next Sum can need (RESOURCE_EXHAUSTED): Status unchanged."""
     fed = hospital_federation
@@ -396,6 +397,10 @@ def test_oversized_requests_are_refused_before_they_are_read(
     stranger, channel = stub_as(fed, tls_of(fed, STRANGER))
     try:
         code, details = call(stranger, "Sum", huge)
+        assert code == grpc.StatusCode.PERMISSION_DENIED, (code, details)
+        leader, leader_channel = stub_as(fed, fed.leader_tls)  # type: ignore[arg-type]
+        with leader_channel:
+            code, details = call(leader, "Sum", huge)
         del huge
         peak_after = peak_rss_kb(process.pid)
         assert code == grpc.StatusCode.RESOURCE_EXHAUSTED, (code, details)
