@@ -36,6 +36,7 @@ from fedanon.federation.transport import make_channel
 from fedanon.leader.sim import Federation, federation
 from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
+from tests.crypto import badcerts
 from tests.distributed.conftest import Dataset, status
 
 PARTY = 1  # party 2 (hospital-2): its ring predecessor is hospital-1
@@ -430,3 +431,32 @@ def test_oversized_requests_are_refused_before_they_are_read(
     assert f"request of {mid.ByteSize()} bytes exceeds" in details, details
     assert party_state(fed) == before
     assert_session_alive(fed, open_session)
+
+
+# ------------------------------------------------------------- certificates unfit for the role
+def test_leader_certificates_unfit_for_the_role_are_refused_on_every_rpc(
+    hospital_federation: Federation, hospital_data: Dataset, tmp_path: Path
+) -> None:
+    """CA-signed certificates naming the leader, with its role, that lack what a member's
+    certificate must have (key usage, CA=false, clientAuth, one role OU; an intermediate CA
+    certificate as the leader's): every RPC is refused (UNAUTHENTICATED at the gate, or the TLS
+    handshake itself), nothing is opened, Status unchanged, no traceback."""
+    fed = hospital_federation
+    log = fed.daemons[PARTY].log
+    log_start = log.stat().st_size
+    before = party_state(fed)
+    made = hospital_requests(fed, hospital_data, secrets.token_hex(16))
+    ca = load_ca(fed.cert_dir)
+    for label, profile in badcerts.PROFILES.items():
+        cert, key = badcerts.write(ca, tmp_path / badcerts.slug(label), "leader", profile)
+        tls = TLSFiles(fed.cert_dir / "ca.crt", cert, key)
+        for method, (code, details) in refusals(fed, tls, made, ALL_RPCS).items():
+            assert code in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.UNAVAILABLE), (
+                label,
+                method,
+                code,
+                details,
+            )
+    assert party_state(fed) == before
+    written = log.read_bytes()[log_start:].decode(errors="replace")
+    assert "Traceback" not in written, written[-2000:]
