@@ -222,12 +222,12 @@ def _extension(certificate: x509.Certificate, kind: type[_E], what: str, name: s
 def check_member_profile(certificate: x509.Certificate, name: str, role: str) -> None:
     """Refuse a certificate that is not a federation member's end-entity certificate.
 
-    TLS only checks that the CA signed it; gRPC's TLS stack checks neither key usage nor
-    extended key usage of a client certificate, and accepts a CA certificate as a leaf. So a
-    certificate issued for another purpose (an intermediate CA, a code-signing key) must be
-    refused here, wherever a certificate is loaded or presented: basic constraints CA=false, key
-    usage digitalSignature (what TLS 1.3 and the key-share signatures use) and never
-    keyCertSign or cRLSign, and the extended key usages the role needs (`ROLE_USAGES`).
+    gRPC's TLS accepts as a client certificate a CA certificate the federation CA signed, and
+    one without basic constraints or extended key usage (measured), so a certificate issued for
+    another purpose must be refused here, wherever a certificate is loaded or presented:
+    basic constraints CA=false, key usage digitalSignature (what TLS 1.3 and the key-share
+    signatures use) and never keyCertSign or cRLSign, and the extended key usages the role
+    needs (`ROLE_USAGES`).
     """
     if _extension(certificate, x509.BasicConstraints, "basic constraints", name).ca:
         raise IdentityError(f"certificate for {name!r} is a CA certificate (CA=true)")

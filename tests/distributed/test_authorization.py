@@ -383,9 +383,10 @@ def test_oversized_requests_are_refused_before_they_are_read(
     """A 300 MB Sum from another party's certificate is refused unread (PERMISSION_DENIED: the
     gate refuses the caller before the request is read), and from the leader too (over
     max_message_mb: RESOURCE_EXHAUSTED from its length prefix); the daemon's peak memory grows
-    by less than 50 MB (reading it would add at least 300 MB); a 10 MB one from that party, or from a certificate named 'leader' with role 'party', is
-    PERMISSION_DENIED (refused before it is sized or parsed), and a 10 MB one from the leader itself
-    exceeds what the open job's next Sum can need (RESOURCE_EXHAUSTED): Status unchanged."""
+    by less than 50 MB (reading it would add at least 300 MB); a 10 MB one from that party, or
+    from a certificate named 'leader' with role 'party', is PERMISSION_DENIED (refused before it
+    is sized or parsed), and a 10 MB one from the leader itself exceeds what the open job's next
+    Sum can need (RESOURCE_EXHAUSTED): Status unchanged."""
     fed = hospital_federation
     process = fed.daemons[PARTY].process
     assert process is not None

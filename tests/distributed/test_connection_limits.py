@@ -24,6 +24,7 @@ from pathlib import Path
 import grpc
 import pytest
 
+from fedanon.configschema import ConfigError
 from fedanon.crypto.identity import load_ca
 from fedanon.federation.tls import TLSFiles
 from fedanon.leader.sim import (
@@ -33,6 +34,7 @@ from fedanon.leader.sim import (
     issue_federation_certificates,
     write_party_config,
 )
+from fedanon.party.config import PartyConfig
 from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
 from fedanon.synth import generate_hospital, hospital_taxonomy_path
@@ -331,3 +333,45 @@ def test_an_insecure_daemon_checks_sizes_too(tmp_path: Path) -> None:
         assert "exceeds" in fed.daemons[0].log.read_text()
     finally:
         fed.stop_all()
+
+
+MINIMAL_CONFIG = (
+    'name = "hospital-1"\nlisten = "127.0.0.1:50051"\ndata = "a.csv"\n[tls]\ninsecure = true\n'
+)
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("handshake_seconds", "0"),
+        ("handshake_seconds", "601"),
+        ("max_connections", "3"),
+        ("max_connections", "1e3"),
+        ("max_connections", "70000"),
+        ("idle_seconds", "0.5"),
+        ("idle_seconds", "nan"),
+    ],
+)
+def test_connection_limits_out_of_range_are_one_line_errors(
+    tmp_path: Path, key: str, value: str
+) -> None:
+    """A limit that would disarm the daemon (no handshake time, fewer connections than the
+    federation needs, idle connections cut mid-job) is refused at load, naming file and key."""
+    path = tmp_path / "party.toml"
+    path.write_text(f"{MINIMAL_CONFIG}[limits]\n{key} = {value}\n")
+    with pytest.raises(ConfigError) as refused:
+        PartyConfig.load(path)
+    message = str(refused.value)
+    assert "\n" not in message and str(path) in message and key in message, message
+
+
+def test_connection_limits_reach_the_server_options(tmp_path: Path) -> None:
+    path = tmp_path / "party.toml"
+    path.write_text(
+        f"{MINIMAL_CONFIG}[limits]\n"
+        "handshake_seconds = 2.5\nmax_connections = 9\nidle_seconds = 60\n"
+    )
+    options = dict(PartyConfig.load(path).connections.options())
+    assert options["grpc.server_handshake_timeout_ms"] == 2500
+    assert options["grpc.max_allowed_incoming_connections"] == 9
+    assert options["grpc.max_connection_idle_ms"] == 60_000
