@@ -2,7 +2,8 @@
 
 One CA per federation signs a certificate for each party daemon and for the leader. A
 certificate carries the holder's name as its only SAN DNS name (what TLS checks) and its role in
-the subject's organizational unit (what servers and key-share verifiers check). The same
+the subject's organizational unit (what servers and key-share verifiers check), and is an end
+entity fit for that role (`check_member_profile`, run wherever a certificate is read). The same
 certificate keys sign the per-session X25519 keys of the secure protocols
 (`fedanon.crypto.keyshare`),
 so the relaying leader cannot substitute a party's key.
