@@ -9,6 +9,8 @@ that names what is wrong. `fedanon certs issue leader` must issue a leader certi
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -24,8 +26,11 @@ from fedanon.crypto.identity import (
     load_ca,
     load_identity,
     load_identity_files,
+    save_ca,
     verify_certificate,
 )
+from fedanon.leader.sim import free_ports, write_party_config
+from fedanon.synth import generate_hospital
 from tests.crypto import badcerts
 
 
@@ -110,3 +115,29 @@ def test_cli_issues_the_leader_role_for_the_name_leader(tmp_path: Path, capsys) 
     roles = {name: load_identity(fed, name).role for name in names}
     assert roles == {"leader": "leader", "hospital-1": "party", "coordinator": "leader"}
     assert load_ca(fed).certificate.extensions.get_extension_for_class(x509.BasicConstraints)
+
+
+def test_a_daemon_refuses_to_start_with_a_ca_certificate_as_its_own(tmp_path: Path) -> None:
+    """`party serve` with a CA-signed certificate that is a CA certificate: exit 2 and one line
+    naming what is wrong, before anything listens."""
+    ca = create_ca("startup profile CA")
+    save_ca(ca, tmp_path / "certs")
+    badcerts.write(
+        ca, tmp_path / "certs", "hospital-1", badcerts.Profile(roles=("party",), ca=True)
+    )
+    generate_hospital(50, seed=1).to_csv(tmp_path / "a.csv", index=False)
+    (port,) = free_ports(1)
+    config = tmp_path / "party.toml"
+    write_party_config(
+        config, "hospital-1", port, tmp_path / "a.csv", None, None, tmp_path / "certs", 30.0
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "fedanon.cli.main", "party", "serve", "--config", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("fedanon: error:")]
+    assert len(errors) == 1 and "CA certificate" in errors[0], done.stderr
