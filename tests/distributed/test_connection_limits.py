@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import select
 import socket
+import ssl
 import time
 from collections.abc import Callable, Iterator
 from concurrent import futures
@@ -26,6 +27,7 @@ import pytest
 
 from fedanon.configschema import ConfigError
 from fedanon.crypto.identity import load_ca
+from fedanon.federation.limits import MAX_STREAMS_PER_CONNECTION
 from fedanon.federation.tls import TLSFiles
 from fedanon.leader.sim import (
     Daemon,
@@ -375,3 +377,34 @@ def test_connection_limits_reach_the_server_options(tmp_path: Path) -> None:
     assert options["grpc.server_handshake_timeout_ms"] == 2500
     assert options["grpc.max_allowed_incoming_connections"] == 9
     assert options["grpc.max_connection_idle_ms"] == 60_000
+
+
+def test_the_server_announces_its_stream_limit(daemon: Federation) -> None:
+    """The daemon's first HTTP/2 SETTINGS frame (read over a real mutual-TLS connection as the
+    leader) caps concurrent streams per connection (gRPC's default: no cap) and header size."""
+    tls = daemon.leader_tls
+    assert tls is not None
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.load_verify_locations(str(tls.ca))
+    context.load_cert_chain(str(tls.cert), str(tls.key))
+    context.set_alpn_protocols(["h2"])
+    host, port = daemon.daemons[0].address.rsplit(":", 1)
+    with (
+        socket.create_connection((host, int(port)), timeout=10) as raw,
+        context.wrap_socket(raw, server_hostname=daemon.daemons[0].name) as conn,
+    ):
+        empty_settings = bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+        conn.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + empty_settings)
+        frame = b""
+        while len(frame) < 9 or len(frame) < 9 + int.from_bytes(frame[:3], "big"):
+            chunk = conn.recv(4096)
+            assert chunk, "connection closed before the server's SETTINGS"
+            frame += chunk
+    assert frame[3] == 4, f"first frame type {frame[3]}, expected SETTINGS"
+    payload = frame[9 : 9 + int.from_bytes(frame[:3], "big")]
+    settings = {
+        int.from_bytes(payload[i : i + 2], "big"): int.from_bytes(payload[i + 2 : i + 6], "big")
+        for i in range(0, len(payload), 6)
+    }
+    assert settings.get(0x3) == MAX_STREAMS_PER_CONNECTION  # SETTINGS_MAX_CONCURRENT_STREAMS
+    assert settings.get(0x6, 1 << 30) <= 16 * 1024  # SETTINGS_MAX_HEADER_LIST_SIZE
