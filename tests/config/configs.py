@@ -89,7 +89,9 @@ def job_doc(material: Path, out_dir: Path) -> dict[str, Any]:
         "sum_mode": "ring",
         "lkc": {"L": 4, "K": 20, "C": "0.2", "drop": ["patient_id"]},
         # port 9 (discard): nothing listens there, so a valid job fails fast and harmlessly
-        "parties": [{"name": f"hospital-{c}", "address": "127.0.0.1:9"} for c in "abc"],
+        "parties": [
+            {"name": f"hospital-{c}", "address": f"127.0.0.{i}:9"} for i, c in enumerate("abc", 1)
+        ],
         "tls": tls(material, "leader"),
         "timeouts": {"rpc_seconds": 60, "union_seconds": 600},
         "union": {"workers": 1, "min_records": 4096, "pad_to": 0, "chunk_mb": 2},
