@@ -112,20 +112,14 @@ UNION_MODES = ("layered", "shuffle")
 MAX_PARTIES = 256
 
 
-def _lkc_columns(lkc: dict[str, Any], path: str, where: str) -> None:
-    """L, K and C of the lkc model given; no column both a QID and dropped or the class."""
+def _lkc_model(lkc: dict[str, Any], path: str, where: str) -> None:
+    """The lkc model (the default preset) needs L, K and C."""
     if lkc["preset"] == "lkc":
         for key in ("L", "K", "C"):
             if lkc[key] is None:
                 raise ConfigError(
                     f"{where}: missing key '{path}.{key}' (LKC-privacy needs L, K and C)"
                 )
-    qids = lkc["qids"] or []
-    for column in lkc["drop"]:
-        if column in qids:
-            raise ConfigError(f"{where}: {path}.drop: '{column}' is also a QID")
-    if lkc["class"] is not None and (lkc["class"] in qids or lkc["class"] in lkc["drop"]):
-        raise ConfigError(f"{where}: {path}.class: '{lkc['class']}' is also a QID or dropped")
 
 
 LKC_SCHEMA = Table(
@@ -145,7 +139,7 @@ LKC_SCHEMA = Table(
         "suppress": Key(Proportion(zero_to_one=True)),
         "suppressed": Key(Text(choices=("root", "drop")), default="root"),
     },
-    checks=(_lkc_columns,),
+    checks=(_lkc_model,),
 )
 
 DRBT_SCHEMA = Table(
@@ -167,9 +161,15 @@ def _randomize_plan(section: dict[str, Any], path: str, where: str) -> None:
     for column in qids:
         if column not in domains:
             raise ConfigError(f"{where}: {path}.domains: no agreed domain for QID '{column}'")
-    for column in domains:
+    for column, values in domains.items():
+        key = f"{path}.domains.{column}"
         if column not in qids:
-            raise ConfigError(f"{where}: {path}.domains.{column}: '{column}' is not a QID")
+            raise ConfigError(f"{where}: {key}: '{column}' is not a QID")
+        if len(values) < 2:
+            raise ConfigError(
+                f"{where}: {key}: QID column '{column}': the agreed domain has {len(values)} "
+                "value(s); randomizing needs at least 2"
+            )
     attrs, p = section["attrs"], section["p"]
     if section["method"] == "ra":
         if attrs not in (None, 1):
@@ -191,9 +191,7 @@ def _randomize_plan(section: dict[str, Any], path: str, where: str) -> None:
 RANDOMIZE_SCHEMA = Table(
     {
         "qids": Key(Names(min_items=1), required=True),
-        "domains": Key(
-            TableOf(Values(min_items=2), expected='a table of column = ["value", "value", ...]')
-        ),
+        "domains": Key(TableOf(Values(), expected='a table of column = ["value", "value", ...]')),
         "method": Key(Text(choices=("ra", "enhanced")), default="ra"),
         "attrs": Key(Integer(1, 2**31 - 1)),
         "p": Key(
@@ -341,6 +339,10 @@ def spec_from_table(lkc: dict[str, Any], taxonomy: TaxonomyFile, where: str) -> 
     if clash:
         raise FedanonError(f"{where}: sensitive column '{clash[0]}' is also a QID")
     class_column = lkc.get("class", taxonomy.class_column)
+    drop = list(lkc.get("drop", []))
+    for role, column in [("dropped", c) for c in drop] + [("class", class_column)]:
+        if column in qids:
+            raise FedanonError(f"{where}: {role} column '{column}' is also a QID")
     class_values = list(lkc.get("class_values") or taxonomy.class_values or [])
     params = resolve_params(
         str(lkc.get("preset", "lkc")),
@@ -357,7 +359,7 @@ def spec_from_table(lkc: dict[str, Any], taxonomy: TaxonomyFile, where: str) -> 
         sensitive,
         class_column,
         class_values,
-        list(lkc.get("drop", [])),
+        drop,
         parse_suppression_share(lkc.get("suppress")),
         str(lkc.get("suppressed") or "root"),
     )

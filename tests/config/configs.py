@@ -98,6 +98,31 @@ def job_doc(material: Path, out_dir: Path) -> dict[str, Any]:
     }
 
 
+def drbt_doc(material: Path, out_dir: Path) -> dict[str, Any]:
+    """A valid vertical DRBT job.toml (the [lkc] job with a [drbt] section instead)."""
+    doc = job_doc(material, out_dir)
+    del doc["lkc"], doc["taxonomy"]
+    doc["drbt"] = {"id_column": "patient_id", "matrix": "sparse", "k_dims": 0, "clusters": 3}
+    return doc
+
+
+def randomize_doc(material: Path, out_dir: Path) -> dict[str, Any]:
+    """A valid randomization job.toml: enhanced RA over three QIDs with agreed domains."""
+    doc = job_doc(material, out_dir)
+    del doc["lkc"], doc["taxonomy"]
+    doc["randomize"] = {
+        "qids": ["sex", "marital_status", "employment"],
+        "method": "enhanced",
+        "attrs": 2,
+        "domains": {
+            "sex": ["Female", "Male"],
+            "marital_status": ["Married", "Single"],
+            "employment": ["Employed", "Retired", "Unemployed"],
+        },
+    }
+    return doc
+
+
 def party_doc(material: Path, out_dir: Path) -> dict[str, Any]:
     """A valid party.toml with a [policy]."""
     return {
@@ -117,6 +142,7 @@ def party_doc(material: Path, out_dir: Path) -> dict[str, Any]:
             "wait_next_hop_seconds": 0,
         },
         "union": {"workers": 1, "min_records": 4096, "idle_keys": 20000},
+        "limits": {"max_message_mb": 128},
         "policy": {
             "min_L": 2,
             "min_K": 5,
