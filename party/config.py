@@ -87,7 +87,7 @@ MAX_IDLE_KEYS = 1 << 20
 #: ``[union]`` keys shared by party.toml and job.toml.
 UNION_KEYS = {
     "workers": Key(Integer(0, MAX_WORKERS), default=0),
-    "min_records": Key(Integer(0, 2**31 - 1), default=DEFAULT_MIN_RECORDS),
+    "min_records": Key(Integer(1, 2**31 - 1), default=DEFAULT_MIN_RECORDS),
 }
 
 # Leader-layer keys a daemon generates while idle (crypto/idle_keys.py). A fixed number, not one
