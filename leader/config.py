@@ -204,8 +204,8 @@ RANDOMIZE_SCHEMA = Table(
 
 
 def _ring(data: dict[str, Any], path: str, where: str) -> None:
-    """Parties named and addressed once each, none named like the leader; three or more unless
-    the job accepts two (or runs DRBT, which needs two); shuffle needs three."""
+    """Parties named and addressed once each, none named like the leader, at least two (every
+    kind; how many more a kind needs is its job's own check, run by load_job)."""
     for key in ("name", "address"):
         seen: set[str] = set()
         for i, party in enumerate(data["parties"]):
@@ -217,18 +217,10 @@ def _ring(data: dict[str, Any], path: str, where: str) -> None:
     for i, party in enumerate(data["parties"]):
         if party["name"] == data["name"]:
             raise ConfigError(f"{where}: parties[{i}].name: '{party['name']}' is the leader's name")
-    count = len(data["parties"])
-    if count < 2:
-        raise ConfigError(f"{where}: parties: a federation needs at least two parties, got {count}")
-    if count == 2 and data["drbt"] is None and not data["allow_two_parties"]:
+    if len(data["parties"]) < 2:
         raise ConfigError(
-            f"{where}: parties: only two: each would learn the other's share of the global "
-            "sums; set allow_two_parties = true to accept that"
-        )
-    if count == 2 and data["union"]["mode"] == "shuffle":
-        raise ConfigError(
-            f'{where}: union.mode: "shuffle" needs at least three parties (with two, each '
-            "would know every permutation)"
+            f"{where}: parties: a federation needs at least two parties, "
+            f"got {len(data['parties'])}"
         )
 
 

@@ -102,6 +102,7 @@ PARTY_CASES = [
     ("timeouts.backoff_seconds", 0, ["timeouts.backoff_seconds", "[0.01, 60]"]),
     ("timeouts.wait_next_hop_seconds", 1e7, ["timeouts.wait_next_hop_seconds", "[0, 3600]"]),
     ("union.workers", 100000, ["union.workers", "[0, 256]"]),
+    ("union.min_records", 0, ["union.min_records", "[1, 2147483647]"]),
     ("union.idle_keys", 2**40, ["union.idle_keys", "[0, 1048576]"]),
     ("name", "hospital-a\nforged line", ["party.toml", "name", "printable"]),
     ("name", "hospital-a\rx", ["name", "printable"]),
@@ -349,7 +350,7 @@ def test_two_parties_need_the_acknowledgement_in_the_file(tmp_path: Path, materi
     doc["allow_two_parties"] = True
     assert len(load_job(_write(tmp_path / "two.toml", doc)).parties) == 2
     doc["union"]["mode"] = "shuffle"
-    _assert_refused_before_any_connection(tmp_path, doc, ["union.mode", "three parties"])
+    _assert_refused_before_any_connection(tmp_path, doc, ["mode", "shuffle", "three parties"])
 
 
 # ------------------------------------------------------------------ outputs by file identity
