@@ -17,8 +17,9 @@ Example::
     key = "certs/hospital-a.key"
     [timeouts]
     rpc_seconds = 60               # deadline of calls this party makes (the ring forward)
-    lease_seconds = 30             # a session's lease: renewed by every message of its leader
-                                   # (heartbeats included); only a lapsed session is replaced
+    lease_seconds = 30             # a session's lease (2 to 86400): renewed by every message of
+                                   # its leader (heartbeats included); only a lapsed session is
+                                   # replaced
     connect_retries = 5            # forwarding to an unavailable next hop: retries ...
     backoff_seconds = 0.2          # ... with exponential backoff from this delay
     wait_next_hop_seconds = 0      # > 0: refuse to start unless the next hop answers by then
@@ -27,8 +28,9 @@ Example::
                                    # (at most 8), 1 = none
     min_records = 4096             # fewer records are sealed in-process
     [limits]
-    max_message_mb = 128           # largest request accepted at all (at least twice the
-                                   # union's chunk size, 4 MiB by default); refused unread above it
+    max_message_mb = 128           # largest request accepted at all (1 to 2047; at least twice
+                                   # the union's chunk size, 4 MiB by default); refused unread
+                                   # above it
 
     [policy]                       # this hospital's privacy floor (absent: any job is served)
     min_L = 2                      # smallest L a job may ask (absent: 1)
@@ -39,8 +41,9 @@ Example::
     job_kinds = ["lkc", "drbt"]    # job kinds served (absent: every kind the daemon knows)
     leader = "leader"              # the leader allowed to ask (same as `leader` above)
 
-Every key is checked against :data:`PARTY_SCHEMA` before use: an unknown key, a wrong type or
-an out-of-range value is one error line naming the file and the key.
+Every key is checked against :data:`PARTY_SCHEMA` before use: an unknown key, a wrong type, an
+out-of-range value or a missing file is one error line naming the file and the key. Every range
+is listed, with its reason, in docs/distributed.md ("Checked configuration").
 """
 
 from __future__ import annotations

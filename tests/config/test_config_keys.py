@@ -406,3 +406,38 @@ def test_values_inside_every_range_load(material: Path, data: st.DataObject) -> 
             toml_text(_set(_base(file, key, material, root), key, value)), encoding="utf-8"
         )
         _load(file)(config)
+
+
+# ------------------------------------------------------------------ the documented ranges
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "distributed.md"
+
+
+def _documented(header: str) -> dict[str, str]:
+    """Key -> table row of the docs/distributed.md table whose header starts with `header`."""
+    lines = DOCS.read_text(encoding="utf-8").splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(f"| {header} |"))
+    rows: dict[str, str] = {}
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        first = line.split("|")[1]
+        for key in first.split("`")[1::2]:
+            rows[key] = line
+    return rows
+
+
+@pytest.mark.parametrize("file", ["party", "job"])
+def test_every_key_and_its_range_is_documented(file: str) -> None:
+    """docs/distributed.md keeps one table per file: every key of the schema has a row, and a
+    number's row shows the schema's range exactly."""
+    rows = _documented(f"{file}.toml key")
+    for f, key, rule in KEYS:
+        if f != file or isinstance(rule, Table) or (file == "party" and key.startswith("policy.")):
+            continue
+        row = rows.get(shown(key).replace("[0]", "[i]"))
+        assert row is not None, f"{file}.toml {key} has no row in {DOCS.name}"
+        if isinstance(rule, Integer | Number):
+            bounds = rule.expected.split(" in ", 1)[1]
+            assert row.split("|")[2].strip().startswith(bounds), (key, bounds, row)
+    assert "policy.*" in rows or file == "job"
