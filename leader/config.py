@@ -219,8 +219,7 @@ def _ring(data: dict[str, Any], path: str, where: str) -> None:
             raise ConfigError(f"{where}: parties[{i}].name: '{party['name']}' is the leader's name")
     if len(data["parties"]) < 2:
         raise ConfigError(
-            f"{where}: parties: a federation needs at least two parties, "
-            f"got {len(data['parties'])}"
+            f"{where}: parties: a federation needs at least two parties, got {len(data['parties'])}"
         )
 
 

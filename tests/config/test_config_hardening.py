@@ -163,15 +163,16 @@ def test_party_config_built_in_code_keeps_the_ranges(material: Path) -> None:
         "tls": None,
     }
     assert PartyConfig(**fields).lease_seconds == 30.0
-    for key, value, named in (
+    cases: list[tuple[str, Any, str]] = [
         ("lease_seconds", 1e-9, "timeouts.lease_seconds"),
         ("max_message_mb", 0.0001, "limits.max_message_mb"),
         ("max_message_mb", 0, "limits.max_message_mb"),
         ("idle_keys", -1, "union.idle_keys"),
         ("rpc_seconds", float("nan"), "timeouts.rpc_seconds"),
-    ):
+    ]
+    for key, value, named in cases:
         with pytest.raises(ConfigError, match=rf"{named}: expected"):
-            PartyConfig(**fields, **{key: value})
+            PartyConfig(**{**fields, key: value})
 
 
 def test_party_toml_tab_delimiter_and_boundaries_load(tmp_path: Path, material: Path) -> None:

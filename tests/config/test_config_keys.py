@@ -213,7 +213,7 @@ def _parts(rule: Rule) -> list[Rule]:
 def unbounded(rule: Rule) -> list[Rule]:
     """The parts of `rule` without a declared range: numbers need both ends, texts and lists
     a largest size."""
-    out = []
+    out: list[Rule] = []
     for part in _parts(rule):
         if isinstance(part, Integer | Number) and (part.low is None or part.high is None):
             out.append(part)
