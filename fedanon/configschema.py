@@ -23,6 +23,7 @@ identity (fedanon/outputs.py), an output directory must be one or be creatable.
 from __future__ import annotations
 
 import difflib
+import errno
 import math
 import os
 import stat
@@ -478,8 +479,8 @@ def _unreadable(file: Path) -> str | None:
     """Why `file` cannot be read as an input, or None."""
     try:
         mode = file.stat().st_mode
-    except OSError as exc:
-        return f"{file}: {'not found' if not file.exists() else exc.strerror or exc}"
+    except OSError as exc:  # missing, a name too long, a directory that cannot be searched
+        return f"{file}: {'not found' if exc.errno == errno.ENOENT else exc.strerror or exc}"
     if stat.S_ISDIR(mode):
         return f"{file} is a directory, not a file"
     if not stat.S_ISREG(mode):

@@ -387,3 +387,27 @@ def test_cli_outputs_are_compared_by_file_identity(
     )
     assert_one_line_error(code, err, "is also the --out output")
     assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize("out", ["{long}.csv", "{long}/r.csv"])
+def test_cli_output_name_too_long_is_one_line(tmp_path: Path, material: Path, out: str) -> None:
+    """An output name longer than the file system allows (300 characters) was an OSError
+    traceback: the file system's refusal is the output's problem, on one line."""
+    before = snapshot(tmp_path)
+    code, err = run_cli(
+        "anonymize",
+        "kactus",
+        "--data",
+        str(material / "a.csv"),
+        "--class",
+        "readmitted",
+        "--qid",
+        "age,sex",
+        "--k",
+        "2",
+        "--quiet",
+        "--out",
+        str(tmp_path / out.format(long="n" * 300)),
+    )
+    assert_one_line_error(code, err, "--out", "File name too long")
+    assert snapshot(tmp_path) == before

@@ -127,11 +127,12 @@ def _text(rule: Text, files: dict[str, Path]) -> list[Any]:
     if rule.choices:
         values += ["not-a-choice", rule.choices[0].upper() + "x"]
     if isinstance(rule, InputFile):
-        values += [str(files["missing"]), str(files["dir"])]
+        values += [str(files["missing"]), str(files["dir"]), str(files["long"])]
     if isinstance(rule, OutputFile):
         values += [str(files["dir"]), str(files["file"] / "x.csv"), str(files["input"])]
+        values += [str(files["long"]), str(files["long"] / "x.csv")]
     if isinstance(rule, OutputDir):
-        values += [str(files["file"]), str(files["file"] / "sub")]
+        values += [str(files["file"]), str(files["file"] / "sub"), str(files["long"] / "sub")]
     return values
 
 
@@ -224,7 +225,7 @@ def unbounded(rule: Rule) -> list[Rule]:
     return out
 
 
-_FILES_FOR_META = {n: Path(n) for n in ("missing", "dir", "file", "input")}
+_FILES_FOR_META = {n: Path(n) for n in ("missing", "dir", "file", "input", "long")}
 
 
 def test_every_key_declares_its_type_and_range() -> None:
@@ -258,6 +259,7 @@ def _files(root: Path, material: Path) -> dict[str, Path]:
         "dir": root / "a-dir",
         "file": root / "a-file.txt",
         "input": material / "certs/ca.crt",  # an input of every document ([tls] ca)
+        "long": root / ("n" * 300),  # a name longer than the file system allows
     }
 
 
