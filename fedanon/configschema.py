@@ -306,7 +306,7 @@ class Numbers(Rule):
 @dataclass(frozen=True)
 class Values(Rule):
     """A list of `min_items` or more distinct data values (strings or numbers), read as text:
-    how a table's cells compare once read. A value is printable and one line, like a name."""
+    how a table's cells compare once read. A value is a :class:`Text`, like a name."""
 
     min_items: int = 1
     max_items: int = MAX_ITEMS
@@ -327,10 +327,7 @@ class Values(Rule):
                 raise Mismatch
             if isinstance(item, float) and not math.isfinite(item):
                 raise Mismatch
-            text = str(item)
-            if not text or len(text) > MAX_NAME or not printable(text):
-                raise Mismatch
-            texts.append(text)
+            texts.append(Text().check(str(item), path, source))
         if len(set(texts)) != len(texts):
             raise Mismatch
         return texts
@@ -367,10 +364,10 @@ class TableOf(Rule):
         if not isinstance(value, dict) or not 1 <= len(value) <= self.max_items:
             raise Mismatch
         for key in value:
-            if not isinstance(key, str) or not key.strip() or len(key) > MAX_NAME:
-                raise _fail(source, f"{path}.{one_line(str(key))}", "a printable name", key)
-            if not printable(key):
-                raise _fail(source, f"{path}.{one_line(key)}", "a printable name", key)
+            try:
+                Text().check(key, path, source)
+            except Mismatch:
+                raise _fail(source, f"{path}.{one_line(key)}", Text().expected, key) from None
         return {
             key: check_value(self.value, item, f"{path}.{one_line(key)}", source)
             for key, item in value.items()
