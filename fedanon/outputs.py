@@ -44,6 +44,11 @@ def same_file(a: Path, b: Path) -> bool:
         return False
 
 
+def _unusable(exc: OSError) -> str:
+    """Why a path the file system refuses to look at cannot be an output."""
+    return f"cannot be used ({exc.strerror or type(exc).__name__})"
+
+
 def _temp_beside(target: Path) -> Path:
     """A new empty hidden file beside `target`, keeping its suffix (writers pick formats by it)."""
     fd, name = tempfile.mkstemp(
@@ -69,7 +74,10 @@ class CommandOutputs:
         if path is None:
             return None
         target = Path(path)
-        problem = self._problem(target)
+        try:
+            problem = self._problem(target)
+        except OSError as exc:  # a name too long, a directory that cannot be searched, ...
+            problem = _unusable(exc)
         if problem:
             raise FedanonError(f"{what} {target}: {problem}")
         self._claimed[target] = what
@@ -78,9 +86,12 @@ class CommandOutputs:
     def claim_directory(self, what: str, path: PathLike) -> Path:
         """Check an output directory: an existing one, or one that can be created."""
         directory = Path(path)
-        if directory.exists() and not directory.is_dir():
-            raise FedanonError(f"{what} {directory}: exists and is not a directory")
-        problem = self._plan_directories(directory)
+        try:
+            if directory.exists() and not directory.is_dir():
+                raise FedanonError(f"{what} {directory}: exists and is not a directory")
+            problem = self._plan_directories(directory)
+        except OSError as exc:
+            problem = _unusable(exc)
         if problem:
             raise FedanonError(f"{what} {directory}: {problem}")
         return directory

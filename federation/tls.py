@@ -8,16 +8,16 @@ from typing import Any
 
 from cryptography import x509
 
-from fedanon.configschema import Flag, Key, Table, Text
+from fedanon.configschema import Flag, InputFile, Key, Table
 from fedanon.errors import FedanonError
 from fedanon.tomlconfig import resolve
 
 #: The ``[tls]`` table of party.toml and job.toml.
 TLS_SCHEMA = Table(
     {
-        "ca": Key(Text(what="a file path")),
-        "cert": Key(Text(what="a file path")),
-        "key": Key(Text(what="a file path")),
+        "ca": Key(InputFile()),
+        "cert": Key(InputFile()),
+        "key": Key(InputFile()),
         "insecure": Key(Flag(), default=False),
     }
 )

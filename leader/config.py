@@ -60,7 +60,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from fedanon.algorithms.drbt.matrices import MATRICES
+from fedanon.algorithms.randomization.anonymity import attribute_probabilities
 from fedanon.algorithms.tds.api import PRESETS, resolve_params
 from fedanon.algorithms.tds.jobspec import LKCJobSpec
 from fedanon.algorithms.tds.scores import SCORES
@@ -70,30 +73,34 @@ from fedanon.configschema import (
     ConfigError,
     Either,
     Flag,
+    InputFile,
     Integer,
     Key,
     Names,
     Number,
     Numbers,
+    OutputFile,
     Proportion,
     Table,
     TableOf,
     Tables,
     Text,
     Values,
-    validate,
+    load,
 )
+from fedanon.crypto.errors import CryptoError
+from fedanon.crypto.identity import load_identity_files
 from fedanon.crypto.parallel import Parallelism
 from fedanon.errors import FedanonError
 from fedanon.federation.chunks import DEFAULT_CHUNK_BYTES, MIB, MIN_CHUNK_BYTES
 from fedanon.federation.tls import TLS_SCHEMA, TLSFiles
 from fedanon.leader.federation import SUM_PROTOCOLS
 from fedanon.leader.session import check_ring_job
-from fedanon.party.config import DAY, UNION_KEYS, Hop, union_parallelism
+from fedanon.party.config import DAY, MAX_MESSAGE_MB, UNION_KEYS, Hop, union_parallelism
 from fedanon.schema import SensitiveValue
 from fedanon.taxonomy.files import TaxonomyFile
 from fedanon.taxonomy.loader import load_taxonomy
-from fedanon.tomlconfig import read_toml, resolve
+from fedanon.tomlconfig import resolve
 
 if TYPE_CHECKING:
     from fedanon.leader.drbt import DRBTLeaderJob
@@ -101,6 +108,19 @@ if TYPE_CHECKING:
 
 SUM_MODES = tuple(SUM_PROTOCOLS)  # "ring", "pairwise"
 UNION_MODES = ("layered", "shuffle")
+#: The most parties one job may name (each is a connection, a ring hop and a union layer).
+MAX_PARTIES = 256
+
+
+def _lkc_model(lkc: dict[str, Any], path: str, where: str) -> None:
+    """The lkc model (the default preset) needs L, K and C."""
+    if lkc["preset"] == "lkc":
+        for key in ("L", "K", "C"):
+            if lkc[key] is None:
+                raise ConfigError(
+                    f"{where}: missing key '{path}.{key}' (LKC-privacy needs L, K and C)"
+                )
+
 
 LKC_SCHEMA = Table(
     {
@@ -109,16 +129,17 @@ LKC_SCHEMA = Table(
         "C": Key(Proportion()),
         "preset": Key(Text(choices=PRESETS), default="lkc"),
         "score": Key(Text(choices=SCORES)),
-        "qids": Key(Names()),
+        "qids": Key(Names(min_items=1)),
         "sensitive": Key(
             TableOf(Names(min_items=1), expected='a table of column = ["value", ...]')
         ),
         "class": Key(Text()),
-        "class_values": Key(Names()),
+        "class_values": Key(Names(min_items=1)),
         "drop": Key(Names(), default=[]),
-        "suppress": Key(Proportion()),
+        "suppress": Key(Proportion(zero_to_one=True)),
         "suppressed": Key(Text(choices=("root", "drop")), default="root"),
-    }
+    },
+    checks=(_lkc_model,),
 )
 
 DRBT_SCHEMA = Table(
@@ -132,23 +153,82 @@ DRBT_SCHEMA = Table(
     }
 )
 
+
+def _randomize_plan(section: dict[str, Any], path: str, where: str) -> None:
+    """A domain for each QID and none for other columns; attrs and p fit the method and the
+    number of QIDs (p a distribution over the QIDs)."""
+    qids, domains = section["qids"], section["domains"] or {}
+    for column in qids:
+        if column not in domains:
+            raise ConfigError(f"{where}: {path}.domains: no agreed domain for QID '{column}'")
+    for column, values in domains.items():
+        key = f"{path}.domains.{column}"
+        if column not in qids:
+            raise ConfigError(f"{where}: {key}: '{column}' is not a QID")
+        if len(values) < 2:
+            raise ConfigError(
+                f"{where}: {key}: QID column '{column}': the agreed domain has {len(values)} "
+                "value(s); randomizing needs at least 2"
+            )
+    attrs, p = section["attrs"], section["p"]
+    if section["method"] == "ra":
+        if attrs not in (None, 1):
+            raise ConfigError(f'{where}: {path}.attrs: applies to method = "enhanced" only')
+        if not isinstance(p, str):
+            try:  # the list's own checks need only the number of QIDs
+                attribute_probabilities(p, [np.zeros(0)] * len(qids), qids)
+            except FedanonError as exc:
+                raise ConfigError(f"{where}: {path}.p: {exc}") from None
+        return
+    if not isinstance(p, str) or p != "uniform":
+        raise ConfigError(f'{where}: {path}.p: applies to method = "ra" only')
+    if attrs is not None and attrs > len(qids):
+        raise ConfigError(
+            f"{where}: {path}.attrs: expected at most the number of QIDs ({len(qids)}), got {attrs}"
+        )
+
+
 RANDOMIZE_SCHEMA = Table(
     {
         "qids": Key(Names(min_items=1), required=True),
-        "domains": Key(TableOf(Values(), expected='a table of column = ["value", ...]')),
+        "domains": Key(TableOf(Values(), expected='a table of column = ["value", "value", ...]')),
         "method": Key(Text(choices=("ra", "enhanced")), default="ra"),
         "attrs": Key(Integer(1, 2**31 - 1)),
-        "p": Key(Either(Text(choices=("uniform", "optimal")), Numbers()), default="uniform"),
+        "p": Key(
+            Either(Text(choices=("uniform", "optimal")), Numbers(Number(0, 1))), default="uniform"
+        ),
         "keep_at_parties": Key(Flag(), default=False),
-    }
+    },
+    checks=(_randomize_plan,),
 )
+
+
+def _ring(data: dict[str, Any], path: str, where: str) -> None:
+    """Parties named and addressed once each, none named like the leader, at least two (every
+    kind; how many more a kind needs is its job's own check, run by load_job)."""
+    for key in ("name", "address"):
+        seen: set[str] = set()
+        for i, party in enumerate(data["parties"]):
+            if party[key] in seen:
+                raise ConfigError(
+                    f"{where}: parties[{i}].{key}: '{party[key]}' is listed twice in the ring"
+                )
+            seen.add(party[key])
+    for i, party in enumerate(data["parties"]):
+        if party["name"] == data["name"]:
+            raise ConfigError(f"{where}: parties[{i}].name: '{party['name']}' is the leader's name")
+    if len(data["parties"]) < 2:
+        raise ConfigError(
+            f"{where}: parties: a federation needs at least two parties, got {len(data['parties'])}"
+        )
+
 
 JOB_SCHEMA = Table(
     {
         "name": Key(Text(), default="leader"),
-        "taxonomy": Key(Text(what="a file path")),
-        "out": Key(Text(what="a file path")),  # required except for randomize kept at the parties
-        "report": Key(Text(what="a file path")),
+        "taxonomy": Key(InputFile()),
+        "out": Key(OutputFile()),  # required except for randomize kept at the parties
+        "report": Key(OutputFile()),
         "sum_mode": Key(Text(choices=SUM_MODES), default="ring"),
         "allow_two_parties": Key(Flag(), default=False),
         "lkc": Key(LKC_SCHEMA),
@@ -158,7 +238,8 @@ JOB_SCHEMA = Table(
             Tables(
                 Table(
                     {"name": Key(Text(), required=True), "address": Key(Address(), required=True)}
-                )
+                ),
+                max_items=MAX_PARTIES,
             ),
             required=True,
         ),
@@ -166,8 +247,8 @@ JOB_SCHEMA = Table(
         "timeouts": Key(
             Table(
                 {
-                    "rpc_seconds": Key(Number(0, DAY, low_open=True)),
-                    "union_seconds": Key(Number(0, 7 * DAY, low_open=True), default=600.0),
+                    "rpc_seconds": Key(Number(1, DAY)),
+                    "union_seconds": Key(Number(1, 7 * DAY), default=600.0),
                 }
             ),
             default={},
@@ -181,14 +262,15 @@ JOB_SCHEMA = Table(
                     # Items per union message, in MiB: at most half of every party's
                     # [limits] max_message_mb (the parties refuse a larger one).
                     "chunk_mb": Key(
-                        Number(MIN_CHUNK_BYTES / MIB, 2048),
+                        Number(MIN_CHUNK_BYTES / MIB, MAX_MESSAGE_MB / 2),
                         default=DEFAULT_CHUNK_BYTES / MIB,
                     ),
                 }
             ),
             default={},
         ),
-    }
+    },
+    checks=(_ring,),
 )
 
 
@@ -248,6 +330,10 @@ def spec_from_table(lkc: dict[str, Any], taxonomy: TaxonomyFile, where: str) -> 
     if clash:
         raise FedanonError(f"{where}: sensitive column '{clash[0]}' is also a QID")
     class_column = lkc.get("class", taxonomy.class_column)
+    drop = list(lkc.get("drop", []))
+    for role, column in [("dropped", c) for c in drop] + [("class", class_column)]:
+        if column in qids:
+            raise FedanonError(f"{where}: {role} column '{column}' is also a QID")
     class_values = list(lkc.get("class_values") or taxonomy.class_values or [])
     params = resolve_params(
         str(lkc.get("preset", "lkc")),
@@ -264,7 +350,7 @@ def spec_from_table(lkc: dict[str, Any], taxonomy: TaxonomyFile, where: str) -> 
         sensitive,
         class_column,
         class_values,
-        list(lkc.get("drop", [])),
+        drop,
         parse_suppression_share(lkc.get("suppress")),
         str(lkc.get("suppressed") or "root"),
     )
@@ -292,14 +378,14 @@ def _kind(data: dict[str, Any], where: str) -> str:
     return given[0]
 
 
-def load_drbt_job(data: dict[str, Any], base: Path, where: str) -> DRBTLeaderJob:
+def load_drbt_job(data: dict[str, Any], base: Path, tls: TLSFiles | None) -> DRBTLeaderJob:
     """A job.toml with a [drbt] section instead of [lkc]."""
     from fedanon.leader.drbt import DRBTLeaderJob
 
     section = data["drbt"]
-    job = DRBTLeaderJob(
+    return DRBTLeaderJob(
         parties=_parties(data),
-        tls=TLSFiles.from_config(data["tls"], base, where),
+        tls=tls,
         out=resolve(base, data["out"]),
         id_column=section["id_column"],
         matrix=section["matrix"],
@@ -311,21 +397,18 @@ def load_drbt_job(data: dict[str, Any], base: Path, where: str) -> DRBTLeaderJob
         name=data["name"],
         rpc_seconds=data["timeouts"]["rpc_seconds"] or 120.0,
     )
-    job.check()
-    return job
 
 
-def load_randomize_job(data: dict[str, Any], base: Path, where: str) -> RandomizeLeaderJob:
+def load_randomize_job(
+    data: dict[str, Any], base: Path, tls: TLSFiles | None
+) -> RandomizeLeaderJob:
     """A job.toml with a [randomize] section: QIDs, their agreed domains, method, p or k."""
     from fedanon.algorithms.randomization.jobspec import RandomizeSpec
     from fedanon.leader.randomize import RandomizeLeaderJob
 
     section = data["randomize"]
     qids = section["qids"]
-    domains = section["domains"] or {}
-    missing = [q for q in qids if q not in domains]
-    if missing:
-        raise ConfigError(f"{where}: randomize.domains: no agreed domain for QID '{missing[0]}'")
+    domains = section["domains"]
     p = section["p"]
     spec = RandomizeSpec(
         tuple(qids),
@@ -335,9 +418,9 @@ def load_randomize_job(data: dict[str, Any], base: Path, where: str) -> Randomiz
         p if isinstance(p, str) else tuple(p),
         section["keep_at_parties"],
     )
-    job = RandomizeLeaderJob(
+    return RandomizeLeaderJob(
         parties=_parties(data),
-        tls=TLSFiles.from_config(data["tls"], base, where),
+        tls=tls,
         spec=spec,
         out=resolve(base, data["out"]),
         report=resolve(base, data["report"]),
@@ -350,8 +433,6 @@ def load_randomize_job(data: dict[str, Any], base: Path, where: str) -> Randomiz
         union_pad_to=data["union"]["pad_to"],
         union_chunk_bytes=chunk_bytes(data["union"]),
     )
-    job.check()
-    return job
 
 
 def chunk_bytes(section: dict[str, Any]) -> int:
@@ -359,25 +440,59 @@ def chunk_bytes(section: dict[str, Any]) -> int:
     return int(section["chunk_mb"] * MIB)
 
 
+def leader_tls(data: dict[str, Any], base: Path, where: str) -> TLSFiles | None:
+    """The validated [tls] section, whose certificate must be a leader certificate naming this
+    job's `name`: a party's certificate given as the leader's would be refused only by the
+    parties, after the job was sent, or serve a party's identity as the leader's."""
+    files = TLSFiles.from_config(data["tls"], base, where)
+    if files is None:
+        return None
+    try:
+        identity = load_identity_files(files.cert, files.key)
+    except CryptoError as exc:
+        raise ConfigError(f"{where}: tls.cert: {exc}") from None
+    if identity.role != "leader" or identity.name != data["name"]:
+        raise ConfigError(
+            f"{where}: tls.cert: {files.cert} is the {identity.role} certificate of "
+            f"'{identity.name}'; the leader needs a leader certificate naming '{data['name']}'"
+        )
+    return files
+
+
 def load_job(path: str | Path) -> LeaderJob | DRBTLeaderJob | RandomizeLeaderJob:
     """Read job.toml: an LKC job ([lkc]), a vertical DRBT job ([drbt]) or randomization
-    ([randomize])."""
-    raw, base = read_toml(path)
+    ([randomize]), checked completely (form, ranges, files, certificate, cross-key rules)
+    before any connection is made; every problem is one line naming the file."""
     where = str(path)
-    data = validate(raw, JOB_SCHEMA, where)
+    data, base = load(path, JOB_SCHEMA)
     kind = _kind(data, where)
+    tls = leader_tls(data, base, where)
+    try:
+        job = _build(kind, data, base, tls, where)
+        job.check()
+    except ConfigError:
+        raise
+    except FedanonError as exc:  # a rule of the job itself, not of one key
+        raise ConfigError(f"{where}: {exc}") from None
+    return job
+
+
+def _build(
+    kind: str, data: dict[str, Any], base: Path, tls: TLSFiles | None, where: str
+) -> LeaderJob | DRBTLeaderJob | RandomizeLeaderJob:
+    """The job of a validated job.toml."""
     if kind == "drbt":
-        return load_drbt_job(data, base, where)
+        return load_drbt_job(data, base, tls)
     if kind == "randomize":
-        return load_randomize_job(data, base, where)
+        return load_randomize_job(data, base, tls)
     taxonomy = load_taxonomy(resolve(base, data["taxonomy"]))
     lkc = {k: v for k, v in data["lkc"].items() if v is not None}
-    job = LeaderJob(
+    return LeaderJob(
         name=data["name"],
         taxonomy=taxonomy,
-        spec=spec_from_table(lkc, taxonomy, f"{where} [lkc]"),
+        spec=spec_from_table(lkc, taxonomy, "lkc"),
         parties=_parties(data),
-        tls=TLSFiles.from_config(data["tls"], base, where),
+        tls=tls,
         out=resolve(base, data["out"]),
         report=resolve(base, data["report"]),
         sum_mode=data["sum_mode"],
@@ -389,5 +504,3 @@ def load_job(path: str | Path) -> LeaderJob | DRBTLeaderJob | RandomizeLeaderJob
         union_mode=data["union"]["mode"],
         union_chunk_bytes=chunk_bytes(data["union"]),
     )
-    job.check()
-    return job

@@ -17,8 +17,9 @@ Example::
     key = "certs/hospital-a.key"
     [timeouts]
     rpc_seconds = 60               # deadline of calls this party makes (the ring forward)
-    lease_seconds = 30             # a session's lease: renewed by every message of its leader
-                                   # (heartbeats included); only a lapsed session is replaced
+    lease_seconds = 30             # a session's lease (2 to 86400): renewed by every message of
+                                   # its leader (heartbeats included); only a lapsed session is
+                                   # replaced
     connect_retries = 5            # forwarding to an unavailable next hop: retries ...
     backoff_seconds = 0.2          # ... with exponential backoff from this delay
     wait_next_hop_seconds = 0      # > 0: refuse to start unless the next hop answers by then
@@ -27,8 +28,9 @@ Example::
                                    # (at most 8), 1 = none
     min_records = 4096             # fewer records are sealed in-process
     [limits]
-    max_message_mb = 128           # largest request accepted at all (at least twice the
-                                   # union's chunk size, 4 MiB by default); refused unread above it
+    max_message_mb = 128           # largest request accepted at all (1 to 2047; at least twice
+                                   # the union's chunk size, 4 MiB by default); refused unread
+                                   # above it
     handshake_seconds = 10         # a connection must complete its TLS handshake this fast
     max_connections = 256          # open connections at once; more are closed when accepted
     idle_seconds = 300             # a connection without calls this long is closed
@@ -42,8 +44,9 @@ Example::
     job_kinds = ["lkc", "drbt"]    # job kinds served (absent: every kind the daemon knows)
     leader = "leader"              # the leader allowed to ask (same as `leader` above)
 
-Every key is checked against :data:`PARTY_SCHEMA` before use: an unknown key, a wrong type or
-an out-of-range value is one error line naming the file and the key.
+Every key is checked against :data:`PARTY_SCHEMA` before use: an unknown key, a wrong type, an
+out-of-range value or a missing file is one error line naming the file and the key. Every range
+is listed, with its reason, in docs/distributed.md ("Checked configuration").
 """
 
 from __future__ import annotations
@@ -54,26 +57,44 @@ from typing import Any
 
 from fedanon.configschema import (
     Address,
+    Character,
     ConfigError,
+    InputFile,
     Integer,
     Key,
     Number,
+    OutputDir,
     Table,
     Text,
-    validate,
+    check_value,
+    load,
 )
 from fedanon.crypto.parallel import DEFAULT_MIN_RECORDS, Parallelism
 from fedanon.federation.limits import ConnectionLimits
 from fedanon.federation.tls import TLS_SCHEMA, TLSFiles
 from fedanon.party.policy import POLICY_SCHEMA, Policy
-from fedanon.tomlconfig import read_toml, resolve
+from fedanon.tomlconfig import resolve
 
 DAY = 86400.0
+HOUR = 3600.0
+
+#: The shortest session lease: the leader renews it every quarter lease, so a shorter one lets a
+#: single slow heartbeat end a live job (and any other leader take the party over).
+MIN_LEASE_SECONDS = 2.0
+#: The largest message gRPC can take: its sizes are signed 32-bit (2 GiB - 1 byte).
+MAX_MESSAGE_MB = 2047.0
+#: The smallest request limit: the control messages and a union message of the smallest chunk
+#: (1 KiB, job.toml [union] chunk_mb) fit with room to spare.
+MIN_MESSAGE_MB = 1.0
+#: Worker processes of one union: more than any machine's cores is a fork bomb, not a setting.
+MAX_WORKERS = 256
+#: Idle-made leader-layer keys: ~200 bytes each, so 2^20 keys hold ~210 MB.
+MAX_IDLE_KEYS = 1 << 20
 
 #: ``[union]`` keys shared by party.toml and job.toml.
 UNION_KEYS = {
-    "workers": Key(Integer(0, 1024), default=0),
-    "min_records": Key(Integer(0, 2**31 - 1), default=DEFAULT_MIN_RECORDS),
+    "workers": Key(Integer(0, MAX_WORKERS), default=0),
+    "min_records": Key(Integer(1, 2**31 - 1), default=DEFAULT_MIN_RECORDS),
 }
 
 # Leader-layer keys a daemon generates while idle (crypto/idle_keys.py). A fixed number, not one
@@ -85,50 +106,71 @@ DEFAULT_IDLE_KEYS = 65536
 # The daemon's own [union] keys: the job's (above) and the idle-made key pool's size.
 PARTY_UNION_KEYS = {
     **UNION_KEYS,
-    "idle_keys": Key(Integer(0, 2**31 - 1), default=DEFAULT_IDLE_KEYS),
+    "idle_keys": Key(Integer(0, MAX_IDLE_KEYS), default=DEFAULT_IDLE_KEYS),
 }
+PARTY_UNION_SCHEMA = Table(PARTY_UNION_KEYS)
+
+
+def _distinct_names(data: dict[str, Any], path: str, where: str) -> None:
+    """A party neither forwards to itself nor takes its leader's name."""
+    hop = data["next_hop"]
+    if hop is not None and hop["name"] == data["name"]:
+        raise ConfigError(f"{where}: next_hop.name: '{hop['name']}' is this party's own name")
+    if data["leader"] is not None and data["leader"] == data["name"]:
+        raise ConfigError(f"{where}: leader: '{data['leader']}' is this party's own name")
+
+
+TIMEOUTS_SCHEMA = Table(
+    {
+        "rpc_seconds": Key(Number(1, DAY), default=60.0),
+        "lease_seconds": Key(Number(MIN_LEASE_SECONDS, DAY), default=30.0),
+        "connect_retries": Key(Integer(0, 100), default=5),
+        "backoff_seconds": Key(Number(0.01, 60), default=0.2),
+        "wait_next_hop_seconds": Key(Number(0, HOUR), default=0.0),
+    }
+)
+
+LIMITS_SCHEMA = Table(
+    {
+        "max_message_mb": Key(Number(MIN_MESSAGE_MB, MAX_MESSAGE_MB), default=128.0),
+        # Connection limits (federation/limits.py ConnectionLimits).
+        "handshake_seconds": Key(Number(0.5, 600), default=10.0),
+        "max_connections": Key(Integer(4, 65536), default=256),
+        "idle_seconds": Key(Number(1, DAY), default=300.0),
+    }
+)
 
 PARTY_SCHEMA = Table(
     {
         "name": Key(Text(), required=True),
         "listen": Key(Address(), required=True),
-        "data": Key(Text(what="a file path"), required=True),
-        "taxonomy": Key(Text(what="a file path")),
+        "data": Key(InputFile(), required=True),
+        "taxonomy": Key(InputFile()),
         "leader": Key(Text()),
-        "output_dir": Key(Text(what="a directory path")),
-        "delimiter": Key(Text(what="a one-character string")),
+        "output_dir": Key(OutputDir()),
+        "delimiter": Key(Character()),
         "next_hop": Key(
             Table({"name": Key(Text(), required=True), "address": Key(Address(), required=True)})
         ),
         "tls": Key(TLS_SCHEMA),
-        "timeouts": Key(
-            Table(
-                {
-                    "rpc_seconds": Key(Number(0, DAY, low_open=True), default=60.0),
-                    "lease_seconds": Key(Number(0, DAY, low_open=True), default=30.0),
-                    "connect_retries": Key(Integer(0, 100), default=5),
-                    "backoff_seconds": Key(Number(0, 60), default=0.2),
-                    "wait_next_hop_seconds": Key(Number(0, DAY), default=0.0),
-                }
-            ),
-            default={},
-        ),
-        "union": Key(Table(PARTY_UNION_KEYS), default={}),
-        "limits": Key(
-            Table(
-                {
-                    "max_message_mb": Key(Number(0, 4096, low_open=True), default=128.0),
-                    # Connection limits (federation/transport.py ConnectionLimits).
-                    "handshake_seconds": Key(Number(0.5, 600), default=10.0),
-                    "max_connections": Key(Integer(4, 65536), default=256),
-                    "idle_seconds": Key(Number(1, DAY), default=300.0),
-                }
-            ),
-            default={},
-        ),
+        "timeouts": Key(TIMEOUTS_SCHEMA, default={}),
+        "union": Key(PARTY_UNION_SCHEMA, default={}),
+        "limits": Key(LIMITS_SCHEMA, default={}),
         "policy": Key(POLICY_SCHEMA),
-    }
+    },
+    checks=(_distinct_names,),
 )
+
+#: PartyConfig fields checked against their party.toml key, also when built without a file.
+_RANGED_FIELDS = {
+    "rpc_seconds": ("timeouts", TIMEOUTS_SCHEMA),
+    "lease_seconds": ("timeouts", TIMEOUTS_SCHEMA),
+    "connect_retries": ("timeouts", TIMEOUTS_SCHEMA),
+    "backoff_seconds": ("timeouts", TIMEOUTS_SCHEMA),
+    "wait_next_hop_seconds": ("timeouts", TIMEOUTS_SCHEMA),
+    "max_message_mb": ("limits", LIMITS_SCHEMA),
+    "idle_keys": ("union", PARTY_UNION_SCHEMA),
+}
 
 
 @dataclass(frozen=True)
@@ -175,15 +217,17 @@ class PartyConfig:
     policy: Policy = field(default_factory=lambda: Policy(configured=False))
     idle_keys: int = DEFAULT_IDLE_KEYS  # leader-layer keys made while idle (0: none)
 
+    def __post_init__(self) -> None:
+        """The ranges of party.toml hold for a configuration built in code too (a daemon with
+        a lease of 1e-9 s or a 100-byte message limit is disarmed however it was made)."""
+        for name, (section, table) in _RANGED_FIELDS.items():
+            key = f"{section}.{name}"
+            check_value(table.keys[name].rule, getattr(self, name), key, "party configuration")
+
     @classmethod
     def load(cls, path: str | Path) -> PartyConfig:
-        raw, base = read_toml(path)
         where = str(path)
-        data = validate(raw, PARTY_SCHEMA, where)
-        if data["delimiter"] is not None and len(data["delimiter"]) != 1:
-            raise ConfigError(
-                f"{where}: delimiter: expected a one-character string, got {data['delimiter']!r}"
-            )
+        data, base = load(path, PARTY_SCHEMA)
         hop = data["next_hop"]
         timeouts = data["timeouts"]
         return cls(

@@ -41,14 +41,6 @@ def build_server(config: PartyConfig) -> tuple[grpc.Server, int, PartyServicer]:
         asked = listen_port(config.listen)
     except ValueError as exc:
         raise FedanonError(str(exc)) from None
-    if config.lease_seconds <= 0:
-        raise FedanonError(
-            f"[timeouts] lease_seconds must be more than 0, got {config.lease_seconds:g}"
-        )
-    if config.max_message_mb <= 0:
-        raise FedanonError(
-            f"[limits] max_message_mb must be more than 0, got {config.max_message_mb:g}"
-        )
     table = read_table(config.data, config.delimiter)
     taxonomy = (
         None

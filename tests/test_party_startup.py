@@ -97,7 +97,7 @@ def test_unreachable_next_hop_when_required(party_dir: Path) -> None:
 
 def test_negative_union_workers(party_dir: Path) -> None:
     done = _serve(_config(party_dir, _free_port(), extra="[union]\nworkers = -2"))
-    _one_line_error(done, "union.workers: expected an integer in [0, 1024], got -2")
+    _one_line_error(done, "union.workers: expected an integer in [0, 256], got -2")
 
 
 @pytest.mark.parametrize("listen", ["127.0.0.1:99999", "127.0.0.1:0", "127.0.0.1", "127.0.0.1:x"])

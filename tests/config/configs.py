@@ -89,11 +89,38 @@ def job_doc(material: Path, out_dir: Path) -> dict[str, Any]:
         "sum_mode": "ring",
         "lkc": {"L": 4, "K": 20, "C": "0.2", "drop": ["patient_id"]},
         # port 9 (discard): nothing listens there, so a valid job fails fast and harmlessly
-        "parties": [{"name": f"hospital-{c}", "address": "127.0.0.1:9"} for c in "abc"],
+        "parties": [
+            {"name": f"hospital-{c}", "address": f"127.0.0.{i}:9"} for i, c in enumerate("abc", 1)
+        ],
         "tls": tls(material, "leader"),
         "timeouts": {"rpc_seconds": 60, "union_seconds": 600},
         "union": {"workers": 1, "min_records": 4096, "pad_to": 0, "chunk_mb": 2},
     }
+
+
+def drbt_doc(material: Path, out_dir: Path) -> dict[str, Any]:
+    """A valid vertical DRBT job.toml (the [lkc] job with a [drbt] section instead)."""
+    doc = job_doc(material, out_dir)
+    del doc["lkc"], doc["taxonomy"]
+    doc["drbt"] = {"id_column": "patient_id", "matrix": "sparse", "k_dims": 0, "clusters": 3}
+    return doc
+
+
+def randomize_doc(material: Path, out_dir: Path) -> dict[str, Any]:
+    """A valid randomization job.toml: enhanced RA over three QIDs with agreed domains."""
+    doc = job_doc(material, out_dir)
+    del doc["lkc"], doc["taxonomy"]
+    doc["randomize"] = {
+        "qids": ["sex", "marital_status", "employment"],
+        "method": "enhanced",
+        "attrs": 2,
+        "domains": {
+            "sex": ["Female", "Male"],
+            "marital_status": ["Married", "Single"],
+            "employment": ["Employed", "Retired", "Unemployed"],
+        },
+    }
+    return doc
 
 
 def party_doc(material: Path, out_dir: Path) -> dict[str, Any]:
@@ -115,6 +142,7 @@ def party_doc(material: Path, out_dir: Path) -> dict[str, Any]:
             "wait_next_hop_seconds": 0,
         },
         "union": {"workers": 1, "min_records": 4096, "idle_keys": 20000},
+        "limits": {"max_message_mb": 128},
         "policy": {
             "min_L": 2,
             "min_K": 5,

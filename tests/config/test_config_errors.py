@@ -72,7 +72,7 @@ JOB_CASES = [
     ("union.pad_to", -1, ["union.pad_to", "[0,"]),
     ("union.mode", "fast", ["union.mode", '"layered"', '"shuffle"']),
     ("timeouts.union_seconds", "x", ["timeouts.union_seconds", "number"]),
-    ("timeouts.rpc_seconds", -5, ["timeouts.rpc_seconds", "(0,"]),
+    ("timeouts.rpc_seconds", -5, ["timeouts.rpc_seconds", "[1,"]),
     ("timeouts.rpc_seconds", float("inf"), ["timeouts.rpc_seconds", "inf"]),
     ("sum_mode", "rings", ["sum_mode", '"ring"', '"pairwise"']),
     ("lkc.L", 2**80, ["lkc.L", "integer"]),
@@ -169,7 +169,7 @@ def test_drbt_job_toml_bad_value(tmp_path: Path, material: Path) -> None:
 
 PARTY_CASES = [
     ("timeouts.rpc_seconds", "abc", ["party.toml", "timeouts.rpc_seconds", "number", "'abc'"]),
-    ("timeouts.rpc_seconds", -5, ["timeouts.rpc_seconds", "(0, 86400]", "-5"]),
+    ("timeouts.rpc_seconds", -5, ["timeouts.rpc_seconds", "[1, 86400]", "-5"]),
     ("timeouts", 5, ["timeouts", "a table", "5"]),
     ("timeouts.connect_retries", 1.5, ["timeouts.connect_retries", "integer"]),
     ("listen", "127.0.0.1:99999", ["listen", "1..65535"]),
@@ -240,8 +240,9 @@ def test_garbage_ca_pem_is_one_line(tmp_path: Path, material: Path) -> None:
 
 def test_tls_insecure_in_the_file_warns_like_the_flag(tmp_path: Path, material: Path) -> None:
     """``[tls] insecure = true`` prints the --insecure warning (the daemon then stops at its
-    missing table, which is the one error line)."""
-    doc = _set(party_doc(material, tmp_path), "data", str(tmp_path / "missing.csv"))
+    table without columns, which is the one error line)."""
+    (tmp_path / "empty.csv").write_bytes(b"")
+    doc = _set(party_doc(material, tmp_path), "data", str(tmp_path / "empty.csv"))
     flagged = _write(tmp_path / "flagged.toml", doc)
     code_flag, stderr_flag = run_cli("party", "serve", "--config", str(flagged), "--insecure")
     doc["tls"] = {"insecure": True}
@@ -258,13 +259,13 @@ def test_tls_insecure_in_the_file_warns_like_the_flag(tmp_path: Path, material: 
     )
     for code_, stderr_ in ((code, stderr), (code_flag, stderr_flag)):
         assert code_ == 2 and len(stderr_.splitlines()) == 2, stderr_
-        assert "missing.csv" in stderr_.splitlines()[1]
+        assert "empty.csv" in stderr_.splitlines()[1]
 
 
 def test_leader_tls_insecure_in_the_file_warns(tmp_path: Path, material: Path) -> None:
     doc = job_doc(material, tmp_path)
     doc["tls"] = {"insecure": True}
-    doc["parties"] = [{"name": n, "address": "127.0.0.1:9"} for n in ("a", "b", "c")]
+    doc["parties"] = [{"name": n, "address": f"127.0.0.{i}:9"} for i, n in enumerate("abc", 1)]
     doc["timeouts"]["rpc_seconds"] = 2
     config = _write(tmp_path / "job.toml", doc)
     before = snapshot(tmp_path)

@@ -223,12 +223,13 @@ def relocated_configs(tmp_path: Path) -> Path:
 
     The example configs name files inside the containers (/etc/fedanon/tls/..., /data/...); to
     run fedanon's own loaders on them, every absolute path is re-rooted under tmp_path and the
-    TLS files they name are created (a real CA certificate, which the loaders parse; the own
-    certificate and key empty, since the loaders check only that they exist). The taxonomy is
-    the demo data's, as make-demo-data.sh writes it.
+    files they name are created: a real CA, the leader's certificate and key as tls.crt/tls.key
+    (job.toml must name a leader certificate; the parties' loaders check only that theirs
+    exist) and the hospitals' tables. The taxonomy is the demo data's, as make-demo-data.sh
+    writes it.
     """
-    from fedanon.crypto.identity import create_ca, save_ca
-    from fedanon.synth import hospital_taxonomy_path
+    from fedanon.crypto.identity import create_ca, issue_identity, save_ca, save_identity
+    from fedanon.synth import generate_hospital, hospital_taxonomy_path
 
     root = tmp_path / "root"
     conf = root / "etc/fedanon/config"
@@ -237,10 +238,16 @@ def relocated_configs(tmp_path: Path) -> Path:
         text = (DEPLOY / "config" / name).read_text()
         (conf / name).write_text(text.replace('"/', f'"{root}/'))
     shutil.copyfile(hospital_taxonomy_path(), conf / "taxonomy.toml")
-    (root / "etc/fedanon/tls").mkdir(parents=True)
-    for name in ("tls.crt", "tls.key"):
-        (root / "etc/fedanon/tls" / name).write_text("")
-    save_ca(create_ca("relocated configs CA"), root / "etc/fedanon/tls")
+    tls = root / "etc/fedanon/tls"
+    tls.mkdir(parents=True)
+    ca = create_ca("relocated configs CA")
+    save_ca(ca, tls)
+    save_identity(issue_identity(ca, "leader", "leader"), tmp_path / "leader")
+    for suffix in ("crt", "key"):
+        shutil.copyfile(tmp_path / f"leader/leader.{suffix}", tls / f"tls.{suffix}")
+    (root / "data").mkdir()
+    for name in PARTIES:
+        generate_hospital(20, seed=1).to_csv(root / f"data/{name}.csv", index=False)
     return conf
 
 
