@@ -360,6 +360,7 @@ def test_connection_limits_out_of_range_are_one_line_errors(
     """A limit that would disarm the daemon (no handshake time, fewer connections than the
     federation needs, idle connections cut mid-job) is refused at load, naming file and key."""
     path = tmp_path / "party.toml"
+    (tmp_path / "a.csv").write_text("age\n30\n")  # so that only the limit can be at fault
     path.write_text(f"{MINIMAL_CONFIG}[limits]\n{key} = {value}\n")
     with pytest.raises(ConfigError) as refused:
         PartyConfig.load(path)
@@ -369,6 +370,7 @@ def test_connection_limits_out_of_range_are_one_line_errors(
 
 def test_connection_limits_reach_the_server_options(tmp_path: Path) -> None:
     path = tmp_path / "party.toml"
+    (tmp_path / "a.csv").write_text("age\n30\n")  # inputs are checked at load
     path.write_text(
         f"{MINIMAL_CONFIG}[limits]\n"
         "handshake_seconds = 2.5\nmax_connections = 9\nidle_seconds = 60\n"
