@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import grpc
 import pandas as pd
@@ -106,6 +106,11 @@ def refused(call: Callable[[Any, Context], Any], request: Any) -> grpc.StatusCod
     return context.code
 
 
+def told(party: PartyServicer) -> list[str]:
+    """What the shell told its idle-key workers so far."""
+    return cast(KeyWorkers, party.idle_keys).told
+
+
 def lapse(party: PartyServicer) -> None:
     """Make the open session's leader silent for longer than the lease."""
     assert party.session is not None
@@ -117,7 +122,9 @@ def state(party: PartyServicer) -> tuple[str | None, str, int]:
     return (session.session_id if session else None, party.last_error, party.sessions_served)
 
 
-def test_a_second_leader_is_refused_while_the_lease_runs_and_nothing_changes(party) -> None:
+def test_a_second_leader_is_refused_while_the_lease_runs_and_nothing_changes(
+    party: PartyServicer,
+) -> None:
     open_session(party, FIRST)
     before = state(party)
     code = refused(party.OpenSession, opening(SECOND))
@@ -125,7 +132,7 @@ def test_a_second_leader_is_refused_while_the_lease_runs_and_nothing_changes(par
     assert state(party) == before == (FIRST, "", 1)
 
 
-def test_a_lapsed_session_is_replaced_by_the_next_leader(party) -> None:
+def test_a_lapsed_session_is_replaced_by_the_next_leader(party: PartyServicer) -> None:
     open_session(party, FIRST)
     lapse(party)
     open_session(party, SECOND)
@@ -134,7 +141,7 @@ def test_a_lapsed_session_is_replaced_by_the_next_leader(party) -> None:
     assert "evicted" in last_error and "lease lapsed" in last_error
 
 
-def test_a_heartbeat_of_the_open_session_renews_its_lease(party) -> None:
+def test_a_heartbeat_of_the_open_session_renews_its_lease(party: PartyServicer) -> None:
     open_session(party, FIRST)
     lapse(party)
     party.Renew(pb.RenewRequest(ref=pb.SessionRef(session_id=FIRST)), Context())
@@ -142,7 +149,9 @@ def test_a_heartbeat_of_the_open_session_renews_its_lease(party) -> None:
     assert state(party)[0] == FIRST
 
 
-def test_a_heartbeat_naming_another_session_is_refused_and_renews_nothing(party) -> None:
+def test_a_heartbeat_naming_another_session_is_refused_and_renews_nothing(
+    party: PartyServicer,
+) -> None:
     open_session(party, FIRST)
     lapse(party)
     renew = pb.RenewRequest(ref=pb.SessionRef(session_id=STRANGER))
@@ -151,18 +160,18 @@ def test_a_heartbeat_naming_another_session_is_refused_and_renews_nothing(party)
     assert state(party)[0] == SECOND
 
 
-def test_end_naming_another_session_leaves_the_open_one_running(party) -> None:
+def test_end_naming_another_session_leaves_the_open_one_running(party: PartyServicer) -> None:
     open_session(party, FIRST)
     party.End(pb.EndRequest(ref=pb.SessionRef(session_id=STRANGER)), Context())
     assert state(party) == (FIRST, "", 1)
-    assert party.idle_keys.told == ["busy"]  # type: ignore[attr-defined]
+    assert told(party) == ["busy"]
 
 
-def test_key_generation_stops_for_a_session_and_resumes_after_it(party) -> None:
+def test_key_generation_stops_for_a_session_and_resumes_after_it(party: PartyServicer) -> None:
     open_session(party, FIRST)
-    assert party.idle_keys.told == ["busy"]  # type: ignore[attr-defined]
+    assert told(party) == ["busy"]
     party.End(pb.EndRequest(ref=pb.SessionRef(session_id=FIRST)), Context())
-    assert party.idle_keys.told == ["busy", "idle"]  # type: ignore[attr-defined]
+    assert told(party) == ["busy", "idle"]
     assert party.session is None
     open_session(party, SECOND)  # an ended session holds no lease
     assert state(party) == (SECOND, "", 2)
