@@ -9,10 +9,12 @@ import pandas as pd
 import pytest
 
 from fedanon.algorithms.alphak.anatomy import anatomy_groups, diversity_for
+from fedanon.algorithms.alphak.api import anonymize_alpha_k
 from fedanon.algorithms.alphak.local_recoding import plan_split
 from fedanon.algorithms.alphak.params import AlphaK
 from fedanon.errors import FedanonError, InfeasibleError
 from fedanon.models.alpha_k import check_generalized, check_pair
+from fedanon.taxonomy.tree import Spec, Taxonomy
 from fedanon.utility.queries import CountQuery, QueryWorkload
 from tests.alphak.example import QIDS, SENSITIVE, TABLE1, run, taxonomies
 
@@ -137,6 +139,67 @@ def test_anatomy_residue_joins_groups_without_its_value() -> None:
     assert sizes == [3, 4]
     for g in np.unique(groups):
         assert len(set(codes[groups == g])) == int(np.sum(groups == g))
+
+
+def test_anatomy_residue_never_joins_a_group_holding_its_value() -> None:
+    # l = 3 on a:2, b:2, c:2, d:2 (ties between equal buckets: lower value first). Round 1
+    # takes a, b, c; round 2 takes d (now the largest), a, b; c and d are left over. c is
+    # already in group 0 and d in group 1, so c must join group 1 and d group 0: both
+    # groups end as {a, b, c, d}, whatever the seed.
+    codes = np.array([0, 0, 1, 1, 2, 2, 3, 3])
+    for seed in range(20):
+        groups = anatomy_groups(codes, 4, AlphaK.of("1/3", 3), seed=seed)
+        members = sorted(sorted(codes[groups == g].tolist()) for g in np.unique(groups))
+        assert members == [[0, 1, 2, 3], [0, 1, 2, 3]], seed
+
+
+def test_plan_split_takes_records_from_the_largest_satisfying_child_first() -> None:
+    # Values v0..v4, (0.5, 2). Child 0 = {v0} violates and goes back: the parent {v0} is too
+    # small. Children 1 (v1, v2, v3 twice each: 6 records) and 2 (v2, v3, v4 once: 3
+    # records) can both spare any record. The largest, child 1, gives first: of v1, v2, v3
+    # (all absent at the parent) the first, v1; the parent {v0, v1} then satisfies.
+    counts = np.array([[1, 0, 0, 0, 0], [0, 2, 2, 2, 0], [0, 0, 1, 1, 1]])
+    plan = plan_split(counts, AlphaK.of("0.5", 2))
+    assert plan is not None
+    satisfying, moved = plan
+    assert satisfying.tolist() == [False, True, True]
+    assert moved.tolist() == [[0] * 5, [0, 1, 0, 0, 0], [0] * 5]
+
+
+def test_plan_split_moves_back_the_value_least_represented_at_the_parent() -> None:
+    # (0.5, 2): child 0 = {v0, v0, v1} violates (2 of 3 > 1/2) and goes back; the parent
+    # {v0:2, v1:1} violates too. Child 1 = {v0:2, v1:2, v2:2} can spare any value; the one
+    # least represented at the parent is v2 (0 there): the parent becomes {2, 1, 1}, share
+    # 2/4 = 1/2, and satisfies after one move. (Moving v0, the most represented, would make
+    # the parent worse, and no child could then repair it.)
+    counts = np.array([[2, 1, 0], [2, 2, 2]])
+    plan = plan_split(counts, AlphaK.of("0.5", 2))
+    assert plan is not None
+    satisfying, moved = plan
+    assert satisfying.tolist() == [False, True]
+    assert moved.tolist() == [[0, 0, 0], [0, 0, 1]]
+
+
+def test_local_recoding_ties_between_attributes_go_to_the_earlier_qid() -> None:
+    # Two QIDs with a root and two leaves each; (1, 2). Splitting on u ({x, x} | {y, y}) and
+    # on w ({p, p} | {q, q}) both keep all 4 records in satisfying children: the tie goes to
+    # u, the earlier QID. Each child of u then holds one p and one q: splitting on w leaves
+    # single records (k = 2 violated), so nothing is specialized further.
+    trees = {
+        "u": Taxonomy.categorical("u", Spec("*", [Spec("x"), Spec("y")])),
+        "w": Taxonomy.categorical("w", Spec("*", [Spec("p"), Spec("q")])),
+    }
+    table = pd.DataFrame({"u": ["x", "x", "y", "y"], "w": ["p", "q", "p", "q"], "s": list("abab")})
+    release = anonymize_alpha_k(
+        table, qids=["u", "w"], sensitive="s", alpha="1", k=2, method="local", taxonomy=trees,
+        seed=0,
+    )  # fmt: skip
+    assert release.table[["u", "w"]].values.tolist() == [
+        ["x", "*"],
+        ["x", "*"],
+        ["y", "*"],
+        ["y", "*"],
+    ]
 
 
 def test_anatomy_diversity_parameter() -> None:

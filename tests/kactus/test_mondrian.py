@@ -84,3 +84,38 @@ def test_k_above_the_number_of_records_is_an_error():
     df = pd.DataFrame({"x": ["1", "2"], "c": ["a", "b"]})
     with pytest.raises(FedanonError, match="k must be between 2"):
         anonymize_mondrian(df, class_column="c", k=3)
+
+
+def test_cut_attribute_is_the_widest_relative_to_the_whole_table():
+    # b spans 0..1000 and a 0..10 over the table. The root cut is on b (both relative widths
+    # are 1; b comes first), at its median 300. In the lower half {0, 100, 200, 300} b spans
+    # 300 of 1000 (0.3) but a spans its whole range (1.0): the cut is on a, although b is the
+    # wider in raw units. The upper half has a constant a and is cut on b at 800.
+    df = pd.DataFrame(
+        {
+            "b": ["0", "100", "200", "300", "700", "800", "900", "1000"],
+            "a": ["0", "10", "0", "10", "0", "0", "0", "0"],
+            "c": list("xyxyxyxy"),
+        }
+    )
+    out = anonymize_mondrian(df, class_column="c", qids=["b", "a"], k=2, seed=0).table
+    assert sorted(zip(out["b"], out["a"], strict=True)) == sorted(
+        [
+            ("[0, 200]", "0"),
+            ("[0, 200]", "0"),
+            ("[100, 300]", "10"),
+            ("[100, 300]", "10"),
+            ("[700, 800]", "0"),
+            ("[700, 800]", "0"),
+            ("[900, 1000]", "0"),
+            ("[900, 1000]", "0"),
+        ]
+    )
+
+
+def test_exactly_k_records_with_missing_qids_are_released_suppressed():
+    df = pd.DataFrame({"x": ["1", "2", "3", "4", "", ""], "c": list("ababab")})
+    release = anonymize_mondrian(df, class_column="c", k=2, seed=0)
+    out = release.table
+    assert len(out) == 6 and release.report["dropped"] == 0
+    assert sorted(out["x"]) == ["?", "?", "[1, 2]", "[1, 2]", "[3, 4]", "[3, 4]"]

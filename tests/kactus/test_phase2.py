@@ -133,3 +133,30 @@ def test_group_mean_keeps_the_column_precision():
     column = encode_qid(pd.Series(["1.25", "2.5", "3.0"]), "x", "?")
     groups = [Group(np.array([0, 1, 2]), (Condition("x", False, 2.0, True),))]
     assert list(_released_cells(column, groups, "?")) == ["2.25"] * 3
+
+
+def test_donation_at_exactly_enough_surplus():
+    # The paper's line 21, |S_extra| >= required: k=5, x has 7 records (2 surplus), y has 3
+    # (nui 3, required 2). The 2 surplus records are exactly enough: both are donated, x
+    # releases its k = 5, and the pruned node (here the root) holds 3 + 2 = 5 records,
+    # released with every QID suppressed; nothing is dropped.
+    x, y = leaf((eq("x"),), 0, 7), leaf((eq("y"),), 7, 3)
+    out = prune_and_release(Node((), [x, y]), EMPTY, 5, np.random.default_rng(9))
+    groups = by_path(out.groups)
+    released_x = set(groups[(eq("x"),)].tolist())
+    assert len(released_x) == 5 and released_x < set(range(7))
+    assert out.donated == 2 and len(out.dropped) == 0
+    assert set(groups[()].tolist()) == {7, 8, 9} | (set(range(7)) - released_x)
+
+
+def test_no_donation_when_every_child_complies_whatever_the_surplus():
+    # nui = 0 (docs/kactus.md, specs: "if nui = 0 ... release all surplus"): x has 8 and y 9
+    # records with k=5, 7 surplus records in all (>= k), yet none is kept back: each child
+    # releases all of its records and the root leaf is empty.
+    x, y = leaf((eq("x"),), 0, 8), leaf((eq("y"),), 8, 9)
+    out = prune_and_release(Node((), [x, y]), EMPTY, 5, np.random.default_rng(10))
+    assert {p: sorted(r.tolist()) for p, r in by_path(out.groups).items()} == {
+        (eq("x"),): list(range(8)),
+        (eq("y"),): list(range(8, 17)),
+    }
+    assert out.donated == 0 and len(out.dropped) == 0

@@ -143,3 +143,37 @@ def test_dsa_reuses_an_already_marked_pair():
 @pytest.mark.parametrize("algorithm", ["iga", "rra", "ra", "swa"])
 def test_psi_one_leaves_the_log_untouched(algorithm):
     assert rows(algorithm, 1.0) == LOG.to_lists()
+
+
+F = 6
+
+
+def test_sliding_window_look_ahead_spares_rules_already_broken():
+    # Worked by hand (thesis section 5.3.2, psi = 0). T0 = ABCDEF holds the five rules
+    # AB, BC, CD, DE, DF (each X => Y of two items); T1 = B only makes B more frequent than C
+    # in the window. Victims in T0 (item in most of T0's rules; ties: lower window support):
+    # AB -> B (in 2 rules); BC -> C (B and C in 2 rules each, C has support 1 < 2); CD, DE,
+    # DF -> D (in 3 rules). In rule order: AB deletes B, and the look-ahead drops BC (B is
+    # one of its items: T0 no longer supports it); CD deletes D and drops DE and DF. T0 keeps
+    # A, C, E, F. Without the look-ahead, BC would also delete C.
+    tx = Transactions.from_lists([[A, B, C, D, E, F], [B]])
+    rules = [
+        SensitiveRule.of([A], [B]),
+        SensitiveRule.of([B], [C]),
+        SensitiveRule.of([C], [D]),
+        SensitiveRule.of([D], [E]),
+        SensitiveRule.of([D], [F]),
+    ]
+    out = as_log(sanitize(tx, rules=rules, algorithm="swa", psi=0.0, seed=0).table)
+    assert out.to_lists() == [[A, C, E, F], [B]]
+
+
+def test_sliding_window_has_no_look_ahead_when_psi_is_above_zero():
+    # psi = 0.5: A => B has T0 only (NumTrans 1) and B => C has T0 and T1
+    # (NumTrans = ceil(2 x 0.5) = 1). Both pick the shortest transaction, T0 = ABC, whose
+    # victim for both rules is B (in 2 of its rules). Without a look-ahead (psi > 0), B => C
+    # sanitizes T0 as well, so T1 = BCDE stays intact.
+    tx = Transactions.from_lists([[A, B, C], [B, C, D, E]])
+    rules = [SensitiveRule.of([A], [B]), SensitiveRule.of([B], [C])]
+    out = as_log(sanitize(tx, rules=rules, algorithm="swa", psi=0.5, seed=0).table)
+    assert out.to_lists() == [[A, C], [B, C, D, E]]
