@@ -14,6 +14,9 @@ receives the request as raw bytes:
    specialization); larger ones are refused with ``RESOURCE_EXHAUSTED`` before parsing.
    Requests beyond the server's ``max_receive_message_length`` never get this far: gRPC refuses
    them from their length prefix, unread.
+4. The request must parse as the method's message, with no field this version does not know
+   (bytes that are not a valid message: ``INVALID_ARGUMENT`` and one log line, never
+   ``UNKNOWN`` with a traceback from the handler).
 
 Refusals here change no state (not even ``Status``'s last error). Each handler then checks, for
 its own message, the exact caller, session id, iteration and job kind.
@@ -26,6 +29,9 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 import grpc
+from google.protobuf.descriptor import FieldDescriptor
+from google.protobuf.message import DecodeError, Message
+from google.protobuf.unknown_fields import UnknownFieldSet
 
 from fedanon.crypto.errors import IdentityError
 from fedanon.crypto.identity import PeerIdentity
@@ -70,12 +76,33 @@ class PartyGate(grpc.ServerInterceptor):
 
         def gated(raw: bytes, context: grpc.ServicerContext) -> Any:
             self.admit(method, len(raw), context)
-            return inner(parse(raw), context)
+            return inner(self.parsed(method, parse, raw, context), context)
 
         # No deserializer: gRPC hands over the raw bytes, so the size is known before parsing.
         return grpc.unary_unary_rpc_method_handler(
             gated, request_deserializer=None, response_serializer=handler.response_serializer
         )
+
+    def parsed(
+        self,
+        method: str,
+        parse: Callable[[bytes], Message],
+        raw: bytes,
+        context: grpc.ServicerContext,
+    ) -> Message:
+        """The request of an admitted call, or a refusal if `raw` is not a valid message."""
+        try:
+            request = parse(raw)
+            unknown = _unknown_field(request)
+        except DecodeError as exc:
+            unknown = f"it does not parse ({exc})"
+        if unknown is not None:
+            self.servicer.refuse(
+                context,
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"{method} refused: the request is not a valid message: {unknown}",
+            )
+        return request
 
     def admit(self, method: str, size: int, context: grpc.ServicerContext) -> None:
         """Return if the call may proceed; otherwise end it with a refusal."""
@@ -105,3 +132,19 @@ class PartyGate(grpc.ServerInterceptor):
                 f"{method} refused: request of {size} bytes exceeds the "
                 f"{limit} bytes the open job can need",
             )
+
+
+def _unknown_field(message: Message) -> str | None:
+    """Where `message` (or a message inside it) carries a field its schema does not define."""
+    if len(UnknownFieldSet(message)):
+        return f"{message.DESCRIPTOR.name} has a field number it does not define"
+    for field, value in message.ListFields():
+        if field.type != FieldDescriptor.TYPE_MESSAGE:
+            continue
+        # Repeated message fields (not maps: no map in the Party service) are sequences.
+        children = value if field.label == FieldDescriptor.LABEL_REPEATED else [value]
+        for child in children:
+            found = _unknown_field(child)
+            if found is not None:
+                return found
+    return None

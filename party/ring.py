@@ -54,7 +54,7 @@ def share_keys(
             session.union.prepare(request.prepare_items or len(shell.table))
         session.sums.accept_keys(request.keys, session, shell.config.name, shell.ca_certificate)
     except (FedanonError, CryptoError, ValueError) as exc:
-        shell._fail(context, grpc.StatusCode.PERMISSION_DENIED, f"key shares refused: {exc}")
+        shell.reject(context, exc, grpc.StatusCode.PERMISSION_DENIED, "key shares refused: ")
     session.bytes_received += request.ByteSize()
     return pb.ShareKeysReply()
 
@@ -76,6 +76,6 @@ def secure_sum(
         request.ref.iteration,
         request,
         context,
-        shell._fail,
+        shell.refuse,
         lambda: session.sums.add(shell, session, request, context),
     )
