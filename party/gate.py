@@ -142,7 +142,7 @@ def _unknown_field(message: Message) -> str | None:
         if field.type != FieldDescriptor.TYPE_MESSAGE:
             continue
         # Repeated message fields (not maps: no map in the Party service) are sequences.
-        children = value if field.label == FieldDescriptor.LABEL_REPEATED else [value]
+        children = value if field.is_repeated else [value]
         for child in children:
             found = _unknown_field(child)
             if found is not None:
