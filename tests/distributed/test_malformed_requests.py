@@ -156,7 +156,10 @@ def test_stale_and_replayed_messages_change_nothing_mid_session(
                 ),
                 "Union",
             ),
-            "replayed ShareKeys": (pb.ShareKeysRequest(ref=pb.SessionRef(session_id=sid)), "ShareKeys"),
+            "replayed ShareKeys": (
+                pb.ShareKeysRequest(ref=pb.SessionRef(session_id=sid)),
+                "ShareKeys",
+            ),
         }
         needles = {
             "stale Sum": "stale or out-of-order iteration 0",
