@@ -10,11 +10,13 @@ and the session then finishes with the centralized release.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import grpc
 import pytest
+from google.protobuf.message import Message
 
 from fedanon.algorithms.tds.engine import StepInfo
 from fedanon.federation.tls import TLSFiles
@@ -65,7 +67,9 @@ def _log(fed: Federation, index: int) -> str:
     return fed.daemons[index].log.read_text(encoding="utf-8", errors="replace")
 
 
-def _raw_call(fed: Federation, index: int, tls: TLSFiles, method: str, raw: bytes) -> grpc.RpcError:
+def _raw_call(
+    fed: Federation, index: int, tls: TLSFiles | None, method: str, raw: bytes
+) -> grpc.RpcError:
     """Send `raw` as the request of `method` (identity serializers: the bytes as they are)."""
     daemon = fed.daemons[index]
     channel = make_channel(daemon.address, daemon.name, tls)
@@ -78,7 +82,9 @@ def _raw_call(fed: Federation, index: int, tls: TLSFiles, method: str, raw: byte
         channel.close()
 
 
-def _call(fed: Federation, index: int, tls: TLSFiles, method: str, request) -> grpc.RpcError:
+def _call(
+    fed: Federation, index: int, tls: TLSFiles | None, method: str, request: Message
+) -> grpc.RpcError:
     return _raw_call(fed, index, tls, method, request.SerializeToString())
 
 
@@ -169,14 +175,9 @@ def test_stale_and_replayed_messages_change_nothing_mid_session(
             "replayed ShareKeys": "key shares were already accepted",
         }
         for label, (request, method) in probes.items():
+            send = functools.partial(_call, fed, 0, fed.leader_tls, method, request)
             outcomes.append(
-                _refused_quietly(
-                    fed,
-                    0,
-                    lambda r=request, m=method: _call(fed, 0, fed.leader_tls, m, r),
-                    grpc.StatusCode.FAILED_PRECONDITION,
-                    needles[label],
-                )
+                _refused_quietly(fed, 0, send, grpc.StatusCode.FAILED_PRECONDITION, needles[label])
             )
 
     spec = data.spec(L=2, K=15, C="0.3")

@@ -19,7 +19,6 @@ from dataclasses import astuple
 from pathlib import Path
 from typing import Any
 
-import grpc
 import pandas as pd
 import pytest
 
@@ -37,7 +36,7 @@ from tests.distributed.conftest import (
 )
 from tests.inprocess import UnaryServerRecorder, inprocess_parties
 
-Around = Callable[[str, Any, grpc.ServicerContext, Callable[[Any, grpc.ServicerContext], Any]], Any]
+Around = Callable[..., Any]
 
 
 class Interceptor(UnaryServerRecorder):

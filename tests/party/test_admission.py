@@ -15,6 +15,7 @@ import logging
 from collections.abc import Callable, Iterator
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pandas as pd
@@ -77,9 +78,9 @@ def session_id(n: int) -> str:
     return f"{n:032x}"
 
 
-def lkc(**change: object) -> pb.OpenSessionRequest:
+def lkc(**change: Any) -> pb.OpenSessionRequest:
     """An LKC job at the floor: QIDs age, sex, postcode; patient_id dropped."""
-    job = {
+    job: dict[str, Any] = {
         "L": 2,
         "K": 5,
         "C": "1/2",
@@ -96,9 +97,9 @@ def lkc(**change: object) -> pb.OpenSessionRequest:
     )
 
 
-def randomize(table: pd.DataFrame, qids: list[str], **change: object) -> pb.OpenSessionRequest:
+def randomize(table: pd.DataFrame, qids: list[str], **change: Any) -> pb.OpenSessionRequest:
     domains = [pb.QIDDomain(column=q, values=sorted(set(table[q].astype(str)))) for q in qids]
-    job = {"qids": domains, "method": "ra", "p": "uniform", **change}
+    job: dict[str, Any] = {"qids": domains, "method": "ra", "p": "uniform", **change}
     return pb.OpenSessionRequest(
         ref=pb.SessionRef(session_id=session_id(8)), randomize=pb.RandomizeJob(**job), ring=RING
     )
