@@ -47,10 +47,21 @@ class Aborted(Exception):
 
 
 class Context:
-    """The part of a gRPC servicer context the handshake uses (no TLS: no peer identity)."""
+    """The part of a gRPC servicer context the party uses (no TLS: no peer identity): abort,
+    and the status it set (which the answer-once cache keeps for retried copies)."""
+
+    def __init__(self) -> None:
+        self._status: tuple[grpc.StatusCode, str] | None = None
 
     def abort(self, code: grpc.StatusCode, details: str) -> None:
+        self._status = (code, details)
         raise Aborted(code, details)
+
+    def code(self) -> grpc.StatusCode | None:
+        return None if self._status is None else self._status[0]
+
+    def details(self) -> str | None:
+        return None if self._status is None else self._status[1]
 
 
 @pytest.fixture(scope="module")
