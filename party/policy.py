@@ -35,11 +35,8 @@ from typing import Any, NoReturn
 
 import grpc
 
-from fedanon.algorithms.drbt.matrices import MATRICES
 from fedanon.configschema import ConfigError, Integer, Key, Names, Proportion, Table, Text
 from fedanon.errors import FedanonError
-from fedanon.federation.lkc_job import lkc_job_from_proto
-from fedanon.party.randomize import spec_from_proto
 from fedanon.protos import fedanon_v1_pb2 as pb
 
 log = logging.getLogger(__name__)
@@ -101,7 +98,10 @@ def _exact_c(text: str) -> Fraction:
 
 
 def _valid(parse: Callable[[], Any]) -> Any:
-    """The kind's own parse of its job (the one its handler uses); its error as InvalidJob."""
+    """The kind's own parse of its job (the one its handler uses); its error as InvalidJob.
+
+    The readers import each kind's parser when a job arrives: party.toml's ``[policy]`` is
+    validated when the configuration loads, which must not import the algorithms."""
     try:
         return parse()
     except (FedanonError, ValueError, ZeroDivisionError) as exc:
@@ -127,6 +127,8 @@ def lkc_request(request: pb.OpenSessionRequest, columns: Sequence[str]) -> JobRe
 
     Only the QIDs are generalized; every other released column (sensitive, class and any other
     column not dropped) leaves raw."""
+    from fedanon.federation.lkc_job import lkc_job_from_proto
+
     job = request.lkc
     C = _exact_c(job.C)
     spec = _valid(lambda: lkc_job_from_proto(job))
@@ -165,6 +167,8 @@ def lkc_request(request: pb.OpenSessionRequest, columns: Sequence[str]) -> JobRe
 def drbt_request(request: pb.OpenSessionRequest, columns: Sequence[str]) -> JobRequest:
     """A DRBT job uses every column: the ids go to the leader raw, the rest leave projected
     (a secret random projection of the z-scored block: transformed, not raw)."""
+    from fedanon.algorithms.drbt.matrices import MATRICES
+
     job = request.drbt
     _columns_exist({"id": [job.id_column]}, columns)
     if job.matrix not in MATRICES:
@@ -184,6 +188,8 @@ def randomize_request(request: pb.OpenSessionRequest, columns: Sequence[str]) ->
     column leaves through the union (the non-QIDs raw), none when the randomized table is kept
     at the parties. L, K and C do not apply (a hospital that wants no randomization leaves the
     kind out of its job_kinds)."""
+    from fedanon.party.randomize import spec_from_proto
+
     job = request.randomize
     spec = _valid(lambda: spec_from_proto(job))
     if not spec.qids:

@@ -17,9 +17,12 @@ the ring protocol's ``ShareKeys`` and ``Sum`` are party/ring.py's, with the secu
 Session lifecycle: a session holds a lease that every message of its leader renews (the leader
 also sends ``Renew`` heartbeats while it computes). A second ``OpenSession`` is refused while the
 lease runs, and the refusal changes nothing; only a session whose lease lapsed (its leader died
-or was cut off) is evicted for a new one. Refusals of messages that are not the open session's
-own (wrong caller, wrong session, busy) change no state: only the open session's failures and
-lifecycle events are recorded as ``Status``'s last error.
+or was cut off) is evicted for a new one, and only once the new one has opened. Refusals of
+messages that are not the open session's next one (wrong caller, wrong session, busy, malformed,
+stale, replayed or out of order: ``reject`` of a ``NotExpected``) and of handshakes (the policy's
+admission check, or a handler that cannot open the job: audited) change no state: only the
+open session's failures and lifecycle events are recorded as ``Status``'s last error
+(docs/distributed.md, "Refusals and failures").
 """
 
 from __future__ import annotations
