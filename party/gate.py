@@ -14,8 +14,8 @@ receives the request as raw bytes:
    specialization); larger ones are refused with ``RESOURCE_EXHAUSTED`` before parsing.
    Requests beyond the server's ``max_receive_message_length`` never get this far: gRPC refuses
    them from their length prefix, unread.
-4. The request must parse as the method's message, with no field this version does not know
-   (bytes that are not a valid message: ``INVALID_ARGUMENT`` and one log line, never
+4. The request must parse as the method's message, with no field or enum value this version
+   does not know (bytes that are not a valid message: ``INVALID_ARGUMENT`` and one log line, never
    ``UNKNOWN`` with a traceback from the handler).
 
 Refusals here change no state (not even ``Status``'s last error). Each handler then checks, for
@@ -135,10 +135,17 @@ class PartyGate(grpc.ServerInterceptor):
 
 
 def _unknown_field(message: Message) -> str | None:
-    """Where `message` (or a message inside it) carries a field its schema does not define."""
+    """Where `message` (or a message inside it) carries a field, or an enum value, its schema
+    does not define (proto3 parses both silently; no handler could make sense of them)."""
     if len(UnknownFieldSet(message)):
         return f"{message.DESCRIPTOR.name} has a field number it does not define"
     for field, value in message.ListFields():
+        if field.type == FieldDescriptor.TYPE_ENUM and field.enum_type is not None:
+            defined = field.enum_type.values_by_number
+            numbers = value if field.is_repeated else [value]
+            undefined = [n for n in numbers if n not in defined]
+            if undefined:
+                return f"{message.DESCRIPTOR.name}.{field.name} = {undefined[0]} is not defined"
         if field.type != FieldDescriptor.TYPE_MESSAGE:
             continue
         # Repeated message fields (not maps: no map in the Party service) are sequences.

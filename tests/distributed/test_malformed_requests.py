@@ -128,6 +128,27 @@ def test_bytes_that_are_no_valid_message_are_invalid_argument(
     assert details.startswith("party hospital-2: ")
 
 
+@pytest.mark.parametrize(
+    ("method", "request_"),
+    [
+        ("Union", pb.UnionRequest(phase=99)),  # type: ignore[arg-type]
+        ("Union", pb.UnionRequest(phase=pb.UNION_PHASE_FETCH, fetch_phase=42)),  # type: ignore[arg-type]
+        ("OpenSession", pb.OpenSessionRequest(sum_mode=7, lkc=pb.LKCJob(L=2))),  # type: ignore[arg-type]
+    ],
+    ids=["union-phase", "fetch-phase", "sum-mode"],
+)
+def test_an_enum_value_no_version_defines_is_invalid_argument(
+    fed: Federation, method: str, request_: Message
+) -> None:
+    _refused_quietly(
+        fed,
+        1,
+        lambda: _call(fed, 1, fed.leader_tls, method, request_),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        f"{method} refused: the request is not a valid message",
+    )
+
+
 def test_stale_and_replayed_messages_change_nothing_mid_session(
     fed: Federation, data: Dataset, tmp_path: Path
 ) -> None:
