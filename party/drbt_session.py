@@ -18,6 +18,7 @@ from fedanon.algorithms.drbt.matrices import secure_rng
 from fedanon.algorithms.drbt.projection import project_block, zscore
 from fedanon.atomic import atomic_path
 from fedanon.errors import FedanonError
+from fedanon.party.errors import NotExpected
 from fedanon.party.session_base import SessionBase
 from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.text import as_numbers, as_text
@@ -71,9 +72,9 @@ class DRBTSession(SessionBase):
     def project(self) -> np.ndarray:
         """z-score over the common objects, then D R with a fresh secret R (never stored)."""
         if self.order is None:
-            raise FedanonError("no complete common id list was agreed before the projection")
+            raise NotExpected("no complete common id list was agreed before the projection")
         if self.projected:
-            raise FedanonError(
+            raise NotExpected(
                 "this session's block was already projected: a second, independent "
                 "projection of the same data would reveal more of it"
             )

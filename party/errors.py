@@ -8,7 +8,13 @@ from fedanon.errors import FedanonError
 
 
 class ProtocolError(FedanonError):
-    """A message out of order or for another session (answered ``FAILED_PRECONDITION``)."""
+    """A message the open session cannot take (answered ``FAILED_PRECONDITION``)."""
+
+
+class NotExpected(ProtocolError):
+    """A message that is not the open session's next one: stale, replayed, out of order, for
+    another session or after its end. Refused without any state change (the servicer's
+    ``reject``), where other errors of a step are the open session's recorded failures."""
 
 
 def status_of(exc: Exception) -> grpc.StatusCode:

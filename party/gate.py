@@ -18,6 +18,9 @@ checks the caller before the request is read and then receives it as raw bytes:
    back to the kernel.
    Requests beyond the server's ``max_receive_message_length`` never get this far: gRPC refuses
    them from their length prefix, unread.
+4. The request must parse as the method's message, with no field or enum value this version
+   does not know (bytes that are not a valid message: ``INVALID_ARGUMENT`` and one log line, never
+   ``UNKNOWN`` with a traceback from the handler).
 
 Refusals here change no state (not even ``Status``'s last error). Each handler then checks, for
 its own message, the exact caller, session id, iteration and job kind.
@@ -30,6 +33,9 @@ from collections.abc import Callable, Iterator
 from typing import Any, NoReturn, Protocol
 
 import grpc
+from google.protobuf.descriptor import FieldDescriptor
+from google.protobuf.message import DecodeError, Message
+from google.protobuf.unknown_fields import UnknownFieldSet
 
 from fedanon.allocator import return_freed_memory
 from fedanon.crypto.errors import IdentityError
@@ -85,7 +91,7 @@ class PartyGate(grpc.ServerInterceptor):
                 )
             try:
                 self.admit_size(method, len(raw), context)
-                return inner(parse(raw), context)
+                return inner(self.parsed(method, parse, raw, context), context)
             finally:
                 if len(raw) >= RETURN_MEMORY_FROM:
                     del raw
@@ -98,6 +104,27 @@ class PartyGate(grpc.ServerInterceptor):
         return grpc.stream_unary_rpc_method_handler(
             gated, request_deserializer=None, response_serializer=handler.response_serializer
         )
+
+    def parsed(
+        self,
+        method: str,
+        parse: Callable[[bytes], Message],
+        raw: bytes,
+        context: grpc.ServicerContext,
+    ) -> Message:
+        """The request of an admitted call, or a refusal if `raw` is not a valid message."""
+        try:
+            request = parse(raw)
+            unknown = _unknown_field(request)
+        except DecodeError as exc:
+            unknown = f"it does not parse ({exc})"
+        if unknown is not None:
+            self.servicer.refuse(
+                context,
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"{method} refused: the request is not a valid message: {unknown}",
+            )
+        return request
 
     def admit_caller(self, method: str, context: grpc.ServicerContext) -> None:
         """Refuse a caller whose certificate is malformed or who has no business here now."""
@@ -131,3 +158,26 @@ class PartyGate(grpc.ServerInterceptor):
                 f"{method} refused: request of {size} bytes exceeds the "
                 f"{limit} bytes the open job can need",
             )
+
+
+def _unknown_field(message: Message) -> str | None:
+    """Where `message` (or a message inside it) carries a field, or an enum value, its schema
+    does not define (proto3 parses both silently; no handler could make sense of them)."""
+    if len(UnknownFieldSet(message)):
+        return f"{message.DESCRIPTOR.name} has a field number it does not define"
+    for field, value in message.ListFields():
+        if field.type == FieldDescriptor.TYPE_ENUM and field.enum_type is not None:
+            defined = field.enum_type.values_by_number
+            numbers = value if field.is_repeated else [value]
+            undefined = [n for n in numbers if n not in defined]
+            if undefined:
+                return f"{message.DESCRIPTOR.name}.{field.name} = {undefined[0]} is not defined"
+        if field.type != FieldDescriptor.TYPE_MESSAGE:
+            continue
+        # Repeated message fields (not maps: no map in the Party service) are sequences.
+        children = value if field.is_repeated else [value]
+        for child in children:
+            found = _unknown_field(child)
+            if found is not None:
+                return found
+    return None

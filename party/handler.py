@@ -51,6 +51,18 @@ class PartyShell(Protocol):
         self, context: grpc.ServicerContext, code: grpc.StatusCode, message: str
     ) -> NoReturn: ...
 
+    def refuse(
+        self, context: grpc.ServicerContext, code: grpc.StatusCode, message: str
+    ) -> NoReturn: ...
+
+    def reject(
+        self,
+        context: grpc.ServicerContext,
+        exc: Exception,
+        code: grpc.StatusCode | None = None,
+        prefix: str = "",
+    ) -> NoReturn: ...
+
     def _forward(
         self, method: str, request: object, context: grpc.ServicerContext, what: str
     ) -> object: ...

@@ -6,10 +6,20 @@ handshake, before the party touches any session state, and a refusal names the p
 first rule the job breaks, e.g. ``party hospital-b refused: K=1 below its floor min_K=5``.
 The refusal reveals the rule, never data.
 
-Every job kind the daemon knows registers in :data:`JOB_KINDS` how to read its request; the
-rules that apply to a kind follow from what its request carries (L, K, C and QIDs for LKC; the
-leader, the kind and the columns for every kind). Every served job is written to the party's
-log as one audit line with its full parameters and the SHA-256 of their canonical JSON.
+Every job kind the daemon knows registers in :data:`JOB_KINDS` how to read its request: what
+it releases, and which of those columns leave the party raw (not generalized, projected or
+randomized); the rules that apply to a kind follow from what its request carries (L, K, C and
+QIDs for LKC; the leader, the kind and the columns for every kind). Narrowing a job (fewer
+QIDs) releases more columns raw, so a floor on L and K alone can be sidestepped: ``never_raw``
+names columns that may leave only transformed, and ``release_raw`` (strict mode) the only
+columns that may leave raw at all.
+
+The same admission check refuses a handshake that is not a valid job for this party (no job,
+L or K below 1, C outside (0, 1], a negative suppression budget, no or repeated QIDs, a column
+the party's table does not have, a ring without this party, a malformed session id):
+``INVALID_ARGUMENT`` instead of ``PERMISSION_DENIED``, with the same audit line, and, like a
+policy refusal, no state change. Every served job is written to the party's log as one audit
+line with its full parameters and the SHA-256 of their canonical JSON.
 """
 
 from __future__ import annotations
@@ -17,10 +27,11 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import Any, NoReturn
 
 import grpc
 
@@ -35,18 +46,28 @@ class PolicyRefusal(FedanonError):
     """A job below this party's floor; the message names the party and the rule."""
 
 
+class InvalidJob(PolicyRefusal):
+    """A handshake that is no valid job for this party (answered ``INVALID_ARGUMENT``)."""
+
+
+# The session id the leader draws (secrets.token_hex(16)); the party derives keys from it.
+SESSION_ID = re.compile(r"[0-9a-f]{32}")
+
+
 @dataclass(frozen=True)
 class JobRequest:
     """What a job asks of this party, read from its OpenSession request.
 
     `released` lists the party's columns the job lets leave the party in any form (generalized,
-    projected, or as the ids the leader joins on); `parameters` is everything the leader sent,
-    logged and hashed for the audit trail.
+    projected, randomized, or as they are); `raw` those of them that leave as they are in the
+    table (not generalized, projected or randomized); `parameters` is everything the leader
+    sent, logged and hashed for the audit trail.
     """
 
     kind: str
     parameters: dict[str, Any]
     released: tuple[str, ...]
+    raw: tuple[str, ...]
     L: int | None = None
     K: int | None = None
     C: Fraction | None = None
@@ -73,12 +94,58 @@ def _exact_c(text: str) -> Fraction:
     try:
         return Fraction(text)
     except (ValueError, ZeroDivisionError):
-        raise PolicyRefusal(f"C={text!r} is not a number") from None
+        raise InvalidJob(f"C={text!r} is not a number") from None
+
+
+def _valid(parse: Callable[[], Any]) -> Any:
+    """The kind's own parse of its job (the one its handler uses); its error as InvalidJob.
+
+    The readers import each kind's parser when a job arrives: party.toml's ``[policy]`` is
+    validated when the configuration loads, which must not import the algorithms."""
+    try:
+        return parse()
+    except (FedanonError, ValueError, ZeroDivisionError) as exc:
+        raise InvalidJob(str(exc)) from None
+
+
+def _columns_exist(named: dict[str, Sequence[str]], columns: Sequence[str]) -> None:
+    """Every column the job names (by role) is one of the party's, named once per role."""
+    for role, names in named.items():
+        if len(set(names)) != len(names):
+            raise InvalidJob(f"{role} column {_first_repeat(names)[:64]!r} is named twice")
+        missing = [n for n in names if n not in columns]
+        if missing:
+            raise InvalidJob(f"{role} column {missing[0][:64]!r} is not a column of its table")
+
+
+def _first_repeat(names: Sequence[str]) -> str:
+    return next(n for i, n in enumerate(names) if n in names[:i])
 
 
 def lkc_request(request: pb.OpenSessionRequest, columns: Sequence[str]) -> JobRequest:
-    """An LKC job: its privacy parameters, QIDs, and every table column it does not drop."""
+    """An LKC job: its privacy parameters, QIDs, and every table column it does not drop.
+
+    Only the QIDs are generalized; every other released column (sensitive, class and any other
+    column not dropped) leaves raw."""
+    from fedanon.federation.lkc_job import lkc_job_from_proto
+
     job = request.lkc
+    C = _exact_c(job.C)
+    spec = _valid(lambda: lkc_job_from_proto(job))
+    if not spec.qids:
+        raise InvalidJob("the job names no QID")
+    _columns_exist(
+        {
+            "QID": spec.qids,
+            "sensitive": sorted({s.column for s in spec.sensitive}),
+            "class": [spec.class_column] if spec.class_column else [],
+            "dropped": spec.drop,
+        },
+        columns,
+    )
+    dropped_qid = [q for q in spec.qids if q in spec.drop]
+    if dropped_qid:
+        raise InvalidJob(f"QID '{dropped_qid[0]}' is also dropped")
     sensitive = [f"{s.column}={s.value}" for s in job.sensitive]
     parameters = {
         "L": job.L,
@@ -93,12 +160,19 @@ def lkc_request(request: pb.OpenSessionRequest, columns: Sequence[str]) -> JobRe
         **_ring(request),
     }
     released = tuple(c for c in columns if c not in set(job.drop_columns))
-    return JobRequest("lkc", parameters, released, job.L, job.K, _exact_c(job.C), tuple(job.qids))
+    raw = tuple(c for c in released if c not in set(job.qids))
+    return JobRequest("lkc", parameters, released, raw, job.L, job.K, C, tuple(job.qids))
 
 
 def drbt_request(request: pb.OpenSessionRequest, columns: Sequence[str]) -> JobRequest:
-    """A DRBT job uses every column: the ids go to the leader, the rest leave projected."""
+    """A DRBT job uses every column: the ids go to the leader raw, the rest leave projected
+    (a secret random projection of the z-scored block: transformed, not raw)."""
+    from fedanon.algorithms.drbt.matrices import MATRICES
+
     job = request.drbt
+    _columns_exist({"id": [job.id_column]}, columns)
+    if job.matrix not in MATRICES:
+        raise InvalidJob(f"matrix '{job.matrix}' unknown (expected one of {', '.join(MATRICES)})")
     parameters = {
         "id_column": job.id_column,
         "matrix": job.matrix,
@@ -106,14 +180,21 @@ def drbt_request(request: pb.OpenSessionRequest, columns: Sequence[str]) -> JobR
         "rescale": job.rescale,
         **_ring(request),
     }
-    return JobRequest("drbt", parameters, tuple(columns))
+    return JobRequest("drbt", parameters, tuple(columns), (job.id_column,))
 
 
 def randomize_request(request: pb.OpenSessionRequest, columns: Sequence[str]) -> JobRequest:
-    """A randomization job: its QIDs are randomized; every column leaves through the union,
-    none when the randomized table is kept at the parties. L, K and C do not apply (a hospital
-    that wants no randomization leaves the kind out of its job_kinds)."""
+    """A randomization job: its QIDs are randomized, the other columns are untouched; every
+    column leaves through the union (the non-QIDs raw), none when the randomized table is kept
+    at the parties. L, K and C do not apply (a hospital that wants no randomization leaves the
+    kind out of its job_kinds)."""
+    from fedanon.party.randomize import spec_from_proto
+
     job = request.randomize
+    spec = _valid(lambda: spec_from_proto(job))
+    if not spec.qids:
+        raise InvalidJob("the job names no QID")
+    _columns_exist({"QID": spec.qids}, columns)
     parameters = {
         "qids": [q.column for q in job.qids],
         "domain_sizes": [len(q.values) for q in job.qids],
@@ -125,7 +206,8 @@ def randomize_request(request: pb.OpenSessionRequest, columns: Sequence[str]) ->
         **_ring(request),
     }
     released = () if job.keep_at_parties else tuple(columns)
-    return JobRequest("randomize", parameters, released, qids=tuple(q.column for q in job.qids))
+    raw = tuple(c for c in released if c not in spec.qids)
+    return JobRequest("randomize", parameters, released, raw, qids=spec.qids)
 
 
 # The job kinds this daemon can serve: the OpenSessionRequest ``job`` field name -> its reader.
@@ -145,6 +227,8 @@ class Policy:
     max_C: Fraction = Fraction(1)
     qids: tuple[str, ...] | None = None
     never_release: tuple[str, ...] = ()
+    never_raw: tuple[str, ...] = ()
+    release_raw: tuple[str, ...] | None = None
     job_kinds: tuple[str, ...] = tuple(JOB_KINDS)
     leader: str | None = None
     configured: bool = field(default=True, compare=False)
@@ -160,6 +244,8 @@ class Policy:
             max_C=table["max_C"],
             qids=None if table["qids"] is None else tuple(table["qids"]),
             never_release=tuple(table["never_release"]),
+            never_raw=tuple(table["never_raw"]),
+            release_raw=None if table["release_raw"] is None else tuple(table["release_raw"]),
             job_kinds=tuple(table["job_kinds"]),
             leader=table["leader"],
         )
@@ -171,7 +257,9 @@ class Policy:
         return (
             f"privacy floor: min_L={self.min_L} min_K={self.min_K} max_C={self.max_C} "
             f"qids={list(self.qids) if self.qids is not None else 'any'} "
-            f"never_release={list(self.never_release)} job_kinds={list(self.job_kinds)} "
+            f"never_release={list(self.never_release)} never_raw={list(self.never_raw)} "
+            f"release_raw={list(self.release_raw) if self.release_raw is not None else 'any'} "
+            f"job_kinds={list(self.job_kinds)} "
             f"leader={self.leader or 'the configured leader'}"
         )
 
@@ -185,6 +273,14 @@ def _known_kinds(table: dict[str, Any], path: str, source: str) -> None:
         )
 
 
+def _raw_rules_agree(table: dict[str, Any], path: str, source: str) -> None:
+    both = [c for c in table["release_raw"] or [] if c in table["never_raw"]]
+    if both:
+        raise ConfigError(
+            f"{source}: {path}.release_raw: column '{both[0]}' is also in never_raw; give one"
+        )
+
+
 POLICY_SCHEMA = Table(
     {
         "min_L": Key(Integer(1, 2**31 - 1), default=1),
@@ -192,10 +288,12 @@ POLICY_SCHEMA = Table(
         "max_C": Key(Proportion(), default=Fraction(1)),
         "qids": Key(Names()),
         "never_release": Key(Names(), default=[]),
+        "never_raw": Key(Names(), default=[]),
+        "release_raw": Key(Names()),
         "job_kinds": Key(Names(), default=list(JOB_KINDS)),
         "leader": Key(Text()),
     },
-    checks=(_known_kinds,),
+    checks=(_known_kinds, _raw_rules_agree),
 )
 
 
@@ -230,13 +328,41 @@ def check_job(
     forbidden = [c for c in job.released if c in policy.never_release]
     if forbidden:
         raise refuse(f"the job would release column '{forbidden[0]}', which it never releases")
+    ungeneralized = [c for c in job.raw if c in policy.never_raw]
+    if ungeneralized:
+        raise refuse(
+            f"the job would release column '{ungeneralized[0]}' raw, which it never releases raw"
+        )
+    if policy.release_raw is not None:
+        unnamed = [c for c in job.raw if c not in policy.release_raw]
+        if unnamed:
+            raise refuse(
+                f"the job would release column '{unnamed[0]}' raw, which is not among its "
+                "release_raw"
+            )
 
 
-def read_request(request: pb.OpenSessionRequest, columns: Sequence[str]) -> JobRequest | None:
-    """The job of an OpenSession request, or None for a kind this daemon does not know."""
+def read_request(request: pb.OpenSessionRequest, columns: Sequence[str]) -> JobRequest:
+    """The job of an OpenSession request; InvalidJob when it names none this daemon knows."""
     kind = request.WhichOneof("job")
     reader = JOB_KINDS.get(kind or "")
-    return None if reader is None else reader(request, columns)
+    if reader is None:
+        raise InvalidJob("the handshake names no job")
+    return reader(request, columns)
+
+
+def _check_handshake(request: pb.OpenSessionRequest, party: str) -> None:
+    """What every kind's handshake must hold: a session id as the leader draws it, a ring that
+    names this party once and every party once, a known secure-sum protocol."""
+    if not SESSION_ID.fullmatch(request.ref.session_id):
+        raise InvalidJob("the session id is not 32 lowercase hex digits")
+    ring = list(request.ring)
+    if party not in ring:
+        raise InvalidJob("the ring does not include this party")
+    if len(set(ring)) != len(ring):
+        raise InvalidJob(f"the ring names party {_first_repeat(ring)[:64]!r} twice")
+    if request.sum_mode not in pb.SumMode.values():
+        raise InvalidJob(f"sum_mode {request.sum_mode} unknown")
 
 
 def admit(
@@ -247,32 +373,52 @@ def admit(
     leader: str | None,
     caller: str | None,
     columns: Sequence[str],
-) -> JobRequest | None:
-    """The handshake's gate: the job if the policy admits it, else abort the call.
+) -> JobRequest:
+    """The handshake's gate: the job if it is valid and the policy admits it, else abort.
 
     Called before the servicer looks at its session, so a refused job changes no state (not
-    even the party's last error); the refusal is logged as an audit line.
+    even the party's last error); the refusal is logged as an audit line. An invalid job is
+    ``INVALID_ARGUMENT``, a valid one below the floor ``PERMISSION_DENIED``.
     """
     try:
+        _check_handshake(request, party)
         job = read_request(request, columns)
-        if job is not None:
-            check_job(policy, job, party, leader, caller)
+        check_job(policy, job, party, leader, caller)
     except PolicyRefusal as exc:
-        message = str(exc) if str(exc).startswith("party ") else f"party {party} refused: {exc}"
-        log.warning(
-            "audit: job refused %s",
-            json.dumps(
-                {"session": request.ref.session_id[:64], "leader": caller, "reason": message}
-            ),
-        )
-        context.abort(grpc.StatusCode.PERMISSION_DENIED, message)
+        invalid = isinstance(exc, InvalidJob)
+        reason = f"invalid job: {exc}" if invalid else str(exc)
+        message = reason if reason.startswith("party ") else f"party {party} refused: {reason}"
+        code = grpc.StatusCode.INVALID_ARGUMENT if invalid else grpc.StatusCode.PERMISSION_DENIED
+        refuse_job(context, request, caller, code, message)
     return job
 
 
-def audit_served(job: JobRequest | None, session_id: str, leader: str | None) -> None:
+def refuse_job(
+    context: grpc.ServicerContext,
+    request: pb.OpenSessionRequest,
+    caller: str | None,
+    code: grpc.StatusCode,
+    message: str,
+) -> NoReturn:
+    """End a handshake the party does not serve, with its audit line (the one log line)."""
+    log.warning(
+        "audit: job refused %s",
+        json.dumps(
+            {
+                "session": request.ref.session_id[:64],
+                "leader": caller,
+                "kind": request.WhichOneof("job"),
+                "code": code.name,
+                "reason": message,
+            }
+        ),
+    )
+    context.abort(code, message)
+    raise AssertionError("grpc.ServicerContext.abort returned")
+
+
+def audit_served(job: JobRequest, session_id: str, leader: str | None) -> None:
     """Log the audit line of a served job: full parameters, their SHA-256, released columns."""
-    if job is None:
-        return
     log.info(
         "audit: job served %s",
         json.dumps(
@@ -282,6 +428,7 @@ def audit_served(job: JobRequest | None, session_id: str, leader: str | None) ->
                 "kind": job.kind,
                 "parameters": job.parameters,
                 "released": list(job.released),
+                "raw": list(job.raw),
                 "sha256": job.sha256(),
             },
             sort_keys=True,

@@ -28,7 +28,7 @@ from fedanon.algorithms.randomization.sampler import make_rng
 from fedanon.atomic import atomic_path
 from fedanon.errors import FedanonError
 from fedanon.federation.wire import from_vector
-from fedanon.party.errors import ProtocolError
+from fedanon.party.errors import NotExpected, ProtocolError
 from fedanon.party.session_base import RingSession
 from fedanon.protos import fedanon_v1_pb2 as pb
 
@@ -98,7 +98,7 @@ class RandomizeSession(RingSession):
         """The secure sum's input: this party's histograms (iteration 0 only, no instruction)."""
         self.check_ref(request.ref, SUM_ROUND)
         if self.next_iteration != SUM_ROUND:
-            raise ProtocolError("the histograms were already summed in this session")
+            raise NotExpected("the histograms were already summed in this session")
         if request.HasField("instruction"):
             raise ProtocolError("a randomization sum carries no instruction")
         self.next_iteration += 1
@@ -108,7 +108,7 @@ class RandomizeSession(RingSession):
         """Check the leader's plan against our own derivation, then randomize our rows."""
         self.check_ref(request.ref, RANDOMIZE_ROUND)
         if self.next_iteration != RANDOMIZE_ROUND:
-            raise ProtocolError("randomize comes once, after the histogram sum")
+            raise NotExpected("randomize comes once, after the histogram sum")
         total = from_vector(request.marginals, int(sum(self.local.sizes)))
         marginals = split_histograms(total, self.local.sizes)
         mine = self.local.histograms()
@@ -129,9 +129,9 @@ class RandomizeSession(RingSession):
         if suppressed:
             raise ProtocolError("a randomization job has no suppression budget")
         if self.spec.keep_at_parties:
-            raise ProtocolError("this job keeps the randomized records at the parties; no union")
+            raise NotExpected("this job keeps the randomized records at the parties; no union")
         if self.randomized is None:
-            raise ProtocolError("the records are not randomized yet; no union before Randomize")
+            raise NotExpected("the records are not randomized yet; no union before Randomize")
         return self.randomized
 
     def save(self, directory: Path) -> Path:

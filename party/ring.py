@@ -17,6 +17,7 @@ from fedanon.crypto.errors import CryptoError
 from fedanon.crypto.keyshare import ONION_UNION
 from fedanon.errors import FedanonError
 from fedanon.federation.keyshares import new_share, union_route
+from fedanon.party.errors import NotExpected
 from fedanon.party.handler import PartyShell
 from fedanon.party.session_base import RingSession
 from fedanon.party.union import UnionRole
@@ -49,12 +50,14 @@ def share_keys(
     """Verify the federation's key shares: the union route, then the sum protocol's keys."""
     sid = bytes.fromhex(session.session_id)
     try:
+        if session.union.route is not None:  # a replay must not swap the keys mid-session
+            raise NotExpected("the session's key shares were already accepted")
         session.union.route = union_route(request.keys, session.ring, sid, shell.ca_certificate)
         if request.prepare_union:
             session.union.prepare(request.prepare_items or len(shell.table))
         session.sums.accept_keys(request.keys, session, shell.config.name, shell.ca_certificate)
     except (FedanonError, CryptoError, ValueError) as exc:
-        shell._fail(context, grpc.StatusCode.PERMISSION_DENIED, f"key shares refused: {exc}")
+        shell.reject(context, exc, grpc.StatusCode.PERMISSION_DENIED, "key shares refused: ")
     session.bytes_received += request.ByteSize()
     return pb.ShareKeysReply()
 
@@ -76,6 +79,6 @@ def secure_sum(
         request.ref.iteration,
         request,
         context,
-        shell._fail,
+        shell.refuse,
         lambda: session.sums.add(shell, session, request, context),
     )

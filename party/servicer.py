@@ -17,9 +17,12 @@ the ring protocol's ``ShareKeys`` and ``Sum`` are party/ring.py's, with the secu
 Session lifecycle: a session holds a lease that every message of its leader renews (the leader
 also sends ``Renew`` heartbeats while it computes). A second ``OpenSession`` is refused while the
 lease runs, and the refusal changes nothing; only a session whose lease lapsed (its leader died
-or was cut off) is evicted for a new one. Refusals of messages that are not the open session's
-own (wrong caller, wrong session, busy) change no state: only the open session's failures and
-lifecycle events are recorded as ``Status``'s last error.
+or was cut off) is evicted for a new one, and only once the new one has opened. Refusals of
+messages that are not the open session's next one (wrong caller, wrong session, busy, malformed,
+stale, replayed or out of order: ``reject`` of a ``NotExpected``) and of handshakes (the policy's
+admission check, or a handler that cannot open the job: audited) change no state: only the
+open session's failures and lifecycle events are recorded as ``Status``'s last error
+(docs/distributed.md, "Refusals and failures").
 """
 
 from __future__ import annotations
@@ -41,9 +44,10 @@ from fedanon.errors import FedanonError
 from fedanon.fingerprint import fingerprint
 from fedanon.party import ring
 from fedanon.party.config import PartyConfig
+from fedanon.party.errors import NotExpected, status_of
 from fedanon.party.handler import ForwardStub, JobHandler
 from fedanon.party.handlers import HANDLERS
-from fedanon.party.policy import admit, audit_served
+from fedanon.party.policy import admit, audit_served, refuse_job
 from fedanon.party.session_base import RingSession, SessionBase
 from fedanon.party.union import serve_union
 from fedanon.protos import fedanon_v1_pb2 as pb
@@ -116,6 +120,24 @@ class PartyServicer(pb_grpc.PartyServicer):
         text = f"party {self.config.name}: {message}"
         log.warning("%s", text)
         _abort(context, code, text)
+
+    def reject(
+        self,
+        context: grpc.ServicerContext,
+        exc: Exception,
+        code: grpc.StatusCode | None = None,
+        prefix: str = "",
+    ) -> NoReturn:
+        """End a call whose step raised `exc` (docs/distributed.md, "Refusals and failures").
+
+        A message that is not the open session's next one (stale, replayed, out of order,
+        after its end: `NotExpected`) is refused: the session is as it was and the genuine
+        message can still come, so nothing is recorded. Any other error is the open session's
+        failure (`code`, else the exception's status), recorded as ``Status``'s last error.
+        """
+        if isinstance(exc, NotExpected):
+            self.refuse(context, status_of(exc), f"{prefix}{exc}")
+        self._fail(context, code or status_of(exc), f"{prefix}{exc}")
 
     def _identity(self, name: str) -> PeerIdentity:
         """The certificate a federation member called `name` must present (name AND role)."""
@@ -254,17 +276,31 @@ class PartyServicer(pb_grpc.PartyServicer):
         )
         with self.lock:
             busy = self.session
-            if busy is not None and not busy.ended:
-                silent = busy.idle_for()
-                lease = self.config.lease_seconds
-                if silent < lease:
-                    self.refuse(
-                        context,
-                        grpc.StatusCode.RESOURCE_EXHAUSTED,
-                        f"busy with another session (its leader was heard {silent:.1f} s "
-                        f"ago; a new session may replace it only after its {lease:g} s "
-                        "lease lapses)",
-                    )
+            silent = busy.idle_for() if busy is not None and not busy.ended else None
+            lease = self.config.lease_seconds
+            if busy is not None and silent is not None and silent < lease:
+                self.refuse(
+                    context,
+                    grpc.StatusCode.RESOURCE_EXHAUSTED,
+                    f"busy with another session (its leader was heard {silent:.1f} s "
+                    f"ago; a new session may replace it only after its {lease:g} s "
+                    "lease lapses)",
+                )
+            handler = self.handlers.get(request.WhichOneof("job") or "")
+            try:
+                if handler is None:
+                    raise FedanonError("this daemon has no handler for the job kind")
+                opened = handler.open(self, request)
+            except (FedanonError, CryptoError) as exc:
+                # Refused like an invalid job: audited, and the held session stays.
+                refuse_job(
+                    context,
+                    request,
+                    caller,
+                    grpc.StatusCode.FAILED_PRECONDITION,
+                    f"party {self.config.name} refused: {exc}",
+                )
+            if busy is not None and silent is not None:
                 # A live leader renews its lease; a lapsed one means the leader died or was cut
                 # off (or this party missed its abort): the new session replaces it.
                 self.last_error = (
@@ -273,14 +309,7 @@ class PartyServicer(pb_grpc.PartyServicer):
                     f"s without a message from its leader)"
                 )
                 log.warning("%s", self.last_error, extra={"session": busy.session_id[:12]})
-                self.session = None
-            handler = self.handlers.get(request.WhichOneof("job") or "")
-            try:
-                if handler is None:
-                    raise FedanonError("unsupported job type")
-                opened = handler.open(self, request)
-            except (FedanonError, CryptoError) as exc:
-                self._fail(context, grpc.StatusCode.FAILED_PRECONDITION, str(exc))
+                busy.close()
             session = opened.session
             self.session = session
             self.idle_keys.busy()  # no key generation while a session runs
@@ -362,7 +391,7 @@ class PartyServicer(pb_grpc.PartyServicer):
             request.ref.iteration,
             request,
             context,
-            self._fail,
+            self.refuse,
             lambda: serve_union(self, session, request, context),
         )
 

@@ -14,7 +14,7 @@ from fedanon.algorithms.tds.jobspec import LKCJobSpec
 from fedanon.algorithms.tds.local_party import LocalParty
 from fedanon.errors import FedanonError
 from fedanon.federation.wire import from_instruction
-from fedanon.party.errors import ProtocolError
+from fedanon.party.errors import NotExpected, ProtocolError
 from fedanon.party.session_base import RingSession
 from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.schema import Schema
@@ -77,7 +77,7 @@ class PartySession(RingSession):
         """Apply the request's instruction (if any) and return the local statistics vector."""
         self.check_ref(request.ref)
         if self.ended:
-            raise ProtocolError("the session has ended")
+            raise NotExpected("the session has ended")
         if request.ref.iteration == 0:
             if request.HasField("instruction"):
                 raise ProtocolError("iteration 0 carries no instruction")

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from fedanon.errors import FedanonError
-from fedanon.party.errors import ProtocolError
+from fedanon.party.errors import NotExpected
 from fedanon.party.replay import AnswerOnce
 from fedanon.party.sums import SumProtocol
 from fedanon.party.union import UnionRole
@@ -54,15 +54,13 @@ class SessionBase:
     def check_ref(self, ref: pb.SessionRef, iteration: int | None = None) -> None:
         """Reject a message for another session or an unexpected iteration."""
         if ref.session_id != self.session_id:
-            raise ProtocolError(
+            raise NotExpected(
                 f"message for session {ref.session_id[:12]} but the open session is "
                 f"{self.session_id[:12]}"
             )
         want = self.next_iteration if iteration is None else iteration
         if ref.iteration != want:
-            raise ProtocolError(
-                f"stale or out-of-order iteration {ref.iteration} (expected {want})"
-            )
+            raise NotExpected(f"stale or out-of-order iteration {ref.iteration} (expected {want})")
 
     def request_limit(self, method: str) -> int | None:
         """The largest request of `method` this session's job can need, or None when the job

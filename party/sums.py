@@ -32,7 +32,7 @@ from fedanon.crypto.secure_sum import add_vector
 from fedanon.errors import FedanonError
 from fedanon.federation.keyshares import new_share, verified_peers
 from fedanon.federation.wire import from_vector
-from fedanon.party.errors import ProtocolError, status_of
+from fedanon.party.errors import NotExpected, ProtocolError
 from fedanon.protos import fedanon_v1_pb2 as pb
 
 if TYPE_CHECKING:
@@ -108,7 +108,7 @@ class RingSum(SumProtocol):
             from_vector(request.partial, local.size)
             partial = add_vector(request.partial.data, local)
         except (FedanonError, CryptoError, ValueError) as exc:
-            shell._fail(context, status_of(exc), str(exc))
+            shell.reject(context, exc)
         if last:
             assert self.sealed_totals is not None
             reply = pb.SumReply(
@@ -167,12 +167,12 @@ class PairwiseSum(SumProtocol):
     ) -> pb.SumReply:
         try:
             if self.masker is None:
-                raise ProtocolError("pairwise keys were not shared before the first sum")
+                raise NotExpected("pairwise keys were not shared before the first sum")
             local = session.contribution(request)
             reply = pb.SumReply(
                 pairwise_share=self.masker.masked_share(request.ref.iteration, local)
             )
         except (FedanonError, CryptoError, ValueError, RuntimeError) as exc:
-            shell._fail(context, grpc.StatusCode.FAILED_PRECONDITION, str(exc))
+            shell.reject(context, exc, grpc.StatusCode.FAILED_PRECONDITION)
         session.bytes_sent += reply.ByteSize()
         return reply

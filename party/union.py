@@ -38,6 +38,7 @@ from fedanon.crypto.sealed_total import SealedTotalChannel
 from fedanon.crypto.share_shuffle import PairKeys, ShuffleContext, ShuffleParty
 from fedanon.errors import FedanonError
 from fedanon.federation.chunks import DEFAULT_CHUNK_BYTES, MIN_CHUNK_BYTES, split
+from fedanon.party.errors import NotExpected
 from fedanon.protos import fedanon_v1_pb2 as pb
 
 log = logging.getLogger(__name__)
@@ -102,7 +103,7 @@ class Inbox:
             if chunk == 0:
                 self._key, self._items, self._next = key, [], 0
             elif self._key != key or self._next != chunk:
-                raise ValueError(f"union chunk {chunk} of {chunks} arrived out of order")
+                raise NotExpected(f"union chunk {chunk} of {chunks} arrived out of order")
             self._items.extend(items)
             self._next += 1
             if chunk < chunks - 1:
@@ -212,7 +213,7 @@ class UnionRole:
         if self.route is None:
             raise ValueError("union keys were not shared before the union")
         if self.shuffle is not None:
-            raise ValueError("this session's records were already shared")
+            raise NotExpected("this session's records were already shared")
         parties = self.route[:-1]
         ctx = ShuffleContext(session_id, round_, parties, record_size, block_sizes, chunk_bytes)
         self.shuffle = ShuffleParty(PairKeys(self.private_key, parties, session_id), ctx)
@@ -221,7 +222,7 @@ class UnionRole:
     def shuffle_step(self, step: int, items: list[bytes]) -> list[bytes]:
         """Shuffle mode: one of this party's two steps."""
         if self.shuffle is None:
-            raise ValueError("shuffle step before the records were shared")
+            raise NotExpected("shuffle step before the records were shared")
         return self.shuffle.step(step, items)
 
     def keep_output(self, phase: int, step: int, chunks: list[list[bytes]]) -> None:
@@ -231,7 +232,7 @@ class UnionRole:
     def fetch(self, phase: int, step: int, chunk: int) -> list[bytes]:
         """One chunk of the kept output of (phase, step)."""
         if self._outbox is None or self._outbox[0] != (phase, step):
-            raise ValueError(f"no union output of phase {phase} step {step} to fetch")
+            raise NotExpected(f"no union output of phase {phase} step {step} to fetch")
         chunks = self._outbox[1]
         if chunk >= len(chunks):
             raise ValueError(f"union output has {len(chunks)} chunks, not chunk {chunk}")
@@ -241,7 +242,7 @@ class UnionRole:
         """The last party's channel sealing the ring sum's total to the leader (whose union key
         ends the route): the keys are verified, so a middle party cannot stand in for either."""
         if self.route is None:
-            raise ValueError("union keys were not shared before the first sum")
+            raise NotExpected("union keys were not shared before the first sum")
         return SealedTotalChannel.for_party(self.private_key, self.route[-1], session_id)
 
 
@@ -284,7 +285,7 @@ def serve_union(
             return _measure(session, request)
         output = _output(session, request, items, chunk_bytes)
     except (FedanonError, CryptoError, ValueError) as exc:
-        servicer._fail(context, grpc.StatusCode.FAILED_PRECONDITION, f"union: {exc}")
+        servicer.reject(context, exc, grpc.StatusCode.FAILED_PRECONDITION, "union: ")
     chunks = split(output, chunk_bytes)
     forwards = session.successor is not None and servicer.next_stub is not None
     if request.phase == pb.UNION_PHASE_STRIP and forwards:
@@ -338,7 +339,11 @@ def _output(
         return role.seal(records, ctx, request.pad_to or None)
     if request.phase != pb.UNION_PHASE_STRIP:
         raise ValueError("unknown union phase")
-    return role.strip(items, ctx)
+    try:
+        return role.strip(items, ctx)
+    except CryptoError as exc:  # name who handed over the batch: the culprit, not this hop
+        sender = session.predecessor or "the leader"
+        raise type(exc)(f"the batch {sender} sent: {exc}") from None
 
 
 def _forward_strip(

@@ -8,6 +8,7 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from fedanon.crypto.parallel import SEQUENTIAL
 from fedanon.federation.chunks import DEFAULT_CHUNK_BYTES, MIN_CHUNK_BYTES, split
+from fedanon.party.errors import NotExpected
 from fedanon.party.union import MAX_INPUT_CHUNKS, Inbox, UnionRole, chunk_bytes_of, record_bytes
 from fedanon.protos import fedanon_v1_pb2 as pb
 
@@ -46,7 +47,7 @@ def test_inbox_refuses_a_chunk_out_of_order_or_of_another_input(
     inbox = Inbox()
     inbox.receive(STRIP, 0, 0, 3, [b"a"])
     phase, step, chunk, chunks = second
-    with pytest.raises(ValueError, match="out of order"):
+    with pytest.raises(NotExpected, match="out of order"):
         inbox.receive(phase, step, chunk, chunks, [b"b"])
 
 
@@ -58,16 +59,16 @@ def test_inbox_refuses_chunk_numbers_out_of_range(chunk: int, chunks: int) -> No
 
 def test_only_the_kept_output_can_be_fetched() -> None:
     role = UnionRole(X25519PrivateKey.generate(), 0, SEQUENTIAL)
-    with pytest.raises(ValueError, match="no union output"):
+    with pytest.raises(NotExpected, match="no union output"):
         role.fetch(STRIP, 0, 0)
     role.keep_output(STRIP, 0, [[b"a"], [b"b"]])
     assert role.fetch(STRIP, 0, 1) == [b"b"]
     with pytest.raises(ValueError, match="2 chunks"):
         role.fetch(STRIP, 0, 2)
-    with pytest.raises(ValueError, match="no union output"):
+    with pytest.raises(NotExpected, match="no union output"):
         role.fetch(STEP, 0, 0)
     role.keep_output(STEP, 1, [])  # a newer output replaces the older one
-    with pytest.raises(ValueError, match="no union output"):
+    with pytest.raises(NotExpected, match="no union output"):
         role.fetch(STRIP, 0, 0)
 
 

@@ -47,7 +47,7 @@ def ids(
         try:
             reply = pb.IdsReply(missing=session.common_ids(list(request.ids)))
         except (FedanonError, CryptoError) as exc:
-            shell._fail(context, grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+            shell.reject(context, exc, grpc.StatusCode.INVALID_ARGUMENT)
     session.bytes_sent += reply.ByteSize()
     return reply
 
@@ -62,7 +62,7 @@ def project(
     try:
         block = session.project()
     except (FedanonError, CryptoError) as exc:
-        shell._fail(context, grpc.StatusCode.FAILED_PRECONDITION, str(exc))
+        shell.reject(context, exc, grpc.StatusCode.FAILED_PRECONDITION)
     data = np.ascontiguousarray(block, dtype="<f8")
     reply = pb.ProjectReply(
         block=pb.Matrix(data=data.tobytes(), rows=data.shape[0], cols=data.shape[1], dtype="<f8")
@@ -83,7 +83,7 @@ def assign(
         session.bytes_received += request.ByteSize()
         path = session.save_assignment(list(request.clusters), directory)
     except (FedanonError, CryptoError) as exc:
-        shell._fail(context, grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        shell.reject(context, exc, grpc.StatusCode.INVALID_ARGUMENT)
     log.info("cluster assignment written to %s", path, extra={"session": session.session_id[:12]})
     return pb.AssignReply()
 

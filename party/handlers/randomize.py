@@ -10,7 +10,6 @@ import grpc
 
 from fedanon.crypto.errors import CryptoError
 from fedanon.errors import FedanonError
-from fedanon.party.errors import status_of
 from fedanon.party.handler import JobHandler, Opened, PartyShell
 from fedanon.party.randomize import RandomizeSession, spec_from_proto
 from fedanon.party.ring import join_ring
@@ -50,7 +49,7 @@ def randomize(
             directory = shell.config.output_dir or shell.config.data.parent
             session.save(directory)
     except (FedanonError, CryptoError, ValueError) as exc:
-        shell._fail(context, status_of(exc), str(exc))
+        shell.reject(context, exc)
     reply = pb.RandomizeReply()
     session.bytes_sent += reply.ByteSize()
     return reply

@@ -9,8 +9,16 @@ from pathlib import Path
 
 import pytest
 
+from fedanon.configschema import ConfigError, validate
 from fedanon.party.config import PartyConfig
-from fedanon.party.policy import JobRequest, Policy, PolicyRefusal, check_job, read_request
+from fedanon.party.policy import (
+    POLICY_SCHEMA,
+    JobRequest,
+    Policy,
+    PolicyRefusal,
+    check_job,
+    read_request,
+)
 from fedanon.party.servicer import PartyServicer
 from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.synth import generate_hospital
@@ -167,3 +175,88 @@ def test_refusal_is_the_same_whatever_the_data() -> None:
         assert servicer.sessions_served == 0
     assert answers[0] == answers[1]
     assert answers[0][1] == "party hospital-b refused: K=1 below its floor min_K=5"
+
+
+def randomize(qids: tuple[str, ...] = ("sex",), keep: bool = False) -> JobRequest:
+    request = pb.OpenSessionRequest(
+        ref=pb.SessionRef(session_id="ef" * 16),
+        randomize=pb.RandomizeJob(
+            qids=[pb.QIDDomain(column=q, values=["x", "y"]) for q in qids],
+            method="ra",
+            p="uniform",
+            keep_at_parties=keep,
+        ),
+        ring=["a", "b", "c"],
+    )
+    return read_request(request, COLUMNS)
+
+
+def test_empty_qids_allow_no_qid_at_all() -> None:
+    """``qids = []`` is the strictest list (no column may be a QID), not "any QID"."""
+    none_allowed = Policy(qids=())
+    assert refusal(none_allowed, lkc()) == (
+        "party hospital-b refused: QID 'age' not among its allowed qids"
+    )
+    assert "QID 'sex' not among its allowed qids" in refusal(none_allowed, randomize())
+    check_job(none_allowed, drbt(), "hospital-b", "leader", "leader")  # DRBT names no QID
+
+
+@pytest.mark.parametrize(
+    ("job", "released", "raw"),
+    [
+        # LKC: every column it does not drop; only the QIDs are generalized.
+        (lambda: lkc(), COLUMNS[1:], ["postcode", "diagnosis"]),
+        (lambda: lkc(qids=("sex",)), COLUMNS[1:], ["age", "postcode", "diagnosis"]),
+        # DRBT: every column; the ids raw, the attributes projected.
+        (lambda: drbt(), COLUMNS, ["patient_id"]),
+        # Randomization: every column through the union; the non-QIDs untouched.
+        (lambda: randomize(), COLUMNS, ["patient_id", "age", "postcode", "diagnosis"]),
+        (lambda: randomize(keep=True), [], []),
+    ],
+    ids=["lkc", "lkc-narrowed", "drbt", "randomize", "randomize-kept"],
+)
+def test_what_each_kind_releases_and_releases_raw(job, released: list[str], raw: list[str]):
+    request = job()
+    assert list(request.released) == released and list(request.raw) == raw
+
+
+@pytest.mark.parametrize(
+    ("job", "column"),
+    [
+        (lambda: lkc(qids=("sex",)), "age"),  # narrowing the QIDs sidesteps no floor
+        (lambda: randomize(), "age"),  # randomization leaves non-QIDs as they are
+        (lambda: drbt(id_column="age"), "age"),  # DRBT's id column goes to the leader raw
+    ],
+    ids=["lkc", "randomize", "drbt"],
+)
+def test_never_raw_refuses_every_kind_that_releases_the_column_raw(job, column: str) -> None:
+    policy = Policy(never_raw=("age",))
+    assert refusal(policy, job()) == (
+        f"party hospital-b refused: the job would release column '{column}' raw, which it "
+        "never releases raw"
+    )
+    check_job(policy, lkc(qids=("age", "sex")), "hospital-b", "leader", "leader")
+    check_job(policy, randomize(qids=("age",)), "hospital-b", "leader", "leader")
+    check_job(policy, randomize(keep=True), "hospital-b", "leader", "leader")  # nothing leaves
+
+
+def test_strict_release_raw_names_every_raw_column() -> None:
+    strict = Policy(release_raw=("patient_id", "postcode", "diagnosis"))
+    check_job(strict, lkc(drop=()), "hospital-b", "leader", "leader")
+    check_job(strict, drbt(), "hospital-b", "leader", "leader")
+    assert refusal(strict, lkc(qids=("sex",))) == (
+        "party hospital-b refused: the job would release column 'age' raw, which is not "
+        "among its release_raw"
+    )
+    assert "column 'age' raw" in refusal(strict, randomize())
+    assert "column 'sex' raw" in refusal(Policy(release_raw=()), lkc(qids=("age",)))
+
+
+def test_policy_raw_keys_load_and_must_not_overlap() -> None:
+    table = validate({"never_raw": ["age"], "release_raw": ["diagnosis"]}, POLICY_SCHEMA, "p")
+    policy = Policy.from_table(table)
+    assert (policy.never_raw, policy.release_raw) == (("age",), ("diagnosis",))
+    assert Policy.from_table(validate({}, POLICY_SCHEMA, "p")).release_raw is None
+    assert "release_raw=any" in Policy.from_table(validate({}, POLICY_SCHEMA, "p")).describe()
+    with pytest.raises(ConfigError, match="release_raw: column 'age' is also in never_raw"):
+        validate({"never_raw": ["age"], "release_raw": ["age"]}, POLICY_SCHEMA, "p")

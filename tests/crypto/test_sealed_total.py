@@ -67,3 +67,16 @@ def test_a_key_that_is_neither_end_is_refused() -> None:
     last, leader, other = _keys()
     with pytest.raises(ValueError, match="neither"):
         SealedTotalChannel(other, _public(leader), SESSION, _public(last), _public(leader))
+
+
+def test_every_seal_draws_a_fresh_nonce() -> None:
+    """AES-GCM under one key per session: a nonce used twice (two iterations, or a retry) would
+    give away the XOR of two totals and the authentication key. Each seal's 12-byte prefix is
+    its nonce; no two of a session's seals share one."""
+    last, leader, _ = _keys()
+    channel = SealedTotalChannel.for_party(last, _public(leader), SESSION)
+    sealed = [channel.seal(i, 4, bytes(32)) for i in range(50)] + [channel.seal(7, 4, bytes(32))]
+    nonces = {s[:12] for s in sealed}
+    assert len(nonces) == len(sealed)
+    opener = SealedTotalChannel.for_leader(leader, _public(last), SESSION)
+    assert opener.open(7, 4, sealed[-1]) == bytes(32)

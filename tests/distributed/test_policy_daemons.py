@@ -25,7 +25,10 @@ from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
 from tests.distributed.conftest import Dataset, hospital_dataset, run_distributed, status
 
 LEASE = 2.0  # the floored federation's session lease, seconds
-FLOOR = '\n[policy]\nmin_L = 2\nmin_K = 5\nmax_C = 0.5\nnever_release = ["patient_id"]\n'
+FLOOR = (
+    '\n[policy]\nmin_L = 2\nmin_K = 5\nmax_C = 0.5\nnever_release = ["patient_id"]\n'
+    'never_raw = ["age", "postcode"]\n'
+)
 GUARDED = 1  # hospital-2, in the middle of the ring
 
 
@@ -98,6 +101,39 @@ def test_job_releasing_a_never_release_column_is_refused(
         "column 'patient_id', which it never releases",
     ):
         run_distributed(floored.hops, floored.leader_tls, data, spec, tmp_path / "r.csv")
+
+
+@pytest.mark.parametrize(
+    ("qids", "column"), [(["sex"], "age"), (["age", "sex", "employment"], "postcode")]
+)
+def test_narrowed_job_releasing_a_never_raw_column_raw_is_refused(
+    floored: Federation, data: Dataset, tmp_path: Path, qids: list[str], column: str
+) -> None:
+    """Issue #22 defect 2: L and K above the floor, but so few QIDs that a column the hospital
+    never releases raw would leave ungeneralized; refused at the handshake, audited, no state."""
+    before = status(floored, GUARDED)
+    reason = (
+        f"party hospital-2 refused: the job would release column '{column}' raw, which it "
+        "never releases raw"
+    )
+    out = tmp_path / "release.csv"
+    with pytest.raises(PartyFailure) as refused:
+        run_distributed(
+            floored.hops, floored.leader_tls, data, data.spec(3, 10, "0.5", qids=qids), out
+        )
+    assert str(refused.value) == f"handshake: {reason}" and not out.exists()
+    after = status(floored, GUARDED)
+    assert (after.session_id, after.last_error, after.sessions_served) == (
+        "",
+        before.last_error,
+        before.sessions_served,
+    )
+    refusal = _audit_lines(floored, GUARDED, "refused")[-1]
+    assert (refusal["reason"], refusal["code"], refusal["kind"]) == (
+        reason,
+        "PERMISSION_DENIED",
+        "lkc",
+    )
 
 
 def _open(fed: Federation, index: int, spec_proto: pb.LKCJob) -> tuple[str, grpc.RpcError | None]:
@@ -193,6 +229,7 @@ def test_sensitive_column_missing_at_a_party_is_named(
     spec = data.spec(2, 5, "0.5", sensitive={"diagnosys": ["HIV"]})
     with pytest.raises(
         PartyFailure,
-        match="party hospital-1: sensitive column 'diagnosys' is missing from the table",
+        match="party hospital-1 refused: invalid job: sensitive column 'diagnosys' is not a "
+        "column of its table",
     ):
         run_distributed(floored.hops, floored.leader_tls, data, spec, tmp_path / "r.csv")

@@ -1,0 +1,208 @@
+"""The union's guards against a dishonest party, and what MEASURE reveals (issue #22, defect 10).
+
+In-process production daemons with mutual TLS (tests/inprocess.py); one party's wire end is
+altered by a server interceptor. Each test names the check it keeps alive:
+
+* the leader counts the peeled batch exactly (a last party returning MORE items could add
+  records sealed to the leader's key), and in shuffle mode each party's item count exactly;
+* a party hop refuses a batch that repeats an item (a replayed ciphertext would mark one record
+  through every shuffle), naming who handed it the batch;
+* MEASURE says only the record size rounded up to 64 bytes, and no count under ``pad_to``;
+* the leader compares the parties' columns in order (a party with reordered columns would have
+  its values land under another party's headers).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import astuple
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from fedanon.crypto.onion_union import _REAL, UnionContext, _inner, _seal_innermost
+from fedanon.errors import FedanonError
+from fedanon.federation.transport import make_channel
+from fedanon.leader.sim import split_table
+from fedanon.party.union import measured_size
+from fedanon.protos import fedanon_v1_pb2 as pb
+from tests.distributed.conftest import (
+    Dataset,
+    assert_same_release,
+    centralized,
+    run_distributed,
+)
+from tests.inprocess import UnaryServerRecorder, inprocess_parties
+
+Around = Callable[..., Any]
+
+
+class Interceptor(UnaryServerRecorder):
+    def __init__(self, around: Around | None = None) -> None:
+        self._around = around
+
+    def around(self, method: str, request: Any, context: Any, inner: Callable) -> Any:
+        if self._around is None:
+            return inner(request, context)
+        return self._around(method, request, context, inner)
+
+
+def _run(
+    dataset: Dataset,
+    parts: list[pd.DataFrame],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    altered: dict[str, Around],
+    live: dict[str, Any] | None = None,
+    **options: Any,
+) -> tuple[Path, dict[str, Any]]:
+    """Run an LKC job over in-process parties, `altered` naming the parties' interceptors;
+    `live` (if given) holds the started parties under "started" while the job runs."""
+    with inprocess_parties(
+        parts,
+        tmp_path / "fed",
+        monkeypatch,
+        ca_name="fedanon union guards CA",
+        server_interceptor=lambda name: Interceptor(altered.get(name)),
+        hop_channel_factory=lambda _name: make_channel,
+        taxonomy_of=lambda _index: dataset.taxonomy_path,
+    ) as started:
+        if live is not None:
+            live["started"] = started
+        out = tmp_path / "release.csv"
+        spec = dataset.spec(L=2, K=15, C="0.25")
+        report = run_distributed(started.hops, started.leader_tls, dataset, spec, out, **options)
+        return out, report
+
+
+@pytest.fixture(scope="module")
+def small(hospital_data: Dataset) -> Dataset:
+    return hospital_data.head(600)
+
+
+def _parts(dataset: Dataset) -> list[pd.DataFrame]:
+    return split_table(dataset.table, 3, "random", seed=4)
+
+
+def test_a_last_party_injecting_a_record_sealed_to_the_leader_fails_the_union(
+    small: Dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The last hop holds the peeled batch, whose items are sealed only to the leader's key
+    (which it knows): one more such item would open as a genuine record of the release."""
+    live: dict[str, Any] = {}
+
+    def injects_one(method: str, request: Any, context: Any, inner: Callable) -> Any:
+        if method == "Union" and request.phase == pb.UNION_PHASE_STRIP:
+            live["record_size"] = request.record_size
+        reply = inner(request, context)
+        fetching_strip = (
+            method == "Union"
+            and request.phase == pb.UNION_PHASE_FETCH
+            and request.fetch_phase == pb.UNION_PHASE_STRIP
+        )
+        if fetching_strip and request.chunk == 0 and reply.items:
+            session = live["started"].servicers["hospital-3"].session
+            ctx = UnionContext(
+                bytes.fromhex(session.session_id),
+                request.ref.iteration,
+                session.union.route,
+                live["record_size"],
+            )
+            forged = pb.ReleasedRecord(values=["forged"] * len(small.table.columns))
+            inner_item = _inner(_REAL, forged.SerializeToString(), ctx.record_size)
+            reply.items.extend(_seal_innermost(astuple(ctx), [inner_item]))
+        return reply
+
+    with pytest.raises(FedanonError, match="hospital-3 returned 601 peeled items, not the 600"):
+        _run(small, _parts(small), tmp_path, monkeypatch, {"hospital-3": injects_one}, live=live)
+    assert not (tmp_path / "release.csv").exists()
+
+
+def test_a_party_sending_an_extra_shuffle_item_is_named(
+    small: Dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def adds_one(method: str, request: Any, context: Any, inner: Callable) -> Any:
+        reply = inner(request, context)
+        if (
+            method == "Union"
+            and request.phase == pb.UNION_PHASE_SHUFFLE_STEP
+            and request.step == 0
+            and request.chunk == request.chunks - 1
+        ):
+            reply.items.append(bytes(64))
+        return reply
+
+    with pytest.raises(
+        FedanonError, match=r"union \(step 0\): party hospital-2 sent 1 items, expected 0"
+    ):
+        _run(
+            small,
+            _parts(small),
+            tmp_path,
+            monkeypatch,
+            {"hospital-2": adds_one},
+            union_mode="shuffle",
+        )
+    assert not (tmp_path / "release.csv").exists()
+
+
+def test_a_hop_refuses_a_repeated_item_and_names_who_sent_the_batch(
+    small: Dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """hospital-1 (its predecessor) hands hospital-2 a STRIP batch with one ciphertext twice:
+    hospital-2 refuses it naming hospital-1, before any shuffle could carry the mark on."""
+
+    def repeats_one(method: str, request: Any, context: Any, inner: Callable) -> Any:
+        if method == "Union" and request.phase == pb.UNION_PHASE_STRIP and len(request.items) > 1:
+            request.items[1] = request.items[0]
+        return inner(request, context)
+
+    with pytest.raises(
+        FedanonError,
+        match=r"union \(strip\): party hospital-2: union: the batch hospital-1 sent: union "
+        r"batch at hop 1 repeats an item \(replayed record\)",
+    ):
+        _run(small, _parts(small), tmp_path, monkeypatch, {"hospital-2": repeats_one})
+    assert not (tmp_path / "release.csv").exists()
+
+
+def test_measure_reveals_only_a_rounded_size_and_no_count_under_padding(
+    small: Dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    measured: list[pb.UnionReply] = []
+
+    def records(method: str, request: Any, context: Any, inner: Callable) -> Any:
+        reply = inner(request, context)
+        if method == "Union" and request.phase == pb.UNION_PHASE_MEASURE:
+            measured.append(reply)
+        return reply
+
+    spy = {f"hospital-{i}": records for i in (1, 2, 3)}
+    out, report = _run(small, _parts(small), tmp_path, monkeypatch, spy, union_pad_to=400)
+    assert len(measured) == 3
+    assert all(r.count == 0 and r.record_size % 64 == 0 for r in measured), measured
+    assert_same_release(out, report, centralized(small, small.spec(L=2, K=15, C="0.25")))
+
+
+@pytest.mark.parametrize(
+    ("sizes", "rounded"),
+    [((), 64), ((1,), 64), ((63, 64), 64), ((65,), 128), ((10, 130, 3), 192), ((128,), 128)],
+)
+def test_measured_size_is_the_longest_record_rounded_up_to_64(
+    sizes: tuple[int, ...], rounded: int
+) -> None:
+    assert measured_size([b"r" * n for n in sizes]) == rounded
+
+
+def test_a_party_with_reordered_columns_is_refused_at_the_handshake(
+    small: Dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Same columns, another order: joining would put hospital-2's values under hospital-1's
+    headers, so the leader refuses (it does not realign)."""
+    parts = _parts(small)
+    parts[1] = parts[1][list(reversed(parts[1].columns))]
+    with pytest.raises(FedanonError, match="handshake: party hospital-2 has columns"):
+        _run(small, parts, tmp_path, monkeypatch, {})
+    assert not (tmp_path / "release.csv").exists()
