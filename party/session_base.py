@@ -68,7 +68,9 @@ class SessionBase:
         return None
 
     def close(self) -> None:
-        """Release what the session holds in the background (called once, at End)."""
+        """Mark the session ended (a message still in flight is refused) and release what it
+        holds in the background; called once, at End or when a new session evicts it."""
+        self.ended = True
 
 
 class RingSession(SessionBase, ABC):
@@ -114,4 +116,5 @@ class RingSession(SessionBase, ABC):
         return self.sum_request_limit() if method == "Sum" else None
 
     def close(self) -> None:
+        super().close()
         self.union.stop_preparing()

@@ -101,5 +101,7 @@ def test_every_refusal_leaves_one_audit_line(caplog: pytest.LogCaptureFixture) -
     assert entry == {
         "session": "ab" * 16,
         "leader": "leader",
+        "kind": "lkc",
+        "code": "PERMISSION_DENIED",
         "reason": "party hospital-b refused: QID 'age' not among its allowed qids",
     }
