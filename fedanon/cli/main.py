@@ -33,6 +33,7 @@ COMMAND_MODULES = (
     "fedanon.cli.sim",
     "fedanon.cli.demo",
     "fedanon.cli.sanitize",
+    "fedanon.cli.taxonomy",
 )
 
 
