@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from fedanon.errors import FedanonError
+from fedanon.errors import FedanonError, MissingColumnError
 from fedanon.taxonomy.files import TaxonomyFile, check_consistency
 from fedanon.taxonomy.tree import Spec, Taxonomy, format_number
 
@@ -87,7 +87,7 @@ def generate_taxonomies(
     trees: dict[str, Taxonomy] = {}
     for column in qids:
         if column not in table.columns:
-            raise FedanonError(f"{source}: no column '{column}'")
+            raise MissingColumnError(f"{source}: no column '{column}'")
         values = table[column].astype(str)
         empty = np.flatnonzero((values.str.strip() == "").to_numpy())
         if empty.size:
