@@ -7,6 +7,7 @@ prints the same one line as before and exits 2.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -35,7 +36,9 @@ def test_the_error_classes_are_value_and_key_errors() -> None:
         lambda: fedanon.check_alpha_k(TABLE, qids=["age"], sensitive="nope", alpha=1, k=2),
     ],
 )
-def test_a_missing_column_is_caught_as_key_error_with_a_one_line_message(call) -> None:  # type: ignore[no-untyped-def]
+def test_a_missing_column_is_caught_as_key_error_with_a_one_line_message(
+    call: Callable[[], object],
+) -> None:
     with pytest.raises(KeyError) as caught:
         call()
     assert isinstance(caught.value, FedanonError)
@@ -51,7 +54,7 @@ def test_a_missing_column_is_caught_as_key_error_with_a_one_line_message(call) -
         lambda: fedanon.check_alpha_k(TABLE, qids=["age"], sensitive="d", alpha="x", k=2),
     ],
 )
-def test_a_bad_value_is_caught_as_value_error(call) -> None:  # type: ignore[no-untyped-def]
+def test_a_bad_value_is_caught_as_value_error(call: Callable[[], object]) -> None:
     try:
         call()
     except ValueError as error:

@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 
 from fedanon.taxonomy.loader import load_taxonomy
+from fedanon.taxonomy.tree import Taxonomy
 from tests.clirun import run_cli
 
 _INTERVAL = re.compile(r"^\[(-?[0-9.]+), (-?[0-9.]+)\)$")
@@ -105,7 +106,7 @@ def test_generated_trees_cover_every_value_and_intervals_nest(tmp_path: Path) ->
     # quantile:4,2: 4 intervals of about a quarter of the records each, each cut in 2
     top = [_bounds(label) for depth, label in age if depth == 1]
     assert len(top) == 4 and len([d for d, _ in age if d == 2]) == 8
-    ages = raw["age"].astype(int)
+    ages = raw["age"].astype(int).to_numpy()
     for lo, hi in top:
         assert abs(((ages >= lo) & (ages < hi)).sum() - len(ages) / 4) <= 12
     weight = _outline(doc["attributes"]["weight"]["tree"])
@@ -148,7 +149,7 @@ def test_arx_export_round_trips_through_the_arx_reader(tmp_path: Path) -> None:
             assert _chain(from_arx[column], value) == _chain(from_toml[column], value), value
 
 
-def _chain(tax, value: str) -> list[str]:  # type: ignore[no-untyped-def]
+def _chain(tax: Taxonomy, value: str) -> list[str]:
     """Labels from the value's leaf up to the root, the value itself and repeats left out."""
     atom = int(tax.encode(pd.Series([value], dtype=object))[0])
     node = next(n for n in range(tax.n_nodes) if not tax.children[n] and tax.atom_lo[n] == atom)
