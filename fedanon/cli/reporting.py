@@ -300,8 +300,13 @@ def write_html(args: argparse.Namespace, report: dict[str, Any]) -> None:
 def summary_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
     """The report's headline figures as (label, plain text) rows for the terminal summary."""
     pr = report["risk"]["prosecutor"]
+    assessment = report.get("assessment") or {}
+    verdict = report["privacy_check"]["verdict"]
+    scope = {"holds": "holds for", "violated": "checked for"}.get(verdict)
     rows = [
-        ("privacy check", report["privacy_check"]["verdict"]),
+        ("privacy check", verdict),
+        *(((scope, assessment["holds_for"]),) if assessment and scope else ()),
+        *(("WARNING", w["message"]) for w in assessment.get("warnings", [])),
         (
             "equivalence classes",
             f"{count(report['equivalence_classes']['count'])} "

@@ -178,3 +178,16 @@ def test_arx_adult_at_l2_warns_of_its_unique_records(tmp_path: Path) -> None:
     raw = pd.read_csv(adult / "arx_adult.csv", sep=";", dtype=str, keep_default_na=False)
     assert [a["input_distinct"] for a in report["attributes"]] == [raw[q].nunique() for q in qids]
     assert json.dumps(report).count(hashlib.sha256(out.read_bytes()).hexdigest()) == 1
+
+
+def test_terminal_summary_says_for_whom_and_warns(tmp_path: Path) -> None:
+    _job(tmp_path / "job", "--L", "1", "--K", "4")  # writes the inputs t.csv and t.toml
+    result = run_cli(
+        *("anonymize", "lkc", "--data", tmp_path / "job" / "t.csv"),
+        *("--taxonomy", tmp_path / "job" / "t.toml", "--L", "1", "--K", "4", "--C", "1"),
+        *("--out", tmp_path / "o.csv", "--report", tmp_path / "o.json"),
+    )
+    assert result.code == 0, result.err
+    text = " ".join(result.out.split())
+    assert "holds for │ an attacker who knows at most L = 1 of the 3 QIDs" in text
+    assert "WARNING │ 8 records are unique over all 3 QIDs" in text
