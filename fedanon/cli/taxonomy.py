@@ -64,6 +64,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     init.add_argument("--out", required=True, help="TOML file, or a new directory for --format arx")
     init.add_argument("--delimiter", help="CSV delimiter (default: detected from the header)")
+    init.add_argument("--json", action="store_true", help="print the summary as JSON")
     init.set_defaults(handler=run_init)
 
 
@@ -122,7 +123,16 @@ def run_init(args: argparse.Namespace) -> int:
             ),
             ("output", f"{out} ({args.format})"),
         ],
-        None,
+        {
+            "out": str(out),
+            "format": args.format,
+            "taxonomies": {
+                q: {"kind": t.kind, "leaves": t.n_atoms, "depth": max(t.depth)}
+                for q, t in tf.taxonomies.items()
+            },
+        }
+        if args.json
+        else None,
     )
     return 0
 
