@@ -254,11 +254,13 @@ def alpha_k_release_report(
     taxonomy: Any,
     method: str,
     check: dict[str, Any],
+    original: pd.DataFrame | None = None,
 ) -> dict[str, Any]:
     """The report of an (alpha,k)-anonymous generalized table (global or local recoding).
 
     Every value of the sensitive column is bounded by alpha, so each gets a max-confidence row;
-    `check` is the independent checker's verdict (fedanon.public.alphak ran it).
+    `check` is the independent checker's verdict (fedanon.public.alphak ran it); `original`
+    the input table.
     """
     qids = split_list(args.qid)
     text = release.astype(str)
@@ -275,6 +277,7 @@ def alpha_k_release_report(
         taxonomies=[taxonomy.taxonomies[q] for q in qids],
         class_column=None,
         check=check,
+        original=original,
     )
 
 

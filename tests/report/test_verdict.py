@@ -22,7 +22,7 @@ from PIL import Image
 
 from fedanon.readers.datadir import data_dir, have_data
 from tests.clirun import run_cli
-from tests.report.conftest import steward_report
+from tests.report.conftest import steward_report, suppression_job, write_inputs
 from tests.report.test_browser import _assert_page_matches
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -191,3 +191,27 @@ def test_terminal_summary_says_for_whom_and_warns(tmp_path: Path) -> None:
     text = " ".join(result.out.split())
     assert "holds for │ an attacker who knows at most L = 1 of the 3 QIDs" in text
     assert "WARNING │ 8 records are unique over all 3 QIDs" in text
+
+
+def test_suppression_and_alpha_k_reports_name_their_release_file(tmp_path: Path) -> None:
+    """Every command that writes a release quotes its SHA-256 and the input's distinct values."""
+    data, taxonomy = write_inputs(tmp_path, rows=400)
+    raw = pd.read_csv(data, dtype=str)
+    runs = {
+        "kactus": suppression_job(data, "kactus"),
+        "alpha-k": [
+            *("anonymize", "alpha-k", "--data", data, "--taxonomy", taxonomy),
+            *("--qid", "age,job", "--sensitive", "outcome", "--alpha", "0.9", "--k", "5"),
+            *("--method", "global"),
+        ],
+    }
+    for name, job in runs.items():
+        out, report_path = tmp_path / f"{name}.csv", tmp_path / f"{name}.json"
+        result = run_cli(*job, "--out", out, "--report", report_path)
+        assert result.code == 0, (name, result.err)
+        report = steward_report(report_path)
+        assert report["release"]["sha256"] == hashlib.sha256(out.read_bytes()).hexdigest(), name
+        assert [a["input_distinct"] for a in report["attributes"]] == [
+            raw["age"].nunique(),
+            raw["job"].nunique(),
+        ], name
