@@ -37,6 +37,8 @@ ROOT = "Any"
 DEFAULT_NUMERIC = "quantile:4,4"
 DATE_LEVELS = ("month", "year")
 _DATE_PATTERN = r"^\d{4}-\d{2}-\d{2}$"
+# A value or group named like the root would be released as the root: indistinguishable.
+_ROOT_CLASH = "no value or group may be named so (rename it in the data or the mapping)"
 
 
 @dataclass(frozen=True)
@@ -232,6 +234,8 @@ def grouped_tree(column: str, values: pd.Series, mapping: Path) -> Taxonomy:
 
 def flat_tree(column: str, values: pd.Series) -> Taxonomy:
     """One level: every distinct value directly under ``Any``."""
+    if (values == ROOT).any():
+        raise FedanonError(f"column '{column}': value '{ROOT}' is the root's label: {_ROOT_CLASH}")
     return Taxonomy.categorical(
         column, Spec(ROOT, [Spec(v) for v in sorted(values.unique().tolist())])
     )
@@ -245,7 +249,7 @@ def _tree_of_paths(column: str, paths: list[list[str]], where: str) -> Spec:
         parent, parent_label = root, ROOT
         for label in path:
             if label == ROOT:
-                raise FedanonError(f"{where}: '{ROOT}' is the root; it cannot be a group")
+                raise FedanonError(f"{where}: '{ROOT}' is the root's label: {_ROOT_CLASH}")
             if label not in nodes:
                 nodes[label] = (Spec(label), parent_label)
                 parent.children.append(nodes[label][0])

@@ -201,6 +201,15 @@ def test_bad_options_are_one_line_errors_and_write_nothing(
     assert not out.exists()
 
 
+def test_a_value_named_like_the_root_is_refused(tmp_path: Path) -> None:
+    data = tmp_path / "t.csv"
+    data.write_text("job\nAny\nnurse\n", encoding="utf-8")
+    out = tmp_path / "tax.toml"
+    result = run_cli("taxonomy", "init", "--data", data, "--qid", "job", "--out", out)
+    assert result.code == 2 and "value 'Any' is the root's label" in result.err
+    assert not out.exists()
+
+
 def test_unmapped_value_and_existing_output_are_refused(tmp_path: Path) -> None:
     mapping = tmp_path / "jobs.csv"
     mapping.write_text("nurse,care\ndoctor,care\n", encoding="utf-8")
