@@ -197,7 +197,7 @@ def test_suppression_and_alpha_k_reports_name_their_release_file(tmp_path: Path)
     """Every command that writes a release quotes its SHA-256 and the input's distinct values."""
     data, taxonomy = write_inputs(tmp_path, rows=400)
     raw = pd.read_csv(data, dtype=str)
-    runs = {
+    runs: dict[str, list[str | Path]] = {
         "kactus": suppression_job(data, "kactus"),
         "alpha-k": [
             *("anonymize", "alpha-k", "--data", data, "--taxonomy", taxonomy),
