@@ -25,6 +25,8 @@ _PUBLIC = {
     "evaluate_classification": "fedanon.utility.classification",
     "anonymize_alpha_k": "fedanon.algorithms.alphak.api",
     "check_alpha_k": "fedanon.checks",
+    "check_l_diversity": "fedanon.checks",
+    "check_t_closeness": "fedanon.checks",
     "evaluate_queries": "fedanon.utility.query_report",
     "anonymize_randomize": "fedanon.algorithms.randomization.api",
     "evaluate_randomization": "fedanon.algorithms.randomization.api",

@@ -48,6 +48,8 @@ POSITIONAL = {
     "evaluate_sanitization": ["original"],
     "anonymize_drbt": ["df"],
     "evaluate_drbt": ["df"],
+    "check_l_diversity": ["df"],
+    "check_t_closeness": ["df"],
 }
 
 

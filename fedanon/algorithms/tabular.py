@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from fedanon.arguments import column_list, optional_seed, require_frame
-from fedanon.errors import FedanonError
+from fedanon.errors import FedanonError, MissingColumnError
 from fedanon.models.k_anonymity import check_k_anonymity
 from fedanon.release import Release
 
@@ -61,7 +61,7 @@ def validate(
     if not isinstance(marker, str) or not marker:
         raise FedanonError("the suppression marker must be a non-empty string")
     if class_column not in df.columns:
-        raise FedanonError(f"the table has no class column '{class_column}'")
+        raise MissingColumnError(f"the table has no class column '{class_column}'")
     names = [c for c in df.columns if c != class_column] if not qids else list(qids)
     if len(set(names)) != len(names):
         raise FedanonError("a QID column is listed twice")

@@ -124,6 +124,7 @@ def run_anonymize(args: argparse.Namespace) -> int:
     from fedanon.algorithms.alphak.release import NOTE, note_path
     from fedanon.outputs import CommandOutputs
     from fedanon.readers.table_io import read_table
+    from fedanon.report.build import record_release_file
     from fedanon.taxonomy.loader import load_taxonomy
 
     pair = args.method in PAIR_METHODS
@@ -158,9 +159,15 @@ def run_anonymize(args: argparse.Namespace) -> int:
             staged.table(args.out, release.table)
             report["output"] = str(args.out)
             if wants_report(args):
-                report["release_report"] = alpha_k_release_report(
-                    args, release.table, taxonomy, args.method, release.report["privacy_check"]
+                report["release_report"] = steward = alpha_k_release_report(
+                    args,
+                    release.table,
+                    taxonomy,
+                    args.method,
+                    release.report["privacy_check"],
+                    table,
                 )
+                record_release_file(steward, args.out, staged.path(args.out))
         else:
             nss, ss = release.tables["nss"], release.tables["ss"]
             assert note is not None  # claimed above for every pair method

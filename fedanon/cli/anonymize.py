@@ -99,6 +99,7 @@ def run_lkc(args: argparse.Namespace) -> int:
     from fedanon.algorithms.tds.verified import verified_release
     from fedanon.outputs import CommandOutputs
     from fedanon.readers.table_io import check_output_format, input_delimiter, read_table
+    from fedanon.report.build import record_release_file
     from fedanon.taxonomy.loader import load_taxonomy
 
     outputs = CommandOutputs(inputs=[args.data, args.taxonomy])
@@ -138,10 +139,13 @@ def run_lkc(args: argparse.Namespace) -> int:
         )
     release = verified_release(release, schema, params)  # text columns + privacy_check
     report = {**release.report, "input": str(args.data), "output": str(args.out)}
-    steward = lkc_release_report(args, release.table, "anonymize lkc", schema, params, score)
+    steward = lkc_release_report(
+        args, release.table, "anonymize lkc", schema, params, score, original=table
+    )
     report["release_report"] = steward
     with outputs.writing() as staged:
         staged.table(args.out, release.table, out_delimiter)
+        record_release_file(steward, args.out, staged.path(args.out))
         if args.report:
             staged.json(args.report, report)
         stage_html(staged, args, steward)

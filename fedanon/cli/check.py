@@ -14,6 +14,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING
 
 from fedanon.cli.alphak import add_check_alpha_k
+from fedanon.cli.diversity import add_check_diversity
 from fedanon.cli.kactus import add_check_k_anonymity
 from fedanon.cli.parser import RawDescriptionDefaultsFormatter
 from fedanon.cli.reporting import add_report_options, write_check_reports
@@ -84,6 +85,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     lkc.set_defaults(handler=run_lkc)
     add_check_alpha_k(models)
     add_check_k_anonymity(models)
+    add_check_diversity(models)
 
 
 def _positive_int(name: str, text: str) -> int:

@@ -126,6 +126,7 @@ def run_anonymize_mondrian(args: argparse.Namespace) -> int:
 def _release(args: argparse.Namespace, method: str, anonymize, extra: dict) -> int:
     from fedanon.outputs import CommandOutputs
     from fedanon.readers.table_io import read_table
+    from fedanon.report.build import record_release_file
 
     outputs = CommandOutputs(inputs=[args.data])
     outputs.claim("--out", args.out)
@@ -149,6 +150,8 @@ def _release(args: argparse.Namespace, method: str, anonymize, extra: dict) -> i
         )
     with outputs.writing() as staged:
         staged.table(args.out, release.table)
+        if "release_report" in report:
+            record_release_file(report["release_report"], args.out, staged.path(args.out))
         if args.report:
             staged.json(args.report, report)
         stage_html(staged, args, report.get("release_report", {}))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import shlex
 import signal
 import sys
 from collections.abc import Iterator, Sequence
@@ -32,6 +33,7 @@ COMMAND_MODULES = (
     "fedanon.cli.sim",
     "fedanon.cli.demo",
     "fedanon.cli.sanitize",
+    "fedanon.cli.taxonomy",
 )
 
 
@@ -74,6 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(rewrite_deprecated(argv, sys.stderr))
+    args.command_line = shlex.join(["fedanon", *argv])  # quoted in the steward's report
     try:
         with _sigterm_unwinds():
             code = args.handler(args)

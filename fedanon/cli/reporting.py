@@ -60,6 +60,8 @@ def release_report(
     check: dict[str, Any] | None,
     parties: list[dict[str, Any]] | None = None,
     losses: Sequence[Any] | None = None,
+    original: pd.DataFrame | None = None,
+    release_file: str | os.PathLike[str] | None = None,
 ) -> dict[str, Any]:
     """Build the ``fedanon-report/1`` object (see fedanon.report.build)."""
     from fedanon.errors import FedanonError
@@ -68,9 +70,21 @@ def release_report(
     threshold = getattr(args, "risk_threshold", 0.2)
     if not 0 <= threshold <= 1:
         raise FedanonError(f"--risk-threshold must be a share in [0, 1], got {threshold}")
-    job = JobDescription(command, method, parameters, inputs, parties or [])
+    job = JobDescription(
+        command, method, parameters, inputs, parties or [], getattr(args, "command_line", None)
+    )
     return build_release_report(
-        release, job, qids, sensitive, taxonomies, class_column, check, threshold, losses
+        release,
+        job,
+        qids,
+        sensitive,
+        taxonomies,
+        class_column,
+        check,
+        threshold,
+        losses,
+        original=original,
+        release_file=release_file,
     )
 
 
@@ -84,11 +98,14 @@ def lkc_release_report(
     inputs: Sequence[str | os.PathLike[str]] | None = None,
     parties: list[dict[str, Any]] | None = None,
     check: dict[str, Any] | None = None,
+    original: pd.DataFrame | None = None,
+    release_file: str | os.PathLike[str] | None = None,
 ) -> dict[str, Any]:
     """The report of an LKC release; the independent checker runs when a report file is asked.
 
     `schema` is the job's :class:`fedanon.schema.Schema`, `params` its L, K, C; `check` is a
-    verdict the caller already has (the leader checks every integrated release).
+    verdict the caller already has (the leader checks every integrated release); `original`
+    the input table where this process holds it, `release_file` the release once on disk.
     """
     if check is None and wants_report(args):
         from fedanon.models.lkc import check_lkc
@@ -110,6 +127,8 @@ def lkc_release_report(
         class_column=schema.class_column,
         check=check,
         parties=parties,
+        original=original,
+        release_file=release_file,
     )
 
 
@@ -146,6 +165,7 @@ def write_check_reports(
         taxonomies=taxonomies,
         class_column=None,
         check=check,
+        release_file=args.data,
     )
     with outputs.writing() as staged:
         if args.report:
@@ -186,6 +206,7 @@ def finish_distributed_reports(
         inputs=[p for p in (getattr(args, "config", None),) if p],
         parties=[{"name": name, "records": revealed.get(name)} for name in report["parties"]],
         check=report["privacy_check"],
+        release_file=job.out,
     )
     report["release_report"] = steward
     if job.report is not None:
@@ -223,6 +244,7 @@ def suppression_release_report(
         class_column=args.class_column,
         check=report["privacy_check"],
         losses=losses,
+        original=raw,
     )
 
 
@@ -232,11 +254,13 @@ def alpha_k_release_report(
     taxonomy: Any,
     method: str,
     check: dict[str, Any],
+    original: pd.DataFrame | None = None,
 ) -> dict[str, Any]:
     """The report of an (alpha,k)-anonymous generalized table (global or local recoding).
 
     Every value of the sensitive column is bounded by alpha, so each gets a max-confidence row;
-    `check` is the independent checker's verdict (fedanon.public.alphak ran it).
+    `check` is the independent checker's verdict (fedanon.public.alphak ran it); `original`
+    the input table.
     """
     qids = split_list(args.qid)
     text = release.astype(str)
@@ -253,6 +277,7 @@ def alpha_k_release_report(
         taxonomies=[taxonomy.taxonomies[q] for q in qids],
         class_column=None,
         check=check,
+        original=original,
     )
 
 
@@ -278,8 +303,13 @@ def write_html(args: argparse.Namespace, report: dict[str, Any]) -> None:
 def summary_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
     """The report's headline figures as (label, plain text) rows for the terminal summary."""
     pr = report["risk"]["prosecutor"]
+    assessment = report.get("assessment") or {}
+    verdict = report["privacy_check"]["verdict"]
+    scope = {"holds": "holds for", "violated": "checked for"}.get(verdict)
     rows = [
-        ("privacy check", report["privacy_check"]["verdict"]),
+        ("privacy check", verdict),
+        *(((scope, assessment["holds_for"]),) if assessment and scope else ()),
+        *(("WARNING", w["message"]) for w in assessment.get("warnings", [])),
         (
             "equivalence classes",
             f"{count(report['equivalence_classes']['count'])} "

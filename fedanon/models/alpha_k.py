@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fedanon.errors import FedanonError
+from fedanon.errors import FedanonError, MissingColumnError
 
 
 @dataclass
@@ -157,4 +157,4 @@ def _verdict(
 def _require(df: pd.DataFrame, columns: list[str], what: str) -> None:
     for column in columns:
         if column not in df.columns:
-            raise FedanonError(f"{what} has no column '{column}'")
+            raise MissingColumnError(f"{what} has no column '{column}'")

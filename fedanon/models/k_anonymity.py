@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from fedanon.errors import FedanonError
+from fedanon.errors import FedanonError, MissingColumnError
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,7 @@ def check_k_anonymity(df: pd.DataFrame, qids: Sequence[str], k: int) -> KAnonymi
         raise FedanonError("a QID column is listed twice")
     missing = [q for q in names if q not in df.columns]
     if missing:
-        raise FedanonError(f"the release has no QID column '{missing[0]}'")
+        raise MissingColumnError(f"the release has no QID column '{missing[0]}'")
     if len(df) == 0:
         return KAnonymityResult(True, k, 0, 0, None, 0, 0)
     text = pd.DataFrame(

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fedanon.errors import FedanonError
+from fedanon.errors import FedanonError, MissingColumnError
 
 
 @dataclass(frozen=True)
@@ -172,7 +172,7 @@ def _validate(
         raise FedanonError(f"QID column listed twice: {', '.join(duplicates)}")
     missing = [c for c in [*qids, *sensitive] if c not in df.columns]
     if missing:
-        raise FedanonError(f"column not in the table: {', '.join(dict.fromkeys(missing))}")
+        raise MissingColumnError(f"column not in the table: {', '.join(dict.fromkeys(missing))}")
     if len(df) == 0:
         raise FedanonError("the table has no rows")
 

@@ -17,7 +17,7 @@ import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
 from fedanon.atomic import atomic_path
-from fedanon.errors import FedanonError
+from fedanon.errors import FedanonError, MissingColumnError
 
 PARQUET_SUFFIXES = {".parquet", ".pq"}
 TAB_SUFFIXES = {".tsv", ".tab"}
@@ -137,7 +137,7 @@ def require_columns(table: pd.DataFrame, columns: list[str], path: str | os.Path
     """Name the first missing column, with a hint when the delimiter looks wrong."""
     for column in columns:
         if column not in table.columns:
-            raise FedanonError(f"{path}: no column '{column}'{delimiter_hint(table)}")
+            raise MissingColumnError(f"{path}: no column '{column}'{delimiter_hint(table)}")
 
 
 def write_table(

@@ -27,6 +27,7 @@ from fedanon.report.risk import (
     prosecutor_risk,
     size_distribution,
 )
+from fedanon.report.verdict import assess
 from fedanon.taxonomy.tree import Taxonomy
 from fedanon.utility.metrics import discernibility_ratio
 
@@ -48,6 +49,7 @@ class JobDescription:
     parameters: dict[str, Any]
     inputs: Sequence[str | os.PathLike[str]] = ()
     parties: list[dict[str, Any]] = field(default_factory=list)
+    command_line: str | None = None  # the exact command as typed (shell-quoted)
 
 
 def sha256_of(path: str | os.PathLike[str]) -> str | None:
@@ -72,13 +74,22 @@ def build_release_report(
     check: dict[str, Any] | None,
     risk_threshold: float = DEFAULT_RISK_THRESHOLD,
     losses: Sequence[AttributeLoss] | None = None,
+    original: pd.DataFrame | None = None,
+    release_file: str | os.PathLike[str] | None = None,
 ) -> dict[str, Any]:
     """The report's JSON object (validated by the packaged JSON Schema in the tests).
 
     Information loss comes from `taxonomies` (generalization) or, for methods that suppress
     instead, from precomputed `losses` (:func:`fedanon.report.loss.suppression_loss`).
+    `original` (the input table, where this process holds it) gives each attribute's distinct
+    values before anonymization; `release_file` (the release on disk, where it is written
+    already) its SHA-256; :func:`record_release_file` adds it once the release is staged.
     """
     classes = equivalence_classes(release, qids)
+    prosecutor = prosecutor_risk(classes, risk_threshold)
+    distribution = size_distribution(classes)
+    release_distinct = {q: int(release[q].astype(str).nunique()) for q in qids}
+    verdict = "not checked" if check is None else ("holds" if check["ok"] else "violated")
     if losses is None:
         losses = release_loss(release, list(taxonomies)) if taxonomies else []
     losses = list(losses)
@@ -92,13 +103,26 @@ def build_release_report(
             "parameters": job.parameters,
             "inputs": [{"path": str(p), "sha256": sha256_of(p)} for p in job.inputs],
             "parties": job.parties,
+            "command_line": job.command_line,
             "fedanon_version": __version__,
             "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         },
         "records": n,
         "privacy_check": {
-            "verdict": "not checked" if check is None else ("holds" if check["ok"] else "violated"),
+            "verdict": verdict,
             "details": check,
+        },
+        "assessment": assess(
+            verdict,
+            check,
+            qids,
+            prosecutor,
+            int(classes.sizes[classes.sizes == 1].sum()),
+            release_distinct,
+        ),
+        "release": {
+            "path": None if release_file is None else str(release_file),
+            "sha256": None if release_file is None else sha256_of(release_file),
         },
         "attributes": [
             {
@@ -108,6 +132,10 @@ def build_release_report(
                 else sorted(release[q].astype(str).unique().tolist()),
                 "ncp": by_name[q].ncp if q in by_name else None,
                 "suppressed_share": by_name[q].suppressed_share if q in by_name else None,
+                "input_distinct": int(original[q].astype(str).nunique())
+                if original is not None and q in original.columns
+                else None,
+                "release_distinct": release_distinct[q],
             }
             for q in qids
         ],
@@ -117,10 +145,10 @@ def build_release_report(
             "smallest": int(classes.sizes.min()),
             "largest": int(classes.sizes.max()),
             "average_size": n / len(classes.sizes),
-            "distribution": size_distribution(classes),
+            "distribution": distribution,
         },
         "risk": {
-            "prosecutor": prosecutor_risk(classes, risk_threshold),
+            "prosecutor": prosecutor,
             "marketer": {"expected_share": len(classes.sizes) / n, "population": "release"},
             "journalist": {"defined": False, "reason": JOURNALIST_UNDEFINED},
         },
@@ -135,6 +163,17 @@ def build_release_report(
             else class_purity_error(release, classes, class_column),
         },
     }
+
+
+def record_release_file(
+    report: dict[str, Any], target: str | os.PathLike[str], written: str | os.PathLike[str]
+) -> None:
+    """Name the release file `target` in `report`, with the SHA-256 of its bytes in `written`.
+
+    `written` is the staged temporary that becomes `target` on commit, so the digest is the
+    released file's before the report that quotes it is written beside it.
+    """
+    report["release"] = {"path": str(target), "sha256": sha256_of(written)}
 
 
 def _with_checked_confidence(

@@ -23,6 +23,9 @@ td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 .verdict{font-size:1.2em;font-weight:bold;padding:.5em .8em;border-radius:6px;display:inline-block}
 .holds{background:#dafbe1;color:#116329}.violated{background:#ffebe9;color:#a40e26}
 .unchecked{background:#fff8c5;color:#7d4e00}.muted{color:#57606a;font-size:.9em}
+.limited{background:#fff1b8;color:#7d4e00}
+.warning{background:#ffd8b5;border:2px solid #bc4c00;color:#3d1300;border-radius:6px;
+padding:.6em 1em;margin:.6em 0}.warning b{color:#a40e26}
 code{background:#f6f8fa;padding:0 .3em;border-radius:3px}
 """
 
@@ -79,8 +82,13 @@ def _parties(parties: list[dict[str, Any]]) -> str:
 
 
 def _verdict(report: dict[str, Any]) -> str:
+    """The badge, for whom it holds and, right under it, every warning over all QIDs."""
     verdict = report["privacy_check"]["verdict"]
+    assessment = report.get("assessment")
+    warnings = assessment["warnings"] if assessment else []
     css = {"holds": "holds", "violated": "violated"}.get(verdict, "unchecked")
+    if verdict == "holds" and warnings:
+        css = "limited"  # holds for the checked attacker only: never a plain green
     details = report["privacy_check"]["details"] or {}
     scope = ""
     if "L" in details:
@@ -98,9 +106,60 @@ def _verdict(report: dict[str, Any]) -> str:
         scope = (
             f" <span class='muted'>(independent check of k-anonymity, k = {details['k']})</span>"
         )
+    holds_for = ""
+    if assessment:
+        verb = "holds for" if verdict == "holds" else "checked for"
+        holds_for = f"<p>{verb} {_field('assessment.holds_for', assessment['holds_for'])}</p>"
+    alerts = "".join(
+        f"<div class='warning' role='alert'><b>Warning:</b> "
+        f"{_field(f'assessment.warnings.{i}.message', w['message'])}</div>"
+        for i, w in enumerate(warnings)
+    )
     return (
         f"<h2>Privacy check</h2><p><span class='verdict {css}'>"
-        f"{_field('privacy_check.verdict', verdict)}</span>{scope}</p>"
+        f"{_field('privacy_check.verdict', verdict)}</span>{scope}</p>{holds_for}{alerts}"
+    )
+
+
+def _next(report: dict[str, Any]) -> str:
+    """What to do next, each attribute before and after, the release's digest and command."""
+    assessment = report.get("assessment")
+    if not assessment:
+        return ""
+    steps = "".join(
+        f"<li>{_field(f'assessment.next_steps.{i}', step)}</li>"
+        for i, step in enumerate(assessment["next_steps"])
+    )
+    rows = "".join(
+        f"<tr><td>{_e(a['name'])}</td><td class='num'>"
+        + (
+            _field(f"attributes.{i}.input_distinct", count(a["input_distinct"]))
+            if a.get("input_distinct") is not None
+            else "<span class='muted'>not held here</span>"
+        )
+        + "</td><td class='num'>"
+        + _field(f"attributes.{i}.release_distinct", count(a["release_distinct"]))
+        + "</td></tr>"
+        for i, a in enumerate(report["attributes"])
+        if "release_distinct" in a
+    )
+    release = report.get("release") or {}
+    digest = (
+        _field("release.sha256", release["sha256"])
+        if release.get("sha256")
+        else "<span class='muted'>not recorded (the release was not written by this command)</span>"
+    )
+    command = report["job"].get("command_line") or report["job"]["command"]
+    pairs = [
+        ("release", f"<code>{_e(release.get('path') or 'n/a')}</code>"),
+        ("release SHA-256", f"<code>{digest}</code>"),
+        ("exact command", f"<code>{_e(command)}</code>"),
+    ]
+    return (
+        f"<h2>What to do next</h2><ol>{steps}</ol>"
+        "<table><tr><th>attribute</th><th>distinct values in the input</th>"
+        f"<th>distinct values in the release</th></tr>{rows}</table>"
+        f"<table>{_rows(pairs)}</table>"
     )
 
 
@@ -314,6 +373,7 @@ def render_html(report: dict[str, Any]) -> str:
             _classes(report),
             _utility(report),
             _job(report),
+            _next(report),
         ]
     )
     return (

@@ -48,7 +48,7 @@ from statistics import NormalDist
 import numpy as np
 import pandas as pd
 
-from fedanon.errors import FedanonError
+from fedanon.errors import FedanonError, MissingColumnError
 
 # C4.5's tolerance when comparing gains and training errors.
 _EPSILON = 1e-3
@@ -454,7 +454,7 @@ class C45:
         root = self._fitted_root()
         missing = [c for c in self.features_ if c not in X.columns]
         if missing:
-            raise FedanonError(f"C4.5: columns missing for prediction: {missing}")
+            raise MissingColumnError(f"C4.5: columns missing for prediction: {missing}")
         n = len(X)
         codes = np.full((n, len(self._domains)), -1, dtype=np.intp)
         values = np.full((n, len(self._num_values)), math.nan)

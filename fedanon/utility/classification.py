@@ -45,7 +45,7 @@ import pandas as pd
 from numpy.typing import ArrayLike
 
 from fedanon.arguments import column_list, require_frame, require_int
-from fedanon.errors import FedanonError
+from fedanon.errors import FedanonError, MissingColumnError
 from fedanon.utility.c45 import C45
 from fedanon.utility.k_anonymizers import Anonymizer, Prepared, anonymizers
 
@@ -132,7 +132,7 @@ def evaluate_classification(
     ks = [require_int(k, "k_values") for k in k_values]
     inducers = column_list(inducers, "inducers", "inducer names") or []
     if class_column not in df.columns:
-        raise FedanonError(f"the table has no class column '{class_column}'")
+        raise MissingColumnError(f"the table has no class column '{class_column}'")
     bad = [i for i in inducers if i not in INDUCERS]
     if bad:
         raise FedanonError(f"unknown inducer '{bad[0]}' (choose from {', '.join(INDUCERS)})")

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import pandas as pd
 
-from fedanon.errors import FedanonError
+from fedanon.errors import FedanonError, MissingColumnError
 from fedanon.utility.metrics import classification_error, discernibility_ratio
 
 
@@ -128,4 +128,4 @@ def _numeric_others(
 def _require_columns(table: pd.DataFrame, columns: Sequence[str], name: str) -> None:
     missing = [c for c in columns if c not in table.columns]
     if missing:
-        raise FedanonError(f"{name} lacks column(s): {', '.join(missing)}")
+        raise MissingColumnError(f"{name} lacks column(s): {', '.join(missing)}")

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from fedanon.errors import FedanonError
+from fedanon.errors import FedanonError, MissingColumnError
 from fedanon.taxonomy.tree import Taxonomy
 from fedanon.text import as_numbers, as_text
 
@@ -41,7 +41,7 @@ def release_in_raw_order(
         raise FedanonError(f"{source} has {len(release)} rows, the raw table {len(raw)}")
     missing = [c for c in release.columns if c not in raw.columns]
     if missing:
-        raise FedanonError(f"{source}: column '{missing[0]}' is not in the raw table")
+        raise MissingColumnError(f"{source}: column '{missing[0]}' is not in the raw table")
     rebuilt = pd.DataFrame({c: as_text(raw[c]).astype(object) for c in release.columns})
     for tax in taxonomies:
         if tax.attribute in release.columns:

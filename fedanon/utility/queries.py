@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from fedanon.errors import FedanonError
+from fedanon.errors import FedanonError, MissingColumnError
 from fedanon.taxonomy.tree import Taxonomy
 from fedanon.text import as_text, lookup_codes
 
@@ -355,7 +355,7 @@ def _label_cover(
 def _require(df: pd.DataFrame, columns: Sequence[str], what: str) -> None:
     missing = [c for c in columns if c not in df.columns]
     if missing:
-        raise FedanonError(f"{what} has no column '{missing[0]}'")
+        raise MissingColumnError(f"{what} has no column '{missing[0]}'")
 
 
 def _validate_workload(

@@ -68,6 +68,9 @@ NO_QUIET = {
     ("check", "lkc"),
     ("check", "k-anonymity"),
     ("check", "alpha-k"),
+    ("check", "l-diversity"),
+    ("check", "t-closeness"),
+    ("taxonomy", "init"),
 }
 
 

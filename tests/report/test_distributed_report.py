@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -45,6 +46,9 @@ def test_sim_report_describes_the_integrated_release_and_hides_party_counts(
         steward["equivalence_classes"]["smallest"] == release.groupby(["age", "job"]).size().min()
     )
     assert "not revealed by this job" in html.read_text(encoding="utf-8")
+    # The release the leader wrote is named with its digest; the parties' inputs are not held.
+    assert steward["release"] == {"path": str(out), "sha256": _sha256(out)}
+    assert [a["input_distinct"] for a in steward["attributes"]] == [None, None]
     assert "{" not in result.out
     # Progress moves through the union's phases after the last specialization.
     union = [line for line in shown if line.startswith("union:")]
@@ -71,3 +75,7 @@ def test_sim_report_lists_party_counts_the_union_revealed(tmp_path: Path) -> Non
     assert [p["records"] for p in steward["job"]["parties"]] == expected
     assert "not revealed" not in html.read_text(encoding="utf-8")
     assert "records per party" in result.out
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()

@@ -12,7 +12,7 @@ from fractions import Fraction
 import numpy as np
 import pandas as pd
 
-from fedanon.errors import FedanonError, InfeasibleError
+from fedanon.errors import FedanonError, InfeasibleError, MissingColumnError
 from fedanon.text import as_text
 
 
@@ -55,7 +55,7 @@ def validate_columns(df: pd.DataFrame, qids: list[str], sensitive: str) -> None:
         raise FedanonError(f"sensitive column '{sensitive}' is also a QID")
     for column in [*qids, sensitive]:
         if column not in df.columns:
-            raise FedanonError(f"the table has no column '{column}'")
+            raise MissingColumnError(f"the table has no column '{column}'")
     if len(df) == 0:
         raise FedanonError("the table has no rows")
 

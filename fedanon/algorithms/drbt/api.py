@@ -22,7 +22,7 @@ from fedanon.algorithms.drbt.projection import check_projection, project_block, 
 from fedanon.algorithms.drbt.protocol import STARTS, f_measure_trials, stress_curve
 from fedanon.algorithms.drbt.stress import DEFAULT_MAX_PAIRS, expected_stress, stress
 from fedanon.arguments import column_list, optional_seed, require_frame, require_int
-from fedanon.errors import FedanonError
+from fedanon.errors import FedanonError, MissingColumnError
 from fedanon.release import Release
 
 TOKEN_BYTES = 8  # 64-bit tokens: collisions are redrawn, guessing one is hopeless
@@ -37,7 +37,7 @@ def clustering_columns(
     chosen = list(columns) if columns else [c for c in table.columns if c != id_column]
     for column in chosen:
         if column not in table.columns:
-            raise FedanonError(f"{source}: no column '{column}'")
+            raise MissingColumnError(f"{source}: no column '{column}'")
         if column == id_column:
             raise FedanonError(f"{source}: the id column '{column}' cannot be projected")
     if len(set(chosen)) != len(chosen):

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from fedanon.errors import FedanonError
+from fedanon.errors import FedanonError, MissingColumnError
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ def check_qids(table: pd.DataFrame, qids: Sequence[str]) -> tuple[str, ...]:
         raise FedanonError("a QID column is listed twice")
     for column in qids:
         if column not in table.columns:
-            raise FedanonError(f"the table has no QID column '{column}'")
+            raise MissingColumnError(f"the table has no QID column '{column}'")
     return tuple(qids)
 
 

@@ -63,6 +63,8 @@ def as_log(value: LogSpec, name: str = "transactions") -> Transactions:
         if isinstance(value, pd.DataFrame):
             return _parsed(value, name)
         return Transactions.from_lists(value)
+    except FedanonError:  # already names what is wrong (a FedanonError is a ValueError too)
+        raise
     except (TypeError, ValueError):
         raise FedanonError(f"{name} must hold baskets of non-negative item numbers") from None
 
