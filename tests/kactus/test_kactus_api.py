@@ -102,8 +102,8 @@ def test_a_configurable_marker_is_used_for_suppressed_cells():
     assert "*" in set(cells) and "?" not in set(cells)
 
 
-def test_numeric_path_qid_gets_the_group_mean():
-    # one numeric QID that decides the class: every released age is a group mean, and records
+def test_numeric_path_qid_gets_one_value_per_group():
+    # one numeric QID that decides the class: every released age is a group value, and records
     # in one group share it
     rng = np.random.default_rng(0)
     ages = rng.integers(20, 70, 300)
