@@ -8,9 +8,11 @@ also measured over seeds 0-9, and a paper value inside that range (widened by th
 counts as reproduced. Tolerances, in percentage points: MC and SEF 3, HF 1, Dif 0.05, AP 0.5.
 
     FEDANON_DATA_DIR=/path/to/shared/data nice .venv/bin/python bench/reproduce_sanitization.py \\
-        --json sanitization.json > sanitization.md
+        --datasets bms1 --parts c1,psi,swa --json bms1.json
+    ... --datasets bms1 --parts seeds --json bms1-seeds.json      # RA and DSA over seeds
+    .venv/bin/python bench/reproduce_sanitization.py --from-json bms1.json bms1-seeds.json ...
 
-About 12 minutes on the shared 2-core machine (BMS-1 mines 461,521 itemsets per release).
+Minutes per log on the shared 2-core machine; BMS-1's DSA graph holds 461,521 itemsets.
 """
 
 from __future__ import annotations
@@ -47,13 +49,13 @@ AP_REASON = (
     "confidence above phi, so AP is computed here, not assumed"
 )
 PSI_HF_REASON = (
-    "the thesis does not say which sensitive transactions psi leaves untouched; with the "
-    "degree order and ascending-id ties the untouched ones are low-degree and already broken"
+    "the thesis does not say which sensitive transactions psi leaves untouched (not explained "
+    "further); with the degree order and ascending-id ties ours are low-degree ones"
 )
 SWA_PSI_REASON = (
-    "at psi > 0 the thesis's SWA sanitizes fewer transactions than ceil(|T[r]| (1 - psi)) "
-    "(Retail: its Dif at psi = 25% is 64% of its psi = 0 Dif, ours 77%, 75% predicted); "
-    "which detail of its implementation does so is not known"
+    "SWA at psi > 0: on Retail the thesis's deletes fewer items than ceil(|T[r]| (1 - psi)) "
+    "predicts (its Dif at psi = 25% is 64% of its psi = 0 Dif, ours 77%, 75% predicted); "
+    "which detail of its implementation differs is not known"
 )
 DSA_SEF_REASON = (
     "DSA's cost is decided by the random pair it marks: the paper's MC lies in our range over "
@@ -62,23 +64,41 @@ DSA_SEF_REASON = (
 UNEXPLAINED = "not explained"
 
 
-def compare(datasets: list[str], rule_support: str, seeds: int) -> Iterator[dict[str, Any]]:
-    """The comparison rows of every dataset."""
-    for dataset in datasets:
-        tx = reproduce.load(dataset)
-        c1 = reproduce.run_condition_c1(dataset, tx=tx, rule_support=rule_support)
-        ranges = {
-            (row["scenario"], row["algorithm"]): row
+PARTS = ("c1", "seeds", "psi", "swa")
+
+
+def measure(dataset: str, parts: list[str], rule_support: str, seeds: int) -> dict[str, Any]:
+    """The runs of `parts` on one log (each part can run in its own process: BMS-1's DSA runs
+    hold 461,521 itemsets each, and a shared machine may not give one process all of it)."""
+    tx = reproduce.load(dataset)
+    out: dict[str, Any] = {"dataset": dataset}
+    if "c1" in parts:
+        out["c1"] = reproduce.run_condition_c1(dataset, tx=tx, rule_support=rule_support)
+    if "seeds" in parts:
+        out["seeds"] = [
+            row
             for algorithm in ("ra", "dsa")
             for row in reproduce.run_seeds(
                 dataset, algorithm, tuple(range(seeds)), tx=tx, rule_support=rule_support
             )
-        }
-        yield from _c1_rows(dataset, c1, ranges)
-        sweep = reproduce.run_psi_sweep(dataset, tx=tx, rule_support=rule_support)
-        yield from _psi_rows(dataset, sweep)
-        swa = reproduce.run_swa_settings(dataset, tx=tx, rule_support=rule_support)
-        yield from _swa_rows(dataset, swa)
+        ]
+    if "psi" in parts:
+        out["psi"] = reproduce.run_psi_sweep(dataset, tx=tx, rule_support=rule_support)
+    if "swa" in parts:
+        out["swa"] = reproduce.run_swa_settings(dataset, tx=tx, rule_support=rule_support)
+    return out
+
+
+def compare(measured: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """The comparison rows of the measured parts, merged per log."""
+    merged: dict[str, dict[str, Any]] = {}
+    for result in measured:
+        merged.setdefault(result["dataset"], {}).update(result)
+    for dataset, result in merged.items():
+        ranges = {(row["scenario"], row["algorithm"]): row for row in result.get("seeds", [])}
+        yield from _c1_rows(dataset, result.get("c1", []), ranges)
+        yield from _psi_rows(dataset, result.get("psi", []))
+        yield from _swa_rows(dataset, result.get("swa", []))
 
 
 def _c1_rows(dataset: str, c1: list[dict], ranges: dict) -> Iterator[dict[str, Any]]:
@@ -142,23 +162,18 @@ def _cell(
     }
 
 
-def _cell_again(row: dict[str, Any]) -> dict[str, Any]:
-    """A saved row with its reason as this version of the script gives it."""
-    dataset = {name: key for key, name in thesis.NAMES.items()}[row["data"]]
-    if row["within"] is False:
-        row["reason"] = _reason(dataset, row["metric"], row["setting"], row["algorithm"])
-    return row
-
-
 def _reason(dataset: str, metric: str, setting: str, algorithm: str) -> str:
     if metric == "AP":
         return AP_REASON
     scenario = setting.split()[1]
-    if scenario == "S4" and dataset == "bms1" and metric in ("MC", "Dif") and algorithm != "dsa":
-        return REPEATED_S4
-    if (algorithm == "swa" and "psi = 25%" in setting) or "per rule" in setting:
+    if scenario == "S4" and dataset == "bms1" and algorithm != "dsa":
+        if metric in ("MC", "Dif"):
+            return REPEATED_S4
+        return "not explained: the printed value is near the S2 column (15.43), not our S4 MC"
+    disclosed = "K =" in setting or ("psi" in setting and "psi = 0%" not in setting)
+    if disclosed and algorithm == "swa":
         return SWA_PSI_REASON
-    if metric == "HF" and "psi" in setting and algorithm in ("rra", "ra"):
+    if disclosed and algorithm in ("rra", "ra"):
         return PSI_HF_REASON
     if metric == "SEF" and algorithm == "dsa":
         return DSA_SEF_REASON
@@ -192,15 +207,27 @@ def markdown(rows: list[dict[str, Any]]) -> str:
 
 
 def summary(rows: list[dict[str, Any]]) -> str:
-    """Cells within tolerance per data set and metric, and the reasons of the others."""
-    lines = ["| data | metric | cells | within tolerance |", "|---|---|---|---|"]
-    groups: dict[tuple[str, str], list[bool]] = {}
+    """Cells within tolerance per data set, experiment and metric."""
+    lines = [
+        "| data | experiment | metric | cells | within tolerance |",
+        "|---|---|---|---|---|",
+    ]
+    groups: dict[tuple[str, str, str], list[bool]] = {}
     for row in rows:
         if row["within"] is not None and row["paper"] is not None:
-            groups.setdefault((row["data"], row["metric"]), []).append(row["within"])
-    for (data, metric), flags in groups.items():
-        lines.append(f"| {data} | {metric} | {len(flags)} | {sum(flags)} |")
+            key = (row["data"], _experiment(row["setting"]), row["metric"])
+            groups.setdefault(key, []).append(row["within"])
+    for (data, experiment, metric), flags in groups.items():
+        lines.append(f"| {data} | {experiment} | {metric} | {len(flags)} | {sum(flags)} |")
     return "\n".join(lines)
+
+
+def _experiment(setting: str) -> str:
+    if setting.startswith("C1"):
+        return "C1 (psi = 0)"
+    if "K =" in setting:
+        return "SWA window / psi per rule (S3)"
+    return "effect of psi (S3)"
 
 
 def main() -> None:
@@ -210,23 +237,29 @@ def main() -> None:
         "--rule-support", default=reproduce.THESIS_RULES, help="rule definition (miner)"
     )
     parser.add_argument("--seeds", type=int, default=10, help="seeds 0..N-1 for RA and DSA")
-    parser.add_argument("--json", help="also write the rows as JSON here")
+    parser.add_argument("--parts", default=",".join(PARTS), help="comma list of " + ",".join(PARTS))
+    parser.add_argument("--json", help="also write the measurements as JSON here")
     parser.add_argument(
         "--from-json", nargs="+", help="print the table of earlier --json files (no run)"
     )
     args = parser.parse_args()
+    measured: list[dict[str, Any]] = []
     if args.from_json:
-        rows = []
         for path in args.from_json:
             with open(path, encoding="utf-8") as saved:
-                rows += [_cell_again(row) for row in json.load(saved)]
+                measured += json.load(saved)
     else:
-        rows = list(compare(args.datasets.split(","), args.rule_support, args.seeds))
+        parts = args.parts.split(",")
+        if set(parts) - set(PARTS):
+            parser.error(f"--parts takes {', '.join(PARTS)}")
+        for dataset in args.datasets.split(","):
+            measured.append(measure(dataset, parts, args.rule_support, args.seeds))
+            if args.json:  # after each log, so a later failure keeps what was measured
+                with open(args.json, "w", encoding="utf-8") as out:
+                    json.dump(measured, out, indent=1)
+    rows = list(compare(measured))
     print(summary(rows), end="\n\n")
     print(markdown(rows))
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as out:
-            json.dump(rows, out, indent=1)
 
 
 if __name__ == "__main__":
