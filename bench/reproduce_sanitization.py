@@ -53,7 +53,7 @@ PSI_HF_REASON = (
     "further); with the degree order and ascending-id ties ours are low-degree ones"
 )
 SWA_PSI_REASON = (
-    "SWA at psi > 0: on Retail the thesis's deletes fewer items than ceil(|T[r]| (1 - psi)) "
+    "SWA at psi > 0: on Retail the thesis's deletes fewer items than ceil(#T[r] (1 - psi)) "
     "predicts (its Dif at psi = 25% is 64% of its psi = 0 Dif, ours 77%, 75% predicted); "
     "which detail of its implementation differs is not known"
 )
