@@ -40,10 +40,17 @@ def add_anonymize_kactus(methods: argparse._SubParsersAction) -> None:
         help="k-anonymity by tree-driven multi-dimensional suppression (no taxonomy needed)",
         description="Grow a C4.5-style tree with k records per branch on the QIDs and the "
         "class, then prune it bottom-up releasing complying leaves: QIDs tested by equality "
-        "are kept, numeric ones tested by inequalities get the group mean, the rest are "
-        "suppressed.",
+        "are kept, numeric ones tested by inequalities get the group median (--numeric mean: "
+        "the paper's group mean), the rest are suppressed.",
     )
     _add_release_options(kactus)
+    kactus.add_argument(
+        "--numeric",
+        choices=("median", "mean"),
+        default="median",
+        help="value of a numeric QID tested only by inequalities: group median (default) or "
+        "group mean (the paper's Fig. 6; can mislead classifiers, docs/kactus.md)",
+    )
     kactus.set_defaults(handler=run_anonymize_kactus)
     mondrian = methods.add_parser(
         "mondrian",
@@ -108,7 +115,7 @@ def add_evaluate_classification(kinds: argparse._SubParsersAction) -> None:
 def run_anonymize_kactus(args: argparse.Namespace) -> int:
     from fedanon.algorithms.kactus.api import anonymize_kactus
 
-    return _release(args, "kactus", anonymize_kactus, {})
+    return _release(args, "kactus", anonymize_kactus, {"numeric": args.numeric})
 
 
 def run_anonymize_mondrian(args: argparse.Namespace) -> int:

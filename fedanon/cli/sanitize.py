@@ -78,7 +78,8 @@ def add_evaluate_sanitize(kinds: argparse._SubParsersAction) -> None:
         "--rule-support",
         choices=RULE_SUPPORTS,
         default="itemset",
-        help="itemset: X u Y reaches sigma (default); antecedent: X does (the thesis's)",
+        help="itemset: X u Y reaches sigma (default); antecedent: X does; apriori: X does and "
+        "the consequent is one item (Borgelt's apriori, the thesis's miner)",
     )
     parser.add_argument("--algorithms", default="iga,rra,ra,swa", help="sweep: algorithms")
     parser.add_argument("--psi", default="0,0.05,0.1,0.15,0.25", help="sweep: values of psi")

@@ -133,3 +133,21 @@ def test_bad_input_is_one_line_and_no_output_file(tmp_path, capsys, edit, option
     assert message in err and err.count("\n") == 1 and "Traceback" not in err
     assert not out.exists()
     assert list(tmp_path.iterdir()) == [data]  # no temporary file left either
+
+
+@pytest.mark.parametrize("numeric", ["median", "mean"])
+def test_numeric_option_picks_the_group_value(tmp_path, capsys, numeric):
+    # one numeric QID deciding the class, skewed in the 'lo' group: median 22, mean 29.3
+    ages = np.concatenate([np.tile([20, 21, 22, 23, 24], 20), [22], np.full(50, 44)])
+    ages = np.concatenate([ages, np.arange(45, 195) % 25 + 45])
+    data, out = tmp_path / "in.csv", tmp_path / "out.csv"
+    pd.DataFrame({"age": ages, "class": np.where(ages > 44, "hi", "lo")}).to_csv(data, index=False)
+    args = ["anonymize", "kactus", "--data", str(data), "--class", "class", "--k", "20"]
+    code = main([*args, "--seed", "1", "--out", str(out), "--numeric", numeric, "--json"])
+    assert code == 0
+    assert json.loads(capsys.readouterr().out)["parameters"]["numeric"] == numeric
+    released = pd.read_csv(out)
+    low = released.loc[released["class"] == "lo", "age"]
+    raw_low = ages[ages <= 44]
+    expected = np.median(raw_low) if numeric == "median" else np.mean(raw_low)
+    assert set(low) == {round(expected)}

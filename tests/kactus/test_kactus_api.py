@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fedanon.algorithms.kactus.api import anonymize_kactus
+from fedanon.algorithms.kactus.api import anonymize_kactus, kactus_protocol_table
 from fedanon.errors import FedanonError
 from fedanon.models.k_anonymity import check_k_anonymity
 
@@ -102,8 +102,8 @@ def test_a_configurable_marker_is_used_for_suppressed_cells():
     assert "*" in set(cells) and "?" not in set(cells)
 
 
-def test_numeric_path_qid_gets_the_group_mean():
-    # one numeric QID that decides the class: every released age is a group mean, and records
+def test_numeric_path_qid_gets_one_value_per_group():
+    # one numeric QID that decides the class: every released age is a group value, and records
     # in one group share it
     rng = np.random.default_rng(0)
     ages = rng.integers(20, 70, 300)
@@ -111,6 +111,50 @@ def test_numeric_path_qid_gets_the_group_mean():
     out = anonymize_kactus(df, class_column="class", k=20, seed=0).table
     low = out.loc[out["class"] == "lo", "age"]
     assert low.nunique() == 1 and 20 <= float(low.iloc[0]) <= 44
+
+
+def _skewed_groups() -> pd.DataFrame:
+    """One numeric QID deciding the class, skewed inside the 'lo' group: 101 records of ages
+    20-24 and 50 of age 44 (mean 27.6, median 22), then 150 'hi' records aged 45-69."""
+    rng = np.random.default_rng(5)
+    low = np.concatenate([rng.integers(20, 25, 101), np.full(50, 44)])
+    ages = np.concatenate([low, rng.integers(45, 70, 150)])
+    return pd.DataFrame(
+        {
+            "id": [f"r{i}" for i in range(len(ages))],
+            "age": ages.astype(str),
+            "class": np.where(ages > 44, "hi", "lo"),
+        }
+    )
+
+
+@pytest.mark.parametrize("numeric", ["median", "mean", None])
+def test_inequality_tested_qid_gets_one_group_value_median_by_default(numeric):
+    df = _skewed_groups()
+    low_raw = df.loc[df["class"] == "lo", "age"].astype(float)
+    options = {} if numeric is None else {"numeric": numeric}
+    release = anonymize_kactus(df, class_column="class", qids=["age"], k=20, seed=0, **options)
+    low = release.table.loc[release.table["class"] == "lo", "age"]
+    expected = np.mean(low_raw) if numeric == "mean" else np.median(low_raw)
+    assert low.nunique() == 1 and len(low) == len(low_raw)
+    assert float(low.iloc[0]) == round(expected)
+    assert release.report["parameters"]["numeric"] == (numeric or "median")
+
+
+def test_unknown_numeric_rule_is_a_one_line_error():
+    with pytest.raises(FedanonError, match="numeric rule is one of median, mean"):
+        anonymize_kactus(_skewed_groups(), class_column="class", k=20, numeric="original")
+
+
+def test_protocol_table_keeps_tested_values_and_is_no_release():
+    """The paper's experimental reading: every tested QID at its original value. Such a table
+    is not k-anonymous, and the protocol returns it instead of refusing it."""
+    df = _skewed_groups()
+    table = kactus_protocol_table(df, class_column="class", qids=["age"], k=20, seed=0)
+    merged = table.merge(df, on="id", suffixes=("", "_raw"), validate="one_to_one")
+    assert len(merged) == len(df)
+    assert (merged["age"] == merged["age_raw"]).all()
+    assert not check_k_anonymity(table, ["age"], 20).ok
 
 
 @pytest.mark.parametrize(

@@ -112,7 +112,7 @@ def test_same_generator_seed_gives_the_same_donation():
     assert run(7) != run(8)  # the 8 donated records are drawn at random from 50 surplus
 
 
-def test_released_cells_keep_equalities_average_inequalities_suppress_the_rest():
+def test_released_cells_keep_equalities_one_value_for_inequalities_suppress_the_rest():
     df = pd.DataFrame(
         {
             "colour": ["red", "red", "red", "blue", "blue"],
@@ -123,16 +123,20 @@ def test_released_cells_keep_equalities_average_inequalities_suppress_the_rest()
     colour, age, zipc = (encode_qid(df[c], c, "?") for c in df.columns)
     path = (Condition("colour", True, "red"), Condition("age", False, 40.0, False))
     groups = [Group(np.array([0, 1, 2]), path), Group(np.array([3, 4]), ())]
-    assert list(_released_cells(colour, groups, "?")) == ["red", "red", "red", "?", "?"]
-    # mean of 30, 31, 35 is 32.0, written at the column's precision (whole numbers)
-    assert list(_released_cells(age, groups, "?")) == ["32", "32", "32", "?", "?"]
-    assert list(_released_cells(zipc, groups, "*")) == ["*"] * 5
+    assert list(_released_cells(colour, groups, "?", "median")) == ["red"] * 3 + ["?", "?"]
+    # mean of 30, 31, 35 is 32.0, written at the column's precision (whole numbers); median 31
+    assert list(_released_cells(age, groups, "?", "mean")) == ["32", "32", "32", "?", "?"]
+    assert list(_released_cells(age, groups, "?", "median")) == ["31", "31", "31", "?", "?"]
+    # the paper's experimental protocol: each record's own value (no release)
+    assert list(_released_cells(age, groups, "?", "original")) == ["30", "31", "35", "?", "?"]
+    assert list(_released_cells(zipc, groups, "*", "median")) == ["*"] * 5
 
 
-def test_group_mean_keeps_the_column_precision():
+def test_group_value_keeps_the_column_precision():
     column = encode_qid(pd.Series(["1.25", "2.5", "3.0"]), "x", "?")
     groups = [Group(np.array([0, 1, 2]), (Condition("x", False, 2.0, True),))]
-    assert list(_released_cells(column, groups, "?")) == ["2.25"] * 3
+    assert list(_released_cells(column, groups, "?", "mean")) == ["2.25"] * 3
+    assert list(_released_cells(column, groups, "?", "median")) == ["2.50"] * 3
 
 
 def test_donation_at_exactly_enough_surplus():

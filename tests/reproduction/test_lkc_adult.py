@@ -84,8 +84,11 @@ def test_cost_at_l2_with_c_enforced(enforced):
 
 
 def test_cost_at_l2_in_the_papers_setting(adult):
+    """The authors' setting (C = 1, dynamic splits) against the paper's own band at L = 2,
+    "less than 1 %": met at K = 20 to 80; K = 100 measures 1.10 (documented), within 1.5."""
     table, make_schema = adult
     rows = sweep(table, make_schema, [2], KS, "1", TRAIN_ROWS)
-    costs = [row["CE"] - row["BE"] for row in rows]
-    assert max(costs) < 1.5, costs
+    costs = {row["K"]: row["CE"] - row["BE"] for row in rows}
+    assert all(costs[K] < 1.0 for K in (20, 40, 60, 80)), costs
+    assert costs[100] < 1.5, costs
     assert all(row["checker_ok"] for row in rows)

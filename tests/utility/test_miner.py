@@ -13,8 +13,10 @@ from fedanon.utility.miner import (
     Rule,
     association_rules,
     frequent_itemsets,
+    itemset_support,
     min_count,
     mine_rules,
+    rules_of,
 )
 from fedanon.utility.transactions import Transactions
 
@@ -116,3 +118,42 @@ def test_antecedent_support_definition_keeps_rarer_itemsets():
 def test_unknown_rule_support_is_a_user_error():
     with pytest.raises(FedanonError, match="rule support"):
         mine_rules(LOG, 0.4, 0.5, rule_support="body")
+
+
+def test_apriori_definition_keeps_one_item_consequents():
+    # {1,2,3} in 4 of 5 baskets, each item alone in 4 too: 1 => 2,3 has confidence 1, but
+    # Borgelt's apriori (the thesis's miner) builds only rules with one consequent item.
+    tx = Transactions.from_lists([[1, 2, 3]] * 4 + [[4]])
+    both = mine_rules(tx, 0.5, 0.9, rule_support="antecedent")
+    single = mine_rules(tx, 0.5, 0.9, rule_support="apriori")
+    assert Rule(fs(1), fs(2, 3), 4, 1.0) in both
+    assert single == [r for r in both if len(r.consequent) == 1]
+    assert len(single) == 9  # three pairs both ways, three triples
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.sets(st.integers(0, 7), max_size=6), min_size=1, max_size=40),
+    st.sampled_from([0.05, 0.1, 0.2, 0.3]),
+    st.sampled_from([0.3, 0.6, 0.9, 2 / 3]),
+)
+def test_apriori_definition_is_brute_force_and_equals_the_itemset_derivation(rows, sigma, phi):
+    """Borgelt's apriori (what "apriori" runs) against rules counted by brute force and against
+    the same definition derived from the itemsets in Python (DSA's released itemsets)."""
+    tx = Transactions.from_lists(sorted(r) for r in rows)
+    threshold = min_count(len(tx), sigma)
+    universe = sorted({i for r in rows for i in r})
+    expected = []
+    for size in range(2, len(universe) + 1):
+        for combo in combinations(universe, size):
+            both = sum(1 for r in rows if set(combo) <= r)
+            for head in combo:
+                body = sum(1 for r in rows if set(combo) - {head} <= r)
+                if both and body >= threshold and both / body >= phi - 1e-9:
+                    expected.append(Rule(fs(*combo) - {head}, fs(head), both, both / body))
+    mined = mine_rules(tx, sigma, phi, rule_support="apriori")
+    assert {r.key: (r.support, r.confidence) for r in mined} == {
+        r.key: (r.support, r.confidence) for r in expected
+    }
+    itemsets = frequent_itemsets(tx, itemset_support(len(tx), sigma, phi, "apriori"))
+    assert rules_of(itemsets, len(tx), sigma, phi, "apriori") == mined

@@ -47,9 +47,9 @@ from fedanon.release import Release
 from fedanon.utility.miner import (
     Itemsets,
     Rule,
-    association_rules,
     frequent_itemsets,
     mine_rules,
+    rules_of,
 )
 from fedanon.utility.transactions import Transactions
 
@@ -154,8 +154,7 @@ def evaluate_sanitization(
         after = mine_rules(sanitized, min_support, min_confidence, rule_support)
         difference = dif(original, sanitized)
     else:
-        body = min_support if rule_support == "antecedent" else None
-        after = association_rules(sanitized, len(original), min_confidence, body)
+        after = rules_of(sanitized, len(original), min_support, min_confidence, rule_support)
         difference = None
     return {
         **rule_metrics(before, after, rules),
