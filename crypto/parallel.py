@@ -37,6 +37,7 @@ DEFAULT_MAX_WORKERS = 8
 DEFAULT_MIN_RECORDS = 4096
 # Several chunks per worker, so a worker slowed down by other load does not hold up the rest.
 _TASKS_PER_WORKER = 4
+_POLL_SECONDS = 0.2
 # The caller's main module and the module whose functions run in the workers. Python 3.11's fork
 # server never preloads __main__ (CPython gh-126631, fixed in later releases), so every worker
 # re-runs the caller's main script: about 30 ms per pool for the `fedanon` command, which imports
@@ -151,12 +152,23 @@ class Stream(Generic[T]):
         """`fn` of every item added, in order."""
         if self._pool is None:
             return self._fn(self._kept)
-        return [result for piece in self._pieces for result in piece.result()]
+        return [result for piece in self._pieces for result in _result(piece)]
 
     def close(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(cancel_futures=True)
             self._pool = None
+
+
+def _result(piece: Future[list[T]]) -> list[T]:
+    """`piece.result()`, looking up every ``_POLL_SECONDS``: a wait without a timeout is not
+    interrupted by a signal that the kernel hands to another thread (a gRPC thread of the
+    leader or daemon), so a SIGTERM would otherwise wait for the whole batch's work."""
+    while True:
+        try:
+            return piece.result(_POLL_SECONDS)
+        except TimeoutError:
+            continue
 
 
 SEQUENTIAL = Parallelism()
