@@ -147,6 +147,23 @@ def tie_to_parent() -> None:
         raise SystemExit(f"fedanon: the process that started this daemon ({wanted}) is gone")
 
 
+#: How often the main thread looks whether a signal asked it to stop.
+STOP_POLL_SECONDS = 0.25
+
+
+def _wait_for(stop: threading.Event) -> None:
+    """Wait until `stop` is set, looking every ``STOP_POLL_SECONDS``.
+
+    Python runs signal handlers in the main thread, but the kernel delivers a process signal to
+    any thread that can take it: to one of gRPC's when the main thread cannot, as right after a
+    SIGCONT while it is still marked stopped. An untimed ``Event.wait`` is then never woken
+    and the handler waited for a second signal; a timed wait returns to the interpreter,
+    which runs the pending handler.
+    """
+    while not stop.wait(STOP_POLL_SECONDS):
+        pass
+
+
 def serve(config: PartyConfig, grace_seconds: float = 5.0) -> None:
     """Run the daemon until SIGTERM/SIGINT; in-flight calls get `grace_seconds` to finish."""
     tie_to_parent()
@@ -170,7 +187,7 @@ def serve(config: PartyConfig, grace_seconds: float = 5.0) -> None:
     except (FedanonError, CryptoError):
         server.stop(0).wait()
         raise
-    stop.wait()
+    _wait_for(stop)
     if servicer.session is not None:
         log.warning(
             "stopping during session %s: in-flight calls get %.0f s, then the session is abandoned",
