@@ -21,12 +21,15 @@ same message), so a pooled call is indistinguishable from an in-process one.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import multiprocessing
 import multiprocessing.context
 import multiprocessing.forkserver
 import os
-from collections.abc import Callable, Sequence
+import signal
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Generic, TypeVar
@@ -86,7 +89,8 @@ class Parallelism:
         """Start the fork server now (it boots in the background), not on the critical path."""
         if self.workers > 1:
             _context()
-            multiprocessing.forkserver.ensure_running()
+            with _signals_deferred():
+                multiprocessing.forkserver.ensure_running()
 
     def map(self, fn: Callable[[Sequence[bytes]], list[T]], items: Sequence[bytes]) -> list[T]:
         """`fn(items)`, computed chunk by chunk on worker processes when the batch is large.
@@ -104,6 +108,32 @@ class Parallelism:
 
 def _started() -> None:
     """A no-op task: submitting it makes the pool start a worker process."""
+
+
+@contextlib.contextmanager
+def _signals_deferred() -> Iterator[None]:
+    """Hold SIGTERM and SIGINT back while worker processes are launched (in the main thread).
+
+    A handler that raises (the CLI turns SIGTERM into an exception) while a worker is being
+    launched left a half-launched worker behind, which failed to load the pool's queues and
+    printed a multiprocessing traceback. The signal is raised again, with the handler it
+    would have met, as soon as the launch is complete.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield  # handlers run in the main thread only: nothing to hold back here
+        return
+    caught: list[int] = []
+    previous = {
+        sig: signal.signal(sig, lambda number, _frame: caught.append(number))
+        for sig in (signal.SIGTERM, signal.SIGINT)
+    }
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+        if caught:
+            signal.raise_signal(caught[0])
 
 
 class Stream(Generic[T]):
@@ -124,14 +154,14 @@ class Stream(Generic[T]):
         self._fn = fn
         self._workers = parallelism.workers
         pooled = parallelism.workers > 1 and expected >= parallelism.min_records
-        self._pool = (
-            ProcessPoolExecutor(parallelism.workers, mp_context=_context()) if pooled else None
-        )
         self._pieces: list[Future[list[T]]] = []
         self._kept: list[bytes] = []
-        if self._pool is not None:  # start the workers now, before the first chunk arrives
-            for _ in range(parallelism.workers):
-                self._pool.submit(_started)
+        self._pool = None
+        if pooled:  # start the workers now, before the first chunk arrives
+            with _signals_deferred():
+                self._pool = ProcessPoolExecutor(parallelism.workers, mp_context=_context())
+                for _ in range(parallelism.workers):
+                    self._pool.submit(_started)
 
     def __enter__(self) -> Stream[T]:
         return self

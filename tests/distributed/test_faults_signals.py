@@ -1,5 +1,8 @@
 """Signals to real daemon and leader processes: each stops promptly at the first SIGTERM.
 
+A leader terminated while its union's worker processes were being launched left a
+half-launched worker that printed a multiprocessing traceback.
+
 A daemon resumed after SIGSTOP and sent SIGTERM at once used to keep running until a second
 SIGTERM: the kernel handed the signal to one of gRPC's threads while the main thread was still
 marked stopped, and the main thread's untimed wait was never woken to run the handler.
@@ -10,11 +13,21 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import time
+from pathlib import Path
 
-from fedanon.leader.sim import Federation
-from tests.distributed.conftest import wait_until_stopped
+from fedanon.leader.sim import UNION_SEALED, Federation
+from tests.distributed.conftest import (
+    Dataset,
+    assert_same_release,
+    centralized,
+    run_distributed,
+    status,
+    wait_until_stopped,
+)
 from tests.distributed.test_faults import ensure_running
+from tests.distributed.test_lease import _write_job
 
 # The daemon's grace for in-flight calls (none here) is 5 s; it stops well within this.
 STOP_SECONDS = 8.0
@@ -48,3 +61,77 @@ def test_daemon_resumed_and_terminated_at_once_stops_at_the_first_sigterm(
             fed.wait_ready(daemon)
     finally:
         ensure_running(fed)
+
+
+def _leader_group(pid: int) -> list[int]:
+    """Live processes (zombies aside) of the process group `pid` leads: the leader's workers."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[2]) == pid and fields[0] != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def test_leader_terminated_during_the_union_stops_in_one_line_and_leaves_nothing(
+    hospital_federation: Federation, hospital_data: Dataset, tmp_path: Path
+) -> None:
+    """SIGTERM to ``fedanon leader run`` while the union's worker processes start (at a few
+    moments after the last party sealed its records): exit 143 with the one line
+    ``fedanon: terminated`` (no multiprocessing traceback of a half-launched worker), within
+    seconds, no release, no process of its group left, and the next job runs at once."""
+    fed = hospital_federation
+    job = _write_job(fed, hospital_data, tmp_path)
+    job.write_text(
+        job.read_text(encoding="utf-8") + "[union]\nworkers = 2\nmin_records = 16\n",
+        encoding="utf-8",
+    )
+    last = fed.daemons[-1]
+    for delay in (0.0, 0.2, 0.4):
+        sealed = last.log.read_text(errors="replace").count(UNION_SEALED)
+        leader = subprocess.Popen(
+            [
+                *(sys.executable, "-m", "fedanon.cli.main", "leader", "run"),
+                *("--config", str(job), "--quiet"),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        try:
+            deadline = time.monotonic() + 120
+            while last.log.read_text(errors="replace").count(UNION_SEALED) == sealed:
+                assert leader.poll() is None, leader.communicate()
+                assert time.monotonic() < deadline, "the union never started"
+                time.sleep(0.01)
+            time.sleep(delay)
+            leader.send_signal(signal.SIGTERM)
+            began = time.monotonic()
+            _out, err = leader.communicate(timeout=60)
+            elapsed = time.monotonic() - began
+        finally:
+            if leader.poll() is None:
+                leader.kill()
+                leader.communicate()
+        if leader.returncode == 0:
+            continue  # the job won the race: nothing to stop
+        assert leader.returncode == 143, err
+        assert err.splitlines() == ["fedanon: terminated"], err
+        assert elapsed < 10, f"the leader took {elapsed:.1f} s to stop"
+        assert not (tmp_path / "release.csv").exists()
+        assert list(tmp_path.iterdir()) == [job], list(tmp_path.iterdir())
+        left = time.monotonic() + 10
+        while _leader_group(leader.pid) and time.monotonic() < left:
+            time.sleep(0.05)
+        assert _leader_group(leader.pid) == [], "a worker of the leader outlived it"
+        assert all(status(fed, i).session_id == "" for i in range(len(fed.daemons)))
+    out = tmp_path / "next.csv"
+    spec = hospital_data.spec(L=3, K=20, C="0.2")
+    report = run_distributed(fed.hops, fed.leader_tls, hospital_data, spec, out)
+    assert_same_release(out, report, centralized(hospital_data, spec))
