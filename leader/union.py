@@ -181,10 +181,25 @@ class _Calls:
         return items, sent, received
 
 
+class PhaseDeadline(grpc.RpcError):
+    """The phase's deadline passed between two of its calls: reported as gRPC reports a call
+    that ran out of time, so it names the party the same way."""
+
+    def code(self) -> grpc.StatusCode:
+        return grpc.StatusCode.DEADLINE_EXCEEDED
+
+    def details(self) -> str:
+        return ""
+
+
 def _left(deadline: float) -> float:
-    """The time left before `deadline`; past it, a call gets a moment only to fail as
-    DEADLINE_EXCEEDED (so the error is gRPC's, naming the party like any other)."""
-    return max(deadline - time.monotonic(), 0.01)
+    """The time left before `deadline` for the phase's next call; none left raises
+    :class:`PhaseDeadline` (a party that answers each chunk slowly, but within what is left,
+    must not carry the phase past its deadline chunk by chunk)."""
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise PhaseDeadline()
+    return left
 
 
 def run_union(
