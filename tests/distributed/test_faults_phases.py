@@ -31,7 +31,7 @@ import fedanon.leader.union
 from fedanon.algorithms.tds.engine import StepInfo
 from fedanon.leader.federation import PartyFailure
 from fedanon.leader.run import run_job
-from fedanon.leader.session import ABORT_SECONDS, DEADLINE_GRACE_SECONDS, Session
+from fedanon.leader.session import Session
 from fedanon.leader.sim import Federation
 from tests.distributed.conftest import (
     LEASE_SECONDS,
@@ -49,7 +49,10 @@ from tests.distributed.test_faults import ensure_running
 RPC_SECONDS = 3.0
 UNION_SECONDS = 4.0
 CHUNK_BYTES = 4096  # many chunks per union phase: a trickling party meets the deadline midway
-# A loaded machine (two cores, several test runs) may be this late on top of the deadline.
+# What docs/distributed.md (Faults) allows on top of a phase's deadline: a second for the calls'
+# own deadline errors to arrive, then at most 3 s to abort at every party.
+AFTER_DEADLINE_SECONDS = 1.0 + 3.0
+# A loaded machine (two cores, several test runs) may be this late on top of that.
 MARGIN_SECONDS = 5.0
 SPEC = {"L": 3, "K": 20, "C": "0.2"}
 
@@ -261,7 +264,7 @@ def test_fault_at_phase_is_named_within_the_deadline_and_the_next_job_runs(
     message = str(failure.value)
     assert message.startswith(f"{where.label}: party {fault.name}:"), message
     assert "\n" not in message
-    limit = where.seconds + DEADLINE_GRACE_SECONDS + ABORT_SECONDS + MARGIN_SECONDS
+    limit = where.seconds + AFTER_DEADLINE_SECONDS + MARGIN_SECONDS
     assert elapsed < limit, f"{message!r} took {elapsed:.1f} s (limit {limit:.1f} s)"
     assert not out.exists() and not report.exists()
     assert list(tmp_path.iterdir()) == [], "a partial or temporary output was left behind"
