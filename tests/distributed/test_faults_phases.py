@@ -291,3 +291,88 @@ def _run(
         union_chunk_bytes=CHUNK_BYTES,
     )
     return run_job(job, **callbacks)
+
+
+@pytest.mark.parametrize("phase", ["collect", "strip"])
+def test_a_union_phase_ends_within_its_deadline_counted_from_its_start(
+    phase: str,
+    hospital_federation: Federation,
+    hospital_data: Dataset,
+    reference: Centralized,
+    fault_of: Callable[[str, int], Fault],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The last party stalls through most of a union phase's first message and answers just
+    in time, then freezes while the leader fetches the rest of its output: the phase still
+    ends at its deadline counted from its start (the old leader gave the fetches a deadline
+    of their own, so the phase ran to nearly twice its deadline)."""
+    fed = hospital_federation
+    union_seconds = 6.0
+    resume_after = 5.0  # the first message's answer arrives after this, within the deadline
+    fault = fault_of("freeze", 2)
+    started: list[float] = []
+    resumed = threading.Event()
+
+    def stall() -> None:
+        started.append(time.monotonic())
+        os.kill(fault.pid, signal.SIGSTOP)
+        wait_until_stopped(fault.pid)
+
+        def resume() -> None:
+            os.kill(fault.pid, signal.SIGCONT)
+            resumed.set()
+
+        threading.Timer(resume_after, resume).start()
+
+    gather = fedanon.leader.union._Calls.gather
+
+    def fetch(self: Any, name: str, *args: Any, **kwargs: Any) -> Any:
+        if name == fault.name and resumed.is_set():
+            fault.fire()  # frozen for good, mid-phase
+        return gather(self, name, *args, **kwargs)
+
+    if phase == "collect":
+        fan_out = Session.fan_out
+
+        def stalled(self: Session, name: str, call: Any, *rest: Any) -> Any:
+            if name == "union (collect)":
+                stall()
+            return fan_out(self, name, call, *rest)
+
+        monkeypatch.setattr(Session, "fan_out", stalled)
+    else:
+        ring_call = fedanon.leader.union._ring_call
+
+        def stalled_strip(*args: Any, **kwargs: Any) -> Any:
+            stall()
+            return ring_call(*args, **kwargs)
+
+        monkeypatch.setattr(fedanon.leader.union, "_ring_call", stalled_strip)
+    monkeypatch.setattr(fedanon.leader.union._Calls, "gather", fetch)
+    out = tmp_path / "release.csv"
+    job = make_job(
+        fed.hops,
+        fed.leader_tls,
+        hospital_data,
+        hospital_data.spec(**SPEC),
+        out,
+        rpc_seconds=RPC_SECONDS,
+        union_seconds=union_seconds,
+        union_chunk_bytes=CHUNK_BYTES,
+    )
+    with pytest.raises(PartyFailure) as failure:
+        run_job(job)
+    elapsed = time.monotonic() - started[0]
+    assert fault.fired_at is not None, "the party never answered the phase's first message"
+    message = str(failure.value)
+    assert f"party {fault.name}" in message and "union (" in message, message
+    # The phase's deadline, the abort, and 3 s for a loaded machine; the old leader took
+    # resume_after + union_seconds + the abort.
+    limit = union_seconds + AFTER_DEADLINE_SECONDS + 3.0
+    assert elapsed < limit, f"{message!r} took {elapsed:.1f} s from the phase's start"
+    assert not out.exists()
+    monkeypatch.undo()
+    fault.recover()
+    rerun = _run(fed, hospital_data, out, None)
+    assert_same_release(out, rerun, reference)
