@@ -29,6 +29,7 @@ import pytest
 
 import fedanon.leader.union
 from fedanon.algorithms.tds.engine import StepInfo
+from fedanon.algorithms.tds.jobspec import LKCJobSpec
 from fedanon.leader.federation import PartyFailure
 from fedanon.leader.run import run_job
 from fedanon.leader.session import Session
@@ -54,7 +55,11 @@ CHUNK_BYTES = 4096  # many chunks per union phase: a trickling party meets the d
 AFTER_DEADLINE_SECONDS = 1.0 + 3.0
 # A loaded machine (two cores, several test runs) may be this late on top of that.
 MARGIN_SECONDS = 5.0
-SPEC = {"L": 3, "K": 20, "C": "0.2"}
+
+
+def _spec(data: Dataset) -> LKCJobSpec:
+    """The job of every run here: a dozen iterations on the shared hospital table."""
+    return data.spec(L=3, K=20, C="0.2")
 
 
 def ring_sum_seconds(parties: int) -> float:
@@ -197,7 +202,7 @@ CASES = [
 
 @pytest.fixture(scope="module")
 def reference(hospital_data: Dataset) -> Centralized:
-    return centralized(hospital_data, hospital_data.spec(**SPEC))
+    return centralized(hospital_data, _spec(hospital_data))
 
 
 @pytest.fixture
@@ -283,7 +288,7 @@ def _run(
         fed.hops,
         fed.leader_tls,
         data,
-        data.spec(**SPEC),
+        _spec(data),
         out,
         report=report,
         rpc_seconds=RPC_SECONDS,
@@ -355,7 +360,7 @@ def test_a_union_phase_ends_within_its_deadline_counted_from_its_start(
         fed.hops,
         fed.leader_tls,
         hospital_data,
-        hospital_data.spec(**SPEC),
+        _spec(hospital_data),
         out,
         rpc_seconds=RPC_SECONDS,
         union_seconds=union_seconds,
