@@ -15,7 +15,7 @@ import secrets
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -134,18 +134,15 @@ class Session:
         Every call carries the deadline itself; this wait is bounded too (so no call that
         forgot its deadline, or retries past it, can hold the leader), and it looks at the
         clock every ``POLL_SECONDS``: a SIGTERM delivered to another thread of the process
-        reaches the main thread's handler at the next look, not once a party answers. The
-        first failure in ring order is raised, naming the party and `phase`; a party still
-        silent ``DEADLINE_GRACE_SECONDS`` after the deadline is named as not answering.
+        reaches the main thread's handler at the next look, not once a party answers. Once
+        every call ended, the first failure in ring order is raised, naming the party and
+        `phase` (the same party whichever failed first); a party still silent
+        ``DEADLINE_GRACE_SECONDS`` after the deadline is named as not answering.
         """
         deadline = time.monotonic() + seconds + DEADLINE_GRACE_SECONDS
         pending = set(futures.values())
         while pending and time.monotonic() < deadline:
-            done, pending = wait(
-                pending, min(deadline - time.monotonic(), POLL_SECONDS), FIRST_EXCEPTION
-            )
-            if any(f.exception() is not None for f in done if not f.cancelled()):
-                break  # a failure ends the phase: no need to wait for the others
+            pending = wait(pending, min(deadline - time.monotonic(), POLL_SECONDS))[1]
         out: dict[str, Any] = {}
         failure: PartyFailure | None = None
         silent = [n for n in self.ring if n in futures and not futures[n].done()]
