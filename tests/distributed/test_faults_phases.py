@@ -28,9 +28,12 @@ from typing import Any
 import pytest
 
 import fedanon.leader.union
+from fedanon.algorithms.randomization.coding import observed_domain
+from fedanon.algorithms.randomization.jobspec import RandomizeSpec
 from fedanon.algorithms.tds.engine import StepInfo
 from fedanon.algorithms.tds.jobspec import LKCJobSpec
 from fedanon.leader.federation import PartyFailure
+from fedanon.leader.randomize import RandomizeLeaderJob, run_randomize
 from fedanon.leader.run import run_job
 from fedanon.leader.session import Session
 from fedanon.leader.sim import Federation
@@ -381,3 +384,33 @@ def test_a_union_phase_ends_within_its_deadline_counted_from_its_start(
     fault.recover()
     rerun = _run(fed, hospital_data, out, None)
     assert_same_release(out, rerun, reference)
+
+
+@slow
+def test_frozen_party_in_the_randomize_phase_is_named_and_the_next_job_runs(
+    hospital_federation: Federation,
+    hospital_data: Dataset,
+    fault_of: Callable[[str, int], Fault],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A randomization job shares the plumbing: its own phase is bounded and named too."""
+    fed = hospital_federation
+    qids = ("sex", "marital_status", "employment")
+    table = hospital_data.table
+    spec = RandomizeSpec(qids, tuple(observed_domain(table[q]) for q in qids), p="optimal")
+    out = tmp_path / "randomized.csv"
+    job = RandomizeLeaderJob(fed.hops, fed.leader_tls, spec, out, rpc_seconds=RPC_SECONDS)
+    fault = fault_of("freeze", 1)
+    with monkeypatch.context() as patched:
+        _before_fan_out("randomize")(patched, fault)
+        with pytest.raises(PartyFailure) as failure:
+            run_randomize(job)
+    assert fault.fired_at is not None
+    elapsed = time.monotonic() - fault.fired_at
+    message = str(failure.value)
+    assert message.startswith(f"randomize: party {fault.name}:"), message
+    assert elapsed < RPC_SECONDS + AFTER_DEADLINE_SECONDS + MARGIN_SECONDS, elapsed
+    assert not out.exists()
+    fault.recover()
+    assert run_randomize(job)["released_records"] == len(table)
