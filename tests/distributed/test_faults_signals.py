@@ -17,8 +17,11 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from fedanon.leader.sim import UNION_SEALED, Federation
 from tests.distributed.conftest import (
+    LEASE_SECONDS,
     Dataset,
     assert_same_release,
     centralized,
@@ -135,3 +138,61 @@ def test_leader_terminated_during_the_union_stops_in_one_line_and_leaves_nothing
     spec = hospital_data.spec(L=3, K=20, C="0.2")
     report = run_distributed(fed.hops, fed.leader_tls, hospital_data, spec, out)
     assert_same_release(out, report, centralized(hospital_data, spec))
+
+
+@pytest.mark.slow
+def test_leader_frozen_then_killed_or_resumed_during_the_union(
+    hospital_federation: Federation, hospital_data: Dataset, tmp_path: Path
+) -> None:
+    """The leader stops (SIGSTOP) while the parties seal for the union: once its lease lapses
+    the next leader's job runs on the same daemons; the stopped leader, resumed, fails in one
+    line and writes nothing; a leader killed (SIGKILL) in the same place leaves no process."""
+    fed = hospital_federation
+    job = _write_job(fed, hospital_data, tmp_path)
+    job.write_text(
+        job.read_text(encoding="utf-8") + "[union]\nworkers = 2\nmin_records = 16\n",
+        encoding="utf-8",
+    )
+    last = fed.daemons[-1]
+    spec = hospital_data.spec(L=3, K=20, C="0.2")
+    for fault in (signal.SIGSTOP, signal.SIGKILL):
+        sealed = last.log.read_text(errors="replace").count(UNION_SEALED)
+        leader = subprocess.Popen(
+            [
+                *(sys.executable, "-m", "fedanon.cli.main", "leader", "run"),
+                *("--config", str(job), "--quiet"),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        try:
+            deadline = time.monotonic() + 120
+            while last.log.read_text(errors="replace").count(UNION_SEALED) == sealed:
+                assert leader.poll() is None, leader.communicate()
+                assert time.monotonic() < deadline, "the union never started"
+                time.sleep(0.01)
+            os.killpg(leader.pid, fault)  # the leader and its union workers
+            time.sleep(LEASE_SECONDS + 1.0)  # nobody renews the stopped leader's session
+            out = tmp_path / "next.csv"
+            report = run_distributed(fed.hops, fed.leader_tls, hospital_data, spec, out)
+            assert_same_release(out, report, centralized(hospital_data, spec))
+            out.unlink()
+            if fault == signal.SIGSTOP:
+                os.killpg(leader.pid, signal.SIGCONT)
+            _out, err = leader.communicate(timeout=60)
+        finally:
+            if leader.poll() is None:
+                leader.kill()
+                leader.communicate()
+        if fault == signal.SIGSTOP:
+            assert leader.returncode not in (0, None), err
+            lines = err.splitlines()
+            assert len(lines) == 1 and lines[0].startswith("fedanon: error: "), err
+            assert "party hospital-" in lines[0], err
+        left = time.monotonic() + 10
+        while _leader_group(leader.pid) and time.monotonic() < left:
+            time.sleep(0.05)
+        assert _leader_group(leader.pid) == [], "a worker of the leader outlived it"
+        assert list(tmp_path.iterdir()) == [job], list(tmp_path.iterdir())
