@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import multiprocessing
+import multiprocessing.connection
 import multiprocessing.context
 import multiprocessing.forkserver
 import os
@@ -106,6 +107,24 @@ class Parallelism:
             return stream.results()
 
 
+def _die_with_parent() -> None:
+    """A pool worker's initializer: exit as soon as the process that made the pool is gone.
+
+    A worker holds both ends of its task queue's pipe, so it never sees the queue end: a leader
+    or daemon killed with SIGKILL left its workers waiting forever (and, through them, its fork
+    server). The parent's sentinel becomes readable when the parent dies.
+    """
+    parent = multiprocessing.parent_process()
+    if parent is None:
+        return
+
+    def watch() -> None:
+        multiprocessing.connection.wait([parent.sentinel])
+        os._exit(1)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
 def _started() -> None:
     """A no-op task: submitting it makes the pool start a worker process."""
 
@@ -159,7 +178,9 @@ class Stream(Generic[T]):
         self._pool = None
         if pooled:  # start the workers now, before the first chunk arrives
             with _signals_deferred():
-                self._pool = ProcessPoolExecutor(parallelism.workers, mp_context=_context())
+                self._pool = ProcessPoolExecutor(
+                    parallelism.workers, mp_context=_context(), initializer=_die_with_parent
+                )
                 for _ in range(parallelism.workers):
                     self._pool.submit(_started)
 
