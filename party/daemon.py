@@ -168,17 +168,19 @@ def serve(config: PartyConfig, grace_seconds: float = 5.0) -> None:
     """Run the daemon until SIGTERM/SIGINT; in-flight calls get `grace_seconds` to finish."""
     tie_to_parent()
     server, port, servicer = build_server(config)
-    server.start()
-    config.union_parallelism.start()  # its fork server boots now, not during a session's union
-    servicer.idle_keys.start()  # key pairs for the layered union, made while no one waits
     stop = threading.Event()
 
     def on_signal(signum: int, _frame: object) -> None:
         log.info("signal %d: stopping", signum)
         stop.set()
 
+    # Before the server answers its first health check: a SIGTERM from then on (the daemon
+    # counts as started) stops it gracefully, even while its workers are still starting.
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    server.start()
+    config.union_parallelism.start()  # its fork server boots now, not during a session's union
+    servicer.idle_keys.start()  # key pairs for the layered union, made while no one waits
     mode = "mutual TLS" if config.tls else "INSECURE (no TLS)"
     print(f"party {config.name} listening on port {port} ({mode})", flush=True)
     log.info("%s", config.policy.describe())

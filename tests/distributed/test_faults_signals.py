@@ -10,6 +10,7 @@ marked stopped, and the main thread's untimed wait was never woken to run the ha
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -17,9 +18,12 @@ import sys
 import time
 from pathlib import Path
 
+import grpc
 import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from fedanon.leader.sim import UNION_SEALED, Federation
+from fedanon.federation.transport import make_channel
+from fedanon.leader.sim import UNION_SEALED, Daemon, Federation
 from tests.distributed.conftest import (
     LEASE_SECONDS,
     Dataset,
@@ -62,6 +66,44 @@ def test_daemon_resumed_and_terminated_at_once_stops_at_the_first_sigterm(
             assert time.monotonic() - began < STOP_SECONDS
             fed.start(daemon)
             fed.wait_ready(daemon)
+    finally:
+        ensure_running(fed)
+
+
+def _first_health_answer(daemon: Daemon, fed: Federation) -> None:
+    """Return the moment the daemon's health service first answers (no pause between tries:
+    the daemon is still starting its workers then)."""
+    channel = make_channel(daemon.address, daemon.name, fed.leader_tls)
+    deadline = time.monotonic() + 60
+    try:
+        stub = health_pb2_grpc.HealthStub(channel)
+        while time.monotonic() < deadline:
+            with contextlib.suppress(grpc.RpcError):
+                stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=0.5)
+                return
+        raise AssertionError(f"{daemon.name} never answered: {daemon.log_tail()}")
+    finally:
+        channel.close()
+
+
+def test_daemon_terminated_as_soon_as_it_answers_stops_gracefully(
+    hospital_federation: Federation,
+) -> None:
+    """SIGTERM right after the first health check answers (its workers may still be starting)
+    is the daemon's own graceful stop: exit 0 and its last line, not the command's
+    ``terminated`` with a worker's traceback."""
+    fed = hospital_federation
+    daemon = fed.daemons[0]
+    try:
+        fed.stop(daemon)
+        fed.start(daemon)
+        process = daemon.process
+        assert process is not None
+        _first_health_answer(daemon, fed)
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(STOP_SECONDS) == 0, daemon.log_tail()
+        assert f"party {daemon.name} stopped" in daemon.log_tail(1)
+        assert "Traceback" not in daemon.log.read_text(errors="replace").split("listening")[-1]
     finally:
         ensure_running(fed)
 
