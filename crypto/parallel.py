@@ -21,12 +21,16 @@ same message), so a pooled call is indistinguishable from an in-process one.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import multiprocessing
+import multiprocessing.connection
 import multiprocessing.context
 import multiprocessing.forkserver
 import os
-from collections.abc import Callable, Sequence
+import signal
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Generic, TypeVar
@@ -37,6 +41,7 @@ DEFAULT_MAX_WORKERS = 8
 DEFAULT_MIN_RECORDS = 4096
 # Several chunks per worker, so a worker slowed down by other load does not hold up the rest.
 _TASKS_PER_WORKER = 4
+_POLL_SECONDS = 0.2
 # The caller's main module and the module whose functions run in the workers. Python 3.11's fork
 # server never preloads __main__ (CPython gh-126631, fixed in later releases), so every worker
 # re-runs the caller's main script: about 30 ms per pool for the `fedanon` command, which imports
@@ -85,7 +90,8 @@ class Parallelism:
         """Start the fork server now (it boots in the background), not on the critical path."""
         if self.workers > 1:
             _context()
-            multiprocessing.forkserver.ensure_running()
+            with _signals_deferred():
+                multiprocessing.forkserver.ensure_running()
 
     def map(self, fn: Callable[[Sequence[bytes]], list[T]], items: Sequence[bytes]) -> list[T]:
         """`fn(items)`, computed chunk by chunk on worker processes when the batch is large.
@@ -101,8 +107,52 @@ class Parallelism:
             return stream.results()
 
 
+def _die_with_parent() -> None:
+    """A pool worker's initializer: exit as soon as the process that made the pool is gone.
+
+    A worker holds both ends of its task queue's pipe, so it never sees the queue end: a leader
+    or daemon killed with SIGKILL left its workers waiting forever (and, through them, its fork
+    server). The parent's sentinel becomes readable when the parent dies.
+    """
+    parent = multiprocessing.parent_process()
+    if parent is None:
+        return
+
+    def watch() -> None:
+        multiprocessing.connection.wait([parent.sentinel])
+        os._exit(1)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
 def _started() -> None:
     """A no-op task: submitting it makes the pool start a worker process."""
+
+
+@contextlib.contextmanager
+def _signals_deferred() -> Iterator[None]:
+    """Hold SIGTERM and SIGINT back while worker processes are launched (in the main thread).
+
+    A handler that raises (the CLI turns SIGTERM into an exception) while a worker is being
+    launched left a half-launched worker behind, which failed to load the pool's queues and
+    printed a multiprocessing traceback. The signal is raised again, with the handler it
+    would have met, as soon as the launch is complete.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield  # handlers run in the main thread only: nothing to hold back here
+        return
+    caught: list[int] = []
+    previous = {
+        sig: signal.signal(sig, lambda number, _frame: caught.append(number))
+        for sig in (signal.SIGTERM, signal.SIGINT)
+    }
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+        if caught:
+            signal.raise_signal(caught[0])
 
 
 class Stream(Generic[T]):
@@ -123,14 +173,16 @@ class Stream(Generic[T]):
         self._fn = fn
         self._workers = parallelism.workers
         pooled = parallelism.workers > 1 and expected >= parallelism.min_records
-        self._pool = (
-            ProcessPoolExecutor(parallelism.workers, mp_context=_context()) if pooled else None
-        )
         self._pieces: list[Future[list[T]]] = []
         self._kept: list[bytes] = []
-        if self._pool is not None:  # start the workers now, before the first chunk arrives
-            for _ in range(parallelism.workers):
-                self._pool.submit(_started)
+        self._pool = None
+        if pooled:  # start the workers now, before the first chunk arrives
+            with _signals_deferred():
+                self._pool = ProcessPoolExecutor(
+                    parallelism.workers, mp_context=_context(), initializer=_die_with_parent
+                )
+                for _ in range(parallelism.workers):
+                    self._pool.submit(_started)
 
     def __enter__(self) -> Stream[T]:
         return self
@@ -151,12 +203,23 @@ class Stream(Generic[T]):
         """`fn` of every item added, in order."""
         if self._pool is None:
             return self._fn(self._kept)
-        return [result for piece in self._pieces for result in piece.result()]
+        return [result for piece in self._pieces for result in _result(piece)]
 
     def close(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(cancel_futures=True)
             self._pool = None
+
+
+def _result(piece: Future[list[T]]) -> list[T]:
+    """`piece.result()`, looking up every ``_POLL_SECONDS``: a wait without a timeout is not
+    interrupted by a signal that the kernel hands to another thread (a gRPC thread of the
+    leader or daemon), so a SIGTERM would otherwise wait for the whole batch's work."""
+    while True:
+        try:
+            return piece.result(_POLL_SECONDS)
+        except TimeoutError:
+            continue
 
 
 SEQUENTIAL = Parallelism()

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import grpc
 import numpy as np
 import pandas as pd
 
@@ -25,6 +26,7 @@ from fedanon.algorithms.drbt.kmeans import kmeans
 from fedanon.algorithms.drbt.matrices import MATRICES, secure_rng
 from fedanon.errors import FedanonError
 from fedanon.federation.tls import TLSFiles
+from fedanon.leader.federation import describe_rpc_error
 from fedanon.leader.session import Session
 from fedanon.outputs import CommandOutputs
 from fedanon.party.config import Hop
@@ -103,11 +105,14 @@ def run_drbt(
                     )
                 owner[attribute] = name
         first = session.ring[0]
-        ids = list(
-            session.stubs[first]
-            .Ids(pb.IdsRequest(ref=session.ref(), send_yours=True), timeout=job.rpc_seconds)
-            .ids
-        )
+        try:
+            ids = list(
+                session.stubs[first]
+                .Ids(pb.IdsRequest(ref=session.ref(), send_yours=True), timeout=job.rpc_seconds)
+                .ids
+            )
+        except grpc.RpcError as exc:
+            raise describe_rpc_error(exc, first, "id list") from exc
         missing = session.fan_out(
             "id list",
             lambda n, s: s.Ids(pb.IdsRequest(ref=session.ref(), ids=ids), timeout=job.rpc_seconds),

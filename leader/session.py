@@ -13,8 +13,9 @@ from __future__ import annotations
 import contextlib
 import secrets
 import threading
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -24,11 +25,24 @@ from fedanon.errors import FedanonError
 from fedanon.federation.tls import TLSFiles
 from fedanon.federation.transport import make_channel
 from fedanon.fingerprint import fingerprint
-from fedanon.leader.federation import SUM_PROTOCOLS, SumProtocol, describe_rpc_error
+from fedanon.leader.federation import (
+    SUM_PROTOCOLS,
+    PartyFailure,
+    SumProtocol,
+    describe_rpc_error,
+)
 from fedanon.leader.union import UnionKeys
 from fedanon.party.config import Hop
 from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
+
+#: The leader's waits on the parties look at the clock (and let a signal handler run) this often.
+POLL_SECONDS = 0.2
+#: How long past a phase's deadline the leader waits for the calls' own deadline errors (which
+#: name the party the way gRPC saw it) before it names the silent party itself.
+DEADLINE_GRACE_SECONDS = 1.0
+#: The whole best-effort abort: every party is told at once, and no answer is awaited longer.
+ABORT_SECONDS = 3.0
 
 
 class SessionJob(Protocol):
@@ -98,15 +112,47 @@ class Session:
     def ref(self, iteration: int = 0) -> pb.SessionRef:
         return pb.SessionRef(session_id=self.session_id, iteration=iteration)
 
-    def fan_out(self, phase: str, call: Callable[[str, pb_grpc.PartyStub], Any]) -> dict[str, Any]:
-        """Call every party in parallel; the first failure (in ring order) is raised."""
+    def fan_out(
+        self,
+        phase: str,
+        call: Callable[[str, pb_grpc.PartyStub], Any],
+        seconds: float | None = None,
+    ) -> dict[str, Any]:
+        """Call every party in parallel; the first failure (in ring order) is raised.
+
+        `seconds` is the phase's deadline (default: the job's ``rpc_seconds``), the one every
+        `call` carries; :meth:`gather` enforces it on the whole phase.
+        """
         futures = {n: self.pool.submit(call, n, s) for n, s in self.stubs.items()}
-        out, failure = {}, None
-        for name in self.ring:
+        return self.gather(phase, futures, self.job.rpc_seconds if seconds is None else seconds)
+
+    def gather(
+        self, phase: str, futures: Mapping[str, Future[Any]], seconds: float
+    ) -> dict[str, Any]:
+        """The results of calls to parties, all within one phase deadline of `seconds`.
+
+        Every call carries the deadline itself; this wait is bounded too (so no call that
+        forgot its deadline, or retries past it, can hold the leader), and it looks at the
+        clock every ``POLL_SECONDS``: a SIGTERM delivered to another thread of the process
+        reaches the main thread's handler at the next look, not once a party answers. Once
+        every call ended, the first failure in ring order is raised, naming the party and
+        `phase` (the same party whichever failed first); a party still silent
+        ``DEADLINE_GRACE_SECONDS`` after the deadline is named as not answering.
+        """
+        deadline = time.monotonic() + seconds + DEADLINE_GRACE_SECONDS
+        pending = set(futures.values())
+        while pending and time.monotonic() < deadline:
+            pending = wait(pending, min(deadline - time.monotonic(), POLL_SECONDS))[1]
+        out: dict[str, Any] = {}
+        failure: PartyFailure | None = None
+        silent = [n for n in self.ring if n in futures and not futures[n].done()]
+        for name in (n for n in self.ring if n in futures and futures[n].done()):
             try:
                 out[name] = futures[name].result()
             except grpc.RpcError as exc:
                 failure = failure or describe_rpc_error(exc, name, phase)
+        if failure is None and silent:
+            failure = PartyFailure(f"{phase}: party {silent[0]}: no answer before the deadline")
         if failure is not None:
             raise failure
         return out
@@ -165,11 +211,17 @@ class Session:
         return self.fan_out("end", lambda n, s: s.End(request, timeout=self.job.rpc_seconds))
 
     def abort(self, reason: str) -> None:
-        """Best effort: tell every party to drop the session (short deadline, errors ignored)."""
+        """Best effort: tell every party at once to drop the session, ``ABORT_SECONDS`` in all
+        however many parties are frozen (errors ignored: a party that misses the abort drops
+        the session when its lease lapses)."""
         request = pb.EndRequest(ref=self.ref(), abort=True, reason=reason[:500])
+        calls = []
         for stub in self.stubs.values():
-            with contextlib.suppress(grpc.RpcError):
-                stub.End(request, timeout=3)
+            with contextlib.suppress(grpc.RpcError, ValueError):
+                calls.append(stub.End.future(request, timeout=ABORT_SECONDS))
+        for sent in calls:
+            with contextlib.suppress(grpc.RpcError, grpc.FutureCancelledError):
+                sent.result()
 
     def __enter__(self) -> Session:
         return self

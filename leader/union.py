@@ -107,7 +107,9 @@ class UnionKeys:
 @dataclass(frozen=True)
 class _Calls:
     """The union's calls to one party: the input in chunks, then the output's chunks, all under
-    one deadline; each returns what it moved (bytes sent, bytes received) for the traffic."""
+    one deadline, the phase's (`timeout` seconds from the phase's start: a party that trickles
+    its chunks cannot stretch a phase by taking a fresh deadline per chunk or per direction);
+    each returns what it moved (bytes sent, bytes received) for the traffic."""
 
     session: Session
     ref: pb.SessionRef
@@ -118,20 +120,21 @@ class _Calls:
         self, name: str, request: pb.UnionRequest, items: Sequence[bytes] = ()
     ) -> tuple[list[bytes], int, int]:
         """Send `request` with `items` to `name` in chunks; the output it keeps, fetched."""
-        deadline = time.monotonic() + self.timeout
+        deadline = self.deadline()
         reply, sent, received = self.send(name, request, items, deadline)
-        output, more_sent, more_received = self.gather(name, reply, request.phase, request.step)
+        output, more_sent, more_received = self.gather(
+            name, reply, request.phase, request.step, deadline
+        )
         return output, sent + more_sent, received + more_received
 
+    def deadline(self) -> float:
+        """The monotonic time by which a phase starting now must be over."""
+        return time.monotonic() + self.timeout
+
     def send(
-        self,
-        name: str,
-        request: pb.UnionRequest,
-        items: Sequence[bytes],
-        deadline: float | None = None,
+        self, name: str, request: pb.UnionRequest, items: Sequence[bytes], deadline: float
     ) -> tuple[pb.UnionReply, int, int]:
         """`request` with `items` in chunks, in order; the last chunk's reply (the phase's)."""
-        deadline = deadline or time.monotonic() + self.timeout
         pieces = split(items, self.chunk_bytes) or [[]]
         sent = received = 0
         reply = pb.UnionReply()
@@ -151,12 +154,12 @@ class _Calls:
         reply: pb.UnionReply,
         phase: int,
         step: int,
+        deadline: float,
         on_chunk: Callable[[Sequence[bytes]], None] | None = None,
     ) -> tuple[list[bytes], int, int]:
         """The whole output `reply` announces: its items (the first chunk) and the chunks after
-        it, fetched from `name` (all of them when the reply carries none, as STRIP's).
-        `on_chunk` hears each chunk as it arrives."""
-        deadline = time.monotonic() + self.timeout
+        it, fetched from `name` (all of them when the reply carries none, as STRIP's) before
+        the phase's `deadline`. `on_chunk` hears each chunk as it arrives."""
         items = list(reply.items)
         if on_chunk is not None and items:
             on_chunk(items)
@@ -178,8 +181,25 @@ class _Calls:
         return items, sent, received
 
 
+class PhaseDeadline(grpc.RpcError):
+    """The phase's deadline passed between two of its calls: reported as gRPC reports a call
+    that ran out of time, so it names the party the same way."""
+
+    def code(self) -> grpc.StatusCode:
+        return grpc.StatusCode.DEADLINE_EXCEEDED
+
+    def details(self) -> str:
+        return ""
+
+
 def _left(deadline: float) -> float:
-    return max(deadline - time.monotonic(), 0.1)
+    """The time left before `deadline` for the phase's next call; none left raises
+    :class:`PhaseDeadline` (a party that answers each chunk slowly, but within what is left,
+    must not carry the phase past its deadline chunk by chunk)."""
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise PhaseDeadline()
+    return left
 
 
 def run_union(
@@ -223,6 +243,7 @@ def run_union(
             ),
             timeout=rpc_seconds,
         ),
+        rpc_seconds,
     )
     record_size = max(r.record_size for r in sizes.values())
     calls = _Calls(session, ref, chunk_bytes, union_seconds)
@@ -240,7 +261,9 @@ def run_union(
         pad_to=pad_to,
         suppressed=suppressed,
     )
-    batches = session.fan_out("union (collect)", lambda n, s: calls.exchange(n, collect))
+    batches = session.fan_out(
+        "union (collect)", lambda n, s: calls.exchange(n, collect), union_seconds
+    )
     items = [item for name in session.ring for item in batches[name][0]]
     if pad_to == 0 and on_counts is not None:
         on_counts({name: len(batches[name][0]) for name in session.ring})
@@ -257,12 +280,13 @@ def run_union(
     try:
         # Opened before the ring runs, so that its worker processes start meanwhile.
         with ChunkedOpen(keys.private_key, ctx, parallelism, len(items)) as opening:
-            stripped, sent, received = _ring_call(calls, strip, items)
+            deadline = calls.deadline()  # the ring's pass and the fetch: one phase
+            stripped, sent, received = _ring_call(calls, strip, items, deadline)
             traffic.add("union", sent, received)
             show(f"union: opening {len(items):,} peeled items as they arrive")
             try:
                 peeled, sent, received = calls.gather(
-                    last, stripped, pb.UNION_PHASE_STRIP, 0, on_chunk=opening.add
+                    last, stripped, pb.UNION_PHASE_STRIP, 0, deadline, on_chunk=opening.add
                 )
             except grpc.RpcError as exc:
                 raise describe_rpc_error(exc, last, "union (fetch the peeled batch)") from exc
@@ -278,13 +302,14 @@ def run_union(
 
 
 def _ring_call(
-    calls: _Calls, request: pb.UnionRequest, items: Sequence[bytes]
+    calls: _Calls, request: pb.UnionRequest, items: Sequence[bytes], deadline: float
 ) -> tuple[pb.UnionReply, int, int]:
-    """STRIP: the batch to the ring's first party, which forwards it around the ring; the reply
-    names the chunks the last party holds."""
+    """STRIP: the batch to the ring's first party, which forwards it around the ring (each hop
+    within what is left of the leader's `deadline`); the reply names the chunks the last party
+    holds."""
     first = calls.session.ring[0]
     try:
-        return calls.send(first, request, items)
+        return calls.send(first, request, items, deadline)
     except grpc.RpcError as exc:
         raise describe_rpc_error(exc, first, "union (strip)") from exc
 
@@ -328,7 +353,9 @@ def _shuffle_union(
         record_size=record_size,
         block_sizes=block_sizes,
     )
-    owned = session.fan_out("union (share)", lambda name, _: calls.exchange(name, share))
+    owned = session.fan_out(
+        "union (share)", lambda name, _: calls.exchange(name, share), calls.timeout
+    )
     traffic.add("union", sum(o[1] for o in owned.values()), sum(o[2] for o in owned.values()))
     expected = {
         name: ctx.chunk_count(block_sizes[o]) if o >= 2 else 0 for o, name in enumerate(ring)
@@ -342,12 +369,10 @@ def _shuffle_union(
             first: session.pool.submit(calls.exchange, first, step),
             second: session.pool.submit(calls.exchange, second, step, incoming),
         }
+        moved = session.gather(f"union (shuffle step {t})", futures, calls.timeout)
         outputs = {}
-        for name, future in futures.items():
-            try:
-                outputs[name], sent, received = future.result()
-            except grpc.RpcError as exc:
-                raise describe_rpc_error(exc, name, f"union (shuffle step {t})") from exc
+        for name, (output, sent, received) in moved.items():
+            outputs[name] = output
             traffic.add("union", sent, received)
         last = t == n - 1
         _expect_items(outputs, {first: pieces, second: pieces if last else 0}, f"step {t}")

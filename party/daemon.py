@@ -140,21 +140,40 @@ def tie_to_parent() -> None:
         raise SystemExit(f"fedanon: the process that started this daemon ({wanted}) is gone")
 
 
+#: How often the main thread looks whether a signal asked it to stop.
+STOP_POLL_SECONDS = 0.25
+
+
+def _wait_for(stop: threading.Event) -> None:
+    """Wait until `stop` is set, looking every ``STOP_POLL_SECONDS``.
+
+    Python runs signal handlers in the main thread, but the kernel delivers a process signal to
+    any thread that can take it: to one of gRPC's when the main thread cannot, as right after a
+    SIGCONT while it is still marked stopped. An untimed ``Event.wait`` is then never woken
+    and the handler waited for a second signal; a timed wait returns to the interpreter,
+    which runs the pending handler.
+    """
+    while not stop.wait(STOP_POLL_SECONDS):
+        pass
+
+
 def serve(config: PartyConfig, grace_seconds: float = 5.0) -> None:
     """Run the daemon until SIGTERM/SIGINT; in-flight calls get `grace_seconds` to finish."""
     tie_to_parent()
     server, port, servicer = build_server(config)
-    server.start()
-    config.union_parallelism.start()  # its fork server boots now, not during a session's union
-    servicer.idle_keys.start()  # key pairs for the layered union, made while no one waits
     stop = threading.Event()
 
     def on_signal(signum: int, _frame: object) -> None:
         log.info("signal %d: stopping", signum)
         stop.set()
 
+    # Before the server answers its first health check: a SIGTERM from then on (the daemon
+    # counts as started) stops it gracefully, even while its workers are still starting.
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    server.start()
+    config.union_parallelism.start()  # its fork server boots now, not during a session's union
+    servicer.idle_keys.start()  # key pairs for the layered union, made while no one waits
     mode = "mutual TLS" if config.tls else "INSECURE (no TLS)"
     print(f"party {config.name} listening on port {port} ({mode})", flush=True)
     log.info("%s", config.policy.describe())
@@ -163,7 +182,7 @@ def serve(config: PartyConfig, grace_seconds: float = 5.0) -> None:
     except (FedanonError, CryptoError):
         server.stop(0).wait()
         raise
-    stop.wait()
+    _wait_for(stop)
     if servicer.session is not None:
         log.warning(
             "stopping during session %s: in-flight calls get %.0f s, then the session is abandoned",

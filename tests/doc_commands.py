@@ -12,8 +12,12 @@ page, that says why and which test covers it instead::
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
+import signal
 import subprocess
+import tempfile
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +26,7 @@ FENCE_OPEN = re.compile(r"^(?P<indent>\s*)```sh\s*$")
 FENCE_CLOSE = re.compile(r"^\s*```\s*$")
 SKIP = re.compile(r"^\s*<!--\s*doc-test:\s*skip\s*\((?P<reason>.+)\)\s*-->\s*$")
 MARKER = ".doc-test-block"
+TIMED_OUT = -signal.SIGKILL  # the return code of a run whose group was killed at its timeout
 
 
 @dataclass(frozen=True)
@@ -74,24 +79,48 @@ class DocRun:
 def run_blocks(
     blocks: list[Block], cwd: Path, env: dict[str, str], timeout: float = 1800
 ) -> DocRun:
-    """Run the blocks that are not skipped in one bash session in `cwd`; name the failing one."""
+    """Run the blocks that are not skipped in one bash session in `cwd`; name the failing one.
+
+    The session runs in its own process group, which is killed when bash exits (or at
+    `timeout`), so a daemon a block left in the background cannot outlive the run; and its
+    output goes to a file, not a pipe, so such a daemon cannot keep the runner waiting for an
+    end of file that never comes (``subprocess.run(capture_output=True)`` waited forever).
+    """
     runnable = [b for b in blocks if b.skip is None]
     parts = ["set -euo pipefail"]
     for index, block in enumerate(runnable):
         parts.append(f"echo {index} > '{cwd / MARKER}'")
         parts.append(block.code)
     parts.append(f"rm -f '{cwd / MARKER}'")
-    done = subprocess.run(
-        ["bash", "-c", "\n".join(parts)],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+    with tempfile.TemporaryFile() as output:
+        process = subprocess.Popen(
+            ["bash", "-c", "\n".join(parts)],
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            returncode = process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            returncode = TIMED_OUT
+        finally:
+            kill_group(process)
+        output.seek(0)
+        text = output.read().decode(errors="replace")
+    if returncode == TIMED_OUT:
+        text += f"\n[doc-test: timed out after {timeout:g} s; its process group was killed]\n"
     failed = None
     marker = cwd / MARKER
-    if done.returncode != 0 and marker.exists():
+    if returncode != 0 and marker.exists():
         failed = runnable[int(marker.read_text().strip())]
-    return DocRun(done.returncode, failed, done.stdout + done.stderr)
+    return DocRun(returncode, failed, text)
+
+
+def kill_group(process: subprocess.Popen) -> None:
+    """SIGKILL every process left in `process`'s group (its own session), then reap it."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()

@@ -17,8 +17,11 @@ broken, and that skip comments are honoured only with a reason.
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
+import signal
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -135,6 +138,44 @@ def test_a_broken_documented_command_fails_and_is_named(tmp_path: Path) -> None:
     middle = TINY.replace("echo one > a.txt", "false\necho one > a.txt")
     failed = run_blocks(extract_blocks(middle, "tiny.md"), tmp_path, dict(os.environ)).failed_block
     assert failed is not None and failed.line == 3
+
+
+def _processes_running(command: str) -> list[int]:
+    """Pids of live processes whose command line is exactly `command` (from /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if entry.name.isdigit() and cmdline == command and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.parametrize("ending", ["false", "sleep 1000"], ids=["fails", "times-out"])
+def test_a_block_that_leaves_a_background_process_returns_promptly_and_leaves_nothing(
+    ending: str, tmp_path: Path
+) -> None:
+    """A block starts a background process holding the session's output and then fails (or
+    runs into the runner's timeout): the run returns at once, naming the block, and the whole
+    process group is gone (the old runner waited for the background process's pipes)."""
+    sleeper = f"sleep {1000 + os.getpid() % 1000}.{secrets.randbelow(10**6)}"
+    code = f"echo started\n{sleeper} &\n{ending}"
+    blocks = [Block("tiny.md", 3, code)]
+    began = time.monotonic()
+    done = run_blocks(blocks, tmp_path, dict(os.environ), timeout=3)
+    elapsed = time.monotonic() - began
+    try:
+        assert elapsed < 30, f"the runner took {elapsed:.0f} s"
+        assert done.returncode != 0
+        assert done.failed_block == blocks[0]
+        assert done.output.startswith("started\n"), done.output
+        assert _processes_running(sleeper) == [], "the background process outlived the run"
+    finally:
+        for pid in _processes_running(sleeper):
+            os.kill(pid, signal.SIGKILL)
 
 
 def test_a_stray_skip_comment_is_an_error() -> None:

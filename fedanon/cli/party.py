@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from typing import TYPE_CHECKING
 
 from fedanon.cli.common import print_summary
@@ -47,7 +48,36 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     status.add_argument("--address", help="override the address (default: its listen address)")
     status.add_argument("--json", action="store_true", help="print the status as JSON")
+    status.add_argument(
+        "--wait",
+        nargs="?",
+        const=DEFAULT_WAIT_SECONDS,
+        metavar="SECONDS",
+        help="ask again until the daemon answers or SECONDS have passed "
+        f"(default without a value: {DEFAULT_WAIT_SECONDS:g}); for scripts that start daemons",
+    )
     status.set_defaults(handler=run_status)
+
+
+#: ``party status --wait`` without a value: long enough for a daemon loading a large table.
+DEFAULT_WAIT_SECONDS = 60.0
+#: Between two tries of ``party status --wait``.
+WAIT_POLL_SECONDS = 0.2
+
+
+def _wait_seconds(text: str | None) -> float:
+    """``--wait``'s value (0: ask once), checked here so that a bad one is one line."""
+    if text is None:
+        return 0.0
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not 0 < seconds <= 86400:
+        raise FedanonError(
+            f"--wait must be a number of seconds above 0 and at most 86400, got {text!r}"
+        )
+    return seconds
 
 
 def _config(args: argparse.Namespace) -> PartyConfig:
@@ -79,15 +109,26 @@ def run_status(args: argparse.Namespace) -> int:
     from fedanon.protos import fedanon_v1_pb2 as pb
     from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
 
+    wait = _wait_seconds(None if args.wait is None else str(args.wait))
     config = _config(args)
     address = args.address or config.listen.replace("0.0.0.0", "127.0.0.1")
+    deadline = time.monotonic() + wait
     channel = make_channel(address, config.name, config.tls)
     try:
-        reply = pb_grpc.PartyStub(channel).Status(pb.StatusRequest(), timeout=5)
-    except grpc.RpcError as exc:
-        raise FedanonError(
-            f"party {config.name} at {address}: {exc.details() or exc.code().name}"
-        ) from None
+        while True:
+            try:
+                reply = pb_grpc.PartyStub(channel).Status(
+                    pb.StatusRequest(), timeout=min(5.0, max(deadline - time.monotonic(), 1.0))
+                )
+                break
+            except grpc.RpcError as exc:
+                if time.monotonic() >= deadline:
+                    waited = f" (waited {wait:g} s)" if wait else ""
+                    raise FedanonError(
+                        f"party {config.name} at {address}: "
+                        f"{exc.details() or exc.code().name}{waited}"
+                    ) from None
+                time.sleep(WAIT_POLL_SECONDS)
     finally:
         channel.close()
     info = {

@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 
@@ -79,3 +84,53 @@ def test_a_small_stream_stays_in_process_and_raises_the_first_error_in_order() -
             stream.add([b"bad 2"] + [b"ok"] * 5)
             with pytest.raises(IntegrityError, match=r"^refused bad 1$"):
                 stream.results()
+
+
+_KILLED_OWNER = """
+import sys, time
+from fedanon.crypto.parallel import Parallelism, Stream
+
+def double(items):
+    return [item * 2 for item in items]
+
+if __name__ == "__main__":
+    stream = Stream(Parallelism(2, 1), double, 8)
+    stream.add([b"a"] * 8)
+    assert stream.results() == [b"aa"] * 8
+    print(*stream._pool._processes, flush=True)
+    time.sleep(600)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state != "Z"
+
+
+def test_workers_exit_when_the_process_that_made_the_pool_is_killed(tmp_path: Path) -> None:
+    """SIGKILL to the pool's owner (a leader or daemon): its workers exit, none waits forever
+    on its task queue (each holds both ends of that pipe, so it never saw the end of it)."""
+    script = tmp_path / "owner.py"
+    script.write_text(_KILLED_OWNER, encoding="utf-8")
+    owner = subprocess.Popen(
+        [sys.executable, str(script)], stdout=subprocess.PIPE, text=True, cwd=tmp_path
+    )
+    try:
+        assert owner.stdout is not None
+        workers = [int(pid) for pid in owner.stdout.readline().split()]
+        assert len(workers) == 2 and all(_alive(pid) for pid in workers)
+        owner.send_signal(signal.SIGKILL)
+        owner.wait()
+        deadline = time.monotonic() + 20
+        while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        left = [pid for pid in workers if _alive(pid)]
+    finally:
+        owner.kill()
+        owner.wait()
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert left == [], "pool workers outlived the process that made the pool"

@@ -124,10 +124,10 @@ def test_last_party_killed_before_collect_is_named(
     victim = Victim(hospital_federation)
     fan_out = Session.fan_out
 
-    def kill_at_collect(self: Session, phase: str, call: Any) -> Any:
+    def kill_at_collect(self: Session, phase: str, call: Any, *deadline: Any) -> Any:
         if phase == "union (collect)":
             victim.kill()
-        return fan_out(self, phase, call)
+        return fan_out(self, phase, call, *deadline)
 
     monkeypatch.setattr(Session, "fan_out", kill_at_collect)
     _run_killing(hospital_federation, hospital_data, tmp_path, victim, "union (collect)")

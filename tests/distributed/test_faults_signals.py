@@ -1,0 +1,240 @@
+"""Signals to real daemon and leader processes: each stops promptly at the first SIGTERM.
+
+A leader terminated while its union's worker processes were being launched left a
+half-launched worker that printed a multiprocessing traceback.
+
+A daemon resumed after SIGSTOP and sent SIGTERM at once used to keep running until a second
+SIGTERM: the kernel handed the signal to one of gRPC's threads while the main thread was still
+marked stopped, and the main thread's untimed wait was never woken to run the handler.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from fedanon.federation.transport import make_channel
+from fedanon.leader.sim import UNION_SEALED, Daemon, Federation
+from tests.distributed.conftest import (
+    LEASE_SECONDS,
+    Dataset,
+    assert_same_release,
+    centralized,
+    run_distributed,
+    status,
+    wait_until_stopped,
+)
+from tests.distributed.test_faults import ensure_running
+from tests.distributed.test_lease import _write_job
+
+# The daemon's grace for in-flight calls (none here) is 5 s; it stops well within this.
+STOP_SECONDS = 8.0
+TRIALS = 4  # the race hit about every second try on the old code
+
+
+def test_daemon_resumed_and_terminated_at_once_stops_at_the_first_sigterm(
+    hospital_federation: Federation,
+) -> None:
+    fed = hospital_federation
+    try:
+        for trial in range(TRIALS):
+            daemon = fed.daemons[trial % len(fed.daemons)]
+            process = daemon.process
+            assert process is not None and process.poll() is None
+            os.kill(process.pid, signal.SIGSTOP)
+            wait_until_stopped(process.pid)
+            os.kill(process.pid, signal.SIGCONT)
+            os.kill(process.pid, signal.SIGTERM)
+            began = time.monotonic()
+            try:
+                process.wait(STOP_SECONDS)
+            except subprocess.TimeoutExpired:
+                raise AssertionError(
+                    f"try {trial}: {daemon.name} still runs {STOP_SECONDS} s after one SIGTERM"
+                ) from None
+            assert process.returncode == 0, daemon.log_tail()
+            assert f"party {daemon.name} stopped" in daemon.log_tail(2)
+            assert time.monotonic() - began < STOP_SECONDS
+            fed.start(daemon)
+            fed.wait_ready(daemon)
+    finally:
+        ensure_running(fed)
+
+
+def _first_health_answer(daemon: Daemon, fed: Federation) -> None:
+    """Return the moment the daemon's health service first answers (no pause between tries:
+    the daemon is still starting its workers then)."""
+    channel = make_channel(daemon.address, daemon.name, fed.leader_tls)
+    deadline = time.monotonic() + 60
+    try:
+        stub = health_pb2_grpc.HealthStub(channel)
+        while time.monotonic() < deadline:
+            with contextlib.suppress(grpc.RpcError):
+                stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=0.5)
+                return
+        raise AssertionError(f"{daemon.name} never answered: {daemon.log_tail()}")
+    finally:
+        channel.close()
+
+
+def test_daemon_terminated_as_soon_as_it_answers_stops_gracefully(
+    hospital_federation: Federation,
+) -> None:
+    """SIGTERM right after the first health check answers (its workers may still be starting)
+    is the daemon's own graceful stop: exit 0 and its last line, not the command's
+    ``terminated`` with a worker's traceback."""
+    fed = hospital_federation
+    daemon = fed.daemons[0]
+    try:
+        fed.stop(daemon)
+        fed.start(daemon)
+        process = daemon.process
+        assert process is not None
+        _first_health_answer(daemon, fed)
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(STOP_SECONDS) == 0, daemon.log_tail()
+        assert f"party {daemon.name} stopped" in daemon.log_tail(1)
+        assert "Traceback" not in daemon.log.read_text(errors="replace").split("listening")[-1]
+    finally:
+        ensure_running(fed)
+
+
+def _leader_group(pid: int) -> list[int]:
+    """Live processes (zombies aside) of the process group `pid` leads: the leader's workers."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[2]) == pid and fields[0] != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def test_leader_terminated_during_the_union_stops_in_one_line_and_leaves_nothing(
+    hospital_federation: Federation, hospital_data: Dataset, tmp_path: Path
+) -> None:
+    """SIGTERM to ``fedanon leader run`` while the union's worker processes start (at a few
+    moments after the last party sealed its records): exit 143 with the one line
+    ``fedanon: terminated`` (no multiprocessing traceback of a half-launched worker), within
+    seconds, no release, no process of its group left, and the next job runs at once."""
+    fed = hospital_federation
+    job = _write_job(fed, hospital_data, tmp_path)
+    job.write_text(
+        job.read_text(encoding="utf-8") + "[union]\nworkers = 2\nmin_records = 16\n",
+        encoding="utf-8",
+    )
+    last = fed.daemons[-1]
+    for delay in (0.0, 0.2, 0.4):
+        sealed = last.log.read_text(errors="replace").count(UNION_SEALED)
+        leader = subprocess.Popen(
+            [
+                *(sys.executable, "-m", "fedanon.cli.main", "leader", "run"),
+                *("--config", str(job), "--quiet"),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        try:
+            deadline = time.monotonic() + 120
+            while last.log.read_text(errors="replace").count(UNION_SEALED) == sealed:
+                assert leader.poll() is None, leader.communicate()
+                assert time.monotonic() < deadline, "the union never started"
+                time.sleep(0.01)
+            time.sleep(delay)
+            leader.send_signal(signal.SIGTERM)
+            began = time.monotonic()
+            _out, err = leader.communicate(timeout=60)
+            elapsed = time.monotonic() - began
+        finally:
+            if leader.poll() is None:
+                leader.kill()
+                leader.communicate()
+        if leader.returncode == 0:
+            continue  # the job won the race: nothing to stop
+        assert leader.returncode == 143, err
+        assert err.splitlines() == ["fedanon: terminated"], err
+        assert elapsed < 10, f"the leader took {elapsed:.1f} s to stop"
+        assert not (tmp_path / "release.csv").exists()
+        assert list(tmp_path.iterdir()) == [job], list(tmp_path.iterdir())
+        left = time.monotonic() + 10
+        while _leader_group(leader.pid) and time.monotonic() < left:
+            time.sleep(0.05)
+        assert _leader_group(leader.pid) == [], "a worker of the leader outlived it"
+        assert all(status(fed, i).session_id == "" for i in range(len(fed.daemons)))
+    out = tmp_path / "next.csv"
+    spec = hospital_data.spec(L=3, K=20, C="0.2")
+    report = run_distributed(fed.hops, fed.leader_tls, hospital_data, spec, out)
+    assert_same_release(out, report, centralized(hospital_data, spec))
+
+
+@pytest.mark.slow
+def test_leader_frozen_then_killed_or_resumed_during_the_union(
+    hospital_federation: Federation, hospital_data: Dataset, tmp_path: Path
+) -> None:
+    """The leader stops (SIGSTOP) while the parties seal for the union: once its lease lapses
+    the next leader's job runs on the same daemons; the stopped leader, resumed, fails in one
+    line and writes nothing; a leader killed (SIGKILL) in the same place leaves no process."""
+    fed = hospital_federation
+    job = _write_job(fed, hospital_data, tmp_path)
+    job.write_text(
+        job.read_text(encoding="utf-8") + "[union]\nworkers = 2\nmin_records = 16\n",
+        encoding="utf-8",
+    )
+    last = fed.daemons[-1]
+    spec = hospital_data.spec(L=3, K=20, C="0.2")
+    for fault in (signal.SIGSTOP, signal.SIGKILL):
+        sealed = last.log.read_text(errors="replace").count(UNION_SEALED)
+        leader = subprocess.Popen(
+            [
+                *(sys.executable, "-m", "fedanon.cli.main", "leader", "run"),
+                *("--config", str(job), "--quiet"),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        try:
+            deadline = time.monotonic() + 120
+            while last.log.read_text(errors="replace").count(UNION_SEALED) == sealed:
+                assert leader.poll() is None, leader.communicate()
+                assert time.monotonic() < deadline, "the union never started"
+                time.sleep(0.01)
+            os.killpg(leader.pid, fault)  # the leader and its union workers
+            time.sleep(LEASE_SECONDS + 1.0)  # nobody renews the stopped leader's session
+            out = tmp_path / "next.csv"
+            report = run_distributed(fed.hops, fed.leader_tls, hospital_data, spec, out)
+            assert_same_release(out, report, centralized(hospital_data, spec))
+            out.unlink()
+            if fault == signal.SIGSTOP:
+                os.killpg(leader.pid, signal.SIGCONT)
+            _out, err = leader.communicate(timeout=60)
+        finally:
+            if leader.poll() is None:
+                leader.kill()
+                leader.communicate()
+        if fault == signal.SIGSTOP:
+            assert leader.returncode not in (0, None), err
+            lines = err.splitlines()
+            assert len(lines) == 1 and lines[0].startswith("fedanon: error: "), err
+            assert "party hospital-" in lines[0], err
+        left = time.monotonic() + 10
+        while _leader_group(leader.pid) and time.monotonic() < left:
+            time.sleep(0.05)
+        assert _leader_group(leader.pid) == [], "a worker of the leader outlived it"
+        assert list(tmp_path.iterdir()) == [job], list(tmp_path.iterdir())
