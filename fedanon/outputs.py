@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from fedanon.atomic import SYMLINK_REFUSED
 from fedanon.errors import FedanonError
 from fedanon.readers.table_io import write_table_to
 
@@ -69,7 +70,10 @@ class CommandOutputs:
         if path is None:
             return None
         target = Path(path)
-        problem = self._problem(target)
+        try:
+            problem = self._problem(target)
+        except OSError as exc:  # a name too long, a loop of links: the path itself is unusable
+            problem = exc.strerror or type(exc).__name__
         if problem:
             raise FedanonError(f"{what} {target}: {problem}")
         self._claimed[target] = what
@@ -78,9 +82,12 @@ class CommandOutputs:
     def claim_directory(self, what: str, path: PathLike) -> Path:
         """Check an output directory: an existing one, or one that can be created."""
         directory = Path(path)
-        if directory.exists() and not directory.is_dir():
-            raise FedanonError(f"{what} {directory}: exists and is not a directory")
-        problem = self._plan_directories(directory)
+        try:
+            if directory.exists() and not directory.is_dir():
+                raise FedanonError(f"{what} {directory}: exists and is not a directory")
+            problem = self._plan_directories(directory)
+        except OSError as exc:  # a name too long, a loop of links: the path itself is unusable
+            problem = exc.strerror or type(exc).__name__
         if problem:
             raise FedanonError(f"{what} {directory}: {problem}")
         return directory
@@ -97,6 +104,8 @@ class CommandOutputs:
         for other, what in self._claimed.items():
             if same_file(target, other):
                 return f"is also the {what} output"
+        if target.is_symlink():
+            return SYMLINK_REFUSED
         return self._plan_directories(target.parent)
 
     def _plan_directories(self, directory: Path) -> str | None:

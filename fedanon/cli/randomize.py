@@ -11,7 +11,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from fedanon.cli.common import add_sum_mode_option, print_summary, split_list, step_progress
+from fedanon.cli.common import (
+    add_sum_mode_option,
+    names,
+    per_item_numbers,
+    print_summary,
+    split_list,
+    step_progress,
+)
 from fedanon.errors import FedanonError
 
 
@@ -20,10 +27,10 @@ def _p_value(text: str) -> str | tuple[float, ...]:
     if text in ("uniform", "optimal"):
         return text
     try:
-        return tuple(float(x) for x in split_list(text))
-    except ValueError:
+        return tuple(float(x) for x in per_item_numbers(text).split(","))
+    except argparse.ArgumentTypeError as exc:
         raise FedanonError(
-            f"--p '{text}': use uniform, optimal or numbers like 0.5,0.3,0.2"
+            f"--p '{text}': use uniform, optimal or numbers like 0.5,0.3,0.2 ({exc})"
         ) from None
 
 
@@ -40,7 +47,9 @@ def _method_arguments(args: argparse.Namespace) -> dict[str, Any]:
 
 def _method_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", required=True, help="input table (CSV with header, or Parquet)")
-    parser.add_argument("--qid", required=True, help="QID columns a,b,c (the others are kept)")
+    parser.add_argument(
+        "--qid", type=names, required=True, help="QID columns a,b,c (the others are kept)"
+    )
     parser.add_argument(
         "--method",
         choices=("ra", "enhanced"),

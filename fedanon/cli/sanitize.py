@@ -19,7 +19,14 @@ from fedanon.cli.choices import (
     SANITIZE_DATA_SHARING,
     SANITIZE_DEFAULT_WINDOW,
 )
-from fedanon.cli.common import print_summary, split_list, step_progress
+from fedanon.cli.common import (
+    names,
+    numbers,
+    per_item_numbers,
+    print_summary,
+    split_list,
+    step_progress,
+)
 from fedanon.errors import FedanonError
 
 
@@ -41,6 +48,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--psi",
+        type=per_item_numbers,
         default="0",
         help="disclosure threshold in [0,1]: share of each rule's sensitive transactions left "
         "untouched (default 0); swa also takes one per rule, comma-separated",
@@ -80,8 +88,12 @@ def add_evaluate_sanitize(kinds: argparse._SubParsersAction) -> None:
         default="itemset",
         help="itemset: X u Y reaches sigma (default); antecedent: X does (the thesis's)",
     )
-    parser.add_argument("--algorithms", default="iga,rra,ra,swa", help="sweep: algorithms")
-    parser.add_argument("--psi", default="0,0.05,0.1,0.15,0.25", help="sweep: values of psi")
+    parser.add_argument(
+        "--algorithms", type=names, default="iga,rra,ra,swa", help="sweep: algorithms"
+    )
+    parser.add_argument(
+        "--psi", type=numbers, default="0,0.05,0.1,0.15,0.25", help="sweep: values of psi"
+    )
     parser.add_argument(
         "--window", type=int, help=f"sweep: swa window size (default {SANITIZE_DEFAULT_WINDOW})"
     )

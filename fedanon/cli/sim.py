@@ -8,7 +8,7 @@ from pathlib import Path
 
 from fedanon.cli.anonymize import add_lkc_options
 from fedanon.cli.choices import DRBT_MATRICES
-from fedanon.cli.common import add_sum_mode_option, print_summary, split_list, step_progress
+from fedanon.cli.common import add_sum_mode_option, names, print_summary, split_list, step_progress
 from fedanon.cli.leader import progress_text, summarize
 from fedanon.cli.randomize import add_sim_randomize
 from fedanon.cli.reporting import add_report_options, finish_distributed_reports
@@ -66,7 +66,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     drbt.add_argument(
         "--id", dest="id_column", help="object id column (default: a row number is added)"
     )
-    drbt.add_argument("--columns", help="attributes to use, a,b,c (default: all but the id)")
+    drbt.add_argument(
+        "--columns", type=names, help="attributes to use, a,b,c (default: all but the id)"
+    )
     drbt.add_argument(
         "--matrix",
         choices=DRBT_MATRICES,
