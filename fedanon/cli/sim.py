@@ -121,6 +121,7 @@ def lkc_section(args: argparse.Namespace) -> dict:
 
 
 def run_sim_lkc(args: argparse.Namespace) -> int:
+    from fedanon.algorithms.tds.api import refuse_dropping_job_columns
     from fedanon.leader.config import spec_from_table
     from fedanon.leader.run import run_job
     from fedanon.leader.sim import check_job_columns, federation, split_table
@@ -144,6 +145,7 @@ def run_sim_lkc(args: argparse.Namespace) -> int:
     table = read_table(args.data, args.delimiter)
     taxonomy = load_taxonomy(args.taxonomy, data_columns=list(table.columns))
     spec = spec_from_table(lkc_section(args), taxonomy, "options")
+    refuse_dropping_job_columns(spec.drop, spec.schema(taxonomy))
     check_job_columns(spec, taxonomy, table, args.data)
     spec = spec.with_class_values_of(table)
     parts = split_table(table, args.parties, args.split, args.seed)
