@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import json
 import math
+import os
 import sys
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -99,6 +100,58 @@ def numbers(text: str, repeats: bool = False) -> str:
 def per_item_numbers(text: str) -> str:
     """:func:`numbers` where a value may repeat (one per rule or attribute: ``0.5,0.5``)."""
     return numbers(text, repeats=True)
+
+
+#: Most party daemons one simulation starts: each is a Python process with its own port, log
+#: and descriptors, all on this one machine (docs/cli.md, "sim").
+MAX_SIM_PARTIES = 64
+#: What one simulated party daemon is budgeted (resident memory, open descriptors at the leader).
+PARTY_MEMORY_BYTES = 200 * 2**20
+PARTY_DESCRIPTORS = 16
+
+
+def max_sim_parties() -> int:
+    """How many party daemons this machine can hold: :data:`MAX_SIM_PARTIES`, fewer when the
+    available memory or the descriptor limit would run out first."""
+    import resource
+
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    by_fds = MAX_SIM_PARTIES if soft == resource.RLIM_INFINITY else soft // PARTY_DESCRIPTORS
+    return max(1, min(MAX_SIM_PARTIES, by_fds, _available_memory() // PARTY_MEMORY_BYTES))
+
+
+def _available_memory() -> int:
+    """MemAvailable from /proc/meminfo (bytes); physical memory where it cannot be read."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+def check_parties(count: int, minimum: int, why: str) -> None:
+    """Refuse ``--parties`` below the protocol's `minimum` (`why` says what it needs) or above
+    what this machine can run (:func:`max_sim_parties`), before any daemon starts."""
+    if count < minimum:
+        raise FedanonError(f"--parties {count}: {why}")
+    most = max_sim_parties()
+    if count > most:
+        raise FedanonError(
+            f"--parties {count}: this machine can run at most {most} simulated parties "
+            f"(up to {MAX_SIM_PARTIES}, {PARTY_MEMORY_BYTES // 2**20} MiB of available memory "
+            f"and {PARTY_DESCRIPTORS} open files each)"
+        )
+
+
+def check_ring_parties(count: int, allow_two: bool) -> None:
+    """The ring jobs' party count (sim lkc, sim randomize): 3 or more, 2 with the option."""
+    if allow_two:
+        check_parties(count, 2, "a federation needs at least 2 parties")
+    else:
+        check_parties(count, 3, "a ring needs 3 parties (2 with --allow-two-parties)")
 
 
 def stderr_console() -> Console:

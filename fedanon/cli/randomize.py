@@ -13,6 +13,7 @@ from typing import Any
 
 from fedanon.cli.common import (
     add_sum_mode_option,
+    check_ring_parties,
     names,
     per_item_numbers,
     print_summary,
@@ -301,6 +302,7 @@ def run_sim(args: argparse.Namespace) -> int:
         )
     if not args.keep_at_parties and not args.out:
         raise FedanonError("--out is required unless --keep-at-parties")
+    check_ring_parties(args.parties, args.allow_two_parties)
     outputs = CommandOutputs(inputs=[args.data])
     outputs.claim("--out", None if args.keep_at_parties else args.out)
     outputs.claim("--report", args.report)

@@ -8,7 +8,15 @@ from pathlib import Path
 
 from fedanon.cli.anonymize import add_lkc_options
 from fedanon.cli.choices import DRBT_MATRICES
-from fedanon.cli.common import add_sum_mode_option, names, print_summary, split_list, step_progress
+from fedanon.cli.common import (
+    add_sum_mode_option,
+    check_parties,
+    check_ring_parties,
+    names,
+    print_summary,
+    split_list,
+    step_progress,
+)
 from fedanon.cli.leader import progress_text, summarize
 from fedanon.cli.randomize import add_sim_randomize
 from fedanon.cli.reporting import add_report_options, finish_distributed_reports
@@ -131,6 +139,7 @@ def run_sim_lkc(args: argparse.Namespace) -> int:
 
     if args.dynamic:
         raise FedanonError("--dynamic is not available in distributed mode")
+    check_ring_parties(args.parties, args.allow_two_parties)
     outputs = CommandOutputs(inputs=[args.data, args.taxonomy])
     outputs.claim("--out", args.out)
     outputs.claim("--report", args.report)
@@ -185,6 +194,7 @@ def run_sim_drbt(args: argparse.Namespace) -> int:
     from fedanon.readers.table_io import read_table, require_columns
     from fedanon.text import as_numbers
 
+    check_parties(args.parties, 2, "vertical DRBT needs at least 2 parties")
     if args.insecure:
         print(
             "fedanon: WARNING: --insecure: no TLS, no authentication; local experiments only",
