@@ -97,6 +97,40 @@ def numbers(text: str, repeats: bool = False) -> str:
     return ",".join(parts)
 
 
+def support(text: str) -> float:
+    """argparse type of a minimum support: a fraction in (0, 1]. Zero would make every itemset
+    frequent (their number grows as 2^items), so it is refused like a negative value."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1], got '{text}'") from None
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"must be in (0, 1], got '{text}'")
+    return value
+
+
+def fraction(text: str) -> float:
+    """argparse type of a threshold in [0, 1] (a confidence)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got '{text}'") from None
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1], got '{text}'")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """argparse type of a count that must be at least 1 (budgets, sizes)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got '{text}'") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got '{text}'")
+    return value
+
+
 def per_item_numbers(text: str) -> str:
     """:func:`numbers` where a value may repeat (one per rule or attribute: ``0.5,0.5``)."""
     return numbers(text, repeats=True)
