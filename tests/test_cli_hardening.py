@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import resource
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -270,3 +271,20 @@ def test_sigterm_while_mining_ends_the_command_at_once(tmp_path, sig):
     assert seconds < 3, seconds  # it used to take 12-20 s
     assert not any(Path(f"/proc/{pid}").exists() for pid in miners)
     assert list(tmp_path.iterdir()) == [tmp_path / "rules.txt"]
+
+
+def test_party_serve_on_a_port_in_use_prints_one_line(tmp_path):
+    from .test_party_startup import _config, _serve
+    from .test_party_startup import party_dir as make_party_dir
+
+    root = make_party_dir.__wrapped__(tmp_path)  # the fixture's body: certificates and a table
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        done = _serve(_config(root, port))
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [
+        f"fedanon: error: cannot listen on 127.0.0.1:{port}: the port is in "
+        "use (another daemon?)"
+    ]
