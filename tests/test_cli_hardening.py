@@ -285,6 +285,5 @@ def test_party_serve_on_a_port_in_use_prints_one_line(tmp_path):
         done = _serve(_config(root, port))
     assert done.returncode == 2, done.stderr
     assert done.stderr.splitlines() == [
-        f"fedanon: error: cannot listen on 127.0.0.1:{port}: the port is in "
-        "use (another daemon?)"
+        f"fedanon: error: cannot listen on 127.0.0.1:{port}: the port is in use (another daemon?)"
     ]

@@ -100,8 +100,6 @@ def frequent_itemsets(
         found = _fpgrowth(baskets, threshold)
     else:
         found = _fpgrowth_in_child(baskets, threshold, min_support, max_itemsets)
-    if len(found) > max_itemsets:
-        raise _over_budget(min_support, max_itemsets)
     return {frozenset(items): int(count) for items, count in found}
 
 
