@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 
 from fedanon.errors import FedanonError
-from fedanon.taxonomy.tree import MAX_DEPTH, Spec, Taxonomy, depth_error, format_number
+from fedanon.taxonomy.tree import Spec, Taxonomy, format_number
 
 INDENT = 2
 
@@ -43,8 +43,6 @@ def parse_outline(text: str, where: str, *, numeric: bool) -> Spec:
                 f"{where}, line {number}: indentation must be a multiple of {INDENT} spaces"
             )
         depth = indent // INDENT
-        if depth > MAX_DEPTH:
-            raise depth_error(f"{where}, line {number}")
         node = _node(body.strip(), numeric, where, number)
         if root is None:
             if depth:
