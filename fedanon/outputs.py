@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from fedanon.atomic import SYMLINK_REFUSED
 from fedanon.errors import FedanonError
 from fedanon.readers.table_io import write_table_to
 
@@ -108,6 +109,8 @@ class CommandOutputs:
         for other, what in self._claimed.items():
             if same_file(target, other):
                 return f"is also the {what} output"
+        if target.is_symlink():
+            return SYMLINK_REFUSED
         return self._plan_directories(target.parent)
 
     def _plan_directories(self, directory: Path) -> str | None:

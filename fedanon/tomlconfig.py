@@ -31,7 +31,7 @@ def read_text_file(path: Path) -> str:
     except OSError as exc:
         raise FedanonError(f"{path}: cannot read ({exc.strerror or exc})") from None
     try:
-        return raw.decode("utf-8")
+        return raw.decode("utf-8-sig")  # a byte-order mark (Windows editors) is not content
     except UnicodeDecodeError as exc:
         raise FedanonError(
             f"{path}: not UTF-8 text (byte {exc.start}); is it a binary file?"

@@ -17,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from fedanon.cli import common
 from fedanon.cli.main import build_parser
 from tests.clirun import TAXONOMY, small_table
 
@@ -25,11 +26,13 @@ from .test_cli_output_safety import NUMERIC, snapshot
 
 # Hostile values by the kind of argument they replace; each is an error for that kind.
 HOSTILE = {
-    "table": ["missing.csv", "sub", "random.bin", "empty.csv", "", "taxonomy.toml"],
+    "table": ["missing.csv", "sub", "random.bin", "empty.csv", "", "taxonomy.toml", "n" * 300],
     "numbers": ["missing.csv", "sub", "random.bin", "empty.csv", "data.csv"],
-    "taxonomy": ["missing.toml", "random.hchy", "empty.toml", "data.csv", "sub"],
+    "taxonomy": ["missing.toml", "random.hchy", "empty.toml", "data.csv", "sub", "n" * 300],
     # {input}: the command's first input file; alias-{input}: a symlink to it.
     "out": [
+        "n" * 300 + ".csv",  # longer than NAME_MAX
+        "link-out.csv",  # a symlink (to a file that exists)
         "{input}",
         "alias-{input}",
         "sub",
@@ -294,6 +297,8 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
     os.symlink(root / "numbers.csv", root / "alias-numbers.csv")
     os.symlink(root / "log.dat", root / "alias-log.dat")
     os.symlink(root / "sub", root / "dirlink")
+    (root / "elsewhere.csv").write_text("kept\n", encoding="utf-8")
+    os.symlink(root / "elsewhere.csv", root / "link-out.csv")
     return root
 
 
@@ -335,3 +340,119 @@ def test_the_property_covers_every_command():
     assert sorted(_leaf_commands(build_parser())) == sorted(COMMANDS)
     for _head, slots in COMMANDS.values():
         assert any(kind for _, kind, _ in slots)
+
+
+# -- every option of every command, derived from the parser ---------------------------------------
+# Hostile values by the argparse type that checks them; each must be a usage error (exit 2, one
+# line) before any work, so the command is run with that one option alone.
+TYPED_HOSTILE: dict[object, list[str]] = {
+    common.names: ["", " ", ",,", "a,,b", "a,", "a,a", "a, a"],
+    common.ints: ["", ",,", "1,,2", "1,1", "a", "1.5", "nan"],
+    common.numbers: ["", ",,", "0.1,,0.2", "0.1,0.1", "x", "nan", "inf"],
+    common.per_item_numbers: ["", " ", ",,", "0.1,", "x", "nan", "-inf"],
+    common.support: ["0", "-1", "nan", "inf", "1.5", "x", "", "0.0"],
+    common.fraction: ["-0.1", "nan", "1.5", "x", ""],
+    common.positive_int: ["0", "-1", "x", "1.5", "", "nan"],
+    int: ["", "x", "1.5", "nan", "1e3", "٣x"],
+    float: ["", "x", "1/2"],
+}
+CHOICE_HOSTILE = ["not-a-choice", "", " "]
+# Options whose text the command itself checks (paths, numbers with units, C as 'all' or a
+# fraction...); the table COMMANDS above runs them with hostile values. A new option must be
+# given an argparse type (and join TYPED_HOSTILE) or be listed here.
+CHECKED_BY_THE_COMMAND = {
+    *("--data", "--release", "--rules", "--taxonomy", "--config"),
+    *("--out", "--report", "--chart", "--html", "--nss", "--ss", "--id-map"),
+    *("--out-dir", "--workdir", "--dir", "--address", "--name", "--marker"),
+    *("--C", "--K", "--L", "--alpha", "--p", "--suppress", "--sensitive", "--split"),
+    *("--class", "--id", "--order", "--delimiter", "--out-delimiter"),
+}
+
+
+def _leaf_parsers(
+    parser: argparse.ArgumentParser, words: tuple[str, ...] = ()
+) -> list[tuple[tuple[str, ...], argparse.ArgumentParser]]:
+    groups = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not groups:
+        return [(words, parser)]
+    return [
+        leaf
+        for group in groups
+        for word, sub in group.choices.items()
+        for leaf in _leaf_parsers(sub, (*words, word))
+    ]
+
+
+def _valued_options() -> list[tuple[tuple[str, ...], argparse.Action]]:
+    return [
+        (words, action)
+        for words, parser in _leaf_parsers(build_parser())
+        for action in parser._actions
+        if action.option_strings and action.nargs != 0
+    ]
+
+
+def _typed_cases() -> list[tuple[tuple[str, ...], str, str]]:
+    cases = []
+    for words, action in _valued_options():
+        if action.choices is not None:
+            values = CHOICE_HOSTILE
+        else:
+            values = TYPED_HOSTILE.get(action.type, [])
+        cases += [(words, action.option_strings[-1], value) for value in values]
+    return cases
+
+
+TYPED_CASES = _typed_cases()
+
+
+@settings(
+    max_examples=200,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(case=st.sampled_from(TYPED_CASES))
+def test_every_typed_option_refuses_hostile_values_with_one_line(tmp_path, case):
+    words, option, value = case
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        before = snapshot(tmp_path)
+        done = run_cli(*words, f"{option}={value}")
+        after = snapshot(tmp_path)
+    finally:
+        os.chdir(cwd)
+    assert "Traceback" not in done.err, done.err
+    assert done.code == 2, (case, done.code, done.err)
+    assert len(done.err_lines) == 1, (case, done.err)
+    assert option in done.err, (case, done.err)
+    assert after == before, case
+
+
+def test_every_option_of_every_command_is_checked_somewhere():
+    """Each option with a value has a checking argparse type, choices, or is in the list of
+    options its command checks (and the hostile table above exercises)."""
+    unchecked = sorted(
+        {
+            f"{' '.join(words)} {action.option_strings[-1]}"
+            for words, action in _valued_options()
+            if action.choices is None
+            and action.type not in TYPED_HOSTILE
+            and action.option_strings[-1] not in CHECKED_BY_THE_COMMAND
+        }
+    )
+    assert unchecked == []
+
+
+def test_every_comma_list_option_has_a_list_type():
+    """An option documented as a comma-separated list parses through a checking list type,
+    so a blank item, ``,,`` or a repeated name can never be skipped silently."""
+    list_types = {common.names, common.ints, common.numbers, common.per_item_numbers}
+    loose = sorted(
+        f"{' '.join(words)} {action.option_strings[-1]}"
+        for words, action in _valued_options()
+        if any(mark in (action.help or "") for mark in ("a,b", "comma", ",.."))
+        and action.type not in list_types
+        and action.option_strings[-1] not in {"--p", "--sensitive", "--order"}
+    )
+    assert loose == []

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from fedanon.cli.common import print_summary, split_list, step_progress
+from fedanon.cli.common import ints, names, numbers, print_summary, split_list, step_progress
 from fedanon.cli.reporting import (
     add_report_options,
     alpha_k_release_report,
@@ -22,7 +22,7 @@ PAIR_METHODS = ("lossy-join", "anatomy")
 
 
 def _add_columns(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--qid", required=True, help="QID columns a,b,c")
+    parser.add_argument("--qid", type=names, required=True, help="QID columns a,b,c")
     parser.add_argument("--sensitive", required=True, metavar="COL", help="sensitive column")
     parser.add_argument("--delimiter", help="CSV delimiter (default ',' or tab for .tsv)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -70,7 +70,7 @@ def add_check_alpha_k(models: argparse._SubParsersAction) -> None:
     parser.add_argument("--data", help="generalized table")
     parser.add_argument("--nss", help="NSS table")
     parser.add_argument("--ss", help="SS table")
-    parser.add_argument("--qid", help="QID columns a,b,c (needed with --data)")
+    parser.add_argument("--qid", type=names, help="QID columns a,b,c (needed with --data)")
     parser.add_argument("--sensitive", required=True, metavar="COL", help="sensitive column")
     parser.add_argument("--alpha", required=True, help="max share: 0.33 or 1/3")
     parser.add_argument("--k", type=int, required=True, help="minimum class size")
@@ -110,8 +110,10 @@ def add_evaluate_queries(kinds: argparse._SubParsersAction) -> None:
     parser.add_argument("--s", type=float, default=0.05, help="selectivity (default 0.05)")
     parser.add_argument("--queries", type=int, default=1000, help="queries (default 1000)")
     parser.add_argument("--seed", type=int, default=0, help="workload seed (default 0)")
-    parser.add_argument("--qd-values", help="qd sweep for the chart, e.g. 1,2,3,4,5")
-    parser.add_argument("--s-values", help="s sweep for the chart, e.g. 0.01,0.05,0.1")
+    parser.add_argument("--qd-values", type=ints, help="qd sweep for the chart, e.g. 1,2,3,4,5")
+    parser.add_argument(
+        "--s-values", type=numbers, help="s sweep for the chart, e.g. 0.01,0.05,0.1"
+    )
     parser.add_argument("--report", help="JSON report path")
     parser.add_argument("--chart", help="PNG: error against qd and against s")
     parser.add_argument("--quiet", action="store_true", help="no progress display")

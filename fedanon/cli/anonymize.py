@@ -6,7 +6,7 @@ import argparse
 
 from fedanon.cli.alphak import add_anonymize_alpha_k
 from fedanon.cli.choices import LKC_PRESETS, LKC_SCORES
-from fedanon.cli.common import print_summary, split_list, step_progress
+from fedanon.cli.common import names, print_summary, split_list, step_progress
 from fedanon.cli.drbt import add_anonymize_drbt
 from fedanon.cli.kactus import add_anonymize_kactus
 from fedanon.cli.randomize import add_anonymize_randomize
@@ -22,7 +22,9 @@ from fedanon.cli.reporting import (
 def add_lkc_options(parser: argparse.ArgumentParser) -> None:
     """Options shared by every command that runs an LKC job (anonymize, sim, leader)."""
     parser.add_argument("--taxonomy", required=True, help="taxonomy: .toml, .hchy or ARX csv dir")
-    parser.add_argument("--qid", help="QID columns a,b,c (default: the taxonomy's VID section)")
+    parser.add_argument(
+        "--qid", type=names, help="QID columns a,b,c (default: the taxonomy's VID section)"
+    )
     parser.add_argument(
         "--sensitive",
         action="append",
@@ -47,8 +49,10 @@ def add_lkc_options(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="infogain (default with a class) or discernibility",
     )
-    parser.add_argument("--dynamic", help="numerical QIDs split dynamically by InfoGain: a,b")
-    parser.add_argument("--drop", help="ID columns removed before anything else: a,b")
+    parser.add_argument(
+        "--dynamic", type=names, help="numerical QIDs split dynamically by InfoGain: a,b"
+    )
+    parser.add_argument("--drop", type=names, help="ID columns removed before anything else: a,b")
     parser.add_argument("--suppress", help="record-suppression budget: share of records, e.g. 0.02")
     parser.add_argument(
         "--suppressed",

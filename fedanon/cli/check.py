@@ -14,6 +14,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING
 
 from fedanon.cli.alphak import add_check_alpha_k
+from fedanon.cli.common import names
 from fedanon.cli.diversity import add_check_diversity
 from fedanon.cli.kactus import add_check_k_anonymity
 from fedanon.cli.parser import RawDescriptionDefaultsFormatter
@@ -52,7 +53,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     lkc.add_argument(
         "--data", required=True, help="released table (CSV with a header row, or Parquet)"
     )
-    lkc.add_argument("--qid", help="comma-separated QID columns (default: from --taxonomy)")
+    lkc.add_argument(
+        "--qid", type=names, help="comma-separated QID columns (default: from --taxonomy)"
+    )
     lkc.add_argument(
         "--sensitive",
         action="append",

@@ -14,5 +14,6 @@ SANITIZE_DATA_SHARING = ("iga", "rra", "ra", "swa")  # ...sanitization.api.DATA_
 SANITIZE_ALGORITHMS = (*SANITIZE_DATA_SHARING, "dsa")  # ...sanitization.api.ALGORITHMS
 SANITIZE_DEFAULT_WINDOW = 50_000  # ...sanitization.api.DEFAULT_WINDOW
 RULE_SUPPORTS = ("itemset", "antecedent")  # fedanon.utility.miner.RULE_SUPPORTS
+MINING_MAX_ITEMSETS = 1_000_000  # fedanon.utility.miner.MAX_ITEMSETS
 CERT_ROLES = ("party", "leader")  # fedanon.crypto.identity.ROLES
 SUM_MODES = ("ring", "pairwise")  # fedanon.leader.config.SUM_MODES

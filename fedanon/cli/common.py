@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
+import os
 import sys
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -27,7 +29,11 @@ def add_sum_mode_option(parser: argparse.ArgumentParser) -> None:
 
 
 def split_list(text: str | None) -> list[str]:
-    """``a,b , c`` -> [a, b, c]; None or empty -> []."""
+    """``a,b , c`` -> [a, b, c]; None or empty -> [].
+
+    Options parsed with :func:`names` (or :func:`ints` / :func:`numbers`) have already been
+    checked for empty parts and repeats by argparse, so nothing is silently skipped here.
+    """
     if not text:
         return []
     return [part.strip() for part in text.split(",") if part.strip()]
@@ -39,6 +45,147 @@ def int_list(text: str | None, option: str) -> list[int]:
         return [int(part) for part in split_list(text)]
     except ValueError:
         raise FedanonError(f"{option}: expected comma-separated integers, got '{text}'") from None
+
+
+def _parts(text: str, repeats: bool = False) -> list[str]:
+    """The stripped parts of a comma-separated option value; blank or empty parts are refused
+    (and repeats unless `repeats`), as an argparse usage error."""
+    parts = [part.strip() for part in text.split(",")]
+    if not text.strip():
+        raise argparse.ArgumentTypeError("empty list (give values separated by commas)")
+    if "" in parts:
+        raise argparse.ArgumentTypeError(f"empty item in '{text}'")
+    repeated = next((p for i, p in enumerate(parts) if p in parts[:i]), None)
+    if repeated is not None and not repeats:
+        raise argparse.ArgumentTypeError(f"'{repeated}' is listed twice in '{text}'")
+    return parts
+
+
+def names(text: str) -> str:
+    """argparse type of every comma-separated name list (``--qid a,b``): the list as given.
+
+    A blank list, an empty part (``a,,b``, a trailing comma) or a name listed twice is a usage
+    error: silently skipping it would run a job the user did not describe (``--qid ""`` used
+    to mean "every column").
+    """
+    return ",".join(_parts(text))
+
+
+def ints(text: str) -> str:
+    """argparse type of integer sweeps (``--K 5,10``): :func:`names` whose parts are integers."""
+    parts = _parts(text)
+    try:
+        [int(part) for part in parts]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated integers, got '{text}'"
+        ) from None
+    return ",".join(parts)
+
+
+def numbers(text: str, repeats: bool = False) -> str:
+    """argparse type of number sweeps (``--psi 0,0.1``): finite numbers, each once."""
+    parts = _parts(text, repeats)
+    try:
+        values = [float(part) for part in parts]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated numbers, got '{text}'"
+        ) from None
+    if not all(math.isfinite(v) for v in values):
+        raise argparse.ArgumentTypeError(f"expected finite numbers, got '{text}'")
+    return ",".join(parts)
+
+
+def support(text: str) -> float:
+    """argparse type of a minimum support: a fraction in (0, 1]. Zero would make every itemset
+    frequent (their number grows as 2^items), so it is refused like a negative value."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1], got '{text}'") from None
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"must be in (0, 1], got '{text}'")
+    return value
+
+
+def fraction(text: str) -> float:
+    """argparse type of a threshold in [0, 1] (a confidence)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got '{text}'") from None
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1], got '{text}'")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """argparse type of a count that must be at least 1 (budgets, sizes)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got '{text}'") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got '{text}'")
+    return value
+
+
+def per_item_numbers(text: str) -> str:
+    """:func:`numbers` where a value may repeat (one per rule or attribute: ``0.5,0.5``)."""
+    return numbers(text, repeats=True)
+
+
+#: Most party daemons one simulation starts: each is a Python process with its own port, log
+#: and descriptors, all on this one machine (docs/cli.md, "sim").
+MAX_SIM_PARTIES = 64
+#: What one simulated party daemon is budgeted (resident memory, open descriptors at the leader).
+PARTY_MEMORY_BYTES = 200 * 2**20
+PARTY_DESCRIPTORS = 16
+
+
+def max_sim_parties() -> int:
+    """How many party daemons this machine can hold: :data:`MAX_SIM_PARTIES`, fewer when the
+    available memory or the descriptor limit would run out first."""
+    import resource
+
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    by_fds = MAX_SIM_PARTIES if soft == resource.RLIM_INFINITY else soft // PARTY_DESCRIPTORS
+    return max(1, min(MAX_SIM_PARTIES, by_fds, _available_memory() // PARTY_MEMORY_BYTES))
+
+
+def _available_memory() -> int:
+    """MemAvailable from /proc/meminfo (bytes); physical memory where it cannot be read."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+def check_parties(count: int, minimum: int, why: str) -> None:
+    """Refuse ``--parties`` below the protocol's `minimum` (`why` says what it needs) or above
+    what this machine can run (:func:`max_sim_parties`), before any daemon starts."""
+    if count < minimum:
+        raise FedanonError(f"--parties {count}: {why}")
+    most = max_sim_parties()
+    if count > most:
+        raise FedanonError(
+            f"--parties {count}: this machine can run at most {most} simulated parties "
+            f"(up to {MAX_SIM_PARTIES}, {PARTY_MEMORY_BYTES // 2**20} MiB of available memory "
+            f"and {PARTY_DESCRIPTORS} open files each)"
+        )
+
+
+def check_ring_parties(count: int, allow_two: bool) -> None:
+    """The ring jobs' party count (sim lkc, sim randomize): 3 or more, 2 with the option."""
+    if allow_two:
+        check_parties(count, 2, "a federation needs at least 2 parties")
+    else:
+        check_parties(count, 3, "a ring needs 3 parties (2 with --allow-two-parties)")
 
 
 def stderr_console() -> Console:

@@ -15,7 +15,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from fedanon.cli.common import print_summary, step_progress
+from fedanon.cli.common import check_ring_parties, print_summary, step_progress
 from fedanon.cli.leader import progress_text
 from fedanon.errors import FedanonError
 
@@ -43,8 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run_demo(args: argparse.Namespace) -> int:
     from fedanon.outputs import CommandOutputs
 
-    if args.parties < 3:
-        raise FedanonError("the demo runs at least 3 hospitals")
+    check_ring_parties(args.parties, allow_two=False)
     outputs = CommandOutputs()
     out_dir = outputs.claim_directory("--out-dir", args.out_dir)
     # The taxonomy goes beside the table so the release can be checked and re-run from demo/.

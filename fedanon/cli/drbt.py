@@ -11,14 +11,14 @@ from __future__ import annotations
 import argparse
 
 from fedanon.cli.choices import DRBT_MATRICES, DRBT_STARTS
-from fedanon.cli.common import int_list, print_summary, split_list, step_progress
+from fedanon.cli.common import int_list, ints, names, print_summary, split_list, step_progress
 from fedanon.errors import FedanonError
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", required=True, help="input table (CSV with header, or Parquet)")
     parser.add_argument(
-        "--columns", help="numeric columns to project a,b,c (default: all but --id)"
+        "--columns", type=names, help="numeric columns to project a,b,c (default: all but --id)"
     )
     parser.add_argument("--id", dest="id_column", help="object id column (replaced by tokens)")
     parser.add_argument(
@@ -75,7 +75,7 @@ def add_evaluate_drbt(subparsers: argparse._SubParsersAction) -> None:
         "on the original, for each K.",
     )
     _add_common(parser)
-    parser.add_argument("--clusters", default="2,3,4,5", help="values of K for K-means")
+    parser.add_argument("--clusters", type=ints, default="2,3,4,5", help="values of K for K-means")
     parser.add_argument("--trials", type=int, default=10, help="releases per F-measure")
     parser.add_argument("--projections", type=int, default=5, help="releases per stress value")
     parser.add_argument(
@@ -87,6 +87,7 @@ def add_evaluate_drbt(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--kept-dims",
+        type=ints,
         help="kept dimensions for the stress curve a,b,c "
         "(default: six from d-1 down to d/3, plus K)",
     )

@@ -6,7 +6,7 @@ import argparse
 
 from fedanon.cli.alphak import add_evaluate_queries
 from fedanon.cli.choices import LKC_SCORES
-from fedanon.cli.common import int_list, print_summary, split_list, step_progress
+from fedanon.cli.common import int_list, ints, names, print_summary, split_list, step_progress
 from fedanon.cli.drbt import add_evaluate_drbt
 from fedanon.cli.kactus import add_evaluate_classification
 from fedanon.cli.randomize import add_evaluate_randomization
@@ -34,7 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="the first N rows train the classifier, the rest test it",
     )
     one.add_argument("--taxonomy", required=True, help="gives QIDs, numeric QIDs and the class")
-    one.add_argument("--qid", help="QIDs a,b (default: the taxonomy's)")
+    one.add_argument("--qid", type=names, help="QIDs a,b (default: the taxonomy's)")
     one.add_argument("--class", dest="class_column", help="class column (default: taxonomy's)")
     one.add_argument(
         "--delimiter", help="CSV delimiter of both tables (default ',' or tab for .tsv)"
@@ -55,13 +55,17 @@ def register(sub: argparse._SubParsersAction) -> None:
         required=True,
         help="the first N rows train the classifier, the rest test it",
     )
-    grid.add_argument("--L", default="2,4,6", help="values of L, comma-separated")
-    grid.add_argument("--K", default="20,40,60,80,100", help="values of K, comma-separated")
+    grid.add_argument("--L", type=ints, default="2,4,6", help="values of L, comma-separated")
+    grid.add_argument(
+        "--K", type=ints, default="20,40,60,80,100", help="values of K, comma-separated"
+    )
     grid.add_argument("--C", default="0.2", help="maximum confidence C in (0, 1]")
     grid.add_argument(
         "--score", choices=LKC_SCORES, default="infogain", help="specialization score"
     )
-    grid.add_argument("--dynamic", help="numerical QIDs split dynamically: a,b (or 'all')")
+    grid.add_argument(
+        "--dynamic", type=names, help="numerical QIDs split dynamically: a,b (or 'all')"
+    )
     grid.add_argument("--delimiter", help="CSV delimiter (default ',' or tab for .tsv)")
     grid.add_argument("--out-dir", required=True, help="sweep.json and sweep.png go here")
     grid.add_argument("--json", action="store_true", help="print the rows as JSON")

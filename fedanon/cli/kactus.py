@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from fedanon.cli.common import print_summary, split_list, step_progress
+from fedanon.cli.common import ints, names, print_summary, split_list, step_progress
 from fedanon.cli.reporting import (
     add_report_options,
     stage_html,
@@ -21,7 +21,9 @@ from fedanon.errors import FedanonError
 def _add_release_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", required=True, help="input table (CSV with header, or Parquet)")
     parser.add_argument("--class", dest="class_column", required=True, help="class column")
-    parser.add_argument("--qid", help="QID columns a,b,c (default: every column but the class)")
+    parser.add_argument(
+        "--qid", type=names, help="QID columns a,b,c (default: every column but the class)"
+    )
     parser.add_argument("--k", type=int, required=True, help="minimum group size, 2 <= k <= rows")
     parser.add_argument("--seed", type=int, help="reproducible run (default: secret random bits)")
     parser.add_argument("--marker", default="?", help="suppressed cell value (default '?')")
@@ -80,7 +82,7 @@ def add_check_k_anonymity(models: argparse._SubParsersAction) -> None:
         "input errors.",
     )
     parser.add_argument("--data", required=True, help="released table (CSV with header)")
-    parser.add_argument("--qid", required=True, help="QID columns a,b,c")
+    parser.add_argument("--qid", type=names, required=True, help="QID columns a,b,c")
     parser.add_argument("--k", type=int, required=True, help="minimum group size")
     parser.add_argument("--delimiter", help="CSV delimiter (default ',' or tab for .tsv)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -98,10 +100,16 @@ def add_evaluate_classification(kinds: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--data", required=True, help="input table (CSV with header, or Parquet)")
     parser.add_argument("--class", dest="class_column", required=True, help="class column")
-    parser.add_argument("--method", default="kactus", help="kactus,mondrian,tds (comma list)")
-    parser.add_argument("--k", default="5,10,20,30", help="values of k (comma list)")
-    parser.add_argument("--inducer", default="c45", help="c45,naive-bayes,logistic (comma list)")
-    parser.add_argument("--qid", help="QID columns a,b,c (default: every column but the class)")
+    parser.add_argument(
+        "--method", type=names, default="kactus", help="kactus,mondrian,tds (comma list)"
+    )
+    parser.add_argument("--k", type=ints, default="5,10,20,30", help="values of k (comma list)")
+    parser.add_argument(
+        "--inducer", type=names, default="c45", help="c45,naive-bayes,logistic (comma list)"
+    )
+    parser.add_argument(
+        "--qid", type=names, help="QID columns a,b,c (default: every column but the class)"
+    )
     parser.add_argument("--taxonomy", help="taxonomy file (needed by --method tds)")
     parser.add_argument("--seed", type=int, default=1, help="folds and anonymization seed")
     parser.add_argument("--delimiter", help="CSV delimiter (default ',' or tab for .tsv)")

@@ -55,6 +55,12 @@ def _sigterm_unwinds() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+def os_error_text(exc: OSError) -> str:
+    """``PATH: reason`` for an error the operating system raised about a file."""
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    return reason if exc.filename is None else f"{exc.filename}: {reason}"
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser with every registered subcommand."""
     parser = OneLineParser(
@@ -85,6 +91,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"fedanon: error: {one_line(str(exc))}", file=sys.stderr)
         return exc.exit_code
+    except OSError as exc:  # the file system refused a path (too long, a loop of links, ...)
+        if args.debug:
+            raise
+        print(f"fedanon: error: {one_line(os_error_text(exc))}", file=sys.stderr)
+        return 2
     except Terminated:
         print("fedanon: terminated", file=sys.stderr)
         return 143

@@ -97,9 +97,43 @@ def run_serve(args: argparse.Namespace) -> int:
     from fedanon.logs import setup_logging
     from fedanon.party.daemon import serve
 
+    config = _config(args)
+    refuse_port_in_use(config.listen)
     setup_logging(args.log_level, args.log_format)
-    serve(_config(args))
+    serve(config)
     return 0
+
+
+def refuse_port_in_use(listen: str) -> None:
+    """One line when another process listens on `listen` already.
+
+    gRPC would find out too, but its C core first logs its own line on stderr; binding a probe
+    socket (with SO_REUSEADDR, as gRPC, so a port in TIME_WAIT after a restart passes) asks the
+    same question quietly. Other problems (a malformed or foreign address) are left to the
+    daemon's own checks.
+    """
+    import errno
+    import socket
+
+    host, _sep, port = listen.rpartition(":")
+    if not port.isdigit():
+        return
+    host = host.strip("[]") or "0.0.0.0"
+    try:
+        family, kind, proto, _name, address = socket.getaddrinfo(
+            host, int(port), type=socket.SOCK_STREAM
+        )[0]
+    except (OSError, UnicodeError, ValueError):
+        return
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise FedanonError(
+                    f"cannot listen on {listen}: the port is in use (another daemon?)"
+                ) from None
 
 
 def run_status(args: argparse.Namespace) -> int:

@@ -11,7 +11,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from fedanon.cli.common import add_sum_mode_option, print_summary, split_list, step_progress
+from fedanon.cli.common import (
+    add_sum_mode_option,
+    check_ring_parties,
+    names,
+    per_item_numbers,
+    print_summary,
+    split_list,
+    step_progress,
+)
 from fedanon.errors import FedanonError
 
 
@@ -20,10 +28,10 @@ def _p_value(text: str) -> str | tuple[float, ...]:
     if text in ("uniform", "optimal"):
         return text
     try:
-        return tuple(float(x) for x in split_list(text))
-    except ValueError:
+        return tuple(float(x) for x in per_item_numbers(text).split(","))
+    except argparse.ArgumentTypeError as exc:
         raise FedanonError(
-            f"--p '{text}': use uniform, optimal or numbers like 0.5,0.3,0.2"
+            f"--p '{text}': use uniform, optimal or numbers like 0.5,0.3,0.2 ({exc})"
         ) from None
 
 
@@ -40,7 +48,9 @@ def _method_arguments(args: argparse.Namespace) -> dict[str, Any]:
 
 def _method_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", required=True, help="input table (CSV with header, or Parquet)")
-    parser.add_argument("--qid", required=True, help="QID columns a,b,c (the others are kept)")
+    parser.add_argument(
+        "--qid", type=names, required=True, help="QID columns a,b,c (the others are kept)"
+    )
     parser.add_argument(
         "--method",
         choices=("ra", "enhanced"),
@@ -292,6 +302,7 @@ def run_sim(args: argparse.Namespace) -> int:
         )
     if not args.keep_at_parties and not args.out:
         raise FedanonError("--out is required unless --keep-at-parties")
+    check_ring_parties(args.parties, args.allow_two_parties)
     outputs = CommandOutputs(inputs=[args.data])
     outputs.claim("--out", None if args.keep_at_parties else args.out)
     outputs.claim("--report", args.report)

@@ -14,12 +14,23 @@ import argparse
 from typing import Any
 
 from fedanon.cli.choices import (
+    MINING_MAX_ITEMSETS,
     RULE_SUPPORTS,
     SANITIZE_ALGORITHMS,
     SANITIZE_DATA_SHARING,
     SANITIZE_DEFAULT_WINDOW,
 )
-from fedanon.cli.common import print_summary, split_list, step_progress
+from fedanon.cli.common import (
+    fraction,
+    names,
+    numbers,
+    per_item_numbers,
+    positive_int,
+    print_summary,
+    split_list,
+    step_progress,
+    support,
+)
 from fedanon.errors import FedanonError
 
 
@@ -41,6 +52,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--psi",
+        type=per_item_numbers,
         default="0",
         help="disclosure threshold in [0,1]: share of each rule's sensitive transactions left "
         "untouched (default 0); swa also takes one per rule, comma-separated",
@@ -51,7 +63,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--seed", type=int, help="reproducible random choices (default: secret random)"
     )
-    parser.add_argument("--support", type=float, help="dsa: minimum support of the itemsets")
+    parser.add_argument(
+        "--support", type=support, help="dsa: minimum support of the itemsets, in (0, 1]"
+    )
+    _add_max_itemsets(parser)
     parser.add_argument("--out", required=True, help="sanitized log (dsa: itemsets), atomic")
     parser.add_argument("--report", help="JSON report path")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -72,8 +87,11 @@ def add_evaluate_sanitize(kinds: argparse._SubParsersAction) -> None:
         "--release", help="sanitized log, FIMI format (omit to sweep algorithms and psi)"
     )
     parser.add_argument("--rules", required=True, help="sensitive rules, one 'X => Y' a line")
-    parser.add_argument("--support", type=float, required=True, help="minimum support sigma")
-    parser.add_argument("--confidence", type=float, default=0.6, help="phi (default 0.6)")
+    parser.add_argument(
+        "--support", type=support, required=True, help="minimum support sigma, in (0, 1]"
+    )
+    parser.add_argument("--confidence", type=fraction, default=0.6, help="phi (default 0.6)")
+    _add_max_itemsets(parser)
     parser.add_argument(
         "--rule-support",
         choices=RULE_SUPPORTS,
@@ -81,8 +99,12 @@ def add_evaluate_sanitize(kinds: argparse._SubParsersAction) -> None:
         help="itemset: X u Y reaches sigma (default); antecedent: X does; apriori: X does and "
         "the consequent is one item (Borgelt's apriori, the thesis's miner)",
     )
-    parser.add_argument("--algorithms", default="iga,rra,ra,swa", help="sweep: algorithms")
-    parser.add_argument("--psi", default="0,0.05,0.1,0.15,0.25", help="sweep: values of psi")
+    parser.add_argument(
+        "--algorithms", type=names, default="iga,rra,ra,swa", help="sweep: algorithms"
+    )
+    parser.add_argument(
+        "--psi", type=numbers, default="0,0.05,0.1,0.15,0.25", help="sweep: values of psi"
+    )
     parser.add_argument(
         "--window", type=int, help=f"sweep: swa window size (default {SANITIZE_DEFAULT_WINDOW})"
     )
@@ -92,6 +114,15 @@ def add_evaluate_sanitize(kinds: argparse._SubParsersAction) -> None:
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--quiet", action="store_true", help="no progress display")
     parser.set_defaults(handler=run_evaluate_sanitize)
+
+
+def _add_max_itemsets(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--max-itemsets",
+        type=positive_int,
+        default=MINING_MAX_ITEMSETS,
+        help="stop with an error when mining finds more frequent itemsets than this",
+    )
 
 
 def run_sanitize(args: argparse.Namespace) -> int:
@@ -118,6 +149,7 @@ def run_sanitize(args: argparse.Namespace) -> int:
             window=args.window,
             seed=args.seed,
             min_support=args.support,
+            max_itemsets=args.max_itemsets,
         )
     report = {**result.report, "input": str(args.data), "output": str(args.out)}
     with outputs.writing() as staged:
@@ -163,6 +195,7 @@ def run_evaluate_sanitize(args: argparse.Namespace) -> int:
             min_support=args.support,
             min_confidence=args.confidence,
             rule_support=args.rule_support,
+            max_itemsets=args.max_itemsets,
         )
         report |= {"original": str(args.data), "sanitized": str(args.release)}
         rows = [(key.upper(), _percent(report[key])) for key in ("hf", "mc", "ap", "dif", "sef")]
@@ -176,7 +209,9 @@ def run_evaluate_sanitize(args: argparse.Namespace) -> int:
         sweep = []
         with step_progress("evaluating", args.quiet or args.json) as show:
             show("mining the original")
-            before = mine_rules(original, args.support, args.confidence, args.rule_support)
+            before = mine_rules(
+                original, args.support, args.confidence, args.rule_support, args.max_itemsets
+            )
             for algorithm in algorithms:
                 for psi in psis:
                     show(f"{algorithm} psi={psi}")
@@ -188,7 +223,7 @@ def run_evaluate_sanitize(args: argparse.Namespace) -> int:
                     metrics = evaluate_sanitization(
                         original, sanitized=out, rules=rules, min_support=args.support,
                         min_confidence=args.confidence, rule_support=args.rule_support,
-                        original_rules=before,
+                        original_rules=before, max_itemsets=args.max_itemsets,
                     )  # fmt: skip
                     sweep.append({"algorithm": algorithm, "psi": psi, **metrics})
         report = {"original": str(args.data), "sweep": sweep}

@@ -8,7 +8,15 @@ from pathlib import Path
 
 from fedanon.cli.anonymize import add_lkc_options
 from fedanon.cli.choices import DRBT_MATRICES
-from fedanon.cli.common import add_sum_mode_option, print_summary, split_list, step_progress
+from fedanon.cli.common import (
+    add_sum_mode_option,
+    check_parties,
+    check_ring_parties,
+    names,
+    print_summary,
+    split_list,
+    step_progress,
+)
 from fedanon.cli.leader import progress_text, summarize
 from fedanon.cli.randomize import add_sim_randomize
 from fedanon.cli.reporting import add_report_options, finish_distributed_reports
@@ -66,7 +74,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     drbt.add_argument(
         "--id", dest="id_column", help="object id column (default: a row number is added)"
     )
-    drbt.add_argument("--columns", help="attributes to use, a,b,c (default: all but the id)")
+    drbt.add_argument(
+        "--columns", type=names, help="attributes to use, a,b,c (default: all but the id)"
+    )
     drbt.add_argument(
         "--matrix",
         choices=DRBT_MATRICES,
@@ -119,6 +129,7 @@ def lkc_section(args: argparse.Namespace) -> dict:
 
 
 def run_sim_lkc(args: argparse.Namespace) -> int:
+    from fedanon.algorithms.tds.api import refuse_dropping_job_columns
     from fedanon.leader.config import spec_from_table
     from fedanon.leader.run import run_job
     from fedanon.leader.sim import check_job_columns, federation, split_table
@@ -128,6 +139,7 @@ def run_sim_lkc(args: argparse.Namespace) -> int:
 
     if args.dynamic:
         raise FedanonError("--dynamic is not available in distributed mode")
+    check_ring_parties(args.parties, args.allow_two_parties)
     outputs = CommandOutputs(inputs=[args.data, args.taxonomy])
     outputs.claim("--out", args.out)
     outputs.claim("--report", args.report)
@@ -142,6 +154,7 @@ def run_sim_lkc(args: argparse.Namespace) -> int:
     table = read_table(args.data, args.delimiter)
     taxonomy = load_taxonomy(args.taxonomy, data_columns=list(table.columns))
     spec = spec_from_table(lkc_section(args), taxonomy, "options")
+    refuse_dropping_job_columns(spec.drop, spec.schema(taxonomy))
     check_job_columns(spec, taxonomy, table, args.data)
     spec = spec.with_class_values_of(table)
     parts = split_table(table, args.parties, args.split, args.seed)
@@ -181,6 +194,7 @@ def run_sim_drbt(args: argparse.Namespace) -> int:
     from fedanon.readers.table_io import read_table, require_columns
     from fedanon.text import as_numbers
 
+    check_parties(args.parties, 2, "vertical DRBT needs at least 2 parties")
     if args.insecure:
         print(
             "fedanon: WARNING: --insecure: no TLS, no authentication; local experiments only",

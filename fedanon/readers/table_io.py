@@ -57,7 +57,7 @@ def input_delimiter(path: str | os.PathLike[str], delimiter: str | None = None) 
     if path.suffix.lower() in PARQUET_SUFFIXES:
         return ","  # no delimiter of its own; a CSV written from it uses the default
     try:
-        with path.open(encoding="utf-8", newline="") as handle:
+        with path.open(encoding="utf-8-sig", newline="") as handle:
             first = handle.readline()
     except (OSError, UnicodeDecodeError):
         return ","  # read_table reports the real problem
@@ -74,7 +74,7 @@ def check_output_format(path: str | os.PathLike[str]) -> None:
 
 
 def _header(path: Path, delimiter: str) -> list[str]:
-    with path.open(newline="", encoding="utf-8") as handle:
+    with path.open(newline="", encoding="utf-8-sig") as handle:
         row = next(csv.reader(handle, delimiter=delimiter), None)
     if not row:
         raise FedanonError(f"{path}: empty file (no header line)")

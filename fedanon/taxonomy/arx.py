@@ -27,7 +27,7 @@ from pathlib import Path
 
 from fedanon.errors import FedanonError
 from fedanon.taxonomy.files import TaxonomyFile, check_consistency
-from fedanon.taxonomy.tree import Spec, Taxonomy
+from fedanon.taxonomy.tree import MAX_DEPTH, Spec, Taxonomy, depth_error
 
 
 @dataclass
@@ -127,6 +127,8 @@ def parse_arx_rows(attribute: str, rows: list[list[str]], source: str) -> Taxono
             raise FedanonError(
                 f"{source}:{number}: a row needs at least a value and the root, e.g. 'x;*'"
             )
+        if len(row) > MAX_DEPTH + 1:
+            raise depth_error(f"{source}:{number}")
         empty = [i + 1 for i, value in enumerate(row) if value == ""]
         if empty:
             raise FedanonError(f"{source}:{number}: field {empty[0]} is empty")

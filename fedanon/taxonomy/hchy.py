@@ -24,7 +24,7 @@ from pathlib import Path
 from fedanon.errors import FedanonError
 from fedanon.schema import SensitiveValue
 from fedanon.taxonomy.files import TaxonomyFile, check_consistency
-from fedanon.taxonomy.tree import Spec, Taxonomy
+from fedanon.taxonomy.tree import Spec, Taxonomy, require_depth
 
 CLASS_COLUMN = "class"
 """The data column that the ``classes`` section describes."""
@@ -157,6 +157,7 @@ def _attribute(name: str, kind: str, mask: str | None, tree: _Node, source: str)
         raise FedanonError(
             f"{source}:{tree.line}: '{name}': only ':generalization' is supported, not '{mask}'"
         )
+    require_depth(tree, lambda node: node.children, f"{source}:{tree.line}: '{name}'")
     if kind == "continuous":
         spec = _interval_spec(tree, name, source)
         build = Taxonomy.numeric

@@ -14,8 +14,9 @@ ties deterministically.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -24,6 +25,27 @@ from fedanon.errors import FedanonError
 from fedanon.text import as_numbers, as_text, lookup_codes
 
 Kind = Literal["categorical", "numeric"]
+T = TypeVar("T")
+
+#: The deepest taxonomy a file may give (levels below the root). Real hierarchies have a few
+#: levels; the tree code recurses once per level, so a deeper (hostile) file is refused with
+#: one line by every reader instead of ending in a RecursionError.
+MAX_DEPTH = 100
+
+
+def depth_error(where: str) -> FedanonError:
+    """The one-line refusal of a taxonomy deeper than :data:`MAX_DEPTH`."""
+    return FedanonError(f"{where}: the taxonomy is more than {MAX_DEPTH} levels deep")
+
+
+def require_depth(root: T, children: Callable[[T], Iterable[T]], where: str) -> None:
+    """Refuse a tree (any node type, walked iteratively) deeper than :data:`MAX_DEPTH`."""
+    stack = [(root, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise depth_error(where)
+        stack.extend((child, depth + 1) for child in children(node))
 
 
 @dataclass
@@ -34,6 +56,10 @@ class Spec:
     children: list[Spec] = field(default_factory=list)
     lo: float | None = None
     hi: float | None = None
+
+
+def _spec_children(spec: Spec) -> list[Spec]:
+    return spec.children
 
 
 def format_number(x: float) -> str:
@@ -81,6 +107,7 @@ class Taxonomy:
     @classmethod
     def categorical(cls, attribute: str, root: Spec) -> Taxonomy:
         """A categorical tree; leaves are the raw values, which must be unique."""
+        require_depth(root, _spec_children, f"taxonomy of '{attribute}'")
         tax = cls(attribute, "categorical")
         tax._add_subtree(root, -1)
         for node in range(tax.n_nodes):
@@ -97,6 +124,7 @@ class Taxonomy:
     @classmethod
     def numeric(cls, attribute: str, root: Spec) -> Taxonomy:
         """A given nested interval tree of half-open intervals ``[lo, hi)``."""
+        require_depth(root, _spec_children, f"taxonomy of '{attribute}'")
         tax = cls(attribute, "numeric")
         tax._check_intervals(root)
         tax._add_subtree(root, -1)

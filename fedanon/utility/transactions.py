@@ -89,7 +89,8 @@ class Transactions:
             raw = path.read_bytes()
         except OSError as exc:
             raise FedanonError(f"cannot read transactions {path}: {exc.strerror}") from exc
-        return cls.parse_fimi(raw, source=str(path))
+        # a UTF-8 byte-order mark (files saved by Windows editors) is not an item
+        return cls.parse_fimi(raw.removeprefix(b"\xef\xbb\xbf"), source=str(path))
 
     @classmethod
     def parse_fimi(cls, raw: bytes, source: str = "<transactions>") -> Transactions:

@@ -10,7 +10,7 @@ from fedanon.algorithms.tds.scores import SCORES
 from fedanon.cli import choices
 from fedanon.crypto.identity import ROLES
 from fedanon.leader.config import SUM_MODES
-from fedanon.utility.miner import RULE_SUPPORTS
+from fedanon.utility.miner import MAX_ITEMSETS, RULE_SUPPORTS
 
 
 def test_cli_choices_match_the_library():
@@ -22,5 +22,6 @@ def test_cli_choices_match_the_library():
     assert choices.SANITIZE_ALGORITHMS == ALGORITHMS
     assert choices.SANITIZE_DEFAULT_WINDOW == DEFAULT_WINDOW
     assert choices.RULE_SUPPORTS == RULE_SUPPORTS
+    assert choices.MINING_MAX_ITEMSETS == MAX_ITEMSETS
     assert choices.CERT_ROLES == ROLES
     assert choices.SUM_MODES == SUM_MODES

@@ -130,8 +130,8 @@ def test_evaluate_writes_report_and_png(table: Path, tmp_path: Path) -> None:
     assert not list(tmp_path.glob(".*.tmp"))
 
 
-def test_evaluate_rejects_bad_lists(table: Path) -> None:
-    with pytest.raises(FedanonError, match="--clusters: expected comma-separated integers"):
+def test_evaluate_rejects_bad_lists(table: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as refused:  # a usage error, refused by the parser
         _run(
             [
                 "evaluate",
@@ -146,3 +146,5 @@ def test_evaluate_rejects_bad_lists(table: Path) -> None:
                 "2,three",
             ]
         )
+    assert refused.value.code == 2
+    assert "--clusters: expected comma-separated integers" in capsys.readouterr().err

@@ -9,6 +9,7 @@ import pytest
 
 from fedanon.cli.main import main
 from fedanon.utility.transactions import Transactions
+from tests.clirun import run_cli
 
 # Figure 5.2(a) with A..D = 1..4, plus filler baskets so that rules have room to be mined.
 LOG = "1 2 3 4\n1 2 3\n1 2 4\n1 3 4\n1 2 3\n2 4\n"
@@ -78,9 +79,10 @@ def test_bad_input_is_one_line_and_writes_nothing(files, capsys, change, message
 
 
 @pytest.mark.parametrize("psi", ["1.5", "-0.1", "x"])
-def test_psi_outside_unit_interval_is_rejected(files, capsys, psi):
-    assert main(sanitize_args(files, "--algorithm", "ra", "--psi", psi)) == 2
-    assert "--psi" in capsys.readouterr().err
+def test_psi_outside_unit_interval_is_rejected(files, psi):
+    done = run_cli(*sanitize_args(files, "--algorithm", "ra", "--psi", psi))  # argparse or handler
+    assert done.code == 2
+    assert len(done.err_lines) == 1 and "--psi" in done.err
     assert not files["out"].exists()
 
 

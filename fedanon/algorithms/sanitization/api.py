@@ -45,6 +45,7 @@ from fedanon.arguments import optional_seed
 from fedanon.errors import FedanonError
 from fedanon.release import Release
 from fedanon.utility.miner import (
+    MAX_ITEMSETS,
     Itemsets,
     Rule,
     frequent_itemsets,
@@ -67,13 +68,15 @@ def sanitize(
     window: int | None = None,
     seed: int | None = None,
     min_support: float | None = None,
+    max_itemsets: int = MAX_ITEMSETS,
 ) -> Release:
     """Hide the sensitive `rules` (``"1 => 2"`` text or `SensitiveRule`) in a transaction log.
 
     `psi` is the share of each rule's sensitive transactions left untouched (one per rule, a
     list, only for swa, whose `window` is its batch size); dsa needs `min_support`. `seed` fixes
     RA's and SWA's random victims and DSA's random pairs; without it they come from a 128-bit
-    secret seed, so nobody can replay which item was deleted where.
+    secret seed, so nobody can replay which item was deleted where. Mining for dsa stops with
+    an error past `max_itemsets` frequent itemsets (fedanon.utility.miner.frequent_itemsets).
     """
     tx, rules = as_log(transactions), as_rules(rules)
     algorithm = str(algorithm).lower()
@@ -87,7 +90,7 @@ def sanitize(
     }
     if algorithm == "dsa":
         assert min_support is not None
-        itemsets = frequent_itemsets(tx, min_support)
+        itemsets = frequent_itemsets(tx, min_support, max_itemsets)
         released, marked = downright_sanitize(itemsets, rules, rng)
         report = {
             "itemsets_original": len(itemsets),
@@ -125,13 +128,15 @@ def evaluate_sanitization(
     min_confidence: float = 0.6,
     rule_support: str = "itemset",
     original_rules: Sequence[Rule] | None = None,
+    max_itemsets: int = MAX_ITEMSETS,
 ) -> dict[str, Any]:
     """HF, MC, AP, SEF (and Dif for a sanitized log) at one sigma and phi for D and D'.
 
     `sanitized` is a `Release` of `sanitize`, a log, or DSA's released itemsets.
     `rule_support` picks the rule definition of `fedanon.utility.miner` for both D and D'.
     `original_rules` may pass the rules of D mined earlier with the same settings, so a sweep
-    over algorithms and thresholds mines D once.
+    over algorithms and thresholds mines D once. Each mining stops with an error past
+    `max_itemsets` frequent itemsets.
     """
     original, rules = as_log(original, "original"), as_rules(rules)
     if isinstance(sanitized, Release):
@@ -143,7 +148,7 @@ def evaluate_sanitization(
     before = (
         list(original_rules)
         if original_rules is not None
-        else mine_rules(original, min_support, min_confidence, rule_support)
+        else mine_rules(original, min_support, min_confidence, rule_support, max_itemsets)
     )
     if isinstance(sanitized, Transactions):
         if len(sanitized) != len(original):
@@ -151,7 +156,7 @@ def evaluate_sanitization(
                 f"the sanitized log has {len(sanitized)} transactions, the original "
                 f"{len(original)}: sanitization never drops a transaction"
             )
-        after = mine_rules(sanitized, min_support, min_confidence, rule_support)
+        after = mine_rules(sanitized, min_support, min_confidence, rule_support, max_itemsets)
         difference = dif(original, sanitized)
     else:
         after = rules_of(sanitized, len(original), min_support, min_confidence, rule_support)

@@ -79,7 +79,7 @@ def read_rules(path: str | os.PathLike[str]) -> list[SensitiveRule]:
     """Read a rules file (see the module docstring for the format)."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise FedanonError(f"cannot read rules {path}: {exc}") from exc
     return parse_rules(text, source=str(path))

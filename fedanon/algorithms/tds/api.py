@@ -63,6 +63,18 @@ def resolve_params(
     return LKCParams.of(n_qids, K, C)
 
 
+def refuse_dropping_job_columns(drop: Sequence[str], schema: Schema) -> None:
+    """A dropped ID column must not be one the job uses (a QID, a sensitive or the class
+    column): the job would describe columns the release no longer has."""
+    roles = {q: "a QID" for q in schema.qids}
+    roles |= {s.column: "a sensitive column" for s in schema.sensitive}
+    if schema.class_column:
+        roles[schema.class_column] = "the class column"
+    for column in drop:
+        if column in roles:
+            raise FedanonError(f"--drop {column}: it is {roles[column]} of the job, not an ID")
+
+
 def parse_sensitive(specs: Sequence[str]) -> list[SensitiveValue]:
     """``COL=v1,v2`` options to sensitive values."""
     out: list[SensitiveValue] = []
@@ -162,6 +174,7 @@ def anonymize_lkc(
         raise FedanonError(f"--search must be one of {', '.join(SEARCHES)}")
     if search == "best-of" and score != "discernibility":
         raise FedanonError("--search best-of ranks releases by discernibility: use that score")
+    refuse_dropping_job_columns(drop, schema)
     missing = [c for c in drop if c not in table.columns]
     if missing:
         raise FedanonError(f"the table has no ID column '{missing[0]}' to drop")
