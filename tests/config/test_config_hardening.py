@@ -57,7 +57,15 @@ def _set(doc: dict[str, Any], dotted: str, value: Any) -> dict[str, Any]:
     return doc
 
 
-DELETE = object()
+class _Delete:
+    """The value that removes a key (its repr names it, so test ids are the same in every
+    pytest-xdist worker: an object()'s repr holds its address)."""
+
+    def __repr__(self) -> str:
+        return "<deleted>"
+
+
+DELETE = _Delete()
 
 
 def _write(path: Path, doc: dict[str, Any]) -> Path:
