@@ -55,6 +55,7 @@ DEBIAN_MIRROR = "http://deb.debian.org/debian"
 # containers need none. Written to the work folder and named by CONTAINERS_CONF, so nothing
 # global on the host changes.
 CONTAINERS_CONF = "[containers]\ndefault_ulimits = []\n"
+HOST_CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"  # Debian's bundle of trusted CAs
 READY_SECONDS = 180.0
 SERVICE_PORT = 50051  # the port every service uses inside compose's private network
 
@@ -134,12 +135,20 @@ def make_base(podman: Podman, work: Path) -> None:
     shutil.rmtree(rootfs)
 
 
+def ca_secret() -> list[str]:
+    """The host's CA bundle as the build secret pip_ca, so that pip in the build trusts what
+    the host trusts (a TLS-inspecting proxy's CA among them); none where the host has none."""
+    bundle = os.environ.get("PIP_CERT") or os.environ.get("SSL_CERT_FILE") or HOST_CA_BUNDLE
+    return [f"--secret=id=pip_ca,src={bundle}"] if Path(bundle).is_file() else []
+
+
 def build_image(podman: Podman, base_image: str) -> None:
     podman(
         "build",
         "--network=host",  # apt and pip reach Debian's mirror and PyPI from the build
         "--build-arg",
         f"BASE_IMAGE={base_image}",
+        *ca_secret(),
         "--ignorefile",
         str(DEPLOY / "Dockerfile.dockerignore"),
         "-f",
