@@ -21,9 +21,10 @@ from typing import Any, Protocol
 import grpc
 
 from fedanon.errors import FedanonError
+from fedanon.federation.protocol import handshake_items
 from fedanon.federation.tls import TLSFiles
 from fedanon.federation.transport import make_channel
-from fedanon.fingerprint import fingerprint, handshake_items
+from fedanon.fingerprint import fingerprint
 from fedanon.leader.federation import SUM_PROTOCOLS, SumProtocol, describe_rpc_error
 from fedanon.leader.union import UnionKeys
 from fedanon.party.config import Hop

@@ -38,7 +38,8 @@ from fedanon.crypto.identity import Identity, PeerIdentity
 from fedanon.crypto.idle_keys import IdleKeyWorkers
 from fedanon.crypto.tls import peer_identity
 from fedanon.errors import FedanonError
-from fedanon.fingerprint import fingerprint, handshake_items
+from fedanon.federation.protocol import handshake_items
+from fedanon.fingerprint import fingerprint
 from fedanon.party import ring
 from fedanon.party.config import PartyConfig
 from fedanon.party.handler import ForwardStub, JobHandler

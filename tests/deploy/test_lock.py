@@ -42,7 +42,7 @@ def entries(text: str) -> dict[str, tuple[Version, int, set[str]]]:
 def disagreements(requirements: list[str], lock_text: str, direct: str) -> list[str]:
     """What makes `lock_text` disagree with `requirements` (empty when they agree)."""
     locked = entries(lock_text)
-    wanted = {canonicalize_name(r.name): r for r in map(Requirement, requirements)}
+    wanted = {str(canonicalize_name(r.name)): r for r in map(Requirement, requirements)}
     problems = [f"{name} has no sha256 hash" for name, e in locked.items() if e[1] == 0]
     for name, req in wanted.items():
         if name not in locked:

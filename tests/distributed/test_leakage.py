@@ -27,7 +27,7 @@ import pytest
 
 from fedanon.algorithms.tds.layout import StatsLayout
 from fedanon.crypto.wire import unpack_frames
-from fedanon.fingerprint import handshake_items
+from fedanon.federation.protocol import handshake_items
 from fedanon.leader.sim import LEADER_NAME, split_table
 from fedanon.party.union import UnionRole, record_bytes
 from fedanon.protos import fedanon_v1_pb2 as pb

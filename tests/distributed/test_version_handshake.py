@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from fedanon.errors import FedanonError
-from fedanon.federation.protocol import PROTOCOL_VERSION
+from fedanon.federation import protocol
 from fedanon.leader.sim import Federation
 from fedanon.party.daemon import DIE_WITH_PARENT
 
@@ -28,11 +28,11 @@ VICTIM = 1  # hospital-2, in the middle of the ring
 OTHER_VERSION = {
     "fedanon_version": "import fedanon\nfedanon.__version__ = '0.0.0+other'\n",
     "protocol_version": "from fedanon.federation import protocol\n"
-    f"protocol.PROTOCOL_VERSION = {PROTOCOL_VERSION + 1}\n",
+    f"protocol.PROTOCOL_VERSION = {protocol.PROTOCOL_VERSION + 1}\n",
 }
 EXPECTED = {
     "fedanon_version": "the party has 'fedanon_version:0.0.0+other'",
-    "protocol_version": f"the party has 'protocol_version:{PROTOCOL_VERSION + 1}'",
+    "protocol_version": f"the party has 'protocol_version:{protocol.PROTOCOL_VERSION + 1}'",
 }
 
 
