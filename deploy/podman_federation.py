@@ -82,6 +82,8 @@ class Podman:
         conf = work / "containers.conf"
         conf.write_text(CONTAINERS_CONF)
         self.env = {**os.environ, "CONTAINERS_CONF": str(conf)}
+        # This run's containers, and only they, are named with this prefix (and torn down).
+        self.prefix = f"fedanon-{os.getpid()}-"
 
     def __call__(
         self, *args: str, capture: bool = False, check: bool = True, timeout: float | None = None
@@ -157,7 +159,6 @@ def build_image(podman: Podman, base_image: str) -> None:
         IMAGE_TAG,
         str(REPO),
     )
-    podman("image", "prune", "--force", capture=True)  # the previous build's untagged layers
 
 
 def prepare_deploy(podman: Podman, work: Path) -> Path:
@@ -204,10 +205,16 @@ def interpolate(value: str, env: dict[str, str]) -> str:
 
 
 def run_args(
-    name: str, service: dict[str, Any], deploy: Path, ports: dict[str, int], env: dict[str, str]
+    container: str,
+    name: str,
+    service: dict[str, Any],
+    deploy: Path,
+    ports: dict[str, int],
+    env: dict[str, str],
 ) -> list[str]:
-    """`podman run` options and command for one compose service on the host's loopback."""
-    args = [f"--name=fedanon-{name}", "--network=host"]
+    """`podman run` options and command for compose service `name` on the host's loopback, in
+    a container named `container`."""
+    args = [f"--name={container}", "--network=host"]
     args.append(f"--user={interpolate(service['user'], env)}")
     if service.get("read_only"):
         args.append("--read-only")
@@ -240,15 +247,16 @@ def dotenv(path: Path) -> dict[str, str]:
 def wait_serving(podman: Podman, name: str) -> None:
     """Poll the image's health probe inside the container, as compose's service_healthy."""
     deadline = time.monotonic() + READY_SECONDS
+    container = podman.prefix + name
     while True:
-        probe = podman("exec", f"fedanon-{name}", "fedanon-health-probe", capture=True, check=False)
+        probe = podman("exec", container, "fedanon-health-probe", capture=True, check=False)
         if probe.returncode == 0:
             return
         running = podman(
-            "inspect", "--format={{.State.Running}}", f"fedanon-{name}", capture=True, check=False
+            "inspect", "--format={{.State.Running}}", container, capture=True, check=False
         )
         if running.stdout.strip() != "true" or time.monotonic() > deadline:
-            logs = podman("logs", "--tail=3", f"fedanon-{name}", capture=True, check=False)
+            logs = podman("logs", "--tail=3", container, capture=True, check=False)
             last = " | ".join((logs.stdout + logs.stderr).strip().splitlines()[-3:])
             raise Failed(f"party {name} not SERVING after start-up: {last}")
         time.sleep(1)
@@ -275,14 +283,18 @@ def run_federation(podman: Podman, deploy: Path) -> None:
     parties = [n for n, s in services.items() if "depends_on" not in s]
     ports = dict(zip(parties, free_ports(len(parties)), strict=True))
     env = dotenv(deploy / ".env")
+
+    def run(name: str) -> list[str]:
+        return run_args(podman.prefix + name, name, services[name], deploy, ports, env)
+
     for name in parties:
-        podman("run", "--detach", *run_args(name, services[name], deploy, ports, env), capture=True)
+        podman("run", "--detach", *run(name), capture=True)
     for name in parties:
         wait_serving(podman, name)
-    for name, service in services.items():
+    for name in services:
         if name in ports:
             continue
-        leader = podman("run", *run_args(name, service, deploy, ports, env), check=False)
+        leader = podman("run", *run(name), check=False)
         if leader.returncode != 0:
             raise Failed(f"the {name} exited {leader.returncode} (its last lines are above)")
     check_release(podman, deploy)
@@ -290,7 +302,7 @@ def run_federation(podman: Podman, deploy: Path) -> None:
 
 @contextmanager
 def torn_down(podman: Podman) -> Iterator[None]:
-    """Remove every fedanon-* container this run starts, however it ends (SIGTERM too)."""
+    """Remove every container this run starts, however it ends (SIGTERM too)."""
 
     def interrupt(_signum: int, _frame: object) -> None:
         raise KeyboardInterrupt
@@ -300,7 +312,7 @@ def torn_down(podman: Podman) -> Iterator[None]:
         yield
     finally:
         listed = podman(
-            "ps", "--all", "--filter=name=^fedanon-", "--format={{.Names}}", capture=True
+            "ps", "--all", f"--filter=name=^{podman.prefix}", "--format={{.Names}}", capture=True
         )
         names = listed.stdout.split()
         if names:

@@ -606,9 +606,9 @@ def test_dockerfile_contract() -> None:
     # another (deploy/podman_federation.py passes a debootstrap-made Debian bookworm).
     assert text.index("\nARG BASE_IMAGE=python:3.11-slim\n") < text.index("\nFROM ")
     stages = re.findall(r"^FROM (\S+)", text, flags=re.M)
-    assert len(stages) == 2 and all(s == "${BASE_IMAGE}" for s in stages)
+    assert stages == ["${BASE_IMAGE}", "build", "${BASE_IMAGE}"]  # build, wheel, runtime
     assert "pip install --no-cache-dir" in text and re.search(
-        r"pip install .*\s\.\s*$", text, flags=re.M
+        r"pip wheel .*\s\.\s*$", text, flags=re.M
     )
     users = re.findall(r"^USER (\S+)", text, flags=re.M)
     assert users and users[-1].split(":")[0] not in ("0", "root")

@@ -51,10 +51,11 @@ def test_each_service_runs_as_compose_says_on_loopback(deploy: Path) -> None:
     ports = dict(zip(PARTIES, [41001, 41002, 41003], strict=True))
     env = pf.dotenv(deploy / ".env")
     for name, service in services.items():
-        args = pf.run_args(name, service, deploy, ports, env)
+        args = pf.run_args(f"run-{name}", name, service, deploy, ports, env)
         image = args.index(pf.IMAGE_TAG)
         assert args[image + 1 :] == service["command"]
         run = args[:image]
+        assert options(run, "name") == [f"run-{name}"]
         assert options(run, "network") == ["host"]
         assert options(run, "user") == ["4242:4343"]  # compose's ${FEDANON_UID:-10001} from .env
         assert "--read-only" in run and options(run, "tmpfs") == ["/tmp"]
@@ -95,7 +96,7 @@ def test_a_missing_mounted_file_is_named(deploy: Path) -> None:
     services = yaml.safe_load((deploy / "compose.yaml").read_text())["services"]
     (deploy / "certs/hospital-b.key").unlink()
     with pytest.raises(pf.Failed, match=r"^hospital-b: compose.yaml mounts ./certs/hospital-b.key"):
-        pf.run_args("hospital-b", services["hospital-b"], deploy, {"hospital-b": 1}, {})
+        pf.run_args("b", "hospital-b", services["hospital-b"], deploy, {"hospital-b": 1}, {})
 
 
 def test_skips_with_one_line_where_podman_cannot_run(
