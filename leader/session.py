@@ -22,6 +22,7 @@ from typing import Any, Protocol
 import grpc
 
 from fedanon.errors import FedanonError
+from fedanon.federation.protocol import handshake_items
 from fedanon.federation.tls import TLSFiles
 from fedanon.federation.transport import make_channel
 from fedanon.fingerprint import fingerprint
@@ -85,10 +86,15 @@ def check_ring_job(
 
 
 def first_difference(ours: Sequence[str], theirs: Sequence[str]) -> str:
-    """Name the first item where a party's fingerprint differs from the leader's."""
+    """Name the first item where a party's fingerprint differs from the leader's (with the
+    party's value when it has the same ``key:`` with another value, e.g. a version)."""
     theirs_set, ours_set = set(theirs), set(ours)
     for item in ours:
         if item not in theirs_set:
+            key = item.partition(":")[0] + ":"
+            other = next((t for t in theirs if t.startswith(key)), None) if ":" in item else None
+            if other is not None:
+                return f"the leader has '{item}', the party has '{other}'"
             return f"the leader has '{item}', the party does not"
     for item in theirs:
         if item not in ours_set:
@@ -169,6 +175,7 @@ class Session:
             "handshake", lambda n, s: s.OpenSession(request, timeout=self.job.rpc_seconds)
         )
         self.keep_alive(opened)
+        items = handshake_items(items)
         digest = fingerprint(items)
         for name in self.ring:
             reply = opened[name]

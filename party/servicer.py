@@ -41,6 +41,7 @@ from fedanon.crypto.identity import Identity, PeerIdentity
 from fedanon.crypto.idle_keys import IdleKeyWorkers
 from fedanon.crypto.tls import peer_identity
 from fedanon.errors import FedanonError
+from fedanon.federation.protocol import handshake_items
 from fedanon.fingerprint import fingerprint
 from fedanon.party import ring
 from fedanon.party.config import PartyConfig
@@ -315,10 +316,11 @@ class PartyServicer(pb_grpc.PartyServicer):
             self.idle_keys.busy()  # no key generation while a session runs
             self.sessions_served += 1
             audit_served(job, session.session_id, caller)
+        items = handshake_items(opened.fingerprint_items)
         reply = pb.OpenSessionReply(
             party=self.config.name,
-            fingerprint=fingerprint(opened.fingerprint_items),
-            fingerprint_items=opened.fingerprint_items,
+            fingerprint=fingerprint(items),
+            fingerprint_items=items,
             lease_seconds=self.config.lease_seconds,
         )
         reply.MergeFrom(opened.reply)

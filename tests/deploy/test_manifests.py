@@ -297,10 +297,11 @@ def test_job_union_pad_to_is_read_and_checked(tmp_path: Path) -> None:
     plain = load_job(job)
     assert isinstance(plain, LeaderJob) and plain.union_pad_to == 0  # no [union] pad_to
     text = job.read_text()
-    job.write_text(text + "\n[union]\npad_to = 5000\n")
+    assert text.count("\n[union]\n") == 1  # the leader's worker count
+    job.write_text(text.replace("\n[union]\n", "\n[union]\npad_to = 5000\n"))
     padded = load_job(job)
     assert isinstance(padded, LeaderJob) and padded.union_pad_to == 5000
-    job.write_text(text + "\n[union]\npad_to = -1\n")
+    job.write_text(text.replace("\n[union]\n", "\n[union]\npad_to = -1\n"))
     with pytest.raises(FedanonError, match=r"union\.pad_to: expected an integer in \[0,"):
         load_job(job)
 
@@ -412,6 +413,7 @@ def k8s_problems(docs: list[tuple[Path, dict]]) -> list[str]:
         data = vols.get("data", {}).get("persistentVolumeClaim", {})
         if data.get("claimName") != f"{party}-data" or not data.get("readOnly"):
             problems.append(f"{party}: its data volume is not its own, read-only")
+    problems += cpu_problems(kinds)
     job = kinds.get(("Job", "fedanon-leader"))
     if job is None:
         problems.append("leader Job missing")
@@ -427,6 +429,38 @@ def k8s_problems(docs: list[tuple[Path, dict]]) -> list[str]:
         waits = " ".join(map(str, spec.get("initContainers", [{}])[0].get("command", [])))
         if PROBE not in waits or not all(p in waits for p in PARTIES):
             problems.append("leader: does not wait for every party's health")
+    return problems
+
+
+def cpu_cores(quantity: str | int | float) -> float:
+    """A Kubernetes CPU quantity ("2", "500m", 1.5) in cores."""
+    text = str(quantity)
+    return int(text[:-1]) / 1000 if text.endswith("m") else float(text)
+
+
+def cpu_problems(kinds: dict) -> list[str]:
+    """Each daemon's union workers match its container's CPU limit, and the idle-key pool is
+    sized in the manifests' own config. ``workers = 0`` would count the node's CPUs (not the
+    limit: docs/distributed.md), so a worker count is stated and equals the limit in whole
+    cores: more processes than the limit would be throttled, fewer would leave it unused."""
+    problems: list[str] = []
+    configs = kinds.get(("ConfigMap", "fedanon-config"), {}).get("data", {})
+    pods = [(p, kinds.get(("Deployment", p)), f"{p}.toml") for p in PARTIES]
+    pods.append(("leader", kinds.get(("Job", "fedanon-leader")), "job.toml"))
+    for name, workload, config_name in pods:
+        if workload is None or config_name not in configs:
+            continue
+        union = tomllib.loads(configs[config_name]).get("union", {})
+        container = workload["spec"]["template"]["spec"]["containers"][0]
+        limit = cpu_cores(container.get("resources", {}).get("limits", {}).get("cpu", 0))
+        workers = union.get("workers", 0)
+        if workers != max(1, int(limit)):
+            problems.append(
+                f"{name}: [union] workers = {workers} in {config_name}, but its CPU limit is "
+                f"{limit:g} cores"
+            )
+        if name != "leader" and "idle_keys" not in union:
+            problems.append(f"{name}: [union] idle_keys not stated in {config_name}")
     return problems
 
 
@@ -468,6 +502,32 @@ def test_k8s_manifests_follow_federation_rules() -> None:
                 "resources"
             ),
             "fedanon-leader/leader: missing resource",
+        ),
+        (
+            lambda k: k[("Deployment", "hospital-b")]["spec"]["template"]["spec"]["containers"][0][
+                "resources"
+            ]["limits"].update(cpu="4"),
+            "hospital-b: [union] workers = 2 in hospital-b.toml, but its CPU limit is 4 cores",
+        ),
+        (
+            lambda k: k[("ConfigMap", "fedanon-config")]["data"].update(
+                {
+                    "job.toml": k[("ConfigMap", "fedanon-config")]["data"]["job.toml"].replace(
+                        "workers = 2", "workers = 0"
+                    )
+                }
+            ),
+            "leader: [union] workers = 0 in job.toml, but its CPU limit is 2 cores",
+        ),
+        (
+            lambda k: k[("ConfigMap", "fedanon-config")]["data"].update(
+                {
+                    "hospital-c.toml": k[("ConfigMap", "fedanon-config")]["data"][
+                        "hospital-c.toml"
+                    ].replace("idle_keys = 65536", "")
+                }
+            ),
+            "hospital-c: [union] idle_keys not stated",
         ),
     ],
 )
@@ -529,7 +589,7 @@ def test_dockerfile_passes_hadolint() -> None:
     "old, new",
     [
         ("USER 10001:10001", "USER root"),  # DL3002: last USER should not be root
-        ("FROM python:3.11-slim\n", "FROM python\n"),  # DL3006: untagged image
+        ("FROM ${BASE_IMAGE}\n", "FROM python\n"),  # DL3006: untagged image
     ],
 )
 def test_hadolint_rejects_broken_copy(tmp_path: Path, old: str, new: str) -> None:
@@ -542,10 +602,13 @@ def test_hadolint_rejects_broken_copy(tmp_path: Path, old: str, new: str) -> Non
 
 def test_dockerfile_contract() -> None:
     text = DOCKERFILE.read_text()
+    # One Dockerfile for every base: the public slim Python image unless BASE_IMAGE names
+    # another (deploy/podman_federation.py passes a debootstrap-made Debian bookworm).
+    assert text.index("\nARG BASE_IMAGE=python:3.11-slim\n") < text.index("\nFROM ")
     stages = re.findall(r"^FROM (\S+)", text, flags=re.M)
-    assert stages and all(s == "python:3.11-slim" for s in stages)
+    assert stages == ["${BASE_IMAGE}", "build", "${BASE_IMAGE}"]  # build, wheel, runtime
     assert "pip install --no-cache-dir" in text and re.search(
-        r"pip install .*\s\.\s*$", text, flags=re.M
+        r"pip wheel .*\s\.\s*$", text, flags=re.M
     )
     users = re.findall(r"^USER (\S+)", text, flags=re.M)
     assert users and users[-1].split(":")[0] not in ("0", "root")

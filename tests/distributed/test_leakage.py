@@ -27,6 +27,7 @@ import pytest
 
 from fedanon.algorithms.tds.layout import StatsLayout
 from fedanon.crypto.wire import unpack_frames
+from fedanon.federation.protocol import handshake_items
 from fedanon.leader.sim import LEADER_NAME, split_table
 from fedanon.party.union import UnionRole, record_bytes
 from fedanon.protos import fedanon_v1_pb2 as pb
@@ -210,7 +211,7 @@ def _check_leader_messages(rec: Recorded) -> None:
         assert isinstance(r.message, LEADER_RECEIVES[r.method])
 
     spec = rec.dataset.spec(L=3, K=20, C="0.2")
-    ours = spec.fingerprint_items(spec.schema(rec.dataset.taxonomy))
+    ours = handshake_items(spec.fingerprint_items(spec.schema(rec.dataset.taxonomy)))
     handshakes = log.of(role=LEADER_NAME, method="OpenSession")
     assert sorted(str(r.peer) for r in handshakes) == sorted(rec.ring)
     for r in handshakes:

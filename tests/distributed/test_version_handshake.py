@@ -1,0 +1,77 @@
+"""Daemons of another fedanon release or wire protocol are refused at the handshake.
+
+One party of the shared federation is restarted as a real daemon that reports another version
+(the same code with ``fedanon.__version__`` or the protocol constant changed before it serves),
+and the leader must refuse it at OpenSession with one line naming the party and the item, before
+any statistic is exchanged. The daemon is restored, whatever the outcome.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fedanon.errors import FedanonError
+from fedanon.federation import protocol
+from fedanon.leader.sim import Federation
+from fedanon.party.daemon import DIE_WITH_PARENT
+
+from .conftest import Dataset, run_distributed
+
+VICTIM = 1  # hospital-2, in the middle of the ring
+
+# Changes the version the daemon reports, then serves exactly as `fedanon party serve` does.
+OTHER_VERSION = {
+    "fedanon_version": "import fedanon\nfedanon.__version__ = '0.0.0+other'\n",
+    "protocol_version": "from fedanon.federation import protocol\n"
+    f"protocol.PROTOCOL_VERSION = {protocol.PROTOCOL_VERSION + 1}\n",
+}
+EXPECTED = {
+    "fedanon_version": "the party has 'fedanon_version:0.0.0+other'",
+    "protocol_version": f"the party has 'protocol_version:{protocol.PROTOCOL_VERSION + 1}'",
+}
+
+
+def start_other_version(fed: Federation, patch: str) -> None:
+    daemon = fed.daemons[VICTIM]
+    code = (
+        patch + "import sys\nfrom fedanon.cli.main import main\n"
+        f"sys.exit(main(['party', 'serve', '--config', {str(daemon.config)!r}]))\n"
+    )
+    with daemon.log.open("ab") as log:
+        daemon.process = subprocess.Popen(
+            [sys.executable, "-c", code],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env={**os.environ, "PYTHONUNBUFFERED": "1", DIE_WITH_PARENT: str(os.getpid())},
+        )
+    fed.wait_ready(daemon, timeout=120)
+
+
+@pytest.mark.parametrize("item", sorted(OTHER_VERSION))
+def test_party_of_another_version_is_refused_with_one_line(
+    hospital_federation: Federation, hospital_data: Dataset, tmp_path: Path, item: str
+) -> None:
+    fed = hospital_federation
+    daemon = fed.daemons[VICTIM]
+    spec = hospital_data.spec(L=2, K=10, C="0.5")
+    out = tmp_path / "release.csv"
+    fed.stop(daemon)
+    try:
+        start_other_version(fed, OTHER_VERSION[item])
+        with pytest.raises(FedanonError) as refused:
+            run_distributed(fed.hops, fed.leader_tls, hospital_data, spec, out)
+    finally:
+        fed.stop(daemon)
+        fed.start(daemon)
+        fed.wait_ready(daemon, timeout=120)
+    message = str(refused.value)
+    assert "\n" not in message
+    assert message.startswith(f"handshake: party {daemon.name} differs from the leader: ")
+    assert message.endswith(EXPECTED[item])
+    assert not out.exists()
