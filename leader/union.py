@@ -296,6 +296,8 @@ def run_union(
                     f"{last} returned {len(peeled):,} peeled items, not the {len(items):,} sent"
                 )
             plain = opening.records()
+    except FedanonError:
+        raise  # a party's failure or a count check (a ValueError too): already names its cause
     except (CryptoError, ValueError) as exc:
         raise FedanonError(f"union: the final batch is invalid: {exc}") from exc
     return _decoded(plain)

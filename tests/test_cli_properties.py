@@ -183,6 +183,18 @@ COMMANDS: dict[str, tuple[list[str], list[tuple[str, str | None, str]]]] = {
             ("--workdir", "out_dir", "wd"),
         ],
     ),
+    "check l-diversity": (
+        ["check", "l-diversity", "--qid=age,job", "--sensitive=disease"],
+        [("--data", "table", "data.csv"), ("--l", None, "2")],
+    ),
+    "check t-closeness": (
+        ["check", "t-closeness", "--qid=age,job", "--sensitive=disease"],
+        [("--data", "table", "data.csv"), ("--t", None, "0.5")],
+    ),
+    "taxonomy init": (
+        ["taxonomy", "init", "--qid=age,job", "--numeric=age=width:20"],
+        [("--data", "table", "data.csv"), ("--out", "out", "generated.toml")],
+    ),
     "check lkc": (
         ["check", "lkc", "--qid=age,job"],
         [
@@ -366,6 +378,8 @@ CHECKED_BY_THE_COMMAND = {
     *("--out-dir", "--workdir", "--dir", "--address", "--name", "--marker"),
     *("--C", "--K", "--L", "--alpha", "--p", "--suppress", "--sensitive", "--split"),
     *("--class", "--id", "--order", "--delimiter", "--out-delimiter"),
+    *("--numeric", "--date", "--groups"),  # taxonomy init: COL=SPEC, checked per column
+    "--wait",  # party status: optional seconds (tests/distributed/test_party_status_wait.py)
 }
 
 

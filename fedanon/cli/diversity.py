@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from fedanon.cli.common import print_summary, split_list
+from fedanon.cli.common import fraction, names, print_summary, split_list
 
 
 def add_check_diversity(models: argparse._SubParsersAction) -> None:
@@ -29,7 +29,7 @@ def add_check_diversity(models: argparse._SubParsersAction) -> None:
     )
     for parser in (ldiv, tclose):
         parser.add_argument("--data", required=True, help="released table (CSV with header)")
-        parser.add_argument("--qid", required=True, help="QID columns a,b,c")
+        parser.add_argument("--qid", required=True, type=names, help="QID columns a,b,c")
         parser.add_argument("--sensitive", required=True, help="the sensitive column")
         parser.add_argument("--delimiter", help="CSV delimiter (default ',' or tab for .tsv)")
         parser.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -41,7 +41,7 @@ def add_check_diversity(models: argparse._SubParsersAction) -> None:
         help="distinct values per class, or exp(entropy) per class (default distinct)",
     )
     ldiv.set_defaults(handler=run_check_diversity)
-    tclose.add_argument("--t", type=float, required=True, help="largest allowed EMD, in [0, 1]")
+    tclose.add_argument("--t", type=fraction, required=True, help="largest allowed EMD, in [0, 1]")
     tclose.add_argument(
         "--distance",
         choices=("equal", "ordered"),

@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fedanon.cli.common import print_summary, split_list
+from fedanon.cli.common import names, print_summary, split_list
 from fedanon.errors import FedanonError
 
 if TYPE_CHECKING:  # the handler imports them; building the parser must not (start-up time)
@@ -34,7 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "a mapping file. Edit the result, then pass it to anonymize lkc / alpha-k.",
     )
     init.add_argument("--data", required=True, help="table (CSV with a header row, or Parquet)")
-    init.add_argument("--qid", required=True, help="QID columns a,b,c")
+    init.add_argument("--qid", required=True, type=names, help="QID columns a,b,c")
     init.add_argument(
         "--numeric",
         action="append",
