@@ -61,6 +61,7 @@ def anonymize_lkc(
     from fedanon.algorithms.tds.api import anonymize_lkc as run
     from fedanon.algorithms.tds.api import build_schema
     from fedanon.algorithms.tds.verified import verified_release
+    from fedanon.report.build import JobDescription, build_release_report
     from fedanon.schema import LKCParams, parse_confidence_bound
 
     df = require_frame(df)
@@ -69,7 +70,23 @@ def anonymize_lkc(
     params = LKCParams.of(L, K, parse_confidence_bound(C))
     chosen = score or ("infogain" if schema.class_column else "discernibility")
     release = verified_release(run(df, schema, params, chosen, drop), schema, params)
-    return Release(release.table, release.report)
+    report = dict(release.report)
+    report["release_report"] = build_release_report(
+        release.table,
+        JobDescription(
+            "fedanon.anonymize_lkc",
+            "LKC-privacy (top-down specialization)",
+            {"L": params.L, "K": params.K, "C": str(params.C), "score": chosen},
+            [taxonomy] if isinstance(taxonomy, str | os.PathLike) else [],
+        ),
+        schema.qids,
+        [(s.column, s.value) for s in schema.sensitive],
+        schema.taxonomies,
+        schema.class_column,
+        report["privacy_check"],
+        original=df,
+    )
+    return Release(release.table, report, preserves_order=True)
 
 
 def check_lkc(

@@ -120,7 +120,7 @@ def test_released_cells_keep_equalities_average_inequalities_suppress_the_rest()
             "zip": ["1", "2", "3", "4", "5"],
         }
     )
-    colour, age, zipc = (encode_qid(df[c], c, "?") for c in df.columns)
+    colour, age, zipc = (encode_qid(df[c], c) for c in df.columns)
     path = (Condition("colour", True, "red"), Condition("age", False, 40.0, False))
     groups = [Group(np.array([0, 1, 2]), path), Group(np.array([3, 4]), ())]
     assert list(_released_cells(colour, groups, "?")) == ["red", "red", "red", "?", "?"]
@@ -130,7 +130,7 @@ def test_released_cells_keep_equalities_average_inequalities_suppress_the_rest()
 
 
 def test_group_mean_keeps_the_column_precision():
-    column = encode_qid(pd.Series(["1.25", "2.5", "3.0"]), "x", "?")
+    column = encode_qid(pd.Series(["1.25", "2.5", "3.0"]), "x")
     groups = [Group(np.array([0, 1, 2]), (Condition("x", False, 2.0, True),))]
     assert list(_released_cells(column, groups, "?")) == ["2.25"] * 3
 
