@@ -4,8 +4,8 @@ Both algorithms take a table, a class column and the QID columns, and release th
 every input column in its input order, QID cells as text (a suppressed cell holds the marker,
 ``?`` by default, which no input QID cell may hold), non-QID columns and the class unchanged,
 rows shuffled so that their order reveals neither the input order nor the groups. Keeping these
-rules in one place lets kACTUS, Mondrian and TDS releases be compared cell for cell. Before a release leaves, the independent
-k-anonymity checker verifies it (:func:`checked_release`).
+rules in one place lets kACTUS, Mondrian and TDS releases be compared cell for cell. Before a
+release leaves, the independent k-anonymity checker verifies it (:func:`checked_release`).
 """
 
 from __future__ import annotations
