@@ -286,6 +286,6 @@ def test_the_page_shows_the_steward_report_a_simulated_federation_and_tidy_frame
 
 def test_a_release_without_a_steward_report_says_so_in_one_line(tmp_path: Path) -> None:
     release = fedanon.Release(pd.DataFrame({"a": [1]}), {"method": "drbt"})
-    with pytest.raises(FedanonError, match="^no steward report for a drbt release"):
+    with pytest.raises(FedanonError, match=r"^no steward report for a drbt release"):
         release.to_html(tmp_path / "r.html")
     assert not (tmp_path / "r.html").exists()
