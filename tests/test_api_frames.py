@@ -71,6 +71,6 @@ def test_a_non_result_is_refused_in_one_line() -> None:
     with pytest.raises(
         FedanonError, match="tidy takes an evaluate_\\* result \\(a dict\\), got list"
     ):
-        fedanon.tidy([1, 2])  # type: ignore[arg-type]
+        fedanon.tidy([1, 2])
     with pytest.raises(FedanonError, match="holds no measurement"):
         fedanon.tidy({"method": "drbt"})
