@@ -38,4 +38,4 @@ def test_simulate_refuses_a_taxonomy_object_in_one_line() -> None:
     df = generate_hospital(50, seed=1)
     loaded = fedanon.load_taxonomy(hospital_taxonomy_path())
     with pytest.raises(FedanonError, match="taxonomy: give the file's path"):
-        simulate(df, taxonomy=loaded)  # type: ignore[arg-type]
+        simulate(df, taxonomy=loaded)
