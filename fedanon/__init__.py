@@ -34,6 +34,7 @@ _PUBLIC = {
     "evaluate_sanitization": "fedanon.algorithms.sanitization.api",
     "anonymize_drbt": "fedanon.algorithms.drbt.api",
     "evaluate_drbt": "fedanon.algorithms.drbt.api",
+    "tidy": "fedanon.frames",
 }
 
 __all__ = ["__version__", *sorted(_PUBLIC)]

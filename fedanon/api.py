@@ -19,7 +19,7 @@ import pandas as pd
 from fedanon.arguments import require_frame, taxonomy_file
 from fedanon.errors import FedanonError
 from fedanon.release import Release
-from fedanon.schema import SensitiveValue
+from fedanon.schema import LKCParams, Schema, SensitiveValue
 from fedanon.taxonomy.files import TaxonomyFile
 
 #: Sensitive values as ``{"column": ["value", ...]}`` or ``["column=value,value", ...]``.
@@ -61,7 +61,7 @@ def anonymize_lkc(
     from fedanon.algorithms.tds.api import anonymize_lkc as run
     from fedanon.algorithms.tds.api import build_schema
     from fedanon.algorithms.tds.verified import verified_release
-    from fedanon.schema import LKCParams, parse_confidence_bound
+    from fedanon.schema import parse_confidence_bound
 
     df = require_frame(df)
     tax = taxonomy_file(taxonomy, list(df.columns))
@@ -69,7 +69,54 @@ def anonymize_lkc(
     params = LKCParams.of(L, K, parse_confidence_bound(C))
     chosen = score or ("infogain" if schema.class_column else "discernibility")
     release = verified_release(run(df, schema, params, chosen, drop), schema, params)
-    return Release(release.table, release.report)
+    inputs = [taxonomy] if isinstance(taxonomy, str | os.PathLike) else []
+    report = {
+        **release.report,
+        "release_report": steward_report(
+            release.table,
+            release.report,
+            schema,
+            params,
+            chosen,
+            "fedanon.anonymize_lkc",
+            inputs,
+            original=df,
+        ),
+    }
+    return Release(release.table, report, preserves_order=True)
+
+
+def steward_report(
+    table: pd.DataFrame,
+    report: dict[str, Any],
+    schema: Schema,
+    params: LKCParams,
+    score: str,
+    command: str,
+    inputs: Sequence[str | os.PathLike[str]],
+    parties: list[dict[str, Any]] | None = None,
+    original: pd.DataFrame | None = None,
+) -> dict[str, Any]:
+    """The steward's release report (docs/steward-guide.md) of a checked LKC release, for
+    `Release.to_html`; the command line builds the same object for ``--html``."""
+    from fedanon.report.build import JobDescription, build_release_report
+
+    return build_release_report(
+        table,
+        JobDescription(
+            command,
+            "LKC-privacy (top-down specialization)",
+            {"L": params.L, "K": params.K, "C": str(params.C), "score": score},
+            inputs,
+            parties or [],
+        ),
+        schema.qids,
+        [(s.column, s.value) for s in schema.sensitive],
+        schema.taxonomies,
+        schema.class_column,
+        report["privacy_check"],
+        original=original,
+    )
 
 
 def check_lkc(

@@ -259,3 +259,33 @@ def test_drbt_release_keeps_distances_as_its_report_says(page: dict[str, Any]) -
     assert projected.report["stress"] == pytest.approx(((dhat - d) ** 2).sum() / (d**2).sum())
     for row in page["clustering"]["f_measure"]["by_clusters"]:
         assert 0.0 <= row["mean"] <= 1.0
+
+
+def test_the_page_shows_the_steward_report_a_simulated_federation_and_tidy_frames(
+    page: dict[str, Any],
+) -> None:
+    release = page["release"]
+    assert release.preserves_order is True and release.table.index.equals(page["df"].index)
+    written = page["report_page"].read_text(encoding="utf-8")
+    assert written == release._repr_html_()
+    assert "<h1>fedanon release report: LKC-privacy" in written
+    assert "fedanon.anonymize_lkc" in written  # the job as run from Python
+    distributed = page["distributed"]
+    assert distributed.preserves_order is False
+    assert page["as_rows"](distributed.table) == page["as_rows"](release.table)
+    folds = page["folds"]
+    # One row per fold: 5x2 cross-validation gives 10 accuracies per method and k.
+    assert folds.groupby(["method", "k"]).size().tolist() == [10] * len(page["accuracy"]["results"])
+    errors = page["errors"]
+    average = errors[errors["measure"] == "default.average_relative_error"]
+    assert average.set_index("release")["value"].to_dict() == {
+        name: page["queries"]["default"][name]["average_relative_error"]
+        for name in page["queries"]["releases"]
+    }
+
+
+def test_a_release_without_a_steward_report_says_so_in_one_line(tmp_path: Path) -> None:
+    release = fedanon.Release(pd.DataFrame({"a": [1]}), {"method": "drbt"})
+    with pytest.raises(FedanonError, match=r"^no steward report for a drbt release"):
+        release.to_html(tmp_path / "r.html")
+    assert not (tmp_path / "r.html").exists()

@@ -3,12 +3,9 @@
 Each document's blocks run in order in one bash session (tests/doc_commands.py), in a scratch
 directory laid out as a reader's checkout: the repository's ``.venv`` (the reader made it in the
 set-up step), a copy of ``deploy/``, and the public data at ``../shared/data``. PATH holds no
-venv: the documents must say how to call the installed command. Placeholder files the documents
-do not create themselves come from this documented fixture mapping (:data:`FIXTURES`):
-
-- ``table.csv``: 300 objects, 24 numeric attributes in three clusters (no id column);
-- ``log.dat``: a FIMI transaction log (600 baskets over items 1..12);
-- ``rules.txt``: the sensitive rule ``1 => 2`` (its items occur in ``log.dat``).
+venv: the documents must say how to call the installed command. Nothing else is provided: a
+document makes every file its commands read (or reads the shared data), so a reader who copies
+its blocks in order gets the same result.
 
 The unit tests below show the runner fails, naming the block, when a documented command is
 broken, and that skip comments are honoured only with a reason.
@@ -22,11 +19,8 @@ import shutil
 import signal
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
 import pytest
 
 from fedanon.readers.datadir import data_dir
@@ -41,31 +35,6 @@ DOCUMENTS = [
 ]
 
 
-def _table(path: Path) -> None:
-    rng = np.random.default_rng(3)
-    centers = rng.normal(0, 5, size=(3, 24))
-    rows = centers[rng.integers(0, 3, 300)] + rng.normal(0, 1, size=(300, 24))
-    table = pd.DataFrame(rows.round(4), columns=[f"x{i}" for i in range(24)])
-    table.to_csv(path, index=False)
-
-
-def _log(path: Path) -> None:
-    rng = np.random.default_rng(4)
-    baskets = [sorted(set(rng.integers(1, 13, rng.integers(2, 7)).tolist())) for _ in range(600)]
-    path.write_text("\n".join(" ".join(map(str, b)) for b in baskets) + "\n")
-
-
-def _rules(path: Path) -> None:
-    path.write_text("1 => 2\n", encoding="utf-8")
-
-
-FIXTURES: dict[str, Callable[[Path], None]] = {
-    "table.csv": _table,
-    "log.dat": _log,
-    "rules.txt": _rules,
-}
-
-
 def _checkout(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     """A reader's checkout in tmp_path/repo, the data at tmp_path/shared/data; its env."""
     repo = tmp_path / "repo"
@@ -78,8 +47,6 @@ def _checkout(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     )
     (tmp_path / "shared").mkdir()
     (tmp_path / "shared" / "data").symlink_to(data_dir().resolve(), target_is_directory=True)
-    for name, make in FIXTURES.items():
-        make(repo / name)
     drop = {"VIRTUAL_ENV", "FEDANON_DATA_DIR", "PYTHONPATH"}
     env = {k: v for k, v in os.environ.items() if k not in drop and not k.startswith("PYTEST")}
     env.update(PATH="/usr/local/bin:/usr/bin:/bin", HOME=str(tmp_path), COLUMNS="100")
@@ -226,3 +193,29 @@ def test_documented_commands_work_as_written(
         f"{doc}:{where.line if where else '?'} fails as written:\n"
         f"{where.code if where else ''}\n---\n{done.output[-3000:]}"
     )
+
+
+@pytest.mark.slow
+def test_readme_blocks_beside_adult_run_in_minutes(tmp_path: Path) -> None:
+    """The README's blocks that do not read Adult (certificates with their default directory,
+    DRBT on a table the block makes, sanitization of a shared log) run as written, after the
+    worked example's activation: the quick form of the `reproduce` README run above."""
+    blocks = extract_blocks((REPO / "README.md").read_text(encoding="utf-8"), "README.md")
+    chosen = [b for b in blocks if b.skip is None and "$D" not in b.code]
+    assert any("certs init\n" in b.code for b in chosen)
+    assert any("anonymize drbt" in b.code for b in chosen)
+    assert any("fedanon sanitize" in b.code for b in chosen)
+    repo, env = _checkout(tmp_path)
+    done = run_blocks([Block("README.md", 0, ". .venv/bin/activate"), *chosen], repo, env)
+    where = done.failed_block
+    assert done.returncode == 0, (
+        f"README.md:{where.line if where else '?'} fails as written:\n{done.output[-3000:]}"
+    )
+    assert sorted(p.name for p in (repo / "certs").iterdir()) == [
+        "ca.crt",
+        "ca.key",
+        "hospital-1.crt",
+        "hospital-1.key",
+        "leader.crt",
+        "leader.key",
+    ]

@@ -50,6 +50,7 @@ POSITIONAL = {
     "evaluate_drbt": ["df"],
     "check_l_diversity": ["df"],
     "check_t_closeness": ["df"],
+    "tidy": ["evaluation"],
 }
 
 

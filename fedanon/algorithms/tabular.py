@@ -2,10 +2,10 @@
 
 Both algorithms take a table, a class column and the QID columns, and release the same shape:
 every input column in its input order, QID cells as text (a suppressed cell holds the marker,
-``?`` by default), non-QID columns and the class unchanged, rows shuffled so that their order
-reveals neither the input order nor the groups. Keeping these rules in one place lets kACTUS,
-Mondrian and TDS releases be compared cell for cell. Before a release leaves, the independent
-k-anonymity checker verifies it (:func:`checked_release`).
+``?`` by default, which no input QID cell may hold), non-QID columns and the class unchanged,
+rows shuffled so that their order reveals neither the input order nor the groups. Keeping these
+rules in one place lets kACTUS, Mondrian and TDS releases be compared cell for cell. Before a
+release leaves, the independent k-anonymity checker verifies it (:func:`checked_release`).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ class QidColumn:
     name: str
     numeric: bool
     text: np.ndarray  # object array: the original cell text ('' when missing)
-    missing: np.ndarray  # bool: NA, empty, or the suppression marker
+    missing: np.ndarray  # bool: NA or empty (validate refuses the suppression marker)
     values: np.ndarray  # float64 (NaN when missing); numeric columns only, else empty
     codes: np.ndarray  # intp category codes (-1 when missing); categorical columns only
     categories: np.ndarray  # object array: category of each code (sorted); categorical only
@@ -72,6 +72,8 @@ def validate(
             raise FedanonError(f"the class column '{class_column}' cannot also be a QID")
     if not names:
         raise FedanonError("no QID columns (the table holds only the class)")
+    for name in names:
+        _require_no_marker(df[name], name, marker)
     if isinstance(k, bool) or not isinstance(k, int | np.integer):
         raise FedanonError(f"k must be an integer, got {k!r}")
     if len(df) == 0:
@@ -87,13 +89,28 @@ def validate(
     return names
 
 
-def encode_qid(column: pd.Series, name: str, marker: str) -> QidColumn:
+def _require_no_marker(column: pd.Series, name: str, marker: str) -> None:
+    """Refuse input cells equal to the marker: a released marker must mean "suppressed" only,
+    never the data's own missing value (UCI Adult writes ``?``), or a reader cannot tell them
+    apart."""
+    cells = column.astype(object).to_numpy()
+    present = ~pd.isna(cells)
+    hits = np.flatnonzero(present)[[str(v).strip() == marker for v in cells[present]]]
+    if len(hits):
+        raise FedanonError(
+            f"QID column '{name}' already holds the suppression marker '{marker}' (row "
+            f"{int(hits[0]) + 1}): choose another marker (marker= / --marker) so suppressed "
+            "cells stay distinct from the data's own values"
+        )
+
+
+def encode_qid(column: pd.Series, name: str) -> QidColumn:
     """Encode one QID column; numeric when every present value parses as a number."""
     raw = column.astype(object).to_numpy()
     present = ~pd.isna(raw)
     text = np.full(len(raw), "", dtype=object)
     text[present] = [str(v).strip() for v in raw[present]]
-    missing = (text == "") | (text == marker)
+    missing = text == ""
     if missing.all():
         raise FedanonError(f"QID column '{name}' holds only missing values")
     blanked = pd.Series(text).mask(missing)

@@ -3,7 +3,7 @@
 `init` creates DIR/ca.key and DIR/ca.crt once per federation; `issue NAME` creates DIR/NAME.key
 and DIR/NAME.crt signed by that CA, with NAME as the certificate's DNS name (what peers dial and
 check) and the role party or leader (by default leader for the name ``leader``, else party). Keys
-are written with mode 0600 and never overwritten.
+are written with mode 0600 and never overwritten. DIR is ``./certs`` unless `--dir` says otherwise.
 """
 
 from __future__ import annotations
@@ -14,6 +14,10 @@ from pathlib import Path
 from fedanon.cli.choices import CERT_ROLES
 from fedanon.errors import FedanonError
 
+#: Where `init` writes the CA and `issue` finds it when `--dir` is not given (the README's
+#: `fedanon certs init` then `fedanon certs issue NAME` work as written).
+DEFAULT_DIR = "certs"
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add `certs` and its `init` / `issue` actions to the top-level parser."""
@@ -21,7 +25,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     actions = parser.add_subparsers(dest="certs_action", required=True, metavar="ACTION")
 
     init = actions.add_parser("init", help="create a new federation CA in DIR")
-    init.add_argument("--dir", required=True, type=Path, help="directory for ca.key and ca.crt")
+    init.add_argument(
+        "--dir", default=Path(DEFAULT_DIR), type=Path, help="directory for ca.key and ca.crt"
+    )
     init.add_argument(
         "--name", default="fedanon federation CA", help="common name of the CA certificate"
     )
@@ -29,7 +35,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     issue = actions.add_parser("issue", help="issue a key and certificate signed by DIR's CA")
     issue.add_argument("name", help="party or leader name (a DNS label, e.g. hospital-1)")
-    issue.add_argument("--dir", required=True, type=Path, help="directory holding the CA")
+    issue.add_argument(
+        "--dir", default=Path(DEFAULT_DIR), type=Path, help="directory holding the CA"
+    )
     issue.add_argument(
         "--role",
         choices=CERT_ROLES,

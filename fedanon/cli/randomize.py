@@ -128,6 +128,7 @@ def add_evaluate_randomization(kinds: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--no-rules", action="store_true", help="skip the rule recovery")
     parser.add_argument("--report", help="JSON report path")
+    parser.add_argument("--chart", help="PNG: predicted vs measured bias per combination")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--quiet", action="store_true", help="no progress display")
     parser.set_defaults(handler=run_evaluate)
@@ -216,6 +217,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
 
     outputs = CommandOutputs(inputs=[args.data, args.release])
     outputs.claim("--report", args.report)
+    outputs.claim("--chart", args.chart)
     table = read_table(args.data, args.delimiter)
     release = read_table(args.release, args.delimiter) if args.release else None
     with step_progress("evaluating", args.quiet or args.json):
@@ -233,6 +235,10 @@ def run_evaluate(args: argparse.Namespace) -> int:
     with outputs.writing() as staged:
         if args.report:
             staged.json(args.report, report)
+        if args.chart:
+            from fedanon.utility.randomization_chart import plot_bias
+
+            plot_bias(report, staged.path(args.chart))
     rows = _summary_rows(report)
     rows.append(("changed cells", f"{report['changed_cell_fraction']:.4%}"))
     rows += [

@@ -120,7 +120,7 @@ def test_released_cells_keep_equalities_one_value_for_inequalities_suppress_the_
             "zip": ["1", "2", "3", "4", "5"],
         }
     )
-    colour, age, zipc = (encode_qid(df[c], c, "?") for c in df.columns)
+    colour, age, zipc = (encode_qid(df[c], c) for c in df.columns)
     path = (Condition("colour", True, "red"), Condition("age", False, 40.0, False))
     groups = [Group(np.array([0, 1, 2]), path), Group(np.array([3, 4]), ())]
     assert list(_released_cells(colour, groups, "?", "median")) == ["red"] * 3 + ["?", "?"]
@@ -133,7 +133,7 @@ def test_released_cells_keep_equalities_one_value_for_inequalities_suppress_the_
 
 
 def test_group_value_keeps_the_column_precision():
-    column = encode_qid(pd.Series(["1.25", "2.5", "3.0"]), "x", "?")
+    column = encode_qid(pd.Series(["1.25", "2.5", "3.0"]), "x")
     groups = [Group(np.array([0, 1, 2]), (Condition("x", False, 2.0, True),))]
     assert list(_released_cells(column, groups, "?", "mean")) == ["2.25"] * 3
     assert list(_released_cells(column, groups, "?", "median")) == ["2.50"] * 3

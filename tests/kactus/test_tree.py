@@ -31,14 +31,14 @@ def test_numeric_test_has_a_threshold_and_two_sides():
 
 
 def test_records_follow_their_paths_and_missing_values_go_to_the_root_residual():
-    colour = encode_qid(pd.Series(["red", "blue", None, "red", "?", "blue"]), "colour", "?")
-    age = encode_qid(pd.Series(["30", "70", "50", "", "40", "20"]), "age", "?")
+    colour = encode_qid(pd.Series(["red", "blue", None, "red", "", "blue"]), "colour")
+    age = encode_qid(pd.Series(["30", "70", "50", "", "40", "20"]), "age")
     red, blue = colour.categories.tolist().index("red"), colour.categories.tolist().index("blue")
     young, old = TreeNode(None), TreeNode(None)
     by_age = TreeNode("age", numeric=True, threshold=45.0, children={False: young, True: old})
     tree = TreeNode("colour", children={red: by_age, blue: TreeNode(None)})
     root, residual = place_records(tree, [colour, age])
-    # row 2 (colour missing) and row 4 (the marker) follow no branch; row 3 reaches the age
+    # rows 2 and 4 (colour missing: None, empty) follow no branch; row 3 reaches the age
     # test with no age
     assert residual.tolist() == [2, 3, 4]
     red_node = next(c for c in root.children if c.path[-1].value == "red")
@@ -55,6 +55,6 @@ def test_induce_ignores_incomplete_records_when_fitting():
     labels = pd.Series(np.where(values == "a", "x", "y"))
     values = values.astype(object)
     values[:50] = None  # incomplete records do not stop the fit
-    tree = induce([encode_qid(pd.Series(values), "v", "?")], labels, k=10)
+    tree = induce([encode_qid(pd.Series(values), "v")], labels, k=10)
     assert tree.feature == "v" and sum(c.rows for c in tree.children.values()) == 150
     assert math.isnan(tree.threshold)

@@ -116,7 +116,9 @@ def anonymize_alpha_k(
     if not verdict.ok:
         raise FedanonError(f"the release fails (alpha,k)-anonymity ({method}); nothing returned")
     report["privacy_check"] = verdict.to_dict()
-    return Release(next(iter(tables.values())), report, tables)
+    # Recoding keeps each row in place; NSS/SS are shuffled (fedanon.release.Release).
+    in_place = method in ("global", "local")
+    return Release(next(iter(tables.values())), report, tables, preserves_order=in_place)
 
 
 def _trees(

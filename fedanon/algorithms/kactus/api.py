@@ -102,7 +102,7 @@ def _kactus(
     """Phases 1 and 2 and the table of `numeric`'s rule, with its report (unchecked)."""
     names = validate(df, class_column, qids, k, marker)
     began = time.perf_counter()
-    columns = [encode_qid(df[name], name, marker) for name in names]
+    columns = [encode_qid(df[name], name) for name in names]
     rng = generator(seed)
     labels = df[class_column].astype(str)
     tree = induce(columns, labels, k, prune=bool(prune))

@@ -68,7 +68,7 @@ def anonymize_mondrian(
     if unknown:
         raise FedanonError(f"an order is given for '{unknown[0]}', which is not a QID")
     began = time.perf_counter()
-    columns = [encode_qid(df[name], name, marker) for name in names]
+    columns = [encode_qid(df[name], name) for name in names]
     ranks = np.column_stack([_ranks(c, order_of.get(c.name)) for c in columns])
     complete = ~np.isnan(ranks).any(axis=1)
     partitions = _partition(ranks, np.flatnonzero(complete), k)

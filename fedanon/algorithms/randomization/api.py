@@ -56,7 +56,7 @@ def anonymize_randomize(
         "changed_cell_fraction": round(changed / cells, 6),
         "seconds": round(time.perf_counter() - began, 4),
     }
-    return Release(table, report)
+    return Release(table, report, preserves_order=True)
 
 
 def _planned(

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from fedanon.algorithms.sanitization.deletion import delete_items
 from fedanon.algorithms.sanitization.dsa import downright_sanitize
@@ -116,7 +117,10 @@ def sanitize(
     }
     if algorithm == "swa":
         report["window"] = window or DEFAULT_WINDOW
-    return Release(log_table(released_tx), given | _report(tx, rules, report))
+    table = log_table(released_tx)
+    if isinstance(transactions, pd.DataFrame):  # row i is transaction i: keep its label
+        table.index = transactions.index
+    return Release(table, given | _report(tx, rules, report), preserves_order=True)
 
 
 def evaluate_sanitization(
