@@ -27,8 +27,9 @@ import argparse
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from fractions import Fraction
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -62,7 +63,7 @@ ENHANCED_KS = (1, 3, 5, 7, 9)
 class Associations:
     """The quasi-sensitive itemsets and rules of a table, mined over the QIDs and occupation."""
 
-    def __init__(self, table: pd.DataFrame, domains: list[list[str]]) -> None:
+    def __init__(self, table: pd.DataFrame, domains: Sequence[Sequence[str]]) -> None:
         tx = as_transactions(table, COLUMNS, domains)
         first_sensitive = sum(len(d) for d in domains[:-1])
         itemsets = frequent_itemsets(tx, MIN_SUPPORT)
@@ -114,12 +115,13 @@ def fig6(
             adult, QIDS, SENSITIVE, qd=j, n_queries=args.queries, seed=j, sizes="random"
         )
 
-        def add(name: str, *estimates: np.ndarray | None, wl: QueryWorkload = workload) -> None:
-            """Per-query error, averaged over the releases (one unless randomized)."""
+        def add(name: str, *estimates: np.ndarray, wl: QueryWorkload = workload) -> None:
+            """Per-query error, averaged over the releases (one unless randomized); no estimate
+            stands for an infeasible method."""
             value = (
-                None
-                if estimates[0] is None
-                else np.mean([relative_error(wl.actual, e) for e in estimates], axis=0)
+                np.mean([relative_error(wl.actual, e) for e in estimates], axis=0)
+                if estimates
+                else None
             )
             errors.setdefault(name, []).append(value)
 
@@ -129,17 +131,14 @@ def fig6(
                 add(f"l-div. {within} l={ell}", estimate_groups(workload, adult, g, within))
             add(f"permutation l={ell}", lossy_join(workload, adult, g))
             b = buckets[ell]
-            add(f"Anatomy l={ell}", None if b is None else lossy_join(workload, adult, b))
+            add(f"Anatomy l={ell}", *([] if b is None else [lossy_join(workload, adult, b)]))
     means: dict[str, list[float]] = {}
     for statistic, reduce in (("mean", np.mean), ("median", np.median)):
         print(f"\n{statistic} relative error\n")
         print("| j | " + " | ".join(errors) + " |")
         print("|---" * (1 + len(errors)) + "|")
         for n, j in enumerate(js):
-            cells = [
-                "infeasible" if e[n] is None else f"{float(reduce(e[n])):.4f}"
-                for e in errors.values()
-            ]
+            cells = [_cell(e[n], reduce) for e in errors.values()]
             print(f"| {j} | " + " | ".join(cells) + " |", flush=True)
     for name, per_j in errors.items():
         if all(e is not None for e in per_j):
@@ -147,8 +146,16 @@ def fig6(
     return means
 
 
+def _cell(errors: np.ndarray | None, reduce: Callable[[np.ndarray], Any]) -> str:
+    return "infeasible" if errors is None else f"{float(reduce(errors)):.4f}"
+
+
+def _shuffled(adult: pd.DataFrame, group: np.ndarray, seed: int) -> pd.DataFrame:
+    return permuted(adult, group, SENSITIVE, seed)
+
+
 def fig7(
-    adult: pd.DataFrame, domains: list[list[str]], args: argparse.Namespace
+    adult: pd.DataFrame, domains: Sequence[Sequence[str]], args: argparse.Namespace
 ) -> dict[str, list[float]]:
     base = Associations(adult, domains)
     print(
@@ -160,13 +167,15 @@ def fig7(
     cases: list[tuple[str, Callable[[int], pd.DataFrame]]] = [
         ("RA (uniform p)", lambda s: ra_release(adult, 1000 + s, method="ra", p="uniform"))
     ]
-    for ell in (5, 8, 10):
-        g = entropy_l_diverse_groups(adult, QIDS, SENSITIVE, ell)
-        cases.append((f"permutation l={ell}", lambda s, g=g: permuted(adult, g, SENSITIVE, s)))
+    groupings = [
+        (f"permutation l={ell}", entropy_l_diverse_groups(adult, QIDS, SENSITIVE, ell))
+        for ell in (5, 8, 10)
+    ]
     for ell in (5, 7):
         b = anatomy(adult, ell)
         assert b is not None
-        cases.append((f"Anatomy l={ell}", lambda s, b=b: permuted(adult, b, SENSITIVE, s)))
+        groupings.append((f"Anatomy l={ell}", b))
+    cases.extend((name, partial(_shuffled, adult, g)) for name, g in groupings)
     return {
         name: _association_row(
             name, base, [Associations(make(s), domains) for s in range(args.seeds)]
@@ -190,7 +199,7 @@ def _association_row(name: str, base: Associations, found: list[Associations]) -
 
 
 def fig8a(
-    adult: pd.DataFrame, domains: list[list[str]], args: argparse.Namespace
+    adult: pd.DataFrame, domains: Sequence[Sequence[str]], args: argparse.Namespace
 ) -> dict[str, list[float]]:
     base = Associations(adult, domains)
     print("\nFig. 8(a): enhanced RA\n")
@@ -207,7 +216,7 @@ def fig8a(
 
 
 def fig8b(
-    adult: pd.DataFrame, domains: list[list[str]], args: argparse.Namespace
+    adult: pd.DataFrame, domains: Sequence[Sequence[str]], args: argparse.Namespace
 ) -> dict[int, float]:
     base = Associations(adult, domains)
     found = [
