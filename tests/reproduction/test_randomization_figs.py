@@ -111,6 +111,8 @@ def test_estimate_12_by_hand():
     assert estimate_groups(workload, table, group, "uniform")[0] == pytest.approx(0.25)
     # marginal: group 0 job 2/3 in {a, c}, sex 2/3 F -> 1 x 4/9; group 1 sex 0 of 2 F.
     assert estimate_groups(workload, table, group, "marginal")[0] == pytest.approx(4 / 9)
+    with pytest.raises(FedanonError, match="'uniform' or 'marginal'"):
+        estimate_groups(workload, table, group, "independent")
 
 
 # ---------------------------------------------------------------- Adult, the paper's shapes

@@ -8,7 +8,7 @@
 * **Permutation** (Xiao and Tao 2006): the same groups, released as a QID table and a sensitive
   table joined by group id, i.e. the sensitive values shuffled within each group. Xiao and
   Tao's own bucketization (`fedanon.algorithms.alphak.anatomy`) needs every sensitive value in at
-  most n/l records; on Adult the most frequent occupation holds 13.5 %, so it exists only for
+  most n/l records; on Adult the most frequent occupation holds 13.4 %, so it exists only for
   l <= 7 and cannot give the paper's l = 8 and 10.
 
 Query estimates: a generalized group answers by the paper's estimate (12), each QID uniform
@@ -25,7 +25,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from fedanon.errors import InfeasibleError
+from fedanon.errors import FedanonError, InfeasibleError
 from fedanon.text import as_text
 from fedanon.utility.queries import QueryWorkload
 
@@ -109,6 +109,8 @@ def estimate_groups(
     value equally likely: what a generalized release supports); ``within="marginal"`` counts the
     group's records (the exact per-group marginal of each QID, independent across QIDs).
     """
+    if within not in ("uniform", "marginal"):
+        raise FedanonError(f"within must be 'uniform' or 'marginal', got {within!r}")
     n_groups = int(group.max()) + 1
 
     def counts(column: str) -> np.ndarray:
