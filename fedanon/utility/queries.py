@@ -77,6 +77,7 @@ class QueryWorkload:
     domains: dict[str, np.ndarray]
     queries: list[CountQuery]
     actual: np.ndarray
+    sizes: str = "fixed"
 
     # ------------------------------------------------------------------ drawing
     @classmethod
@@ -89,15 +90,21 @@ class QueryWorkload:
         s: float = 0.05,
         n_queries: int = 1000,
         seed: int | None = None,
+        sizes: str = "fixed",
     ) -> QueryWorkload:
         """Draw `n_queries` queries with a non-zero true count on `raw_df`.
 
         Without a seed one is drawn from `secrets` and kept in the workload, so every run can be
         repeated. The qd attributes of each query are drawn uniformly without replacement from
-        the QIDs and kept in QID order.
+        the QIDs and kept in QID order. ``sizes="fixed"`` selects b values per predicate (the
+        selectivity s, as (alpha,k)'s workload does); ``sizes="random"`` selects a number drawn
+        uniformly from 1..|dom A| per predicate, as Yang and Qiao's workload does ("a random
+        number of categorical values from its domain"), and ignores s.
         """
         qids = tuple(qids)
         _validate_workload(raw_df, qids, sensitive, qd, s, n_queries)
+        if sizes not in ("fixed", "random"):
+            raise FedanonError(f"predicate sizes must be 'fixed' or 'random', got {sizes!r}")
         seed = secrets.randbits(63) if seed is None else int(seed)
         rng = np.random.default_rng(seed)
         columns = (*qids, sensitive)
@@ -106,7 +113,13 @@ class QueryWorkload:
         }
         domains = {c: d.astype(str) for c, d in domains.items()}
         counter = _GroupedRows.from_table(raw_df, columns, domains)
-        sizes = {c: predicate_size(len(domains[c]), qd, s) for c in columns}
+        fixed = {c: predicate_size(len(domains[c]), qd, s) for c in columns}
+
+        def size(column: str) -> int:
+            if sizes == "fixed":
+                return fixed[column]
+            return int(rng.integers(1, len(domains[column]) + 1))
+
         queries: list[CountQuery] = []
         actual: list[int] = []
         draws = 0
@@ -120,17 +133,17 @@ class QueryWorkload:
             chosen = np.sort(rng.choice(len(qids), size=qd, replace=False))
             attrs = tuple(qids[i] for i in chosen)
             values = tuple(
-                np.sort(rng.choice(len(domains[a]), size=sizes[a], replace=False)) for a in attrs
+                np.sort(rng.choice(len(domains[a]), size=size(a), replace=False)) for a in attrs
             )
-            sens = np.sort(
-                rng.choice(len(domains[sensitive]), size=sizes[sensitive], replace=False)
-            )
+            sens = np.sort(rng.choice(len(domains[sensitive]), size=size(sensitive), replace=False))
             query = CountQuery(attrs, values, sens)
             count = counter.count(query, domains, qids, sensitive)
             if count > 0:
                 queries.append(query)
                 actual.append(count)
-        return cls(qids, sensitive, qd, s, seed, domains, queries, np.array(actual, dtype=np.int64))
+        return cls(
+            qids, sensitive, qd, s, seed, domains, queries, np.array(actual, dtype=np.int64), sizes
+        )
 
     # ------------------------------------------------------------------ estimators
     def true_counts(self, raw_df: pd.DataFrame) -> np.ndarray:
@@ -235,9 +248,11 @@ class QueryWorkload:
             "s": self.s,
             "seed": self.seed,
             "queries": len(self.queries),
-            "predicate_sizes": {
-                c: predicate_size(len(d), self.qd, self.s) for c, d in self.domains.items()
-            },
+            "predicate_sizes": (
+                {c: predicate_size(len(d), self.qd, self.s) for c, d in self.domains.items()}
+                if self.sizes == "fixed"
+                else "random"
+            ),
         }
 
 
