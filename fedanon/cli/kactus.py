@@ -105,7 +105,10 @@ def add_evaluate_classification(kinds: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--k", type=ints, default="5,10,20,30", help="values of k (comma list)")
     parser.add_argument(
-        "--inducer", type=names, default="c45", help="c45,naive-bayes,logistic (comma list)"
+        "--inducer",
+        type=names,
+        default="c45",
+        help="c45,naive-bayes,logistic,logistic-weka (comma list)",
     )
     parser.add_argument(
         "--qid", type=names, help="QID columns a,b,c (default: every column but the class)"
