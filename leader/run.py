@@ -42,8 +42,10 @@ def run_job(
 ) -> dict[str, Any]:
     """Run one session; write the release and report; return the report.
 
-    `on_step` hears every specialization, `on_phase` every phase of the union that follows.
+    `on_step` hears every specialization; `on_phase` a line at the start and end of every
+    phase (handshake, specialization, each phase of the union, check and write).
     """
+    show = on_phase or (lambda _text: None)
     job.check()
     outputs = CommandOutputs()
     outputs.claim("out", job.out)
@@ -55,6 +57,8 @@ def run_job(
     traffic = Traffic()
     session = Session(job)
     began = time.perf_counter()
+    names = ", ".join(f"{hop.name} ({hop.address})" for hop in job.parties)
+    show(f"handshake: connecting to {len(job.parties)} parties: {names}")
     with session:
         ring = open_ring(
             session,
@@ -65,6 +69,8 @@ def run_job(
             pad_to=job.union_pad_to,
         )
         timings["handshake"] = time.perf_counter() - began
+        show(f"handshake: done; {len(session.ring)} parties agreed on the job and the keys")
+        show("specialize: secure sums of the statistics, one per iteration")
 
         mark = time.perf_counter()
         source = FederationSource(
@@ -74,6 +80,7 @@ def run_job(
             schema, spec.params, score=spec.score, on_step=on_step, suppress=spec.suppress
         ).run(source)
         timings["specialize"] = time.perf_counter() - mark
+        show(f"specialize: done; {source.iteration} iterations")
 
         mark = time.perf_counter()
         rows = run_union(
@@ -92,10 +99,12 @@ def run_job(
             chunk_bytes=job.union_chunk_bytes,
         )
         timings["union"] = time.perf_counter() - mark
+        show(f"union: done; {len(rows):,} records")
 
         ended = session.end()
 
     mark = time.perf_counter()
+    show("check: LKC-privacy of the integrated release")
     release = pd.DataFrame(rows, columns=ring.columns)
     sensitive: dict[str, list[str]] = defaultdict(list)
     for s in spec.sensitive:
@@ -120,6 +129,7 @@ def run_job(
     with outputs.writing() as staged:
         staged.table(job.out, release)
         timings["write"] = time.perf_counter() - mark
+        show("write: the release" + (" and the report" if job.report else ""))
         timings["total"] = time.perf_counter() - began
 
         report = build_report(

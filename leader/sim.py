@@ -18,7 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -315,13 +315,16 @@ def federation(
     union: Parallelism | None = None,
     lease_seconds: float | None = None,
     idle_keys: int | None = SIM_IDLE_KEYS,
+    on_phase: Callable[[str], None] | None = None,
 ) -> Iterator[Federation]:
     """Start one daemon per part (ring order = list order); stop and clean up on exit.
 
     `union` sets the daemons' union worker processes and `lease_seconds` their session lease
     (default: the config file's defaults); `idle_keys` their pool of leader-layer keys made while
-    idle (None: the config file's default).
+    idle (None: the config file's default). `on_phase` hears each start-up step (certificates,
+    each daemon started and ready): on a busy machine the start-up takes up to a minute.
     """
+    show = on_phase or (lambda _text: None)
     own_dir = workdir is None
     # Absolute: the party configs written below name files in it, and a relative path there
     # would resolve against the config's own directory (relwd/relwd/...).
@@ -329,6 +332,7 @@ def federation(
     root.mkdir(parents=True, exist_ok=True)
     names = [f"hospital-{i + 1}" for i in range(len(parts))]
     cert_dir = root / "certs"
+    show(f"start-up: issuing certificates for {len(names)} parties and the leader")
     issue_federation_certificates(cert_dir, names, "fedanon simulated federation CA")
     ports = free_ports(len(parts))
     daemons = []
@@ -363,10 +367,13 @@ def federation(
     if previous in (signal.SIG_DFL, None):
         signal.signal(signal.SIGTERM, _interrupt)
     try:
+        show(f"start-up: starting {len(daemons)} party daemons")
         for daemon in daemons:
             fed.start(daemon)
-        for daemon in daemons:
+        for number, daemon in enumerate(daemons, start=1):
+            show(f"start-up: waiting for {daemon.name} ({daemon.address}) to be ready")
             fed.wait_ready(daemon)
+            show(f"start-up: {daemon.name} ready ({number}/{len(daemons)})")
         yield fed
     finally:
         fed.stop_all()

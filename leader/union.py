@@ -230,7 +230,7 @@ def run_union(
     """
     show = on_phase or (lambda _text: None)
     ref = session.ref(round_)
-    show(f"union: {len(session.ring)} parties measure and seal their records")
+    show(f"union: measure: {len(session.ring)} parties measure their records")
     sizes = session.fan_out(
         "union (measure)",
         lambda n, s: s.Union(
@@ -246,13 +246,16 @@ def run_union(
         rpc_seconds,
     )
     record_size = max(r.record_size for r in sizes.values())
+    show(f"union: measure: done; records of {record_size:,} bytes")
     calls = _Calls(session, ref, chunk_bytes, union_seconds)
     if mode == "shuffle":
         block_sizes = [pad_to or sizes[name].count for name in session.ring]
         if pad_to == 0 and on_counts is not None:
             on_counts(dict(zip(session.ring, block_sizes, strict=True)))
         show(f"union: {len(session.ring)} parties shuffle {sum(block_sizes):,} shared records")
-        return _decoded(_shuffle_union(session, keys, traffic, calls, record_size, block_sizes))
+        shuffled = _shuffle_union(session, keys, traffic, calls, record_size, block_sizes, show)
+        show(f"union: open: done; {len(shuffled):,} records")
+        return _decoded(shuffled)
     parallelism.start()
     collect = pb.UnionRequest(
         ref=ref,
@@ -261,16 +264,14 @@ def run_union(
         pad_to=pad_to,
         suppressed=suppressed,
     )
+    show(f"union: collect: {len(session.ring)} parties seal their records in layers")
     batches = session.fan_out(
         "union (collect)", lambda n, s: calls.exchange(n, collect), union_seconds
     )
     items = [item for name in session.ring for item in batches[name][0]]
     if pad_to == 0 and on_counts is not None:
         on_counts({name: len(batches[name][0]) for name in session.ring})
-    show(
-        f"union: {len(items):,} sealed items collected; {len(session.ring)} parties peel their "
-        "layers around the ring"
-    )
+    show(f"union: collect: done; {len(items):,} sealed items")
     traffic.add("union", sum(b[1] for b in batches.values()), sum(b[2] for b in batches.values()))
     last = session.ring[-1]
     strip = pb.UnionRequest(
@@ -281,9 +282,11 @@ def run_union(
         # Opened before the ring runs, so that its worker processes start meanwhile.
         with ChunkedOpen(keys.private_key, ctx, parallelism, len(items)) as opening:
             deadline = calls.deadline()  # the ring's pass and the fetch: one phase
+            show(f"union: strip: {len(session.ring)} parties peel {len(items):,} items in turn")
             stripped, sent, received = _ring_call(calls, strip, items, deadline)
             traffic.add("union", sent, received)
-            show(f"union: opening {len(items):,} peeled items as they arrive")
+            show("union: strip: done")
+            show(f"union: opening {len(items):,} peeled items as they arrive from {last}")
             try:
                 peeled, sent, received = calls.gather(
                     last, stripped, pb.UNION_PHASE_STRIP, 0, deadline, on_chunk=opening.add
@@ -296,6 +299,7 @@ def run_union(
                     f"{last} returned {len(peeled):,} peeled items, not the {len(items):,} sent"
                 )
             plain = opening.records()
+            show(f"union: opening: done; {len(plain):,} records")
     except FedanonError:
         raise  # a party's failure or a count check (a ValueError too): already names its cause
     except (CryptoError, ValueError) as exc:
@@ -336,8 +340,10 @@ def _shuffle_union(
     calls: _Calls,
     record_size: int,
     block_sizes: list[int],
+    show: Callable[[str], None],
 ) -> list[bytes]:
-    """The shuffle mode's phases; returns the real records in the shuffled order."""
+    """The shuffle mode's phases; returns the real records in the shuffled order. `show`
+    hears each phase's start and end."""
     ring, n = session.ring, len(session.ring)
     ref = calls.ref
     ctx = ShuffleContext(
@@ -355,6 +361,7 @@ def _shuffle_union(
         record_size=record_size,
         block_sizes=block_sizes,
     )
+    show(f"union: share: {n} parties secret-share their records")
     owned = session.fan_out(
         "union (share)", lambda name, _: calls.exchange(name, share), calls.timeout
     )
@@ -364,8 +371,10 @@ def _shuffle_union(
     }
     _expect_items({name: owned[name][0] for name in ring}, expected, "share")
     incoming = [item for name in ring[2:] for item in owned[name][0]]
+    show(f"union: share: done; {sum(len(owned[name][0]) for name in ring):,} chunks")
     for t in range(n):
         first, second = ring[t], ring[(t + 1) % n]
+        show(f"union: shuffle step {t + 1}/{n}: {first} and {second} re-share and permute")
         step = pb.UnionRequest(ref=ref, phase=pb.UNION_PHASE_SHUFFLE_STEP, step=t)
         futures = {
             first: session.pool.submit(calls.exchange, first, step),
@@ -379,7 +388,9 @@ def _shuffle_union(
         last = t == n - 1
         _expect_items(outputs, {first: pieces, second: pieces if last else 0}, f"step {t}")
         incoming = outputs[first]
+        show(f"union: shuffle step {t + 1}/{n}: done")
     shares = outputs[first] + outputs[second]
+    show(f"union: open: {len(shares):,} chunks of the shuffled shares")
     try:
         return open_shuffled(shares, ctx)
     except (FedanonError, ValueError) as exc:

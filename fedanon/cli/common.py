@@ -8,6 +8,7 @@ import json
 import math
 import os
 import sys
+import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -194,25 +195,87 @@ def stderr_console() -> Console:
     return Console(stderr=True)
 
 
+class ProgressLine:
+    """What a command tells about its progress, on stderr: `phase(text)` for the few lines
+    that say where the time goes (start-up, each protocol phase, each fold), calling the
+    object for the frequent steps inside a phase (a specialization, a row of a sweep).
+
+    On a terminal both update one spinner line and a phase also stays printed above it. Elsewhere
+    (container logs, ``2>file``) there is no spinner and no carriage return: each phase is one
+    timestamped line, and a step becomes a line only once `STEP_SECONDS` have passed since the
+    last line, so that a long phase still shows it is alive without flooding the log.
+    """
+
+    STEP_SECONDS = 15.0
+
+    def __init__(
+        self,
+        title: str,
+        update: Callable[[str], None] | None = None,
+        console: Console | None = None,
+    ) -> None:
+        self.title = title
+        self._update = update  # the spinner's; None: plain lines
+        self._console = console  # the spinner's, to print a phase above it
+        self._started = self._last_line = time.monotonic()
+
+    def __call__(self, text: str) -> None:
+        if self._update is not None:
+            self._update(f"{self.title}: {text}")
+        elif time.monotonic() - self._last_line >= self.STEP_SECONDS:
+            self._line(text)
+
+    def phase(self, text: str) -> None:
+        if self._update is not None and self._console is not None:
+            self._update(f"{self.title}: {text}")
+            self._console.print(f"{self.title}: {text}", markup=False, highlight=False)
+        else:
+            self._line(text)
+
+    def _line(self, text: str) -> None:
+        now = time.monotonic()
+        self._last_line = now
+        stamp = time.strftime("%H:%M:%S")
+        print(
+            f"fedanon: [{stamp} +{now - self._started:.1f}s] {self.title}: {text}",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
+class _Silent(ProgressLine):
+    """`--quiet`: nothing at all."""
+
+    def __call__(self, text: str) -> None:
+        pass
+
+    def phase(self, text: str) -> None:
+        pass
+
+
 @contextlib.contextmanager
-def step_progress(title: str, quiet: bool) -> Iterator[Callable[[str], None]]:
-    """A spinner line on stderr updated with a description per step; silent when quiet."""
+def step_progress(title: str, quiet: bool) -> Iterator[ProgressLine]:
+    """Progress on stderr for one command (see :class:`ProgressLine`); silent when quiet."""
     if quiet:
-        yield lambda _text: None
+        yield _Silent(title)
+        return
+    console = stderr_console()
+    if not console.is_terminal:
+        yield ProgressLine(title)
         return
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    console = stderr_console()
     with Progress(
         SpinnerColumn(),
         TextColumn("{task.description}"),
         TimeElapsedColumn(),
         console=console,
         transient=True,
-        disable=not console.is_terminal,
     ) as progress:
         task = progress.add_task(title, total=None)
-        yield lambda text: progress.update(task, description=f"{title}: {text}")
+        yield ProgressLine(
+            title, lambda text: progress.update(task, description=text), progress.console
+        )
 
 
 def print_summary(title: str, rows: list[tuple[str, Any]], as_json: dict[str, Any] | None) -> None:

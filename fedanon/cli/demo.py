@@ -15,7 +15,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from fedanon.cli.common import check_ring_parties, print_summary, step_progress
+from fedanon.cli.common import ProgressLine, check_ring_parties, print_summary, step_progress
 from fedanon.cli.leader import progress_text
 from fedanon.errors import FedanonError
 
@@ -53,17 +53,21 @@ def run_demo(args: argparse.Namespace) -> int:
     with (
         tempfile.TemporaryDirectory(prefix="fedanon-demo-") as scratch,
         outputs.writing() as staged,
+        step_progress("fedanon demo", args.quiet) as show,
     ):
-        report, spec = _run_demo(args, Path(scratch), out_dir / "release.csv")
+        report, spec = _run_demo(args, Path(scratch), out_dir / "release.csv", show)
         for name in names:
             shutil.copyfile(Path(scratch) / name, staged.path(out_dir / name))
     _print_demo(args, report, spec, out_dir)
     return 0
 
 
-def _run_demo(args: argparse.Namespace, scratch: Path, release_name: Path) -> tuple[dict, Any]:
+def _run_demo(
+    args: argparse.Namespace, scratch: Path, release_name: Path, show: ProgressLine
+) -> tuple[dict, Any]:
     """Run the demo writing into `scratch`; the report (checked against the centralized run)
-    and the job spec. `release_name` is where the release will be, for the report."""
+    and the job spec. `release_name` is where the release will be, for the report; `show`
+    hears each phase, from the start-up of the daemons to the comparison."""
     from fedanon.algorithms.tds.api import anonymize_lkc, build_schema
     from fedanon.leader.config import spec_from_table
     from fedanon.leader.run import run_job
@@ -73,6 +77,7 @@ def _run_demo(args: argparse.Namespace, scratch: Path, release_name: Path) -> tu
     from fedanon.synth import generate_hospital, hospital_taxonomy_path
     from fedanon.taxonomy.loader import load_taxonomy
 
+    show.phase(f"generating {args.rows:,} synthetic patients")
     table = generate_hospital(args.rows, args.seed).astype(str)
     table.to_csv(scratch / "hospital-input.csv", index=False)
     taxonomy_path = hospital_taxonomy_path()
@@ -82,7 +87,7 @@ def _run_demo(args: argparse.Namespace, scratch: Path, release_name: Path) -> tu
     spec = spec_from_table(lkc, taxonomy, "demo")
     parts = split_table(table, args.parties, "random", args.seed)
     release_path = scratch / "release.csv"
-    with federation(parts, taxonomy_path, secure=True) as fed:
+    with federation(parts, taxonomy_path, secure=True, on_phase=show.phase) as fed:
         job = fed.leader_job(
             taxonomy,
             spec,
@@ -90,9 +95,8 @@ def _run_demo(args: argparse.Namespace, scratch: Path, release_name: Path) -> tu
             report=scratch / "report.json",
             extra_report={"output": str(release_name)},
         )
-        with step_progress("distributed LKC over mutual TLS", args.quiet) as show:
-            report = run_job(job, on_step=lambda s: show(progress_text(s)))
-
+        report = run_job(job, on_step=lambda s: show(progress_text(s)), on_phase=show.phase)
+    show.phase("compare: the centralized release of the whole table")
     central = anonymize_lkc(
         table,
         build_schema(load_taxonomy(taxonomy_path), table.drop(columns=["patient_id"])),
@@ -104,6 +108,7 @@ def _run_demo(args: argparse.Namespace, scratch: Path, release_name: Path) -> tu
     same = Counter(map(tuple, distributed.astype(str).to_numpy().tolist())) == Counter(
         map(tuple, central.table[distributed.columns].astype(str).to_numpy().tolist())
     )
+    show.phase(f"compare: done; {'the same' if same else 'DIFFERENT'} releases")
     report["equals_centralized_release"] = same
     if not same:
         raise FedanonError("the distributed release differs from the centralized one (a bug)")

@@ -155,7 +155,9 @@ def run_sweep(args: argparse.Namespace) -> int:
             args.C,
             args.train_rows,
             args.score,
-            on_row=lambda r: show(f"L={r['L']} K={r['K']}: CE {r['CE']:.2f}% DR {r['DR']:.4f}"),
+            on_row=lambda r: show.phase(
+                f"L={r['L']} K={r['K']}: CE {r['CE']:.2f}% DR {r['DR']:.4f}"
+            ),
         )
     with outputs.writing() as staged:
         staged.json(out / "sweep.json", rows)

@@ -232,7 +232,7 @@ def run_evaluate_classification(args: argparse.Namespace) -> int:
     table = read_table(args.data, args.delimiter)
     if args.class_column not in table.columns:
         raise FedanonError(f"{args.data}: no class column '{args.class_column}'")
-    with step_progress("evaluating", args.quiet or args.json) as show:
+    with step_progress("evaluate classification", args.quiet) as show:  # stderr: --json too
         report = evaluate_classification(
             table,
             class_column=args.class_column,
@@ -242,7 +242,7 @@ def run_evaluate_classification(args: argparse.Namespace) -> int:
             qids=split_list(args.qid) or None,
             taxonomy=args.taxonomy,
             seed=args.seed,
-            on_step=show,
+            on_step=show.phase,
         )
     report = {**report, "input": str(args.data)}
     with outputs.writing() as staged:

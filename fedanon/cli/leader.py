@@ -93,7 +93,7 @@ def run_leader(args: argparse.Namespace) -> int:
         return 0
     claim_html(args, [args.config, job.out])
     with step_progress("distributed LKC", args.quiet) as show:
-        report = run_job(job, on_step=lambda s: show(progress_text(s)), on_phase=show)
+        report = run_job(job, on_step=lambda s: show(progress_text(s)), on_phase=show.phase)
     finish_distributed_reports(args, job, report, "leader run")
     summarize(report, args.json)
     return 0

@@ -158,12 +158,16 @@ def run_sim_lkc(args: argparse.Namespace) -> int:
     check_job_columns(spec, taxonomy, table, args.data)
     spec = spec.with_class_values_of(table)
     parts = split_table(table, args.parties, args.split, args.seed)
-    with federation(
-        parts,
-        Path(args.taxonomy),
-        secure=not args.insecure,
-        workdir=Path(args.workdir) if args.workdir else None,
-    ) as fed:
+    with (
+        step_progress("distributed LKC", args.quiet) as show,
+        federation(
+            parts,
+            Path(args.taxonomy),
+            secure=not args.insecure,
+            workdir=Path(args.workdir) if args.workdir else None,
+            on_phase=show.phase,
+        ) as fed,
+    ):
         job = fed.leader_job(
             taxonomy,
             spec,
@@ -174,8 +178,7 @@ def run_sim_lkc(args: argparse.Namespace) -> int:
             union_pad_to=args.pad_to,
             union_mode=args.union_mode,
         )
-        with step_progress("distributed LKC", args.quiet) as show:
-            report = run_job(job, on_step=lambda s: show(progress_text(s)), on_phase=show)
+        report = run_job(job, on_step=lambda s: show(progress_text(s)), on_phase=show.phase)
     finish_distributed_reports(args, job, report, "sim lkc")
     summarize(report, args.json)
     return 0
@@ -231,9 +234,16 @@ def run_sim_drbt(args: argparse.Namespace) -> int:
             raise FedanonError(
                 f"--k-dims: party {number} of {args.parties} holds {d} attribute(s): {exc}"
             ) from None
-    with federation(
-        parts, None, secure=not args.insecure, workdir=Path(args.workdir) if args.workdir else None
-    ) as fed:
+    with (
+        step_progress("vertical DRBT", args.quiet or args.json) as show,
+        federation(
+            parts,
+            None,
+            secure=not args.insecure,
+            workdir=Path(args.workdir) if args.workdir else None,
+            on_phase=show.phase,
+        ) as fed,
+    ):
         job = DRBTLeaderJob(
             parties=fed.hops,
             tls=fed.leader_tls,
@@ -247,13 +257,12 @@ def run_sim_drbt(args: argparse.Namespace) -> int:
             seed=args.seed,
         )
         found: dict[str, int] = {}
-        with step_progress("vertical DRBT", args.quiet or args.json):
-            report = run_drbt(
-                job,
-                on_clusters=lambda ids, labels: found.update(
-                    zip(ids, labels.tolist(), strict=True)
-                ),
-            )
+        show.phase("run: handshake, projected columns, K-means at the leader")
+        report = run_drbt(
+            job,
+            on_clusters=lambda ids, labels: found.update(zip(ids, labels.tolist(), strict=True)),
+        )
+        show.phase("run: done")
     original = np.column_stack([as_numbers(table[c])[0] for c in table.columns if c != id_column])
     rng = np.random.default_rng(args.seed)
     reference = kmeans(zscore(original), args.clusters, rng, n_init=10).labels
