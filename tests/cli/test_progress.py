@@ -15,7 +15,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fedanon.cli.common import ProgressLine, step_progress
 from fedanon.synth import generate_hospital, hospital_taxonomy_path
 
 FEDANON = [sys.executable, "-m", "fedanon.cli.main"]
@@ -110,6 +109,8 @@ def test_quiet_prints_no_progress(small_table: Path) -> None:
 def test_a_step_becomes_a_line_only_after_a_pause(capsys, monkeypatch) -> None:
     """Steps (a specialization, a sweep row) come by the hundred: off a terminal one is logged
     only when `STEP_SECONDS` have passed since the last line; a phase always is."""
+    from fedanon.cli.common import ProgressLine, step_progress
+
     with step_progress("job", quiet=False) as show:
         show("step 1")
         show.phase("phase A")
@@ -202,3 +203,48 @@ def test_sim_logs_each_step_of_the_shuffle_union(tmp_path: Path) -> None:
             r"write: the release",
         ],
     )
+
+
+@pytest.mark.slow
+def test_leader_run_logs_the_handshake_and_each_phase_and_quiet_silences_it(
+    tmp_path: Path,
+) -> None:
+    """`leader run` as a container runs it, against real daemons over mutual TLS; a second job
+    on the same parties with ``--quiet`` prints nothing on stderr and pure JSON on stdout."""
+    from fedanon.leader.sim import LEADER_NAME, federation, split_table
+    from tests.config.configs import toml_text
+
+    table = generate_hospital(240, 9)
+    with federation(split_table(table, 3, "random", 1), hospital_taxonomy_path()) as fed:
+        certs = fed.cert_dir
+        job = {
+            "name": LEADER_NAME,
+            "taxonomy": str(hospital_taxonomy_path()),
+            "out": str(tmp_path / "release.csv"),
+            "lkc": {"L": 2, "K": 10, "C": "0.5", "drop": ["patient_id"]},
+            "parties": [{"name": hop.name, "address": hop.address} for hop in fed.hops],
+            "tls": {
+                "ca": str(certs / "ca.crt"),
+                "cert": str(certs / f"{LEADER_NAME}.crt"),
+                "key": str(certs / f"{LEADER_NAME}.key"),
+            },
+        }
+        config = tmp_path / "job.toml"
+        config.write_text(toml_text(job), encoding="utf-8")
+        done = run("leader", "run", "--config", str(config))
+        assert done.returncode == 0, done.stderr
+        in_order(
+            phase_lines(done.stderr, "distributed LKC"),
+            [
+                *STARTUP[-6:],
+                r"union: collect: done; 240 sealed items$",
+                r"union: opening: done; 240 records$",
+                r"union: done; 240 records$",
+                r"write: the release$",
+            ],
+        )
+        (tmp_path / "release.csv").unlink()
+        quiet = run("leader", "run", "--config", str(config), "--quiet", "--json")
+        assert quiet.returncode == 0, quiet.stderr
+        assert quiet.stderr == ""
+        assert json.loads(quiet.stdout)["records"] == 240
