@@ -248,3 +248,18 @@ def test_leader_run_logs_the_handshake_and_each_phase_and_quiet_silences_it(
         assert quiet.returncode == 0, quiet.stderr
         assert quiet.stderr == ""
         assert json.loads(quiet.stdout)["records"] == 240
+
+
+def test_lkc_sweep_logs_each_row_as_it_ends(tmp_path: Path) -> None:
+    data = tmp_path / "hospital.csv"
+    generate_hospital(200, 3).to_csv(data, index=False)
+    done = run(
+        "evaluate", "lkc-sweep", "--data", str(data), "--taxonomy", str(hospital_taxonomy_path()),
+        "--train-rows", "150", "--L", "2", "--K", "5,10", "--C", "0.5",
+        "--out-dir", str(tmp_path / "sweep"), "--json",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(done.stdout)["rows"]
+    texts = phase_lines(done.stderr, "evaluating")
+    assert [t.split(":")[0] for t in texts] == [f"L={r['L']} K={r['K']}" for r in rows]
+    assert [(r["L"], r["K"]) for r in rows] == [(2, 5), (2, 10)]
