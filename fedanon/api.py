@@ -57,8 +57,8 @@ def anonymize_lkc(
 ) -> Release:
     """Anonymize `df` to LKC-privacy by top-down specialization.
 
-    `qids`, `sensitive_values` and `class_column` default to the taxonomy file's own sections. `score`
-    defaults to information gain with a class column and discernibility without one. The
+    `qids`, `sensitive_values` and `class_column` default to the taxonomy file's own sections.
+    `score` defaults to information gain with a class column and discernibility without one. The
     release is verified by the independent checker before it is returned; its verdict is
     ``report["privacy_check"]``.
     """

@@ -15,11 +15,11 @@ import pandas as pd
 
 from fedanon.arguments import column_list, require_frame, require_int
 from fedanon.errors import FedanonError
+from fedanon.keywords import renamed_keywords
 from fedanon.models.alpha_k import check_generalized, check_pair
 from fedanon.models.k_anonymity import check_k_anonymity as k_anonymity_of
 from fedanon.models.l_diversity import check_l_diversity as l_diversity_of
 from fedanon.models.t_closeness import check_t_closeness as t_closeness_of
-from fedanon.keywords import renamed_keywords
 
 
 def check_k_anonymity(df: pd.DataFrame, *, qids: Sequence[str], k: int) -> dict[str, Any]:
@@ -89,7 +89,8 @@ def check_t_closeness(
     t: float,
     distance: str | None = None,
 ) -> dict[str, Any]:
-    """Verify t-closeness: every class's `sensitive_column` distribution within EMD `t` of the table's.
+    """Verify t-closeness: the `sensitive_column` distribution of every class within EMD `t`
+    of the whole table's.
 
     `distance` is ``"equal"`` (categories) or ``"ordered"`` (numbers); by default ordered when
     every cell is a number (docs/checker.md). ``achieved_t`` is the largest EMD of any class.

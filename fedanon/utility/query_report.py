@@ -18,11 +18,11 @@ import pandas as pd
 from fedanon.arguments import column_list, require_frame, require_int, taxonomy_file
 from fedanon.atomic import atomic_path
 from fedanon.errors import FedanonError
+from fedanon.keywords import renamed_keywords
 from fedanon.release import Release
 from fedanon.taxonomy.files import TaxonomyFile
 from fedanon.taxonomy.tree import Taxonomy
 from fedanon.utility.queries import QueryWorkload, relative_error
-from fedanon.keywords import renamed_keywords
 
 
 @dataclass

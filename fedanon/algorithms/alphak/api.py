@@ -44,12 +44,12 @@ from fedanon.algorithms.alphak.release import (
 from fedanon.algorithms.tds.verified import plain_text
 from fedanon.arguments import column_list, optional_seed, require_frame, taxonomy_file
 from fedanon.errors import FedanonError
+from fedanon.keywords import renamed_keywords
 from fedanon.models.alpha_k import check_generalized, check_pair
 from fedanon.release import Release
 from fedanon.taxonomy.files import TaxonomyFile
 from fedanon.taxonomy.tree import Taxonomy
 from fedanon.text import as_text
-from fedanon.keywords import renamed_keywords
 
 METHODS = ("global", "local", "lossy-join", "anatomy")
 

@@ -23,8 +23,8 @@ from fedanon.algorithms.drbt.protocol import STARTS, f_measure_trials, stress_cu
 from fedanon.algorithms.drbt.stress import DEFAULT_MAX_PAIRS, expected_stress, stress
 from fedanon.arguments import column_list, optional_seed, require_frame, require_int
 from fedanon.errors import FedanonError, MissingColumnError
-from fedanon.release import Release
 from fedanon.keywords import renamed_keywords
+from fedanon.release import Release
 
 TOKEN_BYTES = 8  # 64-bit tokens: collisions are redrawn, guessing one is hopeless
 

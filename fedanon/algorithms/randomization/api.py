@@ -27,8 +27,8 @@ from fedanon.algorithms.randomization.rules import MIN_CONFIDENCE, MIN_SUPPORT, 
 from fedanon.algorithms.randomization.sampler import make_rng
 from fedanon.arguments import column_list, optional_seed, require_frame, require_int
 from fedanon.errors import FedanonError
-from fedanon.release import Release
 from fedanon.keywords import renamed_keywords
+from fedanon.release import Release
 
 
 def anonymize_randomize(
