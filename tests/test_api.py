@@ -111,7 +111,7 @@ def test_the_cli_report_carries_the_privacy_check(tmp_path: Path) -> None:
             str(report),
             "--L",
             "2",
-            "--K",
+            "--k",
             "10",
             "--C",
             "0.5",

@@ -77,12 +77,12 @@ def test_the_command_line_still_prints_one_unquoted_line(tmp_path: Path) -> None
     taxonomy.write_text(TAXONOMY, encoding="utf-8")
     result = run_cli(
         *("anonymize", "lkc", "--data", data, "--taxonomy", taxonomy, "--qid", "age,nope"),
-        *("--L", "1", "--K", "2", "--C", "1", "--out", tmp_path / "o.csv"),
+        *("--L", "1", "--k", "2", "--C", "1", "--out", tmp_path / "o.csv"),
     )
     assert result.code == 2
     assert result.err.startswith("fedanon: error: ") and result.err.count("\n") == 1
     assert "nope" in result.err and "Traceback" not in result.err and '"' not in result.err
-    result = run_cli("check", "lkc", "--data", data, "--qid", "age,nope", "--L", "1", "--K", "2")
+    result = run_cli("check", "lkc", "--data", data, "--qid", "age,nope", "--L", "1", "--k", "2")
     assert result.code == 2 and result.err == ("fedanon: error: column not in the table: nope\n"), (
         result.err
     )

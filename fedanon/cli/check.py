@@ -109,7 +109,7 @@ def _parse_sensitive(specs: list[str]) -> dict[str, list[str]]:
     for spec in specs:
         column, sep, values = spec.partition("=")
         if not sep or not column or not values:
-            raise FedanonError(f"--sensitive must look like COL=v1,v2, got {spec!r}")
+            raise FedanonError(f"--sensitive-values must look like COL=v1,v2, got {spec!r}")
         sensitive.setdefault(column, []).extend(values.split(","))
     return sensitive
 

@@ -90,7 +90,7 @@ def add_evaluate_drbt(subparsers: argparse._SubParsersAction) -> None:
         "--kept-dims",
         type=ints,
         help="kept dimensions for the stress curve a,b,c "
-        "(default: six from d-1 down to d/3, plus K)",
+        "(default: six from d-1 down to d/3, plus --n-components)",
     )
     parser.add_argument("--report", help="JSON report path")
     parser.add_argument("--chart", help="PNG chart path (stress vs k, F vs K)")

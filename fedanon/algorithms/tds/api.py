@@ -81,7 +81,7 @@ def parse_sensitive(specs: Sequence[str]) -> list[SensitiveValue]:
     for spec in specs:
         column, sep, values = spec.partition("=")
         if not sep or not column.strip() or not values.strip():
-            raise FedanonError(f"--sensitive '{spec}': expected COL=value[,value...]")
+            raise FedanonError(f"--sensitive-values '{spec}': expected COL=value[,value...]")
         out += [SensitiveValue(column.strip(), v.strip()) for v in values.split(",") if v.strip()]
     return out
 
