@@ -243,7 +243,7 @@ def test_simulate_takes_the_old_keywords_too() -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         with pytest.raises(FedanonError, match="give the file's path"):
-            simulate(DATA, taxonomy=TAXONOMY, K=5, sensitive=VALUES)
+            simulate(DATA, taxonomy=TAXONOMY, K=5, sensitive=VALUES)  # type: ignore[call-arg]
     assert sorted(str(w.message) for w in caught if w.category is FutureWarning) == [
         "simulate: keyword K= is deprecated, use k= (it will be removed)",
         "simulate: keyword sensitive= is deprecated, use sensitive_values= (it will be removed)",
