@@ -48,7 +48,7 @@ def _release(table: pd.DataFrame, taxonomy: TaxonomyFile, method: str) -> Releas
     return anonymize_alpha_k(
         table,
         qids=ADULT_QIDS,
-        sensitive=SENSITIVE,
+        sensitive_column=SENSITIVE,
         alpha="0.33",
         k=2,
         method=method,

@@ -18,6 +18,7 @@ import pandas as pd
 
 from fedanon.arguments import require_frame, taxonomy_file
 from fedanon.errors import FedanonError
+from fedanon.keywords import renamed_keywords
 from fedanon.release import Release
 from fedanon.schema import LKCParams, Schema, SensitiveValue
 from fedanon.taxonomy.files import TaxonomyFile
@@ -32,29 +33,32 @@ def _sensitive(sensitive: SensitiveSpec | None) -> list[SensitiveValue] | None:
     if isinstance(sensitive, Mapping):
         return [SensitiveValue(str(c), str(v)) for c, values in sensitive.items() for v in values]
     if isinstance(sensitive, str):
-        raise FedanonError("sensitive: give a mapping {column: [values]} or a list of 'COL=v,w'")
+        raise FedanonError(
+            "sensitive_values: give a mapping {column: [values]} or a list of 'COL=v,w'"
+        )
     from fedanon.algorithms.tds.api import parse_sensitive
 
     return parse_sensitive(list(sensitive))
 
 
+@renamed_keywords(K="k", sensitive="sensitive_values")
 def anonymize_lkc(
     df: pd.DataFrame,
     *,
     taxonomy: TaxonomyFile | str | os.PathLike[str],
     L: int = 4,
-    K: int = 20,
+    k: int = 20,
     C: float | str | Fraction = 0.2,
     qids: Sequence[str] | None = None,
-    sensitive: SensitiveSpec | None = None,
+    sensitive_values: SensitiveSpec | None = None,
     class_column: str | None = None,
     score: str | None = None,
     drop: Sequence[str] = (),
 ) -> Release:
     """Anonymize `df` to LKC-privacy by top-down specialization.
 
-    `qids`, `sensitive` and `class_column` default to the taxonomy file's own sections. `score`
-    defaults to information gain with a class column and discernibility without one. The
+    `qids`, `sensitive_values` and `class_column` default to the taxonomy file's own sections.
+    `score` defaults to information gain with a class column and discernibility without one. The
     release is verified by the independent checker before it is returned; its verdict is
     ``report["privacy_check"]``.
     """
@@ -65,8 +69,8 @@ def anonymize_lkc(
 
     df = require_frame(df)
     tax = taxonomy_file(taxonomy, list(df.columns))
-    schema = build_schema(tax, df, qids, _sensitive(sensitive), class_column)
-    params = LKCParams.of(L, K, parse_confidence_bound(C))
+    schema = build_schema(tax, df, qids, _sensitive(sensitive_values), class_column)
+    params = LKCParams.of(L, k, parse_confidence_bound(C))
     chosen = score or ("infogain" if schema.class_column else "discernibility")
     release = verified_release(run(df, schema, params, chosen, drop), schema, params)
     inputs = [taxonomy] if isinstance(taxonomy, str | os.PathLike) else []
@@ -119,13 +123,14 @@ def steward_report(
     )
 
 
+@renamed_keywords(K="k", sensitive="sensitive_values")
 def check_lkc(
     df: pd.DataFrame,
     *,
     qids: Sequence[str],
-    sensitive: SensitiveSpec | None = None,
+    sensitive_values: SensitiveSpec | None = None,
     L: int = 4,
-    K: int = 20,
+    k: int = 20,
     C: float | str | Fraction = 0.2,
 ) -> dict[str, Any]:
     """Verify LKC-privacy of a released table by brute force (the independent checker).
@@ -137,10 +142,10 @@ def check_lkc(
     from fedanon.schema import parse_confidence_bound
 
     values: dict[str, list[str]] = {}
-    for s in _sensitive(sensitive) or []:
+    for s in _sensitive(sensitive_values) or []:
         values.setdefault(s.column, []).append(s.value)
     return check(
-        require_frame(df).astype(str), qids, values, L, K, parse_confidence_bound(C)
+        require_frame(df).astype(str), qids, values, L, k, parse_confidence_bound(C)
     ).to_dict()
 
 

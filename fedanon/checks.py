@@ -15,6 +15,7 @@ import pandas as pd
 
 from fedanon.arguments import column_list, require_frame, require_int
 from fedanon.errors import FedanonError
+from fedanon.keywords import renamed_keywords
 from fedanon.models.alpha_k import check_generalized, check_pair
 from fedanon.models.k_anonymity import check_k_anonymity as k_anonymity_of
 from fedanon.models.l_diversity import check_l_diversity as l_diversity_of
@@ -31,13 +32,14 @@ def check_k_anonymity(df: pd.DataFrame, *, qids: Sequence[str], k: int) -> dict[
     return k_anonymity_of(require_frame(df), names, require_int(k, "k")).to_dict()
 
 
+@renamed_keywords(sensitive="sensitive_column")
 def check_alpha_k(
     df: pd.DataFrame | None = None,
     *,
     nss: pd.DataFrame | None = None,
     ss: pd.DataFrame | None = None,
     qids: Sequence[str] | None = None,
-    sensitive: str,
+    sensitive_column: str,
     alpha: float | str | Fraction,
     k: int,
 ) -> dict[str, Any]:
@@ -52,43 +54,46 @@ def check_alpha_k(
         names = column_list(qids, "qids")
         if not names:
             raise FedanonError("a generalized table needs qids (the columns that form classes)")
-        return check_generalized(require_frame(df), names, sensitive, alpha, k).to_dict()
+        return check_generalized(require_frame(df), names, sensitive_column, alpha, k).to_dict()
     if nss is None or ss is None:
         raise FedanonError("give df (a generalized table) or nss and ss (a pair)")
     pair = require_frame(nss, "nss"), require_frame(ss, "ss")
-    return check_pair(*pair, sensitive, alpha, k).to_dict()
+    return check_pair(*pair, sensitive_column, alpha, k).to_dict()
 
 
+@renamed_keywords(sensitive="sensitive_column")
 def check_l_diversity(
     df: pd.DataFrame,
     *,
     qids: Sequence[str],
-    sensitive: str,
+    sensitive_column: str,
     l: float,  # noqa: E741 (the model is named by its letter, as in ARX and pycanon)
     measure: str = "distinct",
 ) -> dict[str, Any]:
-    """Verify l-diversity of column `sensitive` in every class of equal `qids` cells.
+    """Verify l-diversity of column `sensitive_column` in every class of equal `qids` cells.
 
     `measure` is ``"distinct"`` (at least l distinct values per class) or ``"entropy"``
     (``exp(entropy) >= l`` per class); ``achieved_l`` is the smallest over the classes
     (docs/checker.md).
     """
     names = column_list(qids, "qids") or []
-    return l_diversity_of(require_frame(df), names, sensitive, l, measure).to_dict()
+    return l_diversity_of(require_frame(df), names, sensitive_column, l, measure).to_dict()
 
 
+@renamed_keywords(sensitive="sensitive_column")
 def check_t_closeness(
     df: pd.DataFrame,
     *,
     qids: Sequence[str],
-    sensitive: str,
+    sensitive_column: str,
     t: float,
     distance: str | None = None,
 ) -> dict[str, Any]:
-    """Verify t-closeness: every class's `sensitive` distribution within EMD `t` of the table's.
+    """Verify t-closeness: the `sensitive_column` distribution of every class within EMD `t`
+    of the whole table's.
 
     `distance` is ``"equal"`` (categories) or ``"ordered"`` (numbers); by default ordered when
     every cell is a number (docs/checker.md). ``achieved_t`` is the largest EMD of any class.
     """
     names = column_list(qids, "qids") or []
-    return t_closeness_of(require_frame(df), names, sensitive, t, distance).to_dict()
+    return t_closeness_of(require_frame(df), names, sensitive_column, t, distance).to_dict()

@@ -19,6 +19,7 @@ import pandas as pd
 from fedanon.api import steward_report
 from fedanon.arguments import require_frame, require_int
 from fedanon.errors import FedanonError
+from fedanon.keywords import renamed_keywords
 from fedanon.leader.config import spec_from_table
 from fedanon.leader.run import run_job
 from fedanon.leader.sim import check_job_columns, federation, split_table
@@ -27,16 +28,17 @@ from fedanon.release import Release
 from fedanon.taxonomy.loader import load_taxonomy
 
 
+@renamed_keywords(K="k", sensitive="sensitive_values")
 def simulate(
     df: pd.DataFrame,
     *,
     taxonomy: str | os.PathLike[str],
     parties: int = 3,
     L: int = 4,
-    K: int = 20,
+    k: int = 20,
     C: float | str | Fraction = 0.2,
     qids: Sequence[str] | None = None,
-    sensitive: Mapping[str, Sequence[str]] | None = None,
+    sensitive_values: Mapping[str, Sequence[str]] | None = None,
     class_column: str | None = None,
     score: str | None = None,
     split: str = "random",
@@ -53,11 +55,11 @@ def simulate(
     if not isinstance(taxonomy, str | os.PathLike):
         raise FedanonError("taxonomy: give the file's path (each party daemon reads it)")
     tax = load_taxonomy(taxonomy, data_columns=list(df.columns))
-    section: dict = {"L": L, "K": K, "C": str(C), "score": score}
+    section: dict = {"L": L, "K": k, "C": str(C), "score": score}
     if qids is not None:
         section["qids"] = list(qids)
-    if sensitive is not None:
-        section["sensitive"] = {str(c): [str(v) for v in vs] for c, vs in sensitive.items()}
+    if sensitive_values is not None:
+        section["sensitive"] = {str(c): [str(v) for v in vs] for c, vs in sensitive_values.items()}
     if class_column is not None:
         section["class"] = class_column
     spec = spec_from_table(section, tax, "simulate")

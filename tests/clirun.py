@@ -36,7 +36,7 @@ def lkc_options(data: str | Path, taxonomy: str | Path, K: int = 4, C: str = "0.
     """The LKC job most CLI tests run: `data` and `taxonomy` at L = 2, K, C (default 0.5)."""
     return [
         *("--data", str(data), "--taxonomy", str(taxonomy)),
-        *("--L", "2", "--K", str(K), "--C", C),
+        *("--L", "2", "--k", str(K), "--C", C),
     ]
 
 

@@ -64,9 +64,9 @@ def test_sensitive_values_in_the_command_line_form_give_the_same_release(
         page["df"],
         taxonomy=page["taxonomy"],
         L=2,
-        K=20,
+        k=20,
         C="1/2",
-        sensitive=["diagnosis=HIV,Schizophrenia"],
+        sensitive_values=["diagnosis=HIV,Schizophrenia"],
     )
     assert again.table.equals(page["release"].table)
 
@@ -111,7 +111,7 @@ def test_the_cli_report_carries_the_privacy_check(tmp_path: Path) -> None:
             str(report),
             "--L",
             "2",
-            "--K",
+            "--k",
             "10",
             "--C",
             "0.5",

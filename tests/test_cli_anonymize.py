@@ -50,7 +50,7 @@ def _anonymize(files: dict[str, Path], *extra: str | Path, data: Path | None = N
 
 def test_release_passes_checker_and_report_is_written(files, tmp_path):
     report = tmp_path / "r.json"
-    done = _anonymize(files, "--L", "2", "--K", "4", "--C", "0.5", "--report", report)
+    done = _anonymize(files, "--L", "2", "--k", "4", "--C", "0.5", "--report", report)
     assert done.returncode == 0, done.stderr
     check = _run(
         "check",
@@ -61,7 +61,7 @@ def test_release_passes_checker_and_report_is_written(files, tmp_path):
         files["taxonomy"],
         "--L",
         "2",
-        "--K",
+        "--k",
         "4",
         "--C",
         "0.5",
@@ -83,21 +83,21 @@ def _expect_error(done: subprocess.CompletedProcess, files, pattern: str, code: 
 
 
 def test_missing_file(files, tmp_path):
-    done = _anonymize(files, "--L", "2", "--K", "2", "--C", "1", data=tmp_path / "none.csv")
+    done = _anonymize(files, "--L", "2", "--k", "2", "--C", "1", data=tmp_path / "none.csv")
     _expect_error(done, files, "file not found")
 
 
 def test_wrong_delimiter(files, tmp_path):
     semi = tmp_path / "semi.csv"
     semi.write_text(small_table().replace(",", ";"), encoding="utf-8")
-    done = _anonymize(files, "--L", "2", "--K", "2", "--C", "1", "--delimiter", ",", data=semi)
+    done = _anonymize(files, "--L", "2", "--k", "2", "--C", "1", "--delimiter", ",", data=semi)
     _expect_error(done, files, "looks ';'-separated")  # detected without --delimiter
 
 
 def test_unknown_value(files, tmp_path):
     bad = tmp_path / "bad.csv"
     bad.write_text(small_table().replace("Lawyer", "Pilot", 1), encoding="utf-8")
-    done = _anonymize(files, "--L", "2", "--K", "2", "--C", "1", data=bad)
+    done = _anonymize(files, "--L", "2", "--k", "2", "--C", "1", data=bad)
     _expect_error(done, files, "'Pilot'")
     assert "row 4" in done.stderr and "job" in done.stderr
 
@@ -105,35 +105,35 @@ def test_unknown_value(files, tmp_path):
 def test_missing_column(files, tmp_path):
     bad = tmp_path / "bad.csv"
     bad.write_text(small_table().replace("job", "occupation", 1), encoding="utf-8")
-    done = _anonymize(files, "--L", "2", "--K", "2", "--C", "1", data=bad)
+    done = _anonymize(files, "--L", "2", "--k", "2", "--C", "1", data=bad)
     _expect_error(done, files, "'job'")
 
 
 def test_k_larger_than_table(files):
-    done = _anonymize(files, "--L", "2", "--K", "41", "--C", "1")
+    done = _anonymize(files, "--L", "2", "--k", "41", "--C", "1")
     _expect_error(done, files, "fewer than K=41", code=3)
 
 
 def test_infeasible_c(files):
-    done = _anonymize(files, "--L", "2", "--K", "2", "--C", "0.05")
+    done = _anonymize(files, "--L", "2", "--k", "2", "--C", "0.05")
     _expect_error(done, files, "disease=HIV", code=3)
 
 
 def test_empty_table(files, tmp_path):
     empty = tmp_path / "empty.csv"
     empty.write_text("pid,age,job,disease,outcome\n", encoding="utf-8")
-    done = _anonymize(files, "--L", "2", "--K", "2", "--C", "1", data=empty)
+    done = _anonymize(files, "--L", "2", "--k", "2", "--C", "1", data=empty)
     _expect_error(done, files, "no records")
 
 
 def test_non_numeric_value_in_numeric_qid(files, tmp_path):
     bad = tmp_path / "bad.csv"
     bad.write_text(small_table().replace("\n5,35,", "\n5,thirty,", 1), encoding="utf-8")
-    done = _anonymize(files, "--L", "2", "--K", "2", "--C", "1", data=bad)
+    done = _anonymize(files, "--L", "2", "--k", "2", "--C", "1", data=bad)
     _expect_error(done, files, "'thirty'")
     assert "not a number" in done.stderr
 
 
 def test_bad_parameters(files):
-    _expect_error(_anonymize(files, "--L", "0", "--K", "2", "--C", "1"), files, "L must be")
-    _expect_error(_anonymize(files, "--L", "2", "--K", "2", "--C", "1.5"), files, "C must be")
+    _expect_error(_anonymize(files, "--L", "0", "--k", "2", "--C", "1"), files, "L must be")
+    _expect_error(_anonymize(files, "--L", "2", "--k", "2", "--C", "1.5"), files, "C must be")

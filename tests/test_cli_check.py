@@ -40,7 +40,18 @@ def csv(tmp_path: Path):
 
 
 def lkc_args(data: str, *extra: str) -> list[str]:
-    requirement = ["--qid", "a,b,c", "--sensitive", "s=x", "--L", "2", "--K", "2", "--C", "0.5"]
+    requirement = [
+        "--qid",
+        "a,b,c",
+        "--sensitive-values",
+        "s=x",
+        "--L",
+        "2",
+        "--k",
+        "2",
+        "--C",
+        "0.5",
+    ]
     return ["--data", data, *requirement, *extra]
 
 
@@ -85,8 +96,8 @@ def test_confidence_violation_json(csv) -> None:
 def test_k_anonymity_special_case_with_l_all(csv) -> None:
     # Full-QID groups have 2 rows: 2-anonymous, not 3-anonymous.
     path = csv(PASSING)
-    assert run("--data", path, "--qid", "a,b,c", "--L", "all", "--K", "2").returncode == 0
-    p = run("--data", path, "--qid", "a,b,c", "--L", "all", "--K", "3", "--json")
+    assert run("--data", path, "--qid", "a,b,c", "--L", "all", "--k", "2").returncode == 0
+    p = run("--data", path, "--qid", "a,b,c", "--L", "all", "--k", "3", "--json")
     assert p.returncode == 1
     assert json.loads(p.stdout)["subsets_checked"] == 7
 
@@ -115,13 +126,13 @@ def test_help_names_the_special_cases() -> None:
     [
         ({"--L": "0"}, "L must be an integer >= 1"),
         ({"--L": "two"}, "L must be an integer >= 1"),
-        ({"--K": "-3"}, "K must be an integer >= 1"),
+        ({"--k": "-3"}, "K must be an integer >= 1"),
         ({"--C": "1.5"}, "C must be in (0, 1]"),
         ({"--C": "0"}, "C must be in (0, 1]"),
         ({"--C": "lots"}, "C must be a number"),
         ({"--qid": "a,zz"}, "column not in the table: zz"),
-        ({"--sensitive": "diagnosis=x"}, "column not in the table: diagnosis"),
-        ({"--sensitive": "s"}, "--sensitive must look like COL=v1,v2"),
+        ({"--sensitive-values": "diagnosis=x"}, "column not in the table: diagnosis"),
+        ({"--sensitive-values": "s"}, "--sensitive-values must look like COL=v1,v2"),
         ({"--delimiter": "::"}, "--delimiter must be one character"),
         ({"--data": "/nonexistent/release.csv"}, "data file not found"),
     ],
@@ -150,12 +161,12 @@ def test_empty_tables_exit_2(csv, text: str, message: str) -> None:
 
 
 def test_missing_qids_exit_2(csv) -> None:
-    p = run("--data", csv(PASSING), "--L", "2", "--K", "2")
+    p = run("--data", csv(PASSING), "--L", "2", "--k", "2")
     assert p.returncode == 2 and "no QID columns" in p.stderr
 
 
 def test_absent_sensitive_value_warns(csv) -> None:
-    p = run(*lkc_args(csv(PASSING)), "--sensitive", "s=X")
+    p = run(*lkc_args(csv(PASSING)), "--sensitive-values", "s=X")
     assert p.returncode == 0
     assert "warning: sensitive value s=X never occurs" in p.stderr
 
@@ -163,7 +174,7 @@ def test_absent_sensitive_value_warns(csv) -> None:
 def test_values_are_printed_literally(csv) -> None:
     # A generalized value that looks like rich markup must not be styled away.
     text = "a,s\n[bold]x,y\n[bold]x,y\n"
-    p = run("--data", csv(text), "--qid", "a", "--L", "1", "--K", "3")
+    p = run("--data", csv(text), "--qid", "a", "--L", "1", "--k", "3")
     assert p.returncode == 1
     assert "[bold]x" in p.stdout
 
@@ -201,18 +212,18 @@ def run_in_process(monkeypatch, taxonomy: FakeTaxonomyFile, argv: list[str]) -> 
 def test_taxonomy_supplies_qids_and_sensitive(csv, monkeypatch, capsys) -> None:
     taxonomy = FakeTaxonomyFile(["a", "b", "c"], [("s", "x")])
     path = csv(PASSING.replace("1,1,1,y", "1,1,1,x"))
-    argv = ["--data", path, "--taxonomy", "t.hchy", "--L", "2", "--K", "2", "--C", "0.5"]
+    argv = ["--data", path, "--taxonomy", "t.hchy", "--L", "2", "--k", "2", "--C", "0.5"]
     assert run_in_process(monkeypatch, taxonomy, [*argv, "--json"]) == 1
     data = json.loads(capsys.readouterr().out)
     assert data["qids"] == ["a", "b", "c"]
     assert data["worst"]["sensitive"] == {"column": "s", "value": "x"}
     # Explicit options win over the file: with S={s=y} the release passes.
-    assert run_in_process(monkeypatch, taxonomy, [*argv, "--sensitive", "s=y"]) == 0
+    assert run_in_process(monkeypatch, taxonomy, [*argv, "--sensitive-values", "s=y"]) == 0
 
 
 def test_taxonomy_without_qids_needs_qid_option(csv, monkeypatch) -> None:
     taxonomy = FakeTaxonomyFile(None, None)  # e.g. ARX hierarchies name no QIDs
-    argv = ["--data", csv(PASSING), "--taxonomy", "h.csv", "--L", "2", "--K", "2"]
+    argv = ["--data", csv(PASSING), "--taxonomy", "h.csv", "--L", "2", "--k", "2"]
     with pytest.raises(FedanonError, match="no QID columns"):
         run_in_process(monkeypatch, taxonomy, argv)
     assert run_in_process(monkeypatch, taxonomy, [*argv, "--qid", "a,b,c"]) == 0

@@ -84,7 +84,7 @@ def test_a_taxonomy_3000_levels_deep_is_one_line(work, fmt):
         row = ";".join(["Clerk", *(f"n{i}" for i in range(levels))])
         (taxonomy / "hierarchy_job.csv").write_text(row + "\n", encoding="utf-8")
     args = ["anonymize", "lkc", "--quiet", "--data", "data.csv", "--taxonomy", str(taxonomy)]
-    refused(work, *args, "--qid", "job", "--L", "1", "--K", "2", "--C", "1", "--out", "r.csv",
+    refused(work, *args, "--qid", "job", "--L", "1", "--k", "2", "--C", "1", "--out", "r.csv",
             says="more than 100 levels deep")  # fmt: skip
 
 
@@ -100,7 +100,7 @@ def test_a_300_character_name_is_one_line(work, option):
     values = {"--out": "r.csv", "--report": "r.json", "--data": "data.csv"}
     values["--taxonomy"] = "taxonomy.toml"
     values[option] = LONG + Path(values[option]).suffix
-    args = ["anonymize", "lkc", "--quiet", "--L", "2", "--K", "4", "--C", "0.5"]
+    args = ["anonymize", "lkc", "--quiet", "--L", "2", "--k", "4", "--C", "0.5"]
     for name, value in values.items():
         args += [name, value]
     refused(work, *args, says="File name too long")

@@ -46,7 +46,7 @@ def lkc_args(command: str, C: str, taxonomy: str = "taxonomy.toml") -> list[str]
         "pid",
         "--L",
         "2",
-        "--K",
+        "--k",
         "4",
         f"--C={C}",
         "--out",
@@ -84,7 +84,7 @@ def test_random_bytes_as_hchy_is_one_line(work, command):
     assert_one_line_error(done, before, work, "random.hchy: not a text taxonomy file")
 
 
-@pytest.mark.parametrize("option", ["--L", "--K"])
+@pytest.mark.parametrize("option", ["--L", "--k"])
 @pytest.mark.parametrize("value", ["abc", "2.5", "", "nan"])
 def test_bad_integers_are_one_line_usage_errors(work, option, value):
     args = lkc_args("anonymize", "0.5")
@@ -115,11 +115,11 @@ def test_check_reads_a_parquet_release(work):
     done = run_cli(*lkc_args("anonymize", "0.5")[:-3], "--out", "r.parquet", "--quiet")
     assert done.code == 0, done.err
     check = ("check", "lkc", "--data", "r.parquet", "--taxonomy", "taxonomy.toml", "--L", "2")
-    ok = run_cli(*check, "--K", "4", "--C", "50%")
+    ok = run_cli(*check, "--k", "4", "--C", "50%")
     assert ok.code == 0, ok.out + ok.err
     assert "LKC-privacy holds" in ok.out
     # The same release against a stricter K: the checker must see the real groups.
-    too_strict = run_cli(*check, "--K", "41", "--C", "50%")
+    too_strict = run_cli(*check, "--k", "41", "--C", "50%")
     assert too_strict.code == 1 and "VIOLATED" in too_strict.out
 
 
@@ -127,7 +127,7 @@ def test_check_on_a_broken_parquet_file_is_one_line(work):
     Path("broken.parquet").write_bytes(b"PAR1 not really")
     before = snapshot(work)
     done = run_cli(
-        "check", "lkc", "--data", "broken.parquet", "--qid", "age", "--L", "1", "--K", "2"
+        "check", "lkc", "--data", "broken.parquet", "--qid", "age", "--L", "1", "--k", "2"
     )
     assert_one_line_error(done, before, work, "cannot read broken.parquet")
 

@@ -50,7 +50,7 @@ def anonymize_lkc(out: str | Path, *extra: str | Path):
 
 
 def anonymize_drbt(out: str | Path, *extra: str | Path):
-    options = ("--data", "numbers.csv", "--k-dims", "2", "--seed", "1")
+    options = ("--data", "numbers.csv", "--n-components", "2", "--seed", "1")
     return run_cli("anonymize", "drbt", *options, "--out", out, *extra)
 
 
@@ -74,7 +74,9 @@ def test_out_linked_to_the_data_is_refused(work, link):
     before = snapshot(work)
     assert_refused(anonymize_lkc("alias.csv"), before, work, "refusing to overwrite it")
     assert_refused(
-        run_cli("anonymize", "drbt", "--data", "alias.csv", "--k-dims", "2", "--out", "data.csv"),
+        run_cli(
+            "anonymize", "drbt", "--data", "alias.csv", "--n-components", "2", "--out", "data.csv"
+        ),
         before,
         work,
         "refusing to overwrite it",

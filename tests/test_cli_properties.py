@@ -60,7 +60,7 @@ COMMANDS: dict[str, tuple[list[str], list[tuple[str, str | None, str]]]] = {
             ("--data", "table", "data.csv"),
             ("--taxonomy", "taxonomy", "taxonomy.toml"),
             ("--L", "int", "2"),
-            ("--K", "int", "4"),
+            ("--k", "int", "4"),
             ("--C", "C", "0.5"),
             ("--out", "out", "release.csv"),
             ("--report", "out", "report.json"),
@@ -70,14 +70,14 @@ COMMANDS: dict[str, tuple[list[str], list[tuple[str, str | None, str]]]] = {
         ["anonymize", "drbt"],
         [
             ("--data", "numbers", "numbers.csv"),
-            ("--k-dims", "int", "2"),
+            ("--n-components", "int", "2"),
             ("--seed", "int", "1"),
             ("--out", "out", "release.csv"),
             ("--report", "out", "report.json"),
         ],
     ),
     "anonymize alpha-k": (
-        ["anonymize", "alpha-k", "--qid=age,job", "--sensitive=disease", "--quiet"],
+        ["anonymize", "alpha-k", "--qid=age,job", "--sensitive-column=disease", "--quiet"],
         [
             ("--data", "table", "data.csv"),
             ("--alpha", "C", "0.5"),
@@ -126,7 +126,7 @@ COMMANDS: dict[str, tuple[list[str], list[tuple[str, str | None, str]]]] = {
         ],
     ),
     "check alpha-k": (
-        ["check", "alpha-k", "--qid=age,job", "--sensitive=disease"],
+        ["check", "alpha-k", "--qid=age,job", "--sensitive-column=disease"],
         [("--data", "table", "data.csv"), ("--alpha", "C", "0.5"), ("--k", "int", "1")],
     ),
     "check k-anonymity": (
@@ -134,7 +134,7 @@ COMMANDS: dict[str, tuple[list[str], list[tuple[str, str | None, str]]]] = {
         [("--data", "table", "data.csv"), ("--k", "int", "1")],
     ),
     "evaluate queries": (
-        ["evaluate", "queries", "--qid=age,job", "--sensitive=disease", "--qd=1", "--quiet"],
+        ["evaluate", "queries", "--qid=age,job", "--sensitive-column=disease", "--qd=1", "--quiet"],
         [
             ("--data", "table", "data.csv"),
             ("--release", "table", "data.csv"),
@@ -184,11 +184,11 @@ COMMANDS: dict[str, tuple[list[str], list[tuple[str, str | None, str]]]] = {
         ],
     ),
     "check l-diversity": (
-        ["check", "l-diversity", "--qid=age,job", "--sensitive=disease"],
+        ["check", "l-diversity", "--qid=age,job", "--sensitive-column=disease"],
         [("--data", "table", "data.csv"), ("--l", None, "2")],
     ),
     "check t-closeness": (
-        ["check", "t-closeness", "--qid=age,job", "--sensitive=disease"],
+        ["check", "t-closeness", "--qid=age,job", "--sensitive-column=disease"],
         [("--data", "table", "data.csv"), ("--t", None, "0.5")],
     ),
     "taxonomy init": (
@@ -200,7 +200,7 @@ COMMANDS: dict[str, tuple[list[str], list[tuple[str, str | None, str]]]] = {
         [
             ("--data", "table", "data.csv"),
             ("--L", "int", "2"),
-            ("--K", "int", "1"),
+            ("--k", "int", "1"),
             ("--C", "C", "1"),
         ],
     ),
@@ -221,7 +221,7 @@ COMMANDS: dict[str, tuple[list[str], list[tuple[str, str | None, str]]]] = {
             ("--taxonomy", "taxonomy", "taxonomy.toml"),
             ("--train-rows", "int", "20"),
             ("--L", "int_list", "2"),
-            ("--K", "int_list", "4"),
+            ("--k", "int_list", "4"),
             ("--C", "C", "0.5"),
             ("--out-dir", "out_dir", "sweep"),
         ],
@@ -230,7 +230,7 @@ COMMANDS: dict[str, tuple[list[str], list[tuple[str, str | None, str]]]] = {
         ["evaluate", "drbt", "--quiet"],
         [
             ("--data", "numbers", "numbers.csv"),
-            ("--k-dims", "int", "2"),
+            ("--n-components", "int", "2"),
             ("--clusters", "int_list", "2"),
             ("--trials", "int", "1"),
             ("--report", "out", "report.json"),
@@ -249,7 +249,7 @@ COMMANDS: dict[str, tuple[list[str], list[tuple[str, str | None, str]]]] = {
             ("--taxonomy", "taxonomy", "taxonomy.toml"),
             ("--parties", "int", "3"),
             ("--L", "int", "2"),
-            ("--K", "int", "4"),
+            ("--k", "int", "4"),
             ("--C", "C", "0.5"),
             ("--out", "out", "release.csv"),
         ],
@@ -376,7 +376,8 @@ CHECKED_BY_THE_COMMAND = {
     *("--data", "--release", "--rules", "--taxonomy", "--config"),
     *("--out", "--report", "--chart", "--html", "--nss", "--ss", "--id-map"),
     *("--out-dir", "--workdir", "--dir", "--address", "--name", "--marker"),
-    *("--C", "--K", "--L", "--alpha", "--p", "--suppress", "--sensitive", "--split"),
+    *("--C", "--k", "--L", "--alpha", "--p", "--suppress", "--split"),
+    *("--sensitive-values", "--sensitive-column"),
     *("--class", "--id", "--order", "--delimiter", "--out-delimiter"),
     *("--numeric", "--date", "--groups"),  # taxonomy init: COL=SPEC, checked per column
     "--wait",  # party status: optional seconds (tests/distributed/test_party_status_wait.py)
@@ -467,6 +468,6 @@ def test_every_comma_list_option_has_a_list_type():
         for words, action in _valued_options()
         if any(mark in (action.help or "") for mark in ("a,b", "comma", ",.."))
         and action.type not in list_types
-        and action.option_strings[-1] not in {"--p", "--sensitive", "--order"}
+        and action.option_strings[-1] not in {"--p", "--sensitive-values", "--order"}
     )
     assert loose == []

@@ -31,9 +31,11 @@ def test_the_error_classes_are_value_and_key_errors() -> None:
     "call",
     [
         lambda: fedanon.check_k_anonymity(TABLE, qids=["age", "nope"], k=2),
-        lambda: fedanon.check_lkc(TABLE, qids=["age", "nope"], L=1, K=2, C=1),
-        lambda: fedanon.check_alpha_k(TABLE, qids=["age", "nope"], sensitive="d", alpha=1, k=2),
-        lambda: fedanon.check_alpha_k(TABLE, qids=["age"], sensitive="nope", alpha=1, k=2),
+        lambda: fedanon.check_lkc(TABLE, qids=["age", "nope"], L=1, k=2, C=1),
+        lambda: fedanon.check_alpha_k(
+            TABLE, qids=["age", "nope"], sensitive_column="d", alpha=1, k=2
+        ),
+        lambda: fedanon.check_alpha_k(TABLE, qids=["age"], sensitive_column="nope", alpha=1, k=2),
     ],
 )
 def test_a_missing_column_is_caught_as_key_error_with_a_one_line_message(
@@ -50,8 +52,8 @@ def test_a_missing_column_is_caught_as_key_error_with_a_one_line_message(
     "call",
     [
         lambda: fedanon.check_k_anonymity(TABLE, qids=["age"], k=0),
-        lambda: fedanon.check_lkc(TABLE, qids=["age"], L=1, K=2, C="2"),
-        lambda: fedanon.check_alpha_k(TABLE, qids=["age"], sensitive="d", alpha="x", k=2),
+        lambda: fedanon.check_lkc(TABLE, qids=["age"], L=1, k=2, C="2"),
+        lambda: fedanon.check_alpha_k(TABLE, qids=["age"], sensitive_column="d", alpha="x", k=2),
     ],
 )
 def test_a_bad_value_is_caught_as_value_error(call: Callable[[], object]) -> None:
@@ -75,12 +77,12 @@ def test_the_command_line_still_prints_one_unquoted_line(tmp_path: Path) -> None
     taxonomy.write_text(TAXONOMY, encoding="utf-8")
     result = run_cli(
         *("anonymize", "lkc", "--data", data, "--taxonomy", taxonomy, "--qid", "age,nope"),
-        *("--L", "1", "--K", "2", "--C", "1", "--out", tmp_path / "o.csv"),
+        *("--L", "1", "--k", "2", "--C", "1", "--out", tmp_path / "o.csv"),
     )
     assert result.code == 2
     assert result.err.startswith("fedanon: error: ") and result.err.count("\n") == 1
     assert "nope" in result.err and "Traceback" not in result.err and '"' not in result.err
-    result = run_cli("check", "lkc", "--data", data, "--qid", "age,nope", "--L", "1", "--K", "2")
+    result = run_cli("check", "lkc", "--data", data, "--qid", "age,nope", "--L", "1", "--k", "2")
     assert result.code == 2 and result.err == ("fedanon: error: column not in the table: nope\n"), (
         result.err
     )

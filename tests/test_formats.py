@@ -92,7 +92,7 @@ def semicolon_table(tmp_path: Path) -> tuple[Path, Path]:
 def _anonymize_semicolons(data: Path, taxonomy: Path, out: Path, *extra: str) -> CliResult:
     """`anonymize lkc` of the semicolon table at L=2, K=5, C=1 into `out`."""
     job: list[str | Path] = ["anonymize", "lkc", "--data", data, "--taxonomy", taxonomy]
-    return run_cli(*job, "--L", "2", "--K", "5", "--C", "1", "--out", out, *extra, "--quiet")
+    return run_cli(*job, "--L", "2", "--k", "5", "--C", "1", "--out", out, *extra, "--quiet")
 
 
 def test_anonymize_keeps_the_input_delimiter(tmp_path: Path, semicolon_table) -> None:
@@ -133,7 +133,7 @@ def test_parquet_in_and_out_then_checked(tmp_path: Path, semicolon_table) -> Non
     )
     assert result.code == 0, result.err
     assert pq.read_table(out).num_rows == 40
-    check = run_cli("check", "lkc", "--data", out, "--qid", "sex,zip", "--L", "2", "--K", "5")
+    check = run_cli("check", "lkc", "--data", out, "--qid", "sex,zip", "--L", "2", "--k", "5")
     assert check.code == 0, check.err
 
 
@@ -141,9 +141,9 @@ def test_check_reads_a_semicolon_release_and_names_a_wrong_delimiter(
     tmp_path: Path, semicolon_table
 ) -> None:
     data, _ = semicolon_table
-    assert run_cli("check", "lkc", "--data", data, "--qid", "sex", "--L", "1", "--K", "5").code == 0
+    assert run_cli("check", "lkc", "--data", data, "--qid", "sex", "--L", "1", "--k", "5").code == 0
     wrong = run_cli(
-        "check", "lkc", "--data", data, "--qid", "sex", "--L", "1", "--K", "5", "--delimiter", ","
+        "check", "lkc", "--data", data, "--qid", "sex", "--L", "1", "--k", "5", "--delimiter", ","
     )
     assert wrong.code == 2
     assert len(wrong.err_lines) == 1 and "looks ';'-separated" in wrong.err

@@ -79,14 +79,16 @@ def test_l_and_t_agree_with_a_brute_force_reference(seed: int) -> None:
     qids = ["age", "zip"]
     ref = _reference(df, qids, "disease")
     for l in (1, 2, 3):  # noqa: E741 (the models' own letter)
-        got = fedanon.check_l_diversity(df, qids=qids, sensitive="disease", l=l)
+        got = fedanon.check_l_diversity(df, qids=qids, sensitive_column="disease", l=l)
         assert got["achieved_l"] == ref["distinct"] and got["ok"] == (ref["distinct"] >= l)
-        got = fedanon.check_l_diversity(df, qids=qids, sensitive="disease", l=l, measure="entropy")
+        got = fedanon.check_l_diversity(
+            df, qids=qids, sensitive_column="disease", l=l, measure="entropy"
+        )
         assert got["achieved_l"] == pytest.approx(ref["entropy"], rel=1e-12)
     for column, distance in (("disease", "equal"), ("salary", "ordered")):
         ref = _reference(df, qids, column)
         for t in (0.05, 0.2, 0.5):
-            got = fedanon.check_t_closeness(df, qids=qids, sensitive=column, t=t)
+            got = fedanon.check_t_closeness(df, qids=qids, sensitive_column=column, t=t)
             assert got["distance"] == distance
             assert got["achieved_t"] == pytest.approx(ref[distance], abs=1e-12)
             assert got["ok"] == (ref[distance] <= t + 1e-12)
@@ -101,10 +103,12 @@ def test_distinct_and_entropy_l_agree_with_pycanon(seed: int) -> None:
     anonymity = _pycanon()
     df = _table(seed)
     qids = ["age", "zip"]
-    distinct = fedanon.check_l_diversity(df, qids=qids, sensitive="disease", l=2)
+    distinct = fedanon.check_l_diversity(df, qids=qids, sensitive_column="disease", l=2)
     assert distinct["achieved_l"] == anonymity.l_diversity(df, qids, ["disease"])
     assert distinct["ok"] == (anonymity.l_diversity(df, qids, ["disease"]) >= 2)
-    entropy = fedanon.check_l_diversity(df, qids=qids, sensitive="disease", l=2, measure="entropy")
+    entropy = fedanon.check_l_diversity(
+        df, qids=qids, sensitive_column="disease", l=2, measure="entropy"
+    )
     theirs = anonymity.entropy_l_diversity(df, qids, ["disease"])  # int(min exp(entropy))
     ours = entropy["achieved_l"]
     if abs(ours - round(ours)) > 1e-9:  # pycanon truncates; at an integer float noise decides
@@ -119,7 +123,7 @@ def test_t_agrees_with_pycanon_for_categories_and_numbers(seed: int) -> None:
     df = _table(seed)
     qids = ["age", "zip"]
     for column in ("disease", "salary"):
-        ours = fedanon.check_t_closeness(df.astype(str), qids=qids, sensitive=column, t=0.3)
+        ours = fedanon.check_t_closeness(df.astype(str), qids=qids, sensitive_column=column, t=0.3)
         theirs = anonymity.t_closeness(df, qids, [column])
         assert ours["distance"] == ("ordered" if column == "salary" else "equal")
         assert ours["achieved_t"] == pytest.approx(theirs, abs=1e-12)
@@ -136,32 +140,36 @@ def test_ordered_emd_of_li_et_al() -> None:
             "salary": ["3", "4", "5", "6", "8", "11", "7", "9", "10"],
         }
     )
-    result = fedanon.check_t_closeness(df, qids=["zip"], sensitive="salary", t=0.2)
+    result = fedanon.check_t_closeness(df, qids=["zip"], sensitive_column="salary", t=0.2)
     assert result["achieved_t"] == pytest.approx(0.375)
     assert result["worst_class"] == {"zip": "476**"} and not result["ok"]
     assert result["violating_classes"] == 2  # P1 and {7k,9k,10k}; P2 (0.167) holds
     at = {
-        t: fedanon.check_t_closeness(df, qids=["zip"], sensitive="salary", t=t)
+        t: fedanon.check_t_closeness(df, qids=["zip"], sensitive_column="salary", t=t)
         for t in (0.16, 0.17, 0.24, 0.375)
     }
     assert [at[t]["violating_classes"] for t in sorted(at)] == [3, 2, 1, 0]
-    equal = fedanon.check_t_closeness(df, qids=["zip"], sensitive="salary", t=1, distance="equal")
+    equal = fedanon.check_t_closeness(
+        df, qids=["zip"], sensitive_column="salary", t=1, distance="equal"
+    )
     assert equal["achieved_t"] == pytest.approx(2 / 3)  # 1/2 * (3 * (1/3 - 1/9) + 6 * 1/9)
 
 
 def test_entropy_needs_evenness_and_distinct_only_counts() -> None:
     # one class: HIV 8 times, flu twice -> 2 distinct values, exp(entropy) = 1.65 < 2
     df = pd.DataFrame({"zip": ["1"] * 10, "d": ["HIV"] * 8 + ["flu"] * 2})
-    assert fedanon.check_l_diversity(df, qids=["zip"], sensitive="d", l=2)["ok"]
-    entropy = fedanon.check_l_diversity(df, qids=["zip"], sensitive="d", l=2, measure="entropy")
+    assert fedanon.check_l_diversity(df, qids=["zip"], sensitive_column="d", l=2)["ok"]
+    entropy = fedanon.check_l_diversity(
+        df, qids=["zip"], sensitive_column="d", l=2, measure="entropy"
+    )
     assert not entropy["ok"]
     assert entropy["achieved_l"] == pytest.approx(
         math.exp(-(0.8 * math.log(0.8) + 0.2 * math.log(0.2)))
     )
     even = pd.DataFrame({"zip": ["1"] * 4, "d": ["a", "b", "a", "b"]})
-    assert fedanon.check_l_diversity(even, qids=["zip"], sensitive="d", l=2, measure="entropy")[
-        "ok"
-    ]  # exactly log 2, float noise tolerated
+    assert fedanon.check_l_diversity(
+        even, qids=["zip"], sensitive_column="d", l=2, measure="entropy"
+    )["ok"]  # exactly log 2, float noise tolerated
 
 
 L_DIV, T_CLOSE = "check_l_diversity", "check_t_closeness"
@@ -170,18 +178,28 @@ L_DIV, T_CLOSE = "check_l_diversity", "check_t_closeness"
 @pytest.mark.parametrize(
     ("function", "arguments", "error", "text"),
     [
-        (L_DIV, {"qids": ["nope"], "sensitive": "d", "l": 2}, KeyError, "nope"),
-        (T_CLOSE, {"qids": ["zip"], "sensitive": "nope", "t": 0.2}, MissingColumnError, "nope"),
-        (L_DIV, {"qids": ["zip"], "sensitive": "d", "l": 0}, ValueError, "l must"),
-        (L_DIV, {"qids": ["zip"], "sensitive": "d", "l": 2, "measure": "x"}, ValueError, "measure"),
-        (T_CLOSE, {"qids": ["zip"], "sensitive": "d", "t": 2}, ValueError, "t must"),
+        (L_DIV, {"qids": ["nope"], "sensitive_column": "d", "l": 2}, KeyError, "nope"),
         (
             T_CLOSE,
-            {"qids": ["zip"], "sensitive": "d", "t": 0.1, "distance": "ordered"},
+            {"qids": ["zip"], "sensitive_column": "nope", "t": 0.2},
+            MissingColumnError,
+            "nope",
+        ),
+        (L_DIV, {"qids": ["zip"], "sensitive_column": "d", "l": 0}, ValueError, "l must"),
+        (
+            L_DIV,
+            {"qids": ["zip"], "sensitive_column": "d", "l": 2, "measure": "x"},
+            ValueError,
+            "measure",
+        ),
+        (T_CLOSE, {"qids": ["zip"], "sensitive_column": "d", "t": 2}, ValueError, "t must"),
+        (
+            T_CLOSE,
+            {"qids": ["zip"], "sensitive_column": "d", "t": 0.1, "distance": "ordered"},
             ValueError,
             "needs numbers",
         ),
-        (L_DIV, {"qids": ["d"], "sensitive": "d", "l": 2}, ValueError, "also a QID"),
+        (L_DIV, {"qids": ["d"], "sensitive_column": "d", "l": 2}, ValueError, "also a QID"),
     ],
 )
 def test_bad_arguments_are_one_line_errors(

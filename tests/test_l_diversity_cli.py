@@ -33,7 +33,7 @@ def _check(*args: str | Path) -> tuple[int, dict]:
 
 
 def test_t_closeness_exit_status_follows_the_bound(data: Path) -> None:
-    common = ("t-closeness", "--data", data, "--qid", "zip", "--sensitive", "salary")
+    common = ("t-closeness", "--data", data, "--qid", "zip", "--sensitive-column", "salary")
     code, result = _check(*common, "--t", "0.375")
     assert code == 0 and result["achieved_t"] == pytest.approx(0.375)
     assert result["distance"] == "ordered"
@@ -42,7 +42,7 @@ def test_t_closeness_exit_status_follows_the_bound(data: Path) -> None:
 
 
 def test_l_diversity_distinct_and_entropy(data: Path) -> None:
-    common = ("l-diversity", "--data", data, "--qid", "zip", "--sensitive", "d")
+    common = ("l-diversity", "--data", data, "--qid", "zip", "--sensitive-column", "d")
     code, result = _check(*common, "--l", "2")
     assert code == 0 and result["achieved_l"] == 2  # 476** holds flu twice and HIV
     code, result = _check(*common, "--l", "2", "--measure", "entropy")
@@ -54,9 +54,9 @@ def test_l_diversity_distinct_and_entropy(data: Path) -> None:
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        (("--sensitive", "nope", "--l", "2"), "no column 'nope'"),
-        (("--sensitive", "d", "--l", "0"), "l must be a number >= 1"),
-        (("--sensitive", "zip", "--l", "2"), "also a QID"),
+        (("--sensitive-column", "nope", "--l", "2"), "no column 'nope'"),
+        (("--sensitive-column", "d", "--l", "0"), "l must be a number >= 1"),
+        (("--sensitive-column", "zip", "--l", "2"), "also a QID"),
     ],
 )
 def test_input_errors_are_one_line(data: Path, options: tuple[str, ...], message: str) -> None:

@@ -79,7 +79,7 @@ def _taxonomy() -> Any:
 def _alpha_k(method: str, **extra: Any) -> fedanon.Release:
     arguments: dict[str, Any] = {
         "qids": ALPHA_QIDS,
-        "sensitive": "diagnosis",
+        "sensitive_column": "diagnosis",
         "alpha": "1/2",
         "k": 5,
         "method": method,
@@ -145,12 +145,12 @@ ERRORS: dict[str, tuple[Callable[[], Any], str]] = {
         "taxonomy must be a taxonomy file or its path",
     ),
     "check alpha-k: a table without QIDs": (
-        lambda: fedanon.check_alpha_k(DATA, sensitive="diagnosis", alpha=0.5, k=2),
+        lambda: fedanon.check_alpha_k(DATA, sensitive_column="diagnosis", alpha=0.5, k=2),
         "a generalized table needs qids",
     ),
     "queries: a release that is no table": (
         lambda: fedanon.evaluate_queries(
-            DATA, releases={"x": [1]}, qids=ALPHA_QIDS, sensitive="diagnosis"
+            DATA, releases={"x": [1]}, qids=ALPHA_QIDS, sensitive_column="diagnosis"
         ),
         "releases['x'] must be a pandas DataFrame",
     ),
@@ -184,13 +184,16 @@ ERRORS: dict[str, tuple[Callable[[], Any], str]] = {
         ),
         "sanitized: a log table needs the column 'items'",
     ),
-    "drbt: k as a float": (
-        lambda: fedanon.anonymize_drbt(OBJECTS, k=2.0),
-        "k must be an integer",
+    "drbt: n_components as a float": (
+        lambda: fedanon.anonymize_drbt(OBJECTS, n_components=2.0),
+        "n_components must be an integer",
     ),
-    "drbt: as many dimensions as columns": (lambda: fedanon.anonymize_drbt(OBJECTS, k=5), "k"),
+    "drbt: as many dimensions as columns": (
+        lambda: fedanon.anonymize_drbt(OBJECTS, n_components=5),
+        "5 kept dimensions (n_components) with d = 5 attributes is a rotation",
+    ),
     "evaluate drbt: one string for the columns": (
-        lambda: fedanon.evaluate_drbt(OBJECTS, k=2, columns="a"),
+        lambda: fedanon.evaluate_drbt(OBJECTS, n_components=2, columns="a"),
         "columns must be a list of column names",
     ),
 }
@@ -216,7 +219,7 @@ def _releases() -> dict[str, fedanon.Release]:
         "dsa": fedanon.sanitize(
             BASKETS, rules=["1 => 2"], algorithm="dsa", min_support=0.1, seed=1
         ),
-        "drbt": fedanon.anonymize_drbt(OBJECTS, k=2, seed=4),
+        "drbt": fedanon.anonymize_drbt(OBJECTS, n_components=2, seed=4),
     }
 
 
@@ -245,7 +248,7 @@ def test_release_shapes(releases: dict[str, fedanon.Release]) -> None:
     assert list(releases["sanitize"].table.columns) == ["items"]
     assert list(releases["dsa"].table.columns) == ["itemset", "support"]
     assert list(releases["drbt"].tables) == ["table"]  # no id column, no id map
-    with_ids = fedanon.anonymize_drbt(OBJECTS.assign(id=range(40)), k=2, id_column="id")
+    with_ids = fedanon.anonymize_drbt(OBJECTS.assign(id=range(40)), n_components=2, id_column="id")
     assert list(with_ids.tables) == ["table", "id_map"]
 
 
@@ -260,20 +263,22 @@ def test_the_report_carries_the_checkers_verdict(releases: dict[str, fedanon.Rel
     for method in ("global", "local"):
         release = releases[f"alpha-k {method}"]
         again = fedanon.check_alpha_k(
-            release.table, qids=ALPHA_QIDS, sensitive="diagnosis", alpha="1/2", k=5
+            release.table, qids=ALPHA_QIDS, sensitive_column="diagnosis", alpha="1/2", k=5
         )
         assert again == release.report["privacy_check"] and again["ok"] is True
     for method in ("lossy-join", "anatomy"):
         release = releases[f"alpha-k {method}"]
         pair = {"nss": release.tables["nss"], "ss": release.tables["ss"]}
-        again = fedanon.check_alpha_k(**pair, sensitive="diagnosis", alpha="1/2", k=5)
+        again = fedanon.check_alpha_k(**pair, sensitive_column="diagnosis", alpha="1/2", k=5)
         assert again == release.report["privacy_check"] and again["ok"] is True
 
 
 def test_the_checkers_refuse_what_breaks_the_model(releases: dict[str, fedanon.Release]) -> None:
     assert not fedanon.check_k_anonymity(releases["kactus"].table, qids=QIDS, k=301)["ok"]
     local = releases["alpha-k local"].table
-    strict = fedanon.check_alpha_k(local, qids=ALPHA_QIDS, sensitive="diagnosis", alpha=0.1, k=5)
+    strict = fedanon.check_alpha_k(
+        local, qids=ALPHA_QIDS, sensitive_column="diagnosis", alpha=0.1, k=5
+    )
     assert strict["ok"] is False
 
 

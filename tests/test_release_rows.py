@@ -36,10 +36,10 @@ def adult() -> pd.DataFrame:
 def _families(df: pd.DataFrame) -> dict[str, tuple[bool, fedanon.Release]]:
     """family -> (documented preserves_order, its release of `df`)."""
     tax = ADULT / "lkc_paper_taxonomy.hchy"
-    alpha = {"qids": QIDS, "sensitive": "occupation", "alpha": 0.5, "k": 2, "seed": 1}
+    alpha = {"qids": QIDS, "sensitive_column": "occupation", "alpha": 0.5, "k": 2, "seed": 1}
     numeric = df[["rid", "age", "fnlwgt", "education-num", "hours-per-week"]]
     return {
-        "lkc": (True, fedanon.anonymize_lkc(df, taxonomy=tax, L=2, K=5, C=1)),
+        "lkc": (True, fedanon.anonymize_lkc(df, taxonomy=tax, L=2, k=5, C=1)),
         "alpha-k global": (
             True,
             fedanon.anonymize_alpha_k(df, method="global", taxonomy=tax, **alpha),
@@ -62,7 +62,7 @@ def _families(df: pd.DataFrame) -> dict[str, tuple[bool, fedanon.Release]]:
             fedanon.anonymize_alpha_k(df, method="lossy-join", taxonomy=tax, **alpha),
         ),
         "alpha-k anatomy": (False, fedanon.anonymize_alpha_k(df, method="anatomy", **alpha)),
-        "drbt": (False, fedanon.anonymize_drbt(numeric, k=2, id_column="rid", seed=1)),
+        "drbt": (False, fedanon.anonymize_drbt(numeric, n_components=2, id_column="rid", seed=1)),
     }
 
 

@@ -23,8 +23,8 @@ def _rows(table) -> list[tuple[str, ...]]:
 def test_simulate_releases_the_central_release_and_its_steward_page(tmp_path: Path) -> None:
     df = generate_hospital(600, seed=11)
     tax = hospital_taxonomy_path()
-    distributed = simulate(df, taxonomy=tax, parties=3, L=2, K=20, C=0.5)
-    central = fedanon.anonymize_lkc(df, taxonomy=tax, L=2, K=20, C=0.5)
+    distributed = simulate(df, taxonomy=tax, parties=3, L=2, k=20, C=0.5)
+    central = fedanon.anonymize_lkc(df, taxonomy=tax, L=2, k=20, C=0.5)
     assert distributed.report["privacy_check"]["ok"] is True
     assert list(distributed.table.columns) == list(central.table.columns)
     assert _rows(distributed.table) == _rows(central.table)

@@ -23,7 +23,13 @@ PAIR_METHODS = ("lossy-join", "anatomy")
 
 def _add_columns(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--qid", type=names, required=True, help="QID columns a,b,c")
-    parser.add_argument("--sensitive", required=True, metavar="COL", help="sensitive column")
+    parser.add_argument(
+        "--sensitive-column",
+        dest="sensitive",
+        required=True,
+        metavar="COL",
+        help="sensitive column",
+    )
     parser.add_argument("--delimiter", help="CSV delimiter (default ',' or tab for .tsv)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
 
@@ -71,7 +77,13 @@ def add_check_alpha_k(models: argparse._SubParsersAction) -> None:
     parser.add_argument("--nss", help="NSS table")
     parser.add_argument("--ss", help="SS table")
     parser.add_argument("--qid", type=names, help="QID columns a,b,c (needed with --data)")
-    parser.add_argument("--sensitive", required=True, metavar="COL", help="sensitive column")
+    parser.add_argument(
+        "--sensitive-column",
+        dest="sensitive",
+        required=True,
+        metavar="COL",
+        help="sensitive column",
+    )
     parser.add_argument("--alpha", required=True, help="max share: 0.33 or 1/3")
     parser.add_argument("--k", type=int, required=True, help="minimum class size")
     parser.add_argument("--delimiter", help="CSV delimiter (default ',' or tab for .tsv)")
@@ -152,7 +164,7 @@ def run_anonymize(args: argparse.Namespace) -> int:
     qids = split_list(args.qid)
     with step_progress(f"alpha-k ({args.method})", args.quiet or args.json):
         release = anonymize_alpha_k(
-            table, qids=qids, sensitive=args.sensitive, alpha=args.alpha, k=args.k,
+            table, qids=qids, sensitive_column=args.sensitive, alpha=args.alpha, k=args.k,
             method=args.method, taxonomy=taxonomy, seed=args.seed,
         )  # fmt: skip
     report = {**release.report, "input": str(args.data)}
@@ -292,7 +304,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
             raw,
             releases=releases,
             qids=split_list(args.qid),
-            sensitive=args.sensitive,
+            sensitive_column=args.sensitive,
             qd=args.qd,
             s=args.s,
             queries=args.queries,

@@ -26,7 +26,8 @@ def add_lkc_options(parser: argparse.ArgumentParser) -> None:
         "--qid", type=names, help="QID columns a,b,c (default: the taxonomy's VID section)"
     )
     parser.add_argument(
-        "--sensitive",
+        "--sensitive-values",
+        dest="sensitive",
         action="append",
         default=None,
         metavar="COL=v1,v2",
@@ -34,7 +35,7 @@ def add_lkc_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--class", dest="class_column", help="class column (for infogain)")
     parser.add_argument("--L", type=int, help="adversary knowledge bound L")
-    parser.add_argument("--K", type=int, help="minimum group size K")
+    parser.add_argument("--k", dest="K", type=int, help="minimum group size K")
     parser.add_argument("--C", help="maximum confidence C in (0, 1], e.g. 0.2")
     parser.add_argument(
         "--preset",

@@ -32,9 +32,9 @@ QID columns has at least K rows, and in it each sensitive value has a share of a
 All QID subsets of size 1..L are checked by brute force on the cell strings.
 
 Special cases by name:
-  k-anonymity          --L all --K k --C 1 (no --sensitive needed)
-  confidence bounding  --L all --K 1 --C c --sensitive COL=v
-  (alpha,k)-anonymity  --L all --K k --C alpha --sensitive COL=v
+  k-anonymity          --L all --k k --C 1 (no --sensitive-values needed)
+  confidence bounding  --L all --k 1 --C c --sensitive-values COL=v
+  (alpha,k)-anonymity  --L all --k k --C alpha --sensitive-values COL=v
 
 Exit status: 0 if LKC-privacy holds, 1 if it does not (the worst violating group is shown),
 2 for input errors."""
@@ -57,7 +57,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--qid", type=names, help="comma-separated QID columns (default: from --taxonomy)"
     )
     lkc.add_argument(
-        "--sensitive",
+        "--sensitive-values",
+        dest="sensitive",
         action="append",
         default=[],
         metavar="COL=v1,v2",
@@ -67,7 +68,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     lkc.add_argument(
         "--L", required=True, help="max QID attributes known to the adversary, or 'all'"
     )
-    lkc.add_argument("--K", required=True, help="minimum group size (integer >= 1)")
+    lkc.add_argument("--k", dest="K", required=True, help="minimum group size (integer >= 1)")
     lkc.add_argument(
         "--C", default="1", help="max share of a sensitive value: 0.2, 1/5 or 20%% (default 1)"
     )
@@ -108,7 +109,7 @@ def _parse_sensitive(specs: list[str]) -> dict[str, list[str]]:
     for spec in specs:
         column, sep, values = spec.partition("=")
         if not sep or not column or not values:
-            raise FedanonError(f"--sensitive must look like COL=v1,v2, got {spec!r}")
+            raise FedanonError(f"--sensitive-values must look like COL=v1,v2, got {spec!r}")
         sensitive.setdefault(column, []).extend(values.split(","))
     return sensitive
 

@@ -28,7 +28,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--seed", type=int, default=7, help="seed of the synthetic data")
     parser.add_argument("--parties", type=int, default=3, help="hospitals (default 3)")
     parser.add_argument("--L", type=int, default=DEFAULTS["L"], help="adversary knowledge bound L")
-    parser.add_argument("--K", type=int, default=DEFAULTS["K"], help="minimum group size K")
+    parser.add_argument(
+        "--k", dest="K", type=int, default=DEFAULTS["K"], help="minimum group size K"
+    )
     parser.add_argument("--C", default=DEFAULTS["C"], help="maximum confidence C in (0, 1]")
     parser.add_argument(
         "--out-dir",

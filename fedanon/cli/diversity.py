@@ -30,7 +30,9 @@ def add_check_diversity(models: argparse._SubParsersAction) -> None:
     for parser in (ldiv, tclose):
         parser.add_argument("--data", required=True, help="released table (CSV with header)")
         parser.add_argument("--qid", required=True, type=names, help="QID columns a,b,c")
-        parser.add_argument("--sensitive", required=True, help="the sensitive column")
+        parser.add_argument(
+            "--sensitive-column", dest="sensitive", required=True, help="the sensitive column"
+        )
         parser.add_argument("--delimiter", help="CSV delimiter (default ',' or tab for .tsv)")
         parser.add_argument("--json", action="store_true", help="print the result as JSON")
     ldiv.add_argument("--l", type=float, required=True, help="required l (>= 1)")

@@ -22,11 +22,12 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--id", dest="id_column", help="object id column (replaced by tokens)")
     parser.add_argument(
-        "--k-dims",
+        "--n-components",
+        dest="k_dims",
         type=int,
         required=True,
-        metavar="K",
-        help="dimensions kept, 1 <= K < number of columns",
+        metavar="N",
+        help="dimensions kept, 1 <= N < number of columns",
     )
     parser.add_argument(
         "--matrix",
@@ -89,7 +90,7 @@ def add_evaluate_drbt(subparsers: argparse._SubParsersAction) -> None:
         "--kept-dims",
         type=ints,
         help="kept dimensions for the stress curve a,b,c "
-        "(default: six from d-1 down to d/3, plus K)",
+        "(default: six from d-1 down to d/3, plus --n-components)",
     )
     parser.add_argument("--report", help="JSON report path")
     parser.add_argument("--chart", help="PNG chart path (stress vs k, F vs K)")
@@ -112,7 +113,7 @@ def run_anonymize_drbt(args: argparse.Namespace) -> int:
     with step_progress("projecting", args.quiet or args.json):
         release = anonymize_drbt(
             table,
-            k=args.k_dims,
+            n_components=args.k_dims,
             matrix=args.matrix,
             columns=split_list(args.columns) or None,
             id_column=args.id_column,
@@ -159,7 +160,7 @@ def run_evaluate_drbt(args: argparse.Namespace) -> int:
     with step_progress("evaluating", args.quiet or args.json) as show:
         report = evaluate_drbt(
             table,
-            k=args.k_dims,
+            n_components=args.k_dims,
             matrix=args.matrix,
             columns=split_list(args.columns) or None,
             id_column=args.id_column,

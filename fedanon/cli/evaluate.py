@@ -57,7 +57,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     grid.add_argument("--L", type=ints, default="2,4,6", help="values of L, comma-separated")
     grid.add_argument(
-        "--K", type=ints, default="20,40,60,80,100", help="values of K, comma-separated"
+        "--k", dest="K", type=ints, default="20,40,60,80,100", help="values of K, comma-separated"
     )
     grid.add_argument("--C", default="0.2", help="maximum confidence C in (0, 1]")
     grid.add_argument(
@@ -144,7 +144,7 @@ def run_sweep(args: argparse.Namespace) -> int:
     outputs.claim("--out-dir", out / "sweep.json")
     outputs.claim("--out-dir", out / "sweep.png")
     Ls = int_list(args.L, "--L")
-    Ks = int_list(args.K, "--K")
+    Ks = int_list(args.K, "--k")
     table = read_table(args.data, args.delimiter)
     with step_progress("evaluating", args.quiet) as show:
         rows = sweep(

@@ -98,7 +98,7 @@ def add_evaluate_randomization(kinds: argparse._SubParsersAction) -> None:
         help="Pa, bias of frequent combinations, query error of RA",
         description="Randomize --data (or read --release) and report Pa, the changed cells, "
         "predicted vs measured bias of the most frequent QID combinations and, with "
-        "--sensitive, the average relative error of random COUNT queries.",
+        "--sensitive-column, the average relative error of random COUNT queries.",
     )
     _method_options(parser)
     parser.add_argument(
@@ -110,7 +110,9 @@ def add_evaluate_randomization(kinds: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--top", type=int, default=10, help="frequent combinations per length 2 and 3 (default 10)"
     )
-    parser.add_argument("--sensitive", help="sensitive column of the COUNT queries")
+    parser.add_argument(
+        "--sensitive-column", dest="sensitive", help="sensitive column of the COUNT queries"
+    )
     parser.add_argument("--queries", type=int, default=1000, help="COUNT queries (default 1000)")
     parser.add_argument("--qd", type=int, default=4, help="QIDs per query (default 4)")
     parser.add_argument("--s", type=float, default=0.05, help="query selectivity (default 0.05)")
@@ -226,7 +228,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
             **_method_arguments(args),
             release=release,
             top=args.top,
-            sensitive=args.sensitive,
+            sensitive_column=args.sensitive,
             queries=args.queries,
             qd=args.qd,
             s=args.s,

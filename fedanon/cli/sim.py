@@ -84,7 +84,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="gaussian (RP1) or sparse Achlioptas (RP2)",
     )
     drbt.add_argument(
-        "--k-dims", type=int, default=0, help="kept dimensions per party (default ceil(d_i/2))"
+        "--n-components",
+        dest="k_dims",
+        metavar="N",
+        type=int,
+        default=0,
+        help="kept dimensions per party (default ceil(d_i/2))",
     )
     drbt.add_argument("--clusters", type=int, default=3, help="K of K-means (default 3)")
     drbt.add_argument(
@@ -232,7 +237,7 @@ def run_sim_drbt(args: argparse.Namespace) -> int:
             check_projection(d, args.k_dims or -(-d // 2), args.matrix)
         except FedanonError as exc:
             raise FedanonError(
-                f"--k-dims: party {number} of {args.parties} holds {d} attribute(s): {exc}"
+                f"--n-components: party {number} of {args.parties} holds {d} attribute(s): {exc}"
             ) from None
     with (
         step_progress("vertical DRBT", args.quiet or args.json) as show,

@@ -102,7 +102,7 @@ def _next_steps(
             )
         if safe_size is not None and int(details["K"]) < safe_size:
             steps.append(
-                f"Larger K: K = {safe_size} or more (--K {safe_size}) keeps every record's "
+                f"Larger K: K = {safe_size} or more (--k {safe_size}) keeps every record's "
                 f"risk at or below {percent(prosecutor['threshold'])} once L = {n}."
             )
         steps.append(

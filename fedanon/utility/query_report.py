@@ -18,6 +18,7 @@ import pandas as pd
 from fedanon.arguments import column_list, require_frame, require_int, taxonomy_file
 from fedanon.atomic import atomic_path
 from fedanon.errors import FedanonError
+from fedanon.keywords import renamed_keywords
 from fedanon.release import Release
 from fedanon.taxonomy.files import TaxonomyFile
 from fedanon.taxonomy.tree import Taxonomy
@@ -66,12 +67,13 @@ def _errors(
     return out
 
 
+@renamed_keywords(sensitive="sensitive_column")
 def evaluate_queries(
     raw: pd.DataFrame,
     *,
     releases: Mapping[str, Release | pd.DataFrame] | Sequence[QueryRelease],
     qids: Sequence[str],
-    sensitive: str,
+    sensitive_column: str,
     qd: int = 4,
     s: float = 0.05,
     queries: int = 1000,
@@ -103,12 +105,12 @@ def evaluate_queries(
         raise FedanonError("no release to evaluate (give --release or --nss/--ss)")
     if len(set(names)) != len(names):
         raise FedanonError(f"two releases share a name: {names} (name them NAME=PATH)")
-    args = (raw, measured, qids, sensitive)
+    args = (raw, measured, qids, sensitive_column)
     default = _errors(*args, qd, s, n_queries, seed, taxonomies)
     return {
         "workload": {
             "qids": list(qids),
-            "sensitive": sensitive,
+            "sensitive": sensitive_column,
             "qd": qd,
             "s": s,
             "queries": n_queries,

@@ -69,6 +69,6 @@ def run(
     """`anonymize_alpha_k` on the example's QIDs (and, unless given, the example's trees)."""
     trees = taxonomies() if taxonomy == "example" else taxonomy
     return anonymize_alpha_k(
-        table, qids=QIDS, sensitive=sensitive, alpha=alpha, k=k, method=method, taxonomy=trees,
-        seed=seed,
+        table, qids=QIDS, sensitive_column=sensitive, alpha=alpha, k=k, method=method,
+        taxonomy=trees, seed=seed,
     )  # fmt: skip

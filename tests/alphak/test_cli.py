@@ -66,7 +66,8 @@ def files(tmp_path: Path) -> dict[str, Path]:
 def _anonymize(files: dict[str, Path], *extra: str) -> subprocess.CompletedProcess[str]:
     return _fedanon(
         "anonymize", "alpha-k", "--data", str(files["data"]), "--qid", QID,
-        "--sensitive", "illness", "--taxonomy", str(files["taxonomy"]), "--seed", "1", *extra,
+        "--sensitive-column", "illness", "--taxonomy", str(files["taxonomy"]), "--seed", "1",
+        *extra,
     )  # fmt: skip
 
 
@@ -77,7 +78,7 @@ def test_local_release_passes_the_check(files: dict[str, Path]) -> None:
     released = pd.read_csv(out, dtype=str)
     assert len(released) == 18
     check = _fedanon(
-        "check", "alpha-k", "--data", str(out), "--qid", QID, "--sensitive", "illness",
+        "check", "alpha-k", "--data", str(out), "--qid", QID, "--sensitive-column", "illness",
         "--alpha", "0.5", "--k", "2", "--json",
     )  # fmt: skip
     assert check.returncode == 0, check.stderr
@@ -96,7 +97,7 @@ def test_lossy_join_pair_with_note_and_its_check(files: dict[str, Path]) -> None
     assert "Each row of EACH table is one original record" in note
     assert list(pd.read_csv(nss, dtype=str).columns) == ["job", "birth", "postcode", "ClassID"]
     assert list(pd.read_csv(ss, dtype=str).columns) == ["ClassID", "illness"]
-    pair = ["--nss", str(nss), "--ss", str(ss), "--sensitive", "illness", "--k", "2"]
+    pair = ["--nss", str(nss), "--ss", str(ss), "--sensitive-column", "illness", "--k", "2"]
     assert _fedanon("check", "alpha-k", *pair, "--alpha", "0.5").returncode == 0
     violated = _fedanon("check", "alpha-k", *pair, "--alpha", "0.4")
     assert violated.returncode == 1
@@ -109,7 +110,7 @@ def test_lossy_join_pair_with_note_and_its_check(files: dict[str, Path]) -> None
         (["--alpha", "0"], "alpha must be in (0, 1]"),
         (["--alpha", "1.5"], "alpha must be in (0, 1]"),
         (["--k", "0"], "k must be an integer >= 1"),
-        (["--sensitive", "job"], "sensitive column 'job' is also a QID"),
+        (["--sensitive-column", "job"], "sensitive column 'job' is also a QID"),
         (["--alpha", "0.4"], "infeasible"),
     ],
 )
@@ -152,7 +153,7 @@ def test_pair_is_written_whole_or_not_at_all(
     code = main(
         [
             "anonymize", "alpha-k", "--data", str(files["data"]), "--qid", QID,
-            "--sensitive", "illness", "--taxonomy", str(files["taxonomy"]), "--alpha", "0.5",
+            "--sensitive-column", "illness", "--taxonomy", str(files["taxonomy"]), "--alpha", "0.5",
             "--method", "lossy-join", "--nss", str(d / "nss.csv"), "--ss", str(d / "ss.csv"),
             "--quiet",
         ]
@@ -177,7 +178,7 @@ def test_evaluate_queries_reports_every_release_and_draws_the_chart(
     )  # fmt: skip
     done = _fedanon(
         "evaluate", "queries", "--data", str(files["data"]), "--qid", QID,
-        "--sensitive", "illness", "--taxonomy", str(files["taxonomy"]),
+        "--sensitive-column", "illness", "--taxonomy", str(files["taxonomy"]),
         "--release", f"Alpha={d / 'g.csv'}", "--release", f"raw={files['data']}",
         "--nss", f"Lossy={d / 'n.csv'}", "--ss", str(d / "s.csv"),
         "--qd", "2", "--s", "0.3", "--queries", "50", "--qd-values", "1,2,3",
@@ -196,7 +197,7 @@ def test_evaluate_queries_reports_every_release_and_draws_the_chart(
 def test_evaluate_queries_needs_pairs(files: dict[str, Path]) -> None:
     done = _fedanon(
         "evaluate", "queries", "--data", str(files["data"]), "--qid", QID,
-        "--sensitive", "illness", "--nss", "a.csv",
+        "--sensitive-column", "illness", "--nss", "a.csv",
     )  # fmt: skip
     assert done.returncode == 2
     assert "give them in pairs" in done.stderr

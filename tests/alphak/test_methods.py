@@ -191,8 +191,8 @@ def test_local_recoding_ties_between_attributes_go_to_the_earlier_qid() -> None:
     }
     table = pd.DataFrame({"u": ["x", "x", "y", "y"], "w": ["p", "q", "p", "q"], "s": list("abab")})
     release = anonymize_alpha_k(
-        table, qids=["u", "w"], sensitive="s", alpha="1", k=2, method="local", taxonomy=trees,
-        seed=0,
+        table, qids=["u", "w"], sensitive_column="s", alpha="1", k=2, method="local",
+        taxonomy=trees, seed=0,
     )  # fmt: skip
     assert release.table[["u", "w"]].values.tolist() == [
         ["x", "*"],

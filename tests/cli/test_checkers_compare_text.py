@@ -50,7 +50,7 @@ def test_lkc_numeric_sensitive_column_matches_its_text_value():
 
 def test_lkc_api_numeric_sensitive_column_matches():
     df = pd.DataFrame({"q": ["a", "a", "b", "b"], "s": [1, 1, 0, 2]})
-    verdict = fedanon.check_lkc(df, qids=["q"], sensitive={"s": ["1"]}, L=1, K=2, C="1/2")
+    verdict = fedanon.check_lkc(df, qids=["q"], sensitive_values={"s": ["1"]}, L=1, k=2, C="1/2")
     assert not verdict["ok"]
 
 

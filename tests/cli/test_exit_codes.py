@@ -26,12 +26,12 @@ def test_sim_drbt_refuses_a_projection_the_parties_would_refuse(work, k_dims):
     """numbers.csv has 4 attributes: 2 parties hold 2 each, so k must be 1 (k < d_i)."""
     before = snapshot(work)
     done = run_cli(
-        "sim", "drbt", "--data", "numbers.csv", "--parties", "2", "--k-dims", k_dims,
+        "sim", "drbt", "--data", "numbers.csv", "--parties", "2", "--n-components", k_dims,
         "--out", "release.csv", "--insecure",
     )  # fmt: skip
     assert done.code == 2, done.err
     errors = [line for line in done.err_lines if "WARNING" not in line]
-    assert len(errors) == 1 and errors[0].startswith("fedanon: error: --k-dims: party 1 of 2")
+    assert len(errors) == 1 and errors[0].startswith("fedanon: error: --n-components: party 1 of 2")
     assert snapshot(work) == before
 
 

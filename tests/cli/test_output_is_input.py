@@ -21,11 +21,11 @@ LOG = ["--data", "log.dat", "--rules", "rules.txt"]
 
 # command line without the output, the output option, the input it must not overwrite
 CASES = [
-    (["anonymize", "alpha-k", *TABLE, "--qid=age,job", "--sensitive=disease", "--alpha=0.5",
+    (["anonymize", "alpha-k", *TABLE, "--qid=age,job", "--sensitive-column=disease", "--alpha=0.5",
       "--k=2"], "--out", "data.csv"),
-    (["anonymize", "alpha-k", *TABLE, "--qid=age,job", "--sensitive=disease", "--alpha=0.5",
+    (["anonymize", "alpha-k", *TABLE, "--qid=age,job", "--sensitive-column=disease", "--alpha=0.5",
       "--k=2", "--method=anatomy", "--ss=ss.csv"], "--nss", "data.csv"),
-    (["anonymize", "alpha-k", *TABLE, "--qid=age,job", "--sensitive=disease", "--alpha=0.5",
+    (["anonymize", "alpha-k", *TABLE, "--qid=age,job", "--sensitive-column=disease", "--alpha=0.5",
       "--k=2", "--out=r.csv"], "--report", "data.csv"),
     (["anonymize", "kactus", *TABLE, "--class=outcome", "--k=2"], "--out", "data.csv"),
     (["anonymize", "mondrian", *TABLE, "--class=outcome", "--k=2"], "--out", "data.csv"),
@@ -34,9 +34,9 @@ CASES = [
     (["anonymize", "randomize", *TABLE, "--qid=age,job"], "--out", "data.csv"),
     (["sanitize", *LOG, "--algorithm=iga"], "--out", "log.dat"),
     (["sanitize", *LOG, "--algorithm=iga", "--out=clean.dat"], "--report", "rules.txt"),
-    (["evaluate", "queries", *TABLE, "--qid=age,job", "--sensitive=disease",
+    (["evaluate", "queries", *TABLE, "--qid=age,job", "--sensitive-column=disease",
       "--release=r=other.csv", "--qd=1", "--queries=5"], "--report", "other.csv"),
-    (["evaluate", "queries", *TABLE, "--qid=age,job", "--sensitive=disease",
+    (["evaluate", "queries", *TABLE, "--qid=age,job", "--sensitive-column=disease",
       "--release=data.csv", "--qd=1", "--queries=5"], "--chart", "data.csv"),
     (["evaluate", "classification", *TABLE, "--class=outcome", "--k=2"], "--report",
      "data.csv"),

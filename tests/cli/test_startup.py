@@ -41,7 +41,7 @@ def _imported_by(*argv: str) -> set[str]:
         ["anonymize", "lkc", "--help"],
         ["evaluate", "drbt", "--help"],
         ["party", "serve", "--help"],
-        ["anonymize", "lkc", "--K", "x"],  # an argument error
+        ["anonymize", "lkc", "--k", "x"],  # an argument error
         ["sim", "drbt"],  # required options missing
     ],
     ids=" ".join,

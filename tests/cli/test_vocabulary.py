@@ -4,11 +4,13 @@ table, and the old spellings accepted with a notice."""
 from __future__ import annotations
 
 import argparse
+import io
+import re
 from pathlib import Path
 
 import pytest
 
-from fedanon.cli.deprecated import RENAMED
+from fedanon.cli.deprecated import RENAMED, rewrite_deprecated
 from fedanon.cli.main import build_parser
 from fedanon.cli.parser import EXIT_CODES
 
@@ -121,7 +123,7 @@ def test_an_old_spelling_still_works_with_a_one_line_notice(tmp_path, monkeypatc
     rows = "".join(f"{i % 3},{i % 2},{'x' if i % 4 else 'y'}\n" for i in range(40))
     (tmp_path / "raw.csv").write_text("a,b,s\n" + rows, encoding="utf-8")
     done = run_cli(
-        "evaluate", "queries", "--data", "raw.csv", "--qid", "a,b", "--sensitive", "s",
+        "evaluate", "queries", "--data", "raw.csv", "--qid", "a,b", "--sensitive-column", "s",
         "--release", "raw.csv", "--qd", "1", "--queries", "5", "--out=old.json", "--quiet",
     )  # fmt: skip
     assert done.code == 0, done.err
@@ -147,3 +149,167 @@ def test_docs_cli_lists_every_command_and_option():
         section = documented[" ".join(words)]
         for option in _options(parser) - {"-h", "--help"}:
             assert f"`{option}" in section or f", {option}" in section, (words, option)
+
+
+# One spelling per concept (docs/cli.md, "One vocabulary"): the option every command uses.
+CONCEPTS = {
+    "minimum group size": "--k",
+    "sensitive values (LKC's S)": "--sensitive-values",
+    "one sensitive column": "--sensitive-column",
+    "kept dimensions of a projection": "--n-components",
+    "QID columns": "--qid",
+    "class column": "--class",
+}
+#: Spellings of those concepts that no parser may offer (old ones live on in RENAMED only).
+SYNONYMS = {
+    *("--K", "--sensitive", "--k-dims", "--dims", "--kdims", "--qids", "--quasi-identifiers"),
+    *("--class-column", "--target", "--label", "--components", "--n-dims"),
+}
+
+
+def _concept(help_text: str) -> str | None:
+    """The concept an option's help names (by its words, not by its spelling)."""
+    words = " ".join(help_text.lower().split())
+    if "minimum group size" in words or "minimum class size" in words:
+        return "minimum group size"
+    if words.startswith("sensitive values"):
+        return "sensitive values (LKC's S)"
+    if "sensitive column" in words:
+        return "one sensitive column"
+    if words.startswith("dimensions kept") or words.startswith("kept dimensions per party"):
+        return "kept dimensions of a projection"
+    if words.startswith("class column"):
+        return "class column"
+    if re.match(r"(comma-separated )?qid columns|qids a,b", words):
+        return "QID columns"
+    return None
+
+
+@pytest.mark.parametrize("words", sorted(LEAVES), ids=" ".join)
+def test_a_concept_has_one_option_name_in_every_family(words):
+    """A family naming a concept with another word fails here (the help says what it means)."""
+    parser = LEAVES[words]
+    assert not _options(parser) & SYNONYMS
+    for action in parser._actions:
+        concept = _concept(action.help or "")
+        if concept and action.option_strings:
+            assert CONCEPTS[concept] in action.option_strings, (words, action.option_strings)
+
+
+def test_every_concept_is_spelled_the_same_in_each_family_that_has_it():
+    """The families that take a group size, a sensitive column, ... all found by their help."""
+    seen: dict[str, set[tuple[str, ...]]] = {}
+    for words, parser in LEAVES.items():
+        for action in parser._actions:
+            concept = _concept(action.help or "") if action.option_strings else None
+            if concept is not None:
+                seen.setdefault(concept, set()).add(words)
+    assert {("anonymize", "lkc"), ("anonymize", "kactus"), ("anonymize", "alpha-k")} <= seen[
+        "minimum group size"
+    ]
+    assert {("check", "lkc"), ("check", "alpha-k"), ("check", "k-anonymity")} <= seen[
+        "minimum group size"
+    ]
+    assert {("anonymize", "lkc"), ("check", "lkc"), ("sim", "lkc")} == seen[
+        "sensitive values (LKC's S)"
+    ]
+    assert {
+        ("anonymize", "alpha-k"),
+        ("check", "alpha-k"),
+        ("check", "l-diversity"),
+        ("check", "t-closeness"),
+        ("evaluate", "queries"),
+        ("evaluate", "randomization"),
+    } == seen["one sensitive column"]
+    assert {("anonymize", "drbt"), ("evaluate", "drbt"), ("sim", "drbt")} == seen[
+        "kept dimensions of a projection"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("words", "old", "new"),
+    [
+        (words, old, new)
+        for words, renames in sorted(RENAMED.items())
+        for old, new in renames.items()
+    ],
+    ids=lambda v: " ".join(v) if isinstance(v, tuple) else v,
+)
+def test_every_old_spelling_is_rewritten_with_one_notice_naming_the_new(words, old, new):
+    """Given twice, spelled ``--old value`` and ``--old=value``: two rewrites, one notice."""
+    notices = io.StringIO()
+    argv = [*words, "--quiet", old, "v1", f"{old}=v2"]
+    assert rewrite_deprecated(argv, notices) == [*words, "--quiet", new, "v1", f"{new}=v2"]
+    assert notices.getvalue().splitlines() == [
+        f"fedanon: note: {old} is deprecated here, use {new} (it will be removed)"
+    ]
+    assert new in _options(LEAVES[words]) and old not in _options(LEAVES[words])
+
+
+def test_a_command_without_subcommands_is_found_after_an_option_value():
+    """`demo --parties 4 --K 5`: the second bare word is a value, not a subcommand."""
+    notices = io.StringIO()
+    argv = ["demo", "--parties", "4", "--K", "5"]
+    assert rewrite_deprecated(argv, notices) == ["demo", "--parties", "4", "--k", "5"]
+    assert "--K is deprecated here, use --k" in notices.getvalue()
+
+
+def test_the_same_old_word_means_the_family_s_own_new_option():
+    """``--sensitive`` is values in LKC and a column elsewhere: each becomes its own."""
+    lkc = rewrite_deprecated(["check", "lkc", "--sensitive", "s=x"], io.StringIO())
+    alpha = rewrite_deprecated(["check", "alpha-k", "--sensitive", "s"], io.StringIO())
+    assert lkc == ["check", "lkc", "--sensitive-values", "s=x"]
+    assert alpha == ["check", "alpha-k", "--sensitive-column", "s"]
+
+
+def _table(tmp_path: Path) -> str:
+    rows = "".join(f"{i % 3},{i % 2},{'x' if i % 4 else 'y'},{i},{i * 7 % 5}\n" for i in range(40))
+    (tmp_path / "t.csv").write_text("a,b,s,n,m\n" + rows, encoding="utf-8")
+    return str(tmp_path / "t.csv")
+
+
+# One command per family whose options were renamed: new argv, and the old spelling of it.
+OLD_AND_NEW = {
+    "check lkc": (
+        ["check", "lkc", "--qid", "a,b", "--L", "2", "--C", "1/2"],
+        ["--k", "4", "--sensitive-values", "s=y"],
+        ["--K", "4", "--sensitive", "s=y"],
+    ),
+    "check alpha-k": (
+        ["check", "alpha-k", "--qid", "a,b", "--alpha", "0.9", "--k", "3"],
+        ["--sensitive-column", "s"],
+        ["--sensitive", "s"],
+    ),
+    "check l-diversity": (
+        ["check", "l-diversity", "--qid", "a", "--l", "2"],
+        ["--sensitive-column", "s"],
+        ["--sensitive", "s"],
+    ),
+    "anonymize drbt": (
+        ["anonymize", "drbt", "--columns", "n,m,a", "--seed", "3", "--quiet", "--json"],
+        ["--n-components", "2"],
+        ["--k-dims", "2"],
+    ),
+}
+
+
+@pytest.mark.parametrize("family", sorted(OLD_AND_NEW))
+def test_an_old_spelling_runs_as_the_new_one_with_one_notice(tmp_path, monkeypatch, family):
+    monkeypatch.chdir(tmp_path)
+    base, new, old = OLD_AND_NEW[family]
+    data = ["--data", _table(tmp_path)]
+    out = ["--out", "new.csv"] if family == "anonymize drbt" else []
+    now = run_cli(*base, *data, *new, *out)
+    out = ["--out", "old.csv"] if family == "anonymize drbt" else []
+    then = run_cli(*base, *data, *old, *out)
+    assert now.code == then.code and now.code in (0, 1), now.err
+    assert "deprecated" not in now.err
+    notices = [line for line in then.err_lines if "deprecated" in line]
+    assert len(notices) == len(set(old) & {"--K", "--sensitive", "--k-dims"})
+    for name in (word for word in old if word.startswith("--")):
+        renamed = dict(zip(old, new, strict=True))[name]
+        assert f"use {renamed} " in " ".join(notices)
+    if family == "anonymize drbt":
+        assert (tmp_path / "old.csv").read_text() == (tmp_path / "new.csv").read_text()
+    else:
+        assert then.out == now.out

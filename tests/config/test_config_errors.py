@@ -308,7 +308,7 @@ def test_error_quoting_a_line_break_stays_one_line(tmp_path: Path, material: Pat
             str(taxonomy),
             "--L",
             "1",
-            "--K",
+            "--k",
             "2",
             "--C",
             "1",

@@ -381,7 +381,7 @@ def test_cli_outputs_are_compared_by_file_identity(
         job_doc(material, tmp_path)["taxonomy"],
         "--L",
         "2",
-        "--K",
+        "--k",
         "2",
         "--C",
         "1",

@@ -265,7 +265,7 @@ def test_taxonomy_toml_generated_values(material: Path, data: st.DataObject) -> 
                     str(taxonomy),
                     "--L",
                     "2",
-                    "--K",
+                    "--k",
                     "2",
                     "--C",
                     "1",

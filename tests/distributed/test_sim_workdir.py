@@ -19,7 +19,7 @@ def _sim_lkc(rows: int, *extra: str) -> tuple[int, str]:
     taxonomy = str(hospital_taxonomy_path())
     return run_cli(
         *("sim", "lkc", "--data", "hospital.csv", "--taxonomy", taxonomy),
-        *("--L", "2", "--K", "5", "--C", "0.5", "--out", "release.csv", "--quiet", *extra),
+        *("--L", "2", "--k", "5", "--C", "0.5", "--out", "release.csv", "--quiet", *extra),
     )
 
 
@@ -41,7 +41,7 @@ def test_sim_names_a_sensitive_value_absent_from_the_table(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    code, stderr = _sim_lkc(100, "--sensitive", "diagnosis=HIVV")
+    code, stderr = _sim_lkc(100, "--sensitive-values", "diagnosis=HIVV")
     assert code == 2 and stderr.splitlines() == [
         "fedanon: error: hospital.csv: sensitive value 'diagnosis=HIVV' occurs nowhere in "
         "column 'diagnosis'"

@@ -38,7 +38,9 @@ COLUMNS = ["age", "weight", "h_rate", "qrs"]
 
 def test_release_replaces_ids_and_keeps_a_private_map() -> None:
     table = _patients()
-    release = anonymize_drbt(table, k=2, matrix="gaussian", columns=COLUMNS, id_column="pid")
+    release = anonymize_drbt(
+        table, n_components=2, matrix="gaussian", columns=COLUMNS, id_column="pid"
+    )
     out = release.table
     assert list(out.columns) == ["pid", "att1", "att2"]
     assert out["pid"].is_unique and not set(out["pid"]) & set(table["pid"])
@@ -61,16 +63,16 @@ def test_release_replaces_ids_and_keeps_a_private_map() -> None:
 
 def test_seed_reproduces_values_but_not_tokens() -> None:
     table = _patients()
-    a = anonymize_drbt(table, k=3, columns=COLUMNS, id_column="pid", seed=11)
-    b = anonymize_drbt(table, k=3, columns=COLUMNS, id_column="pid", seed=11)
+    a = anonymize_drbt(table, n_components=3, columns=COLUMNS, id_column="pid", seed=11)
+    b = anonymize_drbt(table, n_components=3, columns=COLUMNS, id_column="pid", seed=11)
     pd.testing.assert_frame_equal(a.table.drop(columns="pid"), b.table.drop(columns="pid"))
     assert not set(a.table["pid"]) & set(b.table["pid"])
-    c = anonymize_drbt(table, k=3, columns=COLUMNS, id_column="pid")
+    c = anonymize_drbt(table, n_components=3, columns=COLUMNS, id_column="pid")
     assert not np.allclose(a.table["att1"].sort_values(), c.table["att1"].sort_values())
 
 
 def test_without_ids_there_is_no_id_column_and_no_map() -> None:
-    release = anonymize_drbt(_patients(), k=2, columns=COLUMNS)
+    release = anonymize_drbt(_patients(), n_components=2, columns=COLUMNS)
     assert list(release.table.columns) == ["att1", "att2"] and "id_map" not in release.tables
 
 
@@ -91,13 +93,13 @@ def test_without_ids_there_is_no_id_column_and_no_map() -> None:
 )
 def test_input_errors_name_what_is_wrong(kwargs: dict, message: str) -> None:
     with pytest.raises(FedanonError, match=message):
-        anonymize_drbt(_patients(), k=2, source="patients.csv", **kwargs)
+        anonymize_drbt(_patients(), n_components=2, source="patients.csv", **kwargs)
 
 
 def test_constant_column_names_the_column() -> None:
     table = _patients().assign(ward="7")
     with pytest.raises(FedanonError, match="column 'ward' is constant"):
-        anonymize_drbt(table, k=2, columns=["age", "weight", "ward"])
+        anonymize_drbt(table, n_components=2, columns=["age", "weight", "ward"])
 
 
 def test_evaluate_report() -> None:
@@ -108,20 +110,20 @@ def test_evaluate_report() -> None:
         "trials": 4,
         "projections": 3,
     }
-    report = evaluate_drbt(_patients(), k=3, matrix="sparse", **arguments)
+    report = evaluate_drbt(_patients(), n_components=3, matrix="sparse", **arguments)
     assert [p["kept"] for p in report["stress"]["curve"]] == [3, 2, 1]
     assert all(len(p["values"]) == 3 and p["exact"] for p in report["stress"]["curve"])
     assert [s["K"] for s in report["f_measure"]["by_clusters"]] == [2, 3]
     assert all(
         0 < s["min"] <= s["mean"] <= s["max"] <= 1 for s in report["f_measure"]["by_clusters"]
     )
-    again = evaluate_drbt(_patients(), k=3, matrix="sparse", **arguments)
+    again = evaluate_drbt(_patients(), n_components=3, matrix="sparse", **arguments)
     assert again == report
     assert report["f_measure"]["starts"] == "paired"
     with pytest.raises(FedanonError, match="every K"):
-        evaluate_drbt(_patients(), k=3, columns=COLUMNS, clusters=(1,))
+        evaluate_drbt(_patients(), n_components=3, columns=COLUMNS, clusters=(1,))
     with pytest.raises(FedanonError, match="unknown starts 'shared'"):
-        evaluate_drbt(_patients(), k=3, columns=COLUMNS, starts="shared")
+        evaluate_drbt(_patients(), n_components=3, columns=COLUMNS, starts="shared")
 
 
 def test_default_kept_dims_and_tokens() -> None:

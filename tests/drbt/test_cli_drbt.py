@@ -52,7 +52,7 @@ def test_anonymize_writes_only_the_release_map_and_report(
             str(table),
             "--id",
             "pid",
-            "--k-dims",
+            "--n-components",
             "2",
             "--matrix",
             "gaussian",
@@ -83,11 +83,11 @@ def test_anonymize_user_errors(table: Path, tmp_path: Path) -> None:
     out = tmp_path / "rel.csv"
     drbt = ["anonymize", "drbt", "--data", str(table), "--out", str(out)]
     with pytest.raises(FedanonError, match="needs --id"):
-        _run([*drbt, "--k-dims", "2", "--id-map", str(tmp_path / "map.csv")])
+        _run([*drbt, "--n-components", "2", "--id-map", str(tmp_path / "map.csv")])
     with pytest.raises(FedanonError, match="column 'pid', data row 1: 'P0'"):
-        _run([*drbt, "--k-dims", "2"])
-    with pytest.raises(FedanonError, match="choose k < 4"):
-        _run([*drbt, "--id", "pid", "--k-dims", "4"])
+        _run([*drbt, "--n-components", "2"])
+    with pytest.raises(FedanonError, match="choose fewer than 4"):
+        _run([*drbt, "--id", "pid", "--n-components", "4"])
     assert not out.exists()
 
 
@@ -100,7 +100,7 @@ def test_evaluate_writes_report_and_png(table: Path, tmp_path: Path) -> None:
             str(table),
             "--columns",
             "age,weight,h_rate,qrs",
-            "--k-dims",
+            "--n-components",
             "3",
             "--seed",
             "4",
@@ -140,7 +140,7 @@ def test_evaluate_rejects_bad_lists(table: Path, capsys: pytest.CaptureFixture[s
                 str(table),
                 "--id",
                 "pid",
-                "--k-dims",
+                "--n-components",
                 "2",
                 "--clusters",
                 "2,three",

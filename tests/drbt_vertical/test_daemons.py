@@ -111,7 +111,7 @@ def test_console_script(tmp_path: Path) -> None:
             "3",
             "--data",
             str(data),
-            "--k-dims",
+            "--n-components",
             "2",
             "--clusters",
             "3",

@@ -42,7 +42,7 @@ def _anonymize(tmp_path: Path, *options: str | Path) -> tuple[CliResult, Path, P
     taxonomy.write_text(TAXONOMY)
     done = run_cli(
         "anonymize", "lkc", "--data", data, "--taxonomy", taxonomy, "--preset", "k-anonymity",
-        "--K", "3", "--out", out, "--quiet", *options,
+        "--k", "3", "--out", out, "--quiet", *options,
     )  # fmt: skip
     return done, taxonomy, out
 
@@ -65,7 +65,7 @@ def test_anonymize_with_budget_then_check_with_budget(tmp_path: Path) -> None:
         taxonomy,
         "--L",
         "all",
-        "--K",
+        "--k",
         "3",
     ]
     assert run_cli(*base).code == 1
@@ -105,7 +105,7 @@ def test_sim_with_budget_matches_the_centralized_command(tmp_path: Path) -> None
         "k-anonymity",
         "--qid",
         "age,sex,postcode,employment",
-        "--K",
+        "--k",
         "10",
         "--drop",
         "patient_id",

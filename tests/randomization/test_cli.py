@@ -91,7 +91,7 @@ def test_evaluate_randomization_reports_bias_and_query_error(data, tmp_path, cap
             "optimal",
             "--seed",
             "3",
-            "--sensitive",
+            "--sensitive-column",
             "disease",
             "--queries",
             "50",

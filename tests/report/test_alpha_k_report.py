@@ -13,7 +13,16 @@ from tests.report.conftest import steward_report, write_inputs
 
 def _alpha_k(data: Path) -> tuple[str | Path, ...]:
     """``anonymize alpha-k`` of `write_inputs`: QIDs age and job, sensitive outcome."""
-    return ("anonymize", "alpha-k", "--data", data, "--qid", "age,job", "--sensitive", "outcome")
+    return (
+        "anonymize",
+        "alpha-k",
+        "--data",
+        data,
+        "--qid",
+        "age,job",
+        "--sensitive-column",
+        "outcome",
+    )
 
 
 @pytest.mark.parametrize("method", ["global", "local"])

@@ -155,7 +155,7 @@ def test_rendered_adult_report_shows_the_json_reports_numbers(tmp_path: Path) ->
         adult / "lkc_paper_taxonomy.hchy",
         "--L",
         "4",
-        "--K",
+        "--k",
         "20",
         "--C",
         "0.2",

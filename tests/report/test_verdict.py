@@ -68,7 +68,7 @@ def _unique_over_all(release: Path, qids: list[str]) -> int:
 
 
 def test_holds_at_l_below_n_names_its_attacker_and_warns(tmp_path: Path) -> None:
-    report, out, _ = _job(tmp_path, "--L", "1", "--K", "4")
+    report, out, _ = _job(tmp_path, "--L", "1", "--k", "4")
     assert report["privacy_check"]["verdict"] == "holds"
     assessment = report["assessment"]
     assert assessment["holds_for"] == "an attacker who knows at most L = 1 of the 3 QIDs"
@@ -81,7 +81,7 @@ def test_holds_at_l_below_n_names_its_attacker_and_warns(tmp_path: Path) -> None
         "path": str(out),
         "sha256": hashlib.sha256(out.read_bytes()).hexdigest(),
     }
-    assert "--L 1 --K 4" in report["job"]["command_line"]
+    assert "--L 1 --k 4" in report["job"]["command_line"]
     assert report["job"]["command_line"].startswith("fedanon anonymize lkc --data ")
     assert [(a["input_distinct"], a["release_distinct"]) for a in report["attributes"]] == [
         (2, 2)
@@ -89,7 +89,7 @@ def test_holds_at_l_below_n_names_its_attacker_and_warns(tmp_path: Path) -> None
 
 
 def test_holds_over_all_qids_without_records_at_risk_gives_no_warning(tmp_path: Path) -> None:
-    report, out, _ = _job(tmp_path, "--L", "3", "--K", "2", "--risk-threshold", "0.5")
+    report, out, _ = _job(tmp_path, "--L", "3", "--k", "2", "--risk-threshold", "0.5")
     assessment = report["assessment"]
     assert assessment["holds_for"] == "an attacker who knows all 3 QIDs"
     assert assessment["unique_records"] == _unique_over_all(out, ["a", "b", "c"]) == 0
@@ -98,10 +98,10 @@ def test_holds_over_all_qids_without_records_at_risk_gives_no_warning(tmp_path: 
 
 
 def test_check_report_names_the_checked_file_and_warns(tmp_path: Path) -> None:
-    _, out, _ = _job(tmp_path, "--L", "1", "--K", "4")
+    _, out, _ = _job(tmp_path, "--L", "1", "--k", "4")
     report_path = tmp_path / "check.json"
     result = run_cli(
-        *("check", "lkc", "--data", out, "--qid", "a,b,c", "--L", "1", "--K", "4"),
+        *("check", "lkc", "--data", out, "--qid", "a,b,c", "--L", "1", "--k", "4"),
         *("--report", report_path),
     )
     assert result.code == 0, result.err
@@ -138,8 +138,8 @@ def _warning_pixels(html: Path, tmp_path: Path) -> int:
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (.ci/run installs it)")
 def test_browser_shows_the_warning_above_the_fold(tmp_path: Path) -> None:
-    risky, _, risky_html = _job(tmp_path / "risky", "--L", "1", "--K", "4")
-    safe, _, safe_html = _job(tmp_path / "safe", "--L", "3", "--K", "2", "--risk-threshold", "0.5")
+    risky, _, risky_html = _job(tmp_path / "risky", "--L", "1", "--k", "4")
+    safe, _, safe_html = _job(tmp_path / "safe", "--L", "3", "--k", "2", "--risk-threshold", "0.5")
     required = {
         "privacy_check.verdict",
         "assessment.holds_for",
@@ -164,7 +164,7 @@ def test_arx_adult_at_l2_warns_of_its_unique_records(tmp_path: Path) -> None:
     out, report_path = tmp_path / "release.csv", tmp_path / "r.json"
     result = run_cli(
         *("anonymize", "lkc", "--data", adult / "arx_adult.csv"),
-        *("--taxonomy", adult / "arx_hierarchies", "--L", "2", "--K", "10", "--C", "1"),
+        *("--taxonomy", adult / "arx_hierarchies", "--L", "2", "--k", "10", "--C", "1"),
         *("--out", out, "--report", report_path, "--quiet"),
     )
     assert result.code == 0, result.err
@@ -181,10 +181,10 @@ def test_arx_adult_at_l2_warns_of_its_unique_records(tmp_path: Path) -> None:
 
 
 def test_terminal_summary_says_for_whom_and_warns(tmp_path: Path) -> None:
-    _job(tmp_path / "job", "--L", "1", "--K", "4")  # writes the inputs t.csv and t.toml
+    _job(tmp_path / "job", "--L", "1", "--k", "4")  # writes the inputs t.csv and t.toml
     result = run_cli(
         *("anonymize", "lkc", "--data", tmp_path / "job" / "t.csv"),
-        *("--taxonomy", tmp_path / "job" / "t.toml", "--L", "1", "--K", "4", "--C", "1"),
+        *("--taxonomy", tmp_path / "job" / "t.toml", "--L", "1", "--k", "4", "--C", "1"),
         *("--out", tmp_path / "o.csv", "--report", tmp_path / "o.json"),
     )
     assert result.code == 0, result.err
@@ -201,7 +201,7 @@ def test_suppression_and_alpha_k_reports_name_their_release_file(tmp_path: Path)
         "kactus": suppression_job(data, "kactus"),
         "alpha-k": [
             *("anonymize", "alpha-k", "--data", data, "--taxonomy", taxonomy),
-            *("--qid", "age,job", "--sensitive", "outcome", "--alpha", "0.9", "--k", "5"),
+            *("--qid", "age,job", "--sensitive-column", "outcome", "--alpha", "0.9", "--k", "5"),
             *("--method", "global"),
         ],
     }

@@ -43,7 +43,7 @@ def _anonymize(data: Path, out: Path, *extra: str):
         ADULT / "arx_hierarchies",
         "--L",
         "2",
-        "--K",
+        "--k",
         "10",
         "--C",
         "1",
@@ -74,7 +74,7 @@ def test_arx_adult_runs_with_no_format_options(tmp_path: Path) -> None:
         ADULT / "arx_hierarchies",
         "--L",
         "2",
-        "--K",
+        "--k",
         "10",
     )
     assert check.code == 0, check.out + check.err

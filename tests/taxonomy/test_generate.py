@@ -165,8 +165,8 @@ def test_raw_csv_to_checked_release_with_no_hand_written_file(tmp_path: Path) ->
     data, tax, out = _table(tmp_path), tmp_path / "tax.toml", tmp_path / "release.csv"
     steps = [
         ("taxonomy", "init", "--data", data, "--qid", "age,job,admitted", "--out", tax),
-        ("anonymize", "lkc", "--data", data, "--taxonomy", tax, "--L", "2", "--K", "5"),
-        ("check", "lkc", "--data", out, "--taxonomy", tax, "--L", "2", "--K", "5"),
+        ("anonymize", "lkc", "--data", data, "--taxonomy", tax, "--L", "2", "--k", "5"),
+        ("check", "lkc", "--data", out, "--taxonomy", tax, "--L", "2", "--k", "5"),
     ]
     for i, step in enumerate(steps):
         extra = ("--C", "1", "--out", out, "--quiet") if i == 1 else ()

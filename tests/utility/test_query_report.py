@@ -29,7 +29,7 @@ def test_raw_table_scores_zero_and_a_blank_release_does_not() -> None:
             QueryRelease("one class", nss=pair_nss, ss=pair_ss),
         ],
         qids=["a", "b"],
-        sensitive="s",
+        sensitive_column="s",
         qd=1,
         s=0.3,
         queries=40,
@@ -47,15 +47,17 @@ def test_raw_table_scores_zero_and_a_blank_release_does_not() -> None:
 
 def test_names_must_be_unique_and_releases_given() -> None:
     with pytest.raises(FedanonError, match="share a name"):
-        evaluate_queries(RAW, releases=[QueryRelease("x", RAW)] * 2, qids=["a"], sensitive="s")
+        evaluate_queries(
+            RAW, releases=[QueryRelease("x", RAW)] * 2, qids=["a"], sensitive_column="s"
+        )
     with pytest.raises(FedanonError, match="no release"):
-        evaluate_queries(RAW, releases=[], qids=["a"], sensitive="s")
+        evaluate_queries(RAW, releases=[], qids=["a"], sensitive_column="s")
 
 
 def test_chart_is_a_png_even_with_zero_errors(tmp_path) -> None:
     releases = {"raw": RAW, "blank": RAW.assign(a="*", b="*")}
     report = evaluate_queries(
-        RAW, releases=releases, qids=["a", "b"], sensitive="s", qd=1, s=0.3, queries=10,
+        RAW, releases=releases, qids=["a", "b"], sensitive_column="s", qd=1, s=0.3, queries=10,
         qd_values=[1, 2],
     )  # fmt: skip
     plot_query_errors(report, tmp_path / "c.png")

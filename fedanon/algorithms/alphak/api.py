@@ -44,6 +44,7 @@ from fedanon.algorithms.alphak.release import (
 from fedanon.algorithms.tds.verified import plain_text
 from fedanon.arguments import column_list, optional_seed, require_frame, taxonomy_file
 from fedanon.errors import FedanonError
+from fedanon.keywords import renamed_keywords
 from fedanon.models.alpha_k import check_generalized, check_pair
 from fedanon.release import Release
 from fedanon.taxonomy.files import TaxonomyFile
@@ -57,11 +58,12 @@ METHODS = ("global", "local", "lossy-join", "anatomy")
 TaxonomySpec = TaxonomyFile | str | os.PathLike[str] | Mapping[str, Taxonomy]
 
 
+@renamed_keywords(sensitive="sensitive_column")
 def anonymize_alpha_k(
     df: pd.DataFrame,
     *,
     qids: Sequence[str],
-    sensitive: str,
+    sensitive_column: str,
     alpha: float | str | Fraction = "0.33",
     k: int = 2,
     method: str = "local",
@@ -78,22 +80,22 @@ def anonymize_alpha_k(
         raise FedanonError(f"unknown method '{method}' (choose from {', '.join(METHODS)})")
     params = AlphaK.of(alpha, k)
     df, qids = require_frame(df), column_list(qids, "qids") or []
-    validate_columns(df, qids, sensitive)
-    codes, values = encode_sensitive(df, sensitive)
-    require_feasible(codes, params, sensitive)
+    validate_columns(df, qids, sensitive_column)
+    codes, values = encode_sensitive(df, sensitive_column)
+    require_feasible(codes, params, sensitive_column)
     seed = optional_seed(seed)
     seed = secrets.randbits(63) if seed is None else seed
     began = time.perf_counter()
     tables: dict[str, pd.DataFrame]
     if method == "anatomy":
         groups = anatomy_groups(codes, len(values), params, seed)
-        nss, ss = lossy_join_tables(df, qids, sensitive, groups)
+        nss, ss = lossy_join_tables(df, qids, sensitive_column, groups)
         tables = {"nss": nss, "ss": ss}
         class_of_row, loss = groups, 0.0
     else:
         trees = _trees(taxonomy, qids, df, dynamic_ok=method == "global")
         if method == "global":
-            tables = {"table": plain_text(global_recoding(df, trees, sensitive, params))}
+            tables = {"table": plain_text(global_recoding(df, trees, sensitive_column, params))}
             class_of_row = _classes_of(tables["table"], qids)
             loss = _information_loss(tables["table"], qids, trees)
         else:
@@ -104,15 +106,15 @@ def anonymize_alpha_k(
                 tables = {"table": generalized_table(df, qids, trees, partition)}
                 loss = _partition_loss(partition, trees)
             else:
-                nss, ss = lossy_join_tables(df, qids, sensitive, class_of_row)
+                nss, ss = lossy_join_tables(df, qids, sensitive_column, class_of_row)
                 tables = {"nss": nss, "ss": ss}
                 loss = 0.0
-    report = _report(method, params, seed, codes, class_of_row, loss, qids, sensitive)
+    report = _report(method, params, seed, codes, class_of_row, loss, qids, sensitive_column)
     report["seconds"] = round(time.perf_counter() - began, 4)
     if "table" in tables:
-        verdict = check_generalized(tables["table"], qids, sensitive, params.alpha, params.k)
+        verdict = check_generalized(tables["table"], qids, sensitive_column, params.alpha, params.k)
     else:
-        verdict = check_pair(tables["nss"], tables["ss"], sensitive, params.alpha, params.k)
+        verdict = check_pair(tables["nss"], tables["ss"], sensitive_column, params.alpha, params.k)
     if not verdict.ok:
         raise FedanonError(f"the release fails (alpha,k)-anonymity ({method}); nothing returned")
     report["privacy_check"] = verdict.to_dict()

@@ -75,7 +75,7 @@ def releases(
         release = anonymize_alpha_k(
             table,
             qids=list(qids),
-            sensitive=SENSITIVE,
+            sensitive_column=SENSITIVE,
             alpha=alpha,
             k=k,
             method=SERIES[name],
@@ -109,7 +109,7 @@ def errors_at(
         table,
         releases=made,
         qids=qids,
-        sensitive=SENSITIVE,
+        sensitive_column=SENSITIVE,
         qd=qd,
         s=s,
         queries=queries,

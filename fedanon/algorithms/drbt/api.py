@@ -23,6 +23,7 @@ from fedanon.algorithms.drbt.protocol import STARTS, f_measure_trials, stress_cu
 from fedanon.algorithms.drbt.stress import DEFAULT_MAX_PAIRS, expected_stress, stress
 from fedanon.arguments import column_list, optional_seed, require_frame, require_int
 from fedanon.errors import FedanonError, MissingColumnError
+from fedanon.keywords import renamed_keywords
 from fedanon.release import Release
 
 TOKEN_BYTES = 8  # 64-bit tokens: collisions are redrawn, guessing one is hopeless
@@ -61,10 +62,11 @@ def numeric_block(table: pd.DataFrame, columns: Sequence[str], source: str) -> n
     return block
 
 
+@renamed_keywords(k="n_components")
 def anonymize_drbt(
     df: pd.DataFrame,
     *,
-    k: int,
+    n_components: int,
     matrix: str = "sparse",
     columns: Sequence[str] | None = None,
     id_column: str | None = None,
@@ -72,14 +74,14 @@ def anonymize_drbt(
     rescale: bool = False,
     source: str = "input",
 ) -> Release:
-    """Release `df` as its z-scored columns projected to `k` dimensions (att1..attk).
+    """Release `df` as its z-scored columns projected to `n_components` dimensions (att1..attk).
 
     `matrix` is ``"gaussian"`` (RP1) or ``"sparse"`` (RP2); `columns` default to all but the
     id column. `seed` makes the matrix and the row order reproducible (and is then as secret as
     R); without it both come from `secrets`. Tokens are always fresh. `source` names the input
     in error messages.
     """
-    table, k = require_frame(df), require_int(k, "k")
+    table, k = require_frame(df), require_int(n_components, "n_components")
     names = clustering_columns(table, column_list(columns, "columns"), id_column, source)
     check_projection(len(names), k, matrix)
     z = zscore(numeric_block(table, names, source), names)
@@ -112,10 +114,11 @@ def anonymize_drbt(
     return Release(out, report, tables)
 
 
+@renamed_keywords(k="n_components")
 def evaluate_drbt(
     df: pd.DataFrame,
     *,
-    k: int,
+    n_components: int,
     matrix: str = "sparse",
     columns: Sequence[str] | None = None,
     id_column: str | None = None,
@@ -136,7 +139,7 @@ def evaluate_drbt(
     is needed to compare against.
     """
     source = "input"
-    table, k = require_frame(df), require_int(k, "k")
+    table, k = require_frame(df), require_int(n_components, "n_components")
     names = clustering_columns(table, column_list(columns, "columns"), id_column, source)
     d = len(names)
     check_projection(d, k, matrix)

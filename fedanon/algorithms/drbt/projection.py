@@ -55,7 +55,10 @@ def check_projection(d: int, k: int, matrix: str) -> None:
         raise FedanonError(f"the number of kept dimensions must be at least 1, got {k}")
     if k >= d:
         what = "is a rotation, not a reduction" if k == d else "would add dimensions"
-        raise FedanonError(f"k = {k} with d = {d} attributes {what}: choose k < {d}")
+        raise FedanonError(
+            f"{k} kept dimensions (n_components) with d = {d} attributes {what}: "
+            f"choose fewer than {d}"
+        )
 
 
 def project_block(

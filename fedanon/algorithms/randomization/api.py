@@ -27,6 +27,7 @@ from fedanon.algorithms.randomization.rules import MIN_CONFIDENCE, MIN_SUPPORT, 
 from fedanon.algorithms.randomization.sampler import make_rng
 from fedanon.arguments import column_list, optional_seed, require_frame, require_int
 from fedanon.errors import FedanonError
+from fedanon.keywords import renamed_keywords
 from fedanon.release import Release
 
 
@@ -121,6 +122,7 @@ def bias_table(
     return rows
 
 
+@renamed_keywords(sensitive="sensitive_column")
 def evaluate_randomization(
     df: pd.DataFrame,
     *,
@@ -131,7 +133,7 @@ def evaluate_randomization(
     p: str | Sequence[float] = "uniform",
     seed: int | None = None,
     top: int = 10,
-    sensitive: str | None = None,
+    sensitive_column: str | None = None,
     queries: int = 1000,
     qd: int = 4,
     s: float = 0.05,
@@ -140,7 +142,7 @@ def evaluate_randomization(
     rule_confidence: float = MIN_CONFIDENCE,
 ) -> dict[str, Any]:
     """Pa, changed cells, predicted vs measured bias of frequent combinations and, with a
-    `sensitive` column, the count-query error of the shared workload (the release is queried
+    `sensitive_column`, the count-query error of the shared workload (the release is queried
     directly, as the paper does) and association-rule recovery over the QIDs (and the
     sensitive column) at `rule_support` / `rule_confidence`.
 
@@ -168,12 +170,12 @@ def evaluate_randomization(
         "largest_marginal_count_change": marginal_gap,
         "bias": bias_table(df, release, plan, top=require_int(top, "top")),
     }
-    if sensitive is not None:
+    if sensitive_column is not None:
         report["count_queries"] = query_error(
-            df, release, plan.qids, sensitive, queries, qd, s, optional_seed(seed)
+            df, release, plan.qids, sensitive_column, queries, qd, s, optional_seed(seed)
         )
     if rules:
-        columns = [*plan.qids, *([sensitive] if sensitive else [])]
+        columns = [*plan.qids, *([sensitive_column] if sensitive_column else [])]
         report["rules"] = rule_recovery(df, release, columns, rule_support, rule_confidence)
     return report
 

@@ -42,13 +42,13 @@ def resolve_params(
         raise FedanonError(f"unknown privacy model '{preset}' (choose from {', '.join(PRESETS)})")
     if preset == "lkc":
         if L is None or K is None or C is None:
-            raise FedanonError("LKC-privacy needs --L, --K and --C")
+            raise FedanonError("LKC-privacy needs --L, --k and --C")
         return LKCParams.of(L, K, C)
     if L is not None and n_qids != L:
         raise FedanonError(f"{preset} fixes L to the number of QIDs ({n_qids}); drop --L")
     if preset == "k-anonymity":
         if K is None:
-            raise FedanonError("k-anonymity needs --K")
+            raise FedanonError("k-anonymity needs --k")
         if C is not None and parse_confidence_bound(C) != 1:
             raise FedanonError("k-anonymity fixes C to 1; drop --C")
         return LKCParams.of(n_qids, K, 1)
@@ -56,10 +56,10 @@ def resolve_params(
         if C is None:
             raise FedanonError("confidence bounding needs --C")
         if K is not None and K != 1:
-            raise FedanonError("confidence bounding fixes K to 1; drop --K")
+            raise FedanonError("confidence bounding fixes K to 1; drop --k")
         return LKCParams.of(n_qids, 1, C)
     if K is None or C is None:
-        raise FedanonError("(alpha,k)-anonymity needs --K (k) and --C (alpha)")
+        raise FedanonError("(alpha,k)-anonymity needs --k (k) and --C (alpha)")
     return LKCParams.of(n_qids, K, C)
 
 
@@ -81,7 +81,7 @@ def parse_sensitive(specs: Sequence[str]) -> list[SensitiveValue]:
     for spec in specs:
         column, sep, values = spec.partition("=")
         if not sep or not column.strip() or not values.strip():
-            raise FedanonError(f"--sensitive '{spec}': expected COL=value[,value...]")
+            raise FedanonError(f"--sensitive-values '{spec}': expected COL=value[,value...]")
         out += [SensitiveValue(column.strip(), v.strip()) for v in values.split(",") if v.strip()]
     return out
 
