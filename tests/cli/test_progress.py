@@ -176,7 +176,7 @@ def test_sim_logs_each_step_of_the_shuffle_union(tmp_path: Path) -> None:
     generate_hospital(240, 5).to_csv(data, index=False)
     done = run(
         "sim", "lkc", "--parties", "3", "--data", str(data),
-        "--taxonomy", str(hospital_taxonomy_path()), "--L", "2", "--K", "10", "--C", "0.5",
+        "--taxonomy", str(hospital_taxonomy_path()), "--L", "2", "--k", "10", "--C", "0.5",
         "--drop", "patient_id", "--union-mode", "shuffle", "--out", str(tmp_path / "r.csv"),
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -255,7 +255,7 @@ def test_lkc_sweep_logs_each_row_as_it_ends(tmp_path: Path) -> None:
     generate_hospital(200, 3).to_csv(data, index=False)
     done = run(
         "evaluate", "lkc-sweep", "--data", str(data), "--taxonomy", str(hospital_taxonomy_path()),
-        "--train-rows", "150", "--L", "2", "--K", "5,10", "--C", "0.5",
+        "--train-rows", "150", "--L", "2", "--k", "5,10", "--C", "0.5",
         "--out-dir", str(tmp_path / "sweep"), "--json",
     )  # fmt: skip
     assert done.returncode == 0, done.stderr

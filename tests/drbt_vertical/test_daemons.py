@@ -48,9 +48,14 @@ def test_sim_drbt_over_daemons(
     feds: list[fedanon.leader.sim.Federation] = []
 
     @contextlib.contextmanager
-    def keep_workdir(parts, taxonomy, secure=True, workdir=None, rpc_seconds=60.0):
+    def keep_workdir(parts, taxonomy, secure=True, workdir=None, rpc_seconds=60.0, on_phase=None):
         with real(
-            parts, taxonomy, secure=secure, workdir=tmp_path / "fed", rpc_seconds=rpc_seconds
+            parts,
+            taxonomy,
+            secure=secure,
+            workdir=tmp_path / "fed",
+            rpc_seconds=rpc_seconds,
+            on_phase=on_phase,
         ) as fed:
             feds.append(fed)
             yield fed

@@ -51,7 +51,7 @@ def use_inprocess_federation(monkeypatch: pytest.MonkeyPatch, root: Path) -> lis
     started: list = []
 
     @contextlib.contextmanager
-    def fake(parts, taxonomy, secure=True, workdir=None, rpc_seconds=60.0):  # same signature
+    def fake(parts, taxonomy, secure=True, workdir=None, rpc_seconds=60.0, on_phase=None):
         assert taxonomy is None and secure
         with inprocess_federation(parts, Path(workdir or root), monkeypatch) as fed:
             started.append(fed)
@@ -219,8 +219,8 @@ def test_k_equal_to_d_refused_through_the_protocol(
         )
         with pytest.raises(
             FedanonError,
-            match=r"party hospital-1: k = 4 with d = 4 attributes "
-            r"is a rotation, not a reduction",
+            match=r"party hospital-1: 4 kept dimensions \(n_components\) with d = 4 "
+            r"attributes is a rotation, not a reduction",
         ):
             run_drbt(job)
         assert not out.exists()

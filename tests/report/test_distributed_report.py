@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
@@ -21,9 +21,18 @@ def test_sim_report_describes_the_integrated_release_and_hides_party_counts(
 ) -> None:
     shown: list[str] = []
 
+    class Recorder:
+        """The progress line of the command: steps and phases, recorded in order."""
+
+        def __call__(self, text: str) -> None:
+            shown.append(text)
+
+        def phase(self, text: str) -> None:
+            shown.append(text)
+
     @contextlib.contextmanager
-    def recording(title: str, quiet: bool) -> Iterator[Callable[[str], None]]:
-        yield shown.append
+    def recording(title: str, quiet: bool) -> Iterator[Recorder]:
+        yield Recorder()
 
     monkeypatch.setattr("fedanon.cli.sim.step_progress", recording)
     data, taxonomy = write_inputs(tmp_path, rows=600)
@@ -52,10 +61,16 @@ def test_sim_report_describes_the_integrated_release_and_hides_party_counts(
     assert "{" not in result.out
     # Progress moves through the union's phases after the last specialization.
     union = [line for line in shown if line.startswith("union:")]
-    assert [line.split()[1:3] for line in union] == [
-        ["3", "parties"],
-        ["1,200", "sealed"],
-        ["opening", "1,200"],
+    assert union == [
+        "union: measure: 3 parties measure their records",
+        "union: measure: done; records of 64 bytes",
+        "union: collect: 3 parties seal their records in layers",
+        "union: collect: done; 1,200 sealed items",  # padded: 600 records
+        "union: strip: 3 parties peel 1,200 items in turn",
+        "union: strip: done",
+        "union: opening 1,200 peeled items as they arrive from hospital-3",
+        "union: opening: done; 600 records",
+        "union: done; 600 records",
     ]
     assert shown.index(union[0]) > max(i for i, t in enumerate(shown) if t.startswith("iteration"))
 
