@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from fedanon.crypto.identity import create_ca, issue_identity, save_ca, save_identity
+from fedanon.federation.transport import make_server
 from fedanon.synth import generate_hospital, hospital_taxonomy_path
 
 
@@ -109,6 +110,20 @@ def test_listen_address_without_a_usable_port(party_dir: Path, listen: str) -> N
         encoding="utf-8",
     )
     _one_line_error(_serve(config), 'expected an address "host:port" with a port in 1..65535')
+
+
+def test_a_server_binds_its_port_exclusively() -> None:
+    """gRPC binds with SO_REUSEPORT unless told otherwise: a second server on a live server's
+    port would start and take about half of the new connections. Every daemon's server (not
+    only ``party serve``, whose start-up probes the port first) must fail to bind instead."""
+    first, port = make_server("127.0.0.1:0", None)
+    first.start()
+    try:
+        with pytest.raises(RuntimeError):
+            second, _ = make_server(f"127.0.0.1:{port}", None)
+            second.stop(0)
+    finally:
+        first.stop(0).wait()
 
 
 def test_port_of_a_live_daemon(party_dir: Path) -> None:
