@@ -27,7 +27,7 @@ from bench_lkc import ADULT, blow_up
 from machine_info import describe
 
 from fedanon.algorithms.alphak.api import anonymize_alpha_k
-from fedanon.algorithms.alphak.reproduce import ADULT_QIDS, SENSITIVE
+from fedanon.experiments.alphak.reproduce import ADULT_QIDS, SENSITIVE
 from fedanon.readers.datadir import data_dir
 from fedanon.readers.table_io import read_table
 from fedanon.release import Release

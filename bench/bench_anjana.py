@@ -19,7 +19,7 @@ import time
 import pandas as pd
 
 from fedanon.algorithms.tds.api import anonymize_lkc, build_schema, resolve_params
-from fedanon.readers import arx_adult
+from fedanon.experiments import arx_adult
 from fedanon.utility.metrics import discernibility_ratio
 
 QIDS = arx_adult.QIDS

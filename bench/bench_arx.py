@@ -31,7 +31,7 @@ from pathlib import Path
 import pandas as pd
 
 from fedanon.algorithms.tds.api import anonymize_lkc, build_schema, resolve_params
-from fedanon.readers import arx_adult
+from fedanon.experiments import arx_adult
 from fedanon.readers.datadir import data_dir
 
 QIDS = arx_adult.QIDS

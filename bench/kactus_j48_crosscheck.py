@@ -26,15 +26,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from fedanon.readers.datadir import data_dir
-from fedanon.utility.benchmark_tables import load_table
-from fedanon.utility.classification import (
+from fedanon.experiments.classification import (
     Prepared,
     five_by_two_folds,
     fold_accuracy,
     numeric_columns,
 )
-from fedanon.utility.k_anonymizers import anonymizers
+from fedanon.experiments.k_anonymizers import anonymizers
+from fedanon.readers.datadir import data_dir
+from fedanon.utility.benchmark_tables import load_table
 
 _ACCURACY = re.compile(
     r"=== Error on test data ===\s+Correctly Classified Instances\s+\d+\s+([\d.]+)"

@@ -15,8 +15,8 @@ import argparse
 import sys
 import time
 
-from fedanon.algorithms.alphak.reproduce import ADULT_QIDS, SERIES, errors_at, load_adult
-from fedanon.utility.query_report import plot_query_errors
+from fedanon.algorithms.alphak.query_report import plot_query_errors
+from fedanon.experiments.alphak.reproduce import ADULT_QIDS, SERIES, errors_at, load_adult
 
 QD_VALUES = (1, 2, 3, 4, 5, 6)
 S_VALUES = (0.01, 0.03, 0.05, 0.07, 0.1)

@@ -17,7 +17,7 @@ SimpleKMeans's defaults of the thesis's time (Weka 3.4):
 
 The original and the release are clustered as two files with the same seed, so Weka picks the
 same row indices on both unless their duplicates differ. The releases are those of
-`fedanon.algorithms.drbt.reproduce` (same generators), so the counts compare with its paired
+`fedanon.experiments.drbt.reproduce` (same generators), so the counts compare with its paired
 starts row for row.
 
     python bench/reproduce_drbt_weka.py --sets iris,mushroom,chess [--releases 40]
@@ -35,7 +35,7 @@ from fedanon.algorithms.drbt.fmeasure import overall_f_measure
 from fedanon.algorithms.drbt.kmeans import kmeans
 from fedanon.algorithms.drbt.projection import project_block
 from fedanon.algorithms.drbt.protocol import Summary
-from fedanon.algorithms.drbt.reproduce import (
+from fedanon.experiments.drbt.reproduce import (
     CLUSTERS,
     RELEASES,
     PointVerdict,
@@ -46,7 +46,7 @@ from fedanon.algorithms.drbt.reproduce import (
     thesis_z,
     verdicts,
 )
-from fedanon.algorithms.drbt.thesis import F_MEASURE
+from fedanon.experiments.drbt.thesis import F_MEASURE
 
 _MASK = (1 << 48) - 1
 _MULTIPLIER = 0x5DEECE66D

@@ -7,7 +7,7 @@ Run: ``.venv/bin/python bench/reproduce_kactus.py [--out results.json] [--quick]
 
 ``--inducers`` (default ``c45``) picks the classifiers trained on the releases, a comma list of
 ``c45`` (fedanon/utility/c45.py, for Weka's J48), ``naive-bayes`` and ``logistic``
-(scikit-learn, for Weka's NaiveBayes and Logistic; fedanon/utility/classification.py), and
+(scikit-learn, for Weka's NaiveBayes and Logistic; fedanon/experiments/classification.py), and
 ``logistic-weka`` (Weka Logistic's missing-value replacement and ridge, the paper's rows). The
 paper's fourth inducer, Weka's PART decision list, has no Python equivalent and is not run.
 
@@ -32,10 +32,10 @@ import time
 from functools import partial
 
 from fedanon.algorithms.kactus.api import anonymize_kactus, kactus_protocol_table
+from fedanon.experiments.classification import INDUCERS, Prepared, evaluate_classification
+from fedanon.experiments.k_anonymizers import anonymizers
 from fedanon.readers.datadir import data_dir
 from fedanon.utility.benchmark_tables import load_table
-from fedanon.utility.classification import INDUCERS, Prepared, evaluate_classification
-from fedanon.utility.k_anonymizers import anonymizers
 
 # The spec's reference numbers (Table 2, all attributes QID, C4.5; Adult 14/14 and Mondrian).
 PAPER = {

@@ -1,7 +1,7 @@
 """Every BMS-WebView-1 and Retail cell of the thesis's sanitization tables against ours.
 
 One row per printed cell: table | data | setting | algorithm | metric | paper | ours | within
-tolerance | reason if not. The runs are those of `fedanon.algorithms.sanitization.reproduce`
+tolerance | reason if not. The runs are those of `fedanon.experiments.sanitization.reproduce`
 with the thesis's miner (Borgelt's apriori defaults, 25,391 / 7,319 rules); `--rule-support`
 picks another rule definition for comparison. RA and DSA are randomized: their misses cost is
 also measured over seeds 0-9, and a paper value inside that range (widened by the tolerance)
@@ -22,7 +22,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from fedanon.algorithms.sanitization import reproduce, thesis
+from fedanon.experiments.sanitization import reproduce, thesis
 
 TOLERANCE = {"MC": 3.0, "SEF": 3.0, "HF": 1.0, "Dif": 0.05, "AP": 0.5}
 TABLES = {

@@ -2,7 +2,8 @@
 
 Each wraps an independent checker of `fedanon.models` (which shares no code with any
 algorithm) so that a notebook gets the same verdict the command line's ``check`` prints and an
-anonymizer's report carries as ``privacy_check``. LKC's checker is `fedanon.api.check_lkc`.
+anonymizer's report carries as ``privacy_check``. LKC's checker is
+`fedanon.algorithms.tds.public.check_lkc`.
 """
 
 from __future__ import annotations

@@ -11,18 +11,8 @@ from fractions import Fraction
 
 from fedanon.errors import FedanonError
 from fedanon.fingerprint import fingerprint
+from fedanon.taxonomy.files import SensitiveValue
 from fedanon.taxonomy.tree import Taxonomy
-
-
-@dataclass(frozen=True)
-class SensitiveValue:
-    """One value s of S: a (column, value) pair."""
-
-    column: str
-    value: str
-
-    def __str__(self) -> str:
-        return f"{self.column}={self.value}"
 
 
 @dataclass

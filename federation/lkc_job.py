@@ -12,7 +12,8 @@ from fractions import Fraction
 from fedanon.algorithms.tds.jobspec import LKCJobSpec
 from fedanon.algorithms.tds.suppression import parse_suppression_share
 from fedanon.protos import fedanon_v1_pb2 as pb
-from fedanon.schema import LKCParams, SensitiveValue
+from fedanon.schema import LKCParams
+from fedanon.taxonomy.files import SensitiveValue
 
 
 def lkc_job_to_proto(spec: LKCJobSpec) -> pb.LKCJob:

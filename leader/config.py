@@ -97,8 +97,7 @@ from fedanon.federation.tls import TLS_SCHEMA, TLSFiles
 from fedanon.leader.federation import SUM_PROTOCOLS
 from fedanon.leader.session import check_ring_job
 from fedanon.party.config import DAY, MAX_MESSAGE_MB, UNION_KEYS, Hop, union_parallelism
-from fedanon.schema import SensitiveValue
-from fedanon.taxonomy.files import TaxonomyFile
+from fedanon.taxonomy.files import SensitiveValue, TaxonomyFile
 from fedanon.taxonomy.loader import load_taxonomy
 from fedanon.tomlconfig import resolve
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from fedanon.api import steward_report
+from fedanon.algorithms.tds.public import steward_report
 from fedanon.arguments import require_frame, require_int
 from fedanon.errors import FedanonError
 from fedanon.keywords import renamed_keywords

@@ -270,9 +270,13 @@ def _named(spec: str) -> tuple[str, str]:
 
 
 def run_evaluate(args: argparse.Namespace) -> int:
+    from fedanon.algorithms.alphak.query_report import (
+        QueryRelease,
+        evaluate_queries,
+        plot_query_errors,
+    )
     from fedanon.outputs import CommandOutputs
     from fedanon.readers.table_io import read_table
-    from fedanon.utility.query_report import QueryRelease, evaluate_queries, plot_query_errors
 
     if len(args.nss) != len(args.ss):
         raise FedanonError(f"{len(args.nss)} --nss but {len(args.ss)} --ss: give them in pairs")

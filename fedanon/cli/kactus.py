@@ -217,10 +217,10 @@ def run_check_k_anonymity(args: argparse.Namespace) -> int:
 
 
 def run_evaluate_classification(args: argparse.Namespace) -> int:
+    from fedanon.experiments.classification import evaluate_classification
+    from fedanon.experiments.classification_chart import plot_accuracy
     from fedanon.outputs import CommandOutputs
     from fedanon.readers.table_io import read_table
-    from fedanon.utility.classification import evaluate_classification
-    from fedanon.utility.classification_chart import plot_accuracy
 
     try:
         ks = [int(v) for v in split_list(args.k)]

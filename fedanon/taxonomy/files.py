@@ -11,8 +11,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from fedanon.errors import FedanonError
-from fedanon.schema import SensitiveValue
 from fedanon.taxonomy.tree import Taxonomy
+
+
+@dataclass(frozen=True)
+class SensitiveValue:
+    """One value s of S: a (column, value) pair.
+
+    Its home is the taxonomy file, whose sensitive section declares these values; the LKC
+    schema (fedanon/schema.py) builds on the taxonomy package, not the other way round.
+    """
+
+    column: str
+    value: str
+
+    def __str__(self) -> str:
+        return f"{self.column}={self.value}"
 
 
 @dataclass

@@ -22,8 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fedanon.errors import FedanonError
-from fedanon.schema import SensitiveValue
-from fedanon.taxonomy.files import TaxonomyFile, check_consistency
+from fedanon.taxonomy.files import SensitiveValue, TaxonomyFile, check_consistency
 from fedanon.taxonomy.tree import Spec, Taxonomy, require_depth
 
 CLASS_COLUMN = "class"

@@ -45,8 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from fedanon.errors import FedanonError
-from fedanon.schema import SensitiveValue
-from fedanon.taxonomy.files import TaxonomyFile, check_consistency
+from fedanon.taxonomy.files import SensitiveValue, TaxonomyFile, check_consistency
 from fedanon.taxonomy.outline import format_outline, parse_outline
 from fedanon.taxonomy.tree import Taxonomy
 from fedanon.tomlconfig import read_text_file

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from fedanon.algorithms.drbt.protocol import Summary
-from fedanon.algorithms.drbt.reproduce import (
+from fedanon.experiments.drbt.reproduce import (
     ReleaseDistribution,
     chance_at_least,
     issue_counts,

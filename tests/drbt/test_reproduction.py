@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 from fedanon.algorithms.drbt.protocol import StressPoint
-from fedanon.algorithms.drbt.reproduce import (
+from fedanon.algorithms.drbt.stress import expected_stress
+from fedanon.experiments.drbt.reproduce import (
     CLUSTERS,
     PointVerdict,
     ReleaseDistribution,
@@ -25,8 +26,7 @@ from fedanon.algorithms.drbt.reproduce import (
     reproduce_stress,
     verdicts,
 )
-from fedanon.algorithms.drbt.stress import expected_stress
-from fedanon.algorithms.drbt.thesis import STRESS
+from fedanon.experiments.drbt.thesis import STRESS
 from fedanon.readers.datadir import have_data
 
 pytestmark = pytest.mark.skipif(

@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 
 from fedanon.errors import FedanonError
+from fedanon.experiments.classification import numeric_columns
 from fedanon.readers.datadir import data_dir
 from fedanon.utility.benchmark_tables import TABLES, load_table
-from fedanon.utility.classification import numeric_columns
 
 
 def has_table(name: str) -> bool:

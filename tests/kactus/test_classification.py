@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from fedanon.errors import FedanonError
-from fedanon.utility.classification import (
+from fedanon.experiments.classification import (
     Prepared,
     evaluate_classification,
     five_by_two_f_test,

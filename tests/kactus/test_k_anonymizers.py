@@ -7,9 +7,9 @@ import pandas as pd
 import pytest
 
 from fedanon.errors import FedanonError
+from fedanon.experiments.classification import numeric_columns
+from fedanon.experiments.k_anonymizers import anonymizers
 from fedanon.models.k_anonymity import check_k_anonymity
-from fedanon.utility.classification import numeric_columns
-from fedanon.utility.k_anonymizers import anonymizers
 
 TAXONOMY = '''
 [attributes.job]

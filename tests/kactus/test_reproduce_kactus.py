@@ -24,16 +24,16 @@ import pytest
 
 from fedanon.algorithms.kactus.api import anonymize_kactus, kactus_protocol_table
 from fedanon.algorithms.mondrian.api import anonymize_mondrian
-from fedanon.models.k_anonymity import check_k_anonymity
-from fedanon.utility.benchmark_tables import has_table, load_table
-from fedanon.utility.classification import (
+from fedanon.experiments.classification import (
     Prepared,
     evaluate_classification,
     five_by_two_folds,
     fold_accuracy,
     numeric_columns,
 )
-from fedanon.utility.k_anonymizers import anonymizers
+from fedanon.experiments.k_anonymizers import anonymizers
+from fedanon.models.k_anonymity import check_k_anonymity
+from fedanon.utility.benchmark_tables import has_table, load_table
 
 pytestmark = pytest.mark.slow
 

@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 from hypothesis import strategies as st
 
-from fedanon.schema import Schema, SensitiveValue
+from fedanon.schema import Schema
+from fedanon.taxonomy.files import SensitiveValue
 from fedanon.taxonomy.tree import Spec, Taxonomy
 
 

@@ -18,7 +18,8 @@ from fedanon.algorithms.tds.engine import LKCEngine
 from fedanon.algorithms.tds.layout import DynamicSplit, Specialization
 from fedanon.algorithms.tds.local_party import LocalParty
 from fedanon.errors import FedanonError
-from fedanon.schema import LKCParams, Schema, SensitiveValue
+from fedanon.schema import LKCParams, Schema
+from fedanon.taxonomy.files import SensitiveValue
 from fedanon.taxonomy.tree import Spec, Taxonomy
 
 

@@ -74,7 +74,8 @@ def test_exact_bounds_pass():
     """A group of exactly K and a confidence of exactly C are allowed (non-strict bounds)."""
     import pandas as pd
 
-    from fedanon.schema import Schema, SensitiveValue
+    from fedanon.schema import Schema
+    from fedanon.taxonomy.files import SensitiveValue
     from fedanon.taxonomy.tree import Spec, Taxonomy
 
     tax = Taxonomy.categorical("a", Spec("*", [Spec("x"), Spec("y")]))

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from fedanon.algorithms.tds.api import anonymize_lkc, build_schema, resolve_params
-from fedanon.readers import arx_adult
+from fedanon.experiments import arx_adult
 from fedanon.readers.datadir import data_dir, have_data
 from fedanon.readers.table_io import read_table
 from fedanon.schema import LKCParams

@@ -17,8 +17,8 @@ from fedanon.algorithms.tds.api import anonymize_lkc, build_schema, resolve_para
 from fedanon.algorithms.tds.engine import ORDERS, LKCEngine
 from fedanon.algorithms.tds.local_party import LocalParty
 from fedanon.errors import FedanonError
+from fedanon.experiments import arx_adult
 from fedanon.models.lkc import check_lkc
-from fedanon.readers import arx_adult
 from fedanon.schema import LKCParams
 
 from .strategies import lkc_case

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from fedanon.algorithms.alphak.reproduce import ADULT_QIDS, errors_at, load_adult
+from fedanon.experiments.alphak.reproduce import ADULT_QIDS, errors_at, load_adult
 from fedanon.readers.datadir import have_data
 
 pytestmark = [

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from fedanon.errors import FedanonError
-from fedanon.utility.classification import (
+from fedanon.experiments.classification import (
     INDUCERS,
     Prepared,
     evaluate_classification,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from fedanon.algorithms.sanitization import reproduce, thesis
+from fedanon.experiments.sanitization import reproduce, thesis
 from fedanon.readers.datadir import have_data
 
 pytestmark = [

@@ -10,7 +10,7 @@ import pytest
 
 from fedanon.errors import FedanonError
 from fedanon.readers.datadir import have_data
-from fedanon.schema import SensitiveValue
+from fedanon.taxonomy.files import SensitiveValue
 from fedanon.taxonomy.hchy import parse_hchy, read_hchy
 from fedanon.taxonomy.validate import validate_table
 

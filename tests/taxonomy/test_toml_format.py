@@ -14,8 +14,7 @@ from hypothesis import strategies as st
 
 from fedanon.errors import FedanonError
 from fedanon.readers.datadir import have_data
-from fedanon.schema import SensitiveValue
-from fedanon.taxonomy.files import TaxonomyFile
+from fedanon.taxonomy.files import SensitiveValue, TaxonomyFile
 from fedanon.taxonomy.hchy import read_hchy
 from fedanon.taxonomy.loader import load_taxonomy
 from fedanon.taxonomy.toml_format import dump_toml_taxonomy, parse_toml_taxonomy

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from fedanon.algorithms.alphak.query_report import QueryRelease, evaluate_queries, plot_query_errors
 from fedanon.errors import FedanonError
-from fedanon.utility.query_report import QueryRelease, evaluate_queries, plot_query_errors
 
 RAW = pd.DataFrame(
     {

@@ -12,7 +12,8 @@ import pandas as pd
 
 from fedanon.algorithms.alphak.params import AlphaK
 from fedanon.algorithms.tds.api import anonymize_lkc
-from fedanon.schema import LKCParams, Schema, SensitiveValue
+from fedanon.schema import LKCParams, Schema
+from fedanon.taxonomy.files import SensitiveValue
 from fedanon.taxonomy.tree import Taxonomy
 from fedanon.text import as_text
 

@@ -21,8 +21,8 @@ from fedanon.algorithms.tds.suppression import SUPPRESSED_MODES, parse_suppressi
 from fedanon.allocator import release_freed_memory
 from fedanon.errors import FedanonError
 from fedanon.readers.table_io import delimiter_hint
-from fedanon.schema import LKCParams, Schema, SensitiveValue, parse_confidence_bound
-from fedanon.taxonomy.files import TaxonomyFile
+from fedanon.schema import LKCParams, Schema, parse_confidence_bound
+from fedanon.taxonomy.files import SensitiveValue, TaxonomyFile
 from fedanon.taxonomy.tree import Taxonomy
 from fedanon.text import as_numbers, as_text
 

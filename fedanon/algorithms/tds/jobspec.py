@@ -16,8 +16,8 @@ from fractions import Fraction
 import pandas as pd
 
 from fedanon.errors import FedanonError
-from fedanon.schema import LKCParams, Schema, SensitiveValue
-from fedanon.taxonomy.files import TaxonomyFile
+from fedanon.schema import LKCParams, Schema
+from fedanon.taxonomy.files import SensitiveValue, TaxonomyFile
 
 
 @dataclass(frozen=True)

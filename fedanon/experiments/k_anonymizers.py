@@ -4,7 +4,7 @@ Each adapter anonymizes a training half and says how the classifier sees the tes
 
 - ``kactus`` and ``mondrian``: the raw test half (the paper's protocol for kACTUS; Mondrian's
   ranges become midpoints and its suppressed cells the marker category, see
-  fedanon/utility/classification.py).
+  fedanon/experiments/classification.py).
 - ``tds``: our TDS, the k-anonymity preset of LKC-privacy (L = number of QIDs, C = 1) with the
   taxonomy the user gives, numeric QIDs split dynamically as the TDS authors' code does. The
   test half is generalized with the release's final cut ("fitting the test set to the

@@ -20,8 +20,8 @@ from fedanon.arguments import require_frame, taxonomy_file
 from fedanon.errors import FedanonError
 from fedanon.keywords import renamed_keywords
 from fedanon.release import Release
-from fedanon.schema import LKCParams, Schema, SensitiveValue
-from fedanon.taxonomy.files import TaxonomyFile
+from fedanon.schema import LKCParams, Schema
+from fedanon.taxonomy.files import SensitiveValue, TaxonomyFile
 
 #: Sensitive values as ``{"column": ["value", ...]}`` or ``["column=value,value", ...]``.
 SensitiveSpec = Mapping[str, Sequence[str]] | Sequence[str]

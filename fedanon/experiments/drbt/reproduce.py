@@ -1,6 +1,6 @@
 """Reproduce the thesis's DRBT tables on the sets present in the data directory.
 
-Run ``python -m fedanon.algorithms.drbt.reproduce [--seed N] [--sets iris,chess]
+Run ``python -m fedanon.experiments.drbt.reproduce [--seed N] [--sets iris,chess]
 [--starts paired|independent] [--releases N] [--no-stress]``: it prints Markdown tables (thesis
 vs measured) for the F-measure (RP2, one release and 10 K-means runs, K = 2..5, repeated on at
 least 20 releases per set) with the issue's two counts, and the stress (RP1 and RP2, 5
@@ -29,7 +29,7 @@ from fedanon.algorithms.drbt.protocol import (
     release_f_measure,
     stress_curve,
 )
-from fedanon.algorithms.drbt.thesis import F_MEASURE, F_SPREAD, STRESS
+from fedanon.experiments.drbt.thesis import F_MEASURE, F_SPREAD, STRESS
 
 DEFAULT_SEED = 7_4_2007  # thesis section 7.4, 2007: any fixed value would do
 CLUSTERS = (2, 3, 4, 5)

@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from fedanon.algorithms.sanitization import thesis
 from fedanon.algorithms.sanitization.api import evaluate_sanitization, sanitize
 from fedanon.algorithms.sanitization.rules import SensitiveRule
+from fedanon.experiments.sanitization import thesis
 from fedanon.readers.datadir import data_dir
 from fedanon.release import Release
 from fedanon.utility.miner import Rule, itemset_support, mine_rules

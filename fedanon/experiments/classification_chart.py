@@ -15,7 +15,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from fedanon.atomic import atomic_path
-from fedanon.utility.classification import ORIGINAL
+from fedanon.experiments.classification import ORIGINAL
 
 
 def plot_accuracy(report: Mapping[str, Any], path: str | os.PathLike[str]) -> None:

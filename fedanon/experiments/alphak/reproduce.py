@@ -19,11 +19,11 @@ from typing import Any
 import pandas as pd
 
 from fedanon.algorithms.alphak.api import anonymize_alpha_k
+from fedanon.algorithms.alphak.query_report import QueryRelease, evaluate_queries
 from fedanon.readers.datadir import data_dir
 from fedanon.readers.table_io import read_table
 from fedanon.taxonomy.files import TaxonomyFile
 from fedanon.taxonomy.loader import load_taxonomy
-from fedanon.utility.query_report import QueryRelease, evaluate_queries
 
 ADULT_QIDS = [
     "age",

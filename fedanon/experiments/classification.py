@@ -53,8 +53,8 @@ from numpy.typing import ArrayLike
 
 from fedanon.arguments import column_list, require_frame, require_int
 from fedanon.errors import FedanonError, MissingColumnError
+from fedanon.experiments.k_anonymizers import Anonymizer, Prepared, anonymizers
 from fedanon.utility.c45 import C45
-from fedanon.utility.k_anonymizers import Anonymizer, Prepared, anonymizers
 
 INDUCERS = ("c45", "naive-bayes", "logistic", "logistic-weka")
 ORIGINAL = "original"  # the raw training half: the paper's k = 1 column

@@ -1,0 +1,1 @@
+"""(alpha,k)-anonymity reproduction on Adult (the paper's query-error figures)."""

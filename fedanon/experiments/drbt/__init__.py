@@ -1,0 +1,1 @@
+"""DRBT reproduction: the thesis's printed figures and the run that compares with them."""
