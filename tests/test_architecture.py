@@ -7,7 +7,10 @@
   not import the leader; nothing imports the CLI except the CLI;
 - the party's servicer shell imports no algorithm (job kinds reach it through their handlers);
 - CLI modules reach gRPC, protos, federation, party and leader only lazily, inside a handler;
-- no import cycle between modules.
+- no import cycle between modules;
+- inside the core, a module imports only its own layer and those below it (`CORE_LAYERS`: base,
+  data, utility, algorithms, experiments), and no two core packages import each other, even
+  through other packages.
 
 Each rule is also shown to fail: a forbidden import is planted in a copy of the tree.
 """
@@ -325,3 +328,177 @@ def test_a_relative_import_is_resolved(tree_copy: Path) -> None:
     _plant(tree_copy, "fedanon/algorithms/tds/engine.py", "from ...crypto import wire")
     # fedanon.algorithms.tds -> ... -> fedanon; fedanon.crypto.wire is plumbing
     assert any("fedanon.crypto.wire" in v for v in violations(tree_copy))
+
+
+#: The core's layers, lowest first (docs/architecture.md, "The core's layers"). A core module
+#: imports its own layer and the layers below, never one above; an entry is a module or a
+#: package with everything inside it, and every core module must fall in one of them.
+CORE_LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (
+        "base",
+        (
+            "fedanon",  # the package itself: the version and the lazy map of the public names
+            "fedanon.allocator",
+            "fedanon.atomic",
+            "fedanon.errors",
+            "fedanon.fingerprint",
+            "fedanon.frames",
+            "fedanon.keywords",
+            "fedanon.logs",
+            "fedanon.synth",
+            "fedanon.text",
+            "fedanon.tomlconfig",
+        ),
+    ),
+    (
+        "data",
+        (
+            "fedanon.readers",
+            "fedanon.taxonomy",
+            "fedanon.schema",
+            "fedanon.models",
+            "fedanon.arguments",
+            "fedanon.checks",
+            "fedanon.outputs",
+            "fedanon.configschema",
+        ),
+    ),
+    ("utility", ("fedanon.utility", "fedanon.report", "fedanon.release")),
+    ("algorithms", ("fedanon.algorithms",)),
+    ("experiments", ("fedanon.experiments",)),
+)
+
+
+def core_layer(module: str) -> int | None:
+    """Index in `CORE_LAYERS` of a core module's layer (None: the module is in none)."""
+    for rank, (_, members) in enumerate(CORE_LAYERS):
+        for member in members:
+            if module == member or (member != "fedanon" and module.startswith(member + ".")):
+                return rank
+    return None
+
+
+def core_layer_violations(root: Path) -> list[str]:
+    """Core imports that reach a higher layer, and core modules placed in no layer."""
+    problems = [
+        f"{path.relative_to(root).as_posix()}: {name} (a core module in no layer of CORE_LAYERS)"
+        for name, path in modules_of(root).items()
+        if layer(name) == "core" and core_layer(name) is None
+    ]
+    for imp in all_imports(root):
+        if layer(imp.importer) != "core" or layer(imp.target) != "core":
+            continue
+        source, target = core_layer(imp.importer), core_layer(imp.target)
+        if source is not None and target is not None and target > source:
+            problems.append(
+                f"{imp.path}:{imp.line}: {imp.importer} -> {imp.target} (the core's "
+                f"{CORE_LAYERS[source][0]} layer does not import its {CORE_LAYERS[target][0]} "
+                "layer)"
+            )
+    return problems
+
+
+def core_package(module: str) -> str:
+    """The package a core module counts under for package cycles: ``fedanon.<name>``, and
+    ``fedanon.algorithms.<name>`` for each algorithm (a top-level module is its own)."""
+    parts = module.split(".")
+    return ".".join(parts[:3] if parts[1:2] == ["algorithms"] else parts[:2])
+
+
+def core_package_cycles(root: Path) -> list[list[str]]:
+    """Groups of two or more core packages that import each other, through any path."""
+    known = set(modules_of(root))
+    graph: dict[str, set[str]] = {}
+    for imp in all_imports(root):
+        if imp.target in known and layer(imp.importer) == layer(imp.target) == "core":
+            source, target = core_package(imp.importer), core_package(imp.target)
+            if source != target:
+                graph.setdefault(source, set()).add(target)
+
+    def reachable(start: str) -> set[str]:
+        seen: set[str] = set()
+        todo = [start]
+        while todo:
+            for nxt in graph.get(todo.pop(), ()):
+                if nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+        return seen
+
+    reach = {package: reachable(package) for package in graph}
+    groups = {
+        tuple(sorted({p} | {q for q in reach[p] if p in reach.get(q, ())}))
+        for p in graph
+        if p in reach[p]
+    }
+    return [list(group) for group in sorted(groups)]
+
+
+def test_the_core_follows_its_layers() -> None:
+    assert core_layer_violations(REPO) == []
+
+
+def test_no_two_core_packages_import_each_other() -> None:
+    assert core_package_cycles(REPO) == []
+
+
+@pytest.mark.parametrize(
+    ("file", "line", "expected"),
+    [
+        (  # the schema <-> taxonomy cycle of issue #23, from the base side
+            "fedanon/text.py",
+            "from fedanon.taxonomy.tree import Taxonomy",
+            "fedanon.text -> fedanon.taxonomy.tree (the core's base layer does not import its "
+            "data layer)",
+        ),
+        (  # outputs.py -> readers was fine; readers -> an evaluation measure is not
+            "fedanon/readers/table_io.py",
+            "from fedanon.utility import metrics",
+            "fedanon.readers.table_io -> fedanon.utility.metrics (the core's data layer",
+        ),
+        (  # utility/k_anonymizers.py before issue #23, even as a lazy import
+            "fedanon/utility/c45.py",
+            "def _later():\n    from fedanon.algorithms.kactus.api import anonymize_kactus\n",
+            "fedanon.utility.c45 -> fedanon.algorithms.kactus.api (the core's utility layer does "
+            "not import its algorithms layer)",
+        ),
+        (
+            "fedanon/algorithms/tds/engine.py",
+            "import fedanon.experiments.k_anonymizers",
+            "(the core's algorithms layer does not import its experiments layer)",
+        ),
+    ],
+)
+def test_a_planted_upward_core_import_is_reported(
+    tree_copy: Path, file: str, line: str, expected: str
+) -> None:
+    assert core_layer_violations(tree_copy) == []
+    _plant(tree_copy, file, line)
+    found = core_layer_violations(tree_copy)
+    assert len(found) == 1 and expected in found[0], found
+
+
+def test_a_core_module_in_no_layer_is_reported(tree_copy: Path) -> None:
+    (tree_copy / "fedanon" / "newcomer.py").write_text('"""Placed nowhere."""\n')
+    assert core_layer_violations(tree_copy) == [
+        "fedanon/newcomer.py: fedanon.newcomer (a core module in no layer of CORE_LAYERS)"
+    ]
+
+
+def test_a_planted_package_cycle_is_reported(tree_copy: Path) -> None:
+    """report/build.py imports utility/metrics.py; a utility module importing a report module
+    closes a cycle of packages in one layer, with no cycle of modules."""
+    assert core_package_cycles(tree_copy) == []
+    _plant(tree_copy, "fedanon/utility/metrics.py", "from fedanon.report import loss")
+    assert core_layer_violations(tree_copy) == [] and cycles(tree_copy) == []
+    assert core_package_cycles(tree_copy) == [["fedanon.report", "fedanon.utility"]]
+
+
+def test_a_package_cycle_through_a_third_package_is_reported(tree_copy: Path) -> None:
+    """alphak imports tds (alphak/api.py -> tds/verified.py); tds -> drbt -> alphak closes a
+    cycle of three algorithm packages, none of which imports another directly both ways."""
+    _plant(tree_copy, "fedanon/algorithms/tds/sweep.py", "from fedanon.algorithms.drbt import api")
+    _plant(tree_copy, "fedanon/algorithms/drbt/api.py", "from fedanon.algorithms.alphak import api")
+    assert core_package_cycles(tree_copy) == [
+        ["fedanon.algorithms.alphak", "fedanon.algorithms.drbt", "fedanon.algorithms.tds"]
+    ]
