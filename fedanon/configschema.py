@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from fedanon.errors import FedanonError, one_line
+from fedanon.shares import exact_share
 from fedanon.tomlconfig import read_toml, resolve
 
 _SHOWN = 40
@@ -273,10 +274,9 @@ class Proportion(Rule):
             text = value.strip()
             if len(text) > MAX_NAME:
                 raise Mismatch
-            scale = Fraction(1, 100) if text.endswith("%") else Fraction(1)
             try:
-                exact = Fraction(text.removesuffix("%").strip()) * scale
-            except (ValueError, ZeroDivisionError):
+                exact = exact_share(text)
+            except ValueError:
                 raise Mismatch from None
         else:
             number = Number().check(value, path, source)

@@ -11,6 +11,7 @@ from fractions import Fraction
 
 from fedanon.errors import FedanonError
 from fedanon.fingerprint import fingerprint
+from fedanon.shares import parse_share
 from fedanon.taxonomy.files import SensitiveValue
 from fedanon.taxonomy.tree import Taxonomy
 
@@ -40,20 +41,7 @@ def parse_confidence_bound(value: float | str | Fraction) -> Fraction:
     forms. Anything else (``nan``, ``inf``, ``abc``, ``1/0``, out of range) is a one-line
     error. Floats (TOML numbers) are read through their shortest decimal text, so 0.2 is 1/5.
     """
-    if isinstance(value, Fraction):
-        c = value
-    elif isinstance(value, bool) or not isinstance(value, str | int | float):
-        raise FedanonError(f"C must be a number like 0.2, 1/5 or 20%, got {value!r}")
-    else:
-        text = str(value).strip()
-        scale = Fraction(1, 100) if text.endswith("%") else Fraction(1)
-        try:
-            c = Fraction(text.removesuffix("%").strip()) * scale
-        except (ValueError, ZeroDivisionError):
-            raise FedanonError(f"C must be a number like 0.2, 1/5 or 20%, got {text!r}") from None
-    if not 0 < c <= 1:
-        raise FedanonError(f"C must be in (0, 1], got {value}")
-    return c
+    return parse_share(value, name="C", forms="a number like 0.2, 1/5 or 20%", bounds="(0, 1]")
 
 
 @dataclass

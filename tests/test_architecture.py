@@ -345,6 +345,7 @@ CORE_LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "fedanon.frames",
             "fedanon.keywords",
             "fedanon.logs",
+            "fedanon.shares",
             "fedanon.synth",
             "fedanon.text",
             "fedanon.tomlconfig",

@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 
 from fedanon.errors import FedanonError, MissingColumnError
+from fedanon.shares import exact_share
 
 
 @dataclass(frozen=True)
@@ -146,11 +147,9 @@ def parse_confidence(value: Fraction | str | int) -> Fraction:
     elif isinstance(value, bool) or not isinstance(value, str | int):
         raise FedanonError(f"C must be given exactly (a string like '0.2' or '1/5'), got {value!r}")
     else:
-        text = str(value).strip()
-        scale = Fraction(1, 100) if text.endswith("%") else Fraction(1)
         try:
-            c = Fraction(text.removesuffix("%").strip()) * scale
-        except (ValueError, ZeroDivisionError):
+            c = exact_share(str(value).strip())
+        except ValueError:
             raise FedanonError(f"C must be a number in (0, 1], got {value!r}") from None
     if not 0 < c <= 1:
         raise FedanonError(f"C must be in (0, 1], got {value}")

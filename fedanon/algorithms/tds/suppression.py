@@ -22,7 +22,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from fedanon.errors import FedanonError
+from fedanon.shares import parse_share
 
 SUPPRESSED_MODES = ("root", "drop")
 
@@ -31,22 +31,7 @@ def parse_suppression_share(value: float | str | Fraction | None) -> Fraction:
     """The budget as an exact share in [0, 1): ``0.02``, ``2%`` or ``1/50`` (None means 0)."""
     if value is None:
         return Fraction(0)
-    if isinstance(value, Fraction):
-        share = value
-    elif isinstance(value, bool) or not isinstance(value, str | int | float):
-        raise FedanonError(f"--suppress must be a share like 0.02 or 2%, got {value!r}")
-    else:
-        text = str(value).strip()
-        scale = Fraction(1, 100) if text.endswith("%") else Fraction(1)
-        try:
-            share = Fraction(text.removesuffix("%").strip()) * scale
-        except (ValueError, ZeroDivisionError):
-            raise FedanonError(
-                f"--suppress must be a share like 0.02 or 2%, got {text!r}"
-            ) from None
-    if not 0 <= share < 1:
-        raise FedanonError(f"--suppress must be in [0, 1), got {value}")
-    return share
+    return parse_share(value, name="--suppress", forms="a share like 0.02 or 2%", bounds="[0, 1)")
 
 
 def budget_records(share: Fraction, records: int) -> int:
