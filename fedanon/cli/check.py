@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from fedanon.cli.alphak import add_check_alpha_k
 from fedanon.cli.common import names
 from fedanon.cli.diversity import add_check_diversity
-from fedanon.cli.kactus import add_check_k_anonymity
+from fedanon.cli.k_anonymity import add_check_k_anonymity
 from fedanon.cli.parser import RawDescriptionDefaultsFormatter
 from fedanon.cli.reporting import add_report_options, write_check_reports
 from fedanon.errors import FedanonError

@@ -6,9 +6,9 @@ import argparse
 
 from fedanon.cli.alphak import add_evaluate_queries
 from fedanon.cli.choices import LKC_SCORES
+from fedanon.cli.classification import add_evaluate_classification
 from fedanon.cli.common import int_list, ints, names, print_summary, split_list, step_progress
 from fedanon.cli.drbt import add_evaluate_drbt
-from fedanon.cli.kactus import add_evaluate_classification
 from fedanon.cli.randomize import add_evaluate_randomization
 from fedanon.cli.reporting import evaluation_rows
 from fedanon.cli.sanitize import add_evaluate_sanitize

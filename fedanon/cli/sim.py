@@ -6,7 +6,6 @@ import argparse
 import sys
 from pathlib import Path
 
-from fedanon.cli.anonymize import add_lkc_options
 from fedanon.cli.choices import DRBT_MATRICES
 from fedanon.cli.common import (
     add_sum_mode_option,
@@ -18,6 +17,7 @@ from fedanon.cli.common import (
     step_progress,
 )
 from fedanon.cli.leader import progress_text, summarize
+from fedanon.cli.lkc import add_lkc_options
 from fedanon.cli.randomize import add_sim_randomize
 from fedanon.cli.reporting import add_report_options, finish_distributed_reports
 from fedanon.errors import FedanonError
