@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from fedanon.algorithms.sanitization import thesis
+from fedanon.experiments.sanitization import thesis
 from fedanon.readers.datadir import data_dir, have_data
 from fedanon.utility.miner import mine_rules
 from fedanon.utility.transactions import Transactions
