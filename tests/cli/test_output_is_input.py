@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.clirun import TAXONOMY, small_table
+from tests.harness.cli import TAXONOMY, small_table
 
-from ..clirun import run_cli
-from ..test_cli_output_safety import NUMERIC, snapshot
+from tests.harness.cli import run_cli
+from .test_cli_output_safety import NUMERIC, snapshot
 
 TABLE = ["--data", "data.csv"]
 LOG = ["--data", "log.dat", "--rules", "rules.txt"]

@@ -8,7 +8,7 @@ not inside the protocol code:
 * **Party side, requests** - every party daemon is built by the real
   :func:`fedanon.party.daemon.build_server` (real config file, real table loading, real servicer,
   real
-  next-hop channel, health service), in this test process (:mod:`tests.inprocess`). The only
+  next-hop channel, health service), in this test process (:mod:`tests.harness.inprocess`). The only
   substitution is the ``make_server`` that ``build_server`` calls: ours is
   ``fedanon.federation.transport.make_server`` with a :class:`RecordingServerInterceptor`. The
   interceptor wraps each unary handler, so it sees the deserialized request together with the
@@ -53,7 +53,7 @@ from fedanon.federation.tls import TLSFiles
 from fedanon.federation.transport import make_channel, peer_name
 from fedanon.leader.sim import LEADER_NAME
 from fedanon.party.config import Hop
-from tests.inprocess import UnaryServerRecorder, inprocess_parties, short_method
+from tests.harness.inprocess import UnaryServerRecorder, inprocess_parties, short_method
 
 
 @dataclass(frozen=True)

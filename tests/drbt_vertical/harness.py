@@ -9,7 +9,7 @@ wire ends and not inside the protocol code:
 from
   a real ``party.toml`` (real table loading, real :class:`fedanon.party.servicer.PartyServicer`,
   mutual
-  TLS, health service), but in this test process (:mod:`tests.inprocess`). The only
+  TLS, health service), but in this test process (:mod:`tests.harness.inprocess`). The only
   substitution is the ``make_server`` that ``build_server`` calls: ours is the production one
   with a :class:`WireRecorder` server interceptor. It wraps each unary handler and keeps, for
   every call, the caller's certificate name, the *serialized* request the party received and
@@ -50,7 +50,7 @@ import fedanon.party.drbt_session
 from fedanon.federation.tls import TLSFiles
 from fedanon.federation.transport import make_channel, peer_name
 from fedanon.party.config import Hop
-from tests.inprocess import UnaryServerRecorder, inprocess_parties
+from tests.harness.inprocess import UnaryServerRecorder, inprocess_parties
 
 PROTOCOL_METHODS = {"OpenSession", "Ids", "Project", "Assign", "End"}
 

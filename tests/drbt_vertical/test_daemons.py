@@ -35,7 +35,7 @@ from tests.drbt_vertical.harness import clustered_table
 pytestmark = pytest.mark.slow
 
 
-# One party is refused (tests/test_cli_hardening.py).
+# One party is refused (tests/cli/test_cli_hardening.py).
 @pytest.mark.parametrize("parties", [2, 3, 4])
 def test_sim_drbt_over_daemons(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture, parties: int

@@ -61,7 +61,7 @@ def use_inprocess_federation(monkeypatch: pytest.MonkeyPatch, root: Path) -> lis
     return started
 
 
-# One party is refused (tests/test_cli_hardening.py).
+# One party is refused (tests/cli/test_cli_hardening.py).
 @pytest.mark.parametrize("parties", [2, 3, 4])
 def test_sim_drbt_happy_path(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture, parties: int

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tests.clirun import CliResult, run_cli
+from tests.harness.cli import CliResult, run_cli
 
 TAXONOMY = """
 qids = ["city"]

@@ -9,7 +9,7 @@ import pytest
 
 from fedanon.cli.main import main
 from fedanon.utility.transactions import Transactions
-from tests.clirun import run_cli
+from tests.harness.cli import run_cli
 
 # Figure 5.2(a) with A..D = 1..4, plus filler baskets so that rules have room to be mined.
 LOG = "1 2 3 4\n1 2 3\n1 2 4\n1 3 4\n1 2 3\n2 4\n"

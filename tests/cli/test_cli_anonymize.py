@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.clirun import TAXONOMY, small_table
+from tests.harness.cli import TAXONOMY, small_table
 
 
 @pytest.fixture

@@ -17,9 +17,9 @@ import sys
 import time
 from pathlib import Path
 
-from tests.clirun import TAXONOMY
+from tests.harness.cli import TAXONOMY
 
-from .clirun import lkc_options
+from tests.harness.cli import lkc_options
 
 
 def open_when_read(fifo: Path, process: subprocess.Popen, seconds: float = 120) -> int:

@@ -1,7 +1,7 @@
 """Issue 22, defects 6 and 7 on the command line: one line and exit 2 instead of a traceback,
 a runaway job or a replaced symlink; every case failed on the code before the fix.
 
-Commands run in-process (tests/clirun.py) where that suffices; mining is also run as a real
+Commands run in-process (tests/harness/cli.py) where that suffices; mining is also run as a real
 process, to measure its memory and to send it SIGTERM while FP-growth (a C call) is running.
 """
 
@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from fedanon.readers.datadir import data_dir
-from tests.clirun import TAXONOMY, small_table
+from tests.harness.cli import TAXONOMY, small_table
 
-from .clirun import lkc_options, run_cli
+from tests.harness.cli import lkc_options, run_cli
 from .test_cli_output_safety import NUMERIC, snapshot
 
 LONG = "n" * 300  # longer than NAME_MAX (255): the OS answers ENAMETOOLONG
@@ -274,8 +274,8 @@ def test_sigterm_while_mining_ends_the_command_at_once(tmp_path, sig):
 
 
 def test_party_serve_on_a_port_in_use_prints_one_line(tmp_path):
-    from .test_party_startup import _config, _serve
-    from .test_party_startup import party_dir as make_party_dir
+    from tests.party.test_party_startup import _config, _serve
+    from tests.party.test_party_startup import party_dir as make_party_dir
 
     root = make_party_dir.__wrapped__(tmp_path)  # the fixture's body: certificates and a table
     with socket.socket() as busy:

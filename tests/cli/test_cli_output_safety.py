@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from fedanon import outputs as outputs_module
-from tests.clirun import TAXONOMY, small_table
+from tests.harness.cli import TAXONOMY, small_table
 
-from .clirun import lkc_options, run_cli
+from tests.harness.cli import lkc_options, run_cli
 
 NUMERIC = "a,b,c,d\n" + "".join(f"{i},{(i * 7) % 11},{(i * 3) % 5},{i % 4}\n" for i in range(30))
 

@@ -16,7 +16,7 @@ import pytest
 import fedanon
 from fedanon.errors import FedanonError
 
-API_PAGE = Path(__file__).resolve().parents[1] / "docs" / "api.md"
+API_PAGE = Path(__file__).resolve().parents[2] / "docs" / "api.md"
 
 
 def _run_page() -> dict[str, Any]:
