@@ -19,10 +19,9 @@ from hypothesis import strategies as st
 
 from fedanon.cli import common
 from fedanon.cli.main import build_parser
-from tests.harness.cli import TAXONOMY, small_table
+from tests.harness.cli import TAXONOMY, run_cli, small_table, snapshot
 
-from tests.harness.cli import run_cli
-from .test_cli_output_safety import NUMERIC, snapshot
+from .test_cli_output_safety import NUMERIC
 
 # Hostile values by the kind of argument they replace; each is an error for that kind.
 HOSTILE = {

@@ -13,7 +13,6 @@ import pytest
 from fedanon.cli.deprecated import RENAMED, rewrite_deprecated
 from fedanon.cli.main import build_parser
 from fedanon.cli.parser import EXIT_CODES
-
 from tests.harness.cli import run_cli
 
 

@@ -14,7 +14,6 @@ import contextlib
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -35,6 +34,7 @@ from tests.distributed.conftest import (
 )
 from tests.distributed.test_faults import ensure_running
 from tests.distributed.test_lease import _write_job
+from tests.harness.cli import FEDANON
 
 # The daemon's grace for in-flight calls (none here) is 5 s; it stops well within this.
 STOP_SECONDS = 8.0
@@ -142,7 +142,8 @@ def test_leader_terminated_during_the_union_stops_in_one_line_and_leaves_nothing
         sealed = last.log.read_text(errors="replace").count(UNION_SEALED)
         leader = subprocess.Popen(
             [
-                *(sys.executable, "-m", "fedanon.cli.main", "leader", "run"),
+                *FEDANON,
+                *("leader", "run"),
                 *("--config", str(job), "--quiet"),
             ],
             stdout=subprocess.PIPE,
@@ -210,7 +211,8 @@ def test_leader_frozen_then_killed_or_resumed_during_the_union(
         sealed = last.log.read_text(errors="replace").count(UNION_SEALED)
         leader = subprocess.Popen(
             [
-                *(sys.executable, "-m", "fedanon.cli.main", "leader", "run"),
+                *FEDANON,
+                *("leader", "run"),
                 *("--config", str(job), "--quiet"),
             ],
             stdout=subprocess.PIPE,

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,7 @@ from tests.distributed.conftest import (
     run_distributed,
     status,
 )
+from tests.harness.cli import FEDANON
 
 RPC_SECONDS = 10.0
 
@@ -168,9 +168,7 @@ def test_killed_leader_session_is_evicted_after_the_lease(
     try:
         leader = subprocess.Popen(
             [
-                sys.executable,
-                "-m",
-                "fedanon.cli.main",
+                *FEDANON,
                 "leader",
                 "run",
                 "--config",

@@ -34,7 +34,8 @@ from tests.distributed.conftest import (
     centralized,
     run_distributed,
 )
-from tests.harness.inprocess import UnaryServerRecorder, inprocess_parties
+from tests.harness.inprocess import inprocess_parties
+from tests.harness.wire import UnaryServerRecorder
 
 Around = Callable[..., Any]
 

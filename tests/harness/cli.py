@@ -1,17 +1,34 @@
-"""Run the fedanon CLI in-process (fast enough for property tests) and capture what it prints."""
+"""The one way tests run the fedanon CLI: in this process or as a separate process.
+
+In-process (:func:`run_cli`) is fast enough for property tests and lets a test patch the code
+under the command; a separate process (:func:`run_cli_process`, or :data:`FEDANON` for a command
+the test signals or keeps running) is for what only a real process shows: the exit status the
+shell sees, signal handling, the import of the entry point, pipes instead of terminals. Both
+return a :class:`CliResult`, and :func:`assert_one_line_error` checks the house rule for a
+user-facing error on either.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import io
+import os
+import subprocess
+import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from fedanon.cli.main import main
 
+#: ``fedanon`` as a separate process of this interpreter (the installed entry point's module).
+FEDANON = [sys.executable, "-m", "fedanon.cli.main"]
+
 
 @dataclass
 class CliResult:
+    """What one command did: its exit code and everything it printed."""
+
     code: int
     out: str
     err: str
@@ -30,6 +47,54 @@ def run_cli(*args: str | Path) -> CliResult:
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
     return CliResult(code, out.getvalue(), err.getvalue())
+
+
+def run_cli_process(
+    *args: str | Path,
+    timeout: float = 300,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+) -> CliResult:
+    """``fedanon ARGS`` as a separate process, as a container runs it: stdin closed, stdout and
+    stderr pipes (not terminals), the environment `env` (default: this one). Raises
+    ``subprocess.TimeoutExpired`` after `timeout` seconds (the process is killed)."""
+    done = subprocess.run(
+        [*FEDANON, *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+        env=dict(os.environ if env is None else env),
+        cwd=cwd,
+        check=False,
+    )
+    return CliResult(done.returncode, done.stdout, done.stderr)
+
+
+def snapshot(directory: Path) -> dict[str, bytes | str]:
+    """Every entry under `directory`: file bytes, the target of a symlink, or 'dir' (compared
+    before and after a refused command: a refusal writes nothing)."""
+    found: dict[str, bytes | str] = {}
+    for path in sorted(directory.rglob("*")):
+        key = str(path.relative_to(directory))
+        if path.is_symlink():
+            found[key] = f"-> {os.readlink(path)}"
+        elif path.is_dir():
+            found[key] = "dir"
+        else:
+            found[key] = path.read_bytes()
+    return found
+
+
+def assert_one_line_error(result: CliResult, *needles: str) -> str:
+    """Exit 2, exactly one stderr line, an error line, no traceback; return the line."""
+    lines = result.err_lines
+    assert result.code == 2, result.err
+    assert "Traceback" not in result.err, result.err
+    assert len(lines) == 1 and lines[0].startswith("fedanon: error: "), result.err
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+    return lines[0]
 
 
 def lkc_options(data: str | Path, taxonomy: str | Path, K: int = 4, C: str = "0.5") -> list[str]:
