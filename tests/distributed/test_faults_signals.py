@@ -41,6 +41,9 @@ STOP_SECONDS = 8.0
 TRIALS = 4  # the race hit about every second try on the old code
 
 
+# Slow: 4 daemon restarts (about 20 s). The quick subset keeps the daemon's SIGTERM stop in
+# test_daemon_terminated_as_soon_as_it_answers_stops_gracefully.
+@pytest.mark.slow
 def test_daemon_resumed_and_terminated_at_once_stops_at_the_first_sigterm(
     hospital_federation: Federation,
 ) -> None:
