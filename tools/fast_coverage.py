@@ -53,14 +53,14 @@ def _note_call(frame: FrameType, event: str, arg: Any) -> None:
 
 def start_tracing() -> None:
     """Note the file of every function that runs from now on, in this thread and new ones."""
-    threading.settrace(_note_call)  # type: ignore[arg-type]
-    sys.settrace(_note_call)  # type: ignore[arg-type]
+    threading.settrace(_note_call)
+    sys.settrace(_note_call)
 
 
 def record_reached(directory: Path) -> None:
     """Write this process's imported ``fedanon`` modules and the files whose functions ran."""
     sys.settrace(None)
-    threading.settrace(None)  # type: ignore[arg-type]
+    threading.settrace(None)
     names = sorted(n for n in sys.modules if n == "fedanon" or n.startswith("fedanon."))
     directory.mkdir(parents=True, exist_ok=True)
     (directory / f"imported-{os.getpid()}.txt").write_text("\n".join(names) + "\n", "utf-8")
