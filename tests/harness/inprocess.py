@@ -3,8 +3,7 @@
 The leakage and privacy tests (distributed LKC, vertical DRBT) need to see every message a
 party receives and sends, so they run the parties in-process. What is shared lives here: every
 daemon is built by the real :func:`fedanon.party.daemon.build_server` from a real ``party.toml``
-with
-real mutual TLS; the only substitutions are the ``make_server`` it calls (the production
+with real mutual TLS; the only substitutions are the ``make_server`` it calls (the production
 :func:`fedanon.federation.transport.make_server` plus the test's server interceptor) and the
 ``make_channel`` for its next hop (the production channel wrapped by the test's client
 interceptor). ``monkeypatch`` raises on a missing attribute, so a rename fails loudly instead of
