@@ -1,8 +1,8 @@
 """Regenerate the Python modules of the gRPC contract: ``python -m fedanon.protos.generate``.
 
 The generated files are committed so that installing fedanon needs no code generator;
-``tests/test_protos_fresh.py`` fails when they no longer match ``fedanon_v1.proto`` (regenerate
-with the pinned grpcio-tools of the dev extras).
+``tests/protos/test_protos_fresh.py`` fails when they no longer match ``fedanon_v1.proto``
+(regenerate with the pinned grpcio-tools of the dev extras).
 
 The folder ``protos/`` is installed as ``fedanon.protos``; protoc derives the generated import
 lines from the .proto file's path below its include root, so the contract is compiled from a

@@ -21,3 +21,14 @@ def namespaced_folders() -> tuple[str, ...]:
         ):
             return tuple(ast.literal_eval(node.value))
     raise SystemExit("setup.py defines no NAMESPACED tuple")
+
+
+def installed_modules(root: Path = ROOT) -> dict[str, Path]:
+    """Every module the project installs, by dotted name (``fedanon.party.ring``), to its file."""
+    folders = {"fedanon": "fedanon", **{n: f"fedanon.{n}" for n in namespaced_folders()}}
+    found = {}
+    for folder, package in folders.items():
+        for path in sorted((root / folder).rglob("*.py")):
+            rel = path.relative_to(root / folder).with_suffix("")
+            found[".".join([package, *(p for p in rel.parts if p != "__init__")])] = path
+    return found

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from tests.alphak.example import TABLE1
+from tests.harness.cli import CliResult, run_cli, run_cli_process
 
 TAXONOMY = '''
 [attributes.job]
@@ -44,14 +43,8 @@ tree = """
 QID = "job,birth,postcode"
 
 
-def _fedanon(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "fedanon.cli.main", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+def _fedanon(*args: str) -> CliResult:
+    return run_cli_process(*args, timeout=120)
 
 
 @pytest.fixture
@@ -63,7 +56,7 @@ def files(tmp_path: Path) -> dict[str, Path]:
     return {"data": data, "taxonomy": taxonomy, "dir": tmp_path}
 
 
-def _anonymize(files: dict[str, Path], *extra: str) -> subprocess.CompletedProcess[str]:
+def _anonymize(files: dict[str, Path], *extra: str) -> CliResult:
     return _fedanon(
         "anonymize", "alpha-k", "--data", str(files["data"]), "--qid", QID,
         "--sensitive-column", "illness", "--taxonomy", str(files["taxonomy"]), "--seed", "1",
@@ -74,15 +67,15 @@ def _anonymize(files: dict[str, Path], *extra: str) -> subprocess.CompletedProce
 def test_local_release_passes_the_check(files: dict[str, Path]) -> None:
     out = files["dir"] / "local.csv"
     done = _anonymize(files, "--alpha", "0.5", "--k", "2", "--method", "local", "--out", str(out))
-    assert done.returncode == 0, done.stderr
+    assert done.code == 0, done.err
     released = pd.read_csv(out, dtype=str)
     assert len(released) == 18
     check = _fedanon(
         "check", "alpha-k", "--data", str(out), "--qid", QID, "--sensitive-column", "illness",
         "--alpha", "0.5", "--k", "2", "--json",
     )  # fmt: skip
-    assert check.returncode == 0, check.stderr
-    assert json.loads(check.stdout)["ok"] is True
+    assert check.code == 0, check.err
+    assert json.loads(check.out)["ok"] is True
 
 
 def test_lossy_join_pair_with_note_and_its_check(files: dict[str, Path]) -> None:
@@ -91,17 +84,17 @@ def test_lossy_join_pair_with_note_and_its_check(files: dict[str, Path]) -> None
         files, "--method", "lossy-join", "--alpha", "0.5", "--k", "2",
         "--nss", str(nss), "--ss", str(ss), "--json",
     )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["min_class_size"] >= 2
+    assert done.code == 0, done.err
+    assert json.loads(done.out)["min_class_size"] >= 2
     note = (files["dir"] / "nss.README.txt").read_text()
     assert "Each row of EACH table is one original record" in note
     assert list(pd.read_csv(nss, dtype=str).columns) == ["job", "birth", "postcode", "ClassID"]
     assert list(pd.read_csv(ss, dtype=str).columns) == ["ClassID", "illness"]
     pair = ["--nss", str(nss), "--ss", str(ss), "--sensitive-column", "illness", "--k", "2"]
-    assert _fedanon("check", "alpha-k", *pair, "--alpha", "0.5").returncode == 0
+    assert _fedanon("check", "alpha-k", *pair, "--alpha", "0.5").code == 0
     violated = _fedanon("check", "alpha-k", *pair, "--alpha", "0.4")
-    assert violated.returncode == 1
-    assert "VIOLATED" in violated.stdout
+    assert violated.code == 1
+    assert "VIOLATED" in violated.out
 
 
 @pytest.mark.parametrize(
@@ -127,10 +120,10 @@ def test_bad_input_is_one_line_and_writes_nothing(
     for method, outputs in methods if message == "infeasible" else methods[1:2]:
         paths = [str(files["dir"] / p) if p.endswith(".csv") else p for p in outputs]
         done = _anonymize(files, "--method", method, *paths, *extra)
-        assert done.returncode != 0
-        assert message in done.stderr
-        assert len(done.stderr.strip().splitlines()) == 1
-        assert "Traceback" not in done.stderr
+        assert done.code != 0
+        assert message in done.err
+        assert len(done.err.strip().splitlines()) == 1
+        assert "Traceback" not in done.err
     assert sorted(p.name for p in files["dir"].iterdir()) == ["raw.csv", "tax.toml"]
 
 
@@ -139,7 +132,6 @@ def test_pair_is_written_whole_or_not_at_all(
 ) -> None:
     """A rename that fails after NSS was renamed leaves neither NSS, SS nor the reading note."""
     from fedanon import outputs
-    from fedanon.cli.main import main
 
     rename = os.replace
 
@@ -150,16 +142,13 @@ def test_pair_is_written_whole_or_not_at_all(
 
     monkeypatch.setattr(outputs.os, "replace", failing_on_ss)
     d = files["dir"]
-    code = main(
-        [
-            "anonymize", "alpha-k", "--data", str(files["data"]), "--qid", QID,
-            "--sensitive-column", "illness", "--taxonomy", str(files["taxonomy"]), "--alpha", "0.5",
-            "--method", "lossy-join", "--nss", str(d / "nss.csv"), "--ss", str(d / "ss.csv"),
-            "--quiet",
-        ]
+    done = run_cli(
+        "anonymize", "alpha-k", "--data", files["data"], "--qid", QID,
+        "--sensitive-column", "illness", "--taxonomy", files["taxonomy"], "--alpha", "0.5",
+        "--method", "lossy-join", "--nss", d / "nss.csv", "--ss", d / "ss.csv", "--quiet",
     )  # fmt: skip
-    assert code != 0
-    assert "none was written" in capsys.readouterr().err
+    assert done.code != 0
+    assert "none was written" in done.err
     assert sorted(p.name for p in d.iterdir()) == ["raw.csv", "tax.toml"]
 
 
@@ -168,12 +157,12 @@ def test_evaluate_queries_reports_every_release_and_draws_the_chart(
 ) -> None:
     d = files["dir"]
     local = _anonymize(files, "--alpha", "0.5", "--method", "local", "--out", str(d / "g.csv"))
-    assert local.returncode == 0
+    assert local.code == 0
     assert (
         _anonymize(
             files, "--alpha", "0.5", "--method", "lossy-join",
             "--nss", str(d / "n.csv"), "--ss", str(d / "s.csv"),
-        ).returncode
+        ).code
         == 0
     )  # fmt: skip
     done = _fedanon(
@@ -184,7 +173,7 @@ def test_evaluate_queries_reports_every_release_and_draws_the_chart(
         "--qd", "2", "--s", "0.3", "--queries", "50", "--qd-values", "1,2,3",
         "--s-values", "0.2,0.5", "--report", str(d / "q.json"), "--chart", str(d / "q.png"),
     )  # fmt: skip
-    assert done.returncode == 0, done.stderr
+    assert done.code == 0, done.err
     report = json.loads((d / "q.json").read_text())
     assert report["releases"] == ["Alpha", "raw", "Lossy"]
     assert report["default"]["raw"]["average_relative_error"] == 0.0
@@ -199,5 +188,5 @@ def test_evaluate_queries_needs_pairs(files: dict[str, Path]) -> None:
         "evaluate", "queries", "--data", str(files["data"]), "--qid", QID,
         "--sensitive-column", "illness", "--nss", "a.csv",
     )  # fmt: skip
-    assert done.returncode == 2
-    assert "give them in pairs" in done.stderr
+    assert done.code == 2
+    assert "give them in pairs" in done.err

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.clirun import run_cli
+from tests.harness.cli import run_cli
 
 
 def test_certs_default_to_the_certs_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from ..clirun import run_cli
-from ..test_cli_output_safety import NUMERIC, snapshot
+from tests.harness.cli import run_cli, snapshot
+
+from .test_cli_output_safety import NUMERIC
 
 
 @pytest.fixture

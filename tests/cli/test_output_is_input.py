@@ -11,10 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.clirun import TAXONOMY, small_table
+from tests.harness.cli import TAXONOMY, run_cli, small_table, snapshot
 
-from ..clirun import run_cli
-from ..test_cli_output_safety import NUMERIC, snapshot
+from .test_cli_output_safety import NUMERIC
 
 TABLE = ["--data", "data.csv"]
 LOG = ["--data", "log.dat", "--rules", "rules.txt"]

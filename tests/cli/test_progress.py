@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -16,22 +14,15 @@ import pandas as pd
 import pytest
 
 from fedanon.synth import generate_hospital, hospital_taxonomy_path
+from tests.harness.cli import CliResult, run_cli_process
 
-FEDANON = [sys.executable, "-m", "fedanon.cli.main"]
 LINE = re.compile(r"^fedanon: \[\d\d:\d\d:\d\d \+\d+\.\ds\] (?P<title>[^:]+): (?P<text>.*)$")
 
 
-def run(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+def run(*args: str, timeout: float = 300) -> CliResult:
     """The command as a container runs it: stdout and stderr are pipes, not terminals."""
     env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")}
-    return subprocess.run(
-        [*FEDANON, *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-        env=env,
-    )
+    return run_cli_process(*args, timeout=timeout, env=env)
 
 
 def phase_lines(stderr: str, title: str) -> list[str]:
@@ -73,7 +64,7 @@ def small_table(tmp_path: Path) -> Path:
     return path
 
 
-def classification(data: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+def classification(data: Path, *extra: str) -> CliResult:
     return run(
         "evaluate", "classification", "--data", str(data), "--class", "class",
         "--method", "kactus", "--k", "5,8", "--inducer", "naive-bayes", *extra,
@@ -82,10 +73,10 @@ def classification(data: Path, *extra: str) -> subprocess.CompletedProcess[str]:
 
 def test_evaluate_classification_logs_each_fold_and_k_as_it_ends(small_table: Path) -> None:
     done = classification(small_table, "--json")
-    assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout)  # progress never reaches stdout
+    assert done.code == 0, done.err
+    report = json.loads(done.out)  # progress never reaches stdout
     assert {r["k"] for r in report["results"]} >= {5, 8}
-    texts = phase_lines(done.stderr, "evaluate classification")
+    texts = phase_lines(done.err, "evaluate classification")
     folds = [t for t in texts if " done in " in t]
     assert [t.split()[1] for t in folds] == [f"{i}/10" for i in range(1, 11)], texts
     expected = []
@@ -101,9 +92,9 @@ def test_evaluate_classification_logs_each_fold_and_k_as_it_ends(small_table: Pa
 
 def test_quiet_prints_no_progress(small_table: Path) -> None:
     done = classification(small_table, "--quiet")
-    assert done.returncode == 0, done.stderr
-    assert done.stderr == ""
-    assert "fold" not in done.stdout
+    assert done.code == 0, done.err
+    assert done.err == ""
+    assert "fold" not in done.out
 
 
 def test_a_step_becomes_a_line_only_after_a_pause(capsys, monkeypatch) -> None:
@@ -147,9 +138,9 @@ STARTUP = [
 @pytest.mark.slow
 def test_demo_logs_its_start_up_and_every_union_phase(tmp_path: Path) -> None:
     done = run("demo", "--rows", "300", "--out-dir", str(tmp_path / "demo"), "--json")
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["equals_centralized_release"] is True
-    texts = phase_lines(done.stderr, "fedanon demo")
+    assert done.code == 0, done.err
+    assert json.loads(done.out)["equals_centralized_release"] is True
+    texts = phase_lines(done.err, "fedanon demo")
     in_order(
         texts,
         [
@@ -179,8 +170,8 @@ def test_sim_logs_each_step_of_the_shuffle_union(tmp_path: Path) -> None:
         "--taxonomy", str(hospital_taxonomy_path()), "--L", "2", "--k", "10", "--C", "0.5",
         "--drop", "patient_id", "--union-mode", "shuffle", "--out", str(tmp_path / "r.csv"),
     )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    texts = phase_lines(done.stderr, "distributed LKC")
+    assert done.code == 0, done.err
+    texts = phase_lines(done.err, "distributed LKC")
     in_order(
         texts,
         [
@@ -232,9 +223,9 @@ def test_leader_run_logs_the_handshake_and_each_phase_and_quiet_silences_it(
         config = tmp_path / "job.toml"
         config.write_text(toml_text(job), encoding="utf-8")
         done = run("leader", "run", "--config", str(config))
-        assert done.returncode == 0, done.stderr
+        assert done.code == 0, done.err
         in_order(
-            phase_lines(done.stderr, "distributed LKC"),
+            phase_lines(done.err, "distributed LKC"),
             [
                 *STARTUP[-6:],
                 r"union: collect: done; 240 sealed items$",
@@ -245,9 +236,9 @@ def test_leader_run_logs_the_handshake_and_each_phase_and_quiet_silences_it(
         )
         (tmp_path / "release.csv").unlink()
         quiet = run("leader", "run", "--config", str(config), "--quiet", "--json")
-        assert quiet.returncode == 0, quiet.stderr
-        assert quiet.stderr == ""
-        assert json.loads(quiet.stdout)["records"] == 240
+        assert quiet.code == 0, quiet.err
+        assert quiet.err == ""
+        assert json.loads(quiet.out)["records"] == 240
 
 
 def test_lkc_sweep_logs_each_row_as_it_ends(tmp_path: Path) -> None:
@@ -258,8 +249,8 @@ def test_lkc_sweep_logs_each_row_as_it_ends(tmp_path: Path) -> None:
         "--train-rows", "150", "--L", "2", "--k", "5,10", "--C", "0.5",
         "--out-dir", str(tmp_path / "sweep"), "--json",
     )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    rows = json.loads(done.stdout)["rows"]
-    texts = phase_lines(done.stderr, "evaluating")
+    assert done.code == 0, done.err
+    rows = json.loads(done.out)["rows"]
+    texts = phase_lines(done.err, "evaluating")
     assert [t.split(":")[0] for t in texts] == [f"L={r['L']} K={r['K']}" for r in rows]
     assert [(r["L"], r["K"]) for r in rows] == [(2, 5), (2, 10)]

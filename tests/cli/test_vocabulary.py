@@ -13,8 +13,7 @@ import pytest
 from fedanon.cli.deprecated import RENAMED, rewrite_deprecated
 from fedanon.cli.main import build_parser
 from fedanon.cli.parser import EXIT_CODES
-
-from ..clirun import run_cli
+from tests.harness.cli import run_cli
 
 
 def _leaves(parser: argparse.ArgumentParser, words: tuple[str, ...] = ()):

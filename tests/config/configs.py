@@ -8,14 +8,10 @@ including NaN, infinities, huge integers and control characters, reach the reade
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import io
 import math
 from pathlib import Path
 from typing import Any
 
-from fedanon.cli.main import main
 from fedanon.crypto.identity import create_ca, issue_identity, save_ca, save_identity
 from fedanon.synth import generate_hospital, hospital_taxonomy_path
 
@@ -153,31 +149,3 @@ def party_doc(material: Path, out_dir: Path) -> dict[str, Any]:
             "leader": "leader",
         },
     }
-
-
-def snapshot(root: Path) -> dict[str, str]:
-    """Every file under `root` with a hash of its content (to prove nothing was written)."""
-    return {
-        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(root.rglob("*"))
-        if p.is_file()
-    }
-
-
-def run_cli(*argv: str) -> tuple[int, str]:
-    """The real CLI in-process: (exit code, stderr)."""
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-        code = main(list(argv))
-    return code, err.getvalue()
-
-
-def assert_one_line_error(code: int, stderr: str, *needles: str) -> str:
-    """Exit 2, exactly one stderr line, an error line, no traceback; return the line."""
-    lines = stderr.splitlines()
-    assert code == 2, stderr
-    assert "Traceback" not in stderr, stderr
-    assert len(lines) == 1 and lines[0].startswith("fedanon: error: "), stderr
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
-    return lines[0]

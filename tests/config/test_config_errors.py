@@ -13,15 +13,8 @@ import pytest
 from fedanon.errors import FedanonError
 from fedanon.leader.config import LeaderJob, load_job
 from fedanon.party.config import PartyConfig
-from tests.config.configs import (
-    assert_one_line_error,
-    job_doc,
-    make_material,
-    party_doc,
-    run_cli,
-    snapshot,
-    toml_text,
-)
+from tests.config.configs import job_doc, make_material, party_doc, toml_text
+from tests.harness.cli import assert_one_line_error, run_cli, snapshot
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +44,7 @@ def _assert_refused_untouched(
     and changes no file in the config's directory."""
     config = _write(path, doc)
     before = snapshot(path.parent)
-    assert_one_line_error(*run_cli(*command, "--config", str(config)), *needles)
+    assert_one_line_error(run_cli(*command, "--config", str(config)), *needles)
     assert snapshot(path.parent) == before
 
 
@@ -95,7 +88,7 @@ def test_job_toml_unknown_key_is_named_with_a_suggestion(tmp_path: Path, materia
     doc["union"]["pad-to"] = 3
     config = _write(tmp_path / "job.toml", doc)
     assert_one_line_error(
-        *run_cli("leader", "run", "--config", str(config)),
+        run_cli("leader", "run", "--config", str(config)),
         "unknown key 'union.pad-to'",
         "did you mean 'pad_to'",
     )
@@ -105,7 +98,7 @@ def test_job_toml_unknown_top_level_key(tmp_path: Path, material: Path) -> None:
     doc = {**job_doc(material, tmp_path), "sum-mode": "pairwise"}
     config = _write(tmp_path / "job.toml", doc)
     assert_one_line_error(
-        *run_cli("leader", "run", "--config", str(config)), "unknown key 'sum-mode'", "sum_mode"
+        run_cli("leader", "run", "--config", str(config)), "unknown key 'sum-mode'", "sum_mode"
     )
 
 
@@ -114,7 +107,7 @@ def test_job_toml_unknown_key_in_a_party_entry(tmp_path: Path, material: Path) -
     doc["parties"][1]["adress"] = "x:1"
     config = _write(tmp_path / "job.toml", doc)
     assert_one_line_error(
-        *run_cli("leader", "run", "--config", str(config)), "unknown key 'parties[1].adress'"
+        run_cli("leader", "run", "--config", str(config)), "unknown key 'parties[1].adress'"
     )
 
 
@@ -122,7 +115,7 @@ def test_job_toml_sensitive_with_no_values_is_refused(tmp_path: Path, material: 
     doc = _set(job_doc(material, tmp_path), "lkc.sensitive", {"diagnosis": []})
     config = _write(tmp_path / "job.toml", doc)
     assert_one_line_error(
-        *run_cli("leader", "run", "--config", str(config)), "lkc.sensitive.diagnosis", "at least 1"
+        run_cli("leader", "run", "--config", str(config)), "lkc.sensitive.diagnosis", "at least 1"
     )
 
 
@@ -133,7 +126,7 @@ def test_job_toml_sensitive_column_that_is_a_qid_is_named(tmp_path: Path, materi
     doc = _set(job_doc(material, tmp_path), "lkc.sensitive", {"age": ["40"]})
     config = _write(tmp_path / "job.toml", doc)
     assert_one_line_error(
-        *run_cli("leader", "run", "--config", str(config)), "sensitive column 'age' is also a QID"
+        run_cli("leader", "run", "--config", str(config)), "sensitive column 'age' is also a QID"
     )
 
 
@@ -154,7 +147,7 @@ def test_c_accepts_percent_and_fraction_in_job_toml(tmp_path: Path, material: Pa
 def test_job_toml_with_both_lkc_and_drbt_is_refused(tmp_path: Path, material: Path) -> None:
     doc = {**job_doc(material, tmp_path), "drbt": {"id_column": "patient_id"}}
     config = _write(tmp_path / "job.toml", doc)
-    assert_one_line_error(*run_cli("leader", "run", "--config", str(config)), "[lkc]", "[drbt]")
+    assert_one_line_error(run_cli("leader", "run", "--config", str(config)), "[lkc]", "[drbt]")
 
 
 def test_drbt_job_toml_bad_value(tmp_path: Path, material: Path) -> None:
@@ -163,7 +156,7 @@ def test_drbt_job_toml_bad_value(tmp_path: Path, material: Path) -> None:
     doc["drbt"] = {"id_column": "patient_id", "clusters": "three"}
     config = _write(tmp_path / "job.toml", doc)
     assert_one_line_error(
-        *run_cli("leader", "run", "--config", str(config)), "drbt.clusters", "integer"
+        run_cli("leader", "run", "--config", str(config)), "drbt.clusters", "integer"
     )
 
 
@@ -202,7 +195,7 @@ def test_party_toml_unknown_key(tmp_path: Path, material: Path) -> None:
     doc["timeouts"]["rpc_second"] = 5
     config = _write(tmp_path / "party.toml", doc)
     assert_one_line_error(
-        *run_cli("party", "serve", "--config", str(config)),
+        run_cli("party", "serve", "--config", str(config)),
         "unknown key 'timeouts.rpc_second'",
         "rpc_seconds",
     )
@@ -214,14 +207,14 @@ def test_party_toml_unknown_key(tmp_path: Path, material: Path) -> None:
 def test_binary_config_files_are_one_line(tmp_path: Path, content: bytes) -> None:
     config = tmp_path / "party.toml"
     config.write_bytes(content)
-    assert_one_line_error(*run_cli("party", "serve", "--config", str(config)), str(config))
+    assert_one_line_error(run_cli("party", "serve", "--config", str(config)), str(config))
     job = tmp_path / "job.toml"
     job.write_bytes(content)
-    assert_one_line_error(*run_cli("leader", "run", "--config", str(job)), str(job))
+    assert_one_line_error(run_cli("leader", "run", "--config", str(job)), str(job))
 
 
 def test_config_that_is_a_directory_is_one_line(tmp_path: Path) -> None:
-    assert_one_line_error(*run_cli("party", "serve", "--config", str(tmp_path)), str(tmp_path))
+    assert_one_line_error(run_cli("party", "serve", "--config", str(tmp_path)), str(tmp_path))
 
 
 def test_garbage_ca_pem_is_one_line(tmp_path: Path, material: Path) -> None:
@@ -234,7 +227,7 @@ def test_garbage_ca_pem_is_one_line(tmp_path: Path, material: Path) -> None:
         tmp_path / "party.toml", _set(party_doc(material, tmp_path), "tls.ca", str(garbage))
     )
     assert_one_line_error(
-        *run_cli("party", "serve", "--config", str(config)), "ca file", str(garbage)
+        run_cli("party", "serve", "--config", str(config)), "ca file", str(garbage)
     )
 
 
@@ -244,11 +237,11 @@ def test_tls_insecure_in_the_file_warns_like_the_flag(tmp_path: Path, material: 
     (tmp_path / "empty.csv").write_bytes(b"")
     doc = _set(party_doc(material, tmp_path), "data", str(tmp_path / "empty.csv"))
     flagged = _write(tmp_path / "flagged.toml", doc)
-    code_flag, stderr_flag = run_cli("party", "serve", "--config", str(flagged), "--insecure")
+    flagged_run = run_cli("party", "serve", "--config", str(flagged), "--insecure")
     doc["tls"] = {"insecure": True}
     config = _write(tmp_path / "party.toml", doc)
-    code, stderr = run_cli("party", "serve", "--config", str(config))
-    flag_warning, warning = stderr_flag.splitlines()[0], stderr.splitlines()[0]
+    file_run = run_cli("party", "serve", "--config", str(config))
+    flag_warning, warning = flagged_run.err_lines[0], file_run.err_lines[0]
     assert (
         flag_warning == "fedanon: WARNING: --insecure: no TLS, no authentication; "
         "local experiments only"
@@ -257,9 +250,9 @@ def test_tls_insecure_in_the_file_warns_like_the_flag(tmp_path: Path, material: 
         warning == f"fedanon: WARNING: {config} [tls] insecure = true: no TLS, no "
         "authentication; local experiments only"
     )
-    for code_, stderr_ in ((code, stderr), (code_flag, stderr_flag)):
-        assert code_ == 2 and len(stderr_.splitlines()) == 2, stderr_
-        assert "empty.csv" in stderr_.splitlines()[1]
+    for done in (file_run, flagged_run):
+        assert done.code == 2 and len(done.err_lines) == 2, done.err
+        assert "empty.csv" in done.err_lines[1]
 
 
 def test_leader_tls_insecure_in_the_file_warns(tmp_path: Path, material: Path) -> None:
@@ -269,12 +262,12 @@ def test_leader_tls_insecure_in_the_file_warns(tmp_path: Path, material: Path) -
     doc["timeouts"]["rpc_seconds"] = 2
     config = _write(tmp_path / "job.toml", doc)
     before = snapshot(tmp_path)
-    code, stderr = run_cli("leader", "run", "--config", str(config), "--quiet")
+    done = run_cli("leader", "run", "--config", str(config), "--quiet")
     assert (
-        stderr.splitlines()[0] == f"fedanon: WARNING: {config} [tls] insecure = true: "
+        done.err_lines[0] == f"fedanon: WARNING: {config} [tls] insecure = true: "
         "no TLS, no authentication; local experiments only"
     )
-    assert code != 0 and snapshot(tmp_path) == before
+    assert done.code != 0 and snapshot(tmp_path) == before
 
 
 def test_party_config_reads_policy_and_defaults(tmp_path: Path, material: Path) -> None:
@@ -299,7 +292,7 @@ def test_error_quoting_a_line_break_stays_one_line(tmp_path: Path, material: Pat
         encoding="utf-8",
     )
     line = assert_one_line_error(
-        *run_cli(
+        run_cli(
             "anonymize",
             "lkc",
             "--data",

@@ -26,17 +26,15 @@ from fedanon.configschema import ConfigError
 from fedanon.leader.config import LeaderJob, load_job
 from fedanon.party.config import PartyConfig
 from tests.config.configs import (
-    assert_one_line_error,
     drbt_doc,
     job_doc,
     make_material,
     party_doc,
     randomize_doc,
-    run_cli,
-    snapshot,
     tls,
     toml_text,
 )
+from tests.harness.cli import assert_one_line_error, run_cli, snapshot
 
 
 @pytest.fixture(scope="module")
@@ -154,7 +152,7 @@ def test_party_toml_setting_that_disarms_the_daemon_is_refused_at_load(
     message = str(refused.value)
     assert message.startswith(f"{config}: ") and "\n" not in message, message
     before = snapshot(tmp_path)
-    assert_one_line_error(*run_cli("party", "serve", "--config", str(config)), *needles)
+    assert_one_line_error(run_cli("party", "serve", "--config", str(config)), *needles)
     assert snapshot(tmp_path) == before
 
 
@@ -287,7 +285,7 @@ def _assert_refused_before_any_connection(
             load_job(config)
         assert str(refused.value).startswith(f"{config}: "), refused.value
         before = snapshot(tmp_path)
-        assert_one_line_error(*run_cli("leader", "run", "--config", str(config)), *needles)
+        assert_one_line_error(run_cli("leader", "run", "--config", str(config)), *needles)
         assert snapshot(tmp_path) == before
         assert connections() == 0
 
@@ -372,7 +370,7 @@ def test_cli_outputs_are_compared_by_file_identity(
     inode to compare: the resolved paths must be)."""
     monkeypatch.chdir(tmp_path)
     before = snapshot(tmp_path)
-    code, err = run_cli(
+    done = run_cli(
         "anonymize",
         "lkc",
         "--data",
@@ -393,7 +391,7 @@ def test_cli_outputs_are_compared_by_file_identity(
         "--report",
         f"{tmp_path}/r.csv",
     )
-    assert_one_line_error(code, err, "is also the --out output")
+    assert_one_line_error(done, "is also the --out output")
     assert snapshot(tmp_path) == before
 
 
@@ -402,7 +400,7 @@ def test_cli_output_name_too_long_is_one_line(tmp_path: Path, material: Path, ou
     """An output name longer than the file system allows (300 characters) was an OSError
     traceback: the file system's refusal is the output's problem, on one line."""
     before = snapshot(tmp_path)
-    code, err = run_cli(
+    done = run_cli(
         "anonymize",
         "kactus",
         "--data",
@@ -417,5 +415,5 @@ def test_cli_output_name_too_long_is_one_line(tmp_path: Path, material: Path, ou
         "--out",
         str(tmp_path / out.format(long="n" * 300)),
     )
-    assert_one_line_error(code, err, "--out", "File name too long")
+    assert_one_line_error(done, "--out", "File name too long")
     assert snapshot(tmp_path) == before

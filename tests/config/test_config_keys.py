@@ -48,16 +48,14 @@ from fedanon.errors import FedanonError
 from fedanon.leader.config import JOB_SCHEMA, load_job
 from fedanon.party.config import PARTY_SCHEMA, PartyConfig
 from tests.config.configs import (
-    assert_one_line_error,
     drbt_doc,
     job_doc,
     make_material,
     party_doc,
     randomize_doc,
-    run_cli,
-    snapshot,
     toml_text,
 )
+from tests.harness.cli import assert_one_line_error, run_cli, snapshot
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 
@@ -294,7 +292,7 @@ def test_hostile_values_of_every_key_are_one_line_naming_the_key(
             before = snapshot(tmp_path)
             command = ("party", "serve") if file == "party" else ("leader", "run")
             config = str(tmp_path / f"{file}.toml")
-            assert_one_line_error(*run_cli(*command, "--config", config), shown(key))
+            assert_one_line_error(run_cli(*command, "--config", config), shown(key))
             assert snapshot(tmp_path) == before
 
 

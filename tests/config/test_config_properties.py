@@ -30,15 +30,8 @@ from fedanon.leader.config import load_job
 from fedanon.party.config import PartyConfig
 from fedanon.synth import hospital_taxonomy_path
 from fedanon.taxonomy.loader import load_taxonomy
-from tests.config.configs import (
-    assert_one_line_error,
-    job_doc,
-    make_material,
-    party_doc,
-    run_cli,
-    snapshot,
-    toml_text,
-)
+from tests.config.configs import job_doc, make_material, party_doc, toml_text
+from tests.harness.cli import assert_one_line_error, run_cli, snapshot
 
 SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -211,7 +204,7 @@ def _check(
             if action == "set" and _impossible(file, path, _value(doc, path)):
                 assert _shown_key(path) in message, message
             before = snapshot(root)
-            assert_one_line_error(*run_cli(*command, "--config", str(config)))
+            assert_one_line_error(run_cli(*command, "--config", str(config)))
             assert snapshot(root) == before
             return
         assert action not in ("unknown",), f"unknown key {path} accepted"
@@ -256,7 +249,7 @@ def test_taxonomy_toml_generated_values(material: Path, data: st.DataObject) -> 
                 assert path.rsplit(".", 1)[-1] in str(exc), str(exc)
             before = snapshot(root)
             assert_one_line_error(
-                *run_cli(
+                run_cli(
                     "anonymize",
                     "lkc",
                     "--data",
@@ -295,5 +288,5 @@ def test_binary_files_as_every_config(content: bytes) -> None:
             assert "\n" not in str(refused.value)
             if command is not None:
                 before = snapshot(root)
-                assert_one_line_error(*run_cli(*command, str(config)))
+                assert_one_line_error(run_cli(*command, str(config)))
                 assert snapshot(root) == before

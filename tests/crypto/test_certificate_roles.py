@@ -9,15 +9,12 @@ that names what is wrong. `fedanon certs issue leader` must issue a leader certi
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
-from fedanon.cli.main import main
 from fedanon.crypto.errors import IdentityError
 from fedanon.crypto.identity import (
     certificate_identity,
@@ -32,6 +29,7 @@ from fedanon.crypto.identity import (
 from fedanon.leader.sim import free_ports, write_party_config
 from fedanon.synth import generate_hospital
 from tests.crypto import badcerts
+from tests.harness.cli import run_cli, run_cli_process
 
 
 @pytest.fixture(scope="module")
@@ -102,15 +100,15 @@ def test_issued_certificates_have_the_member_profile(ca, role: str) -> None:
     assert certificate_identity(certificate).role == role
 
 
-def test_cli_issues_the_leader_role_for_the_name_leader(tmp_path: Path, capsys) -> None:
+def test_cli_issues_the_leader_role_for_the_name_leader(tmp_path: Path) -> None:
     """Without --role, `certs issue leader` used to issue a party certificate that every party
     then refused as its leader; other names stay parties, an explicit --role wins."""
     fed = tmp_path / "fed"
-    assert main(["certs", "init", "--dir", str(fed)]) == 0
-    assert main(["certs", "issue", "leader", "--dir", str(fed)]) == 0
-    assert "issued leader certificate" in capsys.readouterr().out
-    assert main(["certs", "issue", "hospital-1", "--dir", str(fed)]) == 0
-    assert main(["certs", "issue", "coordinator", "--dir", str(fed), "--role", "leader"]) == 0
+    assert run_cli("certs", "init", "--dir", fed).code == 0
+    issued = run_cli("certs", "issue", "leader", "--dir", fed)
+    assert issued.code == 0 and "issued leader certificate" in issued.out, issued.err
+    assert run_cli("certs", "issue", "hospital-1", "--dir", fed).code == 0
+    assert run_cli("certs", "issue", "coordinator", "--dir", fed, "--role", "leader").code == 0
     names = ("leader", "hospital-1", "coordinator")
     roles = {name: load_identity(fed, name).role for name in names}
     assert roles == {"leader": "leader", "hospital-1": "party", "coordinator": "leader"}
@@ -131,13 +129,8 @@ def test_a_daemon_refuses_to_start_with_a_ca_certificate_as_its_own(tmp_path: Pa
     write_party_config(
         config, "hospital-1", port, tmp_path / "a.csv", None, None, tmp_path / "certs", 30.0
     )
-    done = subprocess.run(
-        [sys.executable, "-m", "fedanon.cli.main", "party", "serve", "--config", str(config)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 2, done.stdout + done.stderr
-    assert "Traceback" not in done.stderr
-    errors = [line for line in done.stderr.splitlines() if line.startswith("fedanon: error:")]
-    assert len(errors) == 1 and "CA certificate" in errors[0], done.stderr
+    done = run_cli_process("party", "serve", "--config", config, timeout=120)
+    assert done.code == 2, done.out + done.err
+    assert "Traceback" not in done.err
+    errors = [line for line in done.err.splitlines() if line.startswith("fedanon: error:")]
+    assert len(errors) == 1 and "CA certificate" in errors[0], done.err

@@ -9,7 +9,6 @@ import pytest
 from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
-from fedanon.cli.main import main
 from fedanon.crypto.errors import IdentityError
 from fedanon.crypto.identity import (
     create_ca,
@@ -23,18 +22,19 @@ from fedanon.crypto.identity import (
     verify_certificate,
     verify_signature,
 )
+from tests.harness.cli import run_cli
 
 
 def mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
 
 
-def test_cli_init_and_issue_write_the_federation(tmp_path: Path, capsys) -> None:
+def test_cli_init_and_issue_write_the_federation(tmp_path: Path) -> None:
     fed = tmp_path / "fed"
-    assert main(["certs", "init", "--dir", str(fed)]) == 0
-    assert main(["certs", "issue", "hospital-1", "--dir", str(fed)]) == 0
-    assert main(["certs", "issue", "coordinator", "--dir", str(fed), "--role", "leader"]) == 0
-    assert "hospital-1.crt" in capsys.readouterr().out
+    assert run_cli("certs", "init", "--dir", fed).code == 0
+    issued = run_cli("certs", "issue", "hospital-1", "--dir", fed)
+    assert issued.code == 0 and "hospital-1.crt" in issued.out, issued.err
+    assert run_cli("certs", "issue", "coordinator", "--dir", fed, "--role", "leader").code == 0
     for stem in ("ca", "hospital-1", "coordinator"):
         assert mode(fed / f"{stem}.key") == 0o600
         assert mode(fed / f"{stem}.crt") == 0o644
@@ -61,20 +61,19 @@ def test_cli_init_and_issue_write_the_federation(tmp_path: Path, capsys) -> None
         (["certs", "issue", "x", "--dir", "{missing}"], "certs init"),
     ],
 )
-def test_cli_user_errors_are_one_line(tmp_path: Path, capsys, argv, message) -> None:
+def test_cli_user_errors_are_one_line(tmp_path: Path, argv, message) -> None:
     fed = tmp_path / "fed"
-    assert main(["certs", "init", "--dir", str(fed)]) == 0
-    assert main(["certs", "issue", "hospital-1", "--dir", str(fed)]) == 0
-    capsys.readouterr()
-    args = [a.format(fed=fed, missing=tmp_path / "missing") for a in argv]
-    assert main(args) == 2
-    err = capsys.readouterr().err
+    assert run_cli("certs", "init", "--dir", fed).code == 0
+    assert run_cli("certs", "issue", "hospital-1", "--dir", fed).code == 0
+    done = run_cli(*(a.format(fed=fed, missing=tmp_path / "missing") for a in argv))
+    assert done.code == 2
+    err = done.err
     assert err.count("\n") == 1 and err.startswith("fedanon: error:") and message in err
 
 
 def test_cli_requires_an_action() -> None:
-    with pytest.raises(SystemExit):
-        main(["certs"])
+    done = run_cli("certs")
+    assert done.code == 2 and "required: ACTION" in done.err, done.err
 
 
 def test_foreign_ca_wrong_name_and_wrong_role_are_refused(federation, other_federation) -> None:

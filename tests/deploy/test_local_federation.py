@@ -22,12 +22,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.harness.cli import FEDANON
+
 yaml = pytest.importorskip("yaml")
 pytestmark = pytest.mark.slow  # ~50 s: every `fedanon` start-up imports pandas
 
 REPO = Path(__file__).resolve().parents[2]
 PARTIES = ["hospital-a", "hospital-b", "hospital-c"]
-FEDANON = [sys.executable, "-m", "fedanon.cli.main"]
 PROBE = [sys.executable, str(REPO / "deploy/grpc_health_probe.py")]
 
 

@@ -34,6 +34,7 @@ from fedanon.readers.table_io import read_table
 from fedanon.schema import LKCParams
 from fedanon.synth import generate_hospital, hospital_taxonomy_path
 from fedanon.taxonomy.loader import load_taxonomy
+from tests.harness.cli import FEDANON
 
 
 def _can_use_netns() -> str | None:
@@ -186,7 +187,7 @@ def _write_configs(net: Net, root: Path, parts: list, taxonomy: Path) -> None:
 
 
 def _fedanon(net: Net, host: str, *args: str) -> list[str]:
-    return ["ip", "netns", "exec", net.ns(host), sys.executable, "-m", "fedanon.cli.main", *args]
+    return ["ip", "netns", "exec", net.ns(host), *FEDANON, *args]
 
 
 def _wait_for(path: Path, text: str, timeout: float) -> bool:

@@ -1,147 +1,41 @@
-"""An in-process federation that records every message each role receives (leakage tests).
+"""An in-process LKC federation whose wire traffic is recorded, with the parties' plain vectors.
 
-Design
-------
-The leakage requirement is about what crosses the wire, so the recorder sits on the wire ends,
-not inside the protocol code:
+The daemons are the production ones started in this test process (tests/harness/inprocess.py);
+the recorders on their wire ends and on the leader's channels are tests/harness/wire.py's (one
+recorder for every view test). What is LKC-specific lives here:
 
-* **Party side, requests** - every party daemon is built by the real
-  :func:`fedanon.party.daemon.build_server` (real config file, real table loading, real servicer,
-  real
-  next-hop channel, health service), in this test process (:mod:`tests.inprocess`). The only
-  substitution is the ``make_server`` that ``build_server`` calls: ours is
-  ``fedanon.federation.transport.make_server`` with a :class:`RecordingServerInterceptor`. The
-  interceptor wraps each unary handler, so it sees the deserialized request together with the
-  caller's name taken from the mutual-TLS certificate (the same
-  :func:`fedanon.federation.transport.peer_name` the servicer authorizes with). Health checks are
-  recorded too but are not protocol messages.
-* **Party side, replies** - in the ring a party also *receives* its successor's reply (the masked
-  total of the secure sum, the stripped union batch). ``build_server`` creates the next-hop channel
-  with ``make_channel``; ours wraps the real channel with ``grpc.intercept_channel`` and a
-  :class:`RecordingClientInterceptor`.
 * **Leader side** - the leader's session creates its channels with
-  ``fedanon.leader.session.make_channel``; the test patches it the same way, so every reply the
-  leader receives is recorded.
+  ``fedanon.leader.session.make_channel``; the test patches it with the recording factory, so
+  every reply the leader receives is recorded.
 * **Ground truth** - to decide whether a message is masked, the test must know the plain values.
   :func:`record_contributions` wraps ``PartySession.contribution`` (the party's local statistics
   vector of an iteration) and stores a copy; that is the oracle, never a message.
 
-Patching module attributes (``fedanon.party.daemon.make_server``/``make_channel``,
-``fedanon.leader.session.make_channel``) instead of copying ``build_server`` keeps the daemons
-under test identical to the production ones; if those names change the patch fails loudly
-(``monkeypatch`` raises on a missing attribute) rather than silently recording nothing.
+Patching module attributes (``fedanon.leader.session.make_channel``) instead of copying the
+session keeps the code under test identical to the production one; ``monkeypatch`` raises on a
+missing attribute, so a rename fails loudly rather than silently recording nothing.
 """
 
 from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import grpc
 import numpy as np
 import pandas as pd
 import pytest
-from google.protobuf.message import Message
 
 import fedanon.party.daemon
 import fedanon.party.session
 from fedanon.federation.tls import TLSFiles
-from fedanon.federation.transport import make_channel, peer_name
 from fedanon.leader.sim import LEADER_NAME
 from fedanon.party.config import Hop
-from tests.inprocess import UnaryServerRecorder, inprocess_parties, short_method
-
-
-@dataclass(frozen=True)
-class Received:
-    """One message received by `role`: a request it served or a reply to a call it made."""
-
-    role: str  # "leader" or a party name
-    method: str  # short RPC name, e.g. "Sum"
-    kind: str  # "request" (served) or "reply" (to our own call)
-    peer: str | None  # the authenticated caller of a request, or the callee of a reply
-    message: Any  # a protobuf message whose class follows from `method` and `kind`
-
-
-@dataclass
-class MessageLog:
-    """Thread-safe list of everything received (server threads append concurrently)."""
-
-    items: list[Received] = field(default_factory=list)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def add(self, item: Received) -> None:
-        with self.lock:
-            self.items.append(item)
-
-    def of(
-        self, role: str | None = None, method: str | None = None, kind: str | None = None
-    ) -> list[Received]:
-        with self.lock:
-            return [
-                r
-                for r in self.items
-                if (role is None or r.role == role)
-                and (method is None or r.method == method)
-                and (kind is None or r.kind == kind)
-            ]
-
-
-class RecordingServerInterceptor(UnaryServerRecorder):
-    """Records each unary request a party serves, with the caller's certificate name."""
-
-    def __init__(self, role: str, log: MessageLog) -> None:
-        self.role = role
-        self.log = log
-
-    def around(
-        self,
-        method: str,
-        request: Message,
-        context: grpc.ServicerContext,
-        inner: Callable[[Message, grpc.ServicerContext], Any],
-    ) -> Any:
-        self.log.add(Received(self.role, method, "request", peer_name(context), request))
-        return inner(request, context)
-
-
-class RecordingClientInterceptor(grpc.UnaryUnaryClientInterceptor):
-    """Records each successful reply `role` receives from `peer` on one channel."""
-
-    def __init__(self, role: str, peer: str, log: MessageLog) -> None:
-        self.role = role
-        self.peer = peer
-        self.log = log
-
-    def intercept_unary_unary(
-        self, continuation: Callable, client_call_details: Any, request: Message
-    ) -> Any:
-        outcome = continuation(client_call_details, request)
-        with contextlib.suppress(grpc.RpcError):
-            self.log.add(
-                Received(
-                    self.role,
-                    short_method(client_call_details.method),
-                    "reply",
-                    self.peer,
-                    outcome.result(),
-                )
-            )
-        return outcome
-
-
-def recording_channel_factory(role: str, log: MessageLog) -> Callable[..., grpc.Channel]:
-    """A drop-in ``make_channel`` whose channels record every reply `role` receives."""
-
-    def factory(address: str, expected_name: str, tls: TLSFiles | None) -> grpc.Channel:
-        channel = make_channel(address, expected_name, tls)
-        return grpc.intercept_channel(channel, RecordingClientInterceptor(role, expected_name, log))
-
-    return factory
+from tests.harness.inprocess import inprocess_parties
+from tests.harness.wire import ServedRecorder, WireLog, recording_channel_factory
 
 
 @dataclass
@@ -180,7 +74,7 @@ class RecordingFederation:
     hops: list[Hop]
     leader_tls: TLSFiles
     cert_dir: Path
-    log: MessageLog
+    log: WireLog
     contributions: Contributions
     tables: dict[str, pd.DataFrame]
     servicers: dict[str, Any]  # the parties' production servicers, by name
@@ -200,7 +94,7 @@ def recording_federation(
     The leader's recorder stays patched in until the test's ``monkeypatch`` is undone, so every
     ``run_job`` inside the ``with`` block is recorded; servers are stopped on exit.
     """
-    log = MessageLog()
+    log = WireLog()
     contributions = record_contributions(monkeypatch)
 
     with inprocess_parties(
@@ -208,7 +102,7 @@ def recording_federation(
         workdir,
         monkeypatch,
         ca_name="fedanon recorded federation CA",
-        server_interceptor=lambda name: RecordingServerInterceptor(name, log),
+        server_interceptor=lambda name: ServedRecorder(name, log),
         hop_channel_factory=lambda name: recording_channel_factory(name, log),
         taxonomy_of=lambda i: (taxonomy_of or {}).get(i, taxonomy),
     ) as started:

@@ -12,7 +12,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,8 +27,8 @@ from tests.distributed.conftest import (
     hospital_dataset,
     party_processes,
 )
+from tests.harness.cli import FEDANON, CliResult, run_cli_process
 
-FEDANON = [sys.executable, "-m", "fedanon.cli.main"]
 ROWS, SEED = 1500, 21
 QIDS = [
     "age",
@@ -43,10 +42,8 @@ QIDS = [
 ]
 
 
-def fedanon(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*FEDANON, *args], capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
-    )
+def fedanon(*args: str, timeout: float = 240) -> CliResult:
+    return run_cli_process(*args, timeout=timeout)
 
 
 def wait_gone(marker: str, seconds: float = 10.0) -> list[int]:
@@ -95,7 +92,7 @@ def sim_args(data: Path, workdir: Path, out: Path, *extra: str, K: int = 20) -> 
 def sim_run(
     hospital_csv: Path,
     tmp_path_factory: pytest.TempPathFactory,
-) -> tuple[subprocess.CompletedProcess[str], Path, Path, Path]:
+) -> tuple[CliResult, Path, Path, Path]:
     """One successful ``fedanon sim lkc`` (module-scoped: several tests inspect its result)."""
     tmp = tmp_path_factory.mktemp("sim")
     out, report, workdir = tmp / "release.csv", tmp / "report.json", tmp / "w"
@@ -105,12 +102,12 @@ def sim_run(
 
 @pytest.mark.slow
 def test_sim_end_to_end_release_passes_check(
-    sim_run: tuple[subprocess.CompletedProcess[str], Path, Path, Path],
+    sim_run: tuple[CliResult, Path, Path, Path],
 ) -> None:
     """Exit 0, the release and report exist, ``fedanon check lkc`` accepts the release, it
     equals the centralized one, and no daemon outlives the command."""
     run, out, report, workdir = sim_run
-    assert run.returncode == 0, run.stderr
+    assert run.code == 0, run.err
     assert out.exists() and report.exists()
     check = fedanon(
         "check",
@@ -128,7 +125,7 @@ def test_sim_end_to_end_release_passes_check(
         "--C",
         "0.2",
     )
-    assert check.returncode == 0, check.stdout + check.stderr
+    assert check.code == 0, check.out + check.err
     dataset = hospital_dataset(ROWS, SEED)
     parsed = json.loads(report.read_text())
     assert parsed["mode"] == "distributed" and len(parsed["parties"]) == 3
@@ -138,12 +135,12 @@ def test_sim_end_to_end_release_passes_check(
 
 @pytest.mark.slow
 def test_check_reads_the_requirement_from_the_taxonomy(
-    sim_run: tuple[subprocess.CompletedProcess[str], Path, Path, Path],
+    sim_run: tuple[CliResult, Path, Path, Path],
 ) -> None:
     """The way the docs check a distributed release: QIDs and sensitive values from the same
     taxonomy file the sim used (``--taxonomy``) instead of listing them again."""
     run, out, _, _ = sim_run
-    assert run.returncode == 0, run.stderr
+    assert run.code == 0, run.err
     check = fedanon(
         "check",
         "lkc",
@@ -158,8 +155,8 @@ def test_check_reads_the_requirement_from_the_taxonomy(
         "--C",
         "0.2",
     )
-    assert "Traceback" not in check.stderr, check.stderr
-    assert check.returncode == 0, check.stdout + check.stderr
+    assert "Traceback" not in check.err, check.err
+    assert check.code == 0, check.out + check.err
 
 
 @pytest.mark.slow
@@ -168,8 +165,8 @@ def test_sim_failure_leaves_no_output_and_no_daemons(hospital_csv: Path, tmp_pat
     no temporary file, and every daemon gone."""
     out, report, workdir = tmp_path / "release.csv", tmp_path / "report.json", tmp_path / "w"
     run = fedanon(*sim_args(hospital_csv, workdir, out, "--report", str(report), K=ROWS + 1))
-    assert run.returncode != 0
-    assert "infeasible" in run.stderr and "Traceback" not in run.stderr, run.stderr
+    assert run.code != 0
+    assert "infeasible" in run.err and "Traceback" not in run.err, run.err
     assert not out.exists() and not report.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["w"], "stray output files"
     assert not wait_gone(str(workdir))
@@ -183,11 +180,11 @@ def test_pad_to_below_a_party_size_fails_without_stating_it(
     that names the party and pad_to but not the record count padding is meant to hide."""
     out, workdir = tmp_path / "release.csv", tmp_path / "w"
     run = fedanon(*sim_args(hospital_csv, workdir, out, "--pad-to", "7"))
-    assert run.returncode != 0
-    assert "pad_to=7" in run.stderr and "hospital-" in run.stderr, run.stderr
-    assert "Traceback" not in run.stderr, run.stderr
+    assert run.code != 0
+    assert "pad_to=7" in run.err and "hospital-" in run.err, run.err
+    assert "Traceback" not in run.err, run.err
     sizes = {len(part) for part in split_table(pd.read_csv(hospital_csv), 3, "random", 1)}
-    assert not any(re.search(rf"\b{size}\b", run.stderr) for size in sizes), run.stderr
+    assert not any(re.search(rf"\b{size}\b", run.err) for size in sizes), run.err
     assert not out.exists()
     assert not wait_gone(str(workdir))
 
@@ -198,8 +195,8 @@ def test_insecure_mode_warns(hospital_csv: Path, tmp_path: Path) -> None:
     in every daemon's log."""
     out, workdir = tmp_path / "release.csv", tmp_path / "w"
     run = fedanon(*sim_args(hospital_csv, workdir, out, "--insecure"))
-    assert run.returncode == 0, run.stderr
-    assert "WARNING: --insecure" in run.stderr
+    assert run.code == 0, run.err
+    assert "WARNING: --insecure" in run.err
     assert out.exists()
     logs = sorted(workdir.glob("*.log"))
     assert len(logs) == 3

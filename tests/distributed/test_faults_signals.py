@@ -14,7 +14,6 @@ import contextlib
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -35,12 +34,16 @@ from tests.distributed.conftest import (
 )
 from tests.distributed.test_faults import ensure_running
 from tests.distributed.test_lease import _write_job
+from tests.harness.cli import FEDANON
 
 # The daemon's grace for in-flight calls (none here) is 5 s; it stops well within this.
 STOP_SECONDS = 8.0
 TRIALS = 4  # the race hit about every second try on the old code
 
 
+# Slow: 4 daemon restarts (about 20 s). The quick subset keeps the daemon's SIGTERM stop in
+# test_daemon_terminated_as_soon_as_it_answers_stops_gracefully.
+@pytest.mark.slow
 def test_daemon_resumed_and_terminated_at_once_stops_at_the_first_sigterm(
     hospital_federation: Federation,
 ) -> None:
@@ -142,7 +145,8 @@ def test_leader_terminated_during_the_union_stops_in_one_line_and_leaves_nothing
         sealed = last.log.read_text(errors="replace").count(UNION_SEALED)
         leader = subprocess.Popen(
             [
-                *(sys.executable, "-m", "fedanon.cli.main", "leader", "run"),
+                *FEDANON,
+                *("leader", "run"),
                 *("--config", str(job), "--quiet"),
             ],
             stdout=subprocess.PIPE,
@@ -210,7 +214,8 @@ def test_leader_frozen_then_killed_or_resumed_during_the_union(
         sealed = last.log.read_text(errors="replace").count(UNION_SEALED)
         leader = subprocess.Popen(
             [
-                *(sys.executable, "-m", "fedanon.cli.main", "leader", "run"),
+                *FEDANON,
+                *("leader", "run"),
                 *("--config", str(job), "--quiet"),
             ],
             stdout=subprocess.PIPE,

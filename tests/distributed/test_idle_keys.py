@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from fedanon.leader.sim import IDLE_KEYS_READY, UNION_SEALED, Federation, federation, split_table
 from tests.distributed.conftest import Dataset, run_matches_centralized
 
@@ -29,6 +31,9 @@ def test_idle_daemons_seal_with_keys_made_before_the_session_and_refill(
     assert hospital_federation.wait_idle_keys(timeout=60)  # refilled once the session ended
 
 
+# Slow: a federation of its own. The fresh-key seal runs in the quick subset in-process
+# (tests/crypto/test_idle_keys.py: capacity zero, a union whose key worker died).
+@pytest.mark.slow
 def test_daemons_without_idle_keys_seal_with_fresh_keys(
     hospital_data: Dataset, tmp_path: Path
 ) -> None:

@@ -1,7 +1,7 @@
 """What each role receives (docs/leakage.md, 'The distributed LKC protocol, message by message').
 
 Every message the leader and each party receive during real sessions is recorded on the wire
-ends by gRPC interceptors (design in :mod:`tests.distributed.recording`), and compared with
+ends by gRPC interceptors (design in :mod:`tests.harness.wire`), and compared with
 the plain local statistics each party computed (the oracle). The claims checked:
 
 * the leader receives only handshake replies (whose fingerprint items are its own, i.e. carry
@@ -39,7 +39,8 @@ from tests.distributed.conftest import (
     hospital_dataset,
     run_distributed,
 )
-from tests.distributed.recording import Received, RecordingFederation, recording_federation
+from tests.distributed.recording import RecordingFederation, recording_federation
+from tests.harness.wire import Received
 
 PAIRWISE_SHARE_TAG = b"FPS1"  # crypto/pairwise.py: tag of a party's share to the leader
 SECRET_MIN_BYTES = 6  # shorter values occur in random ciphertext by chance

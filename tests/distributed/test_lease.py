@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,7 @@ from tests.distributed.conftest import (
     run_distributed,
     status,
 )
+from tests.harness.cli import FEDANON
 
 RPC_SECONDS = 10.0
 
@@ -103,6 +103,8 @@ def test_second_leader_is_refused_and_the_first_job_completes(
     assert_same_release(out, report, centralized(hospital_data, spec))
 
 
+# Slow (waits out a lease): the LKC job above runs the same heartbeat plumbing in the quick subset.
+@pytest.mark.slow
 def test_randomization_job_keeps_its_lease_while_its_leader_computes(
     hospital_federation: Federation, hospital_data: Dataset, tmp_path: Path
 ) -> None:
@@ -152,6 +154,9 @@ rpc_seconds = {RPC_SECONDS}
     return job
 
 
+# Slow (a leader process killed, then a lease waited out): the quick subset evicts a lapsed
+# session in process (tests/party/test_lease_mutants.py).
+@pytest.mark.slow
 def test_killed_leader_session_is_evicted_after_the_lease(
     hospital_federation: Federation, hospital_data: Dataset, tmp_path: Path
 ) -> None:
@@ -168,9 +173,7 @@ def test_killed_leader_session_is_evicted_after_the_lease(
     try:
         leader = subprocess.Popen(
             [
-                sys.executable,
-                "-m",
-                "fedanon.cli.main",
+                *FEDANON,
                 "leader",
                 "run",
                 "--config",

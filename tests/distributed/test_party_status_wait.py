@@ -8,17 +8,18 @@ ends after the given seconds with one line naming the party.
 from __future__ import annotations
 
 import subprocess
-import sys
 import time
 
 from fedanon.leader.sim import Federation
 from tests.distributed.test_faults import ensure_running
+from tests.harness.cli import FEDANON
 
 
 def _status(fed: Federation, *wait: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [
-            *(sys.executable, "-m", "fedanon.cli.main", "party", "status"),
+            *FEDANON,
+            *("party", "status"),
             *("--config", str(fed.daemons[0].config), *wait),
         ],
         stdout=subprocess.PIPE,

@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 
 from fedanon.synth import generate_hospital, hospital_taxonomy_path
-from tests.config.configs import run_cli
+from tests.harness.cli import CliResult, run_cli
 
 
-def _sim_lkc(rows: int, *extra: str) -> tuple[int, str]:
+def _sim_lkc(rows: int, *extra: str) -> CliResult:
     """`fedanon sim lkc` at L=2, K=5, C=0.5 on `rows` synthetic records, into release.csv."""
     generate_hospital(rows, seed=4).to_csv("hospital.csv", index=False)
     taxonomy = str(hospital_taxonomy_path())
@@ -25,8 +25,8 @@ def _sim_lkc(rows: int, *extra: str) -> tuple[int, str]:
 
 def test_relative_workdir_is_used_as_given(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    code, stderr = _sim_lkc(300, "--parties", "3", "--drop", "patient_id", "--workdir", "relwd")
-    assert code == 0, stderr
+    done = _sim_lkc(300, "--parties", "3", "--drop", "patient_id", "--workdir", "relwd")
+    assert done.code == 0, done.err
     assert len(pd.read_csv(tmp_path / "release.csv")) == 300
     assert sorted(p.name for p in (tmp_path / "relwd").glob("hospital-*.toml")) == [
         "hospital-1.toml",
@@ -41,8 +41,8 @@ def test_sim_names_a_sensitive_value_absent_from_the_table(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    code, stderr = _sim_lkc(100, "--sensitive-values", "diagnosis=HIVV")
-    assert code == 2 and stderr.splitlines() == [
+    done = _sim_lkc(100, "--sensitive-values", "diagnosis=HIVV")
+    assert done.code == 2 and done.err_lines == [
         "fedanon: error: hospital.csv: sensitive value 'diagnosis=HIVV' occurs nowhere in "
         "column 'diagnosis'"
     ]

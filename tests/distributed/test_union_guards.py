@@ -1,6 +1,6 @@
 """The union's guards against a dishonest party, and what MEASURE reveals (issue #22, defect 10).
 
-In-process production daemons with mutual TLS (tests/inprocess.py); one party's wire end is
+In-process production daemons with mutual TLS (tests/harness/inprocess.py); one party's wire end is
 altered by a server interceptor. Each test names the check it keeps alive:
 
 * the leader counts the peeled batch exactly (a last party returning MORE items could add
@@ -34,7 +34,8 @@ from tests.distributed.conftest import (
     centralized,
     run_distributed,
 )
-from tests.inprocess import UnaryServerRecorder, inprocess_parties
+from tests.harness.inprocess import inprocess_parties
+from tests.harness.wire import UnaryServerRecorder
 
 Around = Callable[..., Any]
 

@@ -15,7 +15,8 @@ from fedanon.federation.transport import make_channel
 from fedanon.leader.sim import split_table
 from fedanon.protos import fedanon_v1_pb2 as pb
 from tests.distributed.conftest import Dataset, run_distributed
-from tests.inprocess import UnaryServerRecorder, inprocess_parties
+from tests.harness.inprocess import inprocess_parties
+from tests.harness.wire import UnaryServerRecorder
 
 
 class DropsOnePeeledItem(UnaryServerRecorder):

@@ -2,7 +2,7 @@
 parties' data beyond the outputs (docs/leakage.md, 'View tests').
 
 For each message flow (ring sum, pairwise sum, union COLLECT/STRIP) the same job runs three
-times on in-process daemons with wire recorders (:mod:`tests.distributed.recording`):
+times on in-process daemons with wire recorders (:mod:`tests.harness.wire`):
 
 * A and A2 on the same partition, so the quantities equal in both are the mask-free ones
   (:func:`tests.distributed.views.mask_free`);
@@ -38,7 +38,7 @@ from tests.distributed.conftest import (
     rows,
     run_distributed,
 )
-from tests.distributed.recording import MessageLog, recording_federation
+from tests.distributed.recording import recording_federation
 from tests.distributed.views import (
     changed,
     mask_free,
@@ -48,6 +48,7 @@ from tests.distributed.views import (
     union_features,
     view_of,
 )
+from tests.harness.wire import WireLog
 
 MOVED = 120  # records each way between the two traders in a run B
 RING = [f"hospital-{i + 1}" for i in range(3)]
@@ -61,7 +62,7 @@ CHUNK_BYTES = 16 << 10
 class Run:
     """One recorded job: the wire log, each party's own statistics per iteration, the outputs."""
 
-    log: MessageLog
+    log: WireLog
     own: dict[str, dict[int, np.ndarray]]
     release: pd.DataFrame
     sequence: list[object]
@@ -152,7 +153,7 @@ def _record_jobs(
                 union_chunk_bytes=CHUNK_BYTES,
             )
             assert_same_release(out, report, reference)
-            log = MessageLog(list(fed.log.items))
+            log = WireLog(list(fed.log.items))
             own: dict[str, dict[int, np.ndarray]] = {}
             for (name, t), vector in fed.contributions.vectors.items():
                 own.setdefault(name, {})[t] = vector.copy()

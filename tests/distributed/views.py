@@ -1,7 +1,7 @@
 """One role's view of a whole job, and what that role can compute from it (view tests).
 
 A view is everything one role (the leader or one party) receives and sends during a job,
-reconstructed from the wire recorder of :mod:`tests.distributed.recording` (what a role sends is
+reconstructed from the wire recorder of :mod:`tests.harness.wire` (what a role sends is
 what its peers receive from it). From a view we derive the quantities the role can *compute*:
 
 * for every iteration, the difference (mod 2^64) of every two count vectors of equal length the
@@ -29,7 +29,7 @@ import numpy as np
 from google.protobuf.message import Message
 
 from fedanon.protos import fedanon_v1_pb2 as pb
-from tests.distributed.recording import MessageLog
+from tests.harness.wire import WireLog
 
 EPHEMERAL_KEY_BYTES = 32  # crypto/onion_union.py: every layer starts with its ephemeral key
 Feature = tuple[object, ...]
@@ -46,7 +46,7 @@ class Seen:
     message: Any  # a protobuf message whose class follows from `method` and `kind`
 
 
-def view_of(log: MessageLog, role: str) -> list[Seen]:
+def view_of(log: WireLog, role: str) -> list[Seen]:
     """Every message `role` received, and every message it sent (as its peers received it)."""
     seen = []
     for r in log.of():

@@ -1,8 +1,7 @@
-"""`anonymize drbt` / `evaluate drbt` through argparse, as the command groups will wire them."""
+"""`anonymize drbt` / `evaluate drbt` through the CLI (tests/harness/cli.py, in-process)."""
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
@@ -10,17 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fedanon.cli.drbt import add_anonymize_drbt, add_evaluate_drbt
-from fedanon.errors import FedanonError
-
-
-def _run(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="fedanon")
-    commands = parser.add_subparsers(dest="command", required=True)
-    add_anonymize_drbt(commands.add_parser("anonymize").add_subparsers(dest="method"))
-    add_evaluate_drbt(commands.add_parser("evaluate").add_subparsers(dest="what"))
-    args = parser.parse_args(argv)
-    return args.handler(args)
+from tests.harness.cli import assert_one_line_error, run_cli
 
 
 @pytest.fixture
@@ -40,34 +29,14 @@ def table(tmp_path: Path) -> Path:
     return path
 
 
-def test_anonymize_writes_only_the_release_map_and_report(
-    table: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_anonymize_writes_only_the_release_map_and_report(table: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
-    code = _run(
-        [
-            "anonymize",
-            "drbt",
-            "--data",
-            str(table),
-            "--id",
-            "pid",
-            "--n-components",
-            "2",
-            "--matrix",
-            "gaussian",
-            "--seed",
-            "123456789",
-            "--out",
-            str(out / "rel.csv"),
-            "--id-map",
-            str(out / "map.csv"),
-            "--report",
-            str(out / "rep.json"),
-            "--json",
-        ]
+    done = run_cli(
+        *("anonymize", "drbt", "--data", table, "--id", "pid", "--n-components", "2"),
+        *("--matrix", "gaussian", "--seed", "123456789", "--out", out / "rel.csv"),
+        *("--id-map", out / "map.csv", "--report", out / "rep.json", "--json"),
     )
-    assert code == 0
+    assert done.code == 0, done.err
     assert sorted(p.name for p in out.iterdir()) == ["map.csv", "rel.csv", "rep.json"]
     assert sorted(p.name for p in table.parent.iterdir()) == ["patients.csv"]
     release = pd.read_csv(out / "rel.csv")
@@ -75,53 +44,31 @@ def test_anonymize_writes_only_the_release_map_and_report(
     report = json.loads((out / "rep.json").read_text())
     assert report["columns"] == ["age", "weight", "h_rate", "qrs"] and report["seeded"] is True
     # Neither the matrix nor the seed that determines it is written or printed.
-    everything = (out / "rep.json").read_text() + capsys.readouterr().out
+    everything = (out / "rep.json").read_text() + done.out
     assert "123456789" not in everything and 'matrix": "gaussian' in everything
 
 
 def test_anonymize_user_errors(table: Path, tmp_path: Path) -> None:
     out = tmp_path / "rel.csv"
     drbt = ["anonymize", "drbt", "--data", str(table), "--out", str(out)]
-    with pytest.raises(FedanonError, match="needs --id"):
-        _run([*drbt, "--n-components", "2", "--id-map", str(tmp_path / "map.csv")])
-    with pytest.raises(FedanonError, match="column 'pid', data row 1: 'P0'"):
-        _run([*drbt, "--n-components", "2"])
-    with pytest.raises(FedanonError, match="choose fewer than 4"):
-        _run([*drbt, "--id", "pid", "--n-components", "4"])
+    refusals = {
+        "needs --id": [*drbt, "--n-components", "2", "--id-map", str(tmp_path / "map.csv")],
+        "column 'pid', data row 1: 'P0'": [*drbt, "--n-components", "2"],
+        "choose fewer than 4": [*drbt, "--id", "pid", "--n-components", "4"],
+    }
+    for message, argv in refusals.items():
+        assert message in assert_one_line_error(run_cli(*argv))
     assert not out.exists()
 
 
 def test_evaluate_writes_report_and_png(table: Path, tmp_path: Path) -> None:
-    code = _run(
-        [
-            "evaluate",
-            "drbt",
-            "--data",
-            str(table),
-            "--columns",
-            "age,weight,h_rate,qrs",
-            "--n-components",
-            "3",
-            "--seed",
-            "4",
-            "--trials",
-            "3",
-            "--projections",
-            "2",
-            "--clusters",
-            "2,3",
-            "--kept-dims",
-            "3,2",
-            "--starts",
-            "independent",
-            "--quiet",
-            "--report",
-            str(tmp_path / "ev.json"),
-            "--chart",
-            str(tmp_path / "ev.png"),
-        ]
+    done = run_cli(
+        *("evaluate", "drbt", "--data", table, "--columns", "age,weight,h_rate,qrs"),
+        *("--n-components", "3", "--seed", "4", "--trials", "3", "--projections", "2"),
+        *("--clusters", "2,3", "--kept-dims", "3,2", "--starts", "independent", "--quiet"),
+        *("--report", tmp_path / "ev.json", "--chart", tmp_path / "ev.png"),
     )
-    assert code == 0
+    assert done.code == 0, done.err
     report = json.loads((tmp_path / "ev.json").read_text())
     assert [p["kept"] for p in report["stress"]["curve"]] == [3, 2]
     assert [s["K"] for s in report["f_measure"]["by_clusters"]] == [2, 3]
@@ -130,21 +77,10 @@ def test_evaluate_writes_report_and_png(table: Path, tmp_path: Path) -> None:
     assert not list(tmp_path.glob(".*.tmp"))
 
 
-def test_evaluate_rejects_bad_lists(table: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as refused:  # a usage error, refused by the parser
-        _run(
-            [
-                "evaluate",
-                "drbt",
-                "--data",
-                str(table),
-                "--id",
-                "pid",
-                "--n-components",
-                "2",
-                "--clusters",
-                "2,three",
-            ]
-        )
-    assert refused.value.code == 2
-    assert "--clusters: expected comma-separated integers" in capsys.readouterr().err
+def test_evaluate_rejects_bad_lists(table: Path) -> None:
+    done = run_cli(  # a usage error, refused by the parser
+        *("evaluate", "drbt", "--data", table, "--id", "pid", "--n-components", "2"),
+        *("--clusters", "2,three"),
+    )
+    assert done.code == 2
+    assert "--clusters: expected comma-separated integers" in done.err

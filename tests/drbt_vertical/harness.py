@@ -6,24 +6,19 @@ The privacy claims of vertical DRBT are about what crosses the wire, so the reco
 wire ends and not inside the protocol code:
 
 * **Every party daemon is the production one**, built by :func:`fedanon.party.daemon.build_server`
-from
-  a real ``party.toml`` (real table loading, real :class:`fedanon.party.servicer.PartyServicer`,
-  mutual
-  TLS, health service), but in this test process (:mod:`tests.inprocess`). The only
-  substitution is the ``make_server`` that ``build_server`` calls: ours is the production one
-  with a :class:`WireRecorder` server interceptor. It wraps each unary handler and keeps, for
-  every call, the caller's certificate name, the *serialized* request the party received and
-  the *serialized* reply it sent. In vertical DRBT the parties talk to the leader only, so this
-  one interceptor sees every protocol message in both directions.
-* The party's next-hop channel (used by LKC's ring, never by DRBT) is created through the patched
-  ``fedanon.party.daemon.make_channel``: ours records any call on it, so a test can assert that no
-  party
-  ever talks to another party during a DRBT session.
+  from a real ``party.toml`` (real table loading, real servicer, mutual TLS, health service), but
+  in this test process (tests/harness/inprocess.py), with the recorders of tests/harness/wire.py
+  on its wire ends: every call a party serves is kept with the caller's certificate name, the
+  request and the reply. In vertical DRBT the parties talk to the leader only, so these records
+  hold every protocol message in both directions (:func:`protocol` picks the DRBT calls).
+* The party's next-hop channel (used by LKC's ring, never by DRBT) records every call made on it
+  (``log.calls_made``), so a test can assert that no party ever talks to another party during a
+  DRBT session.
 * **Ground truth** needs two secrets that never leave a party: its raw block and its matrix R.
   :func:`record_projections` wraps :meth:`DRBTSession.project` (to learn which party is
-  projecting, a thread-local) and ``fedanon.algorithms.drbt.projection.random_matrix`` (the function
-  ``project_block`` calls to draw R) to keep a copy of every R drawn. This is only possible
-  because the parties run in this process; the copies are the oracle, never a message.
+  projecting, a thread-local) and ``fedanon.algorithms.drbt.projection.random_matrix`` (the
+  function ``project_block`` calls to draw R) to keep a copy of every R drawn. This is only
+  possible because the parties run in this process; the copies are the oracle, never a message.
 
 Patching module attributes with ``monkeypatch`` (which raises on a missing attribute) keeps the
 daemons identical to the production ones and makes a rename fail loudly instead of silently
@@ -35,12 +30,11 @@ from __future__ import annotations
 import contextlib
 import math
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import grpc
 import numpy as np
 import pandas as pd
 import pytest
@@ -48,9 +42,9 @@ import pytest
 import fedanon.algorithms.drbt.projection
 import fedanon.party.drbt_session
 from fedanon.federation.tls import TLSFiles
-from fedanon.federation.transport import make_channel, peer_name
 from fedanon.party.config import Hop
-from tests.inprocess import UnaryServerRecorder, inprocess_parties
+from tests.harness.inprocess import inprocess_parties
+from tests.harness.wire import Received, ServedRecorder, WireLog, recording_channel_factory
 
 PROTOCOL_METHODS = {"OpenSession", "Ids", "Project", "Assign", "End"}
 
@@ -98,103 +92,12 @@ def default_k(d: int) -> int:
     return math.ceil(d / 2)
 
 
-# ------------------------------------------------------------------------------ wire recorder
-@dataclass(frozen=True)
-class Call:
-    """One RPC a party served: who called, what it received, what it answered."""
-
-    party: str
-    method: str
-    caller: str | None
-    request: bytes
-    response: bytes | None  # None when the handler aborted the call
-    request_message: Any
-    response_message: Any
-
-
-@dataclass
-class WireLog:
-    calls: list[Call] = field(default_factory=list)
-    hop_calls: list[tuple[str, str]] = field(default_factory=list)  # (party, method) to a peer
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def add(self, call: Call) -> None:
-        with self.lock:
-            self.calls.append(call)
-
-    def protocol(self, party: str | None = None, method: str | None = None) -> list[Call]:
-        """The DRBT protocol calls (health checks left out)."""
-        with self.lock:
-            return [
-                c
-                for c in self.calls
-                if c.method in PROTOCOL_METHODS
-                and (party is None or c.party == party)
-                and (method is None or c.method == method)
-            ]
-
-    def messages(self) -> list[bytes]:
-        """Every serialized message that crossed the wire, both directions."""
-        with self.lock:
-            out = [c.request for c in self.calls]
-            out += [c.response for c in self.calls if c.response is not None]
-            return out
-
-
-class WireRecorder(UnaryServerRecorder):
-    """Records each unary call a party serves: caller, serialized request and reply."""
-
-    def __init__(self, party: str, log: WireLog) -> None:
-        self.party = party
-        self.log = log
-
-    def around(
-        self,
-        method: str,
-        request: Any,
-        context: grpc.ServicerContext,
-        inner: Callable[[Any, grpc.ServicerContext], Any],
-    ) -> Any:
-        caller = peer_name(context)
-        try:
-            response = inner(request, context)
-        except BaseException:
-            self.log.add(
-                Call(self.party, method, caller, request.SerializeToString(), None, request, None)
-            )
-            raise
-        self.log.add(
-            Call(
-                self.party,
-                method,
-                caller,
-                request.SerializeToString(),
-                response.SerializeToString(),
-                request,
-                response,
-            )
-        )
-        return response
-
-
-class _HopRecorder(grpc.UnaryUnaryClientInterceptor):
-    def __init__(self, party: str, log: WireLog) -> None:
-        self.party = party
-        self.log = log
-
-    def intercept_unary_unary(self, continuation: Callable, details: Any, request: Any) -> Any:
-        with self.log.lock:
-            self.log.hop_calls.append((self.party, details.method))
-        return continuation(details, request)
-
-
-def _hop_channel_factory(party: str, log: WireLog) -> Callable[..., grpc.Channel]:
-    def factory(address: str, expected_name: str, tls: TLSFiles | None) -> grpc.Channel:
-        return grpc.intercept_channel(
-            make_channel(address, expected_name, tls), _HopRecorder(party, log)
-        )
-
-    return factory
+# ------------------------------------------------------------------------------ wire views
+def protocol(log: WireLog, party: str | None = None, method: str | None = None) -> list[Received]:
+    """The DRBT protocol calls `party` served (health checks left out), in arrival order."""
+    return [
+        c for c in log.of(role=party, method=method, kind="request") if c.method in PROTOCOL_METHODS
+    ]
 
 
 # ------------------------------------------------------------------------------ secret oracle
@@ -273,8 +176,8 @@ def inprocess_federation(
         workdir,
         monkeypatch,
         ca_name="fedanon drbt test CA",
-        server_interceptor=lambda name: WireRecorder(name, log),
-        hop_channel_factory=lambda name: _hop_channel_factory(name, log),
+        server_interceptor=lambda name: ServedRecorder(name, log),
+        hop_channel_factory=lambda name: recording_channel_factory(name, log),
     ) as started:
         yield InProcessFederation(
             workdir, started.hops, started.leader_tls, log, projections, started.servicers

@@ -17,7 +17,6 @@ import numpy as np
 import pytest
 
 import fedanon.leader.sim
-from fedanon.cli.main import main
 from fedanon.errors import FedanonError
 from fedanon.leader.drbt import DRBTLeaderJob, run_drbt
 from fedanon.leader.sim import federation, split_columns
@@ -31,14 +30,15 @@ from tests.drbt_vertical.checks import (
     read_release,
 )
 from tests.drbt_vertical.harness import clustered_table
+from tests.harness.cli import run_cli
 
 pytestmark = pytest.mark.slow
 
 
-# One party is refused (tests/test_cli_hardening.py).
+# One party is refused (tests/cli/test_cli_hardening.py).
 @pytest.mark.parametrize("parties", [2, 3, 4])
 def test_sim_drbt_over_daemons(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture, parties: int
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, parties: int
 ) -> None:
     """`fedanon sim drbt` with real daemons: release shape, tokens, files at every party, F."""
     table, truth = clustered_table(m=300, d=12, seed=10 + parties)
@@ -62,32 +62,13 @@ def test_sim_drbt_over_daemons(
 
     monkeypatch.setattr(fedanon.leader.sim, "federation", keep_workdir)
     out = tmp_path / "release.csv"
-    assert (
-        main(
-            [
-                "sim",
-                "drbt",
-                "--parties",
-                str(parties),
-                "--data",
-                str(data),
-                "--id",
-                "pid",
-                "--matrix",
-                "sparse",
-                "--clusters",
-                "3",
-                "--send-assignment",
-                "--seed",
-                "3",
-                "--out",
-                str(out),
-                "--json",
-            ]
-        )
-        == 0
+    done = run_cli(
+        *("sim", "drbt", "--parties", str(parties), "--data", data, "--id", "pid"),
+        *("--matrix", "sparse", "--clusters", "3", "--send-assignment", "--seed", "3"),
+        *("--out", out, "--json"),
     )
-    printed = json.loads(capsys.readouterr().out)
+    assert done.code == 0, done.err
+    printed = json.loads(done.out)
     (fed,) = feds
     assert all(d.process is not None and d.process.poll() is not None for d in fed.daemons)
     assert printed["dimensions"] == expected_dimensions(12, parties)

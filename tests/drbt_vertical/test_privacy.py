@@ -45,6 +45,7 @@ from tests.drbt_vertical.harness import (
     clustered_table,
     default_k,
     inprocess_federation,
+    protocol,
     zscore_population,
 )
 
@@ -154,7 +155,7 @@ def test_no_raw_value_zscore_or_matrix_entry_on_the_wire(
     ids = list(table["pid"])
     secrets = party_secrets(fed, parts, ids)
     messages = fed.log.messages()
-    assert len(fed.log.protocol()) == parties * 5 + 1  # Open, Ids x1 (x2 first), Project, ...
+    assert len(protocol(fed.log)) == parties * 5 + 1  # Open, Ids x1 (x2 first), Project, ...
     for name, kinds in secrets.items():
         assert kinds["raw"].size == kinds["zscored"].size >= 240 * 2
         for kind in ("raw", "zscored", "matrix"):
@@ -163,10 +164,15 @@ def test_no_raw_value_zscore_or_matrix_entry_on_the_wire(
     # positive control: each party's projected block is found, in its own Project reply only
     for hop in fed.hops:
         released = secrets[hop.name]["released"]
-        (call,) = fed.log.protocol(hop.name, "Project")
-        assert call.response is not None, "the Project call was aborted"
-        assert occurrences(call.response, released) >= 240 * call.response_message.block.cols
-        others = [m for c in fed.log.calls if c is not call for m in (c.request, c.response or b"")]
+        (call,) = protocol(fed.log, hop.name, "Project")
+        assert call.answer_data is not None, "the Project call was aborted"
+        assert occurrences(call.answer_data, released) >= 240 * call.answer.block.cols
+        others = [
+            m
+            for c in fed.log.of(kind="request")
+            if c is not call
+            for m in (c.data, c.answer_data or b"")
+        ]
         assert sum(occurrences(m, released) for m in others) == 0
 
 
@@ -186,10 +192,10 @@ def test_scanner_catches_a_party_that_sends_its_zscores(
     fed, _report = run_recorded(tmp_path, monkeypatch, parts, clusters=3)
     secrets = party_secrets(fed, parts, list(table["pid"]))
     for hop in fed.hops:
-        (call,) = fed.log.protocol(hop.name, "Project")
-        assert call.response is not None, "the Project call was aborted"
-        assert occurrences(call.response, secrets[hop.name]["zscored"]) >= 240 * 2
-        assert occurrences(call.response, secrets[hop.name]["raw"]) == 0
+        (call,) = protocol(fed.log, hop.name, "Project")
+        assert call.answer_data is not None, "the Project call was aborted"
+        assert occurrences(call.answer_data, secrets[hop.name]["zscored"]) >= 240 * 2
+        assert occurrences(call.answer_data, secrets[hop.name]["raw"]) == 0
 
 
 def test_parties_receive_only_ids_and_cluster_labels(
@@ -202,16 +208,16 @@ def test_parties_receive_only_ids_and_cluster_labels(
     fed, _report = run_recorded(tmp_path, monkeypatch, parts, clusters=4)
     ids = list(table["pid"])
     secrets = party_secrets(fed, parts, ids)
-    assert fed.log.hop_calls == []  # no party ever called another party
+    assert fed.log.calls_made == []  # no party ever called another party
     for index, hop in enumerate(fed.hops):
-        calls = fed.log.protocol(hop.name)
+        calls = protocol(fed.log, hop.name)
         expected = ["OpenSession", "Ids", "Project", "Assign", "End"]
         if index == 0:
             expected.insert(1, "Ids")  # the id list is asked of the first party
         assert [c.method for c in calls] == expected
         for call in calls:
-            assert call.caller == "leader"
-            request = PARTY_RECEIVES[call.method].FromString(call.request)
+            assert call.peer == "leader"
+            request = PARTY_RECEIVES[call.method].FromString(call.data)
             for field, kind in scalar_fields(request):
                 assert kind not in FLOAT_TYPES, f"{hop.name} received {call.method}.{field}"
             others = secret_values(
@@ -224,21 +230,19 @@ def test_parties_receive_only_ids_and_cluster_labels(
                     ]
                 )
             )
-            assert occurrences(call.request, others) == 0
-        id_calls = [c.request_message for c in calls if c.method == "Ids"]
+            assert occurrences(call.data, others) == 0
+        id_calls = [c.message for c in calls if c.method == "Ids"]
         assert list(id_calls[-1].ids) == ids
-        (assign,) = [c.request_message for c in calls if c.method == "Assign"]
+        (assign,) = [c.message for c in calls if c.method == "Assign"]
         assert len(assign.clusters) == len(ids) and set(assign.clusters) <= set(range(4))
-        (opened,) = [c.request_message for c in calls if c.method == "OpenSession"]
+        (opened,) = [c.message for c in calls if c.method == "OpenSession"]
         assert opened.WhichOneof("job") == "drbt"
         assert list(opened.ring) == [h.name for h in fed.hops]
     # what the leader receives: attribute names, ids only from party 1, the projected blocks
     for index, hop in enumerate(fed.hops):
-        replies = {
-            c.method: c.response_message for c in fed.log.protocol(hop.name) if c.method != "Ids"
-        }
+        replies = {c.method: c.answer for c in protocol(fed.log, hop.name) if c.method != "Ids"}
         assert list(replies["OpenSession"].attributes) == list(parts[index].columns[1:])
-        id_replies = [c.response_message for c in fed.log.protocol(hop.name, "Ids")]
+        id_replies = [c.answer for c in protocol(fed.log, hop.name, "Ids")]
         sent_ids = [i for r in id_replies for i in r.ids]
         assert sent_ids == (ids if index == 0 else [])
         assert [r.missing for r in id_replies][-1] == 0

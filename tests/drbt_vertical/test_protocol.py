@@ -17,7 +17,6 @@ import pandas as pd
 import pytest
 
 import fedanon.leader.sim
-from fedanon.cli.main import main
 from fedanon.errors import FedanonError
 from fedanon.leader.drbt import DRBTLeaderJob, run_drbt
 from fedanon.leader.sim import split_columns
@@ -32,8 +31,10 @@ from tests.drbt_vertical.harness import (
     clustered_table,
     default_k,
     inprocess_federation,
+    protocol,
     zscore_population,
 )
+from tests.harness.cli import run_cli
 
 
 def block_diag(*matrices: np.ndarray) -> np.ndarray:
@@ -61,43 +62,22 @@ def use_inprocess_federation(monkeypatch: pytest.MonkeyPatch, root: Path) -> lis
     return started
 
 
-# One party is refused (tests/test_cli_hardening.py).
+# One party is refused (tests/cli/test_cli_hardening.py).
 @pytest.mark.parametrize("parties", [2, 3, 4])
-def test_sim_drbt_happy_path(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture, parties: int
-) -> None:
+def test_sim_drbt_happy_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, parties: int) -> None:
     """`fedanon sim drbt` (CLI code path, in-process servers): release, assignments, F > 0.9."""
     table, truth = clustered_table(m=300, d=12, seed=parties)
     data = tmp_path / "blobs.csv"
     table.to_csv(data, index=False)
     started = use_inprocess_federation(monkeypatch, tmp_path / "fed")
     out, report_path = tmp_path / "release.csv", tmp_path / "report.json"
-    code = main(
-        [
-            "sim",
-            "drbt",
-            "--parties",
-            str(parties),
-            "--data",
-            str(data),
-            "--id",
-            "pid",
-            "--matrix",
-            "sparse",
-            "--clusters",
-            "3",
-            "--send-assignment",
-            "--seed",
-            "7",
-            "--out",
-            str(out),
-            "--report",
-            str(report_path),
-            "--json",
-        ]
+    done = run_cli(
+        *("sim", "drbt", "--parties", str(parties), "--data", data, "--id", "pid"),
+        *("--matrix", "sparse", "--clusters", "3", "--send-assignment", "--seed", "7"),
+        *("--out", out, "--report", report_path, "--json"),
     )
-    assert code == 0
-    printed = json.loads(capsys.readouterr().out)
+    assert done.code == 0, done.err
+    printed = json.loads(done.out)
     assert len(started) == 1
     fed = started[0]
 
@@ -192,12 +172,12 @@ def test_missing_ids_abort_with_counts(
         assert str(raised.value) == f"id list: {counts}"
         assert not out.exists() and not report.exists()
         assert not list(tmp_path.glob("release*"))
-        assert fed.log.protocol(method="Project") == []
-        assert fed.log.protocol(method="Assign") == []
+        assert protocol(fed.log, method="Project") == []
+        assert protocol(fed.log, method="Assign") == []
         for hop in fed.hops:
-            (end,) = fed.log.protocol(hop.name, "End")
-            assert end.request_message.abort
-            assert "lacks" in end.request_message.reason
+            (end,) = protocol(fed.log, hop.name, "End")
+            assert end.message.abort
+            assert "lacks" in end.message.reason
             assert fed.servicers[hop.name].session is None
             assert not fed.output_dir(hop.name).exists()
         # the same daemons serve the next session once the short parties hold every id again
@@ -236,7 +216,7 @@ def test_overlapping_attributes_refused(tmp_path: Path, monkeypatch: pytest.Monk
     with inprocess_federation(parts, tmp_path / "fed", monkeypatch) as fed:
         with pytest.raises(FedanonError, match="'a2' is held by both hospital-1 and hospital-2"):
             run_drbt(DRBTLeaderJob(parties=fed.hops, tls=fed.leader_tls, out=out, id_column="pid"))
-        assert fed.log.protocol(method="Ids") == []
+        assert protocol(fed.log, method="Ids") == []
     assert not out.exists()
 
 
@@ -252,13 +232,11 @@ def test_no_assignment_unless_asked(tmp_path: Path, monkeypatch: pytest.MonkeyPa
                 send_assignment=False,
             )
         )
-        assert fed.log.protocol(method="Assign") == []
+        assert protocol(fed.log, method="Assign") == []
         assert not any(fed.output_dir(h.name).exists() for h in fed.hops)
 
 
-def test_leader_run_with_a_drbt_job_toml(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
-) -> None:
+def test_leader_run_with_a_drbt_job_toml(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`fedanon leader run --config job.toml` with a [drbt] section (the documented config)."""
     table, truth = clustered_table(m=200, d=6, seed=11)
     with inprocess_federation(split_columns(table, 2, "pid"), tmp_path / "fed", monkeypatch) as fed:
@@ -273,8 +251,9 @@ def test_leader_run_with_a_drbt_job_toml(
             f'[tls]\nca = "{certs / "ca.crt"}"\ncert = "{certs / "leader.crt"}"\n'
             f'key = "{certs / "leader.key"}"\n'
         )
-        assert main(["leader", "run", "--config", str(tmp_path / "job.toml"), "--json"]) == 0
-        printed = json.loads(capsys.readouterr().out)
+        done = run_cli("leader", "run", "--config", tmp_path / "job.toml", "--json")
+        assert done.code == 0, done.err
+        printed = json.loads(done.out)
         assert printed["matrix"] == "gaussian" and printed["dimensions"] == 4
         release = check_release(tmp_path / "release.csv", table, "pid", 2, clusters=3)
         check_assignments([fed.output_dir(h.name) for h in fed.hops], table, "pid", release, truth)

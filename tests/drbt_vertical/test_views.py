@@ -25,7 +25,8 @@ from google.protobuf.message import Message
 from fedanon.leader.drbt import DRBTLeaderJob, run_drbt
 from fedanon.leader.sim import split_columns
 from fedanon.protos import fedanon_v1_pb2 as pb
-from tests.drbt_vertical.harness import WireLog, clustered_table, inprocess_federation
+from tests.drbt_vertical.harness import clustered_table, inprocess_federation, protocol
+from tests.harness.wire import WireLog
 
 PARTIES = 3
 NUDGE = 1e-3  # added to the other parties' values: far below the clusters' separation
@@ -53,11 +54,11 @@ def _anonymous(message: Message) -> bytes:
 def view(log: WireLog, party: str) -> dict[tuple[str, int, str], bytes]:
     """Everything `party` received and sent, per method and call number."""
     out: dict[tuple[str, int, str], bytes] = {}
-    for call in log.protocol(party=party):
+    for call in protocol(log, party=party):
         number = sum(key[0] == call.method and key[2] == "received" for key in out)
-        out[(call.method, number, "received")] = _anonymous(call.request_message)
-        if call.response_message is not None:
-            out[(call.method, number, "sent")] = _anonymous(call.response_message)
+        out[(call.method, number, "received")] = _anonymous(call.message)
+        if call.answer is not None:
+            out[(call.method, number, "sent")] = _anonymous(call.answer)
     return out
 
 
@@ -78,7 +79,7 @@ def _run(parts: list[pd.DataFrame], workdir: Path) -> tuple[WireLog, list[int], 
             ),
             on_clusters=lambda ids, found: labels.append([int(x) for x in found]),
         )
-        assert not fed.log.hop_calls, "a party talked to another party"
+        assert not fed.log.calls_made, "a party talked to another party"
     ids = [c for c in parts[0]["pid"]]
     return fed.log, labels[0], ids
 

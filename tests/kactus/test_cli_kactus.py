@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fedanon.cli.main import main
+from tests.harness.cli import run_cli
 
 
 def _write_table(path, n: int = 300, seed: int = 0) -> None:
@@ -26,66 +26,35 @@ def _write_table(path, n: int = 300, seed: int = 0) -> None:
 
 
 @pytest.mark.parametrize("method", ["kactus", "mondrian"])
-def test_release_then_independent_check(tmp_path, capsys, method):
+def test_release_then_independent_check(tmp_path, method):
     data, out, report = tmp_path / "in.csv", tmp_path / "out.csv", tmp_path / "r.json"
     _write_table(data)
-    code = main(
-        [
-            "anonymize",
-            method,
-            "--data",
-            str(data),
-            "--class",
-            "class",
-            "--k",
-            "20",
-            "--seed",
-            "3",
-            "--out",
-            str(out),
-            "--report",
-            str(report),
-            "--json",
-        ]
+    done = run_cli(
+        *("anonymize", method, "--data", data, "--class", "class", "--k", "20", "--seed", "3"),
+        *("--out", out, "--report", report, "--json"),
     )
-    assert code == 0
-    printed = json.loads(capsys.readouterr().out)
+    assert done.code == 0, done.err
+    printed = json.loads(done.out)
     assert printed["released"] + printed["dropped"] == 300
     assert json.loads(report.read_text())["method"] == method
     qids = "--qid=age,job,city,note"
-    assert main(["check", "k-anonymity", "--data", str(out), qids, "--k", "20"]) == 0
-    capsys.readouterr()
-    assert main(["check", "k-anonymity", "--data", str(out), qids, "--k", "301", "--json"]) == 1
-    assert json.loads(capsys.readouterr().out)["ok"] is False
+    assert run_cli("check", "k-anonymity", "--data", out, qids, "--k", "20").code == 0
+    violated = run_cli("check", "k-anonymity", "--data", out, qids, "--k", "301", "--json")
+    assert violated.code == 1
+    assert json.loads(violated.out)["ok"] is False
 
 
-def test_evaluate_classification_writes_json_and_chart(tmp_path, capsys):
+def test_evaluate_classification_writes_json_and_chart(tmp_path):
     data = tmp_path / "in.csv"
     _write_table(data, n=240)
     report, chart = tmp_path / "e.json", tmp_path / "e.png"
-    code = main(
-        [
-            "evaluate",
-            "classification",
-            "--data",
-            str(data),
-            "--class",
-            "class",
-            "--method",
-            "kactus,mondrian",
-            "--k",
-            "5,20",
-            "--inducer",
-            "c45,naive-bayes",
-            "--report",
-            str(report),
-            "--chart",
-            str(chart),
-            "--json",
-        ]
+    done = run_cli(
+        *("evaluate", "classification", "--data", data, "--class", "class"),
+        *("--method", "kactus,mondrian", "--k", "5,20", "--inducer", "c45,naive-bayes"),
+        *("--report", report, "--chart", chart, "--json"),
     )
-    assert code == 0
-    out = json.loads(capsys.readouterr().out)
+    assert done.code == 0, done.err
+    out = json.loads(done.out)
     cases = {(r["method"], r["k"], r["inducer"]) for r in out["results"]}
     assert ("original", 1, "c45") in cases and ("mondrian", 20, "naive-bayes") in cases
     assert all(len(r["accuracies"]) == 10 for r in out["results"])
@@ -105,7 +74,7 @@ def test_evaluate_classification_writes_json_and_chart(tmp_path, capsys):
     ],
 )
 @pytest.mark.parametrize("method", ["kactus", "mondrian"])
-def test_bad_input_is_one_line_and_no_output_file(tmp_path, capsys, edit, options, message, method):
+def test_bad_input_is_one_line_and_no_output_file(tmp_path, edit, options, message, method):
     data, out = tmp_path / "in.csv", tmp_path / "out.csv"
     _write_table(data)
     if edit:
@@ -128,24 +97,25 @@ def test_bad_input_is_one_line_and_no_output_file(tmp_path, capsys, edit, option
         str(out),
         *options,
     ]
-    assert main(argv) == 2
-    err = capsys.readouterr().err
+    done = run_cli(*argv)
+    assert done.code == 2, done.err
+    err = done.err
     assert message in err and err.count("\n") == 1 and "Traceback" not in err
     assert not out.exists()
     assert list(tmp_path.iterdir()) == [data]  # no temporary file left either
 
 
 @pytest.mark.parametrize("numeric", ["median", "mean"])
-def test_numeric_option_picks_the_group_value(tmp_path, capsys, numeric):
+def test_numeric_option_picks_the_group_value(tmp_path, numeric):
     # one numeric QID deciding the class, skewed in the 'lo' group: median 22, mean 29.3
     ages = np.concatenate([np.tile([20, 21, 22, 23, 24], 20), [22], np.full(50, 44)])
     ages = np.concatenate([ages, np.arange(45, 195) % 25 + 45])
     data, out = tmp_path / "in.csv", tmp_path / "out.csv"
     pd.DataFrame({"age": ages, "class": np.where(ages > 44, "hi", "lo")}).to_csv(data, index=False)
     args = ["anonymize", "kactus", "--data", str(data), "--class", "class", "--k", "20"]
-    code = main([*args, "--seed", "1", "--out", str(out), "--numeric", numeric, "--json"])
-    assert code == 0
-    assert json.loads(capsys.readouterr().out)["parameters"]["numeric"] == numeric
+    done = run_cli(*args, "--seed", "1", "--out", out, "--numeric", numeric, "--json")
+    assert done.code == 0, done.err
+    assert json.loads(done.out)["parameters"]["numeric"] == numeric
     released = pd.read_csv(out)
     low = released.loc[released["class"] == "lo", "age"]
     raw_low = ages[ages <= 44]

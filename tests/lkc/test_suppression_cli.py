@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from tests.clirun import CliResult, run_cli
+from tests.harness.cli import FEDANON, CliResult, run_cli
 
 TAXONOMY = """
 qids = ["city"]
@@ -115,9 +114,7 @@ def test_sim_with_budget_matches_the_centralized_command(tmp_path: Path) -> None
     ]
     sim_out, sim_report = tmp_path / "sim.csv", tmp_path / "sim.json"
     cmd = [
-        sys.executable,
-        "-m",
-        "fedanon.cli.main",
+        *FEDANON,
         "sim",
         "lkc",
         "--parties",

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from tests.clirun import run_cli
+from tests.harness.cli import run_cli
 
 
 def _table(path: Path) -> Path:

@@ -8,10 +8,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fedanon.cli.main import main
 from fedanon.errors import FedanonError
 from fedanon.leader.config import load_job
 from fedanon.leader.randomize import RandomizeLeaderJob
+from tests.harness.cli import run_cli
 from tests.randomization.tables import correlated_table
 
 QIDS = "a,b,c,d"
@@ -28,27 +28,25 @@ def data(tmp_path: Path) -> Path:
 
 def test_anonymize_randomize_writes_release_and_report(data, tmp_path):
     out, report = tmp_path / "out.csv", tmp_path / "r.json"
-    code = main(
-        [
-            "anonymize",
-            "randomize",
-            "--data",
-            str(data),
-            "--qid",
-            QIDS,
-            "--method",
-            "enhanced",
-            "--attrs",
-            "2",
-            "--seed",
-            "4",
-            "--out",
-            str(out),
-            "--report",
-            str(report),
-        ]
+    done = run_cli(
+        "anonymize",
+        "randomize",
+        "--data",
+        str(data),
+        "--qid",
+        QIDS,
+        "--method",
+        "enhanced",
+        "--attrs",
+        "2",
+        "--seed",
+        "4",
+        "--out",
+        str(out),
+        "--report",
+        str(report),
     )
-    assert code == 0
+    assert done.code == 0, done.err
     release, raw = pd.read_csv(out, dtype=str), pd.read_csv(data, dtype=str)
     pd.testing.assert_frame_equal(
         release[["id", "disease", "constant"]], raw[["id", "disease", "constant"]]
@@ -68,45 +66,43 @@ def test_anonymize_randomize_writes_release_and_report(data, tmp_path):
         (["--qid", QIDS, "--p", "half"], "--p 'half'"),
     ],
 )
-def test_bad_input_is_one_line_and_leaves_no_output(data, tmp_path, capsys, extra, message):
+def test_bad_input_is_one_line_and_leaves_no_output(data, tmp_path, extra, message):
     out = tmp_path / "out.csv"
-    code = main(["anonymize", "randomize", "--data", str(data), "--out", str(out), *extra])
-    err = capsys.readouterr().err
-    assert code == 2
+    done = run_cli("anonymize", "randomize", "--data", str(data), "--out", str(out), *extra)
+    err = done.err
+    assert done.code == 2, done.err
     assert message in err and err.count("\n") == 1 and "Traceback" not in err
     assert not out.exists()
 
 
-def test_evaluate_randomization_reports_bias_and_query_error(data, tmp_path, capsys):
+def test_evaluate_randomization_reports_bias_and_query_error(data, tmp_path):
     report = tmp_path / "e.json"
-    code = main(
-        [
-            "evaluate",
-            "randomization",
-            "--data",
-            str(data),
-            "--qid",
-            QIDS,
-            "--p",
-            "optimal",
-            "--seed",
-            "3",
-            "--sensitive-column",
-            "disease",
-            "--queries",
-            "50",
-            "--qd",
-            "2",
-            "--top",
-            "3",
-            "--report",
-            str(report),
-            "--json",
-        ]
+    done = run_cli(
+        "evaluate",
+        "randomization",
+        "--data",
+        str(data),
+        "--qid",
+        QIDS,
+        "--p",
+        "optimal",
+        "--seed",
+        "3",
+        "--sensitive-column",
+        "disease",
+        "--queries",
+        "50",
+        "--qd",
+        "2",
+        "--top",
+        "3",
+        "--report",
+        str(report),
+        "--json",
     )
-    assert code == 0
+    assert done.code == 0, done.err
     result = json.loads(report.read_text())
-    assert json.loads(capsys.readouterr().out) == result
+    assert json.loads(done.out) == result
     assert len(result["bias"]) == 6  # 3 pairs, 3 triples
     assert all(
         abs(b["measured_bias"] - b["predicted_bias"]) < 6 * b["predicted_sd"] + 1e-9
@@ -161,28 +157,26 @@ def test_job_toml_without_a_domain_names_the_qid(tmp_path):
         load_job(_job_toml(tmp_path, 'sex = ["F"]\nage = ["1", "2"]'))
 
 
-def test_sim_randomize_three_daemons_matches_centralized(data, tmp_path, capsys):
+def test_sim_randomize_three_daemons_matches_centralized(data, tmp_path):
     out, report = tmp_path / "fed.csv", tmp_path / "fed.json"
-    code = main(
-        [
-            "sim",
-            "randomize",
-            "--parties",
-            "3",
-            "--data",
-            str(data),
-            "--qid",
-            QIDS,
-            "--p",
-            "optimal",
-            "--out",
-            str(out),
-            "--report",
-            str(report),
-            "--json",
-        ]
+    done = run_cli(
+        "sim",
+        "randomize",
+        "--parties",
+        "3",
+        "--data",
+        str(data),
+        "--qid",
+        QIDS,
+        "--p",
+        "optimal",
+        "--out",
+        str(out),
+        "--report",
+        str(report),
+        "--json",
     )
-    assert code == 0
+    assert done.code == 0, done.err
     result = json.loads(report.read_text())
     assert result["centralized"]["global_marginals_equal_union_marginals"] is True
     assert result["Pa"] == result["centralized"]["Pa"]
@@ -197,6 +191,7 @@ def test_sim_randomize_three_daemons_matches_centralized(data, tmp_path, capsys)
         ([], "--out is required unless --keep-at-parties"),
     ],
 )
-def test_sim_refuses_outputs_that_would_be_lost(data, capsys, extra, message):
-    assert main(["sim", "randomize", "--data", str(data), "--qid", QIDS, *extra]) == 2
-    assert message in capsys.readouterr().err
+def test_sim_refuses_outputs_that_would_be_lost(data, extra, message):
+    done = run_cli("sim", "randomize", "--data", str(data), "--qid", QIDS, *extra)
+    assert done.code == 2, done.err
+    assert message in done.err

@@ -263,8 +263,8 @@ def test_kept_records_refuse_the_union():
         session.release_table()
 
 
-def test_leader_run_with_a_randomize_job_toml(tmp_path, monkeypatch, capsys):
-    from fedanon.cli.main import main
+def test_leader_run_with_a_randomize_job_toml(tmp_path, monkeypatch):
+    from tests.harness.cli import run_cli
 
     union, parts = _parts()
     with recording_federation(parts, None, tmp_path / "fed", monkeypatch) as fed:
@@ -291,9 +291,10 @@ key = "{tls.key}"
 """.replace("'", '"'),
             encoding="utf-8",
         )
-        assert main(["leader", "run", "--config", str(job), "--json"]) == 0
+        done = run_cli("leader", "run", "--config", job, "--json")
+        assert done.code == 0, done.err
     report = json.loads((tmp_path / "report.json").read_text())
-    assert json.loads(capsys.readouterr().out)["session_id"] == report["session_id"]
+    assert json.loads(done.out)["session_id"] == report["session_id"]
     assert report["attrs"] == 3 and report["records"] == len(union)
     release = pd.read_csv(tmp_path / "release.csv", dtype=str)
     assert sorted(release["id"]) == sorted(union["id"])

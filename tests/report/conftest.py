@@ -11,7 +11,7 @@ import jsonschema
 import pytest
 
 from fedanon.report.build import SCHEMA_FILE
-from tests.clirun import TAXONOMY, CliResult, lkc_options, run_cli, small_table
+from tests.harness.cli import TAXONOMY, CliResult, lkc_options, run_cli, small_table
 
 
 @dataclass

@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tests.clirun import run_cli
+from tests.harness.cli import run_cli
 from tests.report.conftest import steward_report, write_inputs
 
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from fedanon.readers.datadir import data_dir, have_data
-from tests.clirun import run_cli
+from tests.harness.cli import run_cli
 from tests.report.conftest import ReportRun, suppression_job, write_inputs
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tests.clirun import run_cli
+from tests.harness.cli import run_cli
 from tests.report.conftest import lkc_job, steward_report, write_inputs
 
 

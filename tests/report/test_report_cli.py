@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from fedanon.report.build import SCHEMA_FILE
-from tests.clirun import lkc_options, run_cli
+from tests.harness.cli import lkc_options, run_cli
 from tests.report.conftest import ReportRun, lkc_job
 
 

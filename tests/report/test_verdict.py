@@ -21,7 +21,7 @@ import pytest
 from PIL import Image
 
 from fedanon.readers.datadir import data_dir, have_data
-from tests.clirun import run_cli
+from tests.harness.cli import run_cli
 from tests.report.conftest import steward_report, suppression_job, write_inputs
 from tests.report.test_browser import _assert_page_matches
 

@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from fedanon.cli.main import main
 from fedanon.utility.transactions import Transactions
-from tests.clirun import run_cli
+from tests.harness.cli import run_cli
 
 # Figure 5.2(a) with A..D = 1..4, plus filler baskets so that rules have room to be mined.
 LOG = "1 2 3 4\n1 2 3\n1 2 4\n1 3 4\n1 2 3\n2 4\n"
@@ -31,28 +30,29 @@ def sanitize_args(files: dict[str, Path], *extra: str) -> list[str]:
     ]  # fmt: skip
 
 
-def test_iga_writes_the_sanitized_log_and_report(files, tmp_path, capsys):
+def test_iga_writes_the_sanitized_log_and_report(files, tmp_path):
     report = tmp_path / "report.json"
-    code = main(sanitize_args(files, "--algorithm", "iga", "--report", str(report), "--json"))
-    assert code == 0
+    done = run_cli(*sanitize_args(files, "--algorithm", "iga", "--report", str(report), "--json"))
+    assert done.code == 0, done.err
     out = Transactions.read_fimi(files["out"])
     # IGA at psi = 0: D is the shared lowest-support victim of T1, T3, T4 (Figure 5.6 logic).
     assert out.to_lists() == [[1, 2, 3], [1, 2, 3], [1, 2], [1, 3], [1, 2, 3], [2, 4]]
     saved = json.loads(report.read_text())
     assert saved["deletions"] == 3 and saved["transactions"] == 6
-    assert json.loads(capsys.readouterr().out)["algorithm"] == "iga"
+    assert json.loads(done.out)["algorithm"] == "iga"
 
 
 def test_swa_accepts_one_psi_per_rule(files):
-    assert main(sanitize_args(files, "--algorithm", "swa", "--psi", "0,1", "--seed", "3")) == 0
+    done = run_cli(*sanitize_args(files, "--algorithm", "swa", "--psi", "0,1", "--seed", "3"))
+    assert done.code == 0, done.err
     out = Transactions.read_fimi(files["out"])
     # Rule 2 (psi 1) keeps its transactions unless rule 1's deletion broke it.
     assert len(out) == 6 and len(out.containing([1, 2, 4])) == 0
 
 
 def test_dsa_writes_itemsets_with_supports(files):
-    code = main(sanitize_args(files, "--algorithm", "dsa", "--support", "0.3", "--seed", "1"))
-    assert code == 0
+    done = run_cli(*sanitize_args(files, "--algorithm", "dsa", "--support", "0.3", "--seed", "1"))
+    assert done.code == 0, done.err
     lines = files["out"].read_text().splitlines()
     itemsets = {frozenset(map(int, line.split(" (")[0].split())) for line in lines}
     assert frozenset({1, 2, 4}) not in itemsets and frozenset({1, 3, 4}) not in itemsets
@@ -68,11 +68,12 @@ def test_dsa_writes_itemsets_with_supports(files):
         ({"data": "1 2\n3 four\n"}, "line 2: 'four'"),
     ],
 )
-def test_bad_input_is_one_line_and_writes_nothing(files, capsys, change, message):
+def test_bad_input_is_one_line_and_writes_nothing(files, change, message):
     for key, text in change.items():
         files[key].write_text(text)
-    assert main(sanitize_args(files, "--algorithm", "rra")) == 2
-    err = capsys.readouterr().err
+    done = run_cli(*sanitize_args(files, "--algorithm", "rra"))
+    assert done.code == 2, done.err
+    err = done.err
     assert message in err and err.count("\n") == 1 and "Traceback" not in err
     assert not files["out"].exists()
     assert not files["out"].parent.exists() or not any(files["out"].parent.iterdir())
@@ -81,21 +82,20 @@ def test_bad_input_is_one_line_and_writes_nothing(files, capsys, change, message
 @pytest.mark.parametrize("psi", ["1.5", "-0.1", "x"])
 def test_psi_outside_unit_interval_is_rejected(files, psi):
     done = run_cli(*sanitize_args(files, "--algorithm", "ra", "--psi", psi))  # argparse or handler
-    assert done.code == 2
+    assert done.code == 2, done.err
     assert len(done.err_lines) == 1 and "--psi" in done.err
     assert not files["out"].exists()
 
 
-def test_evaluate_one_sanitized_log(files, tmp_path, capsys):
-    assert main(sanitize_args(files, "--algorithm", "iga")) == 0
-    capsys.readouterr()
-    code = main(
-        ["evaluate", "sanitize", "--data", str(files["data"]), "--release",
-         str(files["out"]), "--rules", str(files["rules"]), "--support", "0.3",
-         "--confidence", "0.6", "--json"]
+def test_evaluate_one_sanitized_log(files, tmp_path):
+    done = run_cli(*sanitize_args(files, "--algorithm", "iga"))
+    assert done.code == 0, done.err
+    done = run_cli(
+        "evaluate", "sanitize", "--data", files["data"], "--release", files["out"],
+        "--rules", files["rules"], "--support", "0.3", "--confidence", "0.6", "--json",
     )  # fmt: skip
-    assert code == 0
-    report = json.loads(capsys.readouterr().out)
+    assert done.code == 0, done.err
+    report = json.loads(done.out)
     assert report["hf"] == 0.0
     assert report["dif"] == pytest.approx(3 / 18)
     assert 0.0 <= report["mc"] <= 1.0 and report["ap"] is not None
@@ -103,12 +103,12 @@ def test_evaluate_one_sanitized_log(files, tmp_path, capsys):
 
 def test_evaluate_sweep_writes_json_and_png(files, tmp_path):
     chart, report = tmp_path / "psi.png", tmp_path / "sweep.json"
-    code = main(
-        ["evaluate", "sanitize", "--data", str(files["data"]), "--rules",
-         str(files["rules"]), "--support", "0.3", "--algorithms", "iga,swa", "--psi", "0,0.5",
-         "--seed", "1", "--chart", str(chart), "--report", str(report), "--quiet"]
+    done = run_cli(
+        "evaluate", "sanitize", "--data", files["data"], "--rules", files["rules"],
+        "--support", "0.3", "--algorithms", "iga,swa", "--psi", "0,0.5",
+        "--seed", "1", "--chart", chart, "--report", report, "--quiet",
     )  # fmt: skip
-    assert code == 0
+    assert done.code == 0, done.err
     assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     sweep = json.loads(report.read_text())["sweep"]
     assert [(row["algorithm"], row["psi"]) for row in sweep] == [

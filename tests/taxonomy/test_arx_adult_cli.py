@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from fedanon.readers.datadir import data_dir, have_data
-from tests.clirun import run_cli
+from tests.harness.cli import run_cli
 
 pytestmark = pytest.mark.skipif(
     not have_data("adult", "arx_hierarchies") or not have_data("adult", "arx_adult.csv"),

@@ -17,7 +17,7 @@ import pytest
 
 from fedanon.taxonomy.loader import load_taxonomy
 from fedanon.taxonomy.tree import Taxonomy
-from tests.clirun import run_cli
+from tests.harness.cli import run_cli
 
 _INTERVAL = re.compile(r"^\[(-?[0-9.]+), (-?[0-9.]+)\)$")
 

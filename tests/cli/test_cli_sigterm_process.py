@@ -13,13 +13,10 @@ import errno
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
-from tests.clirun import TAXONOMY
-
-from .clirun import lkc_options
+from tests.harness.cli import FEDANON, TAXONOMY, lkc_options
 
 
 def open_when_read(fifo: Path, process: subprocess.Popen, seconds: float = 120) -> int:
@@ -44,7 +41,8 @@ def test_sigterm_ends_a_running_command_cleanly(tmp_path: Path):
     out.mkdir()
     process = subprocess.Popen(
         [
-            *(sys.executable, "-m", "fedanon.cli.main", "anonymize", "lkc", "--quiet"),
+            *FEDANON,
+            *("anonymize", "lkc", "--quiet"),
             *lkc_options(fifo, tmp_path / "taxonomy.toml"),
             *("--out", str(out / "release.csv"), "--report", str(out / "report.json")),
         ],

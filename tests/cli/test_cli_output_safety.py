@@ -13,25 +13,9 @@ from pathlib import Path
 import pytest
 
 from fedanon import outputs as outputs_module
-from tests.clirun import TAXONOMY, small_table
-
-from .clirun import lkc_options, run_cli
+from tests.harness.cli import TAXONOMY, lkc_options, run_cli, small_table, snapshot
 
 NUMERIC = "a,b,c,d\n" + "".join(f"{i},{(i * 7) % 11},{(i * 3) % 5},{i % 4}\n" for i in range(30))
-
-
-def snapshot(directory: Path) -> dict[str, bytes | str]:
-    """Every entry under `directory`: file bytes, or the target of a symlink, or 'dir'."""
-    found: dict[str, bytes | str] = {}
-    for path in sorted(directory.rglob("*")):
-        key = str(path.relative_to(directory))
-        if path.is_symlink():
-            found[key] = f"-> {os.readlink(path)}"
-        elif path.is_dir():
-            found[key] = "dir"
-        else:
-            found[key] = path.read_bytes()
-    return found
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ import pytest
 import fedanon
 from fedanon.errors import FedanonError
 
-API_PAGE = Path(__file__).resolve().parents[1] / "docs" / "api.md"
+API_PAGE = Path(__file__).resolve().parents[2] / "docs" / "api.md"
 
 
 def _run_page() -> dict[str, Any]:
@@ -91,34 +91,18 @@ def test_import_fedanon_loads_no_heavy_module() -> None:
 
 def test_the_cli_report_carries_the_privacy_check(tmp_path: Path) -> None:
     """Centralized `anonymize lkc` reports `privacy_check` like the distributed run."""
-    from fedanon.cli.main import main
     from fedanon.synth import generate_hospital, hospital_taxonomy_path
+    from tests.harness.cli import run_cli
 
     data = tmp_path / "data.csv"
     generate_hospital(600, seed=5).to_csv(data, index=False)
     report = tmp_path / "report.json"
-    code = main(
-        [
-            "anonymize",
-            "lkc",
-            "--data",
-            str(data),
-            "--taxonomy",
-            str(hospital_taxonomy_path()),
-            "--out",
-            str(tmp_path / "out.csv"),
-            "--report",
-            str(report),
-            "--L",
-            "2",
-            "--k",
-            "10",
-            "--C",
-            "0.5",
-            "--quiet",
-        ]
+    done = run_cli(
+        *("anonymize", "lkc", "--data", data, "--taxonomy", hospital_taxonomy_path()),
+        *("--out", tmp_path / "out.csv", "--report", report),
+        *("--L", "2", "--k", "10", "--C", "0.5", "--quiet"),
     )
-    assert code == 0
+    assert done.code == 0, done.err
     check = json.loads(report.read_text(encoding="utf-8"))["privacy_check"]
     assert check["ok"] is True and check["L"] == 2 and check["K"] == 10
 

@@ -4,13 +4,11 @@ answered with one line, a non-zero exit code and no output file."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.clirun import TAXONOMY, small_table
+from tests.harness.cli import TAXONOMY, CliResult, run_cli_process, small_table
 
 
 @pytest.fixture
@@ -22,13 +20,8 @@ def files(tmp_path: Path) -> dict[str, Path]:
     return {"taxonomy": taxonomy, "data": data, "out": tmp_path / "out.csv"}
 
 
-def _run(*args: str | Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "fedanon.cli.main", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+def _run(*args: str | Path) -> CliResult:
+    return run_cli_process(*args, timeout=120)
 
 
 def _anonymize(files: dict[str, Path], *extra: str | Path, data: Path | None = None):
@@ -51,7 +44,7 @@ def _anonymize(files: dict[str, Path], *extra: str | Path, data: Path | None = N
 def test_release_passes_checker_and_report_is_written(files, tmp_path):
     report = tmp_path / "r.json"
     done = _anonymize(files, "--L", "2", "--k", "4", "--C", "0.5", "--report", report)
-    assert done.returncode == 0, done.stderr
+    assert done.code == 0, done.err
     check = _run(
         "check",
         "lkc",
@@ -66,18 +59,18 @@ def test_release_passes_checker_and_report_is_written(files, tmp_path):
         "--C",
         "0.5",
     )
-    assert check.returncode == 0, check.stdout + check.stderr
+    assert check.code == 0, check.out + check.err
     content = json.loads(report.read_text())
     assert content["groups"]["min_group_size"] >= 4
     assert "pid" not in files["out"].read_text().splitlines()[0].split(",")
 
 
-def _expect_error(done: subprocess.CompletedProcess, files, pattern: str, code: int = 2):
-    assert done.returncode == code, done.stdout + done.stderr
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("fedanon: error:"), done.stderr
+def _expect_error(done: CliResult, files, pattern: str, code: int = 2):
+    assert done.code == code, done.out + done.err
+    lines = done.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("fedanon: error:"), done.err
     assert pattern in lines[0], lines[0]
-    assert "Traceback" not in done.stderr
+    assert "Traceback" not in done.err
     assert not files["out"].exists()
     assert not any(p.name.startswith(".out.csv") for p in files["out"].parent.iterdir())
 
@@ -99,7 +92,7 @@ def test_unknown_value(files, tmp_path):
     bad.write_text(small_table().replace("Lawyer", "Pilot", 1), encoding="utf-8")
     done = _anonymize(files, "--L", "2", "--k", "2", "--C", "1", data=bad)
     _expect_error(done, files, "'Pilot'")
-    assert "row 4" in done.stderr and "job" in done.stderr
+    assert "row 4" in done.err and "job" in done.err
 
 
 def test_missing_column(files, tmp_path):
@@ -131,7 +124,7 @@ def test_non_numeric_value_in_numeric_qid(files, tmp_path):
     bad.write_text(small_table().replace("\n5,35,", "\n5,thirty,", 1), encoding="utf-8")
     done = _anonymize(files, "--L", "2", "--k", "2", "--C", "1", data=bad)
     _expect_error(done, files, "'thirty'")
-    assert "not a number" in done.stderr
+    assert "not a number" in done.err
 
 
 def test_bad_parameters(files):

@@ -19,10 +19,9 @@ from hypothesis import strategies as st
 
 from fedanon.cli import common
 from fedanon.cli.main import build_parser
-from tests.clirun import TAXONOMY, small_table
+from tests.harness.cli import TAXONOMY, run_cli, small_table, snapshot
 
-from .clirun import run_cli
-from .test_cli_output_safety import NUMERIC, snapshot
+from .test_cli_output_safety import NUMERIC
 
 # Hostile values by the kind of argument they replace; each is an error for that kind.
 HOSTILE = {
@@ -314,24 +313,39 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-@settings(
-    max_examples=250,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
-@given(args=hostile_command())
-def test_hostile_command_line_is_one_line_exit_2_and_writes_nothing(work, args):
-    before = snapshot(work)
-    cwd = os.getcwd()
-    os.chdir(work)
-    try:
-        done = run_cli(*args)
-    finally:
-        os.chdir(cwd)
-    assert "Traceback" not in done.err, done.err
-    assert done.code == 2, (args, done.code, done.err)
-    assert len(done.err_lines) == 1, (args, done.err)
-    assert snapshot(work) == before, args
+# Every example runs a whole command: the quick subset runs a share of each property's examples,
+# the full suite the rest (the same total as one 250-example run).
+def examples(quick: int, full: int) -> pytest.MarkDecorator:
+    """Parametrize a property test by its example budget: `quick` fast, `full` marked slow."""
+    return pytest.mark.parametrize(
+        "budget",
+        [pytest.param(quick, id="quick"), pytest.param(full, marks=pytest.mark.slow, id="full")],
+    )
+
+
+def _property(budget: int) -> settings:
+    too_slow = [HealthCheck.too_slow]
+    return settings(max_examples=budget, deadline=None, suppress_health_check=too_slow)
+
+
+@examples(quick=50, full=200)
+def test_hostile_command_line_is_one_line_exit_2_and_writes_nothing(work, budget):
+    @_property(budget)
+    @given(args=hostile_command())
+    def check(args):
+        before = snapshot(work)
+        cwd = os.getcwd()
+        os.chdir(work)
+        try:
+            done = run_cli(*args)
+        finally:
+            os.chdir(cwd)
+        assert "Traceback" not in done.err, done.err
+        assert done.code == 2, (args, done.code, done.err)
+        assert len(done.err_lines) == 1, (args, done.err)
+        assert snapshot(work) == before, args
+
+    check()
 
 
 def _leaf_commands(parser: argparse.ArgumentParser, prefix: str = "") -> list[str]:
@@ -421,27 +435,27 @@ def _typed_cases() -> list[tuple[tuple[str, ...], str, str]]:
 TYPED_CASES = _typed_cases()
 
 
-@settings(
-    max_examples=200,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
-@given(case=st.sampled_from(TYPED_CASES))
-def test_every_typed_option_refuses_hostile_values_with_one_line(tmp_path, case):
-    words, option, value = case
-    cwd = os.getcwd()
-    os.chdir(tmp_path)
-    try:
-        before = snapshot(tmp_path)
-        done = run_cli(*words, f"{option}={value}")
-        after = snapshot(tmp_path)
-    finally:
-        os.chdir(cwd)
-    assert "Traceback" not in done.err, done.err
-    assert done.code == 2, (case, done.code, done.err)
-    assert len(done.err_lines) == 1, (case, done.err)
-    assert option in done.err, (case, done.err)
-    assert after == before, case
+@examples(quick=50, full=150)
+def test_every_typed_option_refuses_hostile_values_with_one_line(tmp_path, budget):
+    @_property(budget)
+    @given(case=st.sampled_from(TYPED_CASES))
+    def check(case):
+        words, option, value = case
+        cwd = os.getcwd()
+        os.chdir(tmp_path)
+        try:
+            before = snapshot(tmp_path)
+            done = run_cli(*words, f"{option}={value}")
+            after = snapshot(tmp_path)
+        finally:
+            os.chdir(cwd)
+        assert "Traceback" not in done.err, done.err
+        assert done.code == 2, (case, done.code, done.err)
+        assert len(done.err_lines) == 1, (case, done.err)
+        assert option in done.err, (case, done.err)
+        assert after == before, case
+
+    check()
 
 
 def test_every_option_of_every_command_is_checked_somewhere():

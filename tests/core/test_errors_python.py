@@ -15,7 +15,7 @@ import pytest
 
 import fedanon
 from fedanon.errors import FedanonError, InfeasibleError, MissingColumnError
-from tests.clirun import TAXONOMY, run_cli, small_table
+from tests.harness.cli import TAXONOMY, run_cli, small_table
 
 TABLE = pd.DataFrame({"age": ["30", "40"] * 5, "job": ["a", "b"] * 5, "d": ["x", "y"] * 5})
 

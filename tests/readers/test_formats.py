@@ -11,7 +11,7 @@ import pytest
 
 from fedanon.errors import FedanonError
 from fedanon.readers.table_io import input_delimiter, read_table, require_columns, write_table
-from tests.clirun import CliResult, lkc_options, run_cli
+from tests.harness.cli import CliResult, lkc_options, run_cli
 
 TAXONOMY = """\
 qids = ["sex", "zip"]

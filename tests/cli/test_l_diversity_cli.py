@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.clirun import run_cli
+from tests.harness.cli import run_cli
 
 # Li et al.'s salaries: {3k,4k,5k} is 0.375 from Q = {3k..11k}, {6k,8k,11k} 0.167.
 TABLE = "zip,salary,d\n" + "\n".join(

@@ -16,10 +16,9 @@ from hypothesis import strategies as st
 from fedanon.errors import FedanonError
 from fedanon.models.lkc import parse_confidence
 from fedanon.schema import parse_confidence_bound
-from tests.clirun import TAXONOMY, small_table
+from tests.harness.cli import TAXONOMY, run_cli, small_table, snapshot
 
-from .clirun import run_cli
-from .test_cli_output_safety import NUMERIC, snapshot
+from .test_cli_output_safety import NUMERIC
 
 BAD_C = ["nan", "NaN", "inf", "-inf", "abc", "1/0", "0", "-0.2", "1.5", "", "20", "0x1", "1e400"]
 

@@ -18,9 +18,7 @@ from fedanon.errors import FedanonError
 from fedanon.readers.table_io import read_table, write_table
 from fedanon.taxonomy.loader import load_taxonomy
 from fedanon.utility.pairing import release_in_raw_order
-from tests.clirun import TAXONOMY, small_table
-
-from .clirun import lkc_options, run_cli
+from tests.harness.cli import TAXONOMY, lkc_options, run_cli, small_table
 
 
 def _without_pid(csv: str) -> str:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import socket
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,7 @@ import pytest
 from fedanon.crypto.identity import create_ca, issue_identity, save_ca, save_identity
 from fedanon.federation.transport import make_server
 from fedanon.synth import generate_hospital, hospital_taxonomy_path
+from tests.harness.cli import FEDANON, CliResult, run_cli_process
 
 
 @pytest.fixture
@@ -46,20 +46,15 @@ key = "certs/{key}.key"
     return path
 
 
-def _serve(config: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "fedanon.cli.main", "party", "serve", "--config", str(config)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+def _serve(config: Path) -> CliResult:
+    return run_cli_process("party", "serve", "--config", config, timeout=60)
 
 
-def _one_line_error(done: subprocess.CompletedProcess, pattern: str) -> None:
-    assert done.returncode == 2, done.stdout + done.stderr
-    errors = [line for line in done.stderr.splitlines() if line.startswith("fedanon: error:")]
-    assert len(errors) == 1 and pattern in errors[0], done.stderr
-    assert "Traceback" not in done.stderr
+def _one_line_error(done: CliResult, pattern: str) -> None:
+    assert done.code == 2, done.out + done.err
+    errors = [line for line in done.err.splitlines() if line.startswith("fedanon: error:")]
+    assert len(errors) == 1 and pattern in errors[0], done.err
+    assert "Traceback" not in done.err
 
 
 def _free_port() -> int:
@@ -93,7 +88,7 @@ def test_unreachable_next_hop_when_required(party_dir: Path) -> None:
     )
     done = _serve(_config(party_dir, _free_port(), extra=extra))
     _one_line_error(done, "next hop hospital-b")
-    assert "unreachable" in done.stderr
+    assert "unreachable" in done.err
 
 
 def test_negative_union_workers(party_dir: Path) -> None:
@@ -131,7 +126,7 @@ def test_port_of_a_live_daemon(party_dir: Path) -> None:
     taking half the connections): one line, exit 2; the first daemon keeps serving."""
     config = _config(party_dir, _free_port())
     first = subprocess.Popen(
-        [sys.executable, "-m", "fedanon.cli.main", "party", "serve", "--config", str(config)],
+        [*FEDANON, "party", "serve", "--config", str(config)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

@@ -1,7 +1,7 @@
 """Issue 22, defects 6 and 7 on the command line: one line and exit 2 instead of a traceback,
 a runaway job or a replaced symlink; every case failed on the code before the fix.
 
-Commands run in-process (tests/clirun.py) where that suffices; mining is also run as a real
+Commands run in-process (tests/harness/cli.py) where that suffices; mining is also run as a real
 process, to measure its memory and to send it SIGTERM while FP-growth (a C call) is running.
 """
 
@@ -12,17 +12,23 @@ import resource
 import signal
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from fedanon.readers.datadir import data_dir
-from tests.clirun import TAXONOMY, small_table
+from tests.harness.cli import (
+    FEDANON,
+    TAXONOMY,
+    lkc_options,
+    run_cli,
+    run_cli_process,
+    small_table,
+    snapshot,
+)
 
-from .clirun import lkc_options, run_cli
-from .test_cli_output_safety import NUMERIC, snapshot
+from .test_cli_output_safety import NUMERIC
 
 LONG = "n" * 300  # longer than NAME_MAX (255): the OS answers ENAMETOOLONG
 
@@ -192,40 +198,32 @@ BMS = data_dir() / "fimi" / "BMS-WebView-1.dat"
 needs_bms = pytest.mark.skipif(not BMS.exists(), reason=f"benchmark data missing: {BMS}")
 
 
-def _fedanon(*args: str | Path) -> list[str]:
-    return [sys.executable, "-m", "fedanon.cli.main", *map(str, args)]
-
-
 @needs_bms
 def test_a_tiny_support_fails_with_one_line_and_bounded_memory(tmp_path):
     (tmp_path / "rules.txt").write_text("10307 => 10311\n")
     began = time.monotonic()
-    done = subprocess.run(
-        _fedanon(
-            "evaluate",
-            "sanitize",
-            "--quiet",
-            "--data",
-            BMS,
-            "--rules",
-            tmp_path / "rules.txt",
-            "--support",
-            "0.00001",
-            "--algorithms",
-            "iga",
-            "--psi",
-            "0",
-            "--report",
-            tmp_path / "r.json",
-        ),
-        capture_output=True,
-        text=True,
+    done = run_cli_process(
+        "evaluate",
+        "sanitize",
+        "--quiet",
+        "--data",
+        BMS,
+        "--rules",
+        tmp_path / "rules.txt",
+        "--support",
+        "0.00001",
+        "--algorithms",
+        "iga",
+        "--psi",
+        "0",
+        "--report",
+        tmp_path / "r.json",
         timeout=300,
     )
     seconds = time.monotonic() - began
     peak_bytes = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
-    assert done.returncode == 2, done.stderr
-    assert done.stderr.splitlines() == [
+    assert done.code == 2, done.err
+    assert done.err.splitlines() == [
         "fedanon: error: mining at support 1e-05 finds more than 1,000,000 frequent itemsets "
         "(the --max-itemsets budget): raise the support or the budget"
     ]
@@ -247,9 +245,9 @@ def _children(pid: int) -> list[int]:
 def test_sigterm_while_mining_ends_the_command_at_once(tmp_path, sig):
     (tmp_path / "rules.txt").write_text("10307 => 10311\n")
     process = subprocess.Popen(
-        _fedanon("evaluate", "sanitize", "--quiet", "--data", BMS, "--rules",
-                 tmp_path / "rules.txt", "--support", "0.00001", "--max-itemsets", "1000000000",
-                 "--algorithms", "iga", "--psi", "0", "--report", tmp_path / "r.json"),
+        [*FEDANON, "evaluate", "sanitize", "--quiet", "--data", str(BMS), "--rules",
+         str(tmp_path / "rules.txt"), "--support", "0.00001", "--max-itemsets", "1000000000",
+         "--algorithms", "iga", "--psi", "0", "--report", str(tmp_path / "r.json")],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
@@ -274,8 +272,8 @@ def test_sigterm_while_mining_ends_the_command_at_once(tmp_path, sig):
 
 
 def test_party_serve_on_a_port_in_use_prints_one_line(tmp_path):
-    from .test_party_startup import _config, _serve
-    from .test_party_startup import party_dir as make_party_dir
+    from tests.party.test_party_startup import _config, _serve
+    from tests.party.test_party_startup import party_dir as make_party_dir
 
     root = make_party_dir.__wrapped__(tmp_path)  # the fixture's body: certificates and a table
     with socket.socket() as busy:
@@ -283,7 +281,7 @@ def test_party_serve_on_a_port_in_use_prints_one_line(tmp_path):
         busy.listen()
         port = busy.getsockname()[1]
         done = _serve(_config(root, port))
-    assert done.returncode == 2, done.stderr
-    assert done.stderr.splitlines() == [
+    assert done.code == 2, done.err
+    assert done.err.splitlines() == [
         f"fedanon: error: cannot listen on 127.0.0.1:{port}: the port is in use (another daemon?)"
     ]

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
-import sys
 import types
 from pathlib import Path
 
@@ -13,6 +11,7 @@ import pytest
 
 from fedanon.cli.check import register
 from fedanon.errors import FedanonError
+from tests.harness.cli import CliResult, run_cli_process
 
 # 8 rows that pass (L=2, K=2, C=1/2) with S={s=x}, every group exactly on the boundary.
 PASSING = "a,b,c,s\n0,0,0,x\n0,0,0,y\n0,1,1,x\n0,1,1,y\n1,0,0,x\n1,0,0,y\n1,1,1,x\n1,1,1,y\n"
@@ -20,13 +19,8 @@ PASSING = "a,b,c,s\n0,0,0,x\n0,0,0,y\n0,1,1,x\n0,1,1,y\n1,0,0,x\n1,0,0,y\n1,1,1,
 K_BROKEN = PASSING + "0,0,1,y\n"
 
 
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "fedanon.cli.main", "check", "lkc", *args],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+def run(*args: str) -> CliResult:
+    return run_cli_process("check", "lkc", *args)
 
 
 @pytest.fixture
@@ -57,25 +51,25 @@ def lkc_args(data: str, *extra: str) -> list[str]:
 
 def test_passing_release_exits_0(csv) -> None:
     p = run(*lkc_args(csv(PASSING)))
-    assert p.returncode == 0, p.stderr
-    assert "LKC-privacy holds" in p.stdout
-    assert "min group size: 2" in p.stdout
-    assert "max confidence of s=x: 1/2" in p.stdout
+    assert p.code == 0, p.err
+    assert "LKC-privacy holds" in p.out
+    assert "min group size: 2" in p.out
+    assert "max confidence of s=x: 1/2" in p.out
 
 
 def test_violation_exits_1_and_names_the_worst_group(csv) -> None:
     p = run(*lkc_args(csv(K_BROKEN)))
-    assert p.returncode == 1
-    assert "VIOLATED" in p.stdout
-    assert "group size 1 < K=2" in p.stdout
-    assert "data row 9" in p.stdout
-    assert p.stderr == ""
+    assert p.code == 1
+    assert "VIOLATED" in p.out
+    assert "group size 1 < K=2" in p.out
+    assert "data row 9" in p.out
+    assert p.err == ""
 
 
 def test_json_output(csv) -> None:
     p = run(*lkc_args(csv(K_BROKEN), "--json"))
-    assert p.returncode == 1
-    data = json.loads(p.stdout)
+    assert p.code == 1
+    data = json.loads(p.out)
     assert data["ok"] is False
     assert data["qids"] == ["a", "b", "c"]
     assert data["worst"]["bound"] == "K"
@@ -87,7 +81,7 @@ def test_json_output(csv) -> None:
 
 def test_confidence_violation_json(csv) -> None:
     text = PASSING.replace("1,1,1,y", "1,1,1,x")
-    data = json.loads(run(*lkc_args(csv(text), "--json")).stdout)
+    data = json.loads(run(*lkc_args(csv(text), "--json")).out)
     assert data["worst"]["bound"] == "C"
     assert data["worst"]["qids"] == ["a", "b"]
     assert data["worst"]["confidence"]["fraction"] == "1/1"
@@ -96,29 +90,29 @@ def test_confidence_violation_json(csv) -> None:
 def test_k_anonymity_special_case_with_l_all(csv) -> None:
     # Full-QID groups have 2 rows: 2-anonymous, not 3-anonymous.
     path = csv(PASSING)
-    assert run("--data", path, "--qid", "a,b,c", "--L", "all", "--k", "2").returncode == 0
+    assert run("--data", path, "--qid", "a,b,c", "--L", "all", "--k", "2").code == 0
     p = run("--data", path, "--qid", "a,b,c", "--L", "all", "--k", "3", "--json")
-    assert p.returncode == 1
-    assert json.loads(p.stdout)["subsets_checked"] == 7
+    assert p.code == 1
+    assert json.loads(p.out)["subsets_checked"] == 7
 
 
 def test_delimiters(csv) -> None:
     path = csv(PASSING.replace(",", "\t"), "release.tsv")
-    assert run(*lkc_args(path, "--delimiter", "\\t")).returncode == 0
+    assert run(*lkc_args(path, "--delimiter", "\\t")).code == 0
     path = csv(PASSING.replace(",", ";"), "release.ssv")
-    assert run(*lkc_args(path, "--delimiter", ";")).returncode == 0
+    assert run(*lkc_args(path, "--delimiter", ";")).code == 0
 
 
 def test_first_flag_stops_early(csv) -> None:
-    data = json.loads(run(*lkc_args(csv(K_BROKEN), "--first", "--json")).stdout)
+    data = json.loads(run(*lkc_args(csv(K_BROKEN), "--first", "--json")).out)
     assert data["ok"] is False and data["stopped_early"] is True
     assert data["subsets_checked"] < 6
 
 
 def test_help_names_the_special_cases() -> None:
     p = run("--help")
-    assert p.returncode == 0
-    assert "k-anonymity" in p.stdout and "confidence bounding" in p.stdout
+    assert p.code == 0
+    assert "k-anonymity" in p.out and "confidence bounding" in p.out
 
 
 @pytest.mark.parametrize(
@@ -145,10 +139,10 @@ def test_input_errors_exit_2_with_one_line(csv, change: dict[str, str], message:
         else:
             args += [option, value]
     p = run(*args)
-    assert p.returncode == 2
-    assert p.stdout == ""
-    assert p.stderr.count("\n") == 1 and "Traceback" not in p.stderr
-    assert p.stderr.startswith("fedanon: error: ") and message in p.stderr
+    assert p.code == 2
+    assert p.out == ""
+    assert p.err.count("\n") == 1 and "Traceback" not in p.err
+    assert p.err.startswith("fedanon: error: ") and message in p.err
 
 
 @pytest.mark.parametrize(
@@ -156,27 +150,27 @@ def test_input_errors_exit_2_with_one_line(csv, change: dict[str, str], message:
 )
 def test_empty_tables_exit_2(csv, text: str, message: str) -> None:
     p = run(*lkc_args(csv(text)))
-    assert p.returncode == 2
-    assert p.stderr.count("\n") == 1 and message in p.stderr
+    assert p.code == 2
+    assert p.err.count("\n") == 1 and message in p.err
 
 
 def test_missing_qids_exit_2(csv) -> None:
     p = run("--data", csv(PASSING), "--L", "2", "--k", "2")
-    assert p.returncode == 2 and "no QID columns" in p.stderr
+    assert p.code == 2 and "no QID columns" in p.err
 
 
 def test_absent_sensitive_value_warns(csv) -> None:
     p = run(*lkc_args(csv(PASSING)), "--sensitive-values", "s=X")
-    assert p.returncode == 0
-    assert "warning: sensitive value s=X never occurs" in p.stderr
+    assert p.code == 0
+    assert "warning: sensitive value s=X never occurs" in p.err
 
 
 def test_values_are_printed_literally(csv) -> None:
     # A generalized value that looks like rich markup must not be styled away.
     text = "a,s\n[bold]x,y\n[bold]x,y\n"
     p = run("--data", csv(text), "--qid", "a", "--L", "1", "--k", "3")
-    assert p.returncode == 1
-    assert "[bold]x" in p.stdout
+    assert p.code == 1
+    assert "[bold]x" in p.out
 
 
 # ------------------------------------------------------------------ --taxonomy (in process)

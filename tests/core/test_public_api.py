@@ -296,14 +296,15 @@ def test_a_release_that_fails_its_check_is_not_returned(monkeypatch: pytest.Monk
 
 def test_the_cli_releases_what_the_api_releases(tmp_path: Path) -> None:
     """`anonymize kactus` runs the public function: same seed, same table, same verdict."""
-    from fedanon.cli.main import main
+    from tests.harness.cli import run_cli
 
     data = tmp_path / "data.csv"
     DATA.to_csv(data, index=False)
     out, report = tmp_path / "out.csv", tmp_path / "report.json"
     argv = ["anonymize", "kactus", "--data", str(data), "--class", "readmitted"]
     argv += ["--qid", ",".join(QIDS), "--k", "10", "--seed", "1", "--quiet"]
-    assert main([*argv, "--out", str(out), "--report", str(report)]) == 0
+    done = run_cli(*argv, "--out", out, "--report", report)
+    assert done.code == 0, done.err
     api = fedanon.anonymize_kactus(pd.read_csv(data), **KACTUS)
     written = pd.read_csv(out, dtype=str, keep_default_na=False)
     assert written.equals(api.table.astype(str))

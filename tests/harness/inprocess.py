@@ -3,12 +3,12 @@
 The leakage and privacy tests (distributed LKC, vertical DRBT) need to see every message a
 party receives and sends, so they run the parties in-process. What is shared lives here: every
 daemon is built by the real :func:`fedanon.party.daemon.build_server` from a real ``party.toml``
-with
-real mutual TLS; the only substitutions are the ``make_server`` it calls (the production
+with real mutual TLS; the only substitutions are the ``make_server`` it calls (the production
 :func:`fedanon.federation.transport.make_server` plus the test's server interceptor) and the
 ``make_channel`` for its next hop (the production channel wrapped by the test's client
 interceptor). ``monkeypatch`` raises on a missing attribute, so a rename fails loudly instead of
-silently recording nothing. Each test module brings its own interceptors and oracles.
+silently recording nothing. The recorders are tests/harness/wire.py's; each test module brings
+its own oracles.
 """
 
 from __future__ import annotations
@@ -34,44 +34,6 @@ from fedanon.leader.sim import (
     write_party_config,
 )
 from fedanon.party.config import Hop, PartyConfig
-
-
-def short_method(full: str) -> str:
-    """``/fedanon.v1.Party/Sum`` -> ``Sum``."""
-    return full.rsplit("/", 1)[-1]
-
-
-class UnaryServerRecorder(grpc.ServerInterceptor):
-    """Base of the wire recorders: `around` runs in place of every unary handler a party serves.
-
-    Subclasses record what they need and must call ``inner(request, context)`` to serve the call;
-    `method` is the short RPC name (e.g. ``"Sum"``).
-    """
-
-    def around(
-        self,
-        method: str,
-        request: Any,
-        context: grpc.ServicerContext,
-        inner: Callable[[Any, grpc.ServicerContext], Any],
-    ) -> Any:
-        raise NotImplementedError
-
-    def intercept_service(self, continuation: Callable, handler_call_details: Any) -> Any:
-        handler = continuation(handler_call_details)
-        if handler is None or handler.unary_unary is None:
-            return handler
-        inner = handler.unary_unary
-        method = short_method(handler_call_details.method)
-
-        def behaviour(request: Any, context: grpc.ServicerContext) -> Any:
-            return self.around(method, request, context, inner)
-
-        return grpc.unary_unary_rpc_method_handler(
-            behaviour,
-            request_deserializer=handler.request_deserializer,
-            response_serializer=handler.response_serializer,
-        )
 
 
 def _recorded_server(

@@ -120,7 +120,7 @@ def test_the_suppression_marker_never_collides_with_the_datas_own_values(method:
 
 
 def test_kactus_cli_names_the_collision_in_one_line(tmp_path: Path) -> None:
-    from tests.clirun import run_cli
+    from tests.harness.cli import run_cli
 
     data = tmp_path / "in.csv"
     data.write_text("workclass,age,class\nPrivate,30,a\n?,40,b\nPrivate,50,a\nState-gov,60,b\n")
