@@ -103,7 +103,12 @@ def run_lkc(args: argparse.Namespace) -> int:
     )
     from fedanon.algorithms.tds.verified import verified_release
     from fedanon.outputs import CommandOutputs
-    from fedanon.readers.table_io import check_output_format, input_delimiter, read_table
+    from fedanon.readers.table_io import (
+        check_output_format,
+        input_delimiter,
+        read_table,
+        writes_text_as_is,
+    )
     from fedanon.report.build import record_release_file
     from fedanon.taxonomy.loader import load_taxonomy
 
@@ -142,7 +147,8 @@ def run_lkc(args: argparse.Namespace) -> int:
             suppressed_mode=args.suppressed,
             search=args.search,
         )
-    release = verified_release(release, schema, params)  # text columns + privacy_check
+    # privacy_check; the engine's codes stay for the report and a text writer (same bytes)
+    release = verified_release(release, schema, params, text=not writes_text_as_is(args.out))
     report = {**release.report, "input": str(args.data), "output": str(args.out)}
     steward = lkc_release_report(
         args,

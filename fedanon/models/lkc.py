@@ -236,6 +236,32 @@ def _distinct_rows(
     return combination, first
 
 
+def _text_codes(column: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """The codes and distinct strings of ``pd.factorize(column.astype(str))`` (codes in order
+    of first occurrence), each distinct value turned into text once rather than each cell.
+
+    The checker's own copy of this step (not the engine's helpers), so a fault in the engine's
+    encoding cannot hide itself here. Columns of Python strings or categories are encoded
+    directly; anything else (numbers, mixed objects, whose distinct values may print alike)
+    cell by cell.
+    """
+    if not (
+        pd.api.types.is_object_dtype(column.dtype) or isinstance(column.dtype, pd.CategoricalDtype)
+    ):
+        codes, text = pd.factorize(column.astype(str), use_na_sentinel=False)
+        return codes.astype(np.int64), np.asarray(text, dtype=object)
+    codes, uniques = pd.factorize(column, use_na_sentinel=False)
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        text = np.array([str(u) for u in uniques], dtype=object)
+    elif all(type(u) is str for u in uniques):
+        text = np.asarray(uniques, dtype=object)
+    else:
+        codes, text = pd.factorize(column.astype(str), use_na_sentinel=False)
+        return codes.astype(np.int64), np.asarray(text, dtype=object)
+    merged, distinct = pd.factorize(text, use_na_sentinel=False)  # values that print alike
+    return merged.astype(np.int64)[codes], np.asarray(distinct, dtype=object)
+
+
 def _weighted_counts(ids: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """Per group, the sum of its combinations' integer weights (exact: float64 holds every count
     below 2^53, far above any table's row count)."""
@@ -280,7 +306,8 @@ def check_lkc(
             raise FedanonError(f"no suppressed label given for QID '{missing[0]}'")
         hit = np.ones(len(df), dtype=bool)
         for q in qids:
-            hit &= df[q].astype(str).to_numpy() == str(suppressed[q])
+            codes, text = _text_codes(df[q])
+            hit &= (text == str(suppressed[q]))[codes]
         if 0 < hit.sum() <= max_suppressed and not hit.all():
             exempt = int(hit.sum())
             df, positions = df[~hit], np.flatnonzero(~hit)
@@ -294,13 +321,14 @@ def check_lkc(
     # Counts are multiplied by C's terms and by other counts (exact ratio comparisons); use
     # Python ints only if such a product could overflow int64 (huge tables or C denominators).
     exact_dtype = np.int64 if n * max(n, c.numerator, c.denominator) < 2**62 else object
-    row_codes = [pd.factorize(df[q].astype(str))[0].astype(np.int64) for q in qids]
-    cards = [int(col.max()) + 1 for col in row_codes]
+    text_of = {c: _text_codes(df[c]) for c in dict.fromkeys([*qids, *(c for c, _ in s_values)])}
+    row_codes = [text_of[q][0] for q in qids]
+    cards = [len(text_of[q][1]) for q in qids]
     combination, first = _distinct_rows(row_codes, cards)
     codes = [col[first] for col in row_codes]  # per distinct combination
     weights = np.bincount(combination, minlength=len(first))
     s_weights = [
-        np.bincount(combination[df[col].astype(str).to_numpy() == v], minlength=len(first))
+        np.bincount(combination[(text_of[col][1] == v)[text_of[col][0]]], minlength=len(first))
         for col, v in s_values
     ]
 

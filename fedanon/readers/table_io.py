@@ -73,6 +73,13 @@ def check_output_format(path: str | os.PathLike[str]) -> None:
         raise FedanonError(f"{path}: unknown output format ({named}); supported: {supported}")
 
 
+def writes_text_as_is(path: str | os.PathLike[str]) -> bool:
+    """True when a table written to `path` holds only its cells' text (CSV/TSV), so a
+    Categorical column and the same column as strings give the same file; Parquet also records
+    each column's pandas type."""
+    return Path(path).suffix.lower() not in PARQUET_SUFFIXES
+
+
 def _header(path: Path, delimiter: str) -> list[str]:
     with path.open(newline="", encoding="utf-8-sig") as handle:
         row = next(csv.reader(handle, delimiter=delimiter), None)
