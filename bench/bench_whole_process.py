@@ -1,0 +1,102 @@
+"""A whole `fedanon anonymize lkc` process against a whole pyarrow read + write of the same table.
+
+What a user pays: interpreter start, imports, reading, encoding, the anonymization, the
+independent check, the release report (the terminal summary; no ``--report`` or ``--html``
+file) and writing. The floor is a Python process that imports pyarrow, reads the CSV and
+writes it back (`pyarrow.csv`), nothing else. Both run as fresh processes, alternating, after
+one untimed call each (so Python has its bytecode caches, as in any installed copy;
+``PYTHONDONTWRITEBYTECODE`` is dropped for the children). CPU is user + system of the child
+(`os.wait4`), peak memory its maximum resident set; medians over the rounds. The ratio is the
+issue's figure: fedanon's CPU over the floor's, round by round (its median is printed).
+
+    .venv/bin/python bench/bench_whole_process.py --rounds 9            # Adult, L4 K20 C0.2
+    .venv/bin/python bench/bench_whole_process.py --rows 1000000 --rounds 3
+
+``--rows N`` runs Adult blown up to N records (bench_lkc.blow_up: each record plus copies with
+the numerical QIDs shifted by a few units), written once before timing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_lkc import ADULT, TAXONOMY, blow_up  # noqa: E402
+
+FLOOR = (
+    "import sys, pyarrow.csv as c; "
+    "c.write_csv(c.read_csv(sys.argv[1]), sys.argv[2])"
+)
+
+
+def fedanon_command() -> list[str]:
+    """The ``fedanon`` console script of this interpreter's environment (what a user runs)."""
+    script = Path(sys.executable).with_name("fedanon")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "fedanon.cli.main"]
+
+
+def timed(command: list[str], env: dict[str, str]) -> tuple[float, float, float]:
+    """(wall s, CPU s, peak RSS MB) of one child process; exits on a failed run."""
+    began = time.perf_counter()
+    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - began
+    child.returncode = os.waitstatus_to_exitcode(status)
+    stderr = child.stderr.read().decode() if child.stderr else ""
+    if child.returncode != 0:
+        sys.exit(f"{command[0]}: exit {child.returncode}: {stderr.strip()[-400:]}")
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, help="Adult blown up to this many rows")
+    parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--L", default="4")
+    parser.add_argument("--k", default="20")
+    parser.add_argument("--C", default="0.2")
+    args = parser.parse_args()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    with tempfile.TemporaryDirectory(prefix="bench-whole-") as tmp:
+        work = Path(tmp)
+        data = ADULT
+        if args.rows:
+            data = work / "data.csv"
+            blow_up(args.rows, data)
+        anonymize = [
+            *fedanon_command(),
+            *("anonymize", "lkc", "--data", str(data), "--taxonomy", str(TAXONOMY)),
+            *("--L", args.L, "--k", args.k, "--C", args.C),
+            *("--out", str(work / "release.csv"), "--quiet"),
+        ]
+        floor = [sys.executable, "-c", FLOOR, str(data), str(work / "copy.csv")]
+        timed(anonymize, env), timed(floor, env)  # bytecode caches, page cache
+        runs: dict[str, list[tuple[float, float, float]]] = {"fedanon": [], "pyarrow": []}
+        for _ in range(args.rounds):
+            runs["pyarrow"].append(timed(floor, env))
+            runs["fedanon"].append(timed(anonymize, env))
+    rows = args.rows or sum(1 for _ in ADULT.open()) - 1
+    ratios = [f[1] / p[1] for f, p in zip(runs["fedanon"], runs["pyarrow"], strict=True)]
+    print(f"{rows:,} rows, L={args.L} K={args.k} C={args.C}; medians of {args.rounds} rounds")
+    print("| process | wall s | CPU s | peak RSS MB |")
+    print("|---|---|---|---|")
+    for name, samples in runs.items():
+        wall, cpu, peak = (statistics.median(s[i] for s in samples) for i in range(3))
+        print(f"| {name} | {wall:.3f} | {cpu:.3f} | {peak:.0f} |")
+    print(
+        f"CPU ratio fedanon / pyarrow: median {statistics.median(ratios):.2f}x "
+        f"(rounds {min(ratios):.2f}-{max(ratios):.2f}x)"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
