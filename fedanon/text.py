@@ -45,6 +45,17 @@ def text_codes(column: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     return merged.astype(np.int64)[codes], np.asarray(distinct, dtype=object)
 
 
+def distinct_text_count(column: pd.Series) -> int:
+    """``column.astype(str).nunique()``: an Arrow text column without nulls is counted by
+    Arrow itself (its distinct strings are its text), anything else through `text_codes`."""
+    dtype = column.dtype
+    if isinstance(dtype, pd.ArrowDtype) and pa.types.is_string(dtype.pyarrow_dtype):
+        values = column.array.__arrow_array__()
+        if values.null_count == 0:
+            return int(pc.count_distinct(values).as_py())
+    return len(text_codes(column)[1])
+
+
 def _factorized(text: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     codes, uniques = pd.factorize(text, use_na_sentinel=False)
     return codes.astype(np.int64, copy=False), np.asarray(uniques, dtype=object)

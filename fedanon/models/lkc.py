@@ -238,7 +238,7 @@ def _distinct_rows(
     return combination, first
 
 
-def _text_codes(column: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+def cell_text_codes(column: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     """The codes and distinct strings of ``pd.factorize(column.astype(str))`` (codes in order
     of first occurrence), each distinct value turned into text once rather than each cell.
 
@@ -404,7 +404,7 @@ def check_lkc(
             raise FedanonError(f"no suppressed label given for QID '{missing[0]}'")
         hit = np.ones(len(df), dtype=bool)
         for q in qids:
-            codes, text = _text_codes(df[q])
+            codes, text = cell_text_codes(df[q])
             hit &= (text == str(suppressed[q]))[codes]
         if 0 < hit.sum() <= max_suppressed and not hit.all():
             exempt = int(hit.sum())
@@ -419,7 +419,7 @@ def check_lkc(
     # Counts are multiplied by C's terms and by other counts (exact ratio comparisons); use
     # Python ints only if such a product could overflow int64 (huge tables or C denominators).
     exact_dtype = np.int64 if n * max(n, c.numerator, c.denominator) < 2**62 else object
-    text_of = {c: _text_codes(df[c]) for c in dict.fromkeys([*qids, *(c for c, _ in s_values)])}
+    text_of = {c: cell_text_codes(df[c]) for c in dict.fromkeys([*qids, *(c for c, _ in s_values)])}
     row_codes = [text_of[q][0] for q in qids]
     cards = [len(text_of[q][1]) for q in qids]
     combination, first = _distinct_rows(row_codes, cards)

@@ -31,7 +31,7 @@ from fedanon.report.risk import (
 )
 from fedanon.report.verdict import assess
 from fedanon.taxonomy.tree import Taxonomy
-from fedanon.text import text_codes
+from fedanon.text import distinct_text_count, text_codes
 
 SCHEMA_ID = "fedanon-report/1"
 SCHEMA_FILE = Path(__file__).with_name("fedanon-report-1.schema.json")
@@ -137,7 +137,7 @@ def build_release_report(
                 else sorted(coded[q][1].tolist()),
                 "ncp": by_name[q].ncp if q in by_name else None,
                 "suppressed_share": by_name[q].suppressed_share if q in by_name else None,
-                "input_distinct": len(text_codes(original[q])[1])
+                "input_distinct": distinct_text_count(original[q])
                 if original is not None and q in original.columns
                 else None,
                 "release_distinct": release_distinct[q],
