@@ -7,7 +7,9 @@ writes it back (`pyarrow.csv`), nothing else. Both run as fresh processes, alter
 one untimed call each (so Python has its bytecode caches, as in any installed copy;
 ``PYTHONDONTWRITEBYTECODE`` is dropped for the children). CPU is user + system of the child
 (`os.wait4`), peak memory its maximum resident set; medians over the rounds. The ratio is the
-issue's figure: fedanon's CPU over the floor's, round by round (its median is printed).
+issue's figure: fedanon's CPU over the floor's, round by round (its median is printed). A
+third row, a process that only imports pandas and pyarrow, shows what any pandas-based
+command pays before it reads a byte.
 
     .venv/bin/python bench/bench_whole_process.py --rounds 9            # Adult, L4 K20 C0.2
     .venv/bin/python bench/bench_whole_process.py --rows 1000000 --rounds 3
@@ -27,14 +29,9 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_lkc import ADULT, TAXONOMY, blow_up
 
-from bench_lkc import ADULT, TAXONOMY, blow_up  # noqa: E402
-
-FLOOR = (
-    "import sys, pyarrow.csv as c; "
-    "c.write_csv(c.read_csv(sys.argv[1]), sys.argv[2])"
-)
+FLOOR = "import sys, pyarrow.csv as c; c.write_csv(c.read_csv(sys.argv[1]), sys.argv[2])"
 
 
 def fedanon_command() -> list[str]:
@@ -78,11 +75,17 @@ def main() -> int:
             *("--out", str(work / "release.csv"), "--quiet"),
         ]
         floor = [sys.executable, "-c", FLOOR, str(data), str(work / "copy.csv")]
+        imports = [sys.executable, "-c", "import pandas, pyarrow.csv"]
         timed(anonymize, env), timed(floor, env)  # bytecode caches, page cache
-        runs: dict[str, list[tuple[float, float, float]]] = {"fedanon": [], "pyarrow": []}
+        runs: dict[str, list[tuple[float, float, float]]] = {
+            "fedanon": [],
+            "pyarrow": [],
+            "import pandas (no work)": [],
+        }
         for _ in range(args.rounds):
             runs["pyarrow"].append(timed(floor, env))
             runs["fedanon"].append(timed(anonymize, env))
+            runs["import pandas (no work)"].append(timed(imports, env))
     rows = args.rows or sum(1 for _ in ADULT.open()) - 1
     ratios = [f[1] / p[1] for f, p in zip(runs["fedanon"], runs["pyarrow"], strict=True)]
     print(f"{rows:,} rows, L={args.L} K={args.k} C={args.C}; medians of {args.rounds} rounds")
