@@ -243,10 +243,16 @@ def cell_text_codes(column: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     of first occurrence), each distinct value turned into text once rather than each cell.
 
     The checker's own copy of this step (not the engine's helpers), so a fault in the engine's
-    encoding cannot hide itself here. Columns of Python strings or categories are encoded
-    directly; anything else (numbers, mixed objects, whose distinct values may print alike)
-    cell by cell.
+    encoding cannot hide itself here. Columns of strings (Python or Arrow, without missing
+    cells) or categories are encoded directly; anything else (numbers, mixed objects, whose
+    distinct values may print alike) cell by cell.
     """
+    text_dtype = pd.api.types.is_string_dtype(column.dtype) and not pd.api.types.is_object_dtype(
+        column.dtype
+    )
+    if text_dtype and not column.hasnans:  # Arrow or pandas strings: their own text
+        codes, text = pd.factorize(column, use_na_sentinel=False)
+        return codes.astype(np.int64), np.asarray(text, dtype=object)
     if not (
         pd.api.types.is_object_dtype(column.dtype) or isinstance(column.dtype, pd.CategoricalDtype)
     ):
