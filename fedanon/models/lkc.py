@@ -259,14 +259,15 @@ def cell_text_codes(column: pd.Series) -> tuple[np.ndarray, np.ndarray]:
         codes, text = pd.factorize(column.astype(str), use_na_sentinel=False)
         return codes.astype(np.int64), np.asarray(text, dtype=object)
     codes, uniques = pd.factorize(column, use_na_sentinel=False)
+    labels: np.ndarray
     if isinstance(column.dtype, pd.CategoricalDtype):
-        text = np.array([str(u) for u in uniques], dtype=object)
+        labels = np.array([str(u) for u in uniques], dtype=object)
     elif all(type(u) is str for u in uniques):
-        text = np.asarray(uniques, dtype=object)
+        labels = np.asarray(uniques, dtype=object)
     else:
         codes, text = pd.factorize(column.astype(str), use_na_sentinel=False)
         return codes.astype(np.int64), np.asarray(text, dtype=object)
-    merged, distinct = pd.factorize(text, use_na_sentinel=False)  # values that print alike
+    merged, distinct = pd.factorize(labels, use_na_sentinel=False)  # values that print alike
     return merged.astype(np.int64)[codes], np.asarray(distinct, dtype=object)
 
 
@@ -410,8 +411,8 @@ def check_lkc(
             raise FedanonError(f"no suppressed label given for QID '{missing[0]}'")
         hit = np.ones(len(df), dtype=bool)
         for q in qids:
-            codes, text = cell_text_codes(df[q])
-            hit &= (text == str(suppressed[q]))[codes]
+            q_codes, q_text = cell_text_codes(df[q])
+            hit &= (q_text == str(suppressed[q]))[q_codes]
         if 0 < hit.sum() <= max_suppressed and not hit.all():
             exempt = int(hit.sum())
             df, positions = df[~hit], np.flatnonzero(~hit)
@@ -425,7 +426,8 @@ def check_lkc(
     # Counts are multiplied by C's terms and by other counts (exact ratio comparisons); use
     # Python ints only if such a product could overflow int64 (huge tables or C denominators).
     exact_dtype = np.int64 if n * max(n, c.numerator, c.denominator) < 2**62 else object
-    text_of = {c: cell_text_codes(df[c]) for c in dict.fromkeys([*qids, *(c for c, _ in s_values)])}
+    read = dict.fromkeys([*qids, *(col for col, _ in s_values)])
+    text_of = {col: cell_text_codes(df[col]) for col in read}
     row_codes = [text_of[q][0] for q in qids]
     cards = [len(text_of[q][1]) for q in qids]
     combination, first = _distinct_rows(row_codes, cards)
