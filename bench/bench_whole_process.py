@@ -6,7 +6,8 @@ file) and writing. The floor is a Python process that imports pyarrow, reads the
 writes it back (`pyarrow.csv`), nothing else. Both run as fresh processes, alternating, after
 one untimed call each (so Python has its bytecode caches, as in any installed copy;
 ``PYTHONDONTWRITEBYTECODE`` is dropped for the children). CPU is user + system of the child
-(`os.wait4`), peak memory its maximum resident set; medians over the rounds. The ratio is the
+(`os.wait4`), peak memory its maximum resident set (this process imports neither pandas nor
+the table, so a forked child starts small); medians over the rounds. The ratio is the
 issue's figure: fedanon's CPU over the floor's, round by round (its median is printed). A
 third row, a process that only imports pandas and pyarrow, shows what any pandas-based
 command pays before it reads a byte.
@@ -14,8 +15,8 @@ command pays before it reads a byte.
     .venv/bin/python bench/bench_whole_process.py --rounds 9            # Adult, L4 K20 C0.2
     .venv/bin/python bench/bench_whole_process.py --rows 1000000 --rounds 3
 
-``--rows N`` runs Adult blown up to N records (bench_lkc.blow_up: each record plus copies with
-the numerical QIDs shifted by a few units), written once before timing.
+``--rows N`` runs Adult blown up to N records (``bench_lkc.py make``: each record plus copies
+with the numerical QIDs shifted by a few units), written once by a subprocess before timing.
 """
 
 from __future__ import annotations
@@ -29,7 +30,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_lkc import ADULT, TAXONOMY, blow_up
+from fedanon.readers.datadir import data_dir  # no pandas here: children fork a small parent
+
+ADULT = data_dir() / "adult" / "adult_all.csv"
+TAXONOMY = data_dir() / "adult" / "lkc_paper_taxonomy.hchy"
 
 FLOOR = "import sys, pyarrow.csv as c; c.write_csv(c.read_csv(sys.argv[1]), sys.argv[2])"
 
@@ -67,7 +71,8 @@ def main() -> int:
         data = ADULT
         if args.rows:
             data = work / "data.csv"
-            blow_up(args.rows, data)
+            make = [sys.executable, str(Path(__file__).with_name("bench_lkc.py")), "make"]
+            subprocess.run([*make, str(args.rows), str(data)], check=True)
         anonymize = [
             *fedanon_command(),
             *("anonymize", "lkc", "--data", str(data), "--taxonomy", str(TAXONOMY)),
