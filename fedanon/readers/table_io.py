@@ -14,7 +14,6 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pa_csv
-import pyarrow.parquet as pq
 
 from fedanon.atomic import atomic_path
 from fedanon.errors import FedanonError, MissingColumnError
@@ -101,6 +100,8 @@ def read_table(path: str | os.PathLike[str], delimiter: str | None = None) -> pd
         raise FedanonError(f"{path}: is a directory, expected a table file")
     try:
         if path.suffix.lower() in PARQUET_SUFFIXES:
+            import pyarrow.parquet as pq  # only for Parquet: CSV runs skip its import
+
             table = pq.read_table(path)
             table = table.cast(pa.schema([(n, pa.string()) for n in table.column_names]))
         else:
@@ -167,6 +168,8 @@ def write_table_to(
     check_output_format(like)
     arrow = pa.Table.from_pandas(table, preserve_index=False)
     if like.suffix.lower() in PARQUET_SUFFIXES:
+        import pyarrow.parquet as pq
+
         pq.write_table(arrow, path)
     elif like.suffix.lower() in TAB_SUFFIXES:
         _write_csv(arrow, path, "\t")
