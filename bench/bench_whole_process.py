@@ -64,6 +64,12 @@ def main() -> int:
     parser.add_argument("--L", default="4")
     parser.add_argument("--k", default="20")
     parser.add_argument("--C", default="0.2")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        help="also run `python -m fedanon.cli.main` from this source tree (e.g. main's, from "
+        "`git archive`), in the same rounds",
+    )
     args = parser.parse_args()
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     with tempfile.TemporaryDirectory(prefix="bench-whole-") as tmp:
@@ -73,12 +79,14 @@ def main() -> int:
             data = work / "data.csv"
             make = [sys.executable, str(Path(__file__).with_name("bench_lkc.py")), "make"]
             subprocess.run([*make, str(args.rows), str(data)], check=True)
-        anonymize = [
-            *fedanon_command(),
+        job = [
             *("anonymize", "lkc", "--data", str(data), "--taxonomy", str(TAXONOMY)),
             *("--L", args.L, "--k", args.k, "--C", args.C),
             *("--out", str(work / "release.csv"), "--quiet"),
         ]
+        anonymize = [*fedanon_command(), *job]
+        before = [sys.executable, "-m", "fedanon.cli.main", *job]
+        before_env = {**env, "PYTHONPATH": str(args.baseline)} if args.baseline else env
         floor = [sys.executable, "-c", FLOOR, str(data), str(work / "copy.csv")]
         imports = [sys.executable, "-c", "import pandas, pyarrow.csv"]
         timed(anonymize, env), timed(floor, env)  # bytecode caches, page cache
@@ -87,22 +95,29 @@ def main() -> int:
             "pyarrow": [],
             "import pandas (no work)": [],
         }
+        if args.baseline:
+            runs[f"fedanon from {args.baseline}"] = []
+            timed(before, before_env)
         for _ in range(args.rounds):
             runs["pyarrow"].append(timed(floor, env))
             runs["fedanon"].append(timed(anonymize, env))
             runs["import pandas (no work)"].append(timed(imports, env))
+            if args.baseline:
+                runs[f"fedanon from {args.baseline}"].append(timed(before, before_env))
     rows = args.rows or sum(1 for _ in ADULT.open()) - 1
-    ratios = [f[1] / p[1] for f, p in zip(runs["fedanon"], runs["pyarrow"], strict=True)]
     print(f"{rows:,} rows, L={args.L} K={args.k} C={args.C}; medians of {args.rounds} rounds")
     print("| process | wall s | CPU s | peak RSS MB |")
     print("|---|---|---|---|")
     for name, samples in runs.items():
         wall, cpu, peak = (statistics.median(s[i] for s in samples) for i in range(3))
         print(f"| {name} | {wall:.3f} | {cpu:.3f} | {peak:.0f} |")
-    print(
-        f"CPU ratio fedanon / pyarrow: median {statistics.median(ratios):.2f}x "
-        f"(rounds {min(ratios):.2f}-{max(ratios):.2f}x)"
-    )
+    for name, samples in runs.items():
+        if name.startswith("fedanon"):
+            ratios = [f[1] / p[1] for f, p in zip(samples, runs["pyarrow"], strict=True)]
+            print(
+                f"CPU ratio {name} / pyarrow: median {statistics.median(ratios):.2f}x "
+                f"(rounds {min(ratios):.2f}-{max(ratios):.2f}x)"
+            )
     return 0
 
 
