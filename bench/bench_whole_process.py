@@ -44,10 +44,14 @@ def fedanon_command() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "fedanon.cli.main"]
 
 
-def timed(command: list[str], env: dict[str, str]) -> tuple[float, float, float]:
+def timed(
+    command: list[str], env: dict[str, str], cwd: Path | None = None
+) -> tuple[float, float, float]:
     """(wall s, CPU s, peak RSS MB) of one child process; exits on a failed run."""
     began = time.perf_counter()
-    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    child = subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=cwd
+    )
     _, status, usage = os.wait4(child.pid, 0)
     wall = time.perf_counter() - began
     child.returncode = os.waitstatus_to_exitcode(status)
@@ -86,7 +90,8 @@ def main() -> int:
         ]
         anonymize = [*fedanon_command(), *job]
         before = [sys.executable, "-m", "fedanon.cli.main", *job]
-        before_env = {**env, "PYTHONPATH": str(args.baseline)} if args.baseline else env
+        # `python -m` puts its working directory first on sys.path: run it inside the tree.
+        before_env = {**env, "PYTHONPATH": str(args.baseline.resolve())} if args.baseline else env
         floor = [sys.executable, "-c", FLOOR, str(data), str(work / "copy.csv")]
         imports = [sys.executable, "-c", "import pandas, pyarrow.csv"]
         timed(anonymize, env), timed(floor, env)  # bytecode caches, page cache
@@ -97,13 +102,15 @@ def main() -> int:
         }
         if args.baseline:
             runs[f"fedanon from {args.baseline}"] = []
-            timed(before, before_env)
+            timed(before, before_env, args.baseline)
         for _ in range(args.rounds):
             runs["pyarrow"].append(timed(floor, env))
             runs["fedanon"].append(timed(anonymize, env))
             runs["import pandas (no work)"].append(timed(imports, env))
             if args.baseline:
-                runs[f"fedanon from {args.baseline}"].append(timed(before, before_env))
+                runs[f"fedanon from {args.baseline}"].append(
+                    timed(before, before_env, args.baseline)
+                )
     rows = args.rows or sum(1 for _ in ADULT.open()) - 1
     print(f"{rows:,} rows, L={args.L} K={args.k} C={args.C}; medians of {args.rounds} rounds")
     print("| process | wall s | CPU s | peak RSS MB |")
