@@ -360,8 +360,8 @@ def test_matches_naive_oracle(rows: list[tuple], S: list[str], L: int, K: int, C
         assert r.worst.first_row == first_row
     # Early exit never changes the verdict.
     assert check_lkc(df, columns, {"s": S}, L, K, C, stop_at_first=True).ok == r.ok
-    # The same cells as Categoricals (what the engine hands over) or Arrow text, scanned in batches of one
-    # subset each: the same result to the last figure.
+    # The same cells as Categoricals (what the engine hands over) or Arrow text, scanned in
+    # batches of one subset each: the same result to the last figure.
     for dtype in ("category", "string[pyarrow]"):
         with patch.object(lkc_module, "_BATCH_CELLS", 1):
             coded = check_lkc(df.astype(dtype), columns, {"s": S}, L, K, str(C))

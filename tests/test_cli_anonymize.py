@@ -159,6 +159,6 @@ def test_summary_and_report_name_the_check_that_ran(files, tmp_path, report_file
     plain = _anonymize(files, "--L", "2", "--k", "4", "--C", "0.5")
     assert plain.returncode == 0, plain.stderr
     assert "not checked" not in plain.stdout
-    assert any(
-        "privacy check" in line and "holds" in line for line in plain.stdout.splitlines()
-    ), plain.stdout
+    assert any("privacy check" in line and "holds" in line for line in plain.stdout.splitlines()), (
+        plain.stdout
+    )
