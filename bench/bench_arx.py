@@ -14,12 +14,19 @@ the discernibility ratio of the release, sum |E|^2 / n^2 over groups of equal QI
 suppressed records (all QIDs ``*`` in ARX, at the roots in fedanon) count as one group.
 
     .venv/bin/python bench/bench_arx.py --reps 10 --warmup 10
+    .venv/bin/python bench/bench_arx.py --rows 1000000 --reps 1 --warmup 1
+
+``--rows N`` runs the same job on the extract repeated to N records (every record copied as it
+is, so ARX's hierarchies cover every value), written once to a temporary data folder that both
+tools read. The last column is the peak resident memory of ARX's JVM for that setting.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -58,37 +65,34 @@ def build_arx(arx: Path, work: Path) -> str:
 
 def run_arx(
     classpath: str, k: int, supp: str, reps: int, warmup: int, work: Path
-) -> tuple[float, float, int]:
+) -> tuple[float, float, int, float]:
     """ARX's median seconds over `reps` calls after `warmup` calls in one JVM, DR of its
-    release and its suppressed count."""
+    release, its suppressed count and the largest child's peak RSS so far (MB: the JVMs run
+    one after another, and ARX's grows with k and the budget only slightly)."""
     out = work / "releases"
     out.mkdir(exist_ok=True)
-    proc = subprocess.run(
-        [
-            "java",
-            "-cp",
-            classpath,
-            "ArxBench",
-            str(k),
-            supp,
-            "dm",
-            str(warmup + reps),
-            str(data_dir()),
-            str(out),
-        ],
-        check=True,
-        capture_output=True,
-        text=True,
+    command = ["java", "-cp", classpath, "ArxBench", str(k), supp, "dm", str(warmup + reps)]
+    proc = subprocess.Popen(
+        [*command, str(data_dir()), str(out)], stdout=subprocess.PIPE, text=True
     )
+    stdout, _ = proc.communicate()
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)  # the largest child so far
+    if proc.returncode != 0:
+        sys.exit(f"ArxBench k={k} supp={supp}: exit {proc.returncode}")
     warm, suppressed = [], 0
-    for match in RESULT.finditer(proc.stdout):
+    for match in RESULT.finditer(stdout):
         if int(match.group(1)) >= warmup:
             warm.append(float(match.group(2)))
         suppressed = int(match.group(3))
     release = pd.read_csv(
         out / f"arx-dm-s{supp}-k{k}.csv", sep=";", dtype=str, keep_default_na=False
     )
-    return statistics.median(warm), discernibility_ratio(release), suppressed
+    return (
+        statistics.median(warm),
+        discernibility_ratio(release),
+        suppressed,
+        usage.ru_maxrss / 1024,
+    )
 
 
 def run_fedanon(
@@ -141,20 +145,34 @@ def main() -> int:
         default=data_dir().parent / "anchors" / "arx",
         help="folder with ArxBench.java and lib/*.jar",
     )
+    parser.add_argument("--rows", type=int, help="the extract repeated to this many records")
     args = parser.parse_args()
+    arx_dir = args.arx
+    keep = tempfile.TemporaryDirectory(prefix="bench-arx-data-") if args.rows else None
+    if keep is not None:
+        repeated = Path(keep.name) / "adult"
+        repeated.mkdir()
+        base = arx_adult.read_extract()
+        copies = pd.concat([base] * -(-args.rows // len(base)), ignore_index=True)
+        copies.iloc[: args.rows].to_csv(repeated / "arx_adult.csv", sep=";", index=False)
+        (repeated / "arx_hierarchies").symlink_to(arx_adult.folder() / "arx_hierarchies")
+        os.environ["FEDANON_DATA_DIR"] = keep.name  # both tools read the repeated extract
     table = arx_adult.read_extract()
+    print(f"{len(table):,} rows")
     print(f"medians of {args.reps} warm calls")
     print(
         "| k | suppression | fedanon score | ARX ms | fedanon ms (CPU) | fedanon/ARX | ARX DR "
-        "| fedanon DR | suppressed ARX / fedanon |"
+        "| fedanon DR | suppressed ARX / fedanon | ARX peak MB |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory(prefix="bench-arx-") as tmp:
         work = Path(tmp)
-        classpath = build_arx(args.arx, work)
+        classpath = build_arx(arx_dir, work)
         for supp in args.supps.split(","):
             for k in (int(x) for x in args.ks.split(",")):
-                arx_s, arx_dr, arx_sup = run_arx(classpath, k, supp, args.reps, args.warmup, work)
+                arx_s, arx_dr, arx_sup, arx_mb = run_arx(
+                    classpath, k, supp, args.reps, args.warmup, work
+                )
                 for score in args.scores.split(","):
                     if score.endswith("/best-of") and float(supp) == 0:
                         continue
@@ -164,7 +182,7 @@ def main() -> int:
                     print(
                         f"| {k} | {float(supp):.0%} | {score} | {arx_s * 1000:.0f} | "
                         f"{ours_s * 1000:.0f} ({ours_cpu * 1000:.0f}) | {ours_s / arx_s:.2f} | "
-                        f"{arx_dr:.4f} | {ours_dr:.4f} | {arx_sup} / {ours_sup} |",
+                        f"{arx_dr:.4f} | {ours_dr:.4f} | {arx_sup} / {ours_sup} | {arx_mb:.0f} |",
                         flush=True,
                     )
     return 0

@@ -262,12 +262,13 @@ def alpha_k_release_report(
     `check` is the independent checker's verdict (fedanon.public.alphak ran it); `original`
     the input table.
     """
+    from fedanon.text import text_codes
+
     qids = split_list(args.qid)
-    text = release.astype(str)
-    values = sorted(text[args.sensitive].unique().tolist())
+    values = sorted(text_codes(release[args.sensitive])[1].tolist())
     return release_report(
         args,
-        text,
+        release,  # read as text column by column (fedanon.text.text_codes), never copied
         command="fedanon anonymize alpha-k",
         method=f"(alpha,k)-anonymity by {method} recoding",
         parameters={"alpha": args.alpha, "k": args.k, "method": method},

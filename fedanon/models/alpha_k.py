@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from fedanon.errors import FedanonError, MissingColumnError
+from fedanon.models.lkc import cell_text_codes
 
 
 @dataclass
@@ -71,6 +72,21 @@ def _text(column: pd.Series) -> np.ndarray:
     return column.astype(str).to_numpy(dtype=object)
 
 
+def _classes(table: pd.DataFrame, qids: list[str]) -> tuple[np.ndarray, list[tuple]]:
+    """Each row's class (rows equal on every released QID string; ids in order of first
+    occurrence) and each class's QID strings; the columns are read as codes, not cell by cell."""
+    if not qids:
+        raise FedanonError("no QID columns given")
+    coded = [cell_text_codes(table[q]) for q in qids]
+    ids = coded[0][0]
+    for codes, text in coded[1:]:
+        ids = pd.factorize(ids * len(text) + codes)[0].astype(np.int64)
+    running = np.maximum.accumulate(ids)
+    first = np.flatnonzero(np.r_[True, running[1:] > running[:-1]])[: len(ids)]
+    labels = list(zip(*(text[codes[first]] for codes, text in coded), strict=True))
+    return ids, labels
+
+
 def check_generalized(
     table: pd.DataFrame, qids: list[str], sensitive: str, alpha: str | float | Fraction, k: int
 ) -> AlphaKCheck:
@@ -79,9 +95,9 @@ def check_generalized(
     _require(table, [*qids, sensitive], "release")
     if sensitive in qids:
         raise FedanonError(f"sensitive column '{sensitive}' is also a QID")
-    keys = pd.MultiIndex.from_arrays([_text(table[q]) for q in qids])
-    class_codes, class_labels = pd.factorize(keys)
-    return _verdict(class_codes, _text(table[sensitive]), alpha, k, qids, list(class_labels))
+    class_codes, class_labels = _classes(table, qids)
+    sensitive_codes = cell_text_codes(table[sensitive])[0]  # values compared as their text
+    return _verdict(class_codes, sensitive_codes, alpha, k, qids, class_labels)
 
 
 def check_pair(

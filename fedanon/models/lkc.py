@@ -23,7 +23,9 @@ which makes every tie-break ("the first group among equals") the same as over th
 Subsets are visited depth-first in lexicographic QID order. Each subset's combinations get dense
 group ids by factorizing (parent subset's ids x new column's codes) as one int64 key, so every
 subset costs one vectorized pass over the distinct combinations and keys never overflow (both
-factors are < #rows).
+factors are < #rows). A release that passes (the usual case) is scanned a batch of subsets at a
+time (`_scan_by_level`: one pass per batch instead of a dozen small ones per subset); any
+violation sends the check through the subset-by-subset loop, which names the worst group.
 """
 
 from __future__ import annotations
@@ -235,10 +237,139 @@ def _distinct_rows(
     return combination, first
 
 
+def cell_text_codes(column: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """The codes and distinct strings of ``pd.factorize(column.astype(str))`` (codes in order
+    of first occurrence), each distinct value turned into text once rather than each cell.
+
+    The checker's own copy of this step (not the engine's helpers), so a fault in the engine's
+    encoding cannot hide itself here. Columns of strings (Python or Arrow, without missing
+    cells) or categories are encoded directly; anything else (numbers, mixed objects, whose
+    distinct values may print alike) cell by cell.
+    """
+    text_dtype = pd.api.types.is_string_dtype(column.dtype) and not pd.api.types.is_object_dtype(
+        column.dtype
+    )
+    if text_dtype and not column.hasnans:  # Arrow or pandas strings: their own text
+        codes, text = pd.factorize(column, use_na_sentinel=False)
+        return codes.astype(np.int64), np.asarray(text, dtype=object)
+    if not (
+        pd.api.types.is_object_dtype(column.dtype) or isinstance(column.dtype, pd.CategoricalDtype)
+    ):
+        codes, text = pd.factorize(column.astype(str), use_na_sentinel=False)
+        return codes.astype(np.int64), np.asarray(text, dtype=object)
+    codes, uniques = pd.factorize(column, use_na_sentinel=False)
+    labels: np.ndarray
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        labels = np.array([str(u) for u in uniques], dtype=object)
+    elif all(type(u) is str for u in uniques):
+        labels = np.asarray(uniques, dtype=object)
+    else:
+        codes, text = pd.factorize(column.astype(str), use_na_sentinel=False)
+        return codes.astype(np.int64), np.asarray(text, dtype=object)
+    merged, distinct = pd.factorize(labels, use_na_sentinel=False)  # values that print alike
+    return merged.astype(np.int64)[codes], np.asarray(distinct, dtype=object)
+
+
 def _weighted_counts(ids: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """Per group, the sum of its combinations' integer weights (exact: float64 holds every count
     below 2^53, far above any table's row count)."""
     return np.rint(np.bincount(ids, weights=weights)).astype(np.int64)
+
+
+@dataclass
+class _LevelFigures:
+    """What a clean scan of every subset yields (see `_scan_by_level`)."""
+
+    subsets: int = 0
+    groups: int = 0
+    min_group_size: int | None = None
+    max_confidence: dict[int, tuple[int, int]] = field(default_factory=dict)  # s -> (hits, size)
+
+
+# Cells of one batch of subsets x distinct combinations (bounds the scan's memory).
+_BATCH_CELLS = 1 << 22
+
+
+def _scan_by_level(
+    codes: Sequence[np.ndarray],
+    cards: Sequence[int],
+    weights: np.ndarray,
+    s_weights: Sequence[np.ndarray],
+    depth: int,
+    K: int,
+    c: Fraction,
+) -> _LevelFigures | None:
+    """Every QID subset of size 1..depth at once per size (a batch of subsets in one
+    vectorized pass), or None as soon as any group breaks K or C.
+
+    The subset-by-subset loop of `check_lkc` pays a dozen small array operations per subset
+    (over a thousand subsets for 14 QIDs and L = 4); here a batch of subsets shares them. A
+    row of the batch holds one subset's keys (its parent subset's group id x the new column's
+    code) over the distinct combinations; offsetting each row makes one factorization give
+    every subset its own groups, numbered in order of first occurrence like the loop's. A
+    clean scan gives the loop's figures exactly; any violation sends the caller back to the
+    loop, which finds and describes the worst one.
+    """
+    n_qids, m = len(codes), len(weights)
+    code_matrix = np.vstack(codes)
+    cards_arr = np.asarray(cards, dtype=np.int64)
+    figures = _LevelFigures()
+    parents: list[tuple[int, ...]] = [()]
+    parent_ids = np.zeros((1, m), dtype=np.int64)  # the empty subset: one group
+    parent_cards = np.ones(1, dtype=np.int64)
+    for size in range(1, depth + 1):
+        subsets = [(*p, j) for p in parents for j in range((p[-1] + 1) if p else 0, n_qids)]
+        index_of = {p: i for i, p in enumerate(parents)}
+        parent_of = np.array([index_of[s[:-1]] for s in subsets], dtype=np.int64)
+        last = np.array([s[-1] for s in subsets], dtype=np.int64)
+        keep = size < depth
+        level_ids = np.empty((len(subsets), m), dtype=np.int64) if keep else None
+        level_cards = np.empty(len(subsets), dtype=np.int64)
+        batch = max(1, _BATCH_CELLS // max(1, m))
+        for lo in range(0, len(subsets), batch):
+            rows = slice(lo, min(lo + batch, len(subsets)))
+            keys = (
+                parent_ids[parent_of[rows]] * cards_arr[last[rows], None] + code_matrix[last[rows]]
+            )
+            span = parent_cards[parent_of[rows]] * cards_arr[last[rows]]  # keys < span per row
+            offsets = np.concatenate(([0], np.cumsum(span)[:-1]))
+            flat, _ = pd.factorize((keys + offsets[:, None]).ravel())
+            ids = flat.astype(np.int64).reshape(keys.shape)
+            ends = ids.max(axis=1) + 1  # each row's groups are one contiguous range of ids
+            starts = np.concatenate(([0], ends[:-1]))
+            counts = ends - starts
+            flat_ids = ids.ravel()
+            sizes = np.rint(np.bincount(flat_ids, weights=np.tile(weights, len(counts))))
+            sizes = sizes.astype(np.int64)
+            if sizes.min() < K:
+                return None
+            hits_all = []
+            for s_weight in s_weights:
+                hits = np.rint(np.bincount(flat_ids, weights=np.tile(s_weight, len(counts))))
+                hits = hits.astype(np.int64)
+                if np.any(hits * c.denominator > sizes * c.numerator):
+                    return None
+                hits_all.append(hits)
+            figures.subsets += len(counts)
+            figures.groups += int(counts.sum())
+            if keep:
+                assert level_ids is not None
+                level_ids[rows] = ids - starts[:, None]
+                level_cards[rows] = counts
+            if size == depth:
+                smallest = int(sizes.min())
+                if figures.min_group_size is None or smallest < figures.min_group_size:
+                    figures.min_group_size = smallest
+                for i, hits in enumerate(hits_all):
+                    top = _exact_argmax_ratio(hits, sizes)
+                    pair = (int(hits[top]), int(sizes[top]))
+                    held = figures.max_confidence.get(i)
+                    if held is None or pair[0] * held[1] > held[0] * pair[1]:
+                        figures.max_confidence[i] = pair
+        if keep:
+            assert level_ids is not None
+            parents, parent_ids, parent_cards = subsets, level_ids, level_cards
+    return figures
 
 
 def check_lkc(
@@ -279,7 +410,8 @@ def check_lkc(
             raise FedanonError(f"no suppressed label given for QID '{missing[0]}'")
         hit = np.ones(len(df), dtype=bool)
         for q in qids:
-            hit &= df[q].astype(str).to_numpy() == str(suppressed[q])
+            q_codes, q_text = cell_text_codes(df[q])
+            hit &= (q_text == str(suppressed[q]))[q_codes]
         if 0 < hit.sum() <= max_suppressed and not hit.all():
             exempt = int(hit.sum())
             df, positions = df[~hit], np.flatnonzero(~hit)
@@ -293,17 +425,18 @@ def check_lkc(
     # Counts are multiplied by C's terms and by other counts (exact ratio comparisons); use
     # Python ints only if such a product could overflow int64 (huge tables or C denominators).
     exact_dtype = np.int64 if n * max(n, c.numerator, c.denominator) < 2**62 else object
-    row_codes = [pd.factorize(df[q].astype(str))[0].astype(np.int64) for q in qids]
-    cards = [int(col.max()) + 1 for col in row_codes]
+    read = dict.fromkeys([*qids, *(col for col, _ in s_values)])
+    text_of = {col: cell_text_codes(df[col]) for col in read}
+    row_codes = [text_of[q][0] for q in qids]
+    cards = [len(text_of[q][1]) for q in qids]
     combination, first = _distinct_rows(row_codes, cards)
     codes = [col[first] for col in row_codes]  # per distinct combination
     weights = np.bincount(combination, minlength=len(first))
     s_weights = [
-        np.bincount(combination[df[col].astype(str).to_numpy() == v], minlength=len(first))
+        np.bincount(combination[(text_of[col][1] == v)[text_of[col][0]]], minlength=len(first))
         for col, v in s_values
     ]
 
-    ids_at: dict[int, np.ndarray] = {}
     result = CheckResult(
         ok=True,
         L=int(L),
@@ -318,6 +451,16 @@ def check_lkc(
         suppressed_rows=exempt,
         max_suppressed=int(max_suppressed),
     )
+    if exact_dtype is np.int64:
+        clean = _scan_by_level(codes, cards, weights, s_weights, depth, int(K), c)
+        if clean is not None:
+            result.subsets_checked, result.groups_checked = clean.subsets, clean.groups
+            result.min_group_size = clean.min_group_size
+            result.max_confidence = {
+                s_values[i]: Fraction(*clean.max_confidence[i]) for i in range(len(s_values))
+            }
+            return result
+    ids_at: dict[int, np.ndarray] = {}
     worst_key: tuple | None = None
 
     def consider(v: Violation) -> None:
@@ -357,9 +500,12 @@ def check_lkc(
             if not (at_depth or over.any()):
                 continue
             top = _exact_argmax_ratio(hits, exact_sizes)
-            share = Fraction(int(hits[top]), int(sizes[top]))
-            if at_depth and (s not in result.max_confidence or share > result.max_confidence[s]):
-                result.max_confidence[s] = share
+            top_hits, top_size = int(hits[top]), int(sizes[top])
+            held = result.max_confidence.get(s)  # compared by integer cross-multiplication
+            if at_depth and (
+                held is None or top_hits * held.denominator > held.numerator * top_size
+            ):
+                result.max_confidence[s] = Fraction(top_hits, top_size)
             if over.any():
                 bad |= over
                 values, row = describe(subset, ids, top)

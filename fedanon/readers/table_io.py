@@ -14,7 +14,6 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pa_csv
-import pyarrow.parquet as pq
 
 from fedanon.atomic import atomic_path
 from fedanon.errors import FedanonError, MissingColumnError
@@ -73,6 +72,13 @@ def check_output_format(path: str | os.PathLike[str]) -> None:
         raise FedanonError(f"{path}: unknown output format ({named}); supported: {supported}")
 
 
+def writes_text_as_is(path: str | os.PathLike[str]) -> bool:
+    """True when a table written to `path` holds only its cells' text (CSV/TSV), so a
+    Categorical column and the same column as strings give the same file; Parquet also records
+    each column's pandas type."""
+    return Path(path).suffix.lower() not in PARQUET_SUFFIXES
+
+
 def _header(path: Path, delimiter: str) -> list[str]:
     with path.open(newline="", encoding="utf-8-sig") as handle:
         row = next(csv.reader(handle, delimiter=delimiter), None)
@@ -94,6 +100,8 @@ def read_table(path: str | os.PathLike[str], delimiter: str | None = None) -> pd
         raise FedanonError(f"{path}: is a directory, expected a table file")
     try:
         if path.suffix.lower() in PARQUET_SUFFIXES:
+            import pyarrow.parquet as pq  # only for Parquet: CSV runs skip its import
+
             table = pq.read_table(path)
             table = table.cast(pa.schema([(n, pa.string()) for n in table.column_names]))
         else:
@@ -160,6 +168,8 @@ def write_table_to(
     check_output_format(like)
     arrow = pa.Table.from_pandas(table, preserve_index=False)
     if like.suffix.lower() in PARQUET_SUFFIXES:
+        import pyarrow.parquet as pq
+
         pq.write_table(arrow, path)
     elif like.suffix.lower() in TAB_SUFFIXES:
         _write_csv(arrow, path, "\t")

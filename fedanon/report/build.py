@@ -16,11 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from fedanon import __version__
 from fedanon.report.loss import AttributeLoss, overall_ncp, release_loss
 from fedanon.report.risk import (
+    Classes,
     class_purity_error,
     equivalence_classes,
     max_confidence,
@@ -29,7 +31,7 @@ from fedanon.report.risk import (
 )
 from fedanon.report.verdict import assess
 from fedanon.taxonomy.tree import Taxonomy
-from fedanon.utility.metrics import discernibility_ratio
+from fedanon.text import distinct_text_count, text_codes
 
 SCHEMA_ID = "fedanon-report/1"
 SCHEMA_FILE = Path(__file__).with_name("fedanon-report-1.schema.json")
@@ -85,13 +87,16 @@ def build_release_report(
     values before anonymization; `release_file` (the release on disk, where it is written
     already) its SHA-256; :func:`record_release_file` adds it once the release is staged.
     """
-    classes = equivalence_classes(release, qids)
+    # Every column the report reads is encoded once; each figure below works on the codes.
+    read = [*qids, *(c for c, _ in sensitive), *([class_column] if class_column else [])]
+    coded = {c: text_codes(release[c]) for c in dict.fromkeys(read)}
+    classes = equivalence_classes(release, qids, coded)
     prosecutor = prosecutor_risk(classes, risk_threshold)
     distribution = size_distribution(classes)
-    release_distinct = {q: int(release[q].astype(str).nunique()) for q in qids}
+    release_distinct = {q: len(coded[q][1]) for q in qids}
     verdict = "not checked" if check is None else ("holds" if check["ok"] else "violated")
     if losses is None:
-        losses = release_loss(release, list(taxonomies)) if taxonomies else []
+        losses = release_loss(release, list(taxonomies), coded) if taxonomies else []
     losses = list(losses)
     by_name = {x.attribute: x for x in losses}
     n = len(release)
@@ -129,10 +134,10 @@ def build_release_report(
                 "name": q,
                 "kept_values": by_name[q].kept_values
                 if q in by_name
-                else sorted(release[q].astype(str).unique().tolist()),
+                else sorted(coded[q][1].tolist()),
                 "ncp": by_name[q].ncp if q in by_name else None,
                 "suppressed_share": by_name[q].suppressed_share if q in by_name else None,
-                "input_distinct": int(original[q].astype(str).nunique())
+                "input_distinct": distinct_text_count(original[q])
                 if original is not None and q in original.columns
                 else None,
                 "release_distinct": release_distinct[q],
@@ -153,16 +158,22 @@ def build_release_report(
             "journalist": {"defined": False, "reason": JOURNALIST_UNDEFINED},
         },
         "max_confidence": _with_checked_confidence(
-            max_confidence(release, classes, sensitive), check
+            max_confidence(release, classes, sensitive, coded), check
         ),
         "utility": {
-            "discernibility_ratio": discernibility_ratio(release, list(qids)),
+            "discernibility_ratio": _discernibility(classes, n),
             "class_column": class_column,
             "classification_metric": None
             if class_column is None
-            else class_purity_error(release, classes, class_column),
+            else class_purity_error(release, classes, class_column, coded),
         },
     }
+
+
+def _discernibility(classes: Classes, n: int) -> float:
+    """sum |E|^2 / n^2 over the equivalence classes (fedanon.utility.metrics's figure, read off
+    the classes the report has already formed instead of grouping the table again)."""
+    return float(np.square(classes.sizes.astype(np.int64)).sum()) / float(n * n)
 
 
 def record_release_file(

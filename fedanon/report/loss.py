@@ -17,6 +17,7 @@ describes any release (centralized, distributed, or a file handed to ``check``).
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,6 +25,7 @@ import pandas as pd
 
 from fedanon.errors import FedanonError
 from fedanon.taxonomy.tree import Taxonomy
+from fedanon.text import text_codes
 
 _INTERVAL = re.compile(r"^[\[(]\s*(-?[0-9.eE+]+)\s*[-,]\s*(-?[0-9.eE+]+)\s*[\])]$")
 
@@ -80,19 +82,30 @@ def _cell_penalty_numeric(tax: Taxonomy, value: str) -> float:
     return float(min(1.0, max(0.0, (hi - lo) / width)))
 
 
-def attribute_loss(column: pd.Series, tax: Taxonomy) -> AttributeLoss:
-    """NCP of one released QID column: each distinct value is priced once, then weighted."""
-    counts = column.astype(str).value_counts(sort=False)
+def attribute_loss(
+    column: pd.Series, tax: Taxonomy, coded: tuple[np.ndarray, np.ndarray] | None = None
+) -> AttributeLoss:
+    """NCP of one released QID column: each distinct value is priced once, then weighted.
+
+    `coded` is the column's text codes where the caller has them (fedanon.text.text_codes).
+    """
+    codes, values = coded if coded is not None else text_codes(column)
     price = _cell_penalty_categorical if tax.kind == "categorical" else _cell_penalty_numeric
-    penalties = np.array([price(tax, v) for v in counts.index], dtype=float)
-    weights = counts.to_numpy(dtype=float)
+    penalties = np.array([price(tax, v) for v in values], dtype=float)
+    weights = np.bincount(codes, minlength=len(values)).astype(float)
     ncp = float(penalties @ weights / weights.sum()) if weights.sum() else 0.0
-    return AttributeLoss(tax.attribute, sorted(counts.index.tolist()), ncp)
+    return AttributeLoss(tax.attribute, sorted(values.tolist()), ncp)
 
 
-def release_loss(release: pd.DataFrame, taxonomies: list[Taxonomy]) -> list[AttributeLoss]:
+def release_loss(
+    release: pd.DataFrame,
+    taxonomies: list[Taxonomy],
+    coded: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None,
+) -> list[AttributeLoss]:
     """NCP of every QID that has a taxonomy, in QID order."""
-    return [attribute_loss(release[t.attribute], t) for t in taxonomies]
+    return [
+        attribute_loss(release[t.attribute], t, (coded or {}).get(t.attribute)) for t in taxonomies
+    ]
 
 
 def overall_ncp(losses: list[AttributeLoss]) -> float | None:

@@ -16,11 +16,27 @@ the class of record j and n the number of records (docs/steward-guide.md, "Risk"
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+
+from fedanon.text import text_codes
+
+# Column -> (codes, distinct strings) of its cells as text (fedanon.text.text_codes): a report
+# encodes each column once and every figure reads the codes.
+Coded = Mapping[str, tuple[np.ndarray, np.ndarray]]
+
+
+def coded_column(
+    release: pd.DataFrame, column: str, coded: Coded | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The column's text codes from `coded` when there, else encoded now."""
+    if coded is not None and column in coded:
+        return coded[column]
+    return text_codes(release[column])
+
 
 # Class-size buckets of the distribution chart: [lo, hi) pairs; hi None = no upper end.
 SIZE_BUCKETS: tuple[tuple[int, int | None], ...] = (
@@ -44,11 +60,13 @@ class Classes:
     sizes: np.ndarray
 
 
-def equivalence_classes(release: pd.DataFrame, qids: Sequence[str]) -> Classes:
+def equivalence_classes(
+    release: pd.DataFrame, qids: Sequence[str], coded: Coded | None = None
+) -> Classes:
     """Group the records by their released QID strings (vectorized factorization)."""
     key = np.zeros(len(release), dtype=np.int64)
     for column in qids:
-        codes, uniques = pd.factorize(release[column].astype(str))
+        codes, uniques = coded_column(release, column, coded)
         key, _ = pd.factorize(key * max(1, len(uniques)) + codes)
         key = key.astype(np.int64)
     return Classes(key, np.bincount(key) if len(key) else np.zeros(0, dtype=np.int64))
@@ -85,13 +103,17 @@ def size_distribution(classes: Classes) -> list[dict[str, int | None]]:
 
 
 def max_confidence(
-    release: pd.DataFrame, classes: Classes, sensitive: Sequence[tuple[str, str]]
+    release: pd.DataFrame,
+    classes: Classes,
+    sensitive: Sequence[tuple[str, str]],
+    coded: Coded | None = None,
 ) -> list[dict[str, object]]:
     """Per sensitive value s: the highest share of s in any equivalence class, and that class."""
     out: list[dict[str, object]] = []
     for column, value in sensitive:
+        codes, uniques = coded_column(release, column, coded)
         hits = np.bincount(
-            classes.ids[(release[column].astype(str) == value).to_numpy()],
+            classes.ids[(uniques == value)[codes]],
             minlength=len(classes.sizes),
         )
         share = hits / classes.sizes
@@ -107,13 +129,15 @@ def max_confidence(
     return out
 
 
-def class_purity_error(release: pd.DataFrame, classes: Classes, class_column: str) -> float:
+def class_purity_error(
+    release: pd.DataFrame, classes: Classes, class_column: str, coded: Coded | None = None
+) -> float:
     """Iyengar's classification metric: share of records not of their class's majority label.
 
     A cheap, model-free utility figure for a release meant for classification: a classifier
     that can only see the released QIDs predicts at best the majority label of each class.
     """
-    labels, _ = pd.factorize(release[class_column].astype(str))
+    labels, _ = coded_column(release, class_column, coded)
     n_labels = int(labels.max()) + 1
     table = np.bincount(classes.ids * n_labels + labels, minlength=len(classes.sizes) * n_labels)
     majority = table.reshape(len(classes.sizes), n_labels).max(axis=1).sum()

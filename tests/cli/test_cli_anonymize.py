@@ -130,3 +130,28 @@ def test_non_numeric_value_in_numeric_qid(files, tmp_path):
 def test_bad_parameters(files):
     _expect_error(_anonymize(files, "--L", "0", "--k", "2", "--C", "1"), files, "L must be")
     _expect_error(_anonymize(files, "--L", "2", "--k", "2", "--C", "1.5"), files, "C must be")
+
+
+@pytest.mark.parametrize("report_file", [False, True])
+def test_summary_and_report_name_the_check_that_ran(files, tmp_path, report_file):
+    """Every release is checked before it is written, so the summary says so (with or without
+    a report file; it once printed "not checked"), and the report carries that same verdict."""
+    report = tmp_path / "r.json"
+    extra = ["--report", report] if report_file else []
+    done = _anonymize(files, "--L", "2", "--k", "4", "--C", "0.5", "--json", *extra)
+    assert done.returncode == 0, done.stderr
+    printed = json.loads(done.stdout)
+    steward = printed["release_report"]
+    assert steward["privacy_check"]["verdict"] == "holds"
+    assert steward["privacy_check"]["details"] == printed["privacy_check"]
+    assert steward["assessment"]["holds_for"]
+    if report_file:
+        assert json.loads(report.read_text())["release_report"]["privacy_check"]["verdict"] == (
+            "holds"
+        )
+    plain = _anonymize(files, "--L", "2", "--k", "4", "--C", "0.5")
+    assert plain.returncode == 0, plain.stderr
+    assert "not checked" not in plain.stdout
+    assert any("privacy check" in line and "holds" in line for line in plain.stdout.splitlines()), (
+        plain.stdout
+    )

@@ -49,7 +49,7 @@ from fedanon.models.alpha_k import check_generalized, check_pair
 from fedanon.release import Release
 from fedanon.taxonomy.files import TaxonomyFile
 from fedanon.taxonomy.tree import Taxonomy
-from fedanon.text import as_text
+from fedanon.text import text_codes
 
 METHODS = ("global", "local", "lossy-join", "anatomy")
 
@@ -153,7 +153,7 @@ def _trees(
 
 def _classes_of(table: pd.DataFrame, qids: list[str]) -> np.ndarray:
     """Class index per row of a generalized table: rows with equal released QIDs."""
-    keys = np.column_stack([pd.factorize(as_text(table[q].astype(str)))[0] for q in qids])
+    keys = np.column_stack([text_codes(table[q])[0] for q in qids])
     return np.unique(keys, axis=0, return_inverse=True)[1].reshape(-1)
 
 
@@ -175,8 +175,7 @@ def _information_loss(table: pd.DataFrame, qids: list[str], trees: list[Taxonomy
     total = 0.0
     for q, tree in zip(qids, trees, strict=True):
         span = {label: tree.leaves_under(n) for n, label in enumerate(tree.labels)}
-        labels = as_text(table[q].astype(str))
-        codes, uniques = pd.factorize(labels)
+        codes, uniques = text_codes(table[q])
         cost = np.array([(span.get(u, 1) - 1) / max(tree.n_atoms - 1, 1) for u in uniques])
         total += float(cost[codes].mean())
     return total / len(qids)

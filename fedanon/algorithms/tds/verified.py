@@ -9,26 +9,24 @@ no code with the engine) verifies the release, and its verdict joins the report 
 
 from __future__ import annotations
 
-import pandas as pd
-
 from fedanon.algorithms.tds.api import LKCRelease
 from fedanon.errors import FedanonError
 from fedanon.models.lkc import check_lkc
 from fedanon.schema import LKCParams, Schema
+from fedanon.text import plain_text
 
 
-def plain_text(table: pd.DataFrame) -> pd.DataFrame:
-    """`table` with every categorical column as plain Python strings (object dtype)."""
-    out = table.copy()
-    for column in out.columns:
-        if isinstance(out[column].dtype, pd.CategoricalDtype):
-            out[column] = out[column].astype(str).astype(object)
-    return out
+def verified_release(
+    release: LKCRelease, schema: Schema, params: LKCParams, *, text: bool = True
+) -> LKCRelease:
+    """The release as text, checked by the independent checker; refused when the check fails.
 
-
-def verified_release(release: LKCRelease, schema: Schema, params: LKCParams) -> LKCRelease:
-    """The release as text, checked by the independent checker; refused when the check fails."""
-    table = plain_text(release.table)
+    The checker reads the engine's Categoricals as the text they print as (a category's label),
+    so it checks exactly the cells a release holds. With ``text=False`` the release keeps
+    them: a caller that only writes and reports the table (the CLI) reads codes, not strings,
+    at every later step; the written file is the same (fedanon.readers.table_io).
+    """
+    table = release.table
     sensitive: dict[str, list[str]] = {}
     for s in schema.sensitive:
         sensitive.setdefault(s.column, []).append(s.value)
@@ -53,4 +51,4 @@ def verified_release(release: LKCRelease, schema: Schema, params: LKCParams) -> 
     if not check.ok:
         raise FedanonError(f"the release fails LKC-privacy ({check.worst}); nothing written")
     report = {**release.report, "privacy_check": check.to_dict()}
-    return LKCRelease(table, release.result, report)
+    return LKCRelease(plain_text(table) if text else table, release.result, report)
