@@ -35,6 +35,12 @@ Example::
     max_connections = 256          # open connections at once; more are closed when accepted
     idle_seconds = 300             # a connection without calls this long is closed
 
+    [table]                        # where LKC counting runs (docs/engines.md); absent: here
+    engine = "dask"                # "local" (default: this process) or "dask" (row shards)
+    shards = 8                     # row shards (a Parquet dataset: at most one per file)
+    scheduler = "tls://10.0.0.5:8786"  # a Dask scheduler (absent: a local cluster)
+    workers = 0                    # the local cluster's processes (0: threads of the daemon)
+
     [policy]                       # this hospital's privacy floor (absent: any job is served)
     min_L = 2                      # smallest L a job may ask (absent: 1)
     min_K = 5                      # smallest K (absent: 1)
@@ -55,10 +61,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fedanon.algorithms.tds.engines import ENGINES, EngineSettings
 from fedanon.configschema import (
     Address,
     Character,
     ConfigError,
+    InputData,
     InputFile,
     Integer,
     Key,
@@ -140,11 +148,48 @@ LIMITS_SCHEMA = Table(
     }
 )
 
+#: Row shards of a Dask-backed party: far above any cluster's cores, below a task-graph bomb.
+MAX_SHARDS = 4096
+
+
+def _engine_keys(section: dict[str, Any], path: str, where: str) -> None:
+    """The Dask keys belong to the Dask engine; a scheduler and a local cluster exclude each
+    other; only a tls:// scheduler (or tcp:// for tests) is an address Dask can dial."""
+    if section["engine"] != "dask":
+        for key in ("scheduler", "workers", "shards"):
+            if section[key] is not None:
+                raise ConfigError(f'{where}: {path}.{key}: only with {path}.engine = "dask"')
+        return
+    scheduler = section["scheduler"]
+    if scheduler is not None:
+        if section["workers"] is not None:
+            raise ConfigError(
+                f"{where}: {path}.workers: a local cluster's size, but {path}.scheduler "
+                "names a cluster; give one"
+            )
+        scheme, sep, rest = scheduler.partition("://")
+        host, colon, port = rest.rpartition(":")
+        if not sep or scheme not in ("tls", "tcp") or not host or not colon or not port.isdigit():
+            raise ConfigError(
+                f"{where}: {path}.scheduler: expected \"tls://host:port\", got '{scheduler}'"
+            )
+
+
+TABLE_SCHEMA = Table(
+    {
+        "engine": Key(Text(choices=tuple(ENGINES)), default="local"),
+        "shards": Key(Integer(1, MAX_SHARDS)),
+        "scheduler": Key(Text()),
+        "workers": Key(Integer(0, MAX_WORKERS)),
+    },
+    checks=(_engine_keys,),
+)
+
 PARTY_SCHEMA = Table(
     {
         "name": Key(Text(), required=True),
         "listen": Key(Address(), required=True),
-        "data": Key(InputFile(), required=True),
+        "data": Key(InputData(), required=True),
         "taxonomy": Key(InputFile()),
         "leader": Key(Text()),
         "output_dir": Key(OutputDir()),
@@ -157,6 +202,7 @@ PARTY_SCHEMA = Table(
         "union": Key(PARTY_UNION_SCHEMA, default={}),
         "limits": Key(LIMITS_SCHEMA, default={}),
         "policy": Key(POLICY_SCHEMA),
+        "table": Key(TABLE_SCHEMA, default={}),
     },
     checks=(_distinct_names,),
 )
@@ -216,6 +262,7 @@ class PartyConfig:
     connections: ConnectionLimits = field(default_factory=ConnectionLimits)
     policy: Policy = field(default_factory=lambda: Policy(configured=False))
     idle_keys: int = DEFAULT_IDLE_KEYS  # leader-layer keys made while idle (0: none)
+    engine: EngineSettings = field(default_factory=EngineSettings)  # [table]: LKC counting
 
     def __post_init__(self) -> None:
         """The ranges of party.toml hold for a configuration built in code too (a daemon with
@@ -230,14 +277,22 @@ class PartyConfig:
         data, base = load(path, PARTY_SCHEMA)
         hop = data["next_hop"]
         timeouts = data["timeouts"]
+        tls = TLSFiles.from_config(data["tls"], base, where)
+        engine = _engine(data["table"], tls, where)
+        table = resolve(base, data["data"])
+        if table.is_dir() and engine.name != "dask":
+            raise ConfigError(
+                f"{where}: data: {table} is a directory (a Parquet dataset needs "
+                '[table] engine = "dask")'
+            )
         return cls(
             name=data["name"],
             listen=data["listen"],
-            data=resolve(base, data["data"]),
+            data=table,
             taxonomy=resolve(base, data["taxonomy"]),
             leader=_leader(data, where),
             next_hop=Hop(hop["name"], hop["address"]) if hop else None,
-            tls=TLSFiles.from_config(data["tls"], base, where),
+            tls=tls,
             delimiter=data["delimiter"],
             rpc_seconds=timeouts["rpc_seconds"],
             lease_seconds=timeouts["lease_seconds"],
@@ -254,4 +309,23 @@ class PartyConfig:
             ),
             policy=Policy.from_table(data["policy"]),
             idle_keys=data["union"]["idle_keys"],
+            engine=engine,
         )
+
+
+def _engine(section: dict[str, Any], tls: TLSFiles | None, where: str) -> EngineSettings:
+    """[table] as engine settings: a tls:// scheduler with the party's own certificate; a
+    party with TLS never sends its rows to a plain tcp:// one."""
+    scheduler = section["scheduler"]
+    if scheduler is not None and scheduler.startswith("tcp://") and tls is not None:
+        raise ConfigError(
+            f"{where}: table.scheduler: '{scheduler}' would carry the party's rows unencrypted; "
+            "use tls://"
+        )
+    return EngineSettings(
+        name=section["engine"],
+        shards=section["shards"] or 1,
+        scheduler=scheduler,
+        workers=section["workers"] or 0,
+        tls=None if tls is None else (tls.ca, tls.cert, tls.key),
+    )

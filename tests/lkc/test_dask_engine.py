@@ -19,6 +19,8 @@ import pytest
 
 pytest.importorskip("distributed")
 
+import itertools
+
 from distributed import Client, LocalCluster
 
 from fedanon.algorithms.tds.api import build_schema
@@ -96,7 +98,7 @@ def test_skewed_shards_give_the_same_release(client):
     schema, table = _case()
     steps, release = _run_local(schema, table)
     cuts = [0, 1, 2, 2900, 2901, len(table)]
-    shards = [FrameShard(table.iloc[lo:hi]) for lo, hi in zip(cuts[:-1], cuts[1:], strict=True)]
+    shards = [FrameShard(table.iloc[lo:hi]) for lo, hi in itertools.pairwise(cuts)]
     got_steps, got_release, _ = _run_sharded(client, schema, shards)
     assert got_steps == steps
     assert got_release == release
@@ -127,7 +129,7 @@ def test_parquet_dataset_is_read_by_the_workers(client, tmp_path: Path):
     schema, table = _case()
     steps, release = _run_local(schema, table)
     bounds = [0, 500, 1700, 1701, len(table)]
-    for n, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:], strict=True)):
+    for n, (lo, hi) in enumerate(itertools.pairwise(bounds)):
         table.iloc[lo:hi].astype(str).to_parquet(tmp_path / f"part-{n:03d}.parquet", index=False)
     source = ParquetSource(tmp_path)
     assert source.n_rows == len(table) and source.columns == list(table.columns)
@@ -153,11 +155,15 @@ def test_a_shard_error_reaches_the_daemon_as_the_party_error(client):
     with pytest.raises(FedanonError, match="class column 'readmitted': value 'maybe'"):
         LocalParty(copy.deepcopy(schema), table)
     with pytest.raises(FedanonError, match="class column 'readmitted': value 'maybe'"):
-        ShardedParty(client, copy.deepcopy(schema), FrameSource(table).shards(2), list(table.columns))
+        ShardedParty(
+            client, copy.deepcopy(schema), FrameSource(table).shards(2), list(table.columns)
+        )
 
 
 def test_unknown_engine_is_one_line_naming_the_choices():
-    with pytest.raises(FedanonError, match=r"unknown counting engine 'spark' \(choose from local, dask\)"):
+    with pytest.raises(
+        FedanonError, match=r"unknown counting engine 'spark' \(choose from local, dask\)"
+    ):
         counting_engine(EngineSettings(name="spark"))
 
 
@@ -165,7 +171,9 @@ def test_vectors_are_summed_on_the_workers(client):
     """The daemon receives one vector per step, equal to the one-process party's."""
     schema, table = _case()
     local = LocalParty(copy.deepcopy(schema), table)
-    sharded = ShardedParty(client, copy.deepcopy(schema), FrameSource(table).shards(7), list(table.columns))
+    sharded = ShardedParty(
+        client, copy.deepcopy(schema), FrameSource(table).shards(7), list(table.columns)
+    )
     try:
         np.testing.assert_array_equal(sharded.start(), local.start())
     finally:

@@ -14,46 +14,16 @@ without Dask (the ``dask`` extra). docs/engines.md says why Dask, and why bincou
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
+from importlib import import_module
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING
 
-import numpy as np
-import pandas as pd
-
-from fedanon.algorithms.tds.layout import (
-    DynamicSplit,
-    PartitionTable,
-    Specialization,
-    StatsLayout,
-)
-from fedanon.algorithms.tds.local_party import LocalParty
 from fedanon.errors import FedanonError
-from fedanon.readers.sources import TableSource
-from fedanon.schema import Schema
 
-
-class PartyCounts(Protocol):
-    """A party's counting state for one run: the engine's count source plus the release."""
-
-    schema: Schema
-    layout: StatsLayout
-    partitions: PartitionTable
-
-    def atom_histogram(self, attr: int, node: int) -> np.ndarray: ...
-
-    def start(self, splits: Sequence[DynamicSplit] = ()) -> np.ndarray: ...
-
-    def specialize(self, step: Specialization) -> np.ndarray: ...
-
-    def generalized_table(
-        self, suppressed: np.ndarray | None = None, drop_suppressed: bool = False
-    ) -> pd.DataFrame: ...
-
-    def close(self) -> None:
-        """Release what the state holds outside this process (nothing for ``local``)."""
-        ...
+if TYPE_CHECKING:
+    from fedanon.algorithms.tds.engines.base import CountingEngine
 
 
 @dataclass(frozen=True)
@@ -72,44 +42,28 @@ class EngineSettings:
     tls: tuple[Path, Path, Path] | None = None
 
 
-class CountingEngine(Protocol):
-    """Builds a party's counting state for each run; holds the cluster between runs."""
-
-    def open(self, schema: Schema, source: TableSource, columns: list[str]) -> PartyCounts:
-        """The counting state over `source`'s `columns` (the released ones, in order)."""
-        ...
-
-    def close(self) -> None:
-        """Stop what the engine started (a local cluster); the engine is not used again."""
-        ...
-
-
-class LocalEngine:
-    """The one-process party: the whole table in this process, one ``LocalParty``."""
-
-    def __init__(self, settings: EngineSettings) -> None:
-        self.settings = settings
-
-    def open(self, schema: Schema, source: TableSource, columns: list[str]) -> PartyCounts:
-        return LocalParty(schema, source.frame()[columns])
-
-    def close(self) -> None:
-        """Nothing started, nothing to stop."""
+def _local_engine(settings: EngineSettings) -> CountingEngine:
+    engine: CountingEngine = import_module("fedanon.algorithms.tds.engines.base").LocalEngine(
+        settings
+    )
+    return engine
 
 
 def _dask_engine(settings: EngineSettings) -> CountingEngine:
     """Imported on demand: Dask is an optional dependency (the ``dask`` extra)."""
     try:
-        from fedanon.algorithms.tds.engines.sharded import DaskEngine
+        module = import_module("fedanon.algorithms.tds.engines.sharded")
     except ImportError as exc:
         raise FedanonError(
             f"engine 'dask' needs Dask: pip install 'fedanon[dask]' ({exc})"
         ) from None
-    return DaskEngine(settings)
+    engine: CountingEngine = module.DaskEngine(settings)
+    return engine
 
 
+#: Engine name -> factory; the modules load only when an engine is made.
 ENGINES: dict[str, Callable[[EngineSettings], CountingEngine]] = {
-    "local": LocalEngine,
+    "local": _local_engine,
     "dask": _dask_engine,
 }
 

@@ -246,7 +246,9 @@ class ShardedParty:
         done = len(self._log)
         for _attempt in range(MAX_RECOVERIES):
             parts = [
-                self._pinned(i, _step, key, done, "generalized_table", (suppressed, drop_suppressed))
+                self._pinned(
+                    i, _step, key, done, "generalized_table", (suppressed, drop_suppressed)
+                )
                 for i, key in enumerate(self._keys)
             ]
             try:
