@@ -36,9 +36,11 @@ Example::
     idle_seconds = 300             # a connection without calls this long is closed
 
     [table]                        # where LKC counting runs (docs/engines.md); absent: here
-    engine = "dask"                # "local" (default: this process) or "dask" (row shards)
+    engine = "dask"                # "local" (this process; the default unless a key below is
+                                   # given) or "dask" (row shards on Dask workers)
     shards = 8                     # row shards (a Parquet dataset: at most one per file)
-    scheduler = "tls://10.0.0.5:8786"  # a Dask scheduler (absent: a local cluster)
+    scheduler = "10.0.0.5:8786"    # a Dask scheduler, over Dask's TLS with [tls]'s files
+                                   # (absent: a local cluster in the daemon)
     workers = 0                    # the local cluster's processes (0: threads of the daemon)
 
     [policy]                       # this hospital's privacy floor (absent: any job is served)
@@ -153,12 +155,15 @@ MAX_SHARDS = 4096
 
 
 def _engine_keys(section: dict[str, Any], path: str, where: str) -> None:
-    """The Dask keys belong to the Dask engine; a scheduler and a local cluster exclude each
-    other; only a tls:// scheduler (or tcp:// for tests) is an address Dask can dial."""
+    """The Dask keys belong to the Dask engine (which they imply when `engine` is absent); a
+    scheduler and a local cluster's size exclude each other; a scheduler's scheme is tls://
+    (or tcp:// for a party without TLS)."""
+    given = [key for key in ("scheduler", "workers", "shards") if section[key] is not None]
+    if section["engine"] is None:
+        section["engine"] = "dask" if given else "local"
     if section["engine"] != "dask":
-        for key in ("scheduler", "workers", "shards"):
-            if section[key] is not None:
-                raise ConfigError(f'{where}: {path}.{key}: only with {path}.engine = "dask"')
+        if given:
+            raise ConfigError(f'{where}: {path}.{given[0]}: only with {path}.engine = "dask"')
         return
     scheduler = section["scheduler"]
     if scheduler is not None:
@@ -167,19 +172,18 @@ def _engine_keys(section: dict[str, Any], path: str, where: str) -> None:
                 f"{where}: {path}.workers: a local cluster's size, but {path}.scheduler "
                 "names a cluster; give one"
             )
-        scheme, sep, rest = scheduler.partition("://")
-        host, colon, port = rest.rpartition(":")
-        if not sep or scheme not in ("tls", "tcp") or not host or not colon or not port.isdigit():
+        scheme, sep, _ = scheduler.rpartition("://")
+        if sep and scheme not in ("tls", "tcp"):
             raise ConfigError(
-                f"{where}: {path}.scheduler: expected \"tls://host:port\", got '{scheduler}'"
+                f"{where}: {path}.scheduler: scheme '{scheme}://' (expected tls:// or tcp://)"
             )
 
 
 TABLE_SCHEMA = Table(
     {
-        "engine": Key(Text(choices=tuple(ENGINES)), default="local"),
+        "engine": Key(Text(choices=tuple(ENGINES))),
         "shards": Key(Integer(1, MAX_SHARDS)),
-        "scheduler": Key(Text()),
+        "scheduler": Key(Address()),
         "workers": Key(Integer(0, MAX_WORKERS)),
     },
     checks=(_engine_keys,),
@@ -314,9 +318,12 @@ class PartyConfig:
 
 
 def _engine(section: dict[str, Any], tls: TLSFiles | None, where: str) -> EngineSettings:
-    """[table] as engine settings: a tls:// scheduler with the party's own certificate; a
-    party with TLS never sends its rows to a plain tcp:// one."""
+    """[table] as engine settings. A scheduler without a scheme is dialled over Dask's TLS
+    with the party's own certificate (plain tcp:// only for a party without TLS); a party with
+    TLS never sends its rows to a tcp:// one."""
     scheduler = section["scheduler"]
+    if scheduler is not None and "://" not in scheduler:
+        scheduler = ("tcp://" if tls is None else "tls://") + scheduler
     if scheduler is not None and scheduler.startswith("tcp://") and tls is not None:
         raise ConfigError(
             f"{where}: table.scheduler: '{scheduler}' would carry the party's rows unencrypted; "

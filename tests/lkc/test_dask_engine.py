@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import copy
 import io
+import os
+import signal
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +26,7 @@ import itertools
 from distributed import Client, LocalCluster
 
 from fedanon.algorithms.tds.api import build_schema
-from fedanon.algorithms.tds.engine import LKCEngine
+from fedanon.algorithms.tds.engine import LKCEngine, StepInfo
 from fedanon.algorithms.tds.engines import EngineSettings, counting_engine
 from fedanon.algorithms.tds.engines.sharded import ShardedParty
 from fedanon.algorithms.tds.local_party import LocalParty
@@ -178,3 +180,35 @@ def test_vectors_are_summed_on_the_workers(client):
         np.testing.assert_array_equal(sharded.start(), local.start())
     finally:
         sharded.close()
+
+
+@pytest.mark.slow
+def test_a_worker_killed_mid_job_is_replayed_and_the_release_is_unchanged():
+    """Two worker processes; one is killed (SIGKILL) after the third specialization. Its
+    shards are reloaded on the survivor (or the nanny's replacement) and the step log replayed
+    there: the run goes on with the same choices and the same release."""
+    schema, table = _case()
+    steps, release = _run_local(schema, table)
+    with (
+        LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,
+        Client(cluster) as c,
+    ):
+        sharded_schema = copy.deepcopy(schema)
+        party = ShardedParty(c, sharded_schema, FrameSource(table).shards(4), list(table.columns))
+        victim = party._where[0]
+        pid = c.run(os.getpid, workers=[victim])[victim]
+        killed = []
+
+        def kill_after_third(info: StepInfo) -> None:
+            if info.iteration == 3:
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+
+        result = LKCEngine(sharded_schema, PARAMS, on_step=kill_after_third).run(party)
+        assert killed and party.recoveries >= 2  # shards 0 and 2 lived on the victim
+        assert victim not in party._where
+        assert result.specializations == steps
+        assert _csv(party.generalized_table()) == release
+        party.close()

@@ -131,6 +131,7 @@ class ShardedParty:
         job = uuid.uuid4().hex
         self._keys = [f"fedanon-shard-{job}-{i}" for i in range(len(self._shards))]
         self._log: list[tuple[str, tuple[Any, ...]]] = []
+        self.recoveries = 0  # shards reloaded and replayed after their worker was lost
         workers = self._alive()
         if not workers:
             raise FedanonError("the Dask cluster has no workers")
@@ -163,6 +164,7 @@ class ShardedParty:
         if not alive:
             raise FedanonError("the Dask cluster lost all its workers")
         for i in lost:
+            self.recoveries += 1
             load = {w: sum(1 for x in self._where if x == w) for w in alive}
             self._where[i] = min(alive, key=lambda w: (load[w], w))
             opened = self._place(i)
