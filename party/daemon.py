@@ -19,6 +19,7 @@ import grpc
 from cryptography import x509
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
+from fedanon.algorithms.tds.engines import counting_engine
 from fedanon.crypto.errors import CryptoError
 from fedanon.crypto.identity import load_identity_files
 from fedanon.errors import FedanonError
@@ -68,7 +69,8 @@ def build_server(config: PartyConfig) -> tuple[grpc.Server, int, PartyServicer]:
                 f"configured as '{config.name}'"
             )
         ca = x509.load_pem_x509_certificate(config.tls.ca.read_bytes())
-    servicer = PartyServicer(config, source, taxonomy, next_stub, identity, ca)
+    counting = counting_engine(config.engine)
+    servicer = PartyServicer(config, source, taxonomy, next_stub, identity, ca, counting=counting)
     try:
         server, port = make_server(
             config.listen,
@@ -197,5 +199,6 @@ def serve(config: PartyConfig, grace_seconds: float = 5.0) -> None:
         )
     server.stop(grace_seconds).wait()
     servicer.idle_keys.close()
-    servicer.counting.close()
+    if servicer.counting is not None:
+        servicer.counting.close()
     print(f"party {config.name} stopped", flush=True)

@@ -43,7 +43,7 @@ class PartyShell(Protocol):
 
     config: PartyConfig
     source: TableSource  # the rows: a frame, or a dataset a sharded party's workers read
-    counting: CountingEngine  # where LKC counting runs ([table] engine)
+    counting: CountingEngine | None  # where LKC counting runs ([table]; None: here)
     taxonomy: TaxonomyFile | None
     identity: Identity | None
     ca_certificate: x509.Certificate | None

@@ -30,14 +30,12 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import grpc
 import pandas as pd
 from cryptography import x509
 
-from fedanon.algorithms.tds.engines import counting_engine
-from fedanon.algorithms.tds.engines.base import CountingEngine
 from fedanon.crypto.errors import CryptoError, IdentityError
 from fedanon.crypto.identity import Identity, PeerIdentity
 from fedanon.crypto.idle_keys import IdleKeyWorkers
@@ -57,6 +55,9 @@ from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
 from fedanon.readers.sources import FrameSource, TableSource
 from fedanon.taxonomy.files import TaxonomyFile
+
+if TYPE_CHECKING:
+    from fedanon.algorithms.tds.engines.base import CountingEngine
 
 log = logging.getLogger(__name__)
 
@@ -93,12 +94,13 @@ class PartyServicer(pb_grpc.PartyServicer):
         identity: Identity | None,
         ca_certificate: x509.Certificate | None,
         handlers: dict[str, JobHandler] = HANDLERS,
+        counting: CountingEngine | None = None,
     ) -> None:
         self.config = config
         # A frame, or (a Dask-backed party) a source the workers read: docs/engines.md.
         self.source: TableSource = FrameSource(table) if isinstance(table, pd.DataFrame) else table
         self._table: pd.DataFrame | None = None
-        self.counting: CountingEngine = counting_engine(config.engine)
+        self.counting = counting  # where LKC counting runs ([table]; None: in this process)
         self.taxonomy = taxonomy
         self.next_stub = next_stub
         self.identity = identity

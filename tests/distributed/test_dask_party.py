@@ -8,6 +8,7 @@ release byte for byte.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -16,9 +17,16 @@ pytest.importorskip("distributed")
 
 from fedanon.algorithms.tds.engines import EngineSettings
 from fedanon.leader.sim import federation, split_table
-from tests.distributed.conftest import Dataset, run_distributed, run_matches_centralized
-
-pytestmark = pytest.mark.slow
+from fedanon.synth import generate_hospital
+from tests.distributed.conftest import (
+    Dataset,
+    assert_same_release,
+    centralized,
+    hospital_dataset,
+    run_distributed,
+    run_matches_centralized,
+)
+from tests.distributed.test_cli import ROWS, SEED, fedanon, sim_args, wait_gone
 
 
 def _sorted_lines(path: Path) -> list[bytes]:
@@ -26,6 +34,7 @@ def _sorted_lines(path: Path) -> list[bytes]:
     return [header, *sorted(body)]
 
 
+@pytest.mark.slow
 def test_sharded_party_among_plain_ones_releases_the_same(
     hospital_data: Dataset, tmp_path: Path
 ) -> None:
@@ -41,3 +50,43 @@ def test_sharded_party_among_plain_ones_releases_the_same(
         report = run_matches_centralized(fed, hospital_data, spec, sharded)
     assert report["specializations"] >= 5
     assert _sorted_lines(sharded) == _sorted_lines(plain)
+
+
+@pytest.mark.slow
+def test_sim_runs_every_party_on_a_dask_cluster(tmp_path: Path) -> None:
+    """``fedanon sim lkc --engine dask --shards 3``: every party.toml asks for the Dask engine
+    with 3 shards, and the release equals the centralized one."""
+    data = tmp_path / "hospital.csv"
+    generate_hospital(ROWS, SEED).to_csv(data, index=False)
+    out, report, workdir = tmp_path / "release.csv", tmp_path / "report.json", tmp_path / "w"
+    args = sim_args(data, workdir, out, "--report", str(report), "--engine", "dask")
+    run = fedanon(*args, "--shards", "3")
+    assert run.returncode == 0, run.stderr
+    configs = sorted(workdir.glob("hospital-*.toml"))
+    assert len(configs) == 3
+    assert all('engine = "dask"\nshards = 3' in c.read_text() for c in configs)
+    dataset = hospital_dataset(ROWS, SEED)
+    parsed = json.loads(report.read_text())
+    assert_same_release(out, parsed, centralized(dataset, dataset.spec(L=3, K=20, C="0.2")))
+    assert not wait_gone(str(workdir))
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--shards", "2"], "fedanon: error: --shards needs --engine dask"),
+        (["--engine", "dask", "--shards", "0"], "--shards must be between 1 and 4096 (got 0)"),
+        (["--engine", "spark"], "invalid choice: 'spark'"),
+    ],
+)
+@pytest.mark.slow
+def test_sim_engine_options_are_checked_in_one_line(
+    tmp_path: Path, extra: list[str], message: str
+) -> None:
+    data = tmp_path / "hospital.csv"
+    generate_hospital(50, SEED).to_csv(data, index=False)
+    out = tmp_path / "release.csv"
+    run = fedanon(*sim_args(data, tmp_path / "w", out, *extra), timeout=60)
+    assert run.returncode == 2
+    assert message in run.stderr and "Traceback" not in run.stderr
+    assert not out.exists() and not (tmp_path / "w").exists()
