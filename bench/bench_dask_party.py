@@ -25,6 +25,7 @@ import pandas as pd
 
 from fedanon.algorithms.tds.api import build_schema
 from fedanon.algorithms.tds.engine import LKCEngine
+from fedanon.algorithms.tds.engines.sharded import ShardedParty
 from fedanon.algorithms.tds.local_party import LocalParty
 from fedanon.readers.sources import FilesShard, ParquetSource
 from fedanon.schema import LKCParams
@@ -72,6 +73,7 @@ def _run(engine: str, data: Path, shards: int, workers: int, out: multiprocessin
     taxonomy = load_taxonomy(hospital_taxonomy_path(), data_columns=source.columns)
     began = time.perf_counter()
     cluster = client = None
+    party: LocalParty | ShardedParty
     if engine == "local":
         table = source.frame()
         schema = copy.deepcopy(build_schema(taxonomy, table))
@@ -79,7 +81,7 @@ def _run(engine: str, data: Path, shards: int, workers: int, out: multiprocessin
     else:
         from distributed import Client
 
-        from fedanon.algorithms.tds.engines.sharded import ShardedParty, local_cluster
+        from fedanon.algorithms.tds.engines.sharded import local_cluster
 
         cluster = local_cluster(workers, shards)
         client = Client(cluster)
@@ -96,7 +98,8 @@ def _run(engine: str, data: Path, shards: int, workers: int, out: multiprocessin
         worker_peak = sum(client.run(_peak_mb).values())
         party.close()
         client.close()
-        cluster.close()
+        if cluster is not None:
+            cluster.close()
     out.put(
         {
             "engine": engine,
@@ -134,9 +137,7 @@ def main() -> None:
         f"\n{args.rows:,} rows in {args.files} Parquet files, {args.shards} shards, "
         f"{args.workers} worker processes\n"
     )
-    print(
-        "| engine | steps | open s | run s | counting s | daemon peak MB | workers' peaks MB |"
-    )
+    print("| engine | steps | open s | run s | counting s | daemon peak MB | workers' peaks MB |")
     print("|---|---|---|---|---|---|---|")
     for r in results:
         print(

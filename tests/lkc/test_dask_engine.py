@@ -28,7 +28,7 @@ from distributed import Client, LocalCluster
 from fedanon.algorithms.tds.api import build_schema
 from fedanon.algorithms.tds.engine import LKCEngine, StepInfo
 from fedanon.algorithms.tds.engines import EngineSettings, counting_engine
-from fedanon.algorithms.tds.engines.sharded import ShardedParty
+from fedanon.algorithms.tds.engines.sharded import DaskEngine, ShardedParty
 from fedanon.algorithms.tds.local_party import LocalParty
 from fedanon.errors import FedanonError
 from fedanon.readers.sources import FrameShard, FrameSource, ParquetSource
@@ -135,18 +135,15 @@ def test_parquet_dataset_is_read_by_the_workers(client, tmp_path: Path):
         table.iloc[lo:hi].astype(str).to_parquet(tmp_path / f"part-{n:03d}.parquet", index=False)
     source = ParquetSource(tmp_path)
     assert source.n_rows == len(table) and source.columns == list(table.columns)
-    engine = counting_engine(EngineSettings(name="dask", shards=8))
-    engine._client = client  # the module's cluster, not a new one
-    try:
-        sharded_schema = copy.deepcopy(schema)
-        party = engine.open(sharded_schema, source, source.columns)
-        assert len(party._keys) == 4  # one shard per partition file, never more
-        result = LKCEngine(sharded_schema, PARAMS).run(party)
-        assert result.specializations == steps
-        assert _csv(party.generalized_table()) == release
-        party.close()
-    finally:
-        engine._client = None
+    engine = DaskEngine(EngineSettings(name="dask", shards=8), client)  # the module's cluster
+    sharded_schema = copy.deepcopy(schema)
+    party = engine.open(sharded_schema, source, source.columns)
+    assert party.shard_count == 4  # one shard per partition file, never more
+    result = LKCEngine(sharded_schema, PARAMS).run(party)
+    assert result.specializations == steps
+    assert _csv(party.generalized_table()) == release
+    engine.close()
+    assert client.status == "running"  # the caller's client stays open
 
 
 def test_a_shard_error_reaches_the_daemon_as_the_party_error(client):

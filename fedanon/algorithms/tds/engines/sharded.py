@@ -18,6 +18,7 @@ belong to the hospital, inside its trust boundary; nothing of it reaches the fed
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
 import uuid
@@ -27,7 +28,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from distributed import Client, Future, LocalCluster, fire_and_forget, wait
+from distributed import Client, Future, LocalCluster, wait
 from distributed.security import Security
 
 from fedanon.algorithms.tds.engines import EngineSettings
@@ -46,6 +47,8 @@ from fedanon.schema import Schema
 SUM_FAN_IN = 8
 #: How often a waiting daemon asks the scheduler whether its shards' workers are still there.
 POLL_SECONDS = 0.5
+#: How long closing a run waits for its shards' state to be dropped.
+CLOSE_SECONDS = 10.0
 #: Recoveries of one call before giving up (a cluster that loses workers faster than it replays).
 MAX_RECOVERIES = 16
 
@@ -138,6 +141,10 @@ class ShardedParty:
         self._where = [workers[i % len(workers)] for i in range(len(self._shards))]
         opened = [self._place(i) for i in range(len(self._shards))]
         self.n_rows = sum(self._result(future, opened) for future in opened)
+
+    @property
+    def shard_count(self) -> int:
+        return len(self._keys)
 
     # ------------------------------------------------------------- placement, recovery
     def _alive(self) -> list[str]:
@@ -262,10 +269,17 @@ class ShardedParty:
         raise FedanonError(f"the Dask cluster kept losing workers ({MAX_RECOVERIES} recoveries)")
 
     def close(self) -> None:
-        """Drop the shards' state on their workers (in the background)."""
-        for i, key in enumerate(self._keys):
-            fire_and_forget(self._pinned(i, _drop, key))
+        """Drop the shards' state on their workers (a lost worker took its shards with it)."""
+        alive = set(self._alive())
+        drops = [
+            self._pinned(i, _drop, key)
+            for i, key in enumerate(self._keys)
+            if self._where[i] in alive
+        ]
         self._keys = []
+        # A busy worker drops them later; the state is unreachable either way.
+        with contextlib.suppress(TimeoutError):
+            wait(drops, timeout=CLOSE_SECONDS)
 
 
 class _Lost(Exception):
@@ -301,10 +315,12 @@ def _security(settings: EngineSettings) -> Security | None:
 class DaskEngine:
     """Shards every run over a Dask cluster: the scheduler named, or a local one it starts."""
 
-    def __init__(self, settings: EngineSettings) -> None:
+    def __init__(self, settings: EngineSettings, client: Client | None = None) -> None:
+        """`client`: a cluster the caller owns (and closes), instead of `settings`' one."""
         self.settings = settings
         self._cluster: LocalCluster | None = None
-        self._client: Client | None = None
+        self._client: Client | None = client
+        self._owns_client = client is None
         self._current: ShardedParty | None = None
 
     @property
@@ -330,7 +346,9 @@ class DaskEngine:
         return self._current
 
     def close(self) -> None:
-        if self._client is not None:
+        if self._current is not None:
+            self._current.close()
+        if self._client is not None and self._owns_client:
             self._client.close()
         if self._cluster is not None:
             self._cluster.close()
