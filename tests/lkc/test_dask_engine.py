@@ -24,12 +24,14 @@ pytest.importorskip("distributed")
 import itertools
 
 from distributed import Client, LocalCluster
+from distributed.security import Security
 
 from fedanon.algorithms.tds.api import build_schema
 from fedanon.algorithms.tds.engine import LKCEngine, StepInfo
 from fedanon.algorithms.tds.engines import EngineSettings, counting_engine
 from fedanon.algorithms.tds.engines.sharded import DaskEngine, ShardedParty
 from fedanon.algorithms.tds.local_party import LocalParty
+from fedanon.crypto.identity import create_ca, issue_identity, save_ca, save_identity
 from fedanon.errors import FedanonError
 from fedanon.readers.sources import FrameShard, FrameSource, ParquetSource
 from fedanon.schema import LKCParams, Schema
@@ -209,3 +211,52 @@ def test_a_worker_killed_mid_job_is_replayed_and_the_release_is_unchanged():
         assert result.specializations == steps
         assert _csv(party.generalized_table()) == release
         party.close()
+
+
+def _tls_cluster(certs: Path, name: str) -> LocalCluster:
+    """A cluster whose scheduler and worker speak only Dask's TLS with `name`'s certificate."""
+    security = Security(
+        tls_ca_file=str(certs / "ca.crt"),
+        tls_client_cert=str(certs / f"{name}.crt"),
+        tls_client_key=str(certs / f"{name}.key"),
+        tls_scheduler_cert=str(certs / f"{name}.crt"),
+        tls_scheduler_key=str(certs / f"{name}.key"),
+        tls_worker_cert=str(certs / f"{name}.crt"),
+        tls_worker_key=str(certs / f"{name}.key"),
+        require_encryption=True,
+    )
+    return LocalCluster(
+        n_workers=1,
+        threads_per_worker=2,
+        processes=False,
+        dashboard_address=None,
+        security=security,
+        protocol="tls://",
+    )
+
+
+def test_a_tls_scheduler_is_reached_with_the_party_certificate(tmp_path: Path):
+    """[table] scheduler = "tls://...": the daemon connects with its own certificate files,
+    the run gives the one-process release; a party of another CA is refused in one line."""
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    for where, ca_name in ((ours, "hospital CA"), (theirs, "another CA")):
+        ca = create_ca(ca_name)
+        save_ca(ca, where)
+        for name in ("dask-cluster", "hospital-a"):
+            save_identity(issue_identity(ca, name, "party"), where)
+    schema, table = _case()
+    steps, release = _run_local(schema, table)
+    with _tls_cluster(ours, "dask-cluster") as cluster:
+        address = cluster.scheduler_address
+        assert address.startswith("tls://")
+        files = (ours / "ca.crt", ours / "hospital-a.crt", ours / "hospital-a.key")
+        engine = counting_engine(EngineSettings("dask", shards=2, scheduler=address, tls=files))
+        sharded_schema = copy.deepcopy(schema)
+        party = engine.open(sharded_schema, FrameSource(table), list(table.columns))
+        assert LKCEngine(sharded_schema, PARAMS).run(party).specializations == steps
+        assert _csv(party.generalized_table()) == release
+        engine.close()
+        stranger = (theirs / "ca.crt", theirs / "hospital-a.crt", theirs / "hospital-a.key")
+        refused = counting_engine(EngineSettings("dask", scheduler=address, tls=stranger))
+        with pytest.raises(FedanonError, match=f"Dask scheduler {address}: cannot connect"):
+            refused.open(copy.deepcopy(schema), FrameSource(table), list(table.columns))

@@ -39,7 +39,7 @@ from fedanon.algorithms.tds.layout import (
     StatsLayout,
 )
 from fedanon.algorithms.tds.local_party import LocalParty, apply_splits
-from fedanon.errors import FedanonError
+from fedanon.errors import FedanonError, one_line
 from fedanon.readers.sources import Shard, TableSource
 from fedanon.schema import Schema
 
@@ -47,6 +47,8 @@ from fedanon.schema import Schema
 SUM_FAN_IN = 8
 #: How often a waiting daemon asks the scheduler whether its shards' workers are still there.
 POLL_SECONDS = 0.5
+#: How long the daemon tries to reach a scheduler before the session is refused.
+CONNECT_SECONDS = 30
 #: How long closing a run waits for its shards' state to be dropped.
 CLOSE_SECONDS = 10.0
 #: Recoveries of one call before giving up (a cluster that loses workers faster than it replays).
@@ -329,9 +331,15 @@ class DaskEngine:
         if self._client is None:
             settings = self.settings
             if settings.scheduler is not None:
-                self._client = Client(
-                    settings.scheduler, security=_security(settings), timeout="30s"
-                )
+                try:
+                    self._client = Client(
+                        settings.scheduler, security=_security(settings), timeout=CONNECT_SECONDS
+                    )
+                except (OSError, TimeoutError) as exc:
+                    raise FedanonError(
+                        f"Dask scheduler {settings.scheduler}: cannot connect "
+                        f"({one_line(str(exc)) or type(exc).__name__})"
+                    ) from None
             else:
                 self._cluster = local_cluster(settings.workers, settings.shards)
                 self._client = Client(self._cluster)
