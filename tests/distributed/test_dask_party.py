@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 pytest.importorskip("distributed")
@@ -90,3 +91,30 @@ def test_sim_engine_options_are_checked_in_one_line(
     assert run.returncode == 2
     assert message in run.stderr and "Traceback" not in run.stderr
     assert not out.exists() and not (tmp_path / "w").exists()
+
+
+@pytest.mark.slow
+def test_a_party_serving_a_parquet_dataset_from_its_workers(
+    hospital_data: Dataset, tmp_path: Path
+) -> None:
+    """party.toml: `data` a directory of Parquet files, `[table] shards = 3` (the Dask engine
+    implied). The daemon restarted on that configuration reads only the files' footers (its
+    source is the dataset); the job's release equals the centralized one."""
+    parts = split_table(hospital_data.table, 3, "random", seed=2)
+    dataset = tmp_path / "hospital-1-dataset"
+    dataset.mkdir()
+    for n, rows in enumerate(np.array_split(np.arange(len(parts[0])), 4)):
+        parts[0].iloc[rows].astype(str).to_parquet(dataset / f"part-{n}.parquet", index=False)
+    with federation(parts, hospital_data.taxonomy_path, secure=True) as fed:
+        first = fed.daemons[0]
+        fed.stop(first)
+        text = first.config.read_text()
+        data_line = next(line for line in text.splitlines() if line.startswith("data = "))
+        Path(data_line.split('"')[1]).unlink()  # only the dataset is left to read
+        first.config.write_text(
+            text.replace(data_line, f'data = "{dataset}"') + "[table]\nshards = 3\n"
+        )
+        fed.start(first)
+        fed.wait_ready(first)
+        spec = hospital_data.spec(L=3, K=20, C="0.2")
+        run_matches_centralized(fed, hospital_data, spec, tmp_path / "release.csv")
