@@ -178,12 +178,25 @@ class ShardedParty:
         if not workers:
             raise FedanonError("the Dask cluster has no workers")
         self._where = [workers[i % len(workers)] for i in range(len(self._shards))]
+        self._rows = [0] * len(self._shards)
         opened = [self._place(i) for i in range(len(self._shards))]
-        self.n_rows = sum(self._result(future, opened) for future in opened)
+        reloaded: set[int] = set()
+        for i, future in enumerate(opened):
+            if i in reloaded:
+                continue
+            try:
+                self._rows[i] = self._result(future, [future])
+            except _Lost as lost:  # a worker left while the shards loaded: load them again
+                self._recover_until_stable(lost.shards, 0)
+                reloaded |= set(lost.shards)
 
     @property
     def shard_count(self) -> int:
         return len(self._keys)
+
+    @property
+    def n_rows(self) -> int:
+        return sum(self._rows)
 
     # ------------------------------------------------------------- placement, recovery
     def _alive(self) -> list[str]:
@@ -203,20 +216,19 @@ class ShardedParty:
         alive = set(self._alive())
         return [i for i, worker in enumerate(self._where) if worker not in alive]
 
-    def _recover(self, lost: list[int], done: int) -> None:
-        """Reload the `lost` shards on the live workers with the fewest shards; replay the
-        log's first `done` steps there."""
+    def _recover(self, i: int, done: int) -> None:
+        """Reload shard `i` on the live worker with the fewest shards; replay the log's first
+        `done` steps there."""
         alive = self._alive()
         if not alive:
             raise FedanonError("the Dask cluster lost all its workers")
-        for i in lost:
-            self.recoveries += 1
-            load = {w: sum(1 for x in self._where if x == w) for w in alive}
-            self._where[i] = min(alive, key=lambda w: (load[w], w))
-            opened = self._place(i)
-            self._result(opened, [opened])
-            replay = self._pinned(i, _replay, self._keys[i], self._log[:done])
-            self._result(replay, [replay])
+        self.recoveries += 1
+        load = {w: sum(1 for x in self._where if x == w) for w in alive}
+        self._where[i] = min(alive, key=lambda w: (load[w], w))
+        opened = self._place(i)
+        self._rows[i] = self._result(opened, [opened])
+        replay = self._pinned(i, _replay, self._keys[i], self._log[:done])
+        self._result(replay, [replay])
 
     def _result(self, future: Future, watched: Sequence[Future]) -> Any:
         """`future`'s value, waiting while the shards' workers live (no-worker tasks would
@@ -262,12 +274,16 @@ class ShardedParty:
         raise FedanonError(f"the Dask cluster kept losing workers ({MAX_RECOVERIES} recoveries)")
 
     def _recover_until_stable(self, lost: list[int], done: int) -> None:
+        """Recover every shard of `lost`, and any other whose worker leaves meanwhile."""
+        queue = sorted(set(lost))
         for _attempt in range(MAX_RECOVERIES):
             try:
-                self._recover(lost, done)
+                while queue:
+                    self._recover(queue[0], done)
+                    queue.pop(0)
                 return
             except _Lost as again:
-                lost = again.shards
+                queue = sorted(set(queue) | set(again.shards))
         raise FedanonError(f"the Dask cluster kept losing workers ({MAX_RECOVERIES} recoveries)")
 
     # ------------------------------------------------------------- the count source
