@@ -28,7 +28,7 @@ from distributed.security import Security
 
 from fedanon.algorithms.tds.api import build_schema
 from fedanon.algorithms.tds.engine import LKCEngine, StepInfo
-from fedanon.algorithms.tds.engines import EngineSettings, counting_engine
+from fedanon.algorithms.tds.engines import EngineSettings, counting_engine, sharded
 from fedanon.algorithms.tds.engines.sharded import DaskEngine, ShardedParty
 from fedanon.algorithms.tds.local_party import LocalParty
 from fedanon.crypto.identity import create_ca, issue_identity, save_ca, save_identity
@@ -260,3 +260,30 @@ def test_a_tls_scheduler_is_reached_with_the_party_certificate(tmp_path: Path):
         refused = counting_engine(EngineSettings("dask", scheduler=address, tls=stranger))
         with pytest.raises(FedanonError, match=f"Dask scheduler {address}: cannot connect"):
             refused.open(copy.deepcopy(schema), FrameSource(table), list(table.columns))
+
+
+@pytest.mark.parametrize("damage", ["forgotten", "stale"])
+def test_a_shard_whose_state_is_gone_or_stale_is_reloaded_and_replayed(client, damage):
+    """A worker that answers for a shard without its state (restarted under the same address)
+    or with a stale one (behind the step log) must not be summed: the shard is reloaded and
+    the log replayed, and the release is unchanged."""
+    schema, table = _case()
+    steps, release = _run_local(schema, table)
+    sharded_schema = copy.deepcopy(schema)
+    party = ShardedParty(client, sharded_schema, FrameSource(table).shards(3), list(table.columns))
+    key = party._keys[1]
+
+    def damage_after_second(info: StepInfo) -> None:
+        if info.iteration == 2:  # the in-process cluster shares this module's registry
+            if damage == "forgotten":
+                del sharded._SHARDS[key]
+            else:
+                sharded._SHARDS[key].done -= 1
+
+    try:
+        result = LKCEngine(sharded_schema, PARAMS, on_step=damage_after_second).run(party)
+        assert party.recoveries == 1
+        assert result.specializations == steps
+        assert _csv(party.generalized_table()) == release
+    finally:
+        party.close()

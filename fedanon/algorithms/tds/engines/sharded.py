@@ -83,7 +83,9 @@ def _open_shard(key: str, shard: Shard, schema: Schema, columns: list[str]) -> i
 
 def _replay(key: str, log: list[tuple[str, tuple[Any, ...]]]) -> int:
     """Apply the steps the shard has not applied yet (all of them after a reload)."""
-    state = _SHARDS[key]
+    state = _SHARDS.get(key)
+    if state is None:  # its worker restarted between the reload and the replay
+        raise ShardLost(key)
     for name, args in log[state.done :]:
         getattr(state.party, name)(*args)
         state.done += 1
@@ -185,7 +187,7 @@ class ShardedParty:
             if i in reloaded:
                 continue
             try:
-                self._rows[i] = self._result(future, [future])
+                self._rows[i] = self._result(future, {i: future})
             except _Lost as lost:  # a worker left while the shards loaded: load them again
                 self._recover_until_stable(lost.shards, 0)
                 reloaded |= set(lost.shards)
@@ -226,13 +228,14 @@ class ShardedParty:
         load = {w: sum(1 for x in self._where if x == w) for w in alive}
         self._where[i] = min(alive, key=lambda w: (load[w], w))
         opened = self._place(i)
-        self._rows[i] = self._result(opened, [opened])
+        self._rows[i] = self._result(opened, {i: opened})
         replay = self._pinned(i, _replay, self._keys[i], self._log[:done])
-        self._result(replay, [replay])
+        self._result(replay, {i: replay})
 
-    def _result(self, future: Future, watched: Sequence[Future]) -> Any:
+    def _result(self, future: Future, watched: dict[int, Future]) -> Any:
         """`future`'s value, waiting while the shards' workers live (no-worker tasks would
-        wait forever); raises ``_Lost`` naming the shards to recover."""
+        wait forever); raises ``_Lost`` naming the shards to recover (those whose worker left,
+        and those of `watched`, futures by shard, that found no state or a stale one)."""
         while True:
             try:
                 wait(future, timeout=self._poll)
@@ -243,8 +246,11 @@ class ShardedParty:
                 continue
             if future.status == "finished":
                 return future.result()
-            errored = [i for i, f in enumerate(watched) if f.status == "error"]
-            gone = [i for i in errored if isinstance(watched[i].exception(), ShardLost)]
+            gone = [
+                i
+                for i, part in watched.items()
+                if part.status == "error" and isinstance(part.exception(), ShardLost)
+            ]
             lost = self._lost()
             if gone or lost:
                 raise _Lost(sorted(set(gone) | set(lost)))
@@ -263,8 +269,8 @@ class ShardedParty:
             for i, key in enumerate(self._keys):
                 if parts[i] is None:
                     parts[i] = self._pinned(i, _step, key, done, name, args)
-            ready = [p for p in parts if p is not None]
-            total = _tree_sum(self._client, ready)
+            ready = {i: part for i, part in enumerate(parts) if part is not None}
+            total = _tree_sum(self._client, list(ready.values()))
             try:
                 return _unpack(self._result(total, ready))
             except _Lost as lost:
@@ -316,7 +322,7 @@ class ShardedParty:
                 for i, key in enumerate(self._keys)
             ]
             try:
-                tables = [self._result(part, parts) for part in parts]
+                tables = [self._result(part, dict(enumerate(parts))) for part in parts]
             except _Lost as lost:
                 self._recover_until_stable(lost.shards, done)
                 continue
