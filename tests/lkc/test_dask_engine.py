@@ -137,6 +137,10 @@ def test_parquet_dataset_is_read_by_the_workers(client, tmp_path: Path):
         table.iloc[lo:hi].astype(str).to_parquet(tmp_path / f"part-{n:03d}.parquet", index=False)
     source = ParquetSource(tmp_path)
     assert source.n_rows == len(table) and source.columns == list(table.columns)
+    for count in (1, 2, 3):  # files grouped, in order, every row once
+        loaded = [shard.load(source.columns) for shard in source.shards(count)]
+        assert len(loaded) == count
+        assert _csv(pd.concat(loaded)) == _csv(table)
     engine = DaskEngine(EngineSettings(name="dask", shards=8), client)  # the module's cluster
     sharded_schema = copy.deepcopy(schema)
     party = engine.open(sharded_schema, source, source.columns)
