@@ -43,6 +43,7 @@ class EngineSettings:
 
 
 def _local_engine(settings: EngineSettings) -> CountingEngine:
+    """Imported on demand too: party.toml reads this registry without loading the algorithms."""
     engine: CountingEngine = import_module("fedanon.algorithms.tds.engines.base").LocalEngine(
         settings
     )
