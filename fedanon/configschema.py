@@ -207,6 +207,11 @@ class InputFile(FilePath):
 
 
 @dataclass(frozen=True)
+class InputData(InputFile):
+    """An existing, readable table: a regular file, or a directory (a Parquet dataset)."""
+
+
+@dataclass(frozen=True)
 class OutputFile(FilePath):
     """A file the command writes: not an input, not another output, in a writable place."""
 
@@ -472,13 +477,15 @@ def leaves(rule: Rule, value: Any, path: str = "") -> Iterator[tuple[str, Rule, 
         yield path, rule, value
 
 
-def _unreadable(file: Path) -> str | None:
-    """Why `file` cannot be read as an input, or None."""
+def _unreadable(file: Path, directory: bool = False) -> str | None:
+    """Why `file` cannot be read as an input (a readable `directory` is one), or None."""
     try:
         mode = file.stat().st_mode
     except OSError as exc:  # missing, a name too long, a directory that cannot be searched
         return f"{file}: {'not found' if exc.errno == errno.ENOENT else exc.strerror or exc}"
     if stat.S_ISDIR(mode):
+        if directory and os.access(file, os.R_OK | os.X_OK):
+            return None
         return f"{file} is a directory, not a file"
     if not stat.S_ISREG(mode):
         return f"{file} is not a regular file"
@@ -503,7 +510,7 @@ def check_files(data: dict[str, Any], schema: Table, config: Path) -> None:
     inputs = [config]
     for key, rule, file in paths:
         if isinstance(rule, InputFile):
-            problem = _unreadable(file)
+            problem = _unreadable(file, isinstance(rule, InputData))
             if problem:
                 raise ConfigError(f"{source}: {key}: {problem}")
             inputs.append(file)

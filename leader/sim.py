@@ -29,6 +29,7 @@ import pandas as pd
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from fedanon.algorithms.tds.api import build_schema
+from fedanon.algorithms.tds.engines import EngineSettings
 from fedanon.algorithms.tds.jobspec import LKCJobSpec
 from fedanon.crypto.identity import create_ca, issue_identity, save_ca, save_identity
 from fedanon.crypto.parallel import Parallelism
@@ -256,6 +257,7 @@ def write_party_config(
     union: Parallelism | None = None,
     lease_seconds: float | None = None,
     idle_keys: int | None = None,
+    engine: EngineSettings | None = None,
 ) -> None:
     """A ``party.toml`` in the documented format, its output directory beside it.
 
@@ -288,6 +290,8 @@ def write_party_config(
         lines += [f"workers = {union.workers}", f"min_records = {union.min_records}"]
     if idle_keys is not None:
         lines.append(f"idle_keys = {idle_keys}")
+    if engine is not None and engine.name != "local":  # a local Dask cluster in the daemon
+        lines += ["[table]", f'engine = "{engine.name}"', f"shards = {engine.shards}"]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
@@ -316,6 +320,7 @@ def federation(
     lease_seconds: float | None = None,
     idle_keys: int | None = SIM_IDLE_KEYS,
     on_phase: Callable[[str], None] | None = None,
+    engine: EngineSettings | list[EngineSettings | None] | None = None,
 ) -> Iterator[Federation]:
     """Start one daemon per part (ring order = list order); stop and clean up on exit.
 
@@ -323,7 +328,8 @@ def federation(
     (default: the config file's defaults); `idle_keys` their pool of leader-layer keys made while
     idle (None: the config file's default). `on_phase` hears each start-up step (certificates,
     each daemon started and ready): on a busy machine the start-up takes up to a minute.
-    """
+    `engine` is every party's [table] (default: counting in the daemon); a list gives one per
+    party."""
     show = on_phase or (lambda _text: None)
     own_dir = workdir is None
     # Absolute: the party configs written below name files in it, and a relative path there
@@ -353,6 +359,7 @@ def federation(
             union,
             lease_seconds,
             idle_keys,
+            engine[i] if isinstance(engine, list) else engine,
         )
         daemons.append(Daemon(name, f"127.0.0.1:{ports[i]}", config, root / f"{name}.log"))
     leader_tls = (

@@ -35,6 +35,14 @@ Example::
     max_connections = 256          # open connections at once; more are closed when accepted
     idle_seconds = 300             # a connection without calls this long is closed
 
+    [table]                        # where LKC counting runs (docs/engines.md); absent: here
+    engine = "dask"                # "local" (this process; the default unless a key below is
+                                   # given) or "dask" (row shards on Dask workers)
+    shards = 8                     # row shards (a Parquet dataset: at most one per file)
+    scheduler = "10.0.0.5:8786"    # a Dask scheduler, over Dask's TLS with [tls]'s files
+                                   # (absent: a local cluster in the daemon)
+    workers = 0                    # the local cluster's processes (0: threads of the daemon)
+
     [policy]                       # this hospital's privacy floor (absent: any job is served)
     min_L = 2                      # smallest L a job may ask (absent: 1)
     min_K = 5                      # smallest K (absent: 1)
@@ -55,10 +63,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fedanon.algorithms.tds.engines import ENGINES, EngineSettings
 from fedanon.configschema import (
     Address,
     Character,
     ConfigError,
+    InputData,
     InputFile,
     Integer,
     Key,
@@ -140,11 +150,50 @@ LIMITS_SCHEMA = Table(
     }
 )
 
+#: Row shards of a Dask-backed party: far above any cluster's cores, below a task-graph bomb.
+MAX_SHARDS = 4096
+
+
+def _engine_keys(section: dict[str, Any], path: str, where: str) -> None:
+    """The Dask keys belong to the Dask engine (which they imply when `engine` is absent); a
+    scheduler and a local cluster's size exclude each other; a scheduler's scheme is tls://
+    (or tcp:// for a party without TLS)."""
+    given = [key for key in ("scheduler", "workers", "shards") if section[key] is not None]
+    if section["engine"] is None:
+        section["engine"] = "dask" if given else "local"
+    if section["engine"] != "dask":
+        if given:
+            raise ConfigError(f'{where}: {path}.{given[0]}: only with {path}.engine = "dask"')
+        return
+    scheduler = section["scheduler"]
+    if scheduler is not None:
+        if section["workers"] is not None:
+            raise ConfigError(
+                f"{where}: {path}.workers: a local cluster's size, but {path}.scheduler "
+                "names a cluster; give one"
+            )
+        scheme, sep, _ = scheduler.rpartition("://")
+        if sep and scheme not in ("tls", "tcp"):
+            raise ConfigError(
+                f"{where}: {path}.scheduler: scheme '{scheme}://' (expected tls:// or tcp://)"
+            )
+
+
+TABLE_SCHEMA = Table(
+    {
+        "engine": Key(Text(choices=tuple(ENGINES))),
+        "shards": Key(Integer(1, MAX_SHARDS)),
+        "scheduler": Key(Address()),
+        "workers": Key(Integer(0, MAX_WORKERS)),
+    },
+    checks=(_engine_keys,),
+)
+
 PARTY_SCHEMA = Table(
     {
         "name": Key(Text(), required=True),
         "listen": Key(Address(), required=True),
-        "data": Key(InputFile(), required=True),
+        "data": Key(InputData(), required=True),
         "taxonomy": Key(InputFile()),
         "leader": Key(Text()),
         "output_dir": Key(OutputDir()),
@@ -157,6 +206,7 @@ PARTY_SCHEMA = Table(
         "union": Key(PARTY_UNION_SCHEMA, default={}),
         "limits": Key(LIMITS_SCHEMA, default={}),
         "policy": Key(POLICY_SCHEMA),
+        "table": Key(TABLE_SCHEMA, default={}),
     },
     checks=(_distinct_names,),
 )
@@ -216,6 +266,7 @@ class PartyConfig:
     connections: ConnectionLimits = field(default_factory=ConnectionLimits)
     policy: Policy = field(default_factory=lambda: Policy(configured=False))
     idle_keys: int = DEFAULT_IDLE_KEYS  # leader-layer keys made while idle (0: none)
+    engine: EngineSettings = field(default_factory=EngineSettings)  # [table]: LKC counting
 
     def __post_init__(self) -> None:
         """The ranges of party.toml hold for a configuration built in code too (a daemon with
@@ -230,14 +281,22 @@ class PartyConfig:
         data, base = load(path, PARTY_SCHEMA)
         hop = data["next_hop"]
         timeouts = data["timeouts"]
+        tls = TLSFiles.from_config(data["tls"], base, where)
+        engine = _engine(data["table"], tls, where)
+        table = resolve(base, data["data"])
+        if table.is_dir() and engine.name != "dask":
+            raise ConfigError(
+                f"{where}: data: {table} is a directory (a Parquet dataset needs "
+                '[table] engine = "dask")'
+            )
         return cls(
             name=data["name"],
             listen=data["listen"],
-            data=resolve(base, data["data"]),
+            data=table,
             taxonomy=resolve(base, data["taxonomy"]),
             leader=_leader(data, where),
             next_hop=Hop(hop["name"], hop["address"]) if hop else None,
-            tls=TLSFiles.from_config(data["tls"], base, where),
+            tls=tls,
             delimiter=data["delimiter"],
             rpc_seconds=timeouts["rpc_seconds"],
             lease_seconds=timeouts["lease_seconds"],
@@ -254,4 +313,26 @@ class PartyConfig:
             ),
             policy=Policy.from_table(data["policy"]),
             idle_keys=data["union"]["idle_keys"],
+            engine=engine,
         )
+
+
+def _engine(section: dict[str, Any], tls: TLSFiles | None, where: str) -> EngineSettings:
+    """[table] as engine settings. A scheduler without a scheme is dialled over Dask's TLS
+    with the party's own certificate (plain tcp:// only for a party without TLS); a party with
+    TLS never sends its rows to a tcp:// one."""
+    scheduler = section["scheduler"]
+    if scheduler is not None and "://" not in scheduler:
+        scheduler = ("tcp://" if tls is None else "tls://") + scheduler
+    if scheduler is not None and scheduler.startswith("tcp://") and tls is not None:
+        raise ConfigError(
+            f"{where}: table.scheduler: '{scheduler}' would carry the party's rows unencrypted; "
+            "use tls://"
+        )
+    return EngineSettings(
+        name=section["engine"],
+        shards=section["shards"] or 1,
+        scheduler=scheduler,
+        workers=section["workers"] or 0,
+        tls=None if tls is None else (tls.ca, tls.cert, tls.key),
+    )

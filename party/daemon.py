@@ -19,6 +19,7 @@ import grpc
 from cryptography import x509
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
+from fedanon.algorithms.tds.engines import counting_engine
 from fedanon.crypto.errors import CryptoError
 from fedanon.crypto.identity import load_identity_files
 from fedanon.errors import FedanonError
@@ -27,6 +28,7 @@ from fedanon.party.config import PartyConfig
 from fedanon.party.gate import PartyGate
 from fedanon.party.servicer import PartyServicer
 from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
+from fedanon.readers.sources import FrameSource, open_source
 from fedanon.readers.table_io import read_table
 from fedanon.taxonomy.loader import load_taxonomy
 
@@ -41,11 +43,16 @@ def build_server(config: PartyConfig) -> tuple[grpc.Server, int, PartyServicer]:
         asked = listen_port(config.listen)
     except ValueError as exc:
         raise FedanonError(str(exc)) from None
-    table = read_table(config.data, config.delimiter)
+    # A Dask-backed party leaves a Parquet dataset on disk for its workers (docs/engines.md).
+    source = (
+        open_source(config.data, config.delimiter)
+        if config.engine.name == "dask"
+        else FrameSource(read_table(config.data, config.delimiter))
+    )
     taxonomy = (
         None
         if config.taxonomy is None
-        else load_taxonomy(config.taxonomy, data_columns=list(table.columns))
+        else load_taxonomy(config.taxonomy, data_columns=source.columns)
     )
     next_stub = None
     if config.next_hop is not None:
@@ -62,7 +69,8 @@ def build_server(config: PartyConfig) -> tuple[grpc.Server, int, PartyServicer]:
                 f"configured as '{config.name}'"
             )
         ca = x509.load_pem_x509_certificate(config.tls.ca.read_bytes())
-    servicer = PartyServicer(config, table, taxonomy, next_stub, identity, ca)
+    counting = counting_engine(config.engine)
+    servicer = PartyServicer(config, source, taxonomy, next_stub, identity, ca, counting=counting)
     try:
         server, port = make_server(
             config.listen,
@@ -191,4 +199,6 @@ def serve(config: PartyConfig, grace_seconds: float = 5.0) -> None:
         )
     server.stop(grace_seconds).wait()
     servicer.idle_keys.close()
+    if servicer.counting is not None:
+        servicer.counting.close()
     print(f"party {config.name} stopped", flush=True)

@@ -25,12 +25,14 @@ import grpc
 import pandas as pd
 from cryptography import x509
 
+from fedanon.algorithms.tds.engines.base import CountingEngine
 from fedanon.crypto.identity import Identity
 from fedanon.crypto.idle_keys import IdleKeyWorkers
 from fedanon.party.config import PartyConfig
 from fedanon.party.session_base import SessionBase
 from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
+from fedanon.readers.sources import TableSource
 from fedanon.taxonomy.files import TaxonomyFile
 
 ForwardStub = Callable[[], pb_grpc.PartyStub]
@@ -40,12 +42,18 @@ class PartyShell(Protocol):
     """The servicer as a handler sees it: the party's data and keys, failing and forwarding."""
 
     config: PartyConfig
-    table: pd.DataFrame
+    source: TableSource  # the rows: a frame, or a dataset a sharded party's workers read
+    counting: CountingEngine | None  # where LKC counting runs ([table]; None: here)
     taxonomy: TaxonomyFile | None
     identity: Identity | None
     ca_certificate: x509.Certificate | None
     next_stub: ForwardStub | None
     idle_keys: IdleKeyWorkers
+
+    @property
+    def table(self) -> pd.DataFrame:
+        """The whole table in this process."""
+        ...
 
     def _fail(
         self, context: grpc.ServicerContext, code: grpc.StatusCode, message: str

@@ -54,7 +54,7 @@ def share_keys(
             raise NotExpected("the session's key shares were already accepted")
         session.union.route = union_route(request.keys, session.ring, sid, shell.ca_certificate)
         if request.prepare_union:
-            session.union.prepare(request.prepare_items or len(shell.table))
+            session.union.prepare(request.prepare_items or shell.source.n_rows)
         session.sums.accept_keys(request.keys, session, shell.config.name, shell.ca_certificate)
     except (FedanonError, CryptoError, ValueError) as exc:
         shell.reject(context, exc, grpc.StatusCode.PERMISSION_DENIED, "key shares refused: ")

@@ -30,7 +30,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import grpc
 import pandas as pd
@@ -53,7 +53,11 @@ from fedanon.party.session_base import RingSession, SessionBase
 from fedanon.party.union import serve_union
 from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
+from fedanon.readers.sources import FrameSource, TableSource
 from fedanon.taxonomy.files import TaxonomyFile
+
+if TYPE_CHECKING:
+    from fedanon.algorithms.tds.engines.base import CountingEngine
 
 log = logging.getLogger(__name__)
 
@@ -84,15 +88,19 @@ class PartyServicer(pb_grpc.PartyServicer):
     def __init__(
         self,
         config: PartyConfig,
-        table: pd.DataFrame,
+        table: pd.DataFrame | TableSource,
         taxonomy: TaxonomyFile | None,
         next_stub: ForwardStub | None,
         identity: Identity | None,
         ca_certificate: x509.Certificate | None,
         handlers: dict[str, JobHandler] = HANDLERS,
+        counting: CountingEngine | None = None,
     ) -> None:
         self.config = config
-        self.table = table
+        # A frame, or (a Dask-backed party) a source the workers read: docs/engines.md.
+        self.source: TableSource = FrameSource(table) if isinstance(table, pd.DataFrame) else table
+        self._table: pd.DataFrame | None = None
+        self.counting = counting  # where LKC counting runs ([table]; None: in this process)
         self.taxonomy = taxonomy
         self.next_stub = next_stub
         self.identity = identity
@@ -106,6 +114,14 @@ class PartyServicer(pb_grpc.PartyServicer):
         self.max_message_bytes = int(config.max_message_mb * (1 << 20))
         # Filled by the running daemon (`serve` starts it); in-process servicers leave it empty.
         self.idle_keys = IdleKeyWorkers(config.union_parallelism.workers, config.idle_keys)
+
+    @property
+    def table(self) -> pd.DataFrame:
+        """The whole table in this process (DRBT, randomization, LKC on the local engine): a
+        Dask-backed party's Parquet dataset is read here only if such a job comes."""
+        if self._table is None:
+            self._table = self.source.frame()
+        return self._table
 
     # ----------------------------------------------------------------- helpers
     def _fail(self, context: grpc.ServicerContext, code: grpc.StatusCode, message: str) -> NoReturn:
@@ -273,7 +289,7 @@ class PartyServicer(pb_grpc.PartyServicer):
             self.config.name,
             self.config.leader,
             caller,
-            list(self.table.columns),
+            self.source.columns,
         )
         with self.lock:
             busy = self.session

@@ -10,13 +10,15 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from fedanon.algorithms.tds.engines import EngineSettings
+from fedanon.algorithms.tds.engines.base import CountingEngine, LocalEngine, PartyCounts
 from fedanon.algorithms.tds.jobspec import LKCJobSpec
-from fedanon.algorithms.tds.local_party import LocalParty
 from fedanon.errors import FedanonError
 from fedanon.federation.wire import from_instruction
 from fedanon.party.errors import NotExpected, ProtocolError
 from fedanon.party.session_base import RingSession
 from fedanon.protos import fedanon_v1_pb2 as pb
+from fedanon.readers.sources import FrameSource, TableSource
 from fedanon.schema import Schema
 
 
@@ -30,19 +32,28 @@ class PartySession(RingSession):
         session_id: str,
         spec: LKCJobSpec,
         schema: Schema,
-        table: pd.DataFrame,
+        table: pd.DataFrame | TableSource,
         ring: list[str],
         me: str,
         sum_mode: int,
+        counting: CountingEngine | None = None,
     ) -> None:
-        missing = [c for c in spec.drop if c not in table.columns]
+        """`counting` is where the counting state lives ([table] engine; default: here)."""
+        source = FrameSource(table) if isinstance(table, pd.DataFrame) else table
+        columns = source.columns
+        missing = [c for c in spec.drop if c not in columns]
         if missing:
             raise FedanonError(f"the table has no ID column '{missing[0]}' to drop")
         super().__init__(session_id, ring, me, sum_mode)
         self.spec = spec
         self.schema = schema
-        self.released_columns = [c for c in table.columns if c not in spec.drop]
-        self.local = LocalParty(schema, table[self.released_columns])
+        self.released_columns = [c for c in columns if c not in spec.drop]
+        engine = counting or LocalEngine(EngineSettings())
+        self.local: PartyCounts = engine.open(schema, source, self.released_columns)
+
+    def close(self) -> None:
+        super().close()
+        self.local.close()
 
     def sum_request_limit(self) -> int:
         """The largest ``SumRequest`` the next iteration can need, from this session's state.

@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from fedanon.algorithms.tds.engines import ENGINES, EngineSettings
 from fedanon.cli.choices import DRBT_MATRICES
 from fedanon.cli.common import (
     add_sum_mode_option,
@@ -21,6 +22,20 @@ from fedanon.cli.lkc import add_lkc_options
 from fedanon.cli.randomize import add_sim_randomize
 from fedanon.cli.reporting import add_report_options, finish_distributed_reports
 from fedanon.errors import FedanonError
+
+#: MAX_SHARDS of party.toml (party/config.py; the CLI may not import party/ at module level).
+MAX_SIM_SHARDS = 4096
+
+
+def sim_engine(name: str, shards: int | None) -> EngineSettings:
+    """The parties' [table] settings: --shards only with --engine dask, 1..4096."""
+    if name != "dask":
+        if shards is not None:
+            raise FedanonError("--shards needs --engine dask")
+        return EngineSettings()
+    if shards is not None and not 1 <= shards <= MAX_SIM_SHARDS:
+        raise FedanonError(f"--shards must be between 1 and {MAX_SIM_SHARDS} (got {shards})")
+    return EngineSettings(name="dask", shards=2 if shards is None else shards)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -52,6 +67,18 @@ def register(sub: argparse._SubParsersAction) -> None:
         default="layered",
         help="secure union: layered encryption (default) or the faster secret-shared "
         "shuffle (job.toml [union] mode; docs/leakage.md compares them)",
+    )
+    lkc.add_argument(
+        "--engine",
+        choices=tuple(ENGINES),
+        default="local",
+        help="where each party counts: in its daemon (local, default) or sharded over a "
+        "local Dask cluster (dask; party.toml [table] engine, docs/engines.md)",
+    )
+    lkc.add_argument(
+        "--shards",
+        type=int,
+        help="row shards per party with --engine dask (default 2; party.toml [table] shards)",
     )
     lkc.add_argument("--insecure", action="store_true", help="no TLS (local experiments only)")
     lkc.add_argument("--workdir", help="keep configs, certificates and logs here")
@@ -145,6 +172,7 @@ def run_sim_lkc(args: argparse.Namespace) -> int:
     if args.dynamic:
         raise FedanonError("--dynamic is not available in distributed mode")
     check_ring_parties(args.parties, args.allow_two_parties)
+    engine = sim_engine(args.engine, args.shards)
     outputs = CommandOutputs(inputs=[args.data, args.taxonomy])
     outputs.claim("--out", args.out)
     outputs.claim("--report", args.report)
@@ -171,6 +199,7 @@ def run_sim_lkc(args: argparse.Namespace) -> int:
             secure=not args.insecure,
             workdir=Path(args.workdir) if args.workdir else None,
             on_phase=show.phase,
+            engine=engine,
         ) as fed,
     ):
         job = fed.leader_job(

@@ -28,10 +28,11 @@ def open_lkc(shell: PartyShell, request: pb.OpenSessionRequest) -> Opened:
         request.ref.session_id,
         spec,
         schema,
-        shell.table,
+        shell.source,
         list(request.ring),
         shell.config.name,
         request.sum_mode,
+        shell.counting,
     )
     keys = join_ring(shell, session)
     log.info(

@@ -232,19 +232,9 @@ class LocalParty:
         hist = np.bincount((atoms[rows] - lo) * n_class + cls, minlength=(hi - lo) * n_class)
         return hist.reshape(hi - lo, n_class)
 
-    def _apply_splits(self, splits: Sequence[DynamicSplit]) -> None:
-        """Grow dynamic trees as the leader decided (a shared tree may already be grown)."""
-        for sp in splits:
-            tax = self.schema.taxonomies[sp.attr]
-            kids = tax.children[sp.node]
-            if not kids:
-                tax.split(sp.node, sp.first_right_atom)
-            elif tax.atom_lo[kids[1]] != sp.first_right_atom:
-                raise FedanonError(f"conflicting split of '{tax.labels[sp.node]}'")
-
     def start(self, splits: Sequence[DynamicSplit] = ()) -> np.ndarray:
         """Statistics of the single initial partition (every record at the roots)."""
-        self._apply_splits(splits)
+        apply_splits(self.schema, splits)
         n = len(self.table)
         rows = np.arange(n, dtype=np.int64)
         self._slot = [
@@ -269,7 +259,7 @@ class LocalParty:
         records are counted (the histogram-subtraction trick; exact integer arithmetic, so the
         vector is unchanged).
         """
-        self._apply_splits(step.splits)
+        apply_splits(self.schema, step.splits)
         attr = step.attr
         children = np.asarray(self.schema.taxonomies[attr].children[step.node], dtype=np.int64)
         applied = self.partitions.apply(step, list(children))
@@ -325,6 +315,10 @@ class LocalParty:
         self._remember(first, out)
         return _frozen_vector(out)
 
+    def close(self) -> None:
+        """Nothing to release: the records are this process's own memory (an engine's
+        counting state, :mod:`fedanon.algorithms.tds.engines`, may hold workers')."""
+
     # ----------------------------------------------------------------- release
     def generalized_table(
         self, suppressed: np.ndarray | None = None, drop_suppressed: bool = False
@@ -352,6 +346,17 @@ class LocalParty:
                 label_codes[keys[:, a]], categories=labels
             )
         return pd.DataFrame(columns, index=table.index)
+
+
+def apply_splits(schema: Schema, splits: Sequence[DynamicSplit]) -> None:
+    """Grow dynamic trees as the leader decided (a shared tree may already be grown)."""
+    for sp in splits:
+        tax = schema.taxonomies[sp.attr]
+        kids = tax.children[sp.node]
+        if not kids:
+            tax.split(sp.node, sp.first_right_atom)
+        elif tax.atom_lo[kids[1]] != sp.first_right_atom:
+            raise FedanonError(f"conflicting split of '{tax.labels[sp.node]}'")
 
 
 def _largest_of_runs(sizes: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:

@@ -1,0 +1,446 @@
+"""The Dask counting engine: one ``LocalParty`` per row shard, on the workers of a Dask cluster.
+
+Counts add up exactly over row shards, as they do over parties. So a sharded party keeps the
+one-process party's counting state unchanged, one per shard, each on a Dask worker (pinned
+there: the state is mutable and must never be copied), sends every specialization to every
+shard, sums the shards' vectors on the workers (a tree of fan-in 8) and hands one vector to the
+daemon, which feeds the secure sum as before. The daemon holds only the partition table T_g, the
+shards' recipes (:mod:`fedanon.readers.sources`) and the log of the steps applied so far.
+
+A lost worker loses its shards' state, not the job: the daemon notices the worker gone (it polls
+the scheduler while it waits), reloads each of its shards on a live worker from the source and
+replays the step log there, then asks again. Exact integer counts, so the vector is the same.
+
+The traffic between the daemon and its workers is Dask's own (pickle over Dask's comms, TLS when
+the scheduler address is ``tls://``, and always for a local cluster of processes): the workers
+belong to the hospital, inside its trust boundary; nothing of it reaches the federation's wire.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import os
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from distributed import Client, Future, LocalCluster, wait
+from distributed.security import Security
+
+from fedanon.algorithms.tds.engines import EngineSettings
+from fedanon.algorithms.tds.layout import (
+    DynamicSplit,
+    PartitionTable,
+    Specialization,
+    StatsLayout,
+)
+from fedanon.algorithms.tds.local_party import LocalParty, apply_splits
+from fedanon.errors import FedanonError, one_line
+from fedanon.readers.sources import Shard, TableSource
+from fedanon.schema import Schema
+
+#: Fan-in of the tree that sums the shards' vectors on the workers.
+SUM_FAN_IN = 8
+#: How often a waiting daemon asks the scheduler whether its shards' workers are still there.
+POLL_SECONDS = 0.5
+#: How long the daemon tries to reach a scheduler before the session is refused.
+CONNECT_SECONDS = 30
+#: How long closing a run waits for its shards' state to be dropped.
+CLOSE_SECONDS = 10.0
+#: Recoveries of one call before giving up (a cluster that loses workers faster than it replays).
+MAX_RECOVERIES = 16
+
+# ----------------------------------------------------------------- worker side
+
+
+@dataclass
+class _ShardState:
+    party: LocalParty
+    done: int = 0  # steps of the log applied
+
+
+#: This worker process's shards, by key (threads of a local in-process cluster share it).
+_SHARDS: dict[str, _ShardState] = {}
+
+#: The LocalParty methods that change its state: they are the step log.
+_MUTATING = frozenset({"start", "specialize"})
+
+
+class ShardLost(Exception):
+    """A worker has no state, or a stale one, for the shard a call names: replay it."""
+
+
+def _open_shard(key: str, shard: Shard, schema: Schema, columns: list[str]) -> int:
+    """Load the shard's rows and build its counting state (its own copy of the schema: the
+    dynamic trees grow in place, and the shards of one in-process worker must not share them)."""
+    _SHARDS[key] = _ShardState(LocalParty(copy.deepcopy(schema), shard.load(columns)))
+    return len(_SHARDS[key].party.table)
+
+
+def _replay(key: str, log: list[tuple[str, tuple[Any, ...]]]) -> int:
+    """Apply the steps the shard has not applied yet (all of them after a reload)."""
+    state = _SHARDS.get(key)
+    if state is None:  # its worker restarted between the reload and the replay
+        raise ShardLost(key)
+    for name, args in log[state.done :]:
+        getattr(state.party, name)(*args)
+        state.done += 1
+    return state.done
+
+
+def _step(key: str, done: int, name: str, args: tuple[Any, ...]) -> Any:
+    """Call `name` on the shard's state, which must have applied exactly `done` steps."""
+    state = _SHARDS.get(key)
+    if state is None or state.done != done:
+        raise ShardLost(key)
+    out = getattr(state.party, name)(*args)
+    if name in _MUTATING:
+        state.done += 1
+        return _pack(out)
+    return out
+
+
+@dataclass(frozen=True)
+class _Packed:
+    """A statistics vector as its nonzero entries.
+
+    Most of a step's statistics are zero (83% of them on the synthetic hospital table: children
+    slots of attributes at a leaf, empty class/sensitive channels), and the vectors are what
+    crosses between processes on every step (about 60 MB/s over Dask's TLS on this machine), so
+    they travel as positions and values: about a third of the bytes.
+    """
+
+    size: int
+    index: np.ndarray
+    values: np.ndarray
+
+
+def _pack(vector: np.ndarray) -> np.ndarray | _Packed:
+    index = np.flatnonzero(vector)
+    if 3 * index.size > vector.size:  # dense enough: positions would cost more than zeros
+        return vector
+    dtype = np.int32 if vector.size < (1 << 31) else np.int64
+    return _Packed(vector.size, index.astype(dtype), vector[index])
+
+
+def _unpack(part: np.ndarray | _Packed) -> np.ndarray:
+    if isinstance(part, np.ndarray):
+        return part
+    out = np.zeros(part.size, dtype=part.values.dtype)
+    out[part.index] = part.values
+    return out
+
+
+def _sum(*parts: Any) -> Any:
+    """The sum of the parts (packed vectors, or arrays such as atom histograms); a vector
+    travels on packed."""
+    total = np.array(_unpack(parts[0]), copy=True)
+    for part in parts[1:]:
+        if isinstance(part, _Packed):
+            total[part.index] += part.values
+        else:
+            total += part
+    return _pack(total) if total.ndim == 1 else total
+
+
+def _drop(key: str) -> None:
+    _SHARDS.pop(key, None)
+
+
+# ----------------------------------------------------------------- daemon side
+
+
+class ShardedParty:
+    """A party's counting state sharded by rows over Dask workers (one run)."""
+
+    def __init__(
+        self,
+        client: Client,
+        schema: Schema,
+        shards: Sequence[Shard],
+        columns: list[str],
+        poll_seconds: float = POLL_SECONDS,
+    ) -> None:
+        self.schema = schema
+        self.layout = StatsLayout.for_schema(schema)
+        self.partitions = PartitionTable.with_roots([t.root for t in schema.taxonomies])
+        self._client = client
+        self._shards = list(shards)
+        self._columns = columns
+        self._poll = poll_seconds
+        job = uuid.uuid4().hex
+        self._keys = [f"fedanon-shard-{job}-{i}" for i in range(len(self._shards))]
+        self._log: list[tuple[str, tuple[Any, ...]]] = []
+        self.recoveries = 0  # shards reloaded and replayed after their worker was lost
+        workers = self._alive()
+        if not workers:
+            raise FedanonError("the Dask cluster has no workers")
+        self._where = [workers[i % len(workers)] for i in range(len(self._shards))]
+        self._rows = [0] * len(self._shards)
+        opened = [self._place(i) for i in range(len(self._shards))]
+        reloaded: set[int] = set()
+        for i, future in enumerate(opened):
+            if i in reloaded:
+                continue
+            try:
+                self._rows[i] = self._result(future, {i: future})
+            except _Lost as lost:  # a worker left while the shards loaded: load them again
+                self._recover_until_stable(lost.shards, 0)
+                reloaded |= set(lost.shards)
+
+    @property
+    def shard_count(self) -> int:
+        return len(self._keys)
+
+    @property
+    def n_rows(self) -> int:
+        return sum(self._rows)
+
+    # ------------------------------------------------------------- placement, recovery
+    def _alive(self) -> list[str]:
+        return sorted(self._client.scheduler_info(n_workers=-1)["workers"])
+
+    def _pinned(self, i: int, func: Any, *args: Any) -> Future:
+        return self._client.submit(
+            func, *args, workers=[self._where[i]], allow_other_workers=False, pure=False
+        )
+
+    def _place(self, i: int) -> Future:
+        """Load shard `i` on its worker (the shard's rows travel with the task for a frame)."""
+        shard = self._client.scatter(self._shards[i], workers=[self._where[i]], hash=False)
+        return self._pinned(i, _open_shard, self._keys[i], shard, self.schema, self._columns)
+
+    def _lost(self) -> list[int]:
+        alive = set(self._alive())
+        return [i for i, worker in enumerate(self._where) if worker not in alive]
+
+    def _recover(self, i: int, done: int) -> None:
+        """Reload shard `i` on the live worker with the fewest shards; replay the log's first
+        `done` steps there."""
+        alive = self._alive()
+        if not alive:
+            raise FedanonError("the Dask cluster lost all its workers")
+        self.recoveries += 1
+        load = {w: sum(1 for x in self._where if x == w) for w in alive}
+        self._where[i] = min(alive, key=lambda w: (load[w], w))
+        opened = self._place(i)
+        self._rows[i] = self._result(opened, {i: opened})
+        replay = self._pinned(i, _replay, self._keys[i], self._log[:done])
+        self._result(replay, {i: replay})
+
+    def _result(self, future: Future, watched: dict[int, Future]) -> Any:
+        """`future`'s value, waiting while the shards' workers live (no-worker tasks would
+        wait forever); raises ``_Lost`` naming the shards to recover (those whose worker left,
+        and those of `watched`, futures by shard, that found no state or a stale one)."""
+        while True:
+            try:
+                wait(future, timeout=self._poll)
+            except TimeoutError:
+                lost = self._lost()
+                if lost:
+                    raise _Lost(lost) from None
+                continue
+            if future.status == "finished":
+                return future.result()
+            gone = [
+                i
+                for i, part in watched.items()
+                if part.status == "error" and isinstance(part.exception(), ShardLost)
+            ]
+            lost = self._lost()
+            if gone or lost:
+                raise _Lost(sorted(set(gone) | set(lost)))
+            return future.result()  # the real error, re-raised here
+
+    def _call(self, name: str, *args: Any) -> Any:
+        """`name` on every shard, the results summed on the workers; a mutating call is
+        logged first, so a shard lost during it is replayed up to it."""
+        if name in _MUTATING:
+            self._log.append((name, args))
+            done = len(self._log) - 1
+        else:
+            done = len(self._log)
+        parts: list[Future | None] = [None] * len(self._keys)
+        for _attempt in range(MAX_RECOVERIES):
+            for i, key in enumerate(self._keys):
+                if parts[i] is None:
+                    parts[i] = self._pinned(i, _step, key, done, name, args)
+            ready = {i: part for i, part in enumerate(parts) if part is not None}
+            total = _tree_sum(self._client, list(ready.values()))
+            try:
+                return _unpack(self._result(total, ready))
+            except _Lost as lost:
+                for i in lost.shards:
+                    parts[i] = None
+                self._recover_until_stable(lost.shards, done)
+        raise FedanonError(f"the Dask cluster kept losing workers ({MAX_RECOVERIES} recoveries)")
+
+    def _recover_until_stable(self, lost: list[int], done: int) -> None:
+        """Recover every shard of `lost`, and any other whose worker leaves meanwhile."""
+        queue = sorted(set(lost))
+        for _attempt in range(MAX_RECOVERIES):
+            try:
+                while queue:
+                    self._recover(queue[0], done)
+                    queue.pop(0)
+                return
+            except _Lost as again:
+                queue = sorted(set(queue) | set(again.shards))
+        raise FedanonError(f"the Dask cluster kept losing workers ({MAX_RECOVERIES} recoveries)")
+
+    # ------------------------------------------------------------- the count source
+    def atom_histogram(self, attr: int, node: int) -> np.ndarray:
+        result: np.ndarray = self._call("atom_histogram", attr, node)
+        return result
+
+    def start(self, splits: Sequence[DynamicSplit] = ()) -> np.ndarray:
+        apply_splits(self.schema, splits)
+        result: np.ndarray = self._call("start", tuple(splits))
+        return result
+
+    def specialize(self, step: Specialization) -> np.ndarray:
+        apply_splits(self.schema, step.splits)
+        children = list(self.schema.taxonomies[step.attr].children[step.node])
+        self.partitions.apply(step, children)
+        result: np.ndarray = self._call("specialize", step)
+        return result
+
+    def generalized_table(
+        self, suppressed: np.ndarray | None = None, drop_suppressed: bool = False
+    ) -> pd.DataFrame:
+        """The shards' generalized rows, concatenated in shard (= row) order."""
+        done = len(self._log)
+        for _attempt in range(MAX_RECOVERIES):
+            parts = [
+                self._pinned(
+                    i, _step, key, done, "generalized_table", (suppressed, drop_suppressed)
+                )
+                for i, key in enumerate(self._keys)
+            ]
+            try:
+                tables = [self._result(part, dict(enumerate(parts))) for part in parts]
+            except _Lost as lost:
+                self._recover_until_stable(lost.shards, done)
+                continue
+            return pd.concat(tables) if len(tables) > 1 else tables[0]
+        raise FedanonError(f"the Dask cluster kept losing workers ({MAX_RECOVERIES} recoveries)")
+
+    def close(self) -> None:
+        """Drop the shards' state on their workers (a lost worker took its shards with it)."""
+        alive = set(self._alive())
+        drops = [
+            self._pinned(i, _drop, key)
+            for i, key in enumerate(self._keys)
+            if self._where[i] in alive
+        ]
+        self._keys = []
+        # A busy worker drops them later; the state is unreachable either way.
+        with contextlib.suppress(TimeoutError):
+            wait(drops, timeout=CLOSE_SECONDS)
+
+
+class _Lost(Exception):
+    """Shards whose state is gone (their worker left, or it answered ShardLost)."""
+
+    def __init__(self, shards: list[int]) -> None:
+        super().__init__(shards)
+        self.shards = shards
+
+
+def _tree_sum(client: Client, parts: list[Future]) -> Future:
+    """One future of the sum of `parts`, summed on the workers in a tree of ``SUM_FAN_IN``."""
+    while len(parts) > 1:
+        parts = [
+            client.submit(_sum, *parts[at : at + SUM_FAN_IN], pure=False)
+            for at in range(0, len(parts), SUM_FAN_IN)
+        ]
+    return parts[0]
+
+
+def _security(settings: EngineSettings) -> Security | None:
+    """Dask's TLS for a ``tls://`` scheduler, with the party's own certificate files."""
+    if settings.scheduler is None or not settings.scheduler.startswith("tls://"):
+        return None
+    if settings.tls is None:
+        raise FedanonError(f"scheduler {settings.scheduler} is tls:// but the party has no [tls]")
+    ca, cert, key = (str(p) for p in settings.tls)
+    return Security(
+        tls_ca_file=ca, tls_client_cert=cert, tls_client_key=key, require_encryption=True
+    )
+
+
+class DaskEngine:
+    """Shards every run over a Dask cluster: the scheduler named, or a local one it starts."""
+
+    def __init__(self, settings: EngineSettings, client: Client | None = None) -> None:
+        """`client`: a cluster the caller owns (and closes), instead of `settings`' one."""
+        self.settings = settings
+        self._cluster: LocalCluster | None = None
+        self._client: Client | None = client
+        self._owns_client = client is None
+        self._current: ShardedParty | None = None
+
+    @property
+    def client(self) -> Client:
+        """Connected on first use (a daemon that serves no LKC job starts no cluster)."""
+        if self._client is None:
+            settings = self.settings
+            if settings.scheduler is not None:
+                try:
+                    self._client = Client(
+                        settings.scheduler, security=_security(settings), timeout=CONNECT_SECONDS
+                    )
+                except (OSError, TimeoutError) as exc:
+                    raise FedanonError(
+                        f"Dask scheduler {settings.scheduler}: cannot connect "
+                        f"({one_line(str(exc)) or type(exc).__name__})"
+                    ) from None
+            else:
+                try:
+                    self._cluster = local_cluster(settings.workers, settings.shards)
+                except (RuntimeError, OSError) as exc:  # a worker process that cannot start
+                    raise FedanonError(
+                        f"cannot start a local Dask cluster of {settings.workers} worker "
+                        f"processes ({one_line(str(exc))})"
+                    ) from None
+                self._client = Client(self._cluster)
+        return self._client
+
+    def open(self, schema: Schema, source: TableSource, columns: list[str]) -> ShardedParty:
+        if self._current is not None:  # one run at a time: the previous run's shards go
+            self._current.close()
+        self._current = ShardedParty(
+            self.client, schema, source.shards(self.settings.shards), columns
+        )
+        return self._current
+
+    def close(self) -> None:
+        if self._current is not None:
+            self._current.close()
+        if self._client is not None and self._owns_client:
+            self._client.close()
+        if self._cluster is not None:
+            self._cluster.close()
+        self._client = self._cluster = self._current = None
+
+
+def local_cluster(workers: int, shards: int) -> LocalCluster:
+    """A cluster on this machine: `workers` processes (over Dask's TLS, certificates made for
+    the cluster's lifetime), or with 0 one in-process worker with a thread per shard (at most
+    one per CPU)."""
+    if workers > 0:
+        return LocalCluster(
+            n_workers=workers,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            security=Security.temporary(),
+        )
+    threads = max(1, min(shards, os.cpu_count() or 1))
+    return LocalCluster(
+        n_workers=1, threads_per_worker=threads, processes=False, dashboard_address=None
+    )
