@@ -216,6 +216,31 @@ class C45:
         self._num_features = np.flatnonzero(self._is_numeric)
         self._in_average = in_average_mask(self._is_numeric, sizes, n)
 
+    def _install(
+        self,
+        features: list[str],
+        is_numeric: np.ndarray,
+        domains: list[pd.Index],
+        num_values: list[np.ndarray],
+        classes: pd.Index,
+        root: _Node,
+    ) -> C45:
+        """Make this model predict with a tree grown from counts elsewhere
+        (fedanon.utility.c45_counts): the same fitted state as :meth:`fit` leaves."""
+        self.features_ = list(features)
+        self._is_numeric = np.asarray(is_numeric, dtype=bool)
+        numeric_before = np.cumsum(self._is_numeric) - self._is_numeric
+        self._column = np.where(
+            self._is_numeric, numeric_before, np.arange(len(features)) - numeric_before
+        ).astype(np.intp)
+        self._domains = list(domains)
+        self._num_values = list(num_values)
+        self.classes_ = np.asarray(classes)
+        self._k = len(self.classes_)
+        self._root = root
+        self.n_nodes, self.depth, self.n_leaves = self._measure()
+        return self
+
     def _release_training_data(self) -> None:
         """Drop the encoded training matrices: a fitted model keeps only the tree."""
         for name in ("_y", "_cat_codes", "_num_keys", "_num_raw", "_cat_keys", "_xlogx"):
