@@ -44,7 +44,7 @@ import pandas as pd
 
 from fedanon.algorithms.kactus.api import NUMERIC_RULES, released_cells
 from fedanon.algorithms.kactus.phase2 import Group, gift_size
-from fedanon.algorithms.kactus.tree import Node, place_records
+from fedanon.algorithms.kactus.tree import Condition, Node, place_records
 from fedanon.algorithms.tabular import (
     QidColumn,
     checked_release,
@@ -90,7 +90,7 @@ class FederatedOutcome:
     """What the leader decided, for reports and tests: the tree and every group's size."""
 
     tree: TreeNode
-    group_paths: list[int]  # pre-order number of each released group's node (-1: the root rest)
+    group_paths: list[tuple[Condition, ...]]  # each released group's path (the root rest: ())
     group_sizes: list[int]
     dropped: int
     donated: int
@@ -161,7 +161,7 @@ def anonymize_kactus_federated(
     }
     outcome = FederatedOutcome(
         tree,
-        [g for g, _ in plan.groups],
+        [parties[0].nodes[g].path if g >= 0 else () for g, _ in plan.groups],
         [s for _, s in plan.groups],
         plan.dropped,
         plan.donated,
