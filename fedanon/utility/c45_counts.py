@@ -77,6 +77,9 @@ class Query:
     kind: str
     feature: int = -1  # SPLIT only
     threshold: float | None = None  # SPLIT on a numeric feature only
+    # HISTOGRAMS with narrowing: per numeric feature, the positions in its agreed values to
+    # count (those present at the parent node); None: the whole agreed domain.
+    support: tuple[np.ndarray, ...] | None = field(default=None, compare=False)
 
 
 class CountOracle(Protocol):
@@ -121,7 +124,9 @@ class Schema:
     def size(self, query: Query) -> int:
         k = len(self.classes)
         if query.kind == HISTOGRAMS:
-            return self.histogram_size
+            if query.support is None:
+                return self.histogram_size
+            return k + self.cat_bins + sum(len(s) for s in query.support) * k
         if query.kind == SPLIT:
             return self.branches(query.feature) * k
         return k
@@ -271,6 +276,7 @@ class LocalOracle:
         self._codes = np.zeros((n, len(schema.features)), dtype=np.intp)
         self._raw = np.zeros((n, len(schema.features)))
         keys = np.zeros((n, len(schema.features)), dtype=np.intp)
+        self._ranks = np.zeros((n, len(schema.values)), dtype=np.intp)
         for j, name in enumerate(schema.features):
             col = schema.column[j]
             _reject_missing(X[name], name)
@@ -283,6 +289,7 @@ class LocalOracle:
                 ):
                     raise FedanonError(f"C4.5: values of {name!r} outside the agreed domain")
                 self._raw[:, j] = raw
+                self._ranks[:, col] = rank
                 keys[:, j] = schema.cat_bins + (schema.num_starts[col] + rank) * k
             else:
                 codes = _codes(schema.domains[col], X[name], name)
@@ -300,13 +307,30 @@ class LocalOracle:
         classes = np.bincount(self._y[rows], minlength=k)
         if query.kind == CLASSES:
             return classes
-        if query.kind == HISTOGRAMS:
+        if query.kind == HISTOGRAMS and query.support is None:
             size = self._schema.histogram_size - k
             tables = np.bincount(self._keys[rows].ravel(), minlength=size)
             return np.concatenate([classes, tables])
+        if query.kind == HISTOGRAMS:
+            return self._narrow_histograms(rows, classes, query.support)
         branch = self._branch(rows, query.feature, query.threshold)
         size = self._schema.size(query)
         return np.bincount(branch * k + self._y[rows], minlength=size)
+
+    def _narrow_histograms(
+        self, rows: np.ndarray, classes: np.ndarray, support: Sequence[np.ndarray]
+    ) -> np.ndarray:
+        """HISTOGRAMS with each numeric feature counted over `support` only (every value
+        at the node is in it: the node's rows are among its parent's)."""
+        schema = self._schema
+        k = len(schema.classes)
+        y = self._y[rows]
+        cat = np.flatnonzero(~schema.is_numeric)
+        parts = [classes, np.bincount(self._keys[rows][:, cat].ravel(), minlength=schema.cat_bins)]
+        for col, positions in enumerate(support):
+            slot = np.searchsorted(positions, self._ranks[rows, col])
+            parts.append(np.bincount(slot * k + y, minlength=len(positions) * k))
+        return np.concatenate(parts)
 
     def _branch(self, rows: np.ndarray, feature: int, threshold: float | None) -> np.ndarray:
         if self._schema.is_numeric[feature]:
@@ -372,12 +396,18 @@ def fit_from_counts(
     cf: float = 0.25,
     prune: bool = True,
     subtree_raising: bool = True,
+    narrow: bool = False,
 ) -> C45:
     """A fitted :class:`C45` grown and pruned from `oracle`'s counts: the tree `C45(...).fit`
-    grows on the records the oracle counts, node for node."""
+    grows on the records the oracle counts, node for node.
+
+    `narrow` asks a node's numeric histograms over the values present at its parent instead of
+    the whole agreed domain: far fewer counts on many-valued attributes (Adult's fnlwgt), the
+    same tree, but the parties then learn which values occur at each parent node
+    (docs/federated_classification.md)."""
     model = C45(min_leaf=min_leaf, cf=cf, prune=prune, subtree_raising=subtree_raising)
     learner = _Learner(oracle, schema, model)
-    root, depth = learner.grow()
+    root, depth = learner.grow(narrow)
     if prune:
         with _recursion_room(depth):
             learner.prune(root)
@@ -391,6 +421,19 @@ def fit_pooled(X: pd.DataFrame, y: pd.Series, numeric: Iterable[str], **options:
     kinds = FeatureKinds([str(c) for c in X.columns], frozenset(numeric))
     schema = agree_schema(kinds, [local_domains(X, y, kinds)])
     return fit_from_counts(LocalOracle(X, y, schema), schema, **options)  # type: ignore[arg-type]
+
+
+Support = tuple[np.ndarray, ...] | None
+
+
+@dataclass
+class _Histograms:
+    """A node's HISTOGRAMS answer, unpacked: numeric features as (positions in the agreed
+    values, (position x class) counts)."""
+
+    classes: np.ndarray
+    categorical: np.ndarray
+    numeric: list[tuple[np.ndarray, np.ndarray]]
 
 
 class _Learner:
@@ -418,7 +461,7 @@ class _Learner:
 
     # ------------------------------------------------------------------ growing
 
-    def grow(self) -> tuple[_Node, int]:
+    def grow(self, narrow: bool) -> tuple[_Node, int]:
         """Grow level by level, then collapse unhelpful subtrees; (root, depth)."""
         (root_histogram,) = self._ask([Query((), HISTOGRAMS)])
         k = self._k
@@ -428,20 +471,21 @@ class _Learner:
             raise FedanonError("C4.5: no training rows")
         self._xlogx = xlogx_table(n)
         self._in_average = in_average_mask(self._schema.is_numeric, self._schema.cat_sizes, n)
+        self._narrow = narrow
         root = _new_node(counts)
         created: list[_Node] = []
-        level: list[tuple[_Node, Path]] = [(root, ())]
+        level: list[tuple[_Node, Path, Support]] = [(root, (), None)]
         depth = 0
         while level:
-            created.extend(node for node, _ in level)
-            open_ = [(node, path) for node, path in level if self._may_split(node)]
+            created.extend(node for node, _, _ in level)
+            open_ = [entry for entry in level if self._may_split(entry[0])]
             if level[0][0] is root:
                 histograms = [root_histogram] if open_ else []
             else:
-                histograms = self._ask([Query(path, HISTOGRAMS) for _, path in open_])
+                histograms = self._ask([Query(p, HISTOGRAMS, support=s) for _, p, s in open_])
             level = []
-            for (node, path), histogram in zip(open_, histograms, strict=True):
-                level.extend(self._split_node(node, path, histogram))
+            for (node, path, support), histogram in zip(open_, histograms, strict=True):
+                level.extend(self._split_node(node, path, self._unpack(histogram, support)))
             depth += bool(level)
         collapse_unhelpful(created)
         return root, depth
@@ -450,10 +494,23 @@ class _Learner:
         n = node.counts.sum()
         return not (node.counts[node.best] == n or n < 2 * self._min_leaf)
 
+    def _unpack(self, histogram: np.ndarray, support: Support) -> _Histograms:
+        """A HISTOGRAMS answer as (class counts, categorical tables, numeric parts)."""
+        schema, k = self._schema, self._k
+        tables = histogram[k:]
+        numeric = []
+        start = schema.cat_bins
+        for col, size in enumerate(schema.num_sizes):
+            positions = np.arange(size) if support is None else support[col]
+            end = start + len(positions) * k
+            numeric.append((positions, tables[start:end].reshape(-1, k)))
+            start = end
+        return _Histograms(histogram[:k], tables[: schema.cat_bins], numeric)
+
     def _split_node(
-        self, node: _Node, path: Path, histogram: np.ndarray
-    ) -> list[tuple[_Node, Path]]:
-        split = self._best_split(node.counts, histogram)
+        self, node: _Node, path: Path, histograms: _Histograms
+    ) -> list[tuple[_Node, Path, Support]]:
+        split = self._best_split(node.counts, histograms)
         if split is None:
             return []
         feature, threshold = split
@@ -461,16 +518,22 @@ class _Learner:
         node.threshold = threshold
         node.n_branches = self._schema.branches(feature)
         key = None if not self._schema.is_numeric[feature] else threshold
-        table = self._branch_table(histogram, feature, threshold)
+        table = self._branch_table(histograms, feature, threshold)
         self._remember(path, feature, key, table)
+        # With narrowing, a child counts each numeric feature over the values present here.
+        support = (
+            tuple(positions[t.sum(axis=1) > 0] for positions, t in histograms.numeric)
+            if self._narrow
+            else None
+        )
         children = []
         for branch in np.flatnonzero(table.sum(axis=1)):
             child = _new_node(table[branch])
             node.children[int(branch)] = child
-            children.append((child, (*path, (feature, int(branch), key))))
+            children.append((child, (*path, (feature, int(branch), key)), support))
         return children
 
-    def _best_split(self, counts: np.ndarray, histogram: np.ndarray) -> tuple[int, float] | None:
+    def _best_split(self, counts: np.ndarray, histograms: _Histograms) -> tuple[int, float] | None:
         schema = self._schema
         n_feat = len(schema.features)
         if n_feat == 0:
@@ -483,36 +546,32 @@ class _Learner:
         thresholds = np.full(n_feat, math.nan)
         cat = np.flatnonzero(~schema.is_numeric)
         num = np.flatnonzero(schema.is_numeric)
-        tables = histogram[k:]
         if len(cat):
-            table = tables[: schema.cat_bins].reshape(-1, k)
+            table = histograms.categorical.reshape(-1, k)
             g, s = categorical_scores(
                 table, schema.cat_starts, n, base, self._min_leaf, self._xlogx
             )
             gain[cat] = g
             split_info[cat] = s
         if len(num):
-            total = histogram[:k]
-            cuts = self._cuts(tables[schema.cat_bins :].reshape(-1, k), n)
-            g, s, t = numeric_scores(cuts, total, base, schema.values, self._xlogx)
+            cuts = self._cuts(histograms.numeric, n)
+            g, s, t = numeric_scores(cuts, histograms.classes, base, schema.values, self._xlogx)
             gain[num] = g
             split_info[num] = s
             thresholds[num] = t
         return choose_split(gain, split_info, thresholds, self._in_average)
 
-    def _cuts(self, table: np.ndarray, n: int) -> NumericCuts:
+    def _cuts(self, numeric: list[tuple[np.ndarray, np.ndarray]], n: int) -> NumericCuts:
         """Every admissible cut of every numeric attribute, from its (value x class) counts:
         a cut follows each value present at the node whose cumulative count leaves enough rows
         on both sides."""
         first, last = numeric_cut_range(n, self._k, self._min_leaf)
         parts: list[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
         if first <= last:
-            for a, (start, size) in enumerate(
-                zip(self._schema.num_starts, self._schema.num_sizes, strict=True)
-            ):
-                values = table[start : start + size]
-                present = np.flatnonzero(values.sum(axis=1))
-                left = np.cumsum(values[present], axis=0)
+            for a, (positions, values) in enumerate(numeric):
+                here = np.flatnonzero(values.sum(axis=1))
+                present = positions[here]
+                left = np.cumsum(values[here], axis=0)
                 left_n = left.sum(axis=1)
                 admissible = np.flatnonzero((left_n >= first) & (left_n <= last))
                 parts.append(
@@ -530,17 +589,16 @@ class _Learner:
             np.concatenate([p[4] for p in parts]).astype(np.intp),
         )
 
-    def _branch_table(self, histogram: np.ndarray, feature: int, threshold: float) -> np.ndarray:
-        """(branch x class) counts of a test, read off the node's histogram."""
+    def _branch_table(self, histograms: _Histograms, feature: int, threshold: float) -> np.ndarray:
+        """(branch x class) counts of a test, read off the node's histograms."""
         schema, k = self._schema, self._k
         col = schema.column[feature]
-        tables = histogram[k:]
         if not schema.is_numeric[feature]:
             start = schema.cat_starts[col] * k
-            return tables[start : start + schema.cat_sizes[col] * k].reshape(-1, k)
-        start = schema.cat_bins + schema.num_starts[col] * k
-        values = tables[start : start + schema.num_sizes[col] * k].reshape(-1, k)
-        cut = int(np.searchsorted(schema.values[col], threshold, side="right"))
+            flat = histograms.categorical[start : start + schema.cat_sizes[col] * k]
+            return flat.reshape(-1, k)
+        positions, values = histograms.numeric[col]
+        cut = int(np.searchsorted(schema.values[col][positions], threshold, side="right"))
         return np.stack([values[:cut].sum(axis=0), values[cut:].sum(axis=0)])
 
     def _remember(self, path: Path, feature: int, key: float | None, table: np.ndarray) -> None:

@@ -156,6 +156,22 @@ def test_uci_trees_equal_the_pooled_fit(name: str, sizes: str) -> None:
         _assert_same_tree(X, y, numeric, model, **options)
 
 
+@pytest.mark.parametrize("name", ["german", "glass", "pima"])
+def test_narrowed_histograms_give_the_same_tree_from_fewer_counts(name: str) -> None:
+    if not has_table(name):
+        pytest.skip(f"shared {name} data not present")
+    X, y, numeric = _table(name)
+    n = len(X)
+    split = [n // 10, n // 2, n - n // 2 - n // 10]
+    full, full_oracle, _ = _federated(X, y, numeric, split)
+    narrow, narrow_oracle, parties = _federated(X, y, numeric, split, narrow=True)
+    _assert_same_tree(X, y, numeric, narrow)
+    assert narrow_oracle.counts_summed < full_oracle.counts_summed / 2
+    # Below the root every histogram counts a numeric feature over the parent's values only.
+    deeper = [q for q in parties[0].queries if q.kind == HISTOGRAMS and q.path]
+    assert deeper and all(q.support is not None for q in deeper)
+
+
 def test_secure_union_and_ring_sum_give_the_pooled_tree() -> None:
     """The agreed domains through the commutative-encryption union (no party's values shown
     to the leader as its own), the counts through the ring secure sum."""
@@ -240,5 +256,5 @@ def test_adult_tree_equals_the_pooled_fit(sizes: str) -> None:
     }[sizes]
     model, _, _ = _federated(X, y, numeric, split)
     _assert_same_tree(X, y, numeric, model)
-    kactus_like, _, _ = _federated(X, y, numeric, split, min_leaf=50)
+    kactus_like, _, _ = _federated(X, y, numeric, split, min_leaf=50, narrow=True)
     _assert_same_tree(X, y, numeric, kactus_like, min_leaf=50)
