@@ -4,8 +4,9 @@ synthetic rows.
 Per table: the record-level `C45.fit` on the pooled table; the count-driven fit on the pooled
 table (one local oracle); over P parties with plain sums; over P parties with the in-process
 ring secure sum (`fedanon.crypto.simulate.ring_sum`: mask, P additions, unmask, as the daemons
-do minus the network). Every count-driven tree is checked equal to the record-level one.
-Run: ``.venv/bin/python bench/bench_fedc45.py [--rows 1000000] [--parties 3] [--repeat 1]``.
+do minus the network); the same with narrowed numeric histograms. Every count-driven tree is
+checked equal to the record-level one.
+Run: ``.venv/bin/python bench/bench_fedc45.py [--rows 1000000] [--parties 3]``.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from fedanon.readers.datadir import data_dir, have_data
 from fedanon.synth import generate_hospital
 from fedanon.utility.c45 import C45
 from fedanon.utility.c45_counts import (
-    FederatedOracle,
     FeatureKinds,
+    FederatedOracle,
     LocalOracle,
     agree_schema,
     fit_from_counts,
@@ -63,8 +64,9 @@ def bench(name: str, X: pd.DataFrame, y: pd.Series, numeric: set[str], args) -> 
     began = time.perf_counter()
     reference = C45(**options).fit(X, y, numeric)
     central = time.perf_counter() - began
-    print(f"\n{name}: {len(X):,} rows, {X.shape[1]} features ({len(numeric)} numeric), "
-          f"min_leaf {args.min_leaf}; tree {reference.n_nodes} nodes, depth {reference.depth}")  # fmt: skip
+    shape = f"{len(X):,} rows, {X.shape[1]} features ({len(numeric)} numeric)"
+    tree = f"tree {reference.n_nodes} nodes, depth {reference.depth}"
+    print(f"\n{name}: {shape}, min_leaf {args.min_leaf}; {tree}")
     print(f"{'fit':<36} {'s':>8} {'x central':>9} {'rounds':>7} {'counts summed':>14} same")
     print(f"{'record-level C45.fit (pooled)':<36} {central:>8.2f} {1.0:>9.2f}")
     p = args.parties
@@ -73,9 +75,7 @@ def bench(name: str, X: pd.DataFrame, y: pd.Series, numeric: set[str], args) -> 
     runs.append((f"count-driven, {p} parties, ring sum", p, _ring, False))
     runs.append(("  same, narrowed histograms", p, _ring, True))
     for label, parties, add, narrow in runs:
-        model, oracle, seconds = _federated(
-            X, y, numeric, parties, add, narrow=narrow, **options
-        )
+        model, oracle, seconds = _federated(X, y, numeric, parties, add, narrow=narrow, **options)
         same = _text(model) == _text(reference)
         print(f"{label:<36} {seconds:>8.2f} {seconds / central:>9.2f} {oracle.rounds:>7} "
               f"{oracle.counts_summed:>14,} {'yes' if same else 'NO'}")  # fmt: skip

@@ -278,7 +278,6 @@ class C45:
 
     def _best_split(self, rows: np.ndarray, counts: np.ndarray) -> tuple[int, float] | None:
         """C4.5's choice: the highest gain ratio among tests whose gain is at least average."""
-        n = len(rows)
         base = base_information(counts, self._xlogx)
         n_feat = len(self.features_)
         if n_feat == 0:

@@ -267,7 +267,9 @@ class LocalOracle:
     """
 
     def __init__(self, X: pd.DataFrame, y: pd.Series, schema: Schema) -> None:
-        kinds = FeatureKinds(schema.features, frozenset(np.array(schema.features)[schema.is_numeric]))
+        kinds = FeatureKinds(
+            schema.features, frozenset(np.array(schema.features)[schema.is_numeric])
+        )
         _require_features(X, kinds)
         self._schema = schema
         k = len(schema.classes)
@@ -284,8 +286,7 @@ class LocalOracle:
                 raw = _as_float(X[name], name)
                 rank = np.searchsorted(schema.values[col], raw)
                 if n and (
-                    rank.max() >= len(schema.values[col])
-                    or (schema.values[col][rank] != raw).any()
+                    rank.max() >= len(schema.values[col]) or (schema.values[col][rank] != raw).any()
                 ):
                     raise FedanonError(f"C4.5: values of {name!r} outside the agreed domain")
                 self._raw[:, j] = raw

@@ -26,8 +26,8 @@ from fedanon.errors import FedanonError
 from fedanon.utility.c45 import C45
 from fedanon.utility.c45_counts import (
     Adder,
-    FederatedOracle,
     FeatureKinds,
+    FederatedOracle,
     LocalOracle,
     Union,
     agree_schema,
@@ -130,9 +130,7 @@ def _error(
     """Percent of all parties' test rows `model` misclassifies: each party counts its errors
     and rows; only the sums leave."""
     vectors = [
-        np.array(
-            [int((model.predict(t[f]) != t[class_col].to_numpy()).sum()), len(t)], np.int64
-        )
+        np.array([int((model.predict(t[f]) != t[class_col].to_numpy()).sum()), len(t)], np.int64)
         for t, f in tests
     ]
     errors, rows = (int(v) for v in add(vectors))

@@ -66,7 +66,11 @@ def _sorted(groups: Groups) -> list[tuple[str, int]]:
 def _check_against_central(df: pd.DataFrame, sizes: Sequence[int], k: int, **kw: object):
     tree, groups, donated, dropped = _central(df, k)
     release, outcome = anonymize_kactus_federated(
-        _parts(df, sizes), class_column="class", k=k, seed=11, **kw  # type: ignore[arg-type]
+        _parts(df, sizes),
+        class_column="class",
+        k=k,
+        seed=11,
+        **kw,  # type: ignore[arg-type]
     )
     _same_tree(outcome.tree, tree)
     fed = list(zip(outcome.group_paths, outcome.group_sizes, strict=True))
@@ -152,6 +156,17 @@ def test_k_above_the_pooled_records_is_refused() -> None:
         anonymize_kactus_federated(_parts(df, [5, 5]), class_column="class", k=11)
 
 
+def test_a_party_with_other_columns_is_named() -> None:
+    df = pd.DataFrame({"a": ["x", "y"] * 5, "b": ["u"] * 10, "class": ["P", "N"] * 5})
+    parts = _parts(df, [5, 5])
+    parts[1] = parts[1].drop(columns=["b"])
+    with pytest.raises(FedanonError, match="party 1: its QID columns differ"):
+        anonymize_kactus_federated(parts, class_column="class", k=2)
+    parts[1] = parts[1].assign(b="?")
+    with pytest.raises(FedanonError, match="suppression marker"):
+        anonymize_kactus_federated(parts, class_column="class", k=2)
+
+
 def test_a_single_class_over_all_parties_is_refused() -> None:
     df = pd.DataFrame({"a": ["x", "y"] * 5, "class": ["P"] * 10})
     with pytest.raises(FedanonError, match="single value"):
@@ -168,7 +183,7 @@ def test_adult_accuracy_within_half_a_point_of_centralized() -> None:
     test = df.iloc[order[len(df) // 2 :]].reset_index(drop=True)
     n = len(train)
     central = anonymize_kactus(train, class_column="class", k=50, seed=1).table
-    _, outcome = _check_against_central(train, [n // 3, n // 3, n - 2 * (n // 3)], 50)
+    _check_against_central(train, [n // 3, n // 3, n - 2 * (n // 3)], 50)
     federated, _ = anonymize_kactus_federated(
         _parts(train, [10, n // 4, n - n // 4 - 10]), class_column="class", k=50, seed=2
     )

@@ -18,8 +18,8 @@ from fedanon.utility.c45_counts import (
     CLASSES,
     HISTOGRAMS,
     SPLIT,
-    FederatedOracle,
     FeatureKinds,
+    FederatedOracle,
     LocalOracle,
     Query,
     agree_schema,
@@ -120,7 +120,7 @@ def _raising_table() -> tuple[pd.DataFrame, pd.Series]:
 
 def test_subtree_raising_asks_for_counts_the_grown_tree_never_had() -> None:
     X, y = _raising_table()
-    model, oracle, parties = _federated(X, y, set(), [10, 15, 10])
+    model, _oracle, parties = _federated(X, y, set(), [10, 15, 10])
     assert model.to_text().splitlines() == ["b = u: P (16/3)", "b = v: N (19/7)"]
     _assert_same_tree(X, y, set(), model)
     # Growing asked histograms only; the raised branch's test (b) at the root's path was
@@ -163,7 +163,7 @@ def test_narrowed_histograms_give_the_same_tree_from_fewer_counts(name: str) -> 
     X, y, numeric = _table(name)
     n = len(X)
     split = [n // 10, n // 2, n - n // 2 - n // 10]
-    full, full_oracle, _ = _federated(X, y, numeric, split)
+    _full, full_oracle, _ = _federated(X, y, numeric, split)
     narrow, narrow_oracle, parties = _federated(X, y, numeric, split, narrow=True)
     _assert_same_tree(X, y, numeric, narrow)
     assert narrow_oracle.counts_summed < full_oracle.counts_summed / 2

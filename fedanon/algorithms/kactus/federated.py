@@ -58,8 +58,8 @@ from fedanon.release import Release
 from fedanon.utility.c45 import TreeNode
 from fedanon.utility.c45_counts import (
     Adder,
-    FederatedOracle,
     FeatureKinds,
+    FederatedOracle,
     LocalOracle,
     Union,
     agree_schema,
@@ -120,15 +120,19 @@ def anonymize_kactus_federated(
         raise FedanonError(f"numeric rule is one of {', '.join(NUMERIC_RULES)}, not {numeric!r}")
     if not parts:
         raise FedanonError("federated kACTUS needs at least one party")
-    names = [validate_columns(df, class_column, qids, marker) for df in parts][0]
-    for df in parts:
+    names = validate_columns(parts[0], class_column, qids, marker)
+    for i, df in enumerate(parts):
+        if validate_columns(df, class_column, qids, marker) != names:
+            raise FedanonError(f"party {i}: its QID columns differ from party 0's")
         require_labels(df, class_column)
     if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 2:
         raise FedanonError(f"k must be an integer of at least 2, got {k!r}")
     began = time.perf_counter()
     rng = generator(seed)
     party_seeds = np.random.SeedSequence(rng.integers(2**63)).spawn(len(parts))
-    parties = [_Party(df, rng=np.random.default_rng(s)) for df, s in zip(parts, party_seeds)]
+    parties = [
+        _Party(df, rng=np.random.default_rng(s)) for df, s in zip(parts, party_seeds, strict=True)
+    ]
     rounds = {"union": 0, "sum": 0}
 
     def total(vectors: list[np.ndarray]) -> np.ndarray:
@@ -149,9 +153,7 @@ def anonymize_kactus_federated(
     _give(parties, plan, total)
     groups = _groups(parties, plan)
     values = _group_values(parties, agreed, plan, groups, numeric, total)
-    tables = [
-        _party_release(p, i, groups, values, marker) for i, p in enumerate(parties)
-    ]
+    tables = [_party_release(p, i, groups, values, marker) for i, p in enumerate(parties)]
     merged = pd.concat(tables, ignore_index=True)
     table = merged.iloc[rng.permutation(len(merged))].reset_index(drop=True)
     report = _report(names, k, marker, table, plan, n, numeric)
@@ -218,9 +220,7 @@ def _encode_like(column: pd.Series, name: str, reference: QidColumn) -> QidColum
         )  # fmt: skip
     lookup = pd.Index(reference.categories)
     codes = np.where(missing, -1, lookup.get_indexer(text)).astype(np.intp)
-    return QidColumn(
-        name, False, text, missing, np.empty(0), codes, reference.categories, 0
-    )
+    return QidColumn(name, False, text, missing, np.empty(0), codes, reference.categories, 0)
 
 
 # ---------------------------------------------------------------------------- phase 1
@@ -482,9 +482,7 @@ def _party_release(
     return out
 
 
-def _value_of(
-    values: dict[tuple[int, str], float], name: str
-) -> Callable[[int, Group], float]:
+def _value_of(values: dict[tuple[int, str], float], name: str) -> Callable[[int, Group], float]:
     return lambda g, _: values[g, name]
 
 
@@ -503,4 +501,3 @@ def _report(
         "donated": plan.donated,
         "federated": True,
     }
-
