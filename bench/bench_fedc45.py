@@ -43,7 +43,7 @@ def _federated(
     parties: int,
     add: Callable[[Sequence[np.ndarray]], np.ndarray],
     narrow: bool,
-    **options: int,
+    min_leaf: int,
 ) -> tuple[C45, FederatedOracle, float]:
     order = np.random.default_rng(0).permutation(len(X))
     shares = [(X.iloc[p], y.iloc[p]) for p in np.array_split(order, parties)]
@@ -51,7 +51,7 @@ def _federated(
     kinds = FeatureKinds([str(c) for c in X.columns], frozenset(numeric))
     schema = agree_schema(kinds, [local_domains(px, py, kinds) for px, py in shares])
     oracle = FederatedOracle([LocalOracle(px, py, schema) for px, py in shares], add)
-    model = fit_from_counts(oracle, schema, narrow=narrow, **options)
+    model = fit_from_counts(oracle, schema, narrow=narrow, min_leaf=min_leaf)
     return model, oracle, time.perf_counter() - began
 
 
@@ -59,10 +59,11 @@ def _text(model: C45) -> str:
     return model.to_text()
 
 
-def bench(name: str, X: pd.DataFrame, y: pd.Series, numeric: set[str], args) -> None:
-    options = {"min_leaf": args.min_leaf}
+def bench(
+    name: str, X: pd.DataFrame, y: pd.Series, numeric: set[str], args: argparse.Namespace
+) -> None:
     began = time.perf_counter()
-    reference = C45(**options).fit(X, y, numeric)
+    reference = C45(min_leaf=args.min_leaf).fit(X, y, numeric)
     central = time.perf_counter() - began
     shape = f"{len(X):,} rows, {X.shape[1]} features ({len(numeric)} numeric)"
     tree = f"tree {reference.n_nodes} nodes, depth {reference.depth}"
@@ -75,7 +76,7 @@ def bench(name: str, X: pd.DataFrame, y: pd.Series, numeric: set[str], args) -> 
     runs.append((f"count-driven, {p} parties, ring sum", p, _ring, False))
     runs.append(("  same, narrowed histograms", p, _ring, True))
     for label, parties, add, narrow in runs:
-        model, oracle, seconds = _federated(X, y, numeric, parties, add, narrow=narrow, **options)
+        model, oracle, seconds = _federated(X, y, numeric, parties, add, narrow, args.min_leaf)
         same = _text(model) == _text(reference)
         print(f"{label:<36} {seconds:>8.2f} {seconds / central:>9.2f} {oracle.rounds:>7} "
               f"{oracle.counts_summed:>14,} {'yes' if same else 'NO'}")  # fmt: skip

@@ -312,7 +312,7 @@ class LocalOracle:
             size = self._schema.histogram_size - k
             tables = np.bincount(self._keys[rows].ravel(), minlength=size)
             return np.concatenate([classes, tables])
-        if query.kind == HISTOGRAMS:
+        if query.kind == HISTOGRAMS and query.support is not None:
             return self._narrow_histograms(rows, classes, query.support)
         branch = self._branch(rows, query.feature, query.threshold)
         size = self._schema.size(query)
@@ -380,7 +380,7 @@ class FederatedOracle:
 
 
 def _codes(domain: pd.Index, column: pd.Series, name: str) -> np.ndarray:
-    codes = domain.get_indexer(pd.Series(column).to_numpy(dtype=object))
+    codes = domain.get_indexer(pd.Index(pd.Series(column).to_numpy(dtype=object)))
     if (codes < 0).any():
         raise FedanonError(f"C4.5: values of {name!r} outside the agreed domain")
     return codes.astype(np.intp)

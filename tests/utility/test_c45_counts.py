@@ -13,7 +13,7 @@ import pytest
 from fedanon.crypto.simulate import dedup_union, ring_sum
 from fedanon.errors import FedanonError
 from fedanon.utility.benchmark_tables import has_table, load_table
-from fedanon.utility.c45 import C45
+from fedanon.utility.c45 import C45, _Node
 from fedanon.utility.c45_counts import (
     CLASSES,
     HISTOGRAMS,
@@ -33,7 +33,7 @@ Node = tuple[tuple[int, ...], int, float | None, int, tuple[float, ...], int]
 def _nodes(model: C45) -> list[Node]:
     """Every stored node: (branch path, feature, threshold, branches, class counts, class)."""
     out: list[Node] = []
-    stack = [(model._fitted_root(), ())]
+    stack: list[tuple[_Node, tuple[int, ...]]] = [(model._fitted_root(), ())]
     while stack:
         node, path = stack.pop()
         threshold = None if math.isnan(node.threshold) else node.threshold

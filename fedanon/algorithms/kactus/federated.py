@@ -183,7 +183,7 @@ def _encode_qids(
     leader's encoding of the agreed values (numeric QIDs: the agreed domain)."""
     local = []
     for p in parties:
-        items = []
+        items: list[bytes] = []
         for j, name in enumerate(names):
             texts = {str(v).strip() for v in p.df[name].dropna()} - {""}
             items.extend(j.to_bytes(4, "big") + t.encode("utf-8") for t in texts)
@@ -219,7 +219,7 @@ def _encode_like(column: pd.Series, name: str, reference: QidColumn) -> QidColum
             reference.decimals,
         )  # fmt: skip
     lookup = pd.Index(reference.categories)
-    codes = np.where(missing, -1, lookup.get_indexer(text)).astype(np.intp)
+    codes = np.where(missing, -1, lookup.get_indexer(pd.Index(text))).astype(np.intp)
     return QidColumn(name, False, text, missing, np.empty(0), codes, reference.categories, 0)
 
 
