@@ -90,7 +90,7 @@ def _check_against_central(df: pd.DataFrame, sizes: Sequence[int], k: int, **kw:
 
 
 @pytest.mark.parametrize("name,k", [("german", 10), ("pima", 20), ("nursery", 30)])
-@pytest.mark.parametrize("split", ["3", "5", "skewed"])
+@pytest.mark.parametrize("split", ["3", "5", "skewed", "skewed-narrow"])
 def test_tree_and_groups_equal_centralized_kactus(name: str, k: int, split: str) -> None:
     if not has_table(name):
         pytest.skip(f"shared {name} data not present")
@@ -100,8 +100,8 @@ def test_tree_and_groups_equal_centralized_kactus(name: str, k: int, split: str)
         "3": [n // 3, n // 3, n - 2 * (n // 3)],
         "5": [n // 5] * 4 + [n - 4 * (n // 5)],
         "skewed": [1, 4, n // 10, n - n // 10 - 5],
-    }[split]
-    _check_against_central(df, sizes, k)
+    }[split.removesuffix("-narrow")]
+    _check_against_central(df, sizes, k, narrow=split.endswith("narrow"))
 
 
 def test_german_donates_and_keeps_sizes_of_siblings() -> None:

@@ -109,12 +109,13 @@ def anonymize_kactus_federated(
     numeric: str = "median",
     union: Union = plain_union,
     add: Adder = plain_sum,
+    narrow: bool = False,
 ) -> tuple[Release, FederatedOutcome]:
     """k-anonymize the union of `parts` (one table per party) by kACTUS without pooling them.
 
     Options are those of :func:`fedanon.algorithms.kactus.api.anonymize_kactus`; `union` and
     `add` are the set-union and vector-sum primitives (plain by default; the secure ones in
-    the federation and in the tests).
+    the federation and in the tests); `narrow` is `fit_from_counts`'s option.
     """
     if numeric not in NUMERIC_RULES:
         raise FedanonError(f"numeric rule is one of {', '.join(NUMERIC_RULES)}, not {numeric!r}")
@@ -143,13 +144,13 @@ def anonymize_kactus_federated(
     if k > n:
         raise FedanonError(f"k must be between 2 and the number of records ({n}), got {k}")
     agreed = _encode_qids(parties, names, union, rounds)
-    tree = _phase1(parties, names, class_column, k, prune, union, add, rounds)
+    tree = _phase1(parties, names, class_column, k, prune, narrow, union, add, rounds)
     grown = time.perf_counter()
     for p in parties:
         root, p.residual = place_records(tree, p.columns)
         p.nodes = _pre_order(root)
     sizes = total([np.array([*(len(x.rows) for x in p.nodes), len(p.residual)]) for p in parties])
-    plan = _plan(parties[0].nodes, sizes[:-1], int(sizes[-1]), k, rng)
+    plan = _plan(_skeleton(tree), sizes[:-1], int(sizes[-1]), k, rng)
     _give(parties, plan, total)
     groups = _groups(parties, plan)
     values = _group_values(parties, agreed, plan, groups, numeric, total)
@@ -163,6 +164,7 @@ def anonymize_kactus_federated(
     }
     outcome = FederatedOutcome(
         tree,
+        # Every party holds the same paths; the leader reads them off the tree it grew.
         [parties[0].nodes[g].path if g >= 0 else () for g, _ in plan.groups],
         [s for _, s in plan.groups],
         plan.dropped,
@@ -232,6 +234,7 @@ def _phase1(
     class_column: str,
     k: int,
     prune: bool,
+    narrow: bool,
     union: Union,
     add: Adder,
     rounds: dict[str, int],
@@ -251,7 +254,7 @@ def _phase1(
     if len(schema.classes) < 2:
         raise FedanonError(f"class column '{class_column}' holds a single value: nothing to learn")
     oracle = FederatedOracle([LocalOracle(x, y, schema) for x, y in tables], add)
-    model = fit_from_counts(oracle, schema, min_leaf=k, prune=prune)
+    model = fit_from_counts(oracle, schema, min_leaf=k, prune=prune, narrow=narrow)
     rounds["sum"] += oracle.rounds
     return model.tree()
 
@@ -283,18 +286,34 @@ class _Plan:
     donated: int
 
 
+def _skeleton(tree: TreeNode) -> list[list[int]]:
+    """The leader's view of the tree: each node's children, nodes numbered in the pre-order
+    `_pre_order` numbers the parties' placed trees in (children in the tree's order)."""
+    children: list[list[int]] = []
+    stack = [(tree, -1)]
+    while stack:
+        node, parent = stack.pop()
+        children.append([])
+        if parent >= 0:
+            children[parent].append(len(children) - 1)
+        stack.extend((c, len(children) - 1) for c in reversed(node.children.values()))
+    return children
+
+
 def _plan(
-    nodes: list[Node], leaf_sizes: np.ndarray, residual: int, k: int, rng: np.random.Generator
+    children: list[list[int]],
+    leaf_sizes: np.ndarray,
+    residual: int,
+    k: int,
+    rng: np.random.Generator,
 ) -> _Plan:
-    index = {id(node): i for i, node in enumerate(nodes)}
-    children = [[index[id(c)] for c in node.children] for node in nodes]
     size = [int(s) for s in leaf_sizes]
-    height = [0] * len(nodes)
+    height = [0] * len(children)
     steps = []
     heights = []
     groups: list[tuple[int, int]] = []
     donated = 0
-    for parent in reversed(range(len(nodes))):  # reverse pre-order: children first
+    for parent in reversed(range(len(children))):  # reverse pre-order: children first
         kids = children[parent]
         if not kids:
             continue
