@@ -2,8 +2,7 @@
 synthetic rows.
 
 Per table: the record-level `C45.fit` on the pooled table; the count-driven fit on the pooled
-table (one local oracle); over P parties with plain sums; over P parties with the in-process
-ring secure sum (`fedanon.crypto.simulate.ring_sum`: mask, P additions, unmask, as the daemons
+table (one local oracle); over P parties with the in-process ring secure sum (`fedanon.crypto.simulate.ring_sum`: mask, P additions, unmask, as the daemons
 do minus the network); the same with narrowed numeric histograms. Every count-driven tree is
 checked equal to the record-level one.
 Run: ``.venv/bin/python bench/bench_fedc45.py [--rows 1000000] [--parties 3]``.
@@ -72,7 +71,6 @@ def bench(
     print(f"{'record-level C45.fit (pooled)':<36} {central:>8.2f} {1.0:>9.2f}")
     p = args.parties
     runs = [("count-driven, pooled (1 oracle)", 1, plain_sum, False)]
-    runs.append((f"count-driven, {p} parties, plain sum", p, plain_sum, False))
     runs.append((f"count-driven, {p} parties, ring sum", p, _ring, False))
     runs.append(("  same, narrowed histograms", p, _ring, True))
     for label, parties, add, narrow in runs:

@@ -612,15 +612,61 @@ class _Learner:
     # ------------------------------------------------------------------ pruning
 
     def prune(self, root: _Node) -> None:
-        self._prefetch(root, ())
-        self._estimate(root, (), update=True)
+        """`C45._estimate(root, all rows, update=True)`, with its queries batched by height.
+
+        The recursion decides a node once its subtree is decided, and the decisions of
+        disjoint subtrees do not interact, so deciding the grown tree's internal nodes in
+        order of height (children first) decides the same. All the nodes of one height need
+        their largest branch's counts on their own records at once: one batch per height.
+        """
+        self._decided: dict[tuple[int, Path], float] = {}
+        by_height: dict[int, list[tuple[_Node, Path]]] = {}
+        height: dict[int, int] = {}
+        order: list[tuple[_Node, Path]] = []
+        stack: list[tuple[_Node, Path]] = [(root, ())]
+        while stack:
+            node, path = stack.pop()
+            order.append((node, path))
+            key = None if node.attr < 0 else self._key(node)
+            stack.extend((c, (*path, (node.attr, b, key))) for b, c in node.children.items())
+        for node, path in reversed(order):  # children before parents
+            if node.attr >= 0:
+                height[id(node)] = 1 + max(height.get(id(c), 0) for c in node.children.values())
+                by_height.setdefault(height[id(node)], []).append((node, path))
+        for h in sorted(by_height):
+            level = by_height[h]
+            if self._raising:
+                self._fetch(
+                    [q for node, path in level for q in self._missing_for_raising(node, path)]
+                )
+            for node, path in level:
+                self._decided[id(node), path] = self._estimate(node, path, update=True)
 
     def _key(self, node: _Node) -> float | None:
         return node.threshold if self._schema.is_numeric[node.attr] else None
 
+    def _missing_for_raising(self, node: _Node, path: Path) -> list[Query]:
+        """The queries judging the raising of `node`'s largest branch will need."""
+        table = self._split_counts(path, node)
+        sizes = table.sum(axis=1)
+        branches = np.flatnonzero(sizes)
+        # The largest branch, the last one of the largest size (as `_estimate` picks it).
+        largest = node.children.get(
+            int(branches[np.flatnonzero(sizes[branches] == sizes.max())[-1]])
+        )
+        if largest is None or largest.attr < 0:
+            return []
+        return self._missing(largest, path)
+
     def _prefetch(self, top: _Node, path: Path) -> None:
         """Ask, in one batch, for the counts `_estimate` needs to walk the subtree at `top`
-        with the records matching `path`: each test's branch counts at its path."""
+        with the records matching `path`."""
+        self._fetch(self._missing(top, path))
+
+    def _missing(self, top: _Node, path: Path) -> list[Query]:
+        """The queries not answered yet among those walking the subtree at `top` on `path`
+        needs: each test's branch counts at its path (which give every node's class counts),
+        and the class counts at `path` for a leaf."""
         queries: list[Query] = []
         stack = [(top, path)]
         while stack:
@@ -633,6 +679,9 @@ class _Learner:
             if (at, node.attr, key) not in self._splits:
                 queries.append(Query(at, SPLIT, node.attr, key))
             stack.extend((c, (*at, (node.attr, b, key))) for b, c in node.children.items())
+        return queries
+
+    def _fetch(self, queries: list[Query]) -> None:
         for query, answer in zip(queries, self._ask(queries), strict=True):
             if query.kind == CLASSES:
                 self._classes[query.path] = answer
@@ -653,7 +702,10 @@ class _Learner:
         return self._splits[path, node.attr, key]
 
     def _estimate(self, node: _Node, path: Path, update: bool) -> float:
-        """`C45._estimate` on the records matching `path`, from their counts."""
+        """`C45._estimate` on the records matching `path`, from their counts (a node that
+        `prune` decided on this path already returns its estimate)."""
+        if update and (id(node), path) in self._decided:
+            return self._decided[id(node), path]
         counts = self._class_counts(path)
         n = int(counts.sum())
         best, leaf_estimate = leaf_estimate_of(node.best, counts, n, self._cf, self._z2)

@@ -172,6 +172,20 @@ def test_narrowed_histograms_give_the_same_tree_from_fewer_counts(name: str) -> 
     assert deeper and all(q.support is not None for q in deeper)
 
 
+def test_pruning_asks_in_batches_by_height_not_per_node() -> None:
+    """Growing takes a round per level; pruning one per height of the grown tree (plus the
+    re-pruning of raised branches), not one per node whose raising it judges."""
+    if not has_table("nursery"):
+        pytest.skip("shared nursery data not present")
+    X, y, numeric = _table("nursery")
+    n = len(X)
+    grown = C45(prune=False).fit(X, y, numeric)
+    model, oracle, _ = _federated(X, y, numeric, [n // 3, n // 3, n - 2 * (n // 3)])
+    _assert_same_tree(X, y, numeric, model)
+    internal = grown.n_nodes - grown.n_leaves
+    assert oracle.rounds <= 2 * (grown.depth + 1) < internal
+
+
 def test_secure_union_and_ring_sum_give_the_pooled_tree() -> None:
     """The agreed domains through the commutative-encryption union (no party's values shown
     to the leader as its own), the counts through the ring secure sum."""
