@@ -2,8 +2,9 @@
 synthetic rows.
 
 Per table: the record-level `C45.fit` on the pooled table; the count-driven fit on the pooled
-table (one local oracle); over P parties with the in-process ring secure sum (`fedanon.crypto.simulate.ring_sum`: mask, P additions, unmask, as the daemons
-do minus the network); the same with narrowed numeric histograms. Every count-driven tree is
+table (one local oracle); over P parties with the in-process ring secure sum
+(`fedanon.crypto.simulate.ring_sum`: mask, P additions, unmask, as the daemons do minus the
+network); the same with narrowed numeric histograms. Every count-driven tree is
 checked equal to the record-level one.
 Run: ``.venv/bin/python bench/bench_fedc45.py [--rows 1000000] [--parties 3]``.
 """
