@@ -57,6 +57,24 @@ def validate(
     df: pd.DataFrame, class_column: str, qids: Sequence[str] | None, k: int, marker: str
 ) -> list[str]:
     """The QID names after checking every precondition a user can get wrong (one-line errors)."""
+    names = validate_columns(df, class_column, qids, marker)
+    if isinstance(k, bool) or not isinstance(k, int | np.integer):
+        raise FedanonError(f"k must be an integer, got {k!r}")
+    if len(df) == 0:
+        raise FedanonError("the table has no records")
+    if k < 2 or k > len(df):
+        raise FedanonError(f"k must be between 2 and the number of records ({len(df)}), got {k}")
+    require_labels(df, class_column)
+    if df[class_column].nunique() < 2:
+        raise FedanonError(f"class column '{class_column}' holds a single value: nothing to learn")
+    return names
+
+
+def validate_columns(
+    df: pd.DataFrame, class_column: str, qids: Sequence[str] | None, marker: str
+) -> list[str]:
+    """The checks one table passes on its own (a federated party's share needs no size or
+    class variety): the columns and the marker; the QID names."""
     df, qids = require_frame(df), column_list(qids, "qids")
     if not isinstance(marker, str) or not marker:
         raise FedanonError("the suppression marker must be a non-empty string")
@@ -74,19 +92,15 @@ def validate(
         raise FedanonError("no QID columns (the table holds only the class)")
     for name in names:
         _require_no_marker(df[name], name, marker)
-    if isinstance(k, bool) or not isinstance(k, int | np.integer):
-        raise FedanonError(f"k must be an integer, got {k!r}")
-    if len(df) == 0:
-        raise FedanonError("the table has no records")
-    if k < 2 or k > len(df):
-        raise FedanonError(f"k must be between 2 and the number of records ({len(df)}), got {k}")
+    return names
+
+
+def require_labels(df: pd.DataFrame, class_column: str) -> None:
+    """Every record has a class."""
     labels = df[class_column]
     if labels.isna().any():
         row = int(np.flatnonzero(labels.isna().to_numpy())[0])
         raise FedanonError(f"class column '{class_column}' has a missing value (row {row + 1})")
-    if labels.nunique() < 2:
-        raise FedanonError(f"class column '{class_column}' holds a single value: nothing to learn")
-    return names
 
 
 def _require_no_marker(column: pd.Series, name: str, marker: str) -> None:

@@ -211,16 +211,35 @@ class C45:
         # Row r's (attribute, value, class) bin is cat_keys[r, a]: one bincount per node.
         self._cat_keys = (self._cat_codes + self._cat_starts) * k + self._y[:, None]
         self._n_cat_bins = int(sizes.sum()) * k
-        # n * log2(n) for every possible count, so entropies need no logarithms per node.
-        counts = np.arange(n + 1, dtype=np.float64)
-        self._xlogx = counts * np.log2(np.maximum(counts, 1.0))
-        # Which attributes count towards the average gain (C4.5 excludes many-valued ones
-        # unless every attribute is many-valued).
+        self._xlogx = xlogx_table(n)
         self._cat_features = np.flatnonzero(~self._is_numeric)
         self._num_features = np.flatnonzero(self._is_numeric)
-        many = np.zeros(len(self.features_), dtype=bool)
-        many[self._cat_features] = sizes >= _MANY_VALUES_SHARE * n
-        self._in_average = ~many if not many.all() else np.ones_like(many)
+        self._in_average = in_average_mask(self._is_numeric, sizes, n)
+
+    def _install(
+        self,
+        features: list[str],
+        is_numeric: np.ndarray,
+        domains: list[pd.Index],
+        num_values: list[np.ndarray],
+        classes: pd.Index,
+        root: _Node,
+    ) -> C45:
+        """Make this model predict with a tree grown from counts elsewhere
+        (fedanon.utility.c45_counts): the same fitted state as :meth:`fit` leaves."""
+        self.features_ = list(features)
+        self._is_numeric = np.asarray(is_numeric, dtype=bool)
+        numeric_before = np.cumsum(self._is_numeric) - self._is_numeric
+        self._column = np.where(
+            self._is_numeric, numeric_before, np.arange(len(features)) - numeric_before
+        ).astype(np.intp)
+        self._domains = list(domains)
+        self._num_values = list(num_values)
+        self.classes_ = np.asarray(classes)
+        self._k = len(self.classes_)
+        self._root = root
+        self.n_nodes, self.depth, self.n_leaves = self._measure()
+        return self
 
     def _release_training_data(self) -> None:
         """Drop the encoded training matrices: a fitted model keeps only the tree."""
@@ -251,17 +270,7 @@ class C45:
                 child = self._new_node(part)
                 node.children[branch] = child
                 stack.append((child, part))
-        # A child is always visited after its parent, so reverse visiting order is bottom-up.
-        errors: dict[int, float] = {}
-        for node in reversed(created):
-            leaf_errors = float(node.counts.sum() - node.counts[node.best])
-            if node.attr >= 0:
-                subtree = sum(errors.pop(id(c)) for c in node.children.values())
-                if subtree >= leaf_errors - _EPSILON:
-                    node.make_leaf()
-                else:
-                    leaf_errors = subtree
-            errors[id(node)] = leaf_errors
+        collapse_unhelpful(created)
 
     def _new_node(self, rows: np.ndarray) -> _Node:
         counts = np.bincount(self._y[rows], minlength=self._k).astype(np.float64)
@@ -269,9 +278,7 @@ class C45:
 
     def _best_split(self, rows: np.ndarray, counts: np.ndarray) -> tuple[int, float] | None:
         """C4.5's choice: the highest gain ratio among tests whose gain is at least average."""
-        n = len(rows)
-        xlogx = self._xlogx
-        base = (xlogx[n] - xlogx[counts.astype(np.intp)].sum()) / n
+        base = base_information(counts, self._xlogx)
         n_feat = len(self.features_)
         if n_feat == 0:
             return None
@@ -288,30 +295,14 @@ class C45:
             split_info[self._num_features] = s
             thresholds[self._num_features] = t
 
-        possible = gain > -_EPSILON
-        averaged = possible & self._in_average
-        average = gain[averaged].mean() if averaged.any() else 1e6
-        eligible = possible & (gain >= average - _EPSILON) & (split_info > _EPSILON)
-        worth = np.where(eligible, gain / np.where(eligible, split_info, 1.0), -_EPSILON)
-        best = int(np.argmax(worth))
-        if worth[best] <= -_EPSILON:
-            return None
-        return best, float(thresholds[best])
+        return choose_split(gain, split_info, thresholds, self._in_average)
 
     def _categorical_gains(self, rows: np.ndarray, base: float) -> tuple[np.ndarray, np.ndarray]:
         """Gain and split information of every categorical attribute, from one bincount."""
         n = len(rows)
         keys = self._cat_keys[rows]
         table = np.bincount(keys.ravel(), minlength=self._n_cat_bins).reshape(-1, self._k)
-        per_value = table.sum(axis=1)
-        xlogx = self._xlogx
-        value_info = xlogx[per_value] - xlogx[table].sum(axis=1)  # n_v * entropy(v)
-        starts = self._cat_starts
-        info = np.add.reduceat(value_info, starts) / n
-        split_info = (xlogx[n] - np.add.reduceat(xlogx[per_value], starts)) / n
-        reasonable = np.add.reduceat((per_value >= self.min_leaf).astype(np.intp), starts)
-        gain = np.where(reasonable >= 2, base - info, -_EPSILON)
-        return gain, split_info
+        return categorical_scores(table, self._cat_starts, n, base, self.min_leaf, self._xlogx)
 
     def _numeric_gains(
         self, rows: np.ndarray, base: float
@@ -325,52 +316,32 @@ class C45:
         n = len(rows)
         k = self._k
         m = len(self._num_values)
-        gain = np.full(m, -_EPSILON)
-        split_info = np.zeros(m)
-        thresholds = np.full(m, math.nan)
-        # C4.5's MinSplit: 10% of the rows per class, at least min_leaf, else capped at 25.
-        min_split = 0.1 * n / k
-        if min_split <= self.min_leaf:
-            min_split = self.min_leaf
-        elif min_split > _MAX_MIN_SPLIT:
-            min_split = _MAX_MIN_SPLIT
-        lo = math.ceil(min_split) - 1  # cut after sorted position i: left holds i + 1 rows
-        hi = math.floor(n - min_split)  # exclusive bound on i
+        first, last = numeric_cut_range(n, k, self.min_leaf)
+        lo, hi = first - 1, last  # cut after sorted position i: left holds i + 1 rows
         if hi <= lo:
-            return gain, split_info, thresholds
+            return _no_numeric_split(m)
         keys = np.sort(self._num_keys[:, rows], axis=1)
         ranks = keys // k
         # (attribute, position) of every admissible cut, grouped by attribute.
         attr, pos = np.nonzero(ranks[:, lo:hi] != ranks[:, lo + 1 : hi + 1])
         if len(attr) == 0:
-            return gain, split_info, thresholds
+            return _no_numeric_split(m)
         pos += lo
-        xlogx = self._xlogx
         left_n = pos + 1
-        info_n = xlogx[left_n] + xlogx[n - left_n]
         classes = keys - ranks * k
-        total = np.bincount(self._y[rows], minlength=k)
-        last = left_n.copy()  # the last class's count is what the others leave
+        left = np.empty((len(pos), k), dtype=np.intp)
+        left[:, k - 1] = left_n  # the last class's count is what the others leave
         for c in range(k - 1):
-            left = np.cumsum(classes == c, axis=1)[attr, pos]
-            last -= left
-            info_n -= xlogx[left] + xlogx[total[c] - left]
-        info_n -= xlogx[last] + xlogx[total[k - 1] - last]
-        bounds = np.searchsorted(attr, np.arange(m + 1))  # attr is sorted
-        tries = np.diff(bounds)
-        corrected = base - info_n / n - np.log2(np.maximum(tries, 1))[attr] / n
-        for a in np.flatnonzero(tries):
-            # C4.5 scans cuts left to right and keeps the first best one.
-            cut = bounds[a] + int(np.argmax(corrected[bounds[a] : bounds[a + 1]]))
-            if corrected[cut] <= 0:
-                continue
-            i = pos[cut]
-            gain[a] = corrected[cut]
-            split_info[a] = (xlogx[n] - xlogx[i + 1] - xlogx[n - i - 1]) / n
-            low, high = self._num_values[a][ranks[a, i : i + 2]]
-            middle = low + (high - low) / 2.0
-            thresholds[a] = middle if middle < high else low
-        return gain, split_info, thresholds
+            left[:, c] = np.cumsum(classes == c, axis=1)[attr, pos]
+            left[:, k - 1] -= left[:, c]
+        total = np.bincount(self._y[rows], minlength=k)
+        return numeric_scores(
+            NumericCuts(attr, left_n, left, ranks[attr, pos], ranks[attr, pos + 1]),
+            total,
+            base,
+            self._num_values,
+            self._xlogx,
+        )
 
     def _partition(self, node: _Node, rows: np.ndarray) -> list[tuple[int, np.ndarray]]:
         """(branch, training rows) for every branch of `node`'s test that receives rows."""
@@ -392,11 +363,7 @@ class C45:
         """
         n = len(rows)
         counts = np.bincount(self._y[rows], minlength=self._k).astype(np.float64)
-        best = node.best
-        if n and counts.max() > counts[best]:
-            best = int(np.argmax(counts))
-        leaf_errors = n - counts[best]
-        leaf_estimate = leaf_errors + added_errors(n, leaf_errors, self.cf, self._z2)
+        best, leaf_estimate = leaf_estimate_of(node.best, counts, n, self.cf, self._z2)
         if update:
             node.counts = counts
             node.best = best
@@ -429,13 +396,11 @@ class C45:
             branch_estimate = leaf_estimate
         else:
             branch_estimate = self._estimate(largest, rows, update=False)
-        if (
-            leaf_estimate <= branch_estimate + _PRUNE_SLACK
-            and leaf_estimate <= tree_estimate + _PRUNE_SLACK
-        ):
+        choice = prune_choice(leaf_estimate, branch_estimate, tree_estimate)
+        if choice == LEAF:
             node.make_leaf()
             return leaf_estimate
-        if branch_estimate <= tree_estimate + _PRUNE_SLACK:
+        if choice == RAISE:
             raised = self._estimate(largest, rows, update=True)
             node.become(largest)
             return raised
@@ -578,6 +543,184 @@ class C45:
         total = node.counts.sum()
         errors = total - node.counts[node.best]
         return f"{self.classes_[node.best]} ({total:g}/{errors:g})"
+
+
+# ---------------------------------------------------------------------- shared with c45_counts
+# C4.5's decisions computed from counts alone. The record-level fitter above and the
+# count-driven fitter (fedanon.utility.c45_counts, which only sees sums of counts) both call
+# them, so the two cannot drift apart: the same integers give the same floats, hence the same
+# tree.
+
+# What pruning does with a node (prune_choice).
+LEAF, RAISE, KEEP = "leaf", "raise", "keep"
+
+
+def base_information(counts: np.ndarray, xlogx: np.ndarray) -> float:
+    """Entropy of a node's class counts, in bits (n * log2 n looked up in `xlogx`)."""
+    n = int(counts.sum())
+    return float((xlogx[n] - xlogx[counts.astype(np.intp)].sum()) / n)
+
+
+def xlogx_table(n: int) -> np.ndarray:
+    """c * log2(c) for every count c in 0..n, so that entropies need no logarithm per node."""
+    counts = np.arange(n + 1, dtype=np.float64)
+    return counts * np.log2(np.maximum(counts, 1.0))
+
+
+def categorical_scores(
+    table: np.ndarray,
+    starts: np.ndarray,
+    n: int,
+    base: float,
+    min_leaf: int,
+    xlogx: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Gain and split information of every categorical attribute at a node.
+
+    `table` holds the node's (value x class) counts of all categorical attributes stacked,
+    attribute a's values starting at row ``starts[a]``. A test is possible only when two of
+    its branches hold `min_leaf` rows (gain -EPSILON otherwise).
+    """
+    per_value = table.sum(axis=1)
+    value_info = xlogx[per_value] - xlogx[table].sum(axis=1)  # n_v * entropy(v)
+    info = np.add.reduceat(value_info, starts) / n
+    split_info = (xlogx[n] - np.add.reduceat(xlogx[per_value], starts)) / n
+    reasonable = np.add.reduceat((per_value >= min_leaf).astype(np.intp), starts)
+    gain = np.where(reasonable >= 2, base - info, -_EPSILON)
+    return gain, split_info
+
+
+def numeric_cut_range(n: int, k: int, min_leaf: int) -> tuple[int, int]:
+    """(fewest, most) rows the left side of a numeric cut may hold at a node of `n` rows.
+
+    C4.5's MinSplit: 10% of the rows per class, at least `min_leaf`, else capped at 25; each
+    side holds at least that many. No cut is possible when fewest > most.
+    """
+    min_split = 0.1 * n / k
+    if min_split <= min_leaf:
+        min_split = min_leaf
+    elif min_split > _MAX_MIN_SPLIT:
+        min_split = _MAX_MIN_SPLIT
+    return math.ceil(min_split), math.floor(n - min_split)
+
+
+@dataclass
+class NumericCuts:
+    """The admissible cuts of every numeric attribute at a node, grouped by attribute in
+    increasing value order: a cut separates the node's rows with value <= ``values[a][low]``
+    from those with value >= ``values[a][high]`` (adjacent distinct values at the node)."""
+
+    attr: np.ndarray  # numeric attribute of each cut (non-decreasing)
+    left_n: np.ndarray  # rows on the left side
+    left: np.ndarray  # (cuts, classes): left rows per class
+    low: np.ndarray  # rank of the largest value on the left
+    high: np.ndarray  # rank of the smallest value on the right
+
+
+def numeric_scores(
+    cuts: NumericCuts,
+    total: np.ndarray,
+    base: float,
+    values: list[np.ndarray],
+    xlogx: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """MDL-corrected gain, split information and threshold of the best cut of every numeric
+    attribute (gain -EPSILON where none is admissible); `total` is the node's class counts.
+
+    The gain of a cut is the information gain minus log2(T) / n, T the attribute's number
+    of admissible cuts (C4.5 release 8); the first best cut in value order wins.
+    """
+    m = len(values)
+    gain = np.full(m, -_EPSILON)
+    split_info = np.zeros(m)
+    thresholds = np.full(m, math.nan)
+    if len(cuts.attr) == 0:
+        return gain, split_info, thresholds
+    n = int(total.sum())
+    left_n = cuts.left_n
+    info_n = xlogx[left_n] + xlogx[n - left_n]
+    for c in range(len(total)):
+        left = cuts.left[:, c]
+        info_n -= xlogx[left] + xlogx[total[c] - left]
+    bounds = np.searchsorted(cuts.attr, np.arange(m + 1))  # attr is sorted
+    tries = np.diff(bounds)
+    corrected = base - info_n / n - np.log2(np.maximum(tries, 1))[cuts.attr] / n
+    for a in np.flatnonzero(tries):
+        # C4.5 scans cuts left to right and keeps the first best one.
+        cut = bounds[a] + int(np.argmax(corrected[bounds[a] : bounds[a + 1]]))
+        if corrected[cut] <= 0:
+            continue
+        gain[a] = corrected[cut]
+        split_info[a] = (xlogx[n] - xlogx[left_n[cut]] - xlogx[n - left_n[cut]]) / n
+        low, high = values[a][cuts.low[cut]], values[a][cuts.high[cut]]
+        middle = low + (high - low) / 2.0
+        thresholds[a] = middle if middle < high else low
+    return gain, split_info, thresholds
+
+
+def _no_numeric_split(m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    return np.full(m, -_EPSILON), np.zeros(m), np.full(m, math.nan)
+
+
+def choose_split(
+    gain: np.ndarray, split_info: np.ndarray, thresholds: np.ndarray, in_average: np.ndarray
+) -> tuple[int, float] | None:
+    """C4.5's choice: the highest gain ratio among tests whose gain is at least the average
+    gain of the possible tests (over the attributes marked `in_average`); None: no test."""
+    possible = gain > -_EPSILON
+    averaged = possible & in_average
+    average = gain[averaged].mean() if averaged.any() else 1e6
+    eligible = possible & (gain >= average - _EPSILON) & (split_info > _EPSILON)
+    worth = np.where(eligible, gain / np.where(eligible, split_info, 1.0), -_EPSILON)
+    best = int(np.argmax(worth))
+    if worth[best] <= -_EPSILON:
+        return None
+    return best, float(thresholds[best])
+
+
+def in_average_mask(is_numeric: np.ndarray, domain_sizes: np.ndarray, n: int) -> np.ndarray:
+    """Which attributes count towards the average gain: C4.5 leaves out categorical ones with
+    distinct values for at least 30% of the rows, unless every attribute is many-valued."""
+    many = np.zeros(len(is_numeric), dtype=bool)
+    many[np.flatnonzero(~is_numeric)] = domain_sizes >= _MANY_VALUES_SHARE * n
+    return ~many if not many.all() else np.ones_like(many)
+
+
+def collapse_unhelpful(created: list[_Node]) -> None:
+    """Turn into leaves the grown subtrees that do not reduce training errors; `created`
+    lists every node after its parent, so its reverse is bottom-up."""
+    errors: dict[int, float] = {}
+    for node in reversed(created):
+        leaf_errors = float(node.counts.sum() - node.counts[node.best])
+        if node.attr >= 0:
+            subtree = sum(errors.pop(id(c)) for c in node.children.values())
+            if subtree >= leaf_errors - _EPSILON:
+                node.make_leaf()
+            else:
+                leaf_errors = subtree
+        errors[id(node)] = leaf_errors
+
+
+def leaf_estimate_of(
+    best: int, counts: np.ndarray, n: int, cf: float, z2: float
+) -> tuple[int, float]:
+    """(class predicted, pessimistic estimated errors) of a node turned leaf on rows with
+    class `counts`: the stored class `best` stays unless another class has more rows."""
+    if n and counts.max() > counts[best]:
+        best = int(np.argmax(counts))
+    leaf_errors = n - counts[best]
+    return best, float(leaf_errors + added_errors(n, leaf_errors, cf, z2))
+
+
+def prune_choice(leaf: float, branch: float, tree: float) -> str:
+    """C4.5's EstimateErrors decision from the estimated errors of the node as a leaf, of its
+    largest branch fed all its rows, and of its subtree: LEAF, RAISE or KEEP (simpler wins
+    within the slack)."""
+    if leaf <= branch + _PRUNE_SLACK and leaf <= tree + _PRUNE_SLACK:
+        return LEAF
+    if branch <= tree + _PRUNE_SLACK:
+        return RAISE
+    return KEEP
 
 
 def added_errors(n: float, errors: float, cf: float, z2: float | None = None) -> float:

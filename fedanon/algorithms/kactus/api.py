@@ -22,7 +22,7 @@ table is not k-anonymous and is never a release.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -135,14 +135,31 @@ def _released_cells(
     `numeric` decides a QID tested only by inequalities: one group value ("median", "mean"),
     or ("original") every record's own value, the paper's experimental protocol.
     """
+    if numeric == "original":
+        return released_cells(column, groups, marker, None)
+    return released_cells(
+        column, groups, marker, lambda _, group: _group_value(column.values[group.rows], numeric)
+    )
+
+
+def released_cells(
+    column: QidColumn,
+    groups: Sequence[Group],
+    marker: str,
+    group_value: Callable[[int, Group], float] | None,
+) -> np.ndarray:
+    """The column's released text for every record: the record's own text where its group's
+    path tests the column by equality, ``group_value(i, group)`` where only by inequalities
+    (the record's own text when `group_value` is None), the marker otherwise. Federated kACTUS
+    passes the group values the secure sums gave."""
     out = np.full(len(column.text), marker, dtype=object)
-    for group in groups:
+    for i, group in enumerate(groups):
         tests = [t for t in group.path if t.feature == column.name]
-        if any(t.equality for t in tests) or (tests and numeric == "original"):
+        if any(t.equality for t in tests) or (tests and group_value is None):
             out[group.rows] = column.text[group.rows]
         elif tests:
-            value = _group_value(column.values[group.rows], numeric)
-            out[group.rows] = column.format_number(value)
+            assert group_value is not None
+            out[group.rows] = column.format_number(group_value(i, group))
     return out
 
 

@@ -49,7 +49,7 @@ def prune_and_release(
     """Run phase 2 on `root` (modified in place: it ends as a single leaf)."""
     groups: list[Group] = []
     donated = 0
-    for parent in _post_order_internal(root):
+    for parent in post_order_internal(root):
         donated += _prune(parent, k, rng, groups)
     left = np.concatenate([root.rows, residual]).astype(np.intp)
     if len(left) >= k:
@@ -72,11 +72,10 @@ def _prune(parent: Node, k: int, rng: np.random.Generator, groups: list[Group]) 
             kept.append((child, shuffled[cut:]))
         else:
             failing.append(rows)
-    nui = sum(len(rows) for rows in failing)
     pool_size = sum(len(rows) for _, rows in surplus)
-    required = k - nui
+    required = gift_size([len(child.rows) for child in parent.children], k)
     gift = np.empty(0, dtype=np.intp)
-    if 0 < nui < k and pool_size >= required:
+    if required:
         owner = np.concatenate([np.full(len(r), i) for i, (_, r) in enumerate(surplus)])
         pooled = np.concatenate([r for _, r in surplus])
         order = rng.permutation(pool_size)
@@ -93,7 +92,17 @@ def _prune(parent: Node, k: int, rng: np.random.Generator, groups: list[Group]) 
     return len(gift)
 
 
-def _post_order_internal(root: Node) -> list[Node]:
+def gift_size(sizes: list[int], k: int) -> int:
+    """Records a height-1 node's complying children (those of `sizes` at least k) give it:
+    k - nui when 0 < nui < k and their surplus holds that many, else 0 (nui: the records of
+    the non-complying children). Federated kACTUS decides from global sizes with it."""
+    nui = sum(size for size in sizes if size < k)
+    pool = sum(size - k for size in sizes if size >= k)
+    required = k - nui
+    return required if 0 < nui < k and pool >= required else 0
+
+
+def post_order_internal(root: Node) -> list[Node]:
     """Internal nodes, every node after all of its descendants (iterative)."""
     order: list[Node] = []
     stack = [root]

@@ -1,0 +1,760 @@
+"""C4.5 grown from counts alone: the learner of federated C4.5 and federated kACTUS.
+
+`fedanon.utility.c45` fits on records. Here the same tree is grown by a learner that never sees
+a record: it asks a *count oracle* for count vectors and decides everything from them with the
+very functions `c45` decides with (gain, cuts, choice, collapse, pruning), so the two trees are
+equal node for node. An oracle answers a batch of :class:`Query` with one flat vector of
+non-negative integers; a :class:`LocalOracle` counts one table (a party's, or a pooled one), and
+a :class:`FederatedOracle` adds the parties' vectors with a secure sum, so the learner (the
+leader) sees only totals. docs/federated_classification.md describes the protocol and what the
+leader learns.
+
+Growing is level by level: one HISTOGRAMS query per frontier node that may split, answering
+the node's class counts, (value x class) for every categorical attribute and (distinct value x
+class) over the agreed domain of every numeric one. The node's children's class counts are rows
+of that histogram, so leaves cost nothing more. Pruning needs the class counts of records
+routed through a subtree that is not theirs (C4.5's subtree raising re-feeds a node's largest
+branch with all the node's records): every such set is a conjunction of tests (a :data:`Path`),
+and the learner asks SPLIT queries (branch x class of one test at one path) for the whole
+subtree in one batch before walking it. The first pruning pass reuses the growing counts.
+
+The agreed domains (every categorical value, every distinct numeric value, every class, over all
+parties) come from :func:`agree_schema`, which takes the union through a callable: in the
+federation, the secure set union, so the leader learns the union but not who holds what.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+import pandas as pd
+
+from fedanon.errors import FedanonError
+from fedanon.utility.c45 import (
+    C45,
+    LEAF,
+    RAISE,
+    NumericCuts,
+    _as_float,
+    _Node,
+    _recursion_room,
+    _reject_missing,
+    _squared_deviate,
+    base_information,
+    categorical_scores,
+    choose_split,
+    collapse_unhelpful,
+    in_average_mask,
+    leaf_estimate_of,
+    numeric_cut_range,
+    numeric_scores,
+    prune_choice,
+    xlogx_table,
+)
+
+# One test outcome on a path: (feature, branch, threshold). A categorical branch is the value's
+# position in the agreed domain (threshold None); a numeric branch is 0 for value <= threshold
+# and 1 for value > threshold.
+Condition = tuple[int, int, float | None]
+Path = tuple[Condition, ...]
+
+# Query kinds.
+HISTOGRAMS = "histograms"  # class counts, then every feature's (value x class) counts
+SPLIT = "split"  # (branch x class) counts of one feature's test
+CLASSES = "classes"  # class counts
+
+
+@dataclass(frozen=True)
+class Query:
+    """One count request about the records matching `path`."""
+
+    path: Path
+    kind: str
+    feature: int = -1  # SPLIT only
+    threshold: float | None = None  # SPLIT on a numeric feature only
+    # HISTOGRAMS with narrowing: per numeric feature, the positions in its agreed values to
+    # count (those present at the parent node); None: the whole agreed domain.
+    support: tuple[np.ndarray, ...] | None = field(default=None, compare=False)
+
+
+class CountOracle(Protocol):
+    """Answers a batch of queries with the concatenation of their count vectors, in query
+    order; each vector's length is :meth:`Schema.size` of its query."""
+
+    def count(self, queries: Sequence[Query]) -> np.ndarray: ...
+
+
+@dataclass
+class Schema:
+    """The agreed encoding: features, which are numeric, every domain, the classes.
+
+    Categorical domains and numeric values are sorted, as `c45` sorts the pooled table's, so
+    branch numbers and thresholds are the same as a pooled fit's.
+    """
+
+    features: list[str]
+    is_numeric: np.ndarray
+    domains: list[pd.Index]  # categorical features, in feature order
+    values: list[np.ndarray]  # numeric features' sorted distinct values, in feature order
+    classes: pd.Index
+    column: np.ndarray = field(init=False)  # feature -> position among its kind
+
+    def __post_init__(self) -> None:
+        before = np.cumsum(self.is_numeric) - self.is_numeric
+        self.column = np.where(
+            self.is_numeric, before, np.arange(len(self.features)) - before
+        ).astype(np.intp)
+        k = len(self.classes)
+        self.cat_sizes = np.array([len(d) for d in self.domains], dtype=np.intp)
+        self.cat_starts = np.cumsum(self.cat_sizes) - self.cat_sizes
+        self.num_sizes = np.array([len(v) for v in self.values], dtype=np.intp)
+        self.num_starts = np.cumsum(self.num_sizes) - self.num_sizes
+        self.cat_bins = int(self.cat_sizes.sum()) * k
+        self.histogram_size = k + self.cat_bins + int(self.num_sizes.sum()) * k
+
+    def branches(self, feature: int) -> int:
+        """Number of branches of a test on `feature` (empty ones included)."""
+        return 2 if self.is_numeric[feature] else int(self.cat_sizes[self.column[feature]])
+
+    def size(self, query: Query) -> int:
+        k = len(self.classes)
+        if query.kind == HISTOGRAMS:
+            if query.support is None:
+                return self.histogram_size
+            return k + self.cat_bins + sum(len(s) for s in query.support) * k
+        if query.kind == SPLIT:
+            return self.branches(query.feature) * k
+        return k
+
+
+# ---------------------------------------------------------------------------- agreed domains
+
+
+@dataclass
+class LocalDomains:
+    """What one party puts into the union: its distinct values per feature and its classes."""
+
+    values: list[set[object]]
+    classes: set[object]
+
+
+def local_domains(X: pd.DataFrame, y: pd.Series, schema_features: FeatureKinds) -> LocalDomains:
+    """A party's distinct values (numeric features as floats), checked as `c45` checks."""
+    _require_features(X, schema_features)
+    values: list[set[object]] = []
+    for name in schema_features.features:
+        _reject_missing(X[name], name)
+        if name in schema_features.numeric:
+            values.append(set(np.unique(_as_float(X[name], name)).tolist()))
+        else:
+            values.append(set(pd.unique(X[name]).tolist()))
+    _reject_missing(y, "class")
+    return LocalDomains(values, set(pd.unique(y).tolist()))
+
+
+@dataclass(frozen=True)
+class FeatureKinds:
+    """The learning task every party agrees on before counting: features and numeric ones."""
+
+    features: list[str]
+    numeric: frozenset[str]
+
+
+Union = Callable[[Sequence[Sequence[bytes]]], list[bytes]]
+
+
+def plain_union(sets: Sequence[Sequence[bytes]]) -> list[bytes]:
+    """The union without protection (pooled runs and tests); the federation passes the
+    secure set union instead."""
+    return sorted({value for values in sets for value in values})
+
+
+def agree_schema(
+    kinds: FeatureKinds, parties: Sequence[LocalDomains], union: Union = plain_union
+) -> Schema:
+    """The schema over the union of every party's values, taken by `union` on an encoding of
+    (feature, value) as bytes: with a secure set union the leader learns each feature's
+    union of values, not which party holds a value or how many records do."""
+    encoded = [
+        [
+            *(_encode(j, v) for j, values in enumerate(p.values) for v in values),
+            *(_encode(-1, c) for c in p.classes),
+        ]
+        for p in parties
+    ]
+    decoded: dict[int, list[object]] = {}
+    for item in union(encoded):
+        feature, value = _decode(item)
+        decoded.setdefault(feature, []).append(value)
+    if not decoded.get(-1):
+        raise FedanonError("C4.5: no training rows at any party")
+    is_numeric = np.array([f in kinds.numeric for f in kinds.features], dtype=bool)
+    domains = [
+        _sorted_index(decoded.get(j, []), name)
+        for j, name in enumerate(kinds.features)
+        if not is_numeric[j]
+    ]
+    values = [
+        np.unique(np.array(decoded.get(j, []), dtype=np.float64))
+        for j in range(len(kinds.features))
+        if is_numeric[j]
+    ]
+    return Schema(
+        list(kinds.features), is_numeric, domains, values, _sorted_index(decoded[-1], "class")
+    )
+
+
+def _sorted_index(values: list[object], name: str) -> pd.Index:
+    """The values in `c45`'s order (pandas' sorted factorization); values that cannot be
+    ordered have only a pooled table's order of appearance, which a union does not keep."""
+    try:
+        return pd.Index(pd.factorize(pd.Series(values, dtype=object), sort=True)[1])
+    except TypeError as err:
+        raise FedanonError(
+            f"federated C4.5: the values of {name!r} cannot be sorted (mixed types)"
+        ) from err
+
+
+def _encode(feature: int, value: object) -> bytes:
+    """(feature, value) as bytes with the value's type, so that the union keeps 1 and '1'
+    apart and decodes to the same Python value."""
+    head = struct.pack(">i", feature)
+    if isinstance(value, bool | np.bool_):
+        return head + b"b" + (b"1" if value else b"0")
+    if isinstance(value, int | np.integer):
+        return head + b"i" + str(int(value)).encode()
+    if isinstance(value, float | np.floating):
+        return head + b"f" + struct.pack(">d", float(value))
+    if isinstance(value, str):
+        return head + b"s" + value.encode("utf-8")
+    raise FedanonError(f"federated C4.5: cannot agree on a value of type {type(value).__name__}")
+
+
+def _decode(item: bytes) -> tuple[int, object]:
+    feature = struct.unpack(">i", item[:4])[0]
+    tag, body = item[4:5], item[5:]
+    value: object
+    if tag == b"b":
+        value = body == b"1"
+    elif tag == b"i":
+        value = int(body)
+    elif tag == b"f":
+        value = struct.unpack(">d", body)[0]
+    else:
+        value = body.decode("utf-8")
+    return feature, value
+
+
+def _require_features(X: pd.DataFrame, kinds: FeatureKinds) -> None:
+    missing = [f for f in kinds.features if f not in X.columns]
+    if missing:
+        raise FedanonError(f"C4.5: feature columns missing: {missing}")
+
+
+# ---------------------------------------------------------------------------- oracles
+
+
+class LocalOracle:
+    """Counts one table: a party's own, or the pooled table of a centralized run.
+
+    Rows matching a path are found from the rows of the path without its last test (memoized),
+    so a level of the tree costs one pass over the records.
+    """
+
+    def __init__(self, X: pd.DataFrame, y: pd.Series, schema: Schema) -> None:
+        kinds = FeatureKinds(
+            schema.features, frozenset(np.array(schema.features)[schema.is_numeric])
+        )
+        _require_features(X, kinds)
+        self._schema = schema
+        k = len(schema.classes)
+        self._y = _codes(schema.classes, y, "class")
+        n = len(self._y)
+        self._codes = np.zeros((n, len(schema.features)), dtype=np.intp)
+        self._raw = np.zeros((n, len(schema.features)))
+        keys = np.zeros((n, len(schema.features)), dtype=np.intp)
+        self._ranks = np.zeros((n, len(schema.values)), dtype=np.intp)
+        for j, name in enumerate(schema.features):
+            col = schema.column[j]
+            _reject_missing(X[name], name)
+            if schema.is_numeric[j]:
+                raw = _as_float(X[name], name)
+                rank = np.searchsorted(schema.values[col], raw)
+                if n and (
+                    rank.max() >= len(schema.values[col]) or (schema.values[col][rank] != raw).any()
+                ):
+                    raise FedanonError(f"C4.5: values of {name!r} outside the agreed domain")
+                self._raw[:, j] = raw
+                self._ranks[:, col] = rank
+                keys[:, j] = schema.cat_bins + (schema.num_starts[col] + rank) * k
+            else:
+                codes = _codes(schema.domains[col], X[name], name)
+                self._codes[:, j] = codes
+                keys[:, j] = (schema.cat_starts[col] + codes) * k
+        self._keys = keys + self._y[:, None]
+        self._memo: dict[Path, np.ndarray] = {(): np.arange(n)}
+
+    def count(self, queries: Sequence[Query]) -> np.ndarray:
+        return np.concatenate([self._answer(q) for q in queries]) if queries else _EMPTY
+
+    def _answer(self, query: Query) -> np.ndarray:
+        rows = self._rows(query.path)
+        k = len(self._schema.classes)
+        classes = np.bincount(self._y[rows], minlength=k)
+        if query.kind == CLASSES:
+            return classes
+        if query.kind == HISTOGRAMS and query.support is None:
+            size = self._schema.histogram_size - k
+            tables = np.bincount(self._keys[rows].ravel(), minlength=size)
+            return np.concatenate([classes, tables])
+        if query.kind == HISTOGRAMS and query.support is not None:
+            return self._narrow_histograms(rows, classes, query.support)
+        branch = self._branch(rows, query.feature, query.threshold)
+        size = self._schema.size(query)
+        return np.bincount(branch * k + self._y[rows], minlength=size)
+
+    def _narrow_histograms(
+        self, rows: np.ndarray, classes: np.ndarray, support: Sequence[np.ndarray]
+    ) -> np.ndarray:
+        """HISTOGRAMS with each numeric feature counted over `support` only (every value
+        at the node is in it: the node's rows are among its parent's)."""
+        schema = self._schema
+        k = len(schema.classes)
+        y = self._y[rows]
+        cat = np.flatnonzero(~schema.is_numeric)
+        parts = [classes, np.bincount(self._keys[rows][:, cat].ravel(), minlength=schema.cat_bins)]
+        for col, positions in enumerate(support):
+            slot = np.searchsorted(positions, self._ranks[rows, col])
+            parts.append(np.bincount(slot * k + y, minlength=len(positions) * k))
+        return np.concatenate(parts)
+
+    def _branch(self, rows: np.ndarray, feature: int, threshold: float | None) -> np.ndarray:
+        if self._schema.is_numeric[feature]:
+            return (self._raw[rows, feature] > threshold).astype(np.intp)
+        return self._codes[rows, feature]
+
+    def _rows(self, path: Path) -> np.ndarray:
+        rows = self._memo.get(path)
+        if rows is None:
+            parent = self._rows(path[:-1])
+            feature, branch, threshold = path[-1]
+            rows = parent[self._branch(parent, feature, threshold) == branch]
+            self._memo[path] = rows
+        return rows
+
+
+_EMPTY = np.zeros(0, dtype=np.int64)
+
+Adder = Callable[[Sequence[np.ndarray]], np.ndarray]
+
+
+def plain_sum(vectors: Sequence[np.ndarray]) -> np.ndarray:
+    """Adds the parties' vectors in the clear (pooled runs and tests)."""
+    return np.sum(np.stack(vectors), axis=0)
+
+
+class FederatedOracle:
+    """The parties' count vectors added by `add`: in the federation a secure sum (ring or
+    pairwise masks), so the learner sees the totals only."""
+
+    def __init__(self, parties: Sequence[CountOracle], add: Adder = plain_sum) -> None:
+        if not parties:
+            raise FedanonError("federated C4.5 needs at least one party")
+        self._parties = list(parties)
+        self._add = add
+        self.rounds = 0  # secure-sum rounds run so far
+        self.counts_summed = 0  # length of the vectors summed so far
+
+    def count(self, queries: Sequence[Query]) -> np.ndarray:
+        if not queries:
+            return _EMPTY
+        self.rounds += 1
+        vectors = [np.asarray(p.count(queries), dtype=np.int64) for p in self._parties]
+        self.counts_summed += len(vectors[0])
+        return np.asarray(self._add(vectors), dtype=np.int64)
+
+
+def _codes(domain: pd.Index, column: pd.Series, name: str) -> np.ndarray:
+    codes = domain.get_indexer(pd.Index(pd.Series(column).to_numpy(dtype=object)))
+    if (codes < 0).any():
+        raise FedanonError(f"C4.5: values of {name!r} outside the agreed domain")
+    return codes.astype(np.intp)
+
+
+# ---------------------------------------------------------------------------- the learner
+
+
+def fit_from_counts(
+    oracle: CountOracle,
+    schema: Schema,
+    *,
+    min_leaf: int = 2,
+    cf: float = 0.25,
+    prune: bool = True,
+    subtree_raising: bool = True,
+    narrow: bool = False,
+) -> C45:
+    """A fitted :class:`C45` grown and pruned from `oracle`'s counts: the tree `C45(...).fit`
+    grows on the records the oracle counts, node for node.
+
+    `narrow` asks a node's numeric histograms over the values present at its parent instead of
+    the whole agreed domain: far fewer counts on many-valued attributes (Adult's fnlwgt), the
+    same tree, but the parties then learn which values occur at each parent node
+    (docs/federated_classification.md)."""
+    model = C45(min_leaf=min_leaf, cf=cf, prune=prune, subtree_raising=subtree_raising)
+    learner = _Learner(oracle, schema, model)
+    root, depth = learner.grow(narrow)
+    if prune:
+        with _recursion_room(depth):
+            learner.prune(root)
+    return model._install(
+        schema.features, schema.is_numeric, schema.domains, schema.values, schema.classes, root
+    )
+
+
+def fit_pooled(X: pd.DataFrame, y: pd.Series, numeric: Iterable[str], **options: object) -> C45:
+    """Count-driven fit of one table (its own schema): the centralized baseline of the bench."""
+    kinds = FeatureKinds([str(c) for c in X.columns], frozenset(numeric))
+    schema = agree_schema(kinds, [local_domains(X, y, kinds)])
+    return fit_from_counts(LocalOracle(X, y, schema), schema, **options)  # type: ignore[arg-type]
+
+
+Support = tuple[np.ndarray, ...] | None
+
+
+@dataclass
+class _Histograms:
+    """A node's HISTOGRAMS answer, unpacked: numeric features as (positions in the agreed
+    values, (position x class) counts)."""
+
+    classes: np.ndarray
+    categorical: np.ndarray
+    numeric: list[tuple[np.ndarray, np.ndarray]]
+
+
+class _Learner:
+    """The leader's side: decides the tree from count vectors."""
+
+    def __init__(self, oracle: CountOracle, schema: Schema, model: C45) -> None:
+        self._oracle = oracle
+        self._schema = schema
+        self._k = len(schema.classes)
+        self._min_leaf = model.min_leaf
+        self._cf = model.cf
+        self._raising = model.subtree_raising
+        self._z2 = _squared_deviate(model.cf)
+        self._classes: dict[Path, np.ndarray] = {}
+        self._splits: dict[tuple[Path, int, float | None], np.ndarray] = {}
+
+    def _ask(self, queries: list[Query]) -> list[np.ndarray]:
+        flat = self._oracle.count(queries)
+        sizes = [self._schema.size(q) for q in queries]
+        if len(flat) != sum(sizes):
+            raise FedanonError(f"count oracle answered {len(flat)} counts, not {sum(sizes)}")
+        if (flat < 0).any():
+            raise FedanonError("count oracle answered a negative count")
+        return np.split(flat, np.cumsum(sizes)[:-1]) if queries else []
+
+    # ------------------------------------------------------------------ growing
+
+    def grow(self, narrow: bool) -> tuple[_Node, int]:
+        """Grow level by level, then collapse unhelpful subtrees; (root, depth)."""
+        (root_histogram,) = self._ask([Query((), HISTOGRAMS)])
+        k = self._k
+        counts = root_histogram[:k]
+        n = int(counts.sum())
+        if n == 0:
+            raise FedanonError("C4.5: no training rows")
+        self._xlogx = xlogx_table(n)
+        self._in_average = in_average_mask(self._schema.is_numeric, self._schema.cat_sizes, n)
+        self._narrow = narrow
+        root = _new_node(counts)
+        created: list[_Node] = []
+        level: list[tuple[_Node, Path, Support]] = [(root, (), None)]
+        depth = 0
+        while level:
+            created.extend(node for node, _, _ in level)
+            open_ = [entry for entry in level if self._may_split(entry[0])]
+            if level[0][0] is root:
+                histograms = [root_histogram] if open_ else []
+            else:
+                histograms = self._ask([Query(p, HISTOGRAMS, support=s) for _, p, s in open_])
+            level = []
+            for (node, path, support), histogram in zip(open_, histograms, strict=True):
+                level.extend(self._split_node(node, path, self._unpack(histogram, support)))
+            depth += bool(level)
+        collapse_unhelpful(created)
+        return root, depth
+
+    def _may_split(self, node: _Node) -> bool:
+        n = node.counts.sum()
+        return not (node.counts[node.best] == n or n < 2 * self._min_leaf)
+
+    def _unpack(self, histogram: np.ndarray, support: Support) -> _Histograms:
+        """A HISTOGRAMS answer as (class counts, categorical tables, numeric parts)."""
+        schema, k = self._schema, self._k
+        tables = histogram[k:]
+        numeric = []
+        start = schema.cat_bins
+        for col, size in enumerate(schema.num_sizes):
+            positions = np.arange(size) if support is None else support[col]
+            end = start + len(positions) * k
+            numeric.append((positions, tables[start:end].reshape(-1, k)))
+            start = end
+        return _Histograms(histogram[:k], tables[: schema.cat_bins], numeric)
+
+    def _split_node(
+        self, node: _Node, path: Path, histograms: _Histograms
+    ) -> list[tuple[_Node, Path, Support]]:
+        split = self._best_split(node.counts, histograms)
+        if split is None:
+            return []
+        feature, threshold = split
+        node.attr = feature
+        node.threshold = threshold
+        node.n_branches = self._schema.branches(feature)
+        key = None if not self._schema.is_numeric[feature] else threshold
+        table = self._branch_table(histograms, feature, threshold)
+        self._remember(path, feature, key, table)
+        # With narrowing, a child counts each numeric feature over the values present here.
+        support = (
+            tuple(positions[t.sum(axis=1) > 0] for positions, t in histograms.numeric)
+            if self._narrow
+            else None
+        )
+        children = []
+        for branch in np.flatnonzero(table.sum(axis=1)):
+            child = _new_node(table[branch])
+            node.children[int(branch)] = child
+            children.append((child, (*path, (feature, int(branch), key)), support))
+        return children
+
+    def _best_split(self, counts: np.ndarray, histograms: _Histograms) -> tuple[int, float] | None:
+        schema = self._schema
+        n_feat = len(schema.features)
+        if n_feat == 0:
+            return None
+        k = self._k
+        n = int(counts.sum())
+        base = base_information(counts, self._xlogx)
+        gain = np.full(n_feat, -1e-3)
+        split_info = np.zeros(n_feat)
+        thresholds = np.full(n_feat, math.nan)
+        cat = np.flatnonzero(~schema.is_numeric)
+        num = np.flatnonzero(schema.is_numeric)
+        if len(cat):
+            table = histograms.categorical.reshape(-1, k)
+            g, s = categorical_scores(
+                table, schema.cat_starts, n, base, self._min_leaf, self._xlogx
+            )
+            gain[cat] = g
+            split_info[cat] = s
+        if len(num):
+            cuts = self._cuts(histograms.numeric, n)
+            g, s, t = numeric_scores(cuts, histograms.classes, base, schema.values, self._xlogx)
+            gain[num] = g
+            split_info[num] = s
+            thresholds[num] = t
+        return choose_split(gain, split_info, thresholds, self._in_average)
+
+    def _cuts(self, numeric: list[tuple[np.ndarray, np.ndarray]], n: int) -> NumericCuts:
+        """Every admissible cut of every numeric attribute, from its (value x class) counts:
+        a cut follows each value present at the node whose cumulative count leaves enough rows
+        on both sides."""
+        first, last = numeric_cut_range(n, self._k, self._min_leaf)
+        parts: list[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+        if first <= last:
+            for a, (positions, values) in enumerate(numeric):
+                here = np.flatnonzero(values.sum(axis=1))
+                present = positions[here]
+                left = np.cumsum(values[here], axis=0)
+                left_n = left.sum(axis=1)
+                admissible = np.flatnonzero((left_n >= first) & (left_n <= last))
+                parts.append(
+                    (a, left_n[admissible], left[admissible], present[admissible],
+                     present[admissible + 1])
+                )  # fmt: skip
+        if not parts:
+            empty = np.zeros(0, dtype=np.intp)
+            return NumericCuts(empty, empty, np.zeros((0, self._k), np.intp), empty, empty)
+        return NumericCuts(
+            np.concatenate([np.full(len(p[1]), p[0], dtype=np.intp) for p in parts]),
+            np.concatenate([p[1] for p in parts]).astype(np.intp),
+            np.concatenate([p[2] for p in parts]).astype(np.intp),
+            np.concatenate([p[3] for p in parts]).astype(np.intp),
+            np.concatenate([p[4] for p in parts]).astype(np.intp),
+        )
+
+    def _branch_table(self, histograms: _Histograms, feature: int, threshold: float) -> np.ndarray:
+        """(branch x class) counts of a test, read off the node's histograms."""
+        schema, k = self._schema, self._k
+        col = schema.column[feature]
+        if not schema.is_numeric[feature]:
+            start = schema.cat_starts[col] * k
+            flat = histograms.categorical[start : start + schema.cat_sizes[col] * k]
+            return flat.reshape(-1, k)
+        positions, values = histograms.numeric[col]
+        cut = int(np.searchsorted(schema.values[col][positions], threshold, side="right"))
+        return np.stack([values[:cut].sum(axis=0), values[cut:].sum(axis=0)])
+
+    def _remember(self, path: Path, feature: int, key: float | None, table: np.ndarray) -> None:
+        """Cache a test's branch counts, and so the class counts at the path and below."""
+        self._splits[path, feature, key] = table
+        self._classes[path] = table.sum(axis=0)
+        for branch in np.flatnonzero(table.sum(axis=1)):
+            self._classes[(*path, (feature, int(branch), key))] = table[branch]
+
+    # ------------------------------------------------------------------ pruning
+
+    def prune(self, root: _Node) -> None:
+        """`C45._estimate(root, all rows, update=True)`, with its queries batched by height.
+
+        The recursion decides a node once its subtree is decided, and the decisions of
+        disjoint subtrees do not interact, so deciding the grown tree's internal nodes in
+        order of height (children first) decides the same. All the nodes of one height need
+        their largest branch's counts on their own records at once: one batch per height.
+        """
+        self._decided: dict[tuple[int, Path], float] = {}
+        by_height: dict[int, list[tuple[_Node, Path]]] = {}
+        height: dict[int, int] = {}
+        order: list[tuple[_Node, Path]] = []
+        stack: list[tuple[_Node, Path]] = [(root, ())]
+        while stack:
+            node, path = stack.pop()
+            order.append((node, path))
+            key = None if node.attr < 0 else self._key(node)
+            stack.extend((c, (*path, (node.attr, b, key))) for b, c in node.children.items())
+        for node, path in reversed(order):  # children before parents
+            if node.attr >= 0:
+                height[id(node)] = 1 + max(height.get(id(c), 0) for c in node.children.values())
+                by_height.setdefault(height[id(node)], []).append((node, path))
+        for h in sorted(by_height):
+            level = by_height[h]
+            if self._raising:
+                self._fetch(
+                    [q for node, path in level for q in self._missing_for_raising(node, path)]
+                )
+            for node, path in level:
+                self._decided[id(node), path] = self._estimate(node, path, update=True)
+
+    def _key(self, node: _Node) -> float | None:
+        return node.threshold if self._schema.is_numeric[node.attr] else None
+
+    def _missing_for_raising(self, node: _Node, path: Path) -> list[Query]:
+        """The queries judging the raising of `node`'s largest branch will need."""
+        table = self._split_counts(path, node)
+        sizes = table.sum(axis=1)
+        branches = np.flatnonzero(sizes)
+        # The largest branch, the last one of the largest size (as `_estimate` picks it).
+        largest = node.children.get(
+            int(branches[np.flatnonzero(sizes[branches] == sizes.max())[-1]])
+        )
+        if largest is None or largest.attr < 0:
+            return []
+        return self._missing(largest, path)
+
+    def _prefetch(self, top: _Node, path: Path) -> None:
+        """Ask, in one batch, for the counts `_estimate` needs to walk the subtree at `top`
+        with the records matching `path`."""
+        self._fetch(self._missing(top, path))
+
+    def _missing(self, top: _Node, path: Path) -> list[Query]:
+        """The queries not answered yet among those walking the subtree at `top` on `path`
+        needs: each test's branch counts at its path (which give every node's class counts),
+        and the class counts at `path` for a leaf."""
+        queries: list[Query] = []
+        stack = [(top, path)]
+        while stack:
+            node, at = stack.pop()
+            if node.attr < 0:
+                if node is top and at not in self._classes:
+                    queries.append(Query(at, CLASSES))
+                continue
+            key = self._key(node)
+            if (at, node.attr, key) not in self._splits:
+                queries.append(Query(at, SPLIT, node.attr, key))
+            stack.extend((c, (*at, (node.attr, b, key))) for b, c in node.children.items())
+        return queries
+
+    def _fetch(self, queries: list[Query]) -> None:
+        for query, answer in zip(queries, self._ask(queries), strict=True):
+            if query.kind == CLASSES:
+                self._classes[query.path] = answer
+            else:
+                table = answer.reshape(-1, self._k)
+                self._remember(query.path, query.feature, query.threshold, table)
+
+    def _class_counts(self, path: Path) -> np.ndarray:
+        if path not in self._classes:
+            (self._classes[path],) = self._ask([Query(path, CLASSES)])
+        return self._classes[path].astype(np.float64)
+
+    def _split_counts(self, path: Path, node: _Node) -> np.ndarray:
+        key = self._key(node)
+        if (path, node.attr, key) not in self._splits:
+            (answer,) = self._ask([Query(path, SPLIT, node.attr, key)])
+            self._remember(path, node.attr, key, answer.reshape(-1, self._k))
+        return self._splits[path, node.attr, key]
+
+    def _estimate(self, node: _Node, path: Path, update: bool) -> float:
+        """`C45._estimate` on the records matching `path`, from their counts (a node that
+        `prune` decided on this path already returns its estimate)."""
+        if update and (id(node), path) in self._decided:
+            return self._decided[id(node), path]
+        counts = self._class_counts(path)
+        n = int(counts.sum())
+        best, leaf_estimate = leaf_estimate_of(node.best, counts, n, self._cf, self._z2)
+        if update:
+            node.counts = counts
+            node.best = best
+        if node.attr < 0:
+            return leaf_estimate
+
+        table = self._split_counts(path, node)
+        sizes = table.sum(axis=1)
+        key = self._key(node)
+        tree_estimate = 0.0
+        largest: _Node | None = None
+        largest_n = -1
+        for branch in np.flatnonzero(sizes):
+            b = int(branch)
+            child = node.children.get(b)
+            if child is None:
+                # An empty branch that receives rows after subtree raising: C4.5's empty
+                # leaf, predicting this node's class.
+                child = _Node(np.zeros(self._k), node.best)
+                if update:
+                    node.children[b] = child
+            if sizes[b] >= largest_n:
+                largest, largest_n = child, int(sizes[b])
+            tree_estimate += self._estimate(child, (*path, (node.attr, b, key)), update)
+        if not update:
+            return tree_estimate
+
+        assert largest is not None  # an internal node always has rows in some branch
+        if not self._raising:
+            branch_estimate = math.inf
+        elif largest.attr < 0:
+            branch_estimate = leaf_estimate  # as in C45._estimate: raising a leaf never wins
+        else:
+            self._prefetch(largest, path)
+            branch_estimate = self._estimate(largest, path, update=False)
+        choice = prune_choice(leaf_estimate, branch_estimate, tree_estimate)
+        if choice == LEAF:
+            node.make_leaf()
+            return leaf_estimate
+        if choice == RAISE:
+            raised = self._estimate(largest, path, update=True)
+            node.become(largest)
+            return raised
+        return tree_estimate
+
+
+def _new_node(counts: np.ndarray) -> _Node:
+    as_float = np.asarray(counts, dtype=np.float64)
+    return _Node(as_float, int(np.argmax(as_float)))

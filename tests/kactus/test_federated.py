@@ -1,0 +1,193 @@
+"""Federated kACTUS (in process) against centralized kACTUS on the pooled table: the same tree,
+the same groups, the same sizes (up to which child fills a donation), a k-anonymous release."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fedanon.algorithms.kactus.api import anonymize_kactus
+from fedanon.algorithms.kactus.federated import anonymize_kactus_federated
+from fedanon.algorithms.kactus.phase2 import prune_and_release
+from fedanon.algorithms.kactus.tree import Condition, induce, place_records
+from fedanon.algorithms.tabular import encode_qid, generator
+from fedanon.crypto.simulate import dedup_union, ring_sum
+from fedanon.errors import FedanonError
+from fedanon.models.k_anonymity import check_k_anonymity
+from fedanon.utility.benchmark_tables import has_table, load_table
+from fedanon.utility.c45 import TreeNode
+from fedanon.utility.classification import fold_accuracy, numeric_columns
+from fedanon.utility.k_anonymizers import Prepared
+
+
+def _parts(df: pd.DataFrame, sizes: Sequence[int], seed: int = 0) -> list[pd.DataFrame]:
+    order = np.random.default_rng(seed).permutation(len(df))
+    return [df.iloc[p].reset_index(drop=True) for p in np.split(order, np.cumsum(sizes)[:-1])]
+
+
+Groups = list[tuple[tuple[Condition, ...], int]]
+
+
+def _central(df: pd.DataFrame, k: int) -> tuple[TreeNode, Groups, int, int]:
+    """Centralized kACTUS's tree, (group path, size) list, donated and dropped records."""
+    columns = [encode_qid(df[c], c) for c in df.columns if c != "class"]
+    tree = induce(columns, df["class"].astype(str), k)
+    root, residual = place_records(tree, columns)
+    outcome = prune_and_release(root, residual, k, generator(5))
+    groups = [(g.path, len(g.rows)) for g in outcome.groups]
+    return tree, groups, outcome.donated, len(outcome.dropped)
+
+
+def _same_tree(a: TreeNode, b: TreeNode) -> None:
+    stack = [(a, b)]
+    while stack:
+        x, y = stack.pop()
+        assert (x.feature, x.numeric, x.rows) == (y.feature, y.numeric, y.rows)
+        assert x.threshold == y.threshold or (np.isnan(x.threshold) and np.isnan(y.threshold))
+        assert list(x.children) == list(y.children)
+        stack.extend(zip(x.children.values(), y.children.values(), strict=True))
+
+
+def _by_parent(groups: Groups) -> dict[str, int]:
+    totals: dict[str, int] = defaultdict(int)
+    for path, size in groups:
+        totals[repr(path[:-1])] += size
+    return dict(totals)
+
+
+def _sorted(groups: Groups) -> list[tuple[str, int]]:
+    return sorted((repr(path), size) for path, size in groups)
+
+
+def _check_against_central(df: pd.DataFrame, sizes: Sequence[int], k: int, **kw: object):
+    tree, groups, donated, dropped = _central(df, k)
+    release, outcome = anonymize_kactus_federated(
+        _parts(df, sizes),
+        class_column="class",
+        k=k,
+        seed=11,
+        **kw,  # type: ignore[arg-type]
+    )
+    _same_tree(outcome.tree, tree)
+    fed = list(zip(outcome.group_paths, outcome.group_sizes, strict=True))
+    assert [p for p, _ in _sorted(fed)] == [p for p, _ in _sorted(groups)]
+    assert (outcome.donated, outcome.dropped) == (donated, dropped)
+    # Which complying children fill a donation is random in both; the sizes of siblings add
+    # up the same, and every size equals the centralized one where no record was donated.
+    assert _by_parent(fed) == _by_parent(groups)
+    if donated == 0:
+        assert _sorted(fed) == _sorted(groups)
+    assert min(outcome.group_sizes) >= k
+    qids = [c for c in df.columns if c != "class"]
+    assert check_k_anonymity(release.table, qids, k).ok
+    assert release.report["privacy_check"]["ok"]
+    assert len(release.table) == sum(outcome.group_sizes)
+    return release, outcome
+
+
+@pytest.mark.parametrize("name,k", [("german", 10), ("pima", 20), ("nursery", 30)])
+@pytest.mark.parametrize("split", ["3", "5", "skewed", "skewed-narrow"])
+def test_tree_and_groups_equal_centralized_kactus(name: str, k: int, split: str) -> None:
+    if not has_table(name):
+        pytest.skip(f"shared {name} data not present")
+    df = load_table(name)
+    n = len(df)
+    sizes = {
+        "3": [n // 3, n // 3, n - 2 * (n // 3)],
+        "5": [n // 5] * 4 + [n - 4 * (n // 5)],
+        "skewed": [1, 4, n // 10, n - n // 10 - 5],
+    }[split.removesuffix("-narrow")]
+    _check_against_central(df, sizes, k, narrow=split.endswith("narrow"))
+
+
+def test_german_donates_and_keeps_sizes_of_siblings() -> None:
+    if not has_table("german"):
+        pytest.skip("shared german data not present")
+    df = load_table("german")
+    _, outcome = _check_against_central(df, [300, 300, 400], 10)
+    assert outcome.donated > 0  # the case where a cut-off search chose records
+
+
+def test_without_donations_the_release_is_the_centralized_one() -> None:
+    """No donation: every group holds the same records, so the release is the centralized
+    release up to row order (group medians included)."""
+    if not has_table("pima"):
+        pytest.skip("shared pima data not present")
+    df = load_table("pima")
+    for rule in ("median", "mean"):
+        central = anonymize_kactus(df, class_column="class", k=20, seed=1, numeric=rule).table
+        release, outcome = anonymize_kactus_federated(
+            _parts(df, [500, 200, 68]), class_column="class", k=20, seed=2, numeric=rule
+        )
+        assert outcome.donated == 0
+        key = list(df.columns)
+        a = central.sort_values(key).reset_index(drop=True)
+        b = release.table.sort_values(key).reset_index(drop=True)
+        pd.testing.assert_frame_equal(a, b)
+
+
+def test_secure_primitives_give_the_same_groups() -> None:
+    """The union through commutative encryption and the sums through the ring give what the
+    plain primitives give (the same seed, the same draws)."""
+    if not has_table("german"):
+        pytest.skip("shared german data not present")
+    df = load_table("german").iloc[:300, [0, 1, 2, 3, 12, 20]].reset_index(drop=True)
+    parts = _parts(df, [150, 140, 10])
+    plain, plain_outcome = anonymize_kactus_federated(parts, class_column="class", k=10, seed=4)
+    secure, secure_outcome = anonymize_kactus_federated(
+        parts,
+        class_column="class",
+        k=10,
+        seed=4,
+        union=dedup_union,
+        add=lambda v: ring_sum(v).astype(np.int64),
+    )
+    assert secure_outcome.group_sizes == plain_outcome.group_sizes
+    pd.testing.assert_frame_equal(secure.table, plain.table)
+
+
+def test_k_above_the_pooled_records_is_refused() -> None:
+    df = pd.DataFrame({"a": ["x", "y"] * 5, "class": ["P", "N"] * 5})
+    with pytest.raises(FedanonError, match="number of records \\(10\\)"):
+        anonymize_kactus_federated(_parts(df, [5, 5]), class_column="class", k=11)
+
+
+def test_a_party_with_other_columns_is_named() -> None:
+    df = pd.DataFrame({"a": ["x", "y"] * 5, "b": ["u"] * 10, "class": ["P", "N"] * 5})
+    parts = _parts(df, [5, 5])
+    parts[1] = parts[1].drop(columns=["b"])
+    with pytest.raises(FedanonError, match="party 1: its QID columns differ"):
+        anonymize_kactus_federated(parts, class_column="class", k=2)
+    parts[1] = parts[1].assign(b="?")
+    with pytest.raises(FedanonError, match="suppression marker"):
+        anonymize_kactus_federated(parts, class_column="class", k=2)
+
+
+def test_a_single_class_over_all_parties_is_refused() -> None:
+    df = pd.DataFrame({"a": ["x", "y"] * 5, "class": ["P"] * 10})
+    with pytest.raises(FedanonError, match="single value"):
+        anonymize_kactus_federated(_parts(df, [5, 5]), class_column="class", k=2)
+
+
+@pytest.mark.slow
+def test_adult_accuracy_within_half_a_point_of_centralized() -> None:
+    if not has_table("adult"):
+        pytest.skip("shared Adult data not present")
+    df = load_table("adult")
+    order = np.random.default_rng(0).permutation(len(df))
+    train = df.iloc[order[: len(df) // 2]].reset_index(drop=True)
+    test = df.iloc[order[len(df) // 2 :]].reset_index(drop=True)
+    n = len(train)
+    central = anonymize_kactus(train, class_column="class", k=50, seed=1).table
+    _check_against_central(train, [n // 3, n // 3, n - 2 * (n // 3)], 50)
+    federated, _ = anonymize_kactus_federated(
+        _parts(train, [10, n // 4, n - n // 4 - 10]), class_column="class", k=50, seed=2
+    )
+    numeric = numeric_columns(train, exclude=["class"])
+    a = fold_accuracy(Prepared(central, test, numeric), "class", "c45")
+    b = fold_accuracy(Prepared(federated.table, test, numeric), "class", "c45")
+    assert abs(a - b) <= 0.005
