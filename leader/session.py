@@ -4,8 +4,8 @@ Open the session at every party (the handshake: fingerprints compared item by it
 lease while the leader computes, abort it everywhere on any failure (or Ctrl-C), end it. For the
 ring job kinds (LKC, randomization) :func:`open_ring` adds what every ring session needs: the
 parties' released columns agreed, the union keys shared and the secure-sum protocol chosen from
-the job's ``sum_mode``. Each job kind's leader module (leader/run.py, leader/drbt.py,
-leader/randomize.py) keeps only its own steps between the handshake and ``End``.
+the job's ``sum_mode``. Each job kind's leader module (leader/kinds/lkc.py, leader/kinds/drbt.py,
+leader/kinds/randomize.py) keeps only its own steps between the handshake and ``End``.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from typing import Any, Protocol
 import grpc
 
 from fedanon.errors import FedanonError
+from fedanon.federation.config import Hop
 from fedanon.federation.protocol import handshake_items
 from fedanon.federation.tls import TLSFiles
 from fedanon.federation.transport import make_channel
@@ -33,7 +34,6 @@ from fedanon.leader.federation import (
     describe_rpc_error,
 )
 from fedanon.leader.union import UnionKeys
-from fedanon.party.config import Hop
 from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
 
@@ -57,32 +57,6 @@ class SessionJob(Protocol):
     def name(self) -> str: ...
     @property
     def rpc_seconds(self) -> float: ...
-
-
-def check_ring_job(
-    parties: Sequence[Hop],
-    sum_mode: str,
-    allow_two_parties: bool,
-    union_pad_to: int,
-    two_learn: str,
-) -> None:
-    """Refuse a ring job the protocol cannot run safely, whatever its kind: an unknown sum
-    mode, a party listed twice, fewer than two parties, or two parties unless the job accepts
-    that each learns `two_learn` (what the other's share of the global result is)."""
-    if sum_mode not in SUM_PROTOCOLS:
-        raise FedanonError(f"sum_mode '{sum_mode}' unknown (choose ring or pairwise)")
-    names = [p.name for p in parties]
-    if len(set(names)) != len(names):
-        raise FedanonError("a party is listed twice in the ring")
-    if len(names) < 2:
-        raise FedanonError("a federation needs at least two parties")
-    if len(names) < 3 and not allow_two_parties:
-        raise FedanonError(
-            f"only two parties: each would learn {two_learn}; "
-            "set allow_two_parties = true (or --allow-two-parties) to accept that"
-        )
-    if union_pad_to < 0:
-        raise FedanonError(f"[union] pad_to must be 0 (no padding) or more, got {union_pad_to}")
 
 
 def first_difference(ours: Sequence[str], theirs: Sequence[str]) -> str:

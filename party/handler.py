@@ -5,6 +5,8 @@ keeps the lease and the byte counts, and answers ``OpenSession``. What differs b
 kinds lives in one handler each (party/handlers/), registered in the table of
 party/handlers/__init__.py under the name of its ``OpenSessionRequest`` job field:
 
+* ``admission`` reads the request for the party's policy (what the job releases, and which
+  columns raw; party/policy.py), before any session state is touched;
 * ``open`` builds the kind's session from the request (or raises ``FedanonError`` /
   ``CryptoError``, which the shell turns into a refusal) and says what the reply carries;
 * ``steps`` serves the kind's own RPCs (DRBT's ``Ids``, ``Project``, ``Assign``; randomization's
@@ -17,7 +19,7 @@ session serves them (party/ring.py, party/sums.py, party/union.py).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn, Protocol
 
@@ -28,6 +30,7 @@ from cryptography import x509
 from fedanon.crypto.identity import Identity
 from fedanon.crypto.idle_keys import IdleKeyWorkers
 from fedanon.party.config import PartyConfig
+from fedanon.party.policy import JobRequest
 from fedanon.party.session_base import SessionBase
 from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
@@ -89,5 +92,6 @@ class JobHandler:
 
     kind: str  # the OpenSessionRequest job field
     session_type: type[SessionBase]
+    admission: Callable[[pb.OpenSessionRequest, Sequence[str]], JobRequest]
     open: Callable[[PartyShell, pb.OpenSessionRequest], Opened]
     steps: Mapping[str, Step] = field(default_factory=dict)

@@ -274,6 +274,7 @@ class PartyServicer(pb_grpc.PartyServicer):
             self.config.leader,
             caller,
             list(self.table.columns),
+            {kind: handler.admission for kind, handler in self.handlers.items()},
         )
         with self.lock:
             busy = self.session

@@ -10,13 +10,8 @@ from fedanon.cli.common import names, print_summary, split_list, step_progress
 from fedanon.cli.drbt import add_anonymize_drbt
 from fedanon.cli.kactus import add_anonymize_kactus
 from fedanon.cli.randomize import add_anonymize_randomize
-from fedanon.cli.reporting import (
-    add_report_options,
-    lkc_release_report,
-    seconds_text,
-    stage_html,
-    summary_rows,
-)
+from fedanon.cli.reporting import add_report_options, lkc_release_report, stage_html
+from fedanon.report.summary import seconds_text, summary_rows
 
 
 def add_lkc_options(parser: argparse.ArgumentParser) -> None:

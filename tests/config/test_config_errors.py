@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from fedanon.errors import FedanonError
-from fedanon.leader.config import LeaderJob, load_job
+from fedanon.leader.config import load_job
+from fedanon.leader.kinds.lkc import LKCLeaderJob
 from fedanon.party.config import PartyConfig
 from tests.config.configs import (
     assert_one_line_error,
@@ -342,7 +343,7 @@ def test_idle_keys_default_to_a_fixed_number_and_zero_turns_them_off(
 def test_union_chunk_mb_sets_the_bytes_per_union_message(tmp_path: Path, material: Path) -> None:
     doc = job_doc(material, tmp_path)
     job = load_job(_write(tmp_path / "job.toml", doc))
-    assert isinstance(job, LeaderJob) and job.union_chunk_bytes == 2 << 20
+    assert isinstance(job, LKCLeaderJob) and job.union_chunk_bytes == 2 << 20
     del doc["union"]["chunk_mb"]
     job = load_job(_write(tmp_path / "default.toml", doc))
-    assert isinstance(job, LeaderJob) and job.union_chunk_bytes == 4 << 20
+    assert isinstance(job, LKCLeaderJob) and job.union_chunk_bytes == 4 << 20

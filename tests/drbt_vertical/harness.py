@@ -46,10 +46,10 @@ import pandas as pd
 import pytest
 
 import fedanon.algorithms.drbt.projection
-import fedanon.party.drbt_session
+import fedanon.party.handlers.drbt_session
+from fedanon.federation.config import Hop
 from fedanon.federation.tls import TLSFiles
 from fedanon.federation.transport import make_channel, peer_name
-from fedanon.party.config import Hop
 from tests.inprocess import UnaryServerRecorder, inprocess_parties
 
 PROTOCOL_METHODS = {"OpenSession", "Ids", "Project", "Assign", "End"}
@@ -222,14 +222,14 @@ def record_projections(monkeypatch: pytest.MonkeyPatch) -> Projections:
     store = Projections()
     local = threading.local()
     original_matrix = fedanon.algorithms.drbt.projection.random_matrix
-    original_project = fedanon.party.drbt_session.DRBTSession.project
+    original_project = fedanon.party.handlers.drbt_session.DRBTSession.project
 
     def random_matrix(d: int, k: int, kind: str, rng: np.random.Generator) -> np.ndarray:
         matrix = original_matrix(d, k, kind, rng)
         local.matrices.append(matrix.copy())
         return matrix
 
-    def project(self: fedanon.party.drbt_session.DRBTSession) -> np.ndarray:
+    def project(self: fedanon.party.handlers.drbt_session.DRBTSession) -> np.ndarray:
         local.matrices = []
         block = original_project(self)
         assert len(local.matrices) <= 1, "Project drew more than one matrix"
@@ -241,7 +241,7 @@ def record_projections(monkeypatch: pytest.MonkeyPatch) -> Projections:
         return block
 
     monkeypatch.setattr(fedanon.algorithms.drbt.projection, "random_matrix", random_matrix)
-    monkeypatch.setattr(fedanon.party.drbt_session.DRBTSession, "project", project)
+    monkeypatch.setattr(fedanon.party.handlers.drbt_session.DRBTSession, "project", project)
     return store
 
 

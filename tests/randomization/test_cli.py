@@ -11,7 +11,7 @@ import pytest
 from fedanon.cli.main import main
 from fedanon.errors import FedanonError
 from fedanon.leader.config import load_job
-from fedanon.leader.randomize import RandomizeLeaderJob
+from fedanon.leader.kinds.randomize import RandomizeLeaderJob
 from tests.randomization.tables import correlated_table
 
 QIDS = "a,b,c,d"

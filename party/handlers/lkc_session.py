@@ -20,7 +20,7 @@ from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.schema import Schema
 
 
-class PartySession(RingSession):
+class LKCSession(RingSession):
     """A party's state for one LKC session."""
 
     kind = "lkc"
