@@ -28,7 +28,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import grpc
 from cryptography import x509
@@ -45,10 +44,8 @@ from fedanon.federation.chunks import split
 from fedanon.federation.keyshares import new_share, union_route
 from fedanon.leader.federation import Traffic, describe_rpc_error
 from fedanon.leader.ring_settings import RingSettings
+from fedanon.leader.session import Session
 from fedanon.protos import fedanon_v1_pb2 as pb
-
-if TYPE_CHECKING:
-    from fedanon.leader.session import Session
 
 
 @dataclass

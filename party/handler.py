@@ -21,55 +21,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NoReturn, Protocol
+from typing import Any
 
 import grpc
-import pandas as pd
-from cryptography import x509
 
-from fedanon.crypto.identity import Identity
-from fedanon.crypto.idle_keys import IdleKeyWorkers
-from fedanon.party.config import PartyConfig
 from fedanon.party.policy import JobRequest
 from fedanon.party.session_base import SessionBase
+from fedanon.party.shell import PartyShell
 from fedanon.protos import fedanon_v1_pb2 as pb
-from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
-from fedanon.taxonomy.files import TaxonomyFile
-
-ForwardStub = Callable[[], pb_grpc.PartyStub]
-
-
-class PartyShell(Protocol):
-    """The servicer as a handler sees it: the party's data and keys, failing and forwarding."""
-
-    config: PartyConfig
-    table: pd.DataFrame
-    taxonomy: TaxonomyFile | None
-    identity: Identity | None
-    ca_certificate: x509.Certificate | None
-    next_stub: ForwardStub | None
-    idle_keys: IdleKeyWorkers
-
-    def _fail(
-        self, context: grpc.ServicerContext, code: grpc.StatusCode, message: str
-    ) -> NoReturn: ...
-
-    def refuse(
-        self, context: grpc.ServicerContext, code: grpc.StatusCode, message: str
-    ) -> NoReturn: ...
-
-    def reject(
-        self,
-        context: grpc.ServicerContext,
-        exc: Exception,
-        code: grpc.StatusCode | None = None,
-        prefix: str = "",
-    ) -> NoReturn: ...
-
-    def _forward(
-        self, method: str, request: object, context: grpc.ServicerContext, what: str
-    ) -> object: ...
-
 
 #: One job-specific RPC: (shell, the open session of the handler's kind, request, context).
 Step = Callable[[PartyShell, Any, Any, grpc.ServicerContext], Any]

@@ -11,8 +11,8 @@ What the shell does for every job kind: authorization, the session slot and its 
 counting, the handshake reply (one fingerprint helper), forwarding to the next hop, ``End``,
 ``Renew`` and ``Status``. What a job kind does is its handler's (party/handlers/, dispatched by
 the ``OpenSessionRequest`` job field and, for the kind's own RPCs, by the open session's kind);
-the ring protocol's ``ShareKeys`` and ``Sum`` are party/ring.py's, with the secure-sum protocol
-(ring or pairwise) the session chose at the handshake (party/sums.py).
+the ring protocol's ``ShareKeys``, ``Sum`` and ``Union`` are party/ring.py's, with the
+secure-sum protocol (ring or pairwise) the session chose at the handshake (party/sums.py).
 
 Session lifecycle: a session holds a lease that every message of its leader renews (the leader
 also sends ``Renew`` heartbeats while it computes). A second ``OpenSession`` is refused while the
@@ -46,11 +46,11 @@ from fedanon.fingerprint import fingerprint
 from fedanon.party import ring
 from fedanon.party.config import PartyConfig
 from fedanon.party.errors import NotExpected, status_of
-from fedanon.party.handler import ForwardStub, JobHandler
+from fedanon.party.handler import JobHandler
 from fedanon.party.handlers import HANDLERS
 from fedanon.party.policy import admit, audit_served, refuse_job
 from fedanon.party.session_base import RingSession, SessionBase
-from fedanon.party.union import serve_union
+from fedanon.party.shell import ForwardStub
 from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
 from fedanon.taxonomy.files import TaxonomyFile
@@ -395,7 +395,7 @@ class PartyServicer(pb_grpc.PartyServicer):
             request,
             context,
             self.refuse,
-            lambda: serve_union(self, session, request, context),
+            lambda: ring.serve_union(self, session, request, context),
         )
 
     def End(self, request: pb.EndRequest, context: grpc.ServicerContext):

@@ -34,10 +34,11 @@ from fedanon.leader.config import load_job
 from fedanon.leader.kind import JobFile, LeaderKind, PhaseTimer, Progress, Report, Row
 from fedanon.leader.kinds import LEADER_KINDS
 from fedanon.leader.session import Session
-from fedanon.party.handler import JobHandler, Opened, PartyShell
+from fedanon.party.handler import JobHandler, Opened
 from fedanon.party.handlers import HANDLERS
 from fedanon.party.policy import JOB_KINDS, JobRequest
 from fedanon.party.session_base import SessionBase
+from fedanon.party.shell import PartyShell
 from fedanon.protos import fedanon_v1_pb2 as pb
 from tests.inprocess import UnaryServerRecorder, inprocess_parties
 

@@ -34,8 +34,9 @@ from fedanon.federation.lkc_job import lkc_job_to_proto
 from fedanon.federation.tls import TLSFiles
 from fedanon.leader.federation import FederationSource, Traffic
 from fedanon.leader.kind import JobFile, LeaderKind, PhaseTimer, Progress, Report, Row
+from fedanon.leader.ring import open_ring
 from fedanon.leader.ring_settings import RingSettings, ring_settings
-from fedanon.leader.session import Session, open_ring
+from fedanon.leader.session import Session
 from fedanon.leader.union import run_union
 from fedanon.models.lkc import check_lkc
 from fedanon.outputs import CommandOutputs

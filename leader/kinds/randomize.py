@@ -45,8 +45,9 @@ from fedanon.federation.tls import TLSFiles
 from fedanon.federation.wire import to_vector
 from fedanon.leader.federation import FederationSource, Traffic
 from fedanon.leader.kind import JobFile, LeaderKind, PhaseTimer, Progress, Report, Row
+from fedanon.leader.ring import open_ring
 from fedanon.leader.ring_settings import RingSettings, ring_settings
-from fedanon.leader.session import Session, open_ring
+from fedanon.leader.session import Session
 from fedanon.leader.union import run_union
 from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.readers.table_io import write_table

@@ -15,9 +15,10 @@ import numpy as np
 from fedanon.crypto.errors import CryptoError
 from fedanon.errors import FedanonError
 from fedanon.federation.drbt_job import fingerprint_items
-from fedanon.party.handler import JobHandler, Opened, PartyShell
+from fedanon.party.handler import JobHandler, Opened
 from fedanon.party.handlers.drbt_session import DRBTSession
 from fedanon.party.policy import drbt_request
+from fedanon.party.shell import PartyShell
 from fedanon.protos import fedanon_v1_pb2 as pb
 
 log = logging.getLogger(__name__)

@@ -10,10 +10,11 @@ import logging
 
 from fedanon.errors import FedanonError
 from fedanon.federation.lkc_job import lkc_job_from_proto
-from fedanon.party.handler import JobHandler, Opened, PartyShell
+from fedanon.party.handler import JobHandler, Opened
 from fedanon.party.handlers.lkc_session import LKCSession
 from fedanon.party.policy import lkc_request
 from fedanon.party.ring import join_ring
+from fedanon.party.shell import PartyShell
 from fedanon.protos import fedanon_v1_pb2 as pb
 
 log = logging.getLogger(__name__)

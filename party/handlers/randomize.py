@@ -12,10 +12,11 @@ import grpc
 from fedanon.crypto.errors import CryptoError
 from fedanon.errors import FedanonError
 from fedanon.federation.randomize_job import spec_from_proto
-from fedanon.party.handler import JobHandler, Opened, PartyShell
+from fedanon.party.handler import JobHandler, Opened
 from fedanon.party.handlers.randomize_session import RandomizeSession
 from fedanon.party.policy import randomize_request
 from fedanon.party.ring import join_ring
+from fedanon.party.shell import PartyShell
 from fedanon.protos import fedanon_v1_pb2 as pb
 
 
