@@ -343,7 +343,7 @@ def main() -> int:
     )
     counter = WireCounter()
     # The leader's Session creates channels here; the benchmark counts their bytes.
-    fedanon.leader.session.make_channel = counter.factory()  # type: ignore[assignment]
+    fedanon.leader.session.make_channel = counter.factory()  # type: ignore[assignment,attr-defined]
     results: list[dict[str, Any]] = []
     central = None
     with tempfile.TemporaryDirectory(prefix="bench-drbt-") as tmp:

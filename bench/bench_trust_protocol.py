@@ -29,6 +29,7 @@ from machine_info import describe
 from measure import best_cpu_seconds, markdown_table
 
 import fedanon.leader.kinds.lkc
+import fedanon.leader.session
 import fedanon.leader.union
 from fedanon.algorithms.tds.engine import StepInfo
 from fedanon.crypto.sealed_total import SealedTotalChannel
@@ -85,9 +86,9 @@ def _kill_during(fed: Federation, job: LKCLeaderJob, phase: str) -> list[object]
             fed.stop(victim, signal.SIGKILL)  # returns once the process is gone
             killed.append(time.monotonic())
 
-    fan_out, ring_call = fedanon.leader.kinds.lkc.Session.fan_out, fedanon.leader.union._ring_call
+    fan_out, ring_call = fedanon.leader.session.Session.fan_out, fedanon.leader.union._ring_call
 
-    def on_collect(self: fedanon.leader.kinds.lkc.Session, name: str, call: Any) -> Any:
+    def on_collect(self: fedanon.leader.session.Session, name: str, call: Any) -> Any:
         if name == "union (collect)" and phase == "union COLLECT":
             kill()
         return fan_out(self, name, call)
@@ -102,17 +103,17 @@ def _kill_during(fed: Federation, job: LKCLeaderJob, phase: str) -> list[object]
             kill()
 
     # The benchmark swaps in killing wrappers and puts the originals back below.
-    fedanon.leader.kinds.lkc.Session.fan_out, fedanon.leader.union._ring_call = on_collect, on_strip  # type: ignore[method-assign,assignment]
+    fedanon.leader.session.Session.fan_out, fedanon.leader.union._ring_call = on_collect, on_strip  # type: ignore[method-assign,assignment]
     try:
         fedanon.leader.kinds.lkc.run_lkc(job, on_step=on_step)
         failure, took = "no failure", float("nan")
     except FedanonError as exc:
         failure, took = str(exc), time.monotonic() - killed[0]
     finally:
-        fedanon.leader.kinds.lkc.Session.fan_out, fedanon.leader.union._ring_call = (
+        fedanon.leader.session.Session.fan_out, fedanon.leader.union._ring_call = (  # type: ignore[method-assign]
             fan_out,
             ring_call,
-        )  # type: ignore[method-assign]
+        )
     fed.start(victim)
     fed.wait_ready(victim)
     began = time.monotonic()

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
-from fedanon.configschema import Table
+from fedanon.configschema import ConfigError, Table
 from fedanon.federation.config import Hop
 from fedanon.federation.tls import TLSFiles
 from fedanon.tomlconfig import resolve
@@ -61,7 +61,15 @@ class JobFile:
 
     def path(self, key: str) -> Path | None:
         """A top-level file key (``out``, ``report``, ``taxonomy``), relative to the file."""
-        return resolve(self.base, self.data[key])
+        path: Path | None = resolve(self.base, self.data[key])
+        return path
+
+    def required_path(self, key: str) -> Path:
+        """A file key the kind requires (:attr:`LeaderKind.required`, checked before loading)."""
+        path = self.path(key)
+        if path is None:
+            raise ConfigError(f"{self.where}: missing key '{key}' (a file path)")
+        return path
 
 
 @dataclass(frozen=True)

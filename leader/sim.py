@@ -125,7 +125,7 @@ class Daemon:
     address: str
     config: Path
     log: Path
-    process: subprocess.Popen | None = None
+    process: subprocess.Popen[bytes] | None = None
 
     def idle_keys_ready(self) -> bool:
         """Whether the daemon's log says its idle key pool refilled after its last union seal

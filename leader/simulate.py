@@ -54,7 +54,7 @@ def simulate(
     if not isinstance(taxonomy, str | os.PathLike):
         raise FedanonError("taxonomy: give the file's path (each party daemon reads it)")
     tax = load_taxonomy(taxonomy, data_columns=list(df.columns))
-    section: dict = {"L": L, "K": k, "C": str(C), "score": score}
+    section: dict[str, object] = {"L": L, "K": k, "C": str(C), "score": score}
     if qids is not None:
         section["qids"] = list(qids)
     if sensitive_values is not None:

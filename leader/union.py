@@ -178,7 +178,7 @@ class _Calls:
         return items, sent, received
 
 
-class PhaseDeadline(grpc.RpcError):
+class PhaseDeadline(grpc.RpcError):  # type: ignore[misc]  # grpc ships no types
     """The phase's deadline passed between two of its calls: reported as gRPC reports a call
     that ran out of time, so it names the party the same way."""
 

@@ -98,9 +98,7 @@ class CountJob:
 
 
 def load_count(file: JobFile) -> CountJob:
-    out = file.path("out")
-    assert out is not None
-    return CountJob(file.parties, file.tls, file.data["count"]["column"], out)
+    return CountJob(file.parties, file.tls, file.data["count"]["column"], file.required_path("out"))
 
 
 def run_count(job: CountJob, progress: Progress) -> Report:

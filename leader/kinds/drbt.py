@@ -199,12 +199,10 @@ def run_drbt(
 def load_drbt_job(file: JobFile) -> DRBTLeaderJob:
     """A job.toml with a [drbt] section instead of [lkc]."""
     data, section = file.data, file.data["drbt"]
-    out = file.path("out")
-    assert out is not None  # required by the kind (KIND.required)
     return DRBTLeaderJob(
         parties=file.parties,
         tls=file.tls,
-        out=out,
+        out=file.required_path("out"),
         id_column=section["id_column"],
         matrix=section["matrix"],
         k_dims=section["k_dims"],

@@ -143,7 +143,7 @@ def spec_from_table(lkc: dict[str, Any], taxonomy: TaxonomyFile, where: str) -> 
 def load_lkc_job(file: JobFile) -> LKCLeaderJob:
     """A job.toml with an [lkc] section: the taxonomy's defaults completed by the section."""
     data = file.data
-    taxonomy = load_taxonomy(file.path("taxonomy"))
+    taxonomy = load_taxonomy(file.required_path("taxonomy"))
     lkc = {k: v for k, v in data["lkc"].items() if v is not None}
     return LKCLeaderJob(
         name=data["name"],
@@ -151,7 +151,7 @@ def load_lkc_job(file: JobFile) -> LKCLeaderJob:
         spec=spec_from_table(lkc, taxonomy, "lkc"),
         parties=file.parties,
         tls=file.tls,
-        out=file.path("out"),
+        out=file.required_path("out"),
         report=file.path("report"),
         **ring_settings(data),
     )

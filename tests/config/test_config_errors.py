@@ -141,7 +141,7 @@ def test_job_toml_sensitive_column_that_is_a_qid_is_named(tmp_path: Path, materi
 def test_drop_as_a_single_string_is_one_column(tmp_path: Path, material: Path) -> None:
     doc = _set(job_doc(material, tmp_path), "lkc.drop", "patient_id")
     job = load_job(_write(tmp_path / "job.toml", doc))
-    assert job.spec.drop == ["patient_id"]  # type: ignore[union-attr]
+    assert isinstance(job, LKCLeaderJob) and job.spec.drop == ["patient_id"]
 
 
 def test_c_accepts_percent_and_fraction_in_job_toml(tmp_path: Path, material: Path) -> None:
@@ -149,7 +149,7 @@ def test_c_accepts_percent_and_fraction_in_job_toml(tmp_path: Path, material: Pa
         job = load_job(
             _write(tmp_path / "job.toml", _set(job_doc(material, tmp_path), "lkc.C", text))
         )
-        assert str(job.spec.params.C) == "1/5"  # type: ignore[union-attr]
+        assert isinstance(job, LKCLeaderJob) and str(job.spec.params.C) == "1/5"
 
 
 def test_job_toml_with_both_lkc_and_drbt_is_refused(tmp_path: Path, material: Path) -> None:

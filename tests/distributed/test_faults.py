@@ -20,6 +20,7 @@ import grpc
 import pytest
 
 import fedanon.leader.kinds.lkc
+import fedanon.leader.union
 from fedanon.algorithms.tds.engine import StepInfo
 from fedanon.crypto.identity import create_ca, issue_identity, save_ca, save_identity
 from fedanon.errors import FedanonError
@@ -138,13 +139,13 @@ def test_party_killed_during_union_is_named(
 ) -> None:
     """The last party dies after the specialization loop: the union phase fails, named."""
     fed = hospital_federation
-    original = fedanon.leader.kinds.lkc.run_union
+    original = fedanon.leader.union.run_union
 
     def kill_then_unite(*args: Any, **kwargs: Any) -> Any:
         fed.stop(fed.daemons[2], signal.SIGKILL)
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(fedanon.leader.kinds.lkc, "run_union", kill_then_unite)
+    monkeypatch.setattr("fedanon.leader.kinds.lkc.run_union", kill_then_unite)
     out = tmp_path / "release.csv"
     try:
         with pytest.raises(PartyFailure) as failure:

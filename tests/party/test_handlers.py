@@ -15,8 +15,10 @@ import grpc
 import numpy as np
 import pandas as pd
 import pytest
+from cryptography import x509
 
 from fedanon.algorithms.randomization.jobspec import RandomizeSpec
+from fedanon.crypto.identity import Identity
 from fedanon.crypto.idle_keys import IdleKeyWorkers
 from fedanon.crypto.keyshare import ONION_UNION
 from fedanon.crypto.sealed_total import SealedTotalChannel
@@ -32,8 +34,10 @@ from fedanon.party.config import PartyConfig
 from fedanon.party.gate import PartyGate
 from fedanon.party.handlers import HANDLERS
 from fedanon.party.handlers.lkc_session import LKCSession
+from fedanon.party.shell import ForwardStub
 from fedanon.party.sums import PairwiseSum, RingSum, SumProtocol
 from fedanon.protos import fedanon_v1_pb2 as pb
+from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
 from fedanon.synth import generate_hospital, hospital_taxonomy_path
 from fedanon.taxonomy.files import TaxonomyFile
 from fedanon.taxonomy.loader import load_taxonomy
@@ -60,6 +64,10 @@ class FakeContext:
         return ""
 
 
+def _forwarded_in_process() -> pb_grpc.PartyStub:
+    raise AssertionError("the fake shell forwards through _forward, not a stub")
+
+
 class FakeShell:
     """A party's servicer as a handler sees it: config, table, keys; failing raises."""
 
@@ -71,7 +79,7 @@ class FakeShell:
         taxonomy: TaxonomyFile | None = None,
         next_hop: FakeShell | None = None,
     ) -> None:
-        self.config = PartyConfig(
+        self.config: PartyConfig = PartyConfig(
             name=name,
             listen="127.0.0.1:1",
             data=tmp_path / f"{name}.csv",
@@ -83,11 +91,12 @@ class FakeShell:
         )
         self.table = table
         self.taxonomy = taxonomy
-        self.identity = None
-        self.ca_certificate = None
+        self.identity: Identity | None = None
+        self.ca_certificate: x509.Certificate | None = None
         self.next_shell = next_hop
-        self.next_stub = (lambda: None) if next_hop else None
+        self.next_stub: ForwardStub | None = _forwarded_in_process if next_hop else None
         self.idle_keys = IdleKeyWorkers(1, 0)
+        self.max_message_bytes = 128 << 20
         self.sessions: dict[str, Any] = {}
 
     def _fail(self, context: Any, code: grpc.StatusCode, message: str) -> NoReturn:
@@ -113,12 +122,12 @@ def _open(shell: FakeShell, request: pb.OpenSessionRequest) -> Any:
     kind = request.WhichOneof("job")
     assert kind is not None
     assert HANDLERS[kind].admission(request, list(shell.table.columns)).kind == kind
-    opened = HANDLERS[kind].open(shell, request)  # type: ignore[arg-type]
+    opened = HANDLERS[kind].open(shell, request)
     shell.sessions["open"] = opened.session
     return opened
 
 
-def _request(ring_names: list[str], sum_mode: int = pb.SUM_MODE_RING, **job: Any) -> Any:
+def _request(ring_names: list[str], sum_mode: pb.SumMode = pb.SUM_MODE_RING, **job: Any) -> Any:
     request = pb.OpenSessionRequest(ring=ring_names, sum_mode=sum_mode, **job)
     request.ref.session_id = SESSION
     return request
@@ -149,7 +158,10 @@ def test_lkc_needs_a_taxonomy_and_the_configured_next_hop(
 
 @pytest.mark.parametrize(("mode", "shares"), [(pb.SUM_MODE_RING, 1), (pb.SUM_MODE_PAIRWISE, 2)])
 def test_lkc_opens_a_ring_session_with_the_keys_of_its_sum_mode(
-    tmp_path: Path, hospital: tuple[pd.DataFrame, TaxonomyFile], mode: int, shares: int
+    tmp_path: Path,
+    hospital: tuple[pd.DataFrame, TaxonomyFile],
+    mode: pb.SumMode,
+    shares: int,
 ) -> None:
     table, taxonomy = hospital
     last = FakeShell("b", table, tmp_path, taxonomy)
@@ -179,15 +191,15 @@ def test_a_ring_sum_through_two_handlers_is_the_sum_of_both_tables_statistics(
     shares = pb.ShareKeysRequest(keys=[leader_share, *keys])
     shares.ref.session_id = SESSION
     for shell in (first, last):
-        ring.share_keys(shell, shell.sessions["open"], shares, None)  # type: ignore[arg-type]
+        ring.share_keys(shell, shell.sessions["open"], shares, None)
     with pytest.raises(Refused, match="already accepted"):
-        ring.share_keys(first, first.sessions["open"], shares, None)  # type: ignore[arg-type]
+        ring.share_keys(first, first.sessions["open"], shares, None)
 
-    expected = sum(LKCSession_stats(shell) for shell in (first, last))
+    expected = LKCSession_stats(first) + LKCSession_stats(last)
     zero = pb.Vector(data=bytes(8 * expected.size), length=expected.size, dtype="<u8")
     total = pb.SumRequest(partial=zero)
     total.ref.session_id, total.ref.iteration = SESSION, 0
-    reply = ring.secure_sum(first, first.sessions["open"], total, FakeContext())  # type: ignore[arg-type]
+    reply = ring.secure_sum(first, first.sessions["open"], total, FakeContext())
     route = union_route(shares.keys, ["a", "b"], sid, None)
     channel = SealedTotalChannel.for_leader(leader_key, route[-2], sid)
     opened = channel.open(0, expected.size, reply.sealed_total)
