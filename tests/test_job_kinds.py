@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -234,3 +235,17 @@ def test_a_registered_kinds_summary_is_printed_under_its_title(
     text = capsys.readouterr().out
     assert "fedanon distributed count" in text
     assert "hospital-1, hospital-2" in text and "3" in text.split("records", 1)[1]
+
+
+def test_the_architecture_docs_daemon_section_names_files_that_exist() -> None:
+    """docs/architecture.md's picture of the daemons and its "How to add a job kind" list name
+    the modules that hold each part (the new kind's own ``foo`` files aside)."""
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "architecture.md").read_text("utf-8")
+    section = doc[doc.index("## The daemons") : doc.index("## Module mapping of issue #23")]
+    named = set(re.findall(r"\b((?:party|leader|federation|protos)/[\w/]*\.(?:py|proto))", section))
+    paths = {p for p in named if "foo" not in p}
+    root = Path(__file__).resolve().parents[1]
+    assert len(paths) >= 15 and not [p for p in sorted(paths) if not (root / p).is_file()]
+    bare = set(re.findall(r"`(\w+\.py)`", section)) - {"foo.py", "foo_session.py"}
+    daemons = {p.name for d in ("party", "leader", "federation") for p in (root / d).rglob("*.py")}
+    assert bare and bare <= daemons, bare - daemons
