@@ -1,11 +1,10 @@
 """Benchmark of distributed LKC against the centralized engine on Adult (paper setting).
 
 For each federation size (default 3, 5 and 10 parties) the table is split at random, real party
-daemons are started on loopback with mutual TLS (``fedanon.leader.sim.federation``), and one session
-runs through the leader (``fedanon.leader.run.run_job``). Every distributed release is compared
-with the
-centralized one (multiset of rows and final cut) before any number is printed, so a fast but
-wrong run cannot produce a result.
+daemons are started on loopback with mutual TLS (``fedanon.leader.sim.federation``), and one
+session runs through the leader (``fedanon.leader.kinds.lkc.run_lkc``). Every distributed release
+is compared with the centralized one (multiset of rows and final cut) before any number is
+printed, so a fast but wrong run cannot produce a result.
 
 Phases compared (wall time; daemon start-up is reported but excluded from the totals):
 
@@ -51,8 +50,7 @@ from machine_info import describe
 from fedanon.algorithms.tds.api import anonymize_lkc, build_schema
 from fedanon.algorithms.tds.jobspec import LKCJobSpec
 from fedanon.crypto.parallel import Parallelism
-from fedanon.leader.config import spec_from_table
-from fedanon.leader.run import run_job
+from fedanon.leader.kinds.lkc import run_lkc, spec_from_table
 from fedanon.leader.sim import federation, split_table
 from fedanon.readers.datadir import data_dir
 from fedanon.readers.table_io import write_table
@@ -205,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
                         rpc_seconds=args.rpc_seconds,
                         union_parallelism=union,
                     )
-                    report = run_job(job)
+                    report = run_lkc(job)
                     released = pd.read_csv(out, dtype=str, keep_default_na=False)
                     if (
                         rows(released) != reference_rows

@@ -3,10 +3,10 @@
 For each data set and number of parties (default 1..4) the table is split by columns into
 contiguous near-equal blocks (``fedanon.leader.sim.split_columns``), one ``fedanon party serve``
 process per block is started on loopback with mutual TLS (``fedanon.leader.sim.federation``;
-start-up
-is reported but excluded), and ``--trials`` sessions run through the leader
-(``fedanon.leader.drbt.run_drbt``, the code path of ``fedanon sim drbt``), each with fresh secret
-matrices at the parties, ``send_assignment`` on and the leader's K-means at K = 3 (10 restarts).
+start-up is reported but excluded), and ``--trials`` sessions run through the leader
+(``fedanon.leader.kinds.drbt.run_drbt``, the code path of ``fedanon sim drbt``), each with fresh
+secret matrices at the parties, ``send_assignment`` on and the leader's K-means at K = 3 (10
+restarts).
 
 Measured per session (means over the trials):
 
@@ -63,7 +63,7 @@ from fedanon.algorithms.drbt.projection import zscore
 from fedanon.algorithms.drbt.protocol import f_measure_trials
 from fedanon.federation.tls import TLSFiles
 from fedanon.federation.transport import make_channel
-from fedanon.leader.drbt import DRBTLeaderJob, run_drbt
+from fedanon.leader.kinds.drbt import DRBTLeaderJob, run_drbt
 from fedanon.leader.sim import federation, split_columns
 
 PHASES = ("handshake", "projection", "clustering", "rest", "total")
@@ -343,7 +343,7 @@ def main() -> int:
     )
     counter = WireCounter()
     # The leader's Session creates channels here; the benchmark counts their bytes.
-    fedanon.leader.session.make_channel = counter.factory()  # type: ignore[assignment]
+    fedanon.leader.session.make_channel = counter.factory()  # type: ignore[assignment,attr-defined]
     results: list[dict[str, Any]] = []
     central = None
     with tempfile.TemporaryDirectory(prefix="bench-drbt-") as tmp:

@@ -23,7 +23,7 @@ import grpc
 from fedanon.federation.lkc_job import lkc_job_to_proto
 from fedanon.federation.tls import TLSFiles
 from fedanon.federation.transport import make_channel
-from fedanon.leader.config import spec_from_table
+from fedanon.leader.kinds.lkc import spec_from_table
 from fedanon.leader.sim import federation, split_table
 from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc

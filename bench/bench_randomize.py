@@ -100,7 +100,7 @@ def federated(parties: int, sum_mode: str) -> None:
     from fedanon.algorithms.randomization.api import anonymize_randomize
     from fedanon.algorithms.randomization.coding import encode, observed_domain
     from fedanon.algorithms.randomization.jobspec import RandomizeSpec
-    from fedanon.leader.randomize import RandomizeLeaderJob, run_randomize
+    from fedanon.leader.kinds.randomize import RandomizeLeaderJob, run_randomize
     from fedanon.leader.sim import federation, split_table
 
     adult = _adult()

@@ -28,13 +28,14 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from machine_info import describe
 from measure import best_cpu_seconds, markdown_table
 
-import fedanon.leader.run
+import fedanon.leader.kinds.lkc
+import fedanon.leader.session
 import fedanon.leader.union
 from fedanon.algorithms.tds.engine import StepInfo
 from fedanon.crypto.sealed_total import SealedTotalChannel
 from fedanon.crypto.secure_sum import add_vector, start_round
 from fedanon.errors import FedanonError
-from fedanon.leader.config import LeaderJob, spec_from_table
+from fedanon.leader.kinds.lkc import LKCLeaderJob, spec_from_table
 from fedanon.leader.sim import Federation, federation, split_table
 from fedanon.synth import generate_hospital, hospital_taxonomy_path
 from fedanon.taxonomy.loader import load_taxonomy
@@ -75,7 +76,7 @@ def sealing() -> str:
     )
 
 
-def _kill_during(fed: Federation, job: LeaderJob, phase: str) -> list[object]:
+def _kill_during(fed: Federation, job: LKCLeaderJob, phase: str) -> list[object]:
     """Kill the last party when `phase` starts; time the failure; restart; run the next job."""
     victim = fed.daemons[2]
     killed: list[float] = []
@@ -85,9 +86,9 @@ def _kill_during(fed: Federation, job: LeaderJob, phase: str) -> list[object]:
             fed.stop(victim, signal.SIGKILL)  # returns once the process is gone
             killed.append(time.monotonic())
 
-    fan_out, ring_call = fedanon.leader.run.Session.fan_out, fedanon.leader.union._ring_call
+    fan_out, ring_call = fedanon.leader.session.Session.fan_out, fedanon.leader.union._ring_call
 
-    def on_collect(self: fedanon.leader.run.Session, name: str, call: Any) -> Any:
+    def on_collect(self: fedanon.leader.session.Session, name: str, call: Any) -> Any:
         if name == "union (collect)" and phase == "union COLLECT":
             kill()
         return fan_out(self, name, call)
@@ -102,19 +103,22 @@ def _kill_during(fed: Federation, job: LeaderJob, phase: str) -> list[object]:
             kill()
 
     # The benchmark swaps in killing wrappers and puts the originals back below.
-    fedanon.leader.run.Session.fan_out, fedanon.leader.union._ring_call = on_collect, on_strip  # type: ignore[method-assign,assignment]
+    fedanon.leader.session.Session.fan_out, fedanon.leader.union._ring_call = on_collect, on_strip  # type: ignore[method-assign,assignment]
     try:
-        fedanon.leader.run.run_job(job, on_step=on_step)
+        fedanon.leader.kinds.lkc.run_lkc(job, on_step=on_step)
         failure, took = "no failure", float("nan")
     except FedanonError as exc:
         failure, took = str(exc), time.monotonic() - killed[0]
     finally:
-        fedanon.leader.run.Session.fan_out, fedanon.leader.union._ring_call = fan_out, ring_call  # type: ignore[method-assign]
+        fedanon.leader.session.Session.fan_out, fedanon.leader.union._ring_call = (  # type: ignore[method-assign]
+            fan_out,
+            ring_call,
+        )
     fed.start(victim)
     fed.wait_ready(victim)
     began = time.monotonic()
     try:
-        fedanon.leader.run.run_job(job)
+        fedanon.leader.kinds.lkc.run_lkc(job)
         rerun = f"succeeds ({time.monotonic() - began:.1f} s)"
     except FedanonError as exc:
         rerun = f"fails: {str(exc)[:60]}"

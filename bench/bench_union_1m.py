@@ -29,8 +29,7 @@ from bench_union_modes import tree_cpu
 from machine_info import describe
 
 from fedanon.algorithms.tds.api import anonymize_lkc, build_schema
-from fedanon.leader.config import spec_from_table
-from fedanon.leader.run import run_job
+from fedanon.leader.kinds.lkc import run_lkc, spec_from_table
 from fedanon.leader.sim import federation, split_table
 from fedanon.readers.datadir import data_dir
 from fedanon.readers.table_io import write_table
@@ -97,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
                 union_seconds=3600.0,
                 union_mode=mode,
             )
-            report = run_job(job)
+            report = run_lkc(job)
             cpu = time.process_time() - cpu_began + sum(map(tree_cpu, daemons)) - daemon_cpu
             if rows(pd.read_csv(out, dtype=str, keep_default_na=False)) != reference:
                 print(f"{mode}: the release differs from the centralized one", file=sys.stderr)

@@ -41,8 +41,7 @@ import pandas as pd
 from machine_info import describe
 
 from fedanon.algorithms.tds.api import anonymize_lkc, build_schema
-from fedanon.leader.config import spec_from_table
-from fedanon.leader.run import run_job
+from fedanon.leader.kinds.lkc import run_lkc, spec_from_table
 from fedanon.leader.sim import Federation, federation, split_table
 from fedanon.readers.datadir import data_dir
 from fedanon.readers.table_io import write_table
@@ -227,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
                         out,
                         union_mode=mode,
                     )
-                    report = run_job(job)
+                    report = run_lkc(job)
                     phases[mode].append(report["seconds"])
                 wall[mode].append(time.perf_counter() - began)
                 settle(fed, args)

@@ -37,7 +37,7 @@ class RingMask:
         """Subtract the mask from the last member's payload, giving the global sum."""
         if self._mask is None:
             raise RuntimeError("this ring mask was already used; start a new round")
-        total = bytes_to_counts(payload, self.length) - self._mask
+        total: np.ndarray = bytes_to_counts(payload, self.length) - self._mask
         self._mask = None
         return total
 

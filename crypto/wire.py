@@ -71,7 +71,8 @@ def read_u64(field: bytes) -> int:
     """Inverse of `u64`, refusing fields of the wrong width."""
     if len(field) != _U64.size:
         raise WireFormatError(f"expected an 8-byte integer field, got {len(field)} bytes")
-    return _U64.unpack(field)[0]
+    value: int = _U64.unpack(field)[0]
+    return value
 
 
 def pack_frames(tag: bytes, items: Iterable[bytes]) -> bytes:

@@ -22,7 +22,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import grpc
 import numpy as np
@@ -36,10 +36,6 @@ from fedanon.errors import FedanonError
 from fedanon.federation.wire import to_instruction
 from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
-
-if TYPE_CHECKING:
-    from fedanon.leader.session import Session
-    from fedanon.leader.union import UnionKeys
 
 
 class PartyFailure(FedanonError):
@@ -76,6 +72,19 @@ class Traffic:
 FanOut = Callable[[str, Callable[[str, pb_grpc.PartyStub], Any]], dict[str, Any]]
 
 
+@dataclass(frozen=True)
+class RingCalls:
+    """What a secure-sum protocol uses of an open ring session (leader/ring.py builds it from
+    the session and its shared union keys, so that this module imports neither)."""
+
+    session_id: str
+    ring: list[str]
+    stubs: dict[str, pb_grpc.PartyStub]
+    fan_out: FanOut
+    rpc_seconds: float
+    sealed_totals: Callable[[], SealedTotalChannel]
+
+
 class SumProtocol(ABC):
     """The leader's half of one session's secure sum: a request in, the global sums out."""
 
@@ -101,14 +110,9 @@ class RingSum(SumProtocol):
         self.sealed_totals = sealed_totals
 
     @classmethod
-    def opened(cls, session: Session, keys: UnionKeys) -> RingSum:
+    def opened(cls, calls: RingCalls) -> RingSum:
         """For a session whose union keys are shared (the last party seals with them)."""
-        return cls(
-            session.ring,
-            session.stubs,
-            session.job.rpc_seconds,
-            keys.sealed_totals(session.session_id),
-        )
+        return cls(calls.ring, calls.stubs, calls.rpc_seconds, calls.sealed_totals())
 
     def total(self, request: pb.SumRequest, length: int, traffic: Traffic) -> np.ndarray:
         iteration = request.ref.iteration
@@ -140,9 +144,9 @@ class PairwiseSum(SumProtocol):
         self.aggregator = PairwiseAggregator(list(ring), bytes.fromhex(session_id))
 
     @classmethod
-    def opened(cls, session: Session, keys: UnionKeys) -> PairwiseSum:
+    def opened(cls, calls: RingCalls) -> PairwiseSum:
         """For a session whose parties drew pairwise keys at the handshake."""
-        return cls(session.ring, session.session_id, session.fan_out, session.job.rpc_seconds)
+        return cls(calls.ring, calls.session_id, calls.fan_out, calls.rpc_seconds)
 
     def total(self, request: pb.SumRequest, length: int, traffic: Traffic) -> np.ndarray:
         phase = f"secure sum (pairwise), iteration {request.ref.iteration}"
@@ -162,7 +166,7 @@ class PairwiseSum(SumProtocol):
 
 
 #: How a session makes its secure-sum protocol once its keys are shared.
-MakeSum = Callable[["Session", "UnionKeys"], SumProtocol]
+MakeSum = Callable[[RingCalls], SumProtocol]
 
 #: The job's ``sum_mode`` -> its wire value and how a session makes its protocol.
 SUM_PROTOCOLS: dict[str, tuple[pb.SumMode, MakeSum]] = {

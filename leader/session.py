@@ -2,10 +2,10 @@
 
 Open the session at every party (the handshake: fingerprints compared item by item), renew its
 lease while the leader computes, abort it everywhere on any failure (or Ctrl-C), end it. For the
-ring job kinds (LKC, randomization) :func:`open_ring` adds what every ring session needs: the
-parties' released columns agreed, the union keys shared and the secure-sum protocol chosen from
-the job's ``sum_mode``. Each job kind's leader module (leader/run.py, leader/drbt.py,
-leader/randomize.py) keeps only its own steps between the handshake and ``End``.
+ring job kinds (LKC, randomization) leader/ring.py's ``open_ring`` adds what every ring
+session needs: the parties' released columns agreed, the union keys shared and the secure-sum
+protocol chosen from the job's ``sum_mode``. Each job kind's leader module (leader/kinds/)
+keeps only its own steps between the handshake and ``End``.
 """
 
 from __future__ import annotations
@@ -16,24 +16,17 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 import grpc
 
 from fedanon.errors import FedanonError
+from fedanon.federation.config import Hop
 from fedanon.federation.protocol import handshake_items
 from fedanon.federation.tls import TLSFiles
 from fedanon.federation.transport import make_channel
 from fedanon.fingerprint import fingerprint
-from fedanon.leader.federation import (
-    SUM_PROTOCOLS,
-    PartyFailure,
-    SumProtocol,
-    describe_rpc_error,
-)
-from fedanon.leader.union import UnionKeys
-from fedanon.party.config import Hop
+from fedanon.leader.federation import PartyFailure, describe_rpc_error
 from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
 
@@ -57,32 +50,6 @@ class SessionJob(Protocol):
     def name(self) -> str: ...
     @property
     def rpc_seconds(self) -> float: ...
-
-
-def check_ring_job(
-    parties: Sequence[Hop],
-    sum_mode: str,
-    allow_two_parties: bool,
-    union_pad_to: int,
-    two_learn: str,
-) -> None:
-    """Refuse a ring job the protocol cannot run safely, whatever its kind: an unknown sum
-    mode, a party listed twice, fewer than two parties, or two parties unless the job accepts
-    that each learns `two_learn` (what the other's share of the global result is)."""
-    if sum_mode not in SUM_PROTOCOLS:
-        raise FedanonError(f"sum_mode '{sum_mode}' unknown (choose ring or pairwise)")
-    names = [p.name for p in parties]
-    if len(set(names)) != len(names):
-        raise FedanonError("a party is listed twice in the ring")
-    if len(names) < 2:
-        raise FedanonError("a federation needs at least two parties")
-    if len(names) < 3 and not allow_two_parties:
-        raise FedanonError(
-            f"only two parties: each would learn {two_learn}; "
-            "set allow_two_parties = true (or --allow-two-parties) to accept that"
-        )
-    if union_pad_to < 0:
-        raise FedanonError(f"[union] pad_to must be 0 (no padding) or more, got {union_pad_to}")
 
 
 def first_difference(ours: Sequence[str], theirs: Sequence[str]) -> str:
@@ -248,38 +215,3 @@ class Session:
             channel.close()
         if self.heartbeat is not None:
             self.heartbeat.join()
-
-
-@dataclass(frozen=True)
-class RingOpened:
-    """A ring session after its handshake: replies, agreed columns, union keys, secure sum."""
-
-    replies: dict[str, pb.OpenSessionReply]
-    columns: list[str]
-    keys: UnionKeys
-    sums: SumProtocol
-
-
-def open_ring(
-    session: Session,
-    items: Sequence[str],
-    request: pb.OpenSessionRequest,
-    sum_mode: str,
-    prepare_union: bool = False,
-    pad_to: int = 0,
-) -> RingOpened:
-    """Handshake with `request` (as :meth:`Session.handshake`), agree the released columns,
-    share the union (and sum) keys, and choose the secure-sum protocol `sum_mode` names
-    ("ring" or "pairwise"). `prepare_union` (with the union's `pad_to`) asks the parties to
-    prepare a layered union's keys while the loop runs."""
-    request.sum_mode, protocol = SUM_PROTOCOLS[sum_mode]
-    opened = session.handshake(items, request)
-    columns = list(opened[session.ring[0]].columns)
-    for name in session.ring[1:]:
-        if list(opened[name].columns) != columns:
-            raise FedanonError(
-                f"handshake: party {name} has columns {list(opened[name].columns)}, "
-                f"party {session.ring[0]} has {columns}"
-            )
-    keys = UnionKeys.exchange(session, opened, prepare_union=prepare_union, pad_to=pad_to)
-    return RingOpened(opened, columns, keys, protocol(session, keys))

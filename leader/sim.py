@@ -34,11 +34,10 @@ from fedanon.algorithms.tds.jobspec import LKCJobSpec
 from fedanon.crypto.identity import create_ca, issue_identity, save_ca, save_identity
 from fedanon.crypto.parallel import Parallelism
 from fedanon.errors import FedanonError
+from fedanon.federation.config import DIE_WITH_PARENT, Hop
 from fedanon.federation.tls import TLSFiles
 from fedanon.federation.transport import make_channel
-from fedanon.leader.config import LeaderJob
-from fedanon.party.config import Hop
-from fedanon.party.daemon import DIE_WITH_PARENT
+from fedanon.leader.kinds.lkc import LKCLeaderJob
 from fedanon.taxonomy.files import TaxonomyFile
 from fedanon.text import as_text
 
@@ -127,7 +126,7 @@ class Daemon:
     address: str
     config: Path
     log: Path
-    process: subprocess.Popen | None = None
+    process: subprocess.Popen[bytes] | None = None
 
     def idle_keys_ready(self) -> bool:
         """Whether the daemon's log says its idle key pool refilled after its last union seal
@@ -159,10 +158,10 @@ class Federation:
 
     def leader_job(
         self, taxonomy: TaxonomyFile, spec: LKCJobSpec, out: Path, **options: Any
-    ) -> LeaderJob:
+    ) -> LKCLeaderJob:
         """The leader's LKC job over this federation's daemons with its TLS files: one place
         for what every simulated run (sim, demo, benches) would otherwise spell out."""
-        return LeaderJob(
+        return LKCLeaderJob(
             name="leader",
             taxonomy=taxonomy,
             spec=spec,

@@ -20,8 +20,7 @@ from fedanon.algorithms.tds.public import steward_report
 from fedanon.arguments import require_frame, require_int
 from fedanon.errors import FedanonError
 from fedanon.keywords import renamed_keywords
-from fedanon.leader.config import spec_from_table
-from fedanon.leader.run import run_job
+from fedanon.leader.kinds.lkc import run_lkc, spec_from_table
 from fedanon.leader.sim import check_job_columns, federation, split_table
 from fedanon.readers.table_io import read_table
 from fedanon.release import Release
@@ -55,7 +54,7 @@ def simulate(
     if not isinstance(taxonomy, str | os.PathLike):
         raise FedanonError("taxonomy: give the file's path (each party daemon reads it)")
     tax = load_taxonomy(taxonomy, data_columns=list(df.columns))
-    section: dict = {"L": L, "K": k, "C": str(C), "score": score}
+    section: dict[str, object] = {"L": L, "K": k, "C": str(C), "score": score}
     if qids is not None:
         section["qids"] = list(qids)
     if sensitive_values is not None:
@@ -69,7 +68,7 @@ def simulate(
         out = Path(scratch) / "release.csv"
         with federation(split_table(df, parties, split, seed), Path(taxonomy)) as fed:
             job = fed.leader_job(tax, spec, out)
-            report = run_job(job)
+            report = run_lkc(job)
         table = read_table(out).astype(object)
     schema = spec.schema(tax)
     revealed = report.get("party_records") or {}  # only where the union revealed them

@@ -28,7 +28,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import grpc
 from cryptography import x509
@@ -38,17 +37,15 @@ from fedanon.crypto.errors import CryptoError
 from fedanon.crypto.identity import Identity, load_identity_files
 from fedanon.crypto.keyshare import ONION_UNION
 from fedanon.crypto.onion_union import ChunkedOpen, UnionContext
-from fedanon.crypto.parallel import Parallelism
 from fedanon.crypto.sealed_total import SealedTotalChannel
 from fedanon.crypto.share_shuffle import ShuffleContext, open_shuffled
 from fedanon.errors import FedanonError
-from fedanon.federation.chunks import DEFAULT_CHUNK_BYTES, split
+from fedanon.federation.chunks import split
 from fedanon.federation.keyshares import new_share, union_route
 from fedanon.leader.federation import Traffic, describe_rpc_error
+from fedanon.leader.ring_settings import RingSettings
+from fedanon.leader.session import Session
 from fedanon.protos import fedanon_v1_pb2 as pb
-
-if TYPE_CHECKING:
-    from fedanon.leader.session import Session
 
 
 @dataclass
@@ -181,7 +178,7 @@ class _Calls:
         return items, sent, received
 
 
-class PhaseDeadline(grpc.RpcError):
+class PhaseDeadline(grpc.RpcError):  # type: ignore[misc]  # grpc ships no types
     """The phase's deadline passed between two of its calls: reported as gRPC reports a call
     that ran out of time, so it names the party the same way."""
 
@@ -206,28 +203,31 @@ def run_union(
     session: Session,
     keys: UnionKeys,
     traffic: Traffic,
-    rpc_seconds: float,
-    union_seconds: float,
+    settings: RingSettings,
     round_: int,
-    parallelism: Parallelism,
-    pad_to: int = 0,
-    mode: str = "layered",
     suppressed: Sequence[int] = (),
     on_phase: Callable[[str], None] | None = None,
     on_counts: Callable[[dict[str, int]], None] | None = None,
-    chunk_bytes: int = DEFAULT_CHUNK_BYTES,
 ) -> list[list[str]]:
     """Integrate the release: returns the records (as lists of column values), shuffled.
 
-    `mode` is "layered" (onion encryption, the default) or "shuffle" (secret-shared shuffle
-    among the parties). `suppressed` names the partitions of T_g whose records every party
-    releases as suppressed (record-suppression budget); the leader decided them from the secure
-    sums. `on_phase` hears a line per phase (for a progress display); it is told only what the
-    leader learns anyway: the number of sealed items, never a party's share of them.
+    The job's `settings` give the deadlines (``rpc_seconds`` per call, ``union_seconds`` per
+    phase), the mode ("layered": onion encryption, the default; "shuffle": secret-shared
+    shuffle among the parties), the padding, the worker processes and the chunk size (the bound
+    on the items of one message). `suppressed` names the partitions of T_g whose records every
+    party releases as suppressed (record-suppression budget); the leader decided them from the
+    secure sums. `on_phase` hears a line per phase (for a progress display); it is told only
+    what the leader learns anyway: the number of sealed items, never a party's share of them.
     `on_counts` hears each party's record count only when the job reveals it to the leader (no
-    `pad_to`: the batch sizes are the counts); with padding it is never called. `chunk_bytes`
-    bounds the items of one message.
+    ``union_pad_to``: the batch sizes are the counts); with padding it is never called.
     """
+    rpc_seconds, union_seconds = settings.rpc_seconds, settings.union_seconds
+    pad_to, mode, chunk_bytes = (
+        settings.union_pad_to,
+        settings.union_mode,
+        settings.union_chunk_bytes,
+    )
+    parallelism = settings.union_parallelism
     show = on_phase or (lambda _text: None)
     ref = session.ref(round_)
     show(f"union: measure: {len(session.ring)} parties measure their records")

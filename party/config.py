@@ -79,33 +79,29 @@ from fedanon.configschema import (
     check_value,
     load,
 )
-from fedanon.crypto.parallel import DEFAULT_MIN_RECORDS, Parallelism
+from fedanon.crypto.parallel import Parallelism
+from fedanon.federation.config import (
+    DAY,
+    MAX_MESSAGE_MB,
+    UNION_KEYS,
+    Hop,
+    union_parallelism,
+)
 from fedanon.federation.limits import ConnectionLimits
 from fedanon.federation.tls import TLS_SCHEMA, TLSFiles
 from fedanon.party.policy import POLICY_SCHEMA, Policy
 from fedanon.tomlconfig import resolve
 
-DAY = 86400.0
 HOUR = 3600.0
 
 #: The shortest session lease: the leader renews it every quarter lease, so a shorter one lets a
 #: single slow heartbeat end a live job (and any other leader take the party over).
 MIN_LEASE_SECONDS = 2.0
-#: The largest message gRPC can take: its sizes are signed 32-bit (2 GiB - 1 byte).
-MAX_MESSAGE_MB = 2047.0
 #: The smallest request limit: the control messages and a union message of the smallest chunk
 #: (1 KiB, job.toml [union] chunk_mb) fit with room to spare.
 MIN_MESSAGE_MB = 1.0
-#: Worker processes of one union: more than any machine's cores is a fork bomb, not a setting.
-MAX_WORKERS = 256
 #: Idle-made leader-layer keys: ~200 bytes each, so 2^20 keys hold ~210 MB.
 MAX_IDLE_KEYS = 1 << 20
-
-#: ``[union]`` keys shared by party.toml and job.toml.
-UNION_KEYS = {
-    "workers": Key(Integer(0, MAX_WORKERS), default=0),
-    "min_records": Key(Integer(1, 2**31 - 1), default=DEFAULT_MIN_RECORDS),
-}
 
 # Leader-layer keys a daemon generates while idle (crypto/idle_keys.py). A fixed number, not one
 # per record: how many keys are ready shows in how long sealing takes, and a pool sized by the
@@ -221,19 +217,6 @@ _RANGED_FIELDS = {
     "max_message_mb": ("limits", LIMITS_SCHEMA),
     "idle_keys": ("union", PARTY_UNION_SCHEMA),
 }
-
-
-@dataclass(frozen=True)
-class Hop:
-    """A peer's certificate name and address."""
-
-    name: str
-    address: str
-
-
-def union_parallelism(section: dict[str, Any]) -> Parallelism:
-    """A validated [union] section (party.toml and job.toml): the union's worker processes."""
-    return Parallelism.configured(section["workers"], section["min_records"])
 
 
 def _leader(data: dict[str, Any], where: str) -> str:

@@ -23,6 +23,7 @@ from fedanon.algorithms.tds.engines import counting_engine
 from fedanon.crypto.errors import CryptoError
 from fedanon.crypto.identity import load_identity_files
 from fedanon.errors import FedanonError
+from fedanon.federation.config import DIE_WITH_PARENT
 from fedanon.federation.transport import listen_port, make_channel, make_server
 from fedanon.party.config import PartyConfig
 from fedanon.party.gate import PartyGate
@@ -125,10 +126,6 @@ def check_next_hop(config: PartyConfig) -> bool:
                 time.sleep(0.2)
     finally:
         channel.close()
-
-
-#: Set by a simulated federation to its own pid: the daemon dies with that process.
-DIE_WITH_PARENT = "FEDANON_DIE_WITH_PARENT"
 
 
 def tie_to_parent() -> None:

@@ -64,13 +64,15 @@ class Admission(Protocol):
     ) -> NoReturn: ...
 
 
-class PartyGate(grpc.ServerInterceptor):
+class PartyGate(grpc.ServerInterceptor):  # type: ignore[misc]  # grpc ships no types
     """Authenticate, authorize and size-check every Party call before its request is parsed."""
 
     def __init__(self, servicer: Admission) -> None:
         self.servicer = servicer
 
-    def intercept_service(self, continuation: Callable, handler_call_details: Any) -> Any:
+    def intercept_service(
+        self, continuation: Callable[[Any], Any], handler_call_details: Any
+    ) -> Any:
         handler = continuation(handler_call_details)
         full_method = handler_call_details.method
         if (

@@ -5,6 +5,8 @@ keeps the lease and the byte counts, and answers ``OpenSession``. What differs b
 kinds lives in one handler each (party/handlers/), registered in the table of
 party/handlers/__init__.py under the name of its ``OpenSessionRequest`` job field:
 
+* ``admission`` reads the request for the party's policy (what the job releases, and which
+  columns raw; party/policy.py), before any session state is touched;
 * ``open`` builds the kind's session from the request (or raises ``FedanonError`` /
   ``CryptoError``, which the shell turns into a refusal) and says what the reply carries;
 * ``steps`` serves the kind's own RPCs (DRBT's ``Ids``, ``Project``, ``Assign``; randomization's
@@ -17,64 +19,16 @@ session serves them (party/ring.py, party/sums.py, party/union.py).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NoReturn, Protocol
+from typing import Any
 
 import grpc
-import pandas as pd
-from cryptography import x509
 
-from fedanon.algorithms.tds.engines.base import CountingEngine
-from fedanon.crypto.identity import Identity
-from fedanon.crypto.idle_keys import IdleKeyWorkers
-from fedanon.party.config import PartyConfig
+from fedanon.party.policy import JobRequest
 from fedanon.party.session_base import SessionBase
+from fedanon.party.shell import PartyShell
 from fedanon.protos import fedanon_v1_pb2 as pb
-from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
-from fedanon.readers.sources import TableSource
-from fedanon.taxonomy.files import TaxonomyFile
-
-ForwardStub = Callable[[], pb_grpc.PartyStub]
-
-
-class PartyShell(Protocol):
-    """The servicer as a handler sees it: the party's data and keys, failing and forwarding."""
-
-    config: PartyConfig
-    source: TableSource  # the rows: a frame, or a dataset a sharded party's workers read
-    counting: CountingEngine | None  # where LKC counting runs ([table]; None: here)
-    taxonomy: TaxonomyFile | None
-    identity: Identity | None
-    ca_certificate: x509.Certificate | None
-    next_stub: ForwardStub | None
-    idle_keys: IdleKeyWorkers
-
-    @property
-    def table(self) -> pd.DataFrame:
-        """The whole table in this process."""
-        ...
-
-    def _fail(
-        self, context: grpc.ServicerContext, code: grpc.StatusCode, message: str
-    ) -> NoReturn: ...
-
-    def refuse(
-        self, context: grpc.ServicerContext, code: grpc.StatusCode, message: str
-    ) -> NoReturn: ...
-
-    def reject(
-        self,
-        context: grpc.ServicerContext,
-        exc: Exception,
-        code: grpc.StatusCode | None = None,
-        prefix: str = "",
-    ) -> NoReturn: ...
-
-    def _forward(
-        self, method: str, request: object, context: grpc.ServicerContext, what: str
-    ) -> object: ...
-
 
 #: One job-specific RPC: (shell, the open session of the handler's kind, request, context).
 Step = Callable[[PartyShell, Any, Any, grpc.ServicerContext], Any]
@@ -97,5 +51,6 @@ class JobHandler:
 
     kind: str  # the OpenSessionRequest job field
     session_type: type[SessionBase]
+    admission: Callable[[pb.OpenSessionRequest, Sequence[str]], JobRequest]
     open: Callable[[PartyShell, pb.OpenSessionRequest], Opened]
     steps: Mapping[str, Step] = field(default_factory=dict)

@@ -6,13 +6,13 @@ handshake, before the party touches any session state, and a refusal names the p
 first rule the job breaks, e.g. ``party hospital-b refused: K=1 below its floor min_K=5``.
 The refusal reveals the rule, never data.
 
-Every job kind the daemon knows registers in :data:`JOB_KINDS` how to read its request: what
-it releases, and which of those columns leave the party raw (not generalized, projected or
-randomized); the rules that apply to a kind follow from what its request carries (L, K, C and
-QIDs for LKC; the leader, the kind and the columns for every kind). Narrowing a job (fewer
-QIDs) releases more columns raw, so a floor on L and K alone can be sidestepped: ``never_raw``
-names columns that may leave only transformed, and ``release_raw`` (strict mode) the only
-columns that may leave raw at all.
+Every job kind's handler (party/handlers/) says how to read its request (its ``admission``,
+one of the readers below for the daemon's own kinds): what it releases, and which of those
+columns leave the party raw (not generalized, projected or randomized); the rules that apply
+to a kind follow from what its request carries (L, K, C and QIDs for LKC; the leader, the
+kind and the columns for every kind). Narrowing a job (fewer QIDs) releases more columns raw,
+so a floor on L and K alone can be sidestepped: ``never_raw`` names columns that may leave only
+transformed, and ``release_raw`` (strict mode) the only columns that may leave raw at all.
 
 The same admission check refuses a handshake that is not a valid job for this party (no job,
 L or K below 1, C outside (0, 1], a negative suppression budget, no or repeated QIDs, a column
@@ -28,7 +28,7 @@ import hashlib
 import json
 import logging
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, NoReturn
@@ -188,7 +188,7 @@ def randomize_request(request: pb.OpenSessionRequest, columns: Sequence[str]) ->
     column leaves through the union (the non-QIDs raw), none when the randomized table is kept
     at the parties. L, K and C do not apply (a hospital that wants no randomization leaves the
     kind out of its job_kinds)."""
-    from fedanon.party.randomize import spec_from_proto
+    from fedanon.federation.randomize_job import spec_from_proto
 
     job = request.randomize
     spec = _valid(lambda: spec_from_proto(job))
@@ -210,12 +210,13 @@ def randomize_request(request: pb.OpenSessionRequest, columns: Sequence[str]) ->
     return JobRequest("randomize", parameters, released, raw, qids=spec.qids)
 
 
-# The job kinds this daemon can serve: the OpenSessionRequest ``job`` field name -> its reader.
-JOB_KINDS: dict[str, Callable[[pb.OpenSessionRequest, Sequence[str]], JobRequest]] = {
-    "lkc": lkc_request,
-    "drbt": drbt_request,
-    "randomize": randomize_request,
-}
+#: Reads an OpenSession request for the policy: a job kind's handler's ``admission``.
+RequestReader = Callable[[pb.OpenSessionRequest, Sequence[str]], JobRequest]
+
+#: The job kinds party.toml's ``[policy] job_kinds`` may name: the daemon's own handlers' kinds
+#: (party/handlers/__init__.py; a test checks they agree). Named here, not read from the
+#: handlers, because the configuration loads without importing the job kinds' algorithms.
+JOB_KINDS = ("lkc", "drbt", "randomize")
 
 
 @dataclass(frozen=True)
@@ -229,7 +230,7 @@ class Policy:
     never_release: tuple[str, ...] = ()
     never_raw: tuple[str, ...] = ()
     release_raw: tuple[str, ...] | None = None
-    job_kinds: tuple[str, ...] = tuple(JOB_KINDS)
+    job_kinds: tuple[str, ...] | None = None  # None: every kind the daemon has a handler for
     leader: str | None = None
     configured: bool = field(default=True, compare=False)
 
@@ -259,7 +260,7 @@ class Policy:
             f"qids={list(self.qids) if self.qids is not None else 'any'} "
             f"never_release={list(self.never_release)} never_raw={list(self.never_raw)} "
             f"release_raw={list(self.release_raw) if self.release_raw is not None else 'any'} "
-            f"job_kinds={list(self.job_kinds)} "
+            f"job_kinds={list(self.job_kinds) if self.job_kinds is not None else 'any'} "
             f"leader={self.leader or 'the configured leader'}"
         )
 
@@ -313,7 +314,7 @@ def check_job(
     allowed_leader = policy.leader or leader
     if caller is not None and allowed_leader is not None and caller != allowed_leader:
         raise refuse(f"leader '{caller}' is not its leader '{allowed_leader}'")
-    if job.kind not in policy.job_kinds:
+    if policy.job_kinds is not None and job.kind not in policy.job_kinds:
         raise refuse(f"job kind '{job.kind}' not among its job_kinds {list(policy.job_kinds)}")
     if job.L is not None and policy.min_L > job.L:
         raise refuse(f"L={job.L} below its floor min_L={policy.min_L}")
@@ -342,10 +343,13 @@ def check_job(
             )
 
 
-def read_request(request: pb.OpenSessionRequest, columns: Sequence[str]) -> JobRequest:
-    """The job of an OpenSession request; InvalidJob when it names none this daemon knows."""
+def read_request(
+    request: pb.OpenSessionRequest, columns: Sequence[str], readers: Mapping[str, RequestReader]
+) -> JobRequest:
+    """The job of an OpenSession request, read by its kind's reader (`readers`: the
+    handlers' ``admission`` by job field); InvalidJob when it names none this daemon knows."""
     kind = request.WhichOneof("job")
-    reader = JOB_KINDS.get(kind or "")
+    reader = readers.get(kind or "")
     if reader is None:
         raise InvalidJob("the handshake names no job")
     return reader(request, columns)
@@ -373,6 +377,7 @@ def admit(
     leader: str | None,
     caller: str | None,
     columns: Sequence[str],
+    readers: Mapping[str, RequestReader],
 ) -> JobRequest:
     """The handshake's gate: the job if it is valid and the policy admits it, else abort.
 
@@ -382,7 +387,7 @@ def admit(
     """
     try:
         _check_handshake(request, party)
-        job = read_request(request, columns)
+        job = read_request(request, columns, readers)
         check_job(policy, job, party, leader, caller)
     except PolicyRefusal as exc:
         invalid = isinstance(exc, InvalidJob)

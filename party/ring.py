@@ -4,23 +4,26 @@ Opening: the ring must continue at this party's configured next hop; the party d
 key and the keys its secure-sum protocol needs and hands their shares to the leader.
 ``ShareKeys``: the federation's verified shares become the union route (and, for the pairwise
 sum, the pairwise masks). ``Sum``: the session's protocol (party/sums.py) answers; a retried hop
-gets the first answer (party/replay.py). The secure set union's step is party/union.py's.
+gets the first answer (party/replay.py). ``Union``: one message of the secure set union, whose
+party role (keys, sealing, stripping, the shuffle) is party/union.py's ``UnionRole``.
 """
 
 from __future__ import annotations
 
 import logging
+from typing import cast
 
 import grpc
 
 from fedanon.crypto.errors import CryptoError
 from fedanon.crypto.keyshare import ONION_UNION
 from fedanon.errors import FedanonError
+from fedanon.federation.chunks import split
 from fedanon.federation.keyshares import new_share, union_route
 from fedanon.party.errors import NotExpected
-from fedanon.party.handler import PartyShell
 from fedanon.party.session_base import RingSession
-from fedanon.party.union import UnionRole
+from fedanon.party.shell import PartyShell
+from fedanon.party.union import UnionRole, chunk_bytes_of, measured_size, record_bytes
 from fedanon.protos import fedanon_v1_pb2 as pb
 
 log = logging.getLogger(__name__)
@@ -82,3 +85,122 @@ def secure_sum(
         shell.refuse,
         lambda: session.sums.add(shell, session, request, context),
     )
+
+
+def serve_union(
+    servicer: PartyShell,
+    session: RingSession,
+    request: pb.UnionRequest,
+    context: grpc.ServicerContext,
+) -> pb.UnionReply:
+    """One union message at this party (MEASURE, COLLECT, STRIP and forward, the shuffle mode's
+    SHARE and STEP, or FETCH), its caller authorized and the call not a replay."""
+    role = session.union
+    try:
+        session.check_ref(request.ref)
+        if request.phase == pb.UNION_PHASE_FETCH:
+            reply = pb.UnionReply(
+                items=role.fetch(request.fetch_phase, request.step, request.chunk)
+            )
+            session.bytes_sent += reply.ByteSize()
+            return reply
+        chunk_bytes = chunk_bytes_of(request, servicer.max_message_bytes)
+        items = role.inbox.receive(
+            request.phase, request.step, request.chunk, max(request.chunks, 1), list(request.items)
+        )
+        if items is None:
+            return pb.UnionReply()  # more of the input to come
+        if request.phase == pb.UNION_PHASE_MEASURE:
+            return _measure(session, request)
+        output = _output(session, request, items, chunk_bytes)
+    except (FedanonError, CryptoError, ValueError) as exc:
+        servicer.reject(context, exc, grpc.StatusCode.FAILED_PRECONDITION, "union: ")
+    chunks = split(output, chunk_bytes)
+    forwards = session.successor is not None and servicer.next_stub is not None
+    if request.phase == pb.UNION_PHASE_STRIP and forwards:
+        return _forward_strip(servicer, session, request, chunks, chunk_bytes, context)
+    role.keep_output(request.phase, request.step, chunks)
+    relayed = request.phase == pb.UNION_PHASE_STRIP  # the leader fetches it from this hop
+    first = [] if relayed or not chunks else chunks[0]
+    reply = pb.UnionReply(items=first, chunks=len(chunks))
+    session.bytes_sent += reply.ByteSize()
+    return reply
+
+
+def _records(session: RingSession, request: pb.UnionRequest) -> list[bytes]:
+    """This party's serialized records, made once per round by MEASURE, which names the
+    suppressed partitions (a later phase's list is not consulted again)."""
+    return session.union.local_records(
+        request.ref.iteration,
+        lambda: record_bytes(session.release_table(list(request.suppressed))),
+    )
+
+
+def _measure(session: RingSession, request: pb.UnionRequest) -> pb.UnionReply:
+    """The padded record size, and the record count where nothing hides it."""
+    records = _records(session, request)
+    # The count only where nothing hides it anyway (no padding): the shuffle mode's public
+    # block sizes.
+    count = len(records) if request.pad_to == 0 else 0
+    return pb.UnionReply(record_size=measured_size(records), count=count)
+
+
+def _output(
+    session: RingSession, request: pb.UnionRequest, items: list[bytes], chunk_bytes: int
+) -> list[bytes]:
+    """The items a phase produces at this party from its (reassembled) input."""
+    role = session.union
+    if request.phase == pb.UNION_PHASE_SHUFFLE_STEP:
+        return role.shuffle_step(request.step, items)
+    records = _records(session, request)
+    session_id = bytes.fromhex(session.session_id)
+    if request.phase == pb.UNION_PHASE_SHUFFLE_SHARE:
+        return role.share(
+            records,
+            session_id,
+            request.ref.iteration,
+            request.record_size,
+            tuple(request.block_sizes),
+            chunk_bytes,
+        )
+    ctx = role.context(session_id, request.ref.iteration, request.record_size)
+    if request.phase == pb.UNION_PHASE_COLLECT:
+        return role.seal(records, ctx, request.pad_to or None)
+    if request.phase != pb.UNION_PHASE_STRIP:
+        raise ValueError("unknown union phase")
+    try:
+        return role.strip(items, ctx)
+    except CryptoError as exc:  # name who handed over the batch: the culprit, not this hop
+        sender = session.predecessor or "the leader"
+        raise type(exc)(f"the batch {sender} sent: {exc}") from None
+
+
+def _forward_strip(
+    servicer: PartyShell,
+    session: RingSession,
+    request: pb.UnionRequest,
+    chunks: list[list[bytes]],
+    chunk_bytes: int,
+    context: grpc.ServicerContext,
+) -> pb.UnionReply:
+    """Hand the stripped, shuffled batch to the next hop in chunks; relay only the number of
+    chunks the last hop holds (the last chunk's reply, once the rest of the ring is done)."""
+    reply = pb.UnionReply()
+    for index, chunk in enumerate(chunks or [[]]):
+        forward = pb.UnionRequest(
+            ref=request.ref,
+            phase=request.phase,
+            items=chunk,
+            record_size=request.record_size,
+            pad_to=request.pad_to,
+            chunk=index,
+            chunks=max(len(chunks), 1),
+            chunk_bytes=chunk_bytes,
+        )
+        session.bytes_sent += forward.ByteSize()
+        what = f"union strip (chunk {index + 1} of {max(len(chunks), 1)})"
+        reply = cast(pb.UnionReply, servicer._forward("Union", forward, context, what))
+        session.bytes_received += reply.ByteSize()
+    relayed = pb.UnionReply(chunks=reply.chunks)
+    session.bytes_sent += relayed.ByteSize()
+    return relayed

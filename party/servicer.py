@@ -11,8 +11,8 @@ What the shell does for every job kind: authorization, the session slot and its 
 counting, the handshake reply (one fingerprint helper), forwarding to the next hop, ``End``,
 ``Renew`` and ``Status``. What a job kind does is its handler's (party/handlers/, dispatched by
 the ``OpenSessionRequest`` job field and, for the kind's own RPCs, by the open session's kind);
-the ring protocol's ``ShareKeys`` and ``Sum`` are party/ring.py's, with the secure-sum protocol
-(ring or pairwise) the session chose at the handshake (party/sums.py).
+the ring protocol's ``ShareKeys``, ``Sum`` and ``Union`` are party/ring.py's, with the
+secure-sum protocol (ring or pairwise) the session chose at the handshake (party/sums.py).
 
 Session lifecycle: a session holds a lease that every message of its leader renews (the leader
 also sends ``Renew`` heartbeats while it computes). A second ``OpenSession`` is refused while the
@@ -30,7 +30,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 import grpc
 import pandas as pd
@@ -46,11 +46,11 @@ from fedanon.fingerprint import fingerprint
 from fedanon.party import ring
 from fedanon.party.config import PartyConfig
 from fedanon.party.errors import NotExpected, status_of
-from fedanon.party.handler import ForwardStub, JobHandler
+from fedanon.party.handler import JobHandler
 from fedanon.party.handlers import HANDLERS
 from fedanon.party.policy import admit, audit_served, refuse_job
 from fedanon.party.session_base import RingSession, SessionBase
-from fedanon.party.union import serve_union
+from fedanon.party.shell import ForwardStub
 from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
 from fedanon.readers.sources import FrameSource, TableSource
@@ -279,7 +279,9 @@ class PartyServicer(pb_grpc.PartyServicer):
         self._fail(context, exc.code(), detail)
 
     # ------------------------------------------------------------- RPC methods
-    def OpenSession(self, request: pb.OpenSessionRequest, context: grpc.ServicerContext):
+    def OpenSession(
+        self, request: pb.OpenSessionRequest, context: grpc.ServicerContext
+    ) -> pb.OpenSessionReply:
         self._authorize(context, {self.config.leader})
         caller = peer_identity(context).name if self.secure else None
         job = admit(
@@ -289,7 +291,8 @@ class PartyServicer(pb_grpc.PartyServicer):
             self.config.name,
             self.config.leader,
             caller,
-            self.source.columns,
+            list(self.source.columns),
+            {kind: handler.admission for kind, handler in self.handlers.items()},
         )
         with self.lock:
             busy = self.session
@@ -373,31 +376,35 @@ class PartyServicer(pb_grpc.PartyServicer):
             f"session {ref.session_id[:12]} is not a {names} job",
         )
 
-    def Ids(self, request: pb.IdsRequest, context: grpc.ServicerContext):
-        return self._dispatch("Ids", request, context)
+    def Ids(self, request: pb.IdsRequest, context: grpc.ServicerContext) -> pb.IdsReply:
+        return cast(pb.IdsReply, self._dispatch("Ids", request, context))
 
-    def Project(self, request: pb.ProjectRequest, context: grpc.ServicerContext):
-        return self._dispatch("Project", request, context)
+    def Project(self, request: pb.ProjectRequest, context: grpc.ServicerContext) -> pb.ProjectReply:
+        return cast(pb.ProjectReply, self._dispatch("Project", request, context))
 
-    def Assign(self, request: pb.AssignRequest, context: grpc.ServicerContext):
-        return self._dispatch("Assign", request, context)
+    def Assign(self, request: pb.AssignRequest, context: grpc.ServicerContext) -> pb.AssignReply:
+        return cast(pb.AssignReply, self._dispatch("Assign", request, context))
 
-    def Randomize(self, request: pb.RandomizeRequest, context: grpc.ServicerContext):
-        return self._dispatch("Randomize", request, context)
+    def Randomize(
+        self, request: pb.RandomizeRequest, context: grpc.ServicerContext
+    ) -> pb.RandomizeReply:
+        return cast(pb.RandomizeReply, self._dispatch("Randomize", request, context))
 
-    def ShareKeys(self, request: pb.ShareKeysRequest, context: grpc.ServicerContext):
+    def ShareKeys(
+        self, request: pb.ShareKeysRequest, context: grpc.ServicerContext
+    ) -> pb.ShareKeysReply:
         self._authorize(context, {self.config.leader})
         session = self._ring(context, request.ref)
         session.touch()
         return ring.share_keys(self, session, request, context)
 
-    def Sum(self, request: pb.SumRequest, context: grpc.ServicerContext):
+    def Sum(self, request: pb.SumRequest, context: grpc.ServicerContext) -> pb.SumReply:
         session = self._ring(context, request.ref)
         self._authorize(context, session.sums.callers(session.predecessor, self.config.leader))
         session.touch()
         return ring.secure_sum(self, session, request, context)
 
-    def Union(self, request: pb.UnionRequest, context: grpc.ServicerContext):
+    def Union(self, request: pb.UnionRequest, context: grpc.ServicerContext) -> pb.UnionReply:
         session = self._ring(context, request.ref)
         from_leader = request.phase != pb.UNION_PHASE_STRIP or session.predecessor is None
         self._authorize(context, {self.config.leader} if from_leader else {session.predecessor})
@@ -410,10 +417,10 @@ class PartyServicer(pb_grpc.PartyServicer):
             request,
             context,
             self.refuse,
-            lambda: serve_union(self, session, request, context),
+            lambda: ring.serve_union(self, session, request, context),
         )
 
-    def End(self, request: pb.EndRequest, context: grpc.ServicerContext):
+    def End(self, request: pb.EndRequest, context: grpc.ServicerContext) -> pb.EndReply:
         self._authorize(context, {self.config.leader})
         with self.lock:
             session = self.session
@@ -429,14 +436,14 @@ class PartyServicer(pb_grpc.PartyServicer):
                 log.info("session %s ended", session.session_id[:12])
             return pb.EndReply(bytes_sent=session.bytes_sent, bytes_received=session.bytes_received)
 
-    def Renew(self, request: pb.RenewRequest, context: grpc.ServicerContext):
+    def Renew(self, request: pb.RenewRequest, context: grpc.ServicerContext) -> pb.RenewReply:
         """The leader's heartbeat: renew the session's lease while the leader computes."""
         self._authorize(context, {self.config.leader})
         session = self._current(context, request.ref)
         session.touch()
         return pb.RenewReply(lease_seconds=self.config.lease_seconds)
 
-    def Status(self, request: pb.StatusRequest, context: grpc.ServicerContext):
+    def Status(self, request: pb.StatusRequest, context: grpc.ServicerContext) -> pb.StatusReply:
         # The leader and this party's own operator (`fedanon party status` uses the party's
         # certificate); another hospital has no business knowing our session or last error.
         self._authorize(context, {self.config.leader, self.config.name})

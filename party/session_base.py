@@ -7,7 +7,8 @@ set union around the ring: LKC and randomization) also know their ring position,
 keys and the secure-sum protocol chosen at the handshake.
 
 Nothing here imports an algorithm: the servicer shell works with these types only, and each job
-kind's session (party/session.py, party/drbt_session.py, party/randomize.py) extends them.
+kind's session (party/handlers/lkc_session.py, drbt_session.py, randomize_session.py) extends
+them.
 """
 
 from __future__ import annotations

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, cast
+from typing import Protocol, cast
 
 import grpc
+import numpy as np
 from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
@@ -33,11 +34,26 @@ from fedanon.errors import FedanonError
 from fedanon.federation.keyshares import new_share, verified_peers
 from fedanon.federation.wire import from_vector
 from fedanon.party.errors import NotExpected, ProtocolError
+from fedanon.party.shell import PartyShell
+from fedanon.party.union import UnionRole
 from fedanon.protos import fedanon_v1_pb2 as pb
 
-if TYPE_CHECKING:
-    from fedanon.party.handler import PartyShell
-    from fedanon.party.session_base import RingSession
+
+class RingSession(Protocol):
+    """What a secure-sum protocol uses of the ring session it serves (party/session_base.py's
+    ``RingSession``, which holds the protocol: a protocol here, not that class, so that neither
+    module imports the other)."""
+
+    session_id: str
+    ring: list[str]
+    union: UnionRole
+    bytes_sent: int
+    bytes_received: int
+
+    @property
+    def successor(self) -> str | None: ...
+
+    def contribution(self, request: pb.SumRequest) -> np.ndarray: ...
 
 
 class SumProtocol(ABC):

@@ -22,30 +22,22 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, cast
 
-import grpc
 import numpy as np
 import pandas as pd
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
-from fedanon.crypto.errors import CryptoError
 from fedanon.crypto.idle_keys import IdleKeyWorkers
 from fedanon.crypto.onion_union import UnionContext, peel_layer, seal_records
 from fedanon.crypto.parallel import Parallelism
 from fedanon.crypto.prepared_keys import PreparedLeaderKeys
 from fedanon.crypto.sealed_total import SealedTotalChannel
 from fedanon.crypto.share_shuffle import PairKeys, ShuffleContext, ShuffleParty
-from fedanon.errors import FedanonError
-from fedanon.federation.chunks import DEFAULT_CHUNK_BYTES, MIN_CHUNK_BYTES, split
+from fedanon.federation.chunks import DEFAULT_CHUNK_BYTES, MIN_CHUNK_BYTES
 from fedanon.party.errors import NotExpected
 from fedanon.protos import fedanon_v1_pb2 as pb
 
 log = logging.getLogger(__name__)
-
-if TYPE_CHECKING:
-    from fedanon.party.servicer import PartyServicer
-    from fedanon.party.session_base import RingSession
 
 # Bound on the chunks of one phase's input: with `chunk_bytes` per chunk, far above any
 # release, and it keeps a wrong count from holding the party's memory open-ended.
@@ -256,122 +248,3 @@ def chunk_bytes_of(request: pb.UnionRequest, max_message_bytes: int) -> int:
             "(half this party's max_message_mb)"
         )
     return chunk_bytes
-
-
-def serve_union(
-    servicer: PartyServicer,
-    session: RingSession,
-    request: pb.UnionRequest,
-    context: grpc.ServicerContext,
-) -> pb.UnionReply:
-    """One union message at this party (MEASURE, COLLECT, STRIP and forward, the shuffle mode's
-    SHARE and STEP, or FETCH), its caller authorized and the call not a replay."""
-    role = session.union
-    try:
-        session.check_ref(request.ref)
-        if request.phase == pb.UNION_PHASE_FETCH:
-            reply = pb.UnionReply(
-                items=role.fetch(request.fetch_phase, request.step, request.chunk)
-            )
-            session.bytes_sent += reply.ByteSize()
-            return reply
-        chunk_bytes = chunk_bytes_of(request, servicer.max_message_bytes)
-        items = role.inbox.receive(
-            request.phase, request.step, request.chunk, max(request.chunks, 1), list(request.items)
-        )
-        if items is None:
-            return pb.UnionReply()  # more of the input to come
-        if request.phase == pb.UNION_PHASE_MEASURE:
-            return _measure(session, request)
-        output = _output(session, request, items, chunk_bytes)
-    except (FedanonError, CryptoError, ValueError) as exc:
-        servicer.reject(context, exc, grpc.StatusCode.FAILED_PRECONDITION, "union: ")
-    chunks = split(output, chunk_bytes)
-    forwards = session.successor is not None and servicer.next_stub is not None
-    if request.phase == pb.UNION_PHASE_STRIP and forwards:
-        return _forward_strip(servicer, session, request, chunks, chunk_bytes, context)
-    role.keep_output(request.phase, request.step, chunks)
-    relayed = request.phase == pb.UNION_PHASE_STRIP  # the leader fetches it from this hop
-    first = [] if relayed or not chunks else chunks[0]
-    reply = pb.UnionReply(items=first, chunks=len(chunks))
-    session.bytes_sent += reply.ByteSize()
-    return reply
-
-
-def _records(session: RingSession, request: pb.UnionRequest) -> list[bytes]:
-    """This party's serialized records, made once per round by MEASURE, which names the
-    suppressed partitions (a later phase's list is not consulted again)."""
-    return session.union.local_records(
-        request.ref.iteration,
-        lambda: record_bytes(session.release_table(list(request.suppressed))),
-    )
-
-
-def _measure(session: RingSession, request: pb.UnionRequest) -> pb.UnionReply:
-    """The padded record size, and the record count where nothing hides it."""
-    records = _records(session, request)
-    # The count only where nothing hides it anyway (no padding): the shuffle mode's public
-    # block sizes.
-    count = len(records) if request.pad_to == 0 else 0
-    return pb.UnionReply(record_size=measured_size(records), count=count)
-
-
-def _output(
-    session: RingSession, request: pb.UnionRequest, items: list[bytes], chunk_bytes: int
-) -> list[bytes]:
-    """The items a phase produces at this party from its (reassembled) input."""
-    role = session.union
-    if request.phase == pb.UNION_PHASE_SHUFFLE_STEP:
-        return role.shuffle_step(request.step, items)
-    records = _records(session, request)
-    session_id = bytes.fromhex(session.session_id)
-    if request.phase == pb.UNION_PHASE_SHUFFLE_SHARE:
-        return role.share(
-            records,
-            session_id,
-            request.ref.iteration,
-            request.record_size,
-            tuple(request.block_sizes),
-            chunk_bytes,
-        )
-    ctx = role.context(session_id, request.ref.iteration, request.record_size)
-    if request.phase == pb.UNION_PHASE_COLLECT:
-        return role.seal(records, ctx, request.pad_to or None)
-    if request.phase != pb.UNION_PHASE_STRIP:
-        raise ValueError("unknown union phase")
-    try:
-        return role.strip(items, ctx)
-    except CryptoError as exc:  # name who handed over the batch: the culprit, not this hop
-        sender = session.predecessor or "the leader"
-        raise type(exc)(f"the batch {sender} sent: {exc}") from None
-
-
-def _forward_strip(
-    servicer: PartyServicer,
-    session: RingSession,
-    request: pb.UnionRequest,
-    chunks: list[list[bytes]],
-    chunk_bytes: int,
-    context: grpc.ServicerContext,
-) -> pb.UnionReply:
-    """Hand the stripped, shuffled batch to the next hop in chunks; relay only the number of
-    chunks the last hop holds (the last chunk's reply, once the rest of the ring is done)."""
-    reply = pb.UnionReply()
-    for index, chunk in enumerate(chunks or [[]]):
-        forward = pb.UnionRequest(
-            ref=request.ref,
-            phase=request.phase,
-            items=chunk,
-            record_size=request.record_size,
-            pad_to=request.pad_to,
-            chunk=index,
-            chunks=max(len(chunks), 1),
-            chunk_bytes=chunk_bytes,
-        )
-        session.bytes_sent += forward.ByteSize()
-        what = f"union strip (chunk {index + 1} of {max(len(chunks), 1)})"
-        reply = cast(pb.UnionReply, servicer._forward("Union", forward, context, what))
-        session.bytes_received += reply.ByteSize()
-    relayed = pb.UnionReply(chunks=reply.chunks)
-    session.bytes_sent += relayed.ByteSize()
-    return relayed

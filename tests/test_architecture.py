@@ -4,7 +4,8 @@
   generated protos, the crypto package, the federation plumbing, the party or the leader;
 - ``crypto/`` and ``protos/`` import nothing from fedanon outside themselves;
 - the federation plumbing does not reach up into the party, the leader or the CLI; the party does
-  not import the leader; nothing imports the CLI except the CLI;
+  not import the leader, nor the leader the party (what both daemons share is in federation/);
+  nothing imports the CLI except the CLI;
 - the party's servicer shell imports no algorithm (job kinds reach it through their handlers);
 - CLI modules reach gRPC, protos, federation, party and leader only lazily, inside a handler;
 - no import cycle between modules;
@@ -88,14 +89,19 @@ def _is_type_checking(node: ast.If) -> bool:
     )
 
 
-def imports_of(module: str, path: Path, known: frozenset[str], root: Path) -> list[Import]:
-    """The imports a module executes (imports under ``if TYPE_CHECKING:`` never run)."""
+def imports_of(
+    module: str, path: Path, known: frozenset[str], root: Path, type_hints: bool = False
+) -> list[Import]:
+    """The imports a module executes (imports under ``if TYPE_CHECKING:`` never run), and with
+    `type_hints` those too (a type-hint-only import still couples the two modules)."""
     rel = path.relative_to(root).as_posix()
-    return list(_imports(module, rel, path.read_text(encoding="utf-8"), known))
+    return list(_imports(module, rel, path.read_text(encoding="utf-8"), known, type_hints))
 
 
 @functools.lru_cache(maxsize=4096)
-def _imports(module: str, rel: str, source: str, known: frozenset[str]) -> tuple[Import, ...]:
+def _imports(
+    module: str, rel: str, source: str, known: frozenset[str], type_hints: bool
+) -> tuple[Import, ...]:
     """`imports_of` for one file's text (cached: the planted-import tests re-read copies)."""
     tree = ast.parse(source, filename=rel)
     is_package = rel.endswith("__init__.py")
@@ -117,7 +123,7 @@ def _imports(module: str, rel: str, source: str, known: frozenset[str]) -> tuple
 
     def visit(node: ast.AST, lazy: bool) -> None:
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.If) and _is_type_checking(child):
+            if isinstance(child, ast.If) and _is_type_checking(child) and not type_hints:
                 for stmt in child.orelse:
                     visit(stmt, lazy)
                 continue
@@ -131,10 +137,14 @@ def _imports(module: str, rel: str, source: str, known: frozenset[str]) -> tuple
     return tuple(found)
 
 
-def all_imports(root: Path) -> list[Import]:
+def all_imports(root: Path, type_hints: bool = False) -> list[Import]:
     modules = modules_of(root)
     known = frozenset(modules)
-    return [imp for name, path in modules.items() for imp in imports_of(name, path, known, root)]
+    return [
+        imp
+        for name, path in modules.items()
+        for imp in imports_of(name, path, known, root, type_hints)
+    ]
 
 
 def _top(target: str) -> str:
@@ -161,8 +171,8 @@ def violations(root: Path) -> list[str]:
             rule = "the party's servicer shell imports no algorithm (its handlers do)"
         elif source == "party" and target in {"leader", "cli"}:
             rule = "the party does not import the leader or the CLI"
-        elif source == "leader" and target == "cli":
-            rule = "the leader does not import the CLI"
+        elif source == "leader" and target in {"party", "cli"}:
+            rule = "the leader does not import the party or the CLI"
         elif (
             source == "cli"
             and not imp.lazy
@@ -177,11 +187,12 @@ def violations(root: Path) -> list[str]:
     return problems
 
 
-def cycles(root: Path) -> list[list[str]]:
-    """Strongly connected groups of two or more modules (or a module importing itself)."""
+def cycles(root: Path, type_hints: bool = False) -> list[list[str]]:
+    """Strongly connected groups of two or more modules (or a module importing itself); with
+    `type_hints`, imports under ``if TYPE_CHECKING:`` count too."""
     known = set(modules_of(root))
     graph: dict[str, set[str]] = {name: set() for name in known}
-    for imp in all_imports(root):
+    for imp in all_imports(root, type_hints):
         if imp.target in known:
             graph[imp.importer].add(imp.target)
     index: dict[str, int] = {}
@@ -277,12 +288,18 @@ def _plant(root: Path, file: str, line: str) -> None:
             "import fedanon.atomic",
             "fedanon.protos.generate -> fedanon.atomic",
         ),
-        ("federation/wire.py", "import fedanon.party.session", "federation plumbing"),
+        ("federation/wire.py", "import fedanon.party.handlers.lkc_session", "federation plumbing"),
         (
             "party/gate.py",
-            "from fedanon.leader import run",
-            "fedanon.party.gate -> fedanon.leader.run",
+            "from fedanon.leader.kinds import lkc",
+            "fedanon.party.gate -> fedanon.leader.kinds.lkc",
         ),
+        (
+            "leader/session.py",
+            "from fedanon.party import config",
+            "fedanon.leader.session -> fedanon.party.config (the leader does not import the party",
+        ),
+        ("leader/union.py", "def _later():\n    import fedanon.party.ring", "fedanon.party.ring"),
         ("fedanon/cli/check.py", "import grpc", "only inside handlers"),
         (
             "party/servicer.py",
@@ -314,6 +331,39 @@ def test_a_type_checking_import_is_not_an_import(tree_copy: Path) -> None:
         "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import grpc\n",
     )
     assert violations(tree_copy) == []
+
+
+#: Packages whose modules import each other not even for type hints (the daemons: each module's
+#: dependencies read from its imports, a type-only cycle replaced by a protocol or a move).
+NO_TYPE_HINT_CYCLES = ("fedanon.party", "fedanon.leader", "fedanon.federation")
+
+
+def _daemon_cycles(root: Path) -> list[list[str]]:
+    return [
+        group
+        for group in cycles(root, type_hints=True)
+        if any(m.startswith(NO_TYPE_HINT_CYCLES) for m in group)
+    ]
+
+
+def test_the_daemons_have_no_import_cycle_even_through_type_hints() -> None:
+    assert _daemon_cycles(REPO) == []
+
+
+def test_a_planted_type_hint_cycle_in_a_daemon_is_reported(tree_copy: Path) -> None:
+    """party/handler.py imports party/session_base.py; a type-only import back closes a cycle
+    that the executed-imports check does not see."""
+    _plant(
+        tree_copy,
+        "party/session_base.py",
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from fedanon.party import handler",
+    )
+    assert cycles(tree_copy) == []
+    found = _daemon_cycles(tree_copy)
+    assert len(found) == 1 and {"fedanon.party.handler", "fedanon.party.session_base"} <= set(
+        found[0]
+    ), found
 
 
 def test_a_planted_cycle_is_reported(tree_copy: Path) -> None:

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from fedanon.cli.common import ProgressLine, check_ring_parties, print_summary, step_progress
-from fedanon.cli.leader import progress_text
 from fedanon.errors import FedanonError
 
 DEFAULTS = {"L": 3, "K": 10, "C": "0.25"}
@@ -71,8 +70,7 @@ def _run_demo(
     and the job spec. `release_name` is where the release will be, for the report; `show`
     hears each phase, from the start-up of the daemons to the comparison."""
     from fedanon.algorithms.tds.api import anonymize_lkc, build_schema
-    from fedanon.leader.config import spec_from_table
-    from fedanon.leader.run import run_job
+    from fedanon.leader.kinds.lkc import run_lkc, spec_from_table, step_text
     from fedanon.leader.sim import federation, split_table
     from fedanon.readers.table_io import read_table
     from fedanon.schema import LKCParams
@@ -97,7 +95,7 @@ def _run_demo(
             report=scratch / "report.json",
             extra_report={"output": str(release_name)},
         )
-        report = run_job(job, on_step=lambda s: show(progress_text(s)), on_phase=show.phase)
+        report = run_lkc(job, on_step=lambda s: show(step_text(s)), on_phase=show.phase)
     show.phase("compare: the centralized release of the whole table")
     central = anonymize_lkc(
         table,

@@ -4,19 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING
 
 from fedanon.cli.common import print_summary, step_progress
-from fedanon.cli.reporting import (
-    add_report_options,
-    claim_html,
-    finish_distributed_reports,
-    seconds_text,
-    summary_rows,
-)
-
-if TYPE_CHECKING:
-    from fedanon.algorithms.tds.engine import StepInfo
+from fedanon.cli.reporting import add_report_options, claim_html, finish_distributed_reports
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -33,41 +23,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.set_defaults(handler=run_leader)
 
 
-def progress_text(step: StepInfo) -> str:
-    return (
-        f"iteration {step.iteration}: Best {step.attribute}={step.value} "
-        f"(score {step.score:.4g}), min group {step.min_group_size}, "
-        f"{step.partitions} groups"
-    )
-
-
-def summarize(report: dict, as_json: bool) -> None:
-    groups = report["groups"]
-    print_summary(
-        "fedanon distributed LKC",
-        [
-            ("parties", ", ".join(report["parties"])),
-            ("records", report["records"]),
-            ("iterations", report["iterations"]),
-            ("min group size (L-subsets)", groups["min_group_size"]),
-            *summary_rows(report["release_report"]),
-            *(
-                [("suppressed records", f"{report['suppression']['suppressed_records']:,}")]
-                if "suppression" in report
-                else []
-            ),
-            ("time", seconds_text(report["seconds"])),
-            ("output", report["output"]),
-        ],
-        report if as_json else None,
-    )
-
-
 def run_leader(args: argparse.Namespace) -> int:
+    """Load job.toml, run its kind's job, print the kind's summary: the leader's registry of
+    job kinds (fedanon.leader.kinds) says everything that differs between kinds."""
     from fedanon.federation.tls import insecure_warning
-    from fedanon.leader.config import LeaderJob, load_job
-    from fedanon.leader.drbt import DRBTLeaderJob, run_drbt
-    from fedanon.leader.run import run_job
+    from fedanon.leader.config import load_job
+    from fedanon.leader.kind import Progress
+    from fedanon.leader.kinds import LEADER_KINDS
 
     job = load_job(args.config)
     if args.insecure:
@@ -75,25 +37,13 @@ def run_leader(args: argparse.Namespace) -> int:
         job.tls = None
     elif job.tls is None:
         print(insecure_warning(f"{args.config} [tls] insecure = true"), file=sys.stderr)
-    if not isinstance(job, DRBTLeaderJob | LeaderJob):
-        from fedanon.cli.randomize import run_leader_randomize
-
-        return run_leader_randomize(job, args.json)
-    if isinstance(job, DRBTLeaderJob):
-        report = run_drbt(job)
-        rows = [
-            ("parties", ", ".join(report["parties"])),
-            ("objects", report["objects"]),
-            ("dimensions", report["dimensions"]),
-            ("cluster sizes", report["cluster_sizes"]),
-            ("seconds", report["seconds"]),
-            ("output", report["output"]),
-        ]
-        print_summary("fedanon vertical DRBT", rows, report if args.json else None)
-        return 0
-    claim_html(args, [args.config, job.out])
-    with step_progress("distributed LKC", args.quiet) as show:
-        report = run_job(job, on_step=lambda s: show(progress_text(s)), on_phase=show.phase)
-    finish_distributed_reports(args, job, report, "leader run")
-    summarize(report, args.json)
+    kind = LEADER_KINDS[job.kind]
+    if kind.steward_report:
+        claim_html(args, [args.config, job.out])
+        with step_progress(kind.title, args.quiet) as show:
+            report = kind.run(job, Progress(phase=show.phase, step=show))
+        finish_distributed_reports(args, job, report, "leader run")
+    else:
+        report = kind.run(job, Progress())
+    print_summary(f"fedanon {kind.title}", kind.summary(report), report if args.json else None)
     return 0

@@ -7,13 +7,8 @@ import argparse
 
 from fedanon.cli.choices import LKC_PRESETS, LKC_SCORES
 from fedanon.cli.common import names, print_summary, split_list, step_progress
-from fedanon.cli.reporting import (
-    add_report_options,
-    lkc_release_report,
-    seconds_text,
-    stage_html,
-    summary_rows,
-)
+from fedanon.cli.reporting import add_report_options, lkc_release_report, stage_html
+from fedanon.report.summary import seconds_text, summary_rows
 
 
 def add_lkc_options(parser: argparse.ArgumentParser) -> None:

@@ -21,6 +21,7 @@ from fedanon.cli.common import (
     step_progress,
 )
 from fedanon.errors import FedanonError
+from fedanon.report.summary import randomization_rows
 
 
 def _p_value(text: str) -> str | tuple[float, ...]:
@@ -175,17 +176,6 @@ def add_sim_randomize(methods: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=run_sim)
 
 
-def _summary_rows(report: dict[str, Any]) -> list[tuple[str, Any]]:
-    rows: list[tuple[str, Any]] = [("records", report["records"]), ("method", report["method"])]
-    if report["method"] == "enhanced":
-        rows.append(("attributes per record (k)", report["attrs"]))
-    else:
-        rows.append(("p", ", ".join(f"{x:.4f}" for x in report["p"])))
-    rows.append(("Pa", report["Pa"]))
-    rows.append(("expected changed cells", f"{report['expected_changed_cell_fraction']:.4%}"))
-    return rows
-
-
 def run_anonymize(args: argparse.Namespace) -> int:
     from fedanon.algorithms.randomization.api import anonymize_randomize
     from fedanon.outputs import CommandOutputs
@@ -202,7 +192,7 @@ def run_anonymize(args: argparse.Namespace) -> int:
         staged.table(args.out, release.table)
         if args.report:
             staged.json(args.report, report)
-    rows = _summary_rows(report)
+    rows = randomization_rows(report)
     rows += [
         ("changed cells", f"{report['changed_cell_fraction']:.4%}"),
         ("seconds", report["seconds"]),
@@ -241,7 +231,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
             from fedanon.utility.randomization_chart import plot_bias
 
             plot_bias(report, staged.path(args.chart))
-    rows = _summary_rows(report)
+    rows = randomization_rows(report)
     rows.append(("changed cells", f"{report['changed_cell_fraction']:.4%}"))
     rows += [
         (
@@ -275,22 +265,6 @@ def run_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_leader_randomize(job: Any, as_json: bool) -> int:
-    """``fedanon leader run`` with a [randomize] job.toml."""
-    from fedanon.leader.randomize import run_randomize
-
-    report = run_randomize(job)
-    rows = [
-        ("parties", ", ".join(report["parties"])),
-        ("sum mode", report["sum_mode"]),
-        *_summary_rows(report),
-        ("seconds", report["seconds"]),
-        ("output", report["output"] or "kept at the parties"),
-    ]
-    print_summary("fedanon distributed randomization", rows, report if as_json else None)
-    return 0
-
-
 def run_sim(args: argparse.Namespace) -> int:
     """Split, run the federation, and compare its plan with the centralized one on the union."""
     import numpy as np
@@ -298,7 +272,8 @@ def run_sim(args: argparse.Namespace) -> int:
     from fedanon.algorithms.randomization.api import anonymize_randomize
     from fedanon.algorithms.randomization.coding import encode, observed_domain
     from fedanon.algorithms.randomization.jobspec import RandomizeSpec
-    from fedanon.leader.randomize import RandomizeLeaderJob, run_randomize
+    from fedanon.federation.tls import insecure_warning
+    from fedanon.leader.kinds.randomize import RandomizeLeaderJob, run_randomize
     from fedanon.leader.sim import federation, split_table
     from fedanon.outputs import CommandOutputs
     from fedanon.readers.table_io import read_table
@@ -317,10 +292,7 @@ def run_sim(args: argparse.Namespace) -> int:
     if args.workdir:
         outputs.claim_directory("--workdir", args.workdir)
     if args.insecure:
-        print(
-            "fedanon: WARNING: --insecure: no TLS, no authentication; local experiments only",
-            file=sys.stderr,
-        )
+        print(insecure_warning("--insecure"), file=sys.stderr)
     table = read_table(args.data, args.delimiter)
     qids = split_list(args.qid)
     coded = encode(table, qids)
@@ -372,7 +344,7 @@ def run_sim(args: argparse.Namespace) -> int:
     rows = [
         ("parties", ", ".join(report["parties"])),
         ("sum mode", report["sum_mode"]),
-        *_summary_rows(report),
+        *randomization_rows(report),
         ("Pa of the centralized run", central.report["Pa"]),
         ("global marginals == union marginals", exact),
         ("seconds", report["seconds"]),

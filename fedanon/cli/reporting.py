@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from fedanon.cli.common import split_list
-from fedanon.report.display import count, percent, seconds
+from fedanon.report.display import count
 
 if TYPE_CHECKING:  # pandas loads lazily so that `fedanon --help` stays fast
     import pandas as pd
@@ -299,61 +299,6 @@ def write_html(args: argparse.Namespace, report: dict[str, Any]) -> None:
         outputs.claim("--html", args.html)
         with outputs.writing() as staged:
             stage_html(staged, args, report)
-
-
-def summary_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
-    """The report's headline figures as (label, plain text) rows for the terminal summary."""
-    pr = report["risk"]["prosecutor"]
-    assessment = report.get("assessment") or {}
-    verdict = report["privacy_check"]["verdict"]
-    scope = {"holds": "holds for", "violated": "checked for"}.get(verdict)
-    rows = [
-        ("privacy check", verdict),
-        *(((scope, assessment["holds_for"]),) if assessment and scope else ()),
-        *(("WARNING", w["message"]) for w in assessment.get("warnings", [])),
-        (
-            "equivalence classes",
-            f"{count(report['equivalence_classes']['count'])} "
-            f"(smallest {count(report['equivalence_classes']['smallest'])})",
-        ),
-        ("prosecutor risk", f"highest {percent(pr['highest'])}, average {percent(pr['average'])}"),
-        (
-            f"records at risk (> {percent(pr['threshold'])})",
-            f"{count(pr['records_at_risk'])} ({percent(pr['records_at_risk_share'])})",
-        ),
-    ]
-    revealed = [p for p in report["job"]["parties"] if p["records"] is not None]
-    if revealed:
-        rows.append(
-            (
-                "records per party (revealed by the union)",
-                ", ".join(f"{p['name']} {count(p['records'])}" for p in revealed),
-            )
-        )
-    overall = report["information_loss"]["overall_ncp"]
-    if overall is not None:
-        rows.append(("information loss (NCP)", percent(overall)))
-    for m in report["max_confidence"]:
-        at_l = (
-            ""
-            if m["confidence_at_L"] is None
-            else f"{percent(m['confidence_at_L'])} knowing L QIDs, "
-        )
-        rows.append(
-            (
-                f"max confidence {m['column']}={m['value']}",
-                f"{at_l}{percent(m['confidence'])} knowing all QIDs",
-            )
-        )
-    metric = report["utility"]["classification_metric"]
-    if metric is not None:
-        rows.append(("records off their class's majority", percent(metric)))
-    return rows
-
-
-def seconds_text(timings: dict[str, float]) -> str:
-    """``{'encode': 0.01, 'anonymize': 1.2}`` -> ``encode 0.01 s, anonymize 1.20 s``."""
-    return ", ".join(f"{name} {seconds(value)}" for name, value in timings.items())
 
 
 # Labels of `evaluate lkc`'s figures; CE, BE, UE, cost and benefit are already in percent.

@@ -17,7 +17,6 @@ from fedanon.cli.common import (
     split_list,
     step_progress,
 )
-from fedanon.cli.leader import progress_text, summarize
 from fedanon.cli.lkc import add_lkc_options
 from fedanon.cli.randomize import add_sim_randomize
 from fedanon.cli.reporting import add_report_options, finish_distributed_reports
@@ -162,8 +161,8 @@ def lkc_section(args: argparse.Namespace) -> dict:
 
 def run_sim_lkc(args: argparse.Namespace) -> int:
     from fedanon.algorithms.tds.api import refuse_dropping_job_columns
-    from fedanon.leader.config import spec_from_table
-    from fedanon.leader.run import run_job
+    from fedanon.federation.tls import insecure_warning
+    from fedanon.leader.kinds.lkc import lkc_summary, run_lkc, spec_from_table, step_text
     from fedanon.leader.sim import check_job_columns, federation, split_table
     from fedanon.outputs import CommandOutputs
     from fedanon.readers.table_io import read_table
@@ -180,10 +179,7 @@ def run_sim_lkc(args: argparse.Namespace) -> int:
     if args.workdir:
         outputs.claim_directory("--workdir", args.workdir)
     if args.insecure:
-        print(
-            "fedanon: WARNING: --insecure: no TLS, no authentication; local experiments only",
-            file=sys.stderr,
-        )
+        print(insecure_warning("--insecure"), file=sys.stderr)
     table = read_table(args.data, args.delimiter)
     taxonomy = load_taxonomy(args.taxonomy, data_columns=list(table.columns))
     spec = spec_from_table(lkc_section(args), taxonomy, "options")
@@ -212,9 +208,9 @@ def run_sim_lkc(args: argparse.Namespace) -> int:
             union_pad_to=args.pad_to,
             union_mode=args.union_mode,
         )
-        report = run_job(job, on_step=lambda s: show(progress_text(s)), on_phase=show.phase)
+        report = run_lkc(job, on_step=lambda s: show(step_text(s)), on_phase=show.phase)
     finish_distributed_reports(args, job, report, "sim lkc")
-    summarize(report, args.json)
+    print_summary("fedanon distributed LKC", lkc_summary(report), report if args.json else None)
     return 0
 
 
@@ -225,7 +221,8 @@ def run_sim_drbt(args: argparse.Namespace) -> int:
     from fedanon.algorithms.drbt.fmeasure import overall_f_measure
     from fedanon.algorithms.drbt.kmeans import kmeans
     from fedanon.algorithms.drbt.projection import check_projection, zscore
-    from fedanon.leader.drbt import DRBTLeaderJob, run_drbt
+    from fedanon.federation.tls import insecure_warning
+    from fedanon.leader.kinds.drbt import DRBTLeaderJob, run_drbt
     from fedanon.leader.sim import federation, split_columns
     from fedanon.outputs import CommandOutputs
     from fedanon.readers.table_io import read_table, require_columns
@@ -233,10 +230,7 @@ def run_sim_drbt(args: argparse.Namespace) -> int:
 
     check_parties(args.parties, 2, "vertical DRBT needs at least 2 parties")
     if args.insecure:
-        print(
-            "fedanon: WARNING: --insecure: no TLS, no authentication; local experiments only",
-            file=sys.stderr,
-        )
+        print(insecure_warning("--insecure"), file=sys.stderr)
     outputs = CommandOutputs(inputs=[args.data])
     outputs.claim("--out", args.out)
     outputs.claim("--report", args.report)

@@ -2,7 +2,7 @@
 
 The leader agrees the common id list (``Ids``), collects every party's projected block once
 (``Project``) and may send back the cluster of every object (``Assign``), which the party writes
-to its output directory. The session is party/drbt_session.py's.
+to its output directory. The session is party/handlers/drbt_session.py's.
 """
 
 from __future__ import annotations
@@ -14,8 +14,11 @@ import numpy as np
 
 from fedanon.crypto.errors import CryptoError
 from fedanon.errors import FedanonError
-from fedanon.party.drbt_session import DRBTSession, fingerprint_items
-from fedanon.party.handler import JobHandler, Opened, PartyShell
+from fedanon.federation.drbt_job import fingerprint_items
+from fedanon.party.handler import JobHandler, Opened
+from fedanon.party.handlers.drbt_session import DRBTSession
+from fedanon.party.policy import drbt_request
+from fedanon.party.shell import PartyShell
 from fedanon.protos import fedanon_v1_pb2 as pb
 
 log = logging.getLogger(__name__)
@@ -89,5 +92,9 @@ def assign(
 
 
 HANDLER = JobHandler(
-    "drbt", DRBTSession, open_drbt, {"Ids": ids, "Project": project, "Assign": assign}
+    "drbt",
+    DRBTSession,
+    drbt_request,
+    open_drbt,
+    {"Ids": ids, "Project": project, "Assign": assign},
 )

@@ -10,9 +10,11 @@ import logging
 
 from fedanon.errors import FedanonError
 from fedanon.federation.lkc_job import lkc_job_from_proto
-from fedanon.party.handler import JobHandler, Opened, PartyShell
+from fedanon.party.handler import JobHandler, Opened
+from fedanon.party.handlers.lkc_session import LKCSession
+from fedanon.party.policy import lkc_request
 from fedanon.party.ring import join_ring
-from fedanon.party.session import PartySession
+from fedanon.party.shell import PartyShell
 from fedanon.protos import fedanon_v1_pb2 as pb
 
 log = logging.getLogger(__name__)
@@ -24,7 +26,7 @@ def open_lkc(shell: PartyShell, request: pb.OpenSessionRequest) -> Opened:
         raise FedanonError("this party has no taxonomy configured (LKC jobs need one)")
     spec = lkc_job_from_proto(request.lkc)
     schema = spec.schema(shell.taxonomy)
-    session = PartySession(
+    session = LKCSession(
         request.ref.session_id,
         spec,
         schema,
@@ -48,4 +50,4 @@ def open_lkc(shell: PartyShell, request: pb.OpenSessionRequest) -> Opened:
     )
 
 
-HANDLER = JobHandler("lkc", PartySession, open_lkc)
+HANDLER = JobHandler("lkc", LKCSession, lkc_request, open_lkc)

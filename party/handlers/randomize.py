@@ -1,7 +1,8 @@
 """The randomization job at the party: a ring session plus one step of its own, ``Randomize``.
 
 The histograms go through the ring's secure sum and the randomized rows through its secure set
-union (unless the job keeps them at the parties); the session is party/randomize.py's.
+union (unless the job keeps them at the parties); the session is
+party/handlers/randomize_session.py's.
 """
 
 from __future__ import annotations
@@ -10,9 +11,12 @@ import grpc
 
 from fedanon.crypto.errors import CryptoError
 from fedanon.errors import FedanonError
-from fedanon.party.handler import JobHandler, Opened, PartyShell
-from fedanon.party.randomize import RandomizeSession, spec_from_proto
+from fedanon.federation.randomize_job import spec_from_proto
+from fedanon.party.handler import JobHandler, Opened
+from fedanon.party.handlers.randomize_session import RandomizeSession
+from fedanon.party.policy import randomize_request
 from fedanon.party.ring import join_ring
+from fedanon.party.shell import PartyShell
 from fedanon.protos import fedanon_v1_pb2 as pb
 
 
@@ -55,4 +59,6 @@ def randomize(
     return reply
 
 
-HANDLER = JobHandler("randomize", RandomizeSession, open_randomize, {"Randomize": randomize})
+HANDLER = JobHandler(
+    "randomize", RandomizeSession, randomize_request, open_randomize, {"Randomize": randomize}
+)

@@ -9,7 +9,7 @@ from fedanon.algorithms.tds.api import PRESETS
 from fedanon.algorithms.tds.scores import SCORES
 from fedanon.cli import choices
 from fedanon.crypto.identity import ROLES
-from fedanon.leader.config import SUM_MODES
+from fedanon.leader.ring_settings import SUM_MODES
 from fedanon.utility.miner import MAX_ITEMSETS, RULE_SUPPORTS
 
 

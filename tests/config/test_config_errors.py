@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from fedanon.errors import FedanonError
-from fedanon.leader.config import LeaderJob, load_job
+from fedanon.leader.config import load_job
+from fedanon.leader.kinds.lkc import LKCLeaderJob
 from fedanon.party.config import PartyConfig
 from tests.config.configs import job_doc, make_material, party_doc, toml_text
 from tests.harness.cli import assert_one_line_error, run_cli, snapshot
@@ -133,7 +134,7 @@ def test_job_toml_sensitive_column_that_is_a_qid_is_named(tmp_path: Path, materi
 def test_drop_as_a_single_string_is_one_column(tmp_path: Path, material: Path) -> None:
     doc = _set(job_doc(material, tmp_path), "lkc.drop", "patient_id")
     job = load_job(_write(tmp_path / "job.toml", doc))
-    assert job.spec.drop == ["patient_id"]  # type: ignore[union-attr]
+    assert isinstance(job, LKCLeaderJob) and job.spec.drop == ["patient_id"]
 
 
 def test_c_accepts_percent_and_fraction_in_job_toml(tmp_path: Path, material: Path) -> None:
@@ -141,7 +142,7 @@ def test_c_accepts_percent_and_fraction_in_job_toml(tmp_path: Path, material: Pa
         job = load_job(
             _write(tmp_path / "job.toml", _set(job_doc(material, tmp_path), "lkc.C", text))
         )
-        assert str(job.spec.params.C) == "1/5"  # type: ignore[union-attr]
+        assert isinstance(job, LKCLeaderJob) and str(job.spec.params.C) == "1/5"
 
 
 def test_job_toml_with_both_lkc_and_drbt_is_refused(tmp_path: Path, material: Path) -> None:
@@ -335,7 +336,7 @@ def test_idle_keys_default_to_a_fixed_number_and_zero_turns_them_off(
 def test_union_chunk_mb_sets_the_bytes_per_union_message(tmp_path: Path, material: Path) -> None:
     doc = job_doc(material, tmp_path)
     job = load_job(_write(tmp_path / "job.toml", doc))
-    assert isinstance(job, LeaderJob) and job.union_chunk_bytes == 2 << 20
+    assert isinstance(job, LKCLeaderJob) and job.union_chunk_bytes == 2 << 20
     del doc["union"]["chunk_mb"]
     job = load_job(_write(tmp_path / "default.toml", doc))
-    assert isinstance(job, LeaderJob) and job.union_chunk_bytes == 4 << 20
+    assert isinstance(job, LKCLeaderJob) and job.union_chunk_bytes == 4 << 20

@@ -23,7 +23,8 @@ from typing import Any
 import pytest
 
 from fedanon.configschema import ConfigError
-from fedanon.leader.config import LeaderJob, load_job
+from fedanon.leader.config import load_job
+from fedanon.leader.kinds.lkc import LKCLeaderJob
 from fedanon.party.config import PartyConfig
 from tests.config.configs import (
     drbt_doc,
@@ -344,7 +345,7 @@ def test_valid_jobs_of_every_kind_load(tmp_path: Path, material: Path) -> None:
     doc = job_doc(material, tmp_path)
     doc["lkc"].update(suppress=0, qids=["age", "sex"])
     job = load_job(_write(tmp_path / "lkc.toml", doc))
-    assert isinstance(job, LeaderJob) and job.spec.qids == ["age", "sex"]
+    assert isinstance(job, LKCLeaderJob) and job.spec.qids == ["age", "sex"]
     assert job.spec.suppress == 0
 
 

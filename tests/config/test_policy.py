@@ -11,6 +11,7 @@ import pytest
 
 from fedanon.configschema import ConfigError, validate
 from fedanon.party.config import PartyConfig
+from fedanon.party.handlers import HANDLERS
 from fedanon.party.policy import (
     POLICY_SCHEMA,
     JobRequest,
@@ -24,6 +25,7 @@ from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.synth import generate_hospital
 
 COLUMNS = ["patient_id", "age", "sex", "postcode", "diagnosis"]
+READERS = {kind: handler.admission for kind, handler in HANDLERS.items()}
 
 
 def lkc(
@@ -38,7 +40,7 @@ def lkc(
         lkc=pb.LKCJob(L=L, K=K, C=C, score="infogain", qids=list(qids), drop_columns=list(drop)),
         ring=["a", "b", "c"],
     )
-    job = read_request(request, COLUMNS)
+    job = read_request(request, COLUMNS, READERS)
     assert job is not None
     return job
 
@@ -49,7 +51,7 @@ def drbt(id_column: str = "patient_id") -> JobRequest:
         drbt=pb.DRBTJob(id_column=id_column, matrix="sparse"),
         ring=["a", "b"],
     )
-    job = read_request(request, COLUMNS)
+    job = read_request(request, COLUMNS, READERS)
     assert job is not None
     return job
 
@@ -188,7 +190,7 @@ def randomize(qids: tuple[str, ...] = ("sex",), keep: bool = False) -> JobReques
         ),
         ring=["a", "b", "c"],
     )
-    return read_request(request, COLUMNS)
+    return read_request(request, COLUMNS, READERS)
 
 
 def test_empty_qids_allow_no_qid_at_all() -> None:

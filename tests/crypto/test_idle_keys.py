@@ -12,8 +12,8 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from fedanon.crypto.idle_keys import IdleKeyWorkers
+from fedanon.crypto.keyshare import X25519_KEY_BYTES
 from fedanon.crypto.onion_union import (
-    X25519_KEY_BYTES,
     UnionContext,
     open_records,
     peel_layer,

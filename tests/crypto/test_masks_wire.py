@@ -127,7 +127,7 @@ def test_a_draw_with_a_repeated_key_is_redrawn(monkeypatch: pytest.MonkeyPatch) 
     tie = np.array([5, 5, 1], dtype=np.uint64).tobytes()
     distinct = np.array([3, 1, 2], dtype=np.uint64).tobytes()
     draws = iter([tie, distinct])
-    monkeypatch.setattr(shuffle.secrets, "token_bytes", lambda n: next(draws))
+    monkeypatch.setattr("fedanon.crypto.shuffle.secrets.token_bytes", lambda n: next(draws))
     assert shuffle.secure_permutation(3).tolist() == [1, 2, 0]
     items = ["a", "b", "c"]
     draws = iter([distinct])

@@ -10,8 +10,8 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from fedanon.crypto.errors import IntegrityError
+from fedanon.crypto.keyshare import X25519_KEY_BYTES
 from fedanon.crypto.onion_union import (
-    X25519_KEY_BYTES,
     UnionContext,
     open_records,
     peel_layer,

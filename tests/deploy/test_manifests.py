@@ -252,7 +252,8 @@ def relocated_configs(tmp_path: Path) -> Path:
 
 
 def test_example_configs_load_with_fedanons_loaders(tmp_path: Path) -> None:
-    from fedanon.leader.config import LeaderJob, load_job
+    from fedanon.leader.config import load_job
+    from fedanon.leader.kinds.lkc import LKCLeaderJob
     from fedanon.party.config import PartyConfig
 
     conf = relocated_configs(tmp_path)
@@ -261,7 +262,7 @@ def test_example_configs_load_with_fedanons_loaders(tmp_path: Path) -> None:
     assert [p.name for p in job.parties] == PARTIES
     assert [p.address for p in job.parties] == [f"{p}:{PORT}" for p in PARTIES]
     assert job.tls is not None and job.tls.key.name == "tls.key"
-    assert isinstance(job, LeaderJob)
+    assert isinstance(job, LKCLeaderJob)
     assert job.out.name == "release.csv" and job.report is not None
     for i, name in enumerate(PARTIES):
         party = PartyConfig.load(conf / f"{name}.toml")
@@ -290,17 +291,18 @@ def test_config_check_rejects_broken_ring(tmp_path: Path) -> None:
 
 def test_job_union_pad_to_is_read_and_checked(tmp_path: Path) -> None:
     from fedanon.errors import FedanonError
-    from fedanon.leader.config import LeaderJob, load_job
+    from fedanon.leader.config import load_job
+    from fedanon.leader.kinds.lkc import LKCLeaderJob
 
     conf = relocated_configs(tmp_path)
     job = conf / "job.toml"
     plain = load_job(job)
-    assert isinstance(plain, LeaderJob) and plain.union_pad_to == 0  # no [union] pad_to
+    assert isinstance(plain, LKCLeaderJob) and plain.union_pad_to == 0  # no [union] pad_to
     text = job.read_text()
     assert text.count("\n[union]\n") == 1  # the leader's worker count
     job.write_text(text.replace("\n[union]\n", "\n[union]\npad_to = 5000\n"))
     padded = load_job(job)
-    assert isinstance(padded, LeaderJob) and padded.union_pad_to == 5000
+    assert isinstance(padded, LKCLeaderJob) and padded.union_pad_to == 5000
     job.write_text(text.replace("\n[union]\n", "\n[union]\npad_to = -1\n"))
     with pytest.raises(FedanonError, match=r"union\.pad_to: expected an integer in \[0,"):
         load_job(job)
@@ -681,7 +683,7 @@ def test_build_context_builds_a_wheel_with_the_cli(tmp_path: Path) -> None:
     for module in (
         "fedanon/party/daemon.py",
         "fedanon/party/handlers/lkc.py",  # a sub-package of a remapped folder
-        "fedanon/leader/run.py",
+        "fedanon/leader/kinds/lkc.py",
         "fedanon/crypto/identity.py",
         "fedanon/protos/fedanon_v1_pb2.py",
         "fedanon/federation/transport.py",

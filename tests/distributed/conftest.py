@@ -29,12 +29,11 @@ import pytest
 from fedanon.algorithms.tds.api import anonymize_lkc, build_schema
 from fedanon.algorithms.tds.engine import StepInfo
 from fedanon.algorithms.tds.jobspec import LKCJobSpec
+from fedanon.federation.config import Hop
 from fedanon.federation.tls import TLSFiles
 from fedanon.federation.transport import make_channel
-from fedanon.leader.config import LeaderJob, spec_from_table
-from fedanon.leader.run import run_job
+from fedanon.leader.kinds.lkc import LKCLeaderJob, run_lkc, spec_from_table
 from fedanon.leader.sim import Federation, federation, split_table
-from fedanon.party.config import Hop
 from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
 from fedanon.readers.datadir import data_dir
@@ -124,8 +123,8 @@ def make_job(
     spec: LKCJobSpec,
     out: Path,
     **options: Any,
-) -> LeaderJob:
-    return LeaderJob(
+) -> LKCLeaderJob:
+    return LKCLeaderJob(
         name="leader",
         taxonomy=dataset.taxonomy,
         spec=spec,
@@ -145,7 +144,7 @@ def run_distributed(
     on_step: Any = None,
     **options: Any,
 ) -> dict[str, Any]:
-    return run_job(make_job(hops, tls, dataset, spec, out, **options), on_step=on_step)
+    return run_lkc(make_job(hops, tls, dataset, spec, out, **options), on_step=on_step)
 
 
 def read_release(path: Path) -> pd.DataFrame:

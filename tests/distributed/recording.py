@@ -8,7 +8,7 @@ recorder for every view test). What is LKC-specific lives here:
   ``fedanon.leader.session.make_channel``; the test patches it with the recording factory, so
   every reply the leader receives is recorded.
 * **Ground truth** - to decide whether a message is masked, the test must know the plain values.
-  :func:`record_contributions` wraps ``PartySession.contribution`` (the party's local statistics
+  :func:`record_contributions` wraps ``LKCSession.contribution`` (the party's local statistics
   vector of an iteration) and stores a copy; that is the oracle, never a message.
 
 Patching module attributes (``fedanon.leader.session.make_channel``) instead of copying the
@@ -30,10 +30,10 @@ import pandas as pd
 import pytest
 
 import fedanon.party.daemon
-import fedanon.party.session
+import fedanon.party.handlers.lkc_session
+from fedanon.federation.config import Hop
 from fedanon.federation.tls import TLSFiles
 from fedanon.leader.sim import LEADER_NAME
-from fedanon.party.config import Hop
 from tests.harness.inprocess import inprocess_parties
 from tests.harness.wire import ServedRecorder, WireLog, recording_channel_factory
 
@@ -50,11 +50,13 @@ class Contributions:
 
 
 def record_contributions(monkeypatch: pytest.MonkeyPatch) -> Contributions:
-    """Wrap ``PartySession.contribution`` to keep a copy of every local vector it returns."""
+    """Wrap ``LKCSession.contribution`` to keep a copy of every local vector it returns."""
     store = Contributions()
-    original = fedanon.party.session.PartySession.contribution
+    original = fedanon.party.handlers.lkc_session.LKCSession.contribution
 
-    def contribution(self: fedanon.party.session.PartySession, request: Any) -> np.ndarray:
+    def contribution(
+        self: fedanon.party.handlers.lkc_session.LKCSession, request: Any
+    ) -> np.ndarray:
         iteration = int(request.ref.iteration)
         stats = original(self, request)
         with store.lock:
@@ -63,7 +65,7 @@ def record_contributions(monkeypatch: pytest.MonkeyPatch) -> Contributions:
             )
         return stats
 
-    monkeypatch.setattr(fedanon.party.session.PartySession, "contribution", contribution)
+    monkeypatch.setattr(fedanon.party.handlers.lkc_session.LKCSession, "contribution", contribution)
     return store
 
 
@@ -92,7 +94,7 @@ def recording_federation(
 
     `taxonomy_of` gives some parties (by ring index) another taxonomy file than `taxonomy`.
     The leader's recorder stays patched in until the test's ``monkeypatch`` is undone, so every
-    ``run_job`` inside the ``with`` block is recorded; servers are stopped on exit.
+    ``run_lkc`` inside the ``with`` block is recorded; servers are stopped on exit.
     """
     log = WireLog()
     contributions = record_contributions(monkeypatch)

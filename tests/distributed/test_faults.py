@@ -19,7 +19,8 @@ from typing import Any
 import grpc
 import pytest
 
-import fedanon.leader.run
+import fedanon.leader.kinds.lkc
+import fedanon.leader.union
 from fedanon.algorithms.tds.engine import StepInfo
 from fedanon.crypto.identity import create_ca, issue_identity, save_ca, save_identity
 from fedanon.errors import FedanonError
@@ -138,13 +139,13 @@ def test_party_killed_during_union_is_named(
 ) -> None:
     """The last party dies after the specialization loop: the union phase fails, named."""
     fed = hospital_federation
-    original = fedanon.leader.run.run_union
+    original = fedanon.leader.union.run_union
 
     def kill_then_unite(*args: Any, **kwargs: Any) -> Any:
         fed.stop(fed.daemons[2], signal.SIGKILL)
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(fedanon.leader.run, "run_union", kill_then_unite)
+    monkeypatch.setattr("fedanon.leader.kinds.lkc.run_union", kill_then_unite)
     out = tmp_path / "release.csv"
     try:
         with pytest.raises(PartyFailure) as failure:
@@ -328,7 +329,7 @@ def test_different_taxonomy_refused_naming_the_item(
             fed.hops, fed.leader_tls, hospital_data, hospital_data.spec(L=2, K=10, C="0.5"), out
         )
         with pytest.raises(FedanonError) as refused:
-            fedanon.leader.run.run_job(job)
+            fedanon.leader.kinds.lkc.run_lkc(job)
         message = str(refused.value)
         assert message.startswith("handshake: party hospital-2"), message
         assert "A1*" in message or "A1-district" in message, message
@@ -369,14 +370,14 @@ def test_ring_order_must_match_the_parties_configuration(
 
 def test_two_parties_need_the_explicit_override(hospital_data: Dataset, tmp_path: Path) -> None:
     """Two parties learn each other's counts from the sums: refused before any connection."""
-    from fedanon.party.config import Hop
+    from fedanon.federation.config import Hop
 
     hops = [Hop("hospital-1", "127.0.0.1:1"), Hop("hospital-2", "127.0.0.1:2")]
     job = make_job(
         hops, None, hospital_data, hospital_data.spec(L=2, K=10, C="0.5"), tmp_path / "release.csv"
     )
     with pytest.raises(FedanonError, match="two parties"):
-        fedanon.leader.run.run_job(job)
+        fedanon.leader.kinds.lkc.run_lkc(job)
     assert not (tmp_path / "release.csv").exists()
 
 

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from fedanon.leader.drbt import DRBTLeaderJob, run_drbt
 from fedanon.leader.federation import PartyFailure
+from fedanon.leader.kinds.drbt import DRBTLeaderJob, run_drbt
 from fedanon.leader.session import Session
 from fedanon.leader.sim import Federation, federation, split_columns
 from tests.distributed.conftest import status, wait_until_stopped

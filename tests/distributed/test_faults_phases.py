@@ -33,8 +33,8 @@ from fedanon.algorithms.randomization.jobspec import RandomizeSpec
 from fedanon.algorithms.tds.engine import StepInfo
 from fedanon.algorithms.tds.jobspec import LKCJobSpec
 from fedanon.leader.federation import PartyFailure
-from fedanon.leader.randomize import RandomizeLeaderJob, run_randomize
-from fedanon.leader.run import run_job
+from fedanon.leader.kinds.lkc import run_lkc
+from fedanon.leader.kinds.randomize import RandomizeLeaderJob, run_randomize
 from fedanon.leader.session import Session
 from fedanon.leader.sim import Federation
 from tests.distributed.conftest import (
@@ -300,7 +300,7 @@ def _run(
         union_seconds=UNION_SECONDS,
         union_chunk_bytes=CHUNK_BYTES,
     )
-    return run_job(job, **callbacks)
+    return run_lkc(job, **callbacks)
 
 
 # Each case waits out a phase deadline (about 17 s); [strip] runs the same phase timer as
@@ -374,7 +374,7 @@ def test_a_union_phase_ends_within_its_deadline_counted_from_its_start(
         union_chunk_bytes=CHUNK_BYTES,
     )
     with pytest.raises(PartyFailure) as failure:
-        run_job(job)
+        run_lkc(job)
     elapsed = time.monotonic() - started[0]
     assert fault.fired_at is not None, "the party never answered the phase's first message"
     message = str(failure.value)

@@ -21,7 +21,7 @@ from fedanon.algorithms.randomization.coding import observed_domain
 from fedanon.algorithms.randomization.jobspec import RandomizeSpec
 from fedanon.algorithms.tds.engine import StepInfo
 from fedanon.leader.federation import PartyFailure
-from fedanon.leader.randomize import RandomizeLeaderJob, run_randomize
+from fedanon.leader.kinds.randomize import RandomizeLeaderJob, run_randomize
 from fedanon.leader.sim import Federation
 from tests.distributed.conftest import (
     LEASE_SECONDS,

@@ -7,9 +7,10 @@ from pathlib import Path
 import pytest
 
 from fedanon.errors import FedanonError
-from fedanon.leader.config import LeaderJob, load_job
+from fedanon.federation.config import Hop
+from fedanon.leader.config import load_job
+from fedanon.leader.kinds.lkc import LKCLeaderJob
 from fedanon.leader.sim import Federation, federation, split_table
-from fedanon.party.config import Hop
 from tests.config.configs import job_doc, make_material, toml_text
 from tests.distributed.conftest import (
     Dataset,
@@ -97,12 +98,12 @@ def test_job_toml_selects_the_union_mode(tmp_path: Path, mode: str) -> None:
     default = tmp_path / "default.toml"
     default.write_text(toml_text(doc), encoding="utf-8")
     loaded = load_job(default)
-    assert isinstance(loaded, LeaderJob) and loaded.union_mode == "layered"
+    assert isinstance(loaded, LKCLeaderJob) and loaded.union_mode == "layered"
     doc["union"]["mode"] = mode
     chosen = tmp_path / "job.toml"
     chosen.write_text(toml_text(doc), encoding="utf-8")
     loaded = load_job(chosen)
-    assert isinstance(loaded, LeaderJob) and loaded.union_mode == mode
+    assert isinstance(loaded, LKCLeaderJob) and loaded.union_mode == mode
 
 
 @pytest.mark.slow

@@ -17,8 +17,8 @@ import pytest
 
 from fedanon.errors import FedanonError
 from fedanon.federation import protocol
+from fedanon.federation.config import DIE_WITH_PARENT
 from fedanon.leader.sim import Federation
-from fedanon.party.daemon import DIE_WITH_PARENT
 
 from .conftest import Dataset, run_distributed
 

@@ -40,9 +40,9 @@ import pandas as pd
 import pytest
 
 import fedanon.algorithms.drbt.projection
-import fedanon.party.drbt_session
+import fedanon.party.handlers.drbt_session
+from fedanon.federation.config import Hop
 from fedanon.federation.tls import TLSFiles
-from fedanon.party.config import Hop
 from tests.harness.inprocess import inprocess_parties
 from tests.harness.wire import Received, ServedRecorder, WireLog, recording_channel_factory
 
@@ -125,14 +125,14 @@ def record_projections(monkeypatch: pytest.MonkeyPatch) -> Projections:
     store = Projections()
     local = threading.local()
     original_matrix = fedanon.algorithms.drbt.projection.random_matrix
-    original_project = fedanon.party.drbt_session.DRBTSession.project
+    original_project = fedanon.party.handlers.drbt_session.DRBTSession.project
 
     def random_matrix(d: int, k: int, kind: str, rng: np.random.Generator) -> np.ndarray:
         matrix = original_matrix(d, k, kind, rng)
         local.matrices.append(matrix.copy())
         return matrix
 
-    def project(self: fedanon.party.drbt_session.DRBTSession) -> np.ndarray:
+    def project(self: fedanon.party.handlers.drbt_session.DRBTSession) -> np.ndarray:
         local.matrices = []
         block = original_project(self)
         assert len(local.matrices) <= 1, "Project drew more than one matrix"
@@ -144,7 +144,7 @@ def record_projections(monkeypatch: pytest.MonkeyPatch) -> Projections:
         return block
 
     monkeypatch.setattr(fedanon.algorithms.drbt.projection, "random_matrix", random_matrix)
-    monkeypatch.setattr(fedanon.party.drbt_session.DRBTSession, "project", project)
+    monkeypatch.setattr(fedanon.party.handlers.drbt_session.DRBTSession, "project", project)
     return store
 
 

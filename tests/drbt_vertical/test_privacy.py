@@ -35,7 +35,7 @@ from google.protobuf.message import Message
 
 from fedanon.algorithms.drbt.datasets import load_thesis_set
 from fedanon.federation.transport import make_channel
-from fedanon.leader.drbt import DRBTLeaderJob, run_drbt
+from fedanon.leader.kinds.drbt import DRBTLeaderJob, run_drbt
 from fedanon.leader.sim import split_columns
 from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
@@ -180,10 +180,10 @@ def test_scanner_catches_a_party_that_sends_its_zscores(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Positive control: a broken party whose 'projection' keeps k z-scored attributes."""
-    import fedanon.party.drbt_session
+    import fedanon.party.handlers.drbt_session
 
     monkeypatch.setattr(
-        fedanon.party.drbt_session,
+        fedanon.party.handlers.drbt_session,
         "project_block",
         lambda block, k, matrix, rng, rescale=False: block[:, :k].copy(),
     )
@@ -253,7 +253,7 @@ def test_parties_receive_only_ids_and_cluster_labels(
 def test_party_refuses_a_second_projection_in_one_session(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """KNOWN FAILURE (bug report: party/drbt_session.py, DRBTSession.project).
+    """KNOWN FAILURE (bug report: party/handlers/drbt_session.py, DRBTSession.project).
 
     Each Project draws a fresh R, and nothing stops a leader from asking twice: with k_i >=
     d_i / 2 two replies D R1, D R2 are together D [R1 R2], a d x 2k projection with 2k >= d -
@@ -288,7 +288,7 @@ def test_party_refuses_a_second_projection_in_one_session(
 def test_release_row_order_does_not_follow_the_id_list(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """KNOWN FAILURE (bug report: leader/drbt.py, run_drbt, release construction).
+    """KNOWN FAILURE (bug report: leader/kinds/drbt.py, run_drbt, release construction).
 
     The release replaces ids by random tokens, but writes the rows in id-list order (the
     first party's table order): whoever knows that order - the first party, or anyone when the

@@ -18,7 +18,7 @@ import pytest
 
 import fedanon.leader.sim
 from fedanon.errors import FedanonError
-from fedanon.leader.drbt import DRBTLeaderJob, run_drbt
+from fedanon.leader.kinds.drbt import DRBTLeaderJob, run_drbt
 from fedanon.leader.sim import split_columns
 from tests.drbt_vertical.checks import (
     check_assignments,

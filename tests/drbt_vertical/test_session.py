@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from fedanon.errors import FedanonError
-from fedanon.party.drbt_session import DRBTSession
+from fedanon.party.handlers.drbt_session import DRBTSession
 from fedanon.protos import fedanon_v1_pb2 as pb
 from tests.drbt_vertical.harness import (
     clustered_table,

@@ -22,7 +22,7 @@ import pandas as pd
 import pytest
 from google.protobuf.message import Message
 
-from fedanon.leader.drbt import DRBTLeaderJob, run_drbt
+from fedanon.leader.kinds.drbt import DRBTLeaderJob, run_drbt
 from fedanon.leader.sim import split_columns
 from fedanon.protos import fedanon_v1_pb2 as pb
 from tests.drbt_vertical.harness import clustered_table, inprocess_federation, protocol

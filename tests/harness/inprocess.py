@@ -25,6 +25,7 @@ import pandas as pd
 import pytest
 
 import fedanon.party.daemon
+from fedanon.federation.config import Hop
 from fedanon.federation.tls import TLSFiles
 from fedanon.federation.transport import make_server
 from fedanon.leader.sim import (
@@ -33,7 +34,7 @@ from fedanon.leader.sim import (
     issue_federation_certificates,
     write_party_config,
 )
-from fedanon.party.config import Hop, PartyConfig
+from fedanon.party.config import PartyConfig
 
 
 def _recorded_server(

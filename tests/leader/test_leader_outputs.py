@@ -14,20 +14,19 @@ from pathlib import Path
 import pytest
 
 from fedanon.errors import FedanonError
-from fedanon.leader.config import LeaderJob, spec_from_table
-from fedanon.leader.drbt import DRBTLeaderJob, run_drbt
-from fedanon.leader.run import run_job
-from fedanon.party.config import Hop
+from fedanon.federation.config import Hop
+from fedanon.leader.kinds.drbt import DRBTLeaderJob, run_drbt
+from fedanon.leader.kinds.lkc import LKCLeaderJob, run_lkc, spec_from_table
 from fedanon.synth import hospital_taxonomy_path
 from fedanon.taxonomy.loader import load_taxonomy
 
 NOWHERE = [Hop(f"hospital-{i}", f"127.0.0.1:{i}") for i in (1, 2, 3)]
 
 
-def _lkc_job(out: Path, report: Path | None = None) -> LeaderJob:
+def _lkc_job(out: Path, report: Path | None = None) -> LKCLeaderJob:
     taxonomy = load_taxonomy(hospital_taxonomy_path())
     spec = spec_from_table({"L": 2, "K": 5, "C": "0.5"}, taxonomy, "test")
-    return LeaderJob(
+    return LKCLeaderJob(
         name="leader",
         taxonomy=taxonomy,
         spec=spec,
@@ -69,7 +68,7 @@ def test_unwritable_outputs_are_refused_before_the_session(place, runner, out, r
     report_path = None if report is None else place / report
     if runner == "lkc":
         job = _lkc_job(place / out, report_path)
-        run = run_job
+        run = run_lkc
     else:
         job = DRBTLeaderJob(
             parties=NOWHERE,

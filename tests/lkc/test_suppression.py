@@ -175,7 +175,7 @@ def test_budget_first_performs_what_suppresses_nothing(case):
 def test_job_spec_carries_the_budget_to_the_parties():
     """job.toml's [lkc] suppress/suppressed survive the wire and enter the fingerprint."""
     from fedanon.federation.lkc_job import lkc_job_from_proto, lkc_job_to_proto
-    from fedanon.leader.config import spec_from_table
+    from fedanon.leader.kinds.lkc import spec_from_table
     from fedanon.taxonomy.files import TaxonomyFile
 
     schema, _ = _city_case()

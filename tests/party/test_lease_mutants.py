@@ -22,6 +22,7 @@ import pytest
 
 from fedanon.party.config import PartyConfig
 from fedanon.party.handler import JobHandler, Opened
+from fedanon.party.policy import drbt_request
 from fedanon.party.servicer import PartyServicer
 from fedanon.party.session_base import SessionBase
 from fedanon.protos import fedanon_v1_pb2 as pb
@@ -80,7 +81,13 @@ def party() -> PartyServicer:
     )
     table = pd.DataFrame({"patient_id": ["1", "2"], "age": ["30", "40"]})
     servicer = PartyServicer(
-        config, table, None, None, None, None, handlers={"drbt": JobHandler("drbt", Session, _open)}
+        config,
+        table,
+        None,
+        None,
+        None,
+        None,
+        handlers={"drbt": JobHandler("drbt", Session, drbt_request, _open)},
     )
     servicer.idle_keys = KeyWorkers()  # type: ignore[assignment]
     return servicer

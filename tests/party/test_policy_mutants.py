@@ -9,10 +9,12 @@ import logging
 
 import pytest
 
+from fedanon.party.handlers import HANDLERS
 from fedanon.party.policy import JobRequest, Policy, PolicyRefusal, admit, check_job, read_request
 from fedanon.protos import fedanon_v1_pb2 as pb
 
 COLUMNS = ["patient_id", "age", "sex", "diagnosis"]
+READERS = {kind: handler.admission for kind, handler in HANDLERS.items()}
 RING = ["hospital-a", "hospital-b"]
 
 
@@ -38,7 +40,7 @@ def randomize(keep_at_parties: bool) -> pb.OpenSessionRequest:
 
 
 def job(request: pb.OpenSessionRequest) -> JobRequest:
-    read = read_request(request, COLUMNS)
+    read = read_request(request, COLUMNS, READERS)
     assert read is not None
     return read
 
@@ -94,7 +96,9 @@ def test_every_refusal_leaves_one_audit_line(caplog: pytest.LogCaptureFixture) -
     policy = Policy(qids=())
     caplog.set_level(logging.INFO, logger="fedanon.party.policy")
     with pytest.raises(Aborted):
-        admit(Context(), policy, lkc(["age"], []), "hospital-b", "leader", "leader", COLUMNS)
+        admit(
+            Context(), policy, lkc(["age"], []), "hospital-b", "leader", "leader", COLUMNS, READERS
+        )
     lines = [r for r in caplog.records if r.getMessage().startswith("audit: job refused ")]
     assert len(lines) == 1 and lines[0].levelno == logging.WARNING
     entry = json.loads(lines[0].getMessage().removeprefix("audit: job refused "))

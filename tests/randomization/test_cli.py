@@ -10,7 +10,7 @@ import pytest
 
 from fedanon.errors import FedanonError
 from fedanon.leader.config import load_job
-from fedanon.leader.randomize import RandomizeLeaderJob
+from fedanon.leader.kinds.randomize import RandomizeLeaderJob
 from tests.harness.cli import run_cli
 from tests.randomization.tables import correlated_table
 

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import fedanon.party.randomize
+import fedanon.party.handlers.randomize_session
 from fedanon.algorithms.randomization.api import anonymize_randomize
 from fedanon.algorithms.randomization.bias import expected_support, frequent_combinations
 from fedanon.algorithms.randomization.coding import encode, observed_domain
@@ -31,8 +31,8 @@ from fedanon.algorithms.randomization.jobspec import RandomizeSpec
 from fedanon.errors import FedanonError
 from fedanon.federation.wire import from_vector, to_vector
 from fedanon.leader.federation import PartyFailure
-from fedanon.leader.randomize import RandomizeLeaderJob, run_randomize
-from fedanon.party.randomize import RandomizeSession
+from fedanon.leader.kinds.randomize import RandomizeLeaderJob, run_randomize
+from fedanon.party.handlers.randomize_session import RandomizeSession
 from fedanon.protos import fedanon_v1_pb2 as pb
 from tests.distributed.recording import recording_federation
 from tests.randomization.tables import correlated_table
@@ -76,7 +76,9 @@ def _record_histograms(monkeypatch: pytest.MonkeyPatch) -> dict[str, np.ndarray]
         store[self.ring[self.position]] = vector.copy()
         return vector
 
-    monkeypatch.setattr(fedanon.party.randomize.RandomizeSession, "contribution", contribution)
+    monkeypatch.setattr(
+        fedanon.party.handlers.randomize_session.RandomizeSession, "contribution", contribution
+    )
     return store
 
 

@@ -3,7 +3,8 @@
 The leader has no records, so everything a party needs besides its table is here: the QIDs with
 their agreed domains (the histogram layout of the secure sum), the method and its parameter.
 Both sides compute the same fingerprint items, so a party that read the job differently is named
-by the first differing item. Wire conversion lives outside the core (party/randomize.py).
+by the first differing item. Wire conversion lives outside the core
+(federation/randomize_job.py).
 """
 
 from __future__ import annotations

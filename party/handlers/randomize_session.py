@@ -27,42 +27,11 @@ from fedanon.algorithms.randomization.party_half import LocalRecords
 from fedanon.algorithms.randomization.sampler import make_rng
 from fedanon.atomic import atomic_path
 from fedanon.errors import FedanonError
+from fedanon.federation.randomize_job import RANDOMIZE_ROUND, SUM_ROUND
 from fedanon.federation.wire import from_vector
 from fedanon.party.errors import NotExpected, ProtocolError
 from fedanon.party.session_base import RingSession
 from fedanon.protos import fedanon_v1_pb2 as pb
-
-# Iterations of a randomization session: the histogram sum, the randomization, the union.
-SUM_ROUND, RANDOMIZE_ROUND, UNION_ROUND = 0, 1, 2
-
-
-def spec_to_proto(spec: RandomizeSpec) -> pb.RandomizeJob:
-    p_values = [] if isinstance(spec.p, str) else list(spec.p)
-    return pb.RandomizeJob(
-        qids=[
-            pb.QIDDomain(column=c, values=list(d))
-            for c, d in zip(spec.qids, spec.domains, strict=True)
-        ],
-        method=spec.method,
-        attrs=spec.attrs or 0,
-        p=spec.p_name,
-        p_values=p_values,
-        keep_at_parties=spec.keep_at_parties,
-    )
-
-
-def spec_from_proto(job: pb.RandomizeJob) -> RandomizeSpec:
-    p: str | tuple[float, ...] = tuple(job.p_values) if job.p == "custom" else job.p
-    spec = RandomizeSpec(
-        tuple(q.column for q in job.qids),
-        tuple(tuple(q.values) for q in job.qids),
-        job.method,
-        job.attrs or None,
-        p,
-        job.keep_at_parties,
-    )
-    spec.check()
-    return spec
 
 
 class RandomizeSession(RingSession):

@@ -24,11 +24,6 @@ from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.text import as_numbers, as_text
 
 
-def fingerprint_items(job: pb.DRBTJob) -> list[str]:
-    """The DRBT job's handshake fingerprint items (the leader computes the same from its job)."""
-    return [f"drbt:id={job.id_column},matrix={job.matrix},k={job.k_dims},rescale={job.rescale}"]
-
-
 class DRBTSession(SessionBase):
     """One DRBT session: ids, block, projection."""
 

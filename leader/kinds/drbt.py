@@ -12,11 +12,10 @@ object back to the parties.
 from __future__ import annotations
 
 import secrets
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import grpc
 import numpy as np
@@ -24,19 +23,34 @@ import pandas as pd
 
 from fedanon.algorithms.drbt.kmeans import kmeans
 from fedanon.algorithms.drbt.matrices import MATRICES, secure_rng
+from fedanon.configschema import Flag, Integer, Key, Table, Text
 from fedanon.errors import FedanonError
+from fedanon.federation.config import Hop
+from fedanon.federation.drbt_job import drbt_job_to_proto, fingerprint_items
 from fedanon.federation.tls import TLSFiles
 from fedanon.leader.federation import describe_rpc_error
+from fedanon.leader.kind import JobFile, LeaderKind, PhaseTimer, Report, Row
 from fedanon.leader.session import Session
 from fedanon.outputs import CommandOutputs
-from fedanon.party.config import Hop
-from fedanon.party.drbt_session import fingerprint_items
 from fedanon.protos import fedanon_v1_pb2 as pb
+
+DRBT_SCHEMA = Table(
+    {
+        "id_column": Key(Text(), required=True),
+        "matrix": Key(Text(choices=MATRICES), default="sparse"),
+        "k_dims": Key(Integer(0, 2**31 - 1), default=0),
+        "rescale": Key(Flag(), default=False),
+        "clusters": Key(Integer(1, 2**31 - 1), default=3),
+        "send_assignment": Key(Flag(), default=False),
+    }
+)
 
 
 @dataclass
 class DRBTLeaderJob:
     """A vertical DRBT run: parties, projection settings, clustering and outputs."""
+
+    kind: ClassVar[str] = "drbt"
 
     parties: list[Hop]
     tls: TLSFiles | None
@@ -54,9 +68,7 @@ class DRBTLeaderJob:
     extra_report: dict[str, Any] = field(default_factory=dict)
 
     def to_proto(self) -> pb.DRBTJob:
-        return pb.DRBTJob(
-            id_column=self.id_column, matrix=self.matrix, k_dims=self.k_dims, rescale=self.rescale
-        )
+        return drbt_job_to_proto(self.id_column, self.matrix, self.k_dims, self.rescale)
 
     def check(self) -> None:
         if self.matrix not in MATRICES:
@@ -88,9 +100,8 @@ def run_drbt(
     outputs = CommandOutputs()
     outputs.claim("out", job.out)
     outputs.claim("report", job.report)
-    began = time.perf_counter()
+    timer = PhaseTimer()
     session = Session(job)
-    timings: dict[str, float] = {}
     with session:
         opened = session.handshake(
             fingerprint_items(job.to_proto()), pb.OpenSessionRequest(drbt=job.to_proto())
@@ -123,21 +134,21 @@ def run_drbt(
             raise FedanonError(f"id list: {counts}")
         if job.clusters > len(ids):
             raise FedanonError(f"clusters = {job.clusters} exceeds the {len(ids)} objects")
-        timings["handshake"] = time.perf_counter() - began
+        timer.since_start("handshake")
 
-        mark = time.perf_counter()
-        replies = session.fan_out(
-            "projection",
-            lambda n, s: s.Project(pb.ProjectRequest(ref=session.ref()), timeout=job.rpc_seconds),
-        )
-        blocks = [_matrix(replies[n].block, n, len(ids)) for n in session.ring]
-        joined = np.hstack(blocks)
-        timings["projection"] = time.perf_counter() - mark
+        with timer.phase("projection"):
+            replies = session.fan_out(
+                "projection",
+                lambda n, s: s.Project(
+                    pb.ProjectRequest(ref=session.ref()), timeout=job.rpc_seconds
+                ),
+            )
+            blocks = [_matrix(replies[n].block, n, len(ids)) for n in session.ring]
+            joined = np.hstack(blocks)
 
-        mark = time.perf_counter()
-        rng = np.random.default_rng(job.seed if job.seed is not None else secrets.randbits(64))
-        clustering = kmeans(joined, job.clusters, rng, n_init=10)
-        timings["clustering"] = time.perf_counter() - mark
+        with timer.phase("clustering"):
+            seed = job.seed if job.seed is not None else secrets.randbits(64)
+            clustering = kmeans(joined, job.clusters, np.random.default_rng(seed), n_init=10)
         if job.send_assignment:
             labels = [int(x) for x in clustering.labels]
             session.fan_out(
@@ -158,7 +169,7 @@ def run_drbt(
     release["cluster"] = clustering.labels[order]
     with outputs.writing() as staged:
         staged.table(job.out, release)
-        timings["total"] = time.perf_counter() - began
+        timer.since_start("total")
         report = {
             "mode": "drbt-vertical",
             "session_id": session.session_id,
@@ -176,10 +187,52 @@ def run_drbt(
             "clusters": job.clusters,
             "cluster_sizes": np.bincount(clustering.labels, minlength=job.clusters).tolist(),
             "assignment_sent": job.send_assignment,
-            "seconds": {k: round(v, 4) for k, v in timings.items()},
+            "seconds": timer.rounded(),
             "output": str(job.out),
             **job.extra_report,
         }
         if job.report is not None:
             staged.json(job.report, report)
     return report
+
+
+def load_drbt_job(file: JobFile) -> DRBTLeaderJob:
+    """A job.toml with a [drbt] section instead of [lkc]."""
+    data, section = file.data, file.data["drbt"]
+    return DRBTLeaderJob(
+        parties=file.parties,
+        tls=file.tls,
+        out=file.required_path("out"),
+        id_column=section["id_column"],
+        matrix=section["matrix"],
+        k_dims=section["k_dims"],
+        rescale=section["rescale"],
+        clusters=section["clusters"],
+        send_assignment=section["send_assignment"],
+        report=file.path("report"),
+        name=data["name"],
+        rpc_seconds=data["timeouts"]["rpc_seconds"] or 120.0,
+    )
+
+
+def drbt_summary(report: Report) -> list[Row]:
+    """The summary table of a vertical DRBT run."""
+    return [
+        ("parties", ", ".join(report["parties"])),
+        ("objects", report["objects"]),
+        ("dimensions", report["dimensions"]),
+        ("cluster sizes", report["cluster_sizes"]),
+        ("seconds", report["seconds"]),
+        ("output", report["output"]),
+    ]
+
+
+KIND = LeaderKind(
+    section="drbt",
+    title="vertical DRBT",
+    schema=DRBT_SCHEMA,
+    load=load_drbt_job,
+    run=lambda job, _progress: run_drbt(job),
+    summary=drbt_summary,
+    required={"out": "a file path"},
+)

@@ -22,7 +22,7 @@ from fedanon.readers.sources import FrameSource, TableSource
 from fedanon.schema import Schema
 
 
-class PartySession(RingSession):
+class LKCSession(RingSession):
     """A party's state for one LKC session."""
 
     kind = "lkc"

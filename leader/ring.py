@@ -1,0 +1,60 @@
+"""Opening a ring session at the leader: what every ring job kind (LKC, randomization) does
+after the handshake of leader/session.py, before its own steps.
+
+The parties' released columns are agreed, the union keys shared (leader/union.py) and the
+secure-sum protocol chosen from the job's ``sum_mode`` (leader/federation.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from fedanon.errors import FedanonError
+from fedanon.leader.federation import SUM_PROTOCOLS, RingCalls, SumProtocol
+from fedanon.leader.session import Session
+from fedanon.leader.union import UnionKeys
+from fedanon.protos import fedanon_v1_pb2 as pb
+
+
+@dataclass(frozen=True)
+class RingOpened:
+    """A ring session after its handshake: replies, agreed columns, union keys, secure sum."""
+
+    replies: dict[str, pb.OpenSessionReply]
+    columns: list[str]
+    keys: UnionKeys
+    sums: SumProtocol
+
+
+def open_ring(
+    session: Session,
+    items: Sequence[str],
+    request: pb.OpenSessionRequest,
+    sum_mode: str,
+    prepare_union: bool = False,
+    pad_to: int = 0,
+) -> RingOpened:
+    """Handshake with `request` (as :meth:`Session.handshake`), agree the released columns,
+    share the union (and sum) keys, and choose the secure-sum protocol `sum_mode` names
+    ("ring" or "pairwise"). `prepare_union` (with the union's `pad_to`) asks the parties to
+    prepare a layered union's keys while the loop runs."""
+    request.sum_mode, protocol = SUM_PROTOCOLS[sum_mode]
+    opened = session.handshake(items, request)
+    columns = list(opened[session.ring[0]].columns)
+    for name in session.ring[1:]:
+        if list(opened[name].columns) != columns:
+            raise FedanonError(
+                f"handshake: party {name} has columns {list(opened[name].columns)}, "
+                f"party {session.ring[0]} has {columns}"
+            )
+    keys = UnionKeys.exchange(session, opened, prepare_union=prepare_union, pad_to=pad_to)
+    calls = RingCalls(
+        session.session_id,
+        session.ring,
+        session.stubs,
+        session.fan_out,
+        session.job.rpc_seconds,
+        lambda: keys.sealed_totals(session.session_id),
+    )
+    return RingOpened(opened, columns, keys, protocol(calls))
