@@ -83,6 +83,7 @@ from fedanon.crypto.parallel import Parallelism
 from fedanon.federation.config import (
     DAY,
     MAX_MESSAGE_MB,
+    MAX_WORKERS,
     UNION_KEYS,
     Hop,
     union_parallelism,

@@ -41,7 +41,8 @@ from fedanon.party.policy import JOB_KINDS, JobRequest
 from fedanon.party.session_base import SessionBase
 from fedanon.party.shell import PartyShell
 from fedanon.protos import fedanon_v1_pb2 as pb
-from tests.inprocess import UnaryServerRecorder, inprocess_parties
+from tests.harness.inprocess import inprocess_parties
+from tests.harness.wire import UnaryServerRecorder
 
 #: The OpenSessionRequest job field the toy rides on (a real kind has its own).
 FIELD = "drbt"

@@ -62,7 +62,7 @@ def test_sim_runs_every_party_on_a_dask_cluster(tmp_path: Path) -> None:
     out, report, workdir = tmp_path / "release.csv", tmp_path / "report.json", tmp_path / "w"
     args = sim_args(data, workdir, out, "--report", str(report), "--engine", "dask")
     run = fedanon(*args, "--shards", "3")
-    assert run.returncode == 0, run.stderr
+    assert run.code == 0, run.err
     configs = sorted(workdir.glob("hospital-*.toml"))
     assert len(configs) == 3
     assert all('engine = "dask"\nshards = 3' in c.read_text() for c in configs)
@@ -88,8 +88,8 @@ def test_sim_engine_options_are_checked_in_one_line(
     generate_hospital(50, SEED).to_csv(data, index=False)
     out = tmp_path / "release.csv"
     run = fedanon(*sim_args(data, tmp_path / "w", out, *extra), timeout=60)
-    assert run.returncode == 2
-    assert message in run.stderr and "Traceback" not in run.stderr
+    assert run.code == 2
+    assert message in run.err and "Traceback" not in run.err
     assert not out.exists() and not (tmp_path / "w").exists()
 
 

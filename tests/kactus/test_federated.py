@@ -17,11 +17,11 @@ from fedanon.algorithms.kactus.tree import Condition, induce, place_records
 from fedanon.algorithms.tabular import encode_qid, generator
 from fedanon.crypto.simulate import dedup_union, ring_sum
 from fedanon.errors import FedanonError
+from fedanon.experiments.classification import fold_accuracy, numeric_columns
+from fedanon.experiments.k_anonymizers import Prepared
 from fedanon.models.k_anonymity import check_k_anonymity
 from fedanon.utility.benchmark_tables import has_table, load_table
 from fedanon.utility.c45 import TreeNode
-from fedanon.utility.classification import fold_accuracy, numeric_columns
-from fedanon.utility.k_anonymizers import Prepared
 
 
 def _parts(df: pd.DataFrame, sizes: Sequence[int], seed: int = 0) -> list[pd.DataFrame]:

@@ -18,6 +18,7 @@ import pytest
 from cryptography import x509
 
 from fedanon.algorithms.randomization.jobspec import RandomizeSpec
+from fedanon.algorithms.tds.engines.base import CountingEngine
 from fedanon.crypto.identity import Identity
 from fedanon.crypto.idle_keys import IdleKeyWorkers
 from fedanon.crypto.keyshare import ONION_UNION
@@ -38,6 +39,7 @@ from fedanon.party.shell import ForwardStub
 from fedanon.party.sums import PairwiseSum, RingSum, SumProtocol
 from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
+from fedanon.readers.sources import FrameSource, TableSource
 from fedanon.synth import generate_hospital, hospital_taxonomy_path
 from fedanon.taxonomy.files import TaxonomyFile
 from fedanon.taxonomy.loader import load_taxonomy
@@ -90,6 +92,8 @@ class FakeShell:
             output_dir=tmp_path,
         )
         self.table = table
+        self.source: TableSource = FrameSource(table)
+        self.counting: CountingEngine | None = None  # the local engine
         self.taxonomy = taxonomy
         self.identity: Identity | None = None
         self.ca_certificate: x509.Certificate | None = None
