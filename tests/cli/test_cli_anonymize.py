@@ -139,8 +139,8 @@ def test_summary_and_report_name_the_check_that_ran(files, tmp_path, report_file
     report = tmp_path / "r.json"
     extra = ["--report", report] if report_file else []
     done = _anonymize(files, "--L", "2", "--k", "4", "--C", "0.5", "--json", *extra)
-    assert done.returncode == 0, done.stderr
-    printed = json.loads(done.stdout)
+    assert done.code == 0, done.err
+    printed = json.loads(done.out)
     steward = printed["release_report"]
     assert steward["privacy_check"]["verdict"] == "holds"
     assert steward["privacy_check"]["details"] == printed["privacy_check"]
@@ -150,8 +150,8 @@ def test_summary_and_report_name_the_check_that_ran(files, tmp_path, report_file
             "holds"
         )
     plain = _anonymize(files, "--L", "2", "--k", "4", "--C", "0.5")
-    assert plain.returncode == 0, plain.stderr
-    assert "not checked" not in plain.stdout
-    assert any("privacy check" in line and "holds" in line for line in plain.stdout.splitlines()), (
-        plain.stdout
+    assert plain.code == 0, plain.err
+    assert "not checked" not in plain.out
+    assert any("privacy check" in line and "holds" in line for line in plain.out.splitlines()), (
+        plain.out
     )
