@@ -7,6 +7,8 @@ Example::
     out = "release.csv"
     report = "report.json"
     sum_mode = "ring"                # or "pairwise" (collusion-resistant)
+    # transport = "outbound"         # parties dial this leader's relay and listen on no port;
+    # relay_listen = "0.0.0.0:50050" # then [[parties]] have no address
     allow_two_parties = false        # two parties learn each other's counts from the sums
     [lkc]
     L = 4
@@ -96,7 +98,15 @@ from fedanon.federation.chunks import DEFAULT_CHUNK_BYTES, MIB, MIN_CHUNK_BYTES
 from fedanon.federation.tls import TLS_SCHEMA, TLSFiles
 from fedanon.leader.federation import SUM_PROTOCOLS
 from fedanon.leader.session import check_ring_job
-from fedanon.party.config import DAY, MAX_MESSAGE_MB, UNION_KEYS, Hop, union_parallelism
+from fedanon.party.config import (
+    DAY,
+    MAX_MESSAGE_MB,
+    TRANSPORTS,
+    UNION_KEYS,
+    Hop,
+    check_transport,
+    union_parallelism,
+)
 from fedanon.schema import SensitiveValue
 from fedanon.taxonomy.files import TaxonomyFile
 from fedanon.taxonomy.loader import load_taxonomy
@@ -209,6 +219,8 @@ def _ring(data: dict[str, Any], path: str, where: str) -> None:
     for key in ("name", "address"):
         seen: set[str] = set()
         for i, party in enumerate(data["parties"]):
+            if party[key] is None:  # an address outbound mode does without (_transport)
+                continue
             if party[key] in seen:
                 raise ConfigError(
                     f"{where}: parties[{i}].{key}: '{party[key]}' is listed twice in the ring"
@@ -223,6 +235,13 @@ def _ring(data: dict[str, Any], path: str, where: str) -> None:
         )
 
 
+def _transport(data: dict[str, Any], path: str, where: str) -> None:
+    """Direct: every party's address; outbound: the relay's listen address and no party's."""
+    parties = enumerate(data["parties"])
+    addressed = [(f"parties[{i}].address", p["address"] is not None) for i, p in parties]
+    check_transport(where, data, addressed, ("relay_listen", data["relay_listen"] is not None))
+
+
 JOB_SCHEMA = Table(
     {
         "name": Key(Text(), default="leader"),
@@ -230,15 +249,15 @@ JOB_SCHEMA = Table(
         "out": Key(OutputFile()),  # required except for randomize kept at the parties
         "report": Key(OutputFile()),
         "sum_mode": Key(Text(choices=SUM_MODES), default="ring"),
+        "transport": Key(Text(choices=TRANSPORTS), default="direct"),
+        "relay_listen": Key(Address()),
         "allow_two_parties": Key(Flag(), default=False),
         "lkc": Key(LKC_SCHEMA),
         "drbt": Key(DRBT_SCHEMA),
         "randomize": Key(RANDOMIZE_SCHEMA),
         "parties": Key(
             Tables(
-                Table(
-                    {"name": Key(Text(), required=True), "address": Key(Address(), required=True)}
-                ),
+                Table({"name": Key(Text(), required=True), "address": Key(Address())}),
                 max_items=MAX_PARTIES,
             ),
             required=True,
@@ -270,7 +289,7 @@ JOB_SCHEMA = Table(
             default={},
         ),
     },
-    checks=(_ring,),
+    checks=(_transport, _ring),
 )
 
 
@@ -294,6 +313,7 @@ class LeaderJob:
     union_mode: str = "layered"
     union_chunk_bytes: int = DEFAULT_CHUNK_BYTES  # bound on one union message's items
     extra_report: dict[str, Any] = field(default_factory=dict)
+    relay_listen: str | None = None  # transport = "outbound": the relay's address
 
     def check(self) -> None:
         """Refuse jobs the protocol cannot run safely."""
@@ -357,7 +377,7 @@ def spec_from_table(lkc: dict[str, Any], taxonomy: TaxonomyFile, where: str) -> 
 
 
 def _parties(data: dict[str, Any]) -> list[Hop]:
-    return [Hop(p["name"], p["address"]) for p in data["parties"]]
+    return [Hop(p["name"], p["address"] or "") for p in data["parties"]]
 
 
 JOB_KIND_SECTIONS = ("lkc", "drbt", "randomize")
@@ -469,6 +489,7 @@ def load_job(path: str | Path) -> LeaderJob | DRBTLeaderJob | RandomizeLeaderJob
     tls = leader_tls(data, base, where)
     try:
         job = _build(kind, data, base, tls, where)
+        job.relay_listen = data["relay_listen"]  # None unless transport = "outbound"
         job.check()
     except ConfigError:
         raise

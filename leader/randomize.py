@@ -49,6 +49,7 @@ class RandomizeLeaderJob:
     sum_mode: str = "ring"
     allow_two_parties: bool = False
     rpc_seconds: float = 60.0
+    relay_listen: str | None = None  # transport = "outbound": the relay's address
     union_seconds: float = 600.0
     union_parallelism: Parallelism = field(default_factory=Parallelism.configured)
     union_pad_to: int = 0

@@ -4,6 +4,8 @@ Example::
 
     name = "hospital-a"            # must match the name in this party's certificate
     listen = "127.0.0.1:50051"
+    # transport = "outbound"       # listen on no port: dial the leader's relay instead
+    # relay = "leader.example:50050"  # (outbound only; then no `listen`, no next_hop.address)
     data = "hospital-a.csv"        # this party's private table
     taxonomy = "hospital.toml"     # needed for LKC jobs; a DRBT-only party may omit it
     leader = "leader"              # certificate name of the only leader accepted
@@ -120,6 +122,54 @@ def _distinct_names(data: dict[str, Any], path: str, where: str) -> None:
         raise ConfigError(f"{where}: leader: '{data['leader']}' is this party's own name")
 
 
+#: How a party is reached: it listens (direct), or it dials the leader's relay (outbound).
+TRANSPORTS = ("direct", "outbound")
+
+
+def check_transport(
+    where: str,
+    data: dict[str, Any],
+    addressed: list[tuple[str, bool]],
+    relay: tuple[str, bool],
+) -> None:
+    """Keys that hold addresses exactly where the file's `transport` needs them: `addressed`
+    are the listen and hop addresses (key, given) only direct mode uses, `relay` the relay's;
+    outbound mode needs TLS (the relay knows a party by its certificate alone)."""
+    key, given = relay
+    transport = data["transport"]
+    if transport == "direct":
+        missing = next((k for k, present in addressed if not present), None)
+        if missing is not None:
+            raise ConfigError(f"{where}: missing key '{missing}' ({Address().expected})")
+        if given:
+            raise ConfigError(f'{where}: {key}: only with transport = "outbound"')
+        return
+    extra = next((k for k, present in addressed if present), None)
+    if extra is not None:
+        raise ConfigError(
+            f'{where}: {extra}: unused with transport = "outbound" (parties listen on no '
+            "port; the relay routes every call); remove it"
+        )
+    if not given:
+        raise ConfigError(
+            f"{where}: missing key '{key}' ({Address().expected}; "
+            'transport = "outbound" needs it)'
+        )
+    if (data["tls"] or {}).get("insecure", False):
+        raise ConfigError(
+            f'{where}: tls.insecure: transport = "outbound" needs TLS (the relay and the '
+            "parties know each other by their certificates alone)"
+        )
+
+
+def _transport(data: dict[str, Any], path: str, where: str) -> None:
+    hop = data["next_hop"]
+    addressed = [("listen", data["listen"] is not None)]
+    if hop is not None:
+        addressed.append(("next_hop.address", hop["address"] is not None))
+    check_transport(where, data, addressed, ("relay", data["relay"] is not None))
+
+
 TIMEOUTS_SCHEMA = Table(
     {
         "rpc_seconds": Key(Number(1, DAY), default=60.0),
@@ -143,22 +193,22 @@ LIMITS_SCHEMA = Table(
 PARTY_SCHEMA = Table(
     {
         "name": Key(Text(), required=True),
-        "listen": Key(Address(), required=True),
+        "listen": Key(Address()),  # required with transport = "direct" (_transport)
+        "transport": Key(Text(choices=TRANSPORTS), default="direct"),
+        "relay": Key(Address()),
         "data": Key(InputFile(), required=True),
         "taxonomy": Key(InputFile()),
         "leader": Key(Text()),
         "output_dir": Key(OutputDir()),
         "delimiter": Key(Character()),
-        "next_hop": Key(
-            Table({"name": Key(Text(), required=True), "address": Key(Address(), required=True)})
-        ),
+        "next_hop": Key(Table({"name": Key(Text(), required=True), "address": Key(Address())})),
         "tls": Key(TLS_SCHEMA),
         "timeouts": Key(TIMEOUTS_SCHEMA, default={}),
         "union": Key(PARTY_UNION_SCHEMA, default={}),
         "limits": Key(LIMITS_SCHEMA, default={}),
         "policy": Key(POLICY_SCHEMA),
     },
-    checks=(_distinct_names,),
+    checks=(_transport, _distinct_names),
 )
 
 #: PartyConfig fields checked against their party.toml key, also when built without a file.
@@ -216,6 +266,8 @@ class PartyConfig:
     connections: ConnectionLimits = field(default_factory=ConnectionLimits)
     policy: Policy = field(default_factory=lambda: Policy(configured=False))
     idle_keys: int = DEFAULT_IDLE_KEYS  # leader-layer keys made while idle (0: none)
+    transport: str = "direct"  # or "outbound": no listening port, a stream to `relay`
+    relay: str | None = None  # the leader's relay (outbound only)
 
     def __post_init__(self) -> None:
         """The ranges of party.toml hold for a configuration built in code too (a daemon with
@@ -232,11 +284,11 @@ class PartyConfig:
         timeouts = data["timeouts"]
         return cls(
             name=data["name"],
-            listen=data["listen"],
+            listen=data["listen"] or "",
             data=resolve(base, data["data"]),
             taxonomy=resolve(base, data["taxonomy"]),
             leader=_leader(data, where),
-            next_hop=Hop(hop["name"], hop["address"]) if hop else None,
+            next_hop=Hop(hop["name"], hop["address"] or "") if hop else None,
             tls=TLSFiles.from_config(data["tls"], base, where),
             delimiter=data["delimiter"],
             rpc_seconds=timeouts["rpc_seconds"],
@@ -254,4 +306,6 @@ class PartyConfig:
             ),
             policy=Policy.from_table(data["policy"]),
             idle_keys=data["union"]["idle_keys"],
+            transport=data["transport"],
+            relay=data["relay"],
         )

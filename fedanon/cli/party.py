@@ -98,6 +98,12 @@ def run_serve(args: argparse.Namespace) -> int:
     from fedanon.party.daemon import serve
 
     config = _config(args)
+    if config.transport == "outbound":
+        from fedanon.party.outbound import serve_outbound
+
+        setup_logging(args.log_level, args.log_format)
+        serve_outbound(config)
+        return 0
     refuse_port_in_use(config.listen)
     setup_logging(args.log_level, args.log_format)
     serve(config)
