@@ -273,8 +273,9 @@ def serve_outbound(config: PartyConfig, grace_seconds: float = 5.0) -> None:
     servicer = build_servicer(config)
     assert servicer.identity is not None and servicer.ca_certificate is not None
     party = OutboundParty(servicer, servicer.identity, servicer.ca_certificate)
-    stub = party.next_hop_stub()
-    servicer.next_stub = lambda: stub
+    if config.next_hop is not None:  # the last party forwards nothing (party/sums.py)
+        stub = party.next_hop_stub()
+        servicer.next_stub = lambda: stub
     stop = threading.Event()
 
     def on_signal(signum: int, _frame: object) -> None:
