@@ -16,6 +16,8 @@ from tests.config.configs import (
     assert_one_line_error,
     job_doc,
     make_material,
+    outbound_job_doc,
+    outbound_party_doc,
     party_doc,
     run_cli,
     snapshot,
@@ -26,19 +28,6 @@ from tests.config.configs import (
 @pytest.fixture(scope="module")
 def material(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make_material(tmp_path_factory.mktemp("material"))
-
-
-def outbound_party(material: Path, out: Path) -> dict[str, Any]:
-    doc = party_doc(material, out)
-    del doc["listen"], doc["next_hop"]["address"]
-    return {**doc, "transport": "outbound", "relay": "127.0.0.1:9"}
-
-
-def outbound_job(material: Path, out: Path) -> dict[str, Any]:
-    doc = job_doc(material, out)
-    for party in doc["parties"]:
-        del party["address"]
-    return {**doc, "transport": "outbound", "relay_listen": "127.0.0.1:9"}
 
 
 def _refused(path: Path, doc: dict[str, Any], command: tuple[str, ...], *needles: str) -> None:
@@ -78,12 +67,12 @@ PARTY_CASES: list[tuple[str, Any, list[str]]] = [
 def test_outbound_party_toml_mistakes_are_one_line(
     tmp_path: Path, material: Path, label: str, change: dict[str, Any], needles: list[str]
 ) -> None:
-    doc = {**outbound_party(material, tmp_path), **change}
+    doc = {**outbound_party_doc(material, tmp_path), **change}
     _refused(tmp_path / "party.toml", doc, ("party", "serve"), *needles)
 
 
 def test_outbound_party_without_relay_names_the_key(tmp_path: Path, material: Path) -> None:
-    doc = _without(outbound_party(material, tmp_path), "relay")
+    doc = _without(outbound_party_doc(material, tmp_path), "relay")
     _refused(tmp_path / "party.toml", doc, ("party", "serve"), "missing key 'relay'", "outbound")
 
 
@@ -100,7 +89,7 @@ def test_direct_party_needs_listen_and_refuses_a_relay(tmp_path: Path, material:
 
 def test_outbound_party_toml_loads(tmp_path: Path, material: Path) -> None:
     path = tmp_path / "party.toml"
-    path.write_text(toml_text(outbound_party(material, tmp_path)), encoding="utf-8")
+    path.write_text(toml_text(outbound_party_doc(material, tmp_path)), encoding="utf-8")
     config = PartyConfig.load(path)
     assert (config.transport, config.relay, config.listen) == ("outbound", "127.0.0.1:9", "")
     assert config.next_hop is not None and config.next_hop.name == "hospital-b"
@@ -112,18 +101,18 @@ def test_outbound_party_toml_loads(tmp_path: Path, material: Path) -> None:
 def test_outbound_job_toml_mistakes_are_one_line(tmp_path: Path, material: Path) -> None:
     command = ("leader", "run")
     job = tmp_path / "job.toml"
-    addressed = outbound_job(material, tmp_path)
+    addressed = outbound_job_doc(material, tmp_path)
     addressed["parties"][1]["address"] = "127.0.0.1:9"
     _refused(job, addressed, command, "parties[1].address", "unused", "outbound")
     _refused(
         job,
-        _without(outbound_job(material, tmp_path), "relay_listen"),
+        _without(outbound_job_doc(material, tmp_path), "relay_listen"),
         command,
         "missing key 'relay_listen'",
     )
     _refused(
         job,
-        {**outbound_job(material, tmp_path), "tls": {"insecure": True}},
+        {**outbound_job_doc(material, tmp_path), "tls": {"insecure": True}},
         command,
         "tls.insecure",
         "needs TLS",
@@ -145,7 +134,7 @@ def test_outbound_job_toml_mistakes_are_one_line(tmp_path: Path, material: Path)
 
 def test_outbound_job_toml_loads_with_the_relay(tmp_path: Path, material: Path) -> None:
     path = tmp_path / "job.toml"
-    path.write_text(toml_text(outbound_job(material, tmp_path)), encoding="utf-8")
+    path.write_text(toml_text(outbound_job_doc(material, tmp_path)), encoding="utf-8")
     job = load_job(path)
     assert job.relay_listen == "127.0.0.1:9"
     assert [p.address for p in job.parties] == ["", "", ""]
