@@ -17,6 +17,9 @@ from fedanon.cli.reporting import (
 
 if TYPE_CHECKING:
     from fedanon.algorithms.tds.engine import StepInfo
+    from fedanon.leader.config import LeaderJob as _LKCJob
+    from fedanon.leader.drbt import DRBTLeaderJob as _DRBTJob
+    from fedanon.leader.randomize import RandomizeLeaderJob
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -64,12 +67,25 @@ def summarize(report: dict, as_json: bool) -> None:
 
 
 def run_leader(args: argparse.Namespace) -> int:
+    from fedanon.leader.config import load_job
+
+    job = load_job(args.config)
+    try:
+        return _run_loaded(args, job)
+    finally:
+        if job.relay_listen is not None:  # its streams would hold the process open
+            from fedanon.leader.relay import stop_relay
+
+            stop_relay(job.relay_listen)
+
+
+def _run_loaded(args: argparse.Namespace, job: _LKCJob | _DRBTJob | RandomizeLeaderJob) -> int:
+    """Run the loaded `job` (any kind) as ``leader run`` does."""
     from fedanon.federation.tls import insecure_warning
-    from fedanon.leader.config import LeaderJob, load_job
+    from fedanon.leader.config import LeaderJob
     from fedanon.leader.drbt import DRBTLeaderJob, run_drbt
     from fedanon.leader.run import run_job
 
-    job = load_job(args.config)
     if args.insecure:
         print(insecure_warning("--insecure"), file=sys.stderr)
         job.tls = None

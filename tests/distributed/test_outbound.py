@@ -15,6 +15,8 @@ Real daemons in their own processes, real mutual TLS, loopback. What is claimed
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -25,7 +27,7 @@ from fedanon.crypto.errors import CryptoError
 from fedanon.errors import FedanonError
 from fedanon.federation.relay_crypto import HopKeys
 from fedanon.leader.federation import PartyFailure
-from fedanon.leader.relay import Relay, serve_relay
+from fedanon.leader.relay import Relay, serve_relay, stop_relay
 from fedanon.leader.sim import Federation, federation, split_table
 from fedanon.protos import fedanon_v1_pb2 as pb
 from tests.distributed.conftest import (
@@ -420,3 +422,43 @@ def test_leader_names_a_party_that_never_connects(
             relay_listen=outbound_federation.relay_listen,
             rpc_seconds=1.0,
         )
+
+
+# ------------------------------------------------------------------------ the deployed commands
+@pytest.mark.slow
+def test_leader_run_with_an_outbound_job_toml(
+    outbound_federation: Federation, hospital_data: Dataset, tmp_path: Path
+) -> None:
+    """``fedanon leader run`` on a job.toml with ``transport = "outbound"``: the relay opens in
+    the leader's process, the running parties redial it, the release is the centralized one,
+    and the command exits (the relay's streams do not hold the process)."""
+    fed = outbound_federation
+    listen = fed.relay_listen
+    assert listen is not None
+    stop_relay(listen)  # the parties redial the command's relay on the same port
+    spec = hospital_data.spec(L=3, K=20, C="0.2")
+    certs = fed.cert_dir
+    out = tmp_path / "release.csv"
+    parties = "".join(f'[[parties]]\nname = "{d.name}"\n' for d in fed.daemons)
+    job = tmp_path / "job.toml"
+    job.write_text(
+        f'name = "leader"\ntaxonomy = "{hospital_data.taxonomy_path}"\nout = "{out}"\n'
+        f'transport = "outbound"\nrelay_listen = "{listen}"\n'
+        f'[lkc]\nL = 3\nK = 20\nC = "0.2"\ndrop = ["patient_id"]\n{parties}'
+        f'[tls]\nca = "{certs / "ca.crt"}"\ncert = "{certs / "leader.crt"}"\n'
+        f'key = "{certs / "leader.key"}"\n[timeouts]\nrpc_seconds = 30\n',
+        encoding="utf-8",
+    )
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "fedanon.cli.main", "leader", "run", "--config", str(job)],
+            capture_output=True,
+            text=True,
+            timeout=180,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        released = read_release(out)
+        assert rows(released) == rows(centralized(hospital_data, spec).table)
+    finally:
+        relay_of(fed).wait_connected([d.name for d in fed.daemons], 30)
