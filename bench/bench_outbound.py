@@ -7,7 +7,10 @@ leader's relay, the ring's hops sealed end to end). Sessions alternate between t
 change of the machine's load hits both alike; the median of ``--repeat`` sessions is reported.
 Both releases must equal each other (rows as a multiset, final cut) before any number is
 printed. Daemon start-up is excluded; "total" is ``run_job`` end to end (handshake, loop,
-union, the leader's independent check, writing).
+union, the leader's independent check, writing). "CPU" is the CPU time of the whole federation
+during the session: the leader process (with its relay) plus every daemon and the processes it
+started (read from /proc), which a loaded machine does not inflate the way it inflates wall
+time (every relayed frame is a few more thread wake-ups, each waiting for a core).
 
     .venv/bin/python bench/bench_outbound.py                     # Adult, 3 and 10 parties
     .venv/bin/python bench/bench_outbound.py --rows 1000000 --parties 3 --repeat 1
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import statistics
 import sys
 import tempfile
@@ -41,6 +45,35 @@ def blow_up(table: pd.DataFrame, rows_wanted: int) -> pd.DataFrame:
     """`table` repeated (and cut) to `rows_wanted` records (the 1M-row benches' data)."""
     copies = -(-rows_wanted // len(table))
     return pd.concat([table] * copies, ignore_index=True).iloc[:rows_wanted]
+
+
+def _descendants(pid: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry.name))
+    found, todo = [], [pid]
+    while todo:
+        found.append(todo.pop())
+        todo.extend(children.get(found[-1], []))
+    return found
+
+
+def federation_cpu(pids: list[int]) -> float:
+    """CPU seconds of this process and of `pids` with their descendants, so far."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = sum(os.times()[:2])
+    for pid in (p for root in pids for p in _descendants(root)):
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
+    return total
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -96,10 +129,14 @@ def main(argv: list[str] | None = None) -> int:
                         rpc_seconds=args.rpc_seconds,
                         union_mode=args.union_mode,
                     )
-                    began = time.perf_counter()
+                    pids = [d.process.pid for d in fed.daemons if d.process is not None]
+                    cpu, began = federation_cpu(pids), time.perf_counter()
                     report = run_job(job)
                     wall = time.perf_counter() - began
-                    timings[transport].append({**distributed_phases(report), "wall": wall})
+                    cpu = federation_cpu(pids) - cpu
+                    timings[transport].append(
+                        {**distributed_phases(report), "wall": wall, "cpu": cpu}
+                    )
                     released = (
                         rows(pd.read_csv(out, dtype=str, keep_default_na=False)),
                         report["final_cut"],
@@ -111,13 +148,15 @@ def main(argv: list[str] | None = None) -> int:
                         return 1
                     out.unlink()
         median = {
-            t: {p: statistics.median(x[p] for x in timings[t]) for p in (*PHASES, "wall")}
+            t: {p: statistics.median(x[p] for x in timings[t]) for p in (*PHASES, "wall", "cpu")}
             for t in TRANSPORTS
         }
         d, o = median["direct"], median["outbound"]
         overhead = 100 * (o["wall"] / d["wall"] - 1)
+        cpu_overhead = 100 * (o["cpu"] / d["cpu"] - 1)
         line = (
             f"| {n} | {len(table):,} | {d['wall']:.2f} | {o['wall']:.2f} | {overhead:+.1f} % | "
+            f"{d['cpu']:.1f} | {o['cpu']:.1f} | {cpu_overhead:+.1f} % | "
             + " | ".join(f"{d[p]:.2f} / {o[p]:.2f}" for p in ("setup", "loop", "integrate"))
             + f" | {args.repeat} |"
         )
@@ -125,10 +164,11 @@ def main(argv: list[str] | None = None) -> int:
         lines.append(line)
     print()
     print(
-        "| parties | records | direct (s) | outbound (s) | relay adds | setup d / o | "
-        "loop d / o | union d / o | sessions |"
+        "| parties | records | direct wall (s) | outbound wall (s) | relay adds (wall) | "
+        "direct CPU (s) | outbound CPU (s) | relay adds (CPU) | setup d / o | loop d / o | "
+        "union d / o | sessions |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     print("\n".join(lines))
     return 0
 

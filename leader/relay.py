@@ -31,7 +31,7 @@ from fedanon.crypto.tls import peer_identity
 from fedanon.errors import FedanonError
 from fedanon.federation.limits import DEFAULT_LIMITS
 from fedanon.federation.tls import TLSFiles
-from fedanon.federation.transport import make_channel, make_server
+from fedanon.federation.transport import make_server
 from fedanon.federation.tunnel import Endpoint, TunnelChannel, TunnelError, reply_error
 from fedanon.party.config import Hop
 from fedanon.protos import fedanon_v1_pb2 as pb
@@ -243,13 +243,12 @@ def stop_relay(listen: str) -> None:
         relay.stop()
 
 
-def party_channels(
-    parties: Sequence[Hop], tls: TLSFiles | None, relay_listen: str | None, wait_seconds: float
-) -> dict[str, grpc.Channel | TunnelChannel]:
-    """A channel to every party: dialled (direct), or its stream to the relay (outbound), once
-    every party has connected (or the handshake fails naming the first missing one)."""
-    if relay_listen is None:
-        return {p.name: make_channel(p.address, p.name, tls) for p in parties}
+def relay_channels(
+    parties: Sequence[Hop], tls: TLSFiles | None, relay_listen: str, wait_seconds: float
+) -> dict[str, TunnelChannel]:
+    """A channel to every party over its stream to the relay on `relay_listen` (started here
+    if need be), once every party has connected (or the handshake fails naming the first
+    missing one)."""
     relay = serve_relay(relay_listen, tls)
     relay.wait_connected([p.name for p in parties], wait_seconds)
     return {p.name: relay.channel(p.name) for p in parties}

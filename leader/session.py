@@ -24,6 +24,7 @@ import grpc
 from fedanon.errors import FedanonError
 from fedanon.federation.protocol import handshake_items
 from fedanon.federation.tls import TLSFiles
+from fedanon.federation.transport import make_channel
 from fedanon.fingerprint import fingerprint
 from fedanon.leader.federation import (
     SUM_PROTOCOLS,
@@ -31,7 +32,7 @@ from fedanon.leader.federation import (
     SumProtocol,
     describe_rpc_error,
 )
-from fedanon.leader.relay import party_channels
+from fedanon.leader.relay import relay_channels
 from fedanon.leader.union import UnionKeys
 from fedanon.party.config import Hop
 from fedanon.protos import fedanon_v1_pb2 as pb
@@ -111,7 +112,11 @@ class Session:
         self.job = job
         self.session_id = secrets.token_hex(16)
         self.ring = [p.name for p in job.parties]
-        self.channels = party_channels(job.parties, job.tls, job.relay_listen, job.rpc_seconds)
+        self.channels: dict[str, Any] = (
+            {p.name: make_channel(p.address, p.name, job.tls) for p in job.parties}
+            if job.relay_listen is None
+            else relay_channels(job.parties, job.tls, job.relay_listen, job.rpc_seconds)
+        )
         self.stubs = {n: pb_grpc.PartyStub(c) for n, c in self.channels.items()}
         self.pool = ThreadPoolExecutor(max_workers=max(2, len(self.ring)))
         self.stop_heartbeat = threading.Event()

@@ -88,6 +88,12 @@ class OutboundParty:
     def run(self, stop: threading.Event) -> None:
         """Stay connected to the relay until `stop` is set, redialling with backoff."""
         delay = self.config.backoff_seconds
+
+        def close_on_stop() -> None:  # ends the stream (its request iterator) on SIGTERM
+            stop.wait()
+            self.endpoint.close()
+
+        threading.Thread(target=close_on_stop, name="relay-stop", daemon=True).start()
         while not stop.is_set():
             began = time.monotonic()
             try:
@@ -118,15 +124,15 @@ class OutboundParty:
             ],
         )
         endpoint = Endpoint("the relay")
-        stopping = threading.Thread(target=lambda: (stop.wait(), endpoint.close()), daemon=True)
+        self.endpoint = endpoint
+        if stop.is_set():
+            endpoint.close()
         try:
             frames = pb_grpc.RelayStub(channel).Connect(endpoint.outgoing())
-            stopping.start()
             for frame in frames:
                 kind = frame.WhichOneof("kind")
                 if kind == "hello_certificate":
                     self._hello(frame.hello_certificate)
-                    self.endpoint = endpoint
                     self.connected.set()
                     print(
                         f"party {self.config.name} connected to relay {self.config.relay}",

@@ -41,7 +41,7 @@ def _without(doc: dict[str, Any], *dotted: str) -> dict[str, Any]:
     doc = copy.deepcopy(doc)
     for key in dotted:
         *parents, last = key.split(".")
-        table = doc
+        table: Any = doc
         for name in parents:
             table = table[int(name)] if name.isdigit() else table[name]
         del table[last]
