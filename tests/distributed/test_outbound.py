@@ -462,3 +462,44 @@ def test_leader_run_with_an_outbound_job_toml(
         assert rows(released) == rows(centralized(hospital_data, spec).table)
     finally:
         relay_of(fed).wait_connected([d.name for d in fed.daemons], 30)
+
+
+# ------------------------------------------------------------------------ another ring kind
+@pytest.mark.slow
+def test_outbound_randomization_has_the_global_marginals_and_the_central_plan(
+    tmp_path: Path,
+) -> None:
+    """Federated randomization (ring sum + layered union) over outbound daemons: the leader's
+    plan holds the union's exact marginals and the centralized run's Pa and p, and the release
+    carries every record's non-QID columns once."""
+    from collections import Counter
+
+    from fedanon.algorithms.randomization.api import anonymize_randomize
+    from fedanon.algorithms.randomization.coding import encode, observed_domain
+    from fedanon.algorithms.randomization.jobspec import RandomizeSpec
+    from fedanon.leader.randomize import RandomizeLeaderJob, run_randomize
+    from tests.randomization.tables import correlated_table
+
+    qids = ("a", "b", "c", "d")
+    union = correlated_table(600, seed=11)
+    union["id"] = [f"patient-{i:06d}" for i in range(len(union))]
+    parts = [union.iloc[:150], union.iloc[150:320], union.iloc[320:]]
+    parts = [p.reset_index(drop=True) for p in parts]
+    spec = RandomizeSpec(qids, tuple(observed_domain(union[q]) for q in qids), p="optimal")
+    plans: list = []
+    with federation(parts, None, transport="outbound") as fed:
+        job = RandomizeLeaderJob(
+            fed.hops, fed.leader_tls, spec, tmp_path / "r.csv", relay_listen=fed.relay_listen
+        )
+        report = run_randomize(job, on_plan=plans.append)
+        for daemon in fed.daemons:
+            assert listening_ports(daemon.process.pid) == set()  # type: ignore[union-attr]
+    for got, want in zip(plans[0].marginals, encode(union, qids).histograms(), strict=True):
+        assert list(got) == list(want)
+    central = anonymize_randomize(union, qids=qids, p="optimal", seed=1).report
+    assert (report["Pa"], report["p"]) == (central["Pa"], central["p"])
+    release = read_release(tmp_path / "r.csv")
+    others = ["id", "disease"]
+    assert Counter(map(tuple, release[others].to_numpy())) == Counter(
+        map(tuple, union[others].astype(str).to_numpy())
+    )
