@@ -15,6 +15,7 @@ Real daemons in their own processes, real mutual TLS, loopback. What is claimed
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -503,3 +504,22 @@ def test_outbound_randomization_has_the_global_marginals_and_the_central_plan(
     assert Counter(map(tuple, release[others].to_numpy())) == Counter(
         map(tuple, union[others].astype(str).to_numpy())
     )
+
+
+@pytest.mark.slow
+def test_demo_runs_both_transports_and_compares_them(tmp_path: Path) -> None:
+    out_dir = str(tmp_path / "demo")
+    command = ["demo", "--rows", "300", "--json", "--out-dir", out_dir]
+    done = subprocess.run(
+        [sys.executable, "-m", "fedanon.cli.main", *command],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(done.stdout)
+    assert set(report["transports"]["seconds"]) == {"direct", "outbound"}
+    assert report["transports"]["same_release"] is True
+    assert report["equals_centralized_release"] is True
+    assert "transport: outbound" in done.stderr
