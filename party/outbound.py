@@ -160,6 +160,12 @@ class OutboundParty:
                 reply = self._answer_handshake(call)
             elif call.HasField("hop"):
                 reply = self._serve_hop(call)
+            elif call.peer:  # from a party, not sealed: it could pose as the leader
+                reply = _failure(
+                    self.config.name,
+                    grpc.StatusCode.PERMISSION_DENIED,
+                    f"relayed frame refused: a call from party '{call.peer}' must be sealed",
+                )
             else:
                 context = TunnelContext(self.leader_pem, call.timeout_seconds)
                 reply = self.local.call(call.method, call.request, context)

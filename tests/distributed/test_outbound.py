@@ -298,7 +298,8 @@ def test_relay_view_is_the_same_for_any_split_with_padding(
 # ------------------------------------------------------------------------- tampered frames
 def _tamper(kind: str) -> Callable[[str, str, pb.TunnelFrame], None]:
     """A relay that changes the third sealed ring-sum hop it passes on: flips a byte,
-    replays the first one, or sends it to the wrong party."""
+    replays the first one, sends it to the wrong party, or lets hospital-1 send a plain
+    ``End`` to hospital-2 as if it came from the leader."""
     seen: list[pb.TunnelCall] = []
 
     def change(party: str, direction: str, frame: pb.TunnelFrame) -> None:
@@ -316,6 +317,12 @@ def _tamper(kind: str) -> Callable[[str, str, pb.TunnelFrame], None]:
             data = bytearray(call.request)
             data[len(data) // 2] ^= 1
             call.request = bytes(data)
+        elif kind == "unsealed":  # a party's plain call, as if the leader's
+            call.ClearField("hop")
+            call.method = "End"
+            call.request = pb.EndRequest(
+                ref=pb.SessionRef(session_id=kept.hop.session_id)
+            ).SerializeToString()
         elif kind == "replayed":
             call.request, call.method = seen[0].request, seen[0].method
             call.hop.CopyFrom(seen[0].hop)
@@ -331,6 +338,7 @@ def _tamper(kind: str) -> Callable[[str, str, pb.TunnelFrame], None]:
         ("tampered", r"party hospital-2: relayed frame refused: .*tampered or misrouted"),
         ("replayed", r"party hospital-2: relayed frame refused: counter 1 replayed"),
         ("misrouted", r"party hospital-3: relayed frame refused: no hop keys with 'hospital-1'"),
+        ("unsealed", r"party hospital-2: relayed frame refused: a call from party 'hospital-1'"),
     ],
 )
 def test_changed_relayed_frame_is_refused_with_a_named_error(
