@@ -340,6 +340,7 @@ def _tamper(kind: str) -> Callable[[str, str, pb.TunnelFrame], None]:
         ("misrouted", r"party hospital-3: relayed frame refused: no hop keys with 'hospital-1'"),
         ("unsealed", r"party hospital-2: relayed frame refused: a call from party 'hospital-1'"),
     ],
+    ids=["tampered", "replayed", "misrouted", "unsealed"],
 )
 def test_changed_relayed_frame_is_refused_with_a_named_error(
     outbound_federation: Federation,
