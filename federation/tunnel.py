@@ -218,9 +218,6 @@ class TunnelContext:
     def time_remaining(self) -> float:
         return max(self.deadline - time.monotonic(), 0.0)
 
-    def is_active(self) -> bool:
-        return self.time_remaining() > 0
-
     def abort(self, code: grpc.StatusCode, details: str) -> NoReturn:
         self._code, self._details = code, details
         raise Aborted(code, details)
@@ -230,12 +227,6 @@ class TunnelContext:
 
     def details(self) -> str:
         return self._details
-
-    def invocation_metadata(self) -> Sequence[tuple[str, str]]:
-        return ()
-
-    def peer(self) -> str:
-        return "tunnel"
 
 
 class _Details(NamedTuple):

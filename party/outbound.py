@@ -100,7 +100,7 @@ class OutboundParty:
                 self._connect_once(stop)
             except grpc.RpcError as exc:
                 log.warning("relay %s: %s", self.config.relay, exc.details() or exc.code().name)
-            except (FedanonError, CryptoError) as exc:
+            except (FedanonError, CryptoError, ValueError) as exc:  # e.g. not the leader
                 log.warning("relay %s refused: %s", self.config.relay, exc)
             if time.monotonic() - began > 10 * MAX_BACKOFF_SECONDS:
                 delay = self.config.backoff_seconds  # it was up a while: start over
