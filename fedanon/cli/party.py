@@ -151,6 +151,11 @@ def run_status(args: argparse.Namespace) -> int:
 
     wait = _wait_seconds(None if args.wait is None else str(args.wait))
     config = _config(args)
+    if config.transport == "outbound" and not args.address:
+        raise FedanonError(
+            f'{args.config}: party {config.name} has transport = "outbound" and listens on no '
+            "port: its log says whether it is connected to the relay"
+        )
     address = args.address or config.listen.replace("0.0.0.0", "127.0.0.1")
     deadline = time.monotonic() + wait
     channel = make_channel(address, config.name, config.tls)

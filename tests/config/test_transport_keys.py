@@ -140,3 +140,11 @@ def test_outbound_job_toml_loads_with_the_relay(tmp_path: Path, material: Path) 
     assert [p.address for p in job.parties] == ["", "", ""]
     path.write_text(toml_text(job_doc(material, tmp_path)), encoding="utf-8")
     assert load_job(path).relay_listen is None
+
+
+def test_status_of_an_outbound_party_says_it_has_no_port(tmp_path: Path, material: Path) -> None:
+    path = tmp_path / "party.toml"
+    path.write_text(toml_text(outbound_party_doc(material, tmp_path)), encoding="utf-8")
+    assert_one_line_error(
+        *run_cli("party", "status", "--config", str(path)), "outbound", "listens on no port"
+    )
