@@ -57,7 +57,7 @@ def run_job(
     traffic = Traffic()
     session = Session(job)
     began = time.perf_counter()
-    names = ", ".join(f"{hop.name} ({hop.address})" for hop in job.parties)
+    names = ", ".join(f"{hop.name} ({hop.address or 'via the relay'})" for hop in job.parties)
     show(f"handshake: connecting to {len(job.parties)} parties: {names}")
     with session:
         ring = open_ring(

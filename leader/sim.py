@@ -411,7 +411,8 @@ def federation(
         for daemon in daemons:
             fed.start(daemon)
         for number, daemon in enumerate(daemons, start=1):
-            show(f"start-up: waiting for {daemon.name} ({daemon.address}) to be ready")
+            where = daemon.address or f"dialling the relay on {relay_listen}"
+            show(f"start-up: waiting for {daemon.name} ({where}) to be ready")
             fed.wait_ready(daemon)
             show(f"start-up: {daemon.name} ready ({number}/{len(daemons)})")
         yield fed
