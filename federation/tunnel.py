@@ -97,18 +97,19 @@ class Endpoint:
         if not self.closed.is_set():
             self.frames.put(frame)
 
-    def call(self, call: pb.TunnelCall, timeout: float | None) -> Future[pb.TunnelReply]:
-        """Send `call` (its id is set here); its reply, or its failure at the deadline."""
+    def call(self, frame: pb.TunnelFrame, timeout: float | None) -> Future[pb.TunnelReply]:
+        """Send the call `frame` holds (its id and deadline are set here, in place: a relayed
+        batch is not copied); its reply, or its failure at the deadline."""
         future: Future[pb.TunnelReply] = Future()
         if self.closed.is_set():
             future.set_exception(_unavailable(self.label))
             return future
         deadline = time.monotonic() + (timeout if timeout is not None else 86400.0)
         with self.lock:
-            call.call_id = next(self.ids)
-            call.timeout_seconds = max(deadline - time.monotonic(), 0.0)
-            self.pending[call.call_id] = (deadline, future)
-        self.send(pb.TunnelFrame(call=call))
+            frame.call.call_id = next(self.ids)
+            frame.call.timeout_seconds = max(deadline - time.monotonic(), 0.0)
+            self.pending[frame.call.call_id] = (deadline, future)
+        self.send(frame)
         return future
 
     def deliver(self, reply: pb.TunnelReply) -> None:

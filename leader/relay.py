@@ -96,7 +96,7 @@ class Relay(pb_grpc.RelayServicer):
                 if kind == "reply":
                     endpoint.deliver(frame.reply)
                 elif kind == "call":
-                    self._pass_on(name, endpoint, frame.call)
+                    self._pass_on(name, endpoint, frame)
         except grpc.RpcError:
             pass  # the party went away; closing below fails its pending calls
         finally:
@@ -107,8 +107,10 @@ class Relay(pb_grpc.RelayServicer):
                 self.changed.notify_all()
             log.info("party %s disconnected from the relay", name)
 
-    def _pass_on(self, sender: str, source: Endpoint, call: pb.TunnelCall) -> None:
-        """A party's call to another party: sent on as it is, its reply routed back."""
+    def _pass_on(self, sender: str, source: Endpoint, frame: pb.TunnelFrame) -> None:
+        """A party's call to another party: sent on as it is (naming its sender instead of its
+        receiver), its reply routed back."""
+        call = frame.call
         caller_id, receiver = call.call_id, call.peer
         target = self.endpoints.get(receiver)
         if target is None:
@@ -119,10 +121,8 @@ class Relay(pb_grpc.RelayServicer):
             )
             source.send(pb.TunnelFrame(reply=failed))
             return
-        forwarded = pb.TunnelCall()
-        forwarded.CopyFrom(call)
-        forwarded.peer = sender
-        sent = target.call(forwarded, call.timeout_seconds)
+        call.peer = sender
+        sent = target.call(frame, call.timeout_seconds)
 
         def back(done: Future[pb.TunnelReply]) -> None:
             error = done.exception()
@@ -176,8 +176,9 @@ class Relay(pb_grpc.RelayServicer):
                     )
                 )
                 return out
-            call = pb.TunnelCall(method=method, request=serialize(request))
-            sent = endpoint.call(call, timeout)
+            frame = pb.TunnelFrame()
+            frame.call.method, frame.call.request = method, serialize(request)
+            sent = endpoint.call(frame, timeout)
 
             def done(reply: Future[pb.TunnelReply]) -> None:
                 error = reply.exception() or reply_error(reply.result())

@@ -231,8 +231,10 @@ class OutboundParty:
         deadline = time.monotonic() + (timeout or self.config.rpc_seconds)
         keys = self._outgoing_keys(session_id, hop.name, deadline)
         header, sealed = keys.seal_request(method, iteration, raw)
-        call = pb.TunnelCall(method=method, request=sealed, peer=hop.name, hop=header)
-        reply = self._call(call, deadline)
+        frame = pb.TunnelFrame()
+        frame.call.method, frame.call.request, frame.call.peer = method, sealed, hop.name
+        frame.call.hop.CopyFrom(header)
+        reply = self._call(frame, deadline)
         try:
             inner = keys.open_reply(method, header, reply.reply)
         except CryptoError as exc:
@@ -242,9 +244,9 @@ class OutboundParty:
             raise error
         return inner.reply
 
-    def _call(self, call: pb.TunnelCall, deadline: float) -> pb.TunnelReply:
+    def _call(self, frame: pb.TunnelFrame, deadline: float) -> pb.TunnelReply:
         """Send a call to the relay; a failure (the relay's or the receiver's) is raised."""
-        reply = self.endpoint.call(call, deadline - time.monotonic()).result()
+        reply = self.endpoint.call(frame, deadline - time.monotonic()).result()
         error = reply_error(reply)
         if error is not None:
             raise error
@@ -257,7 +259,8 @@ class OutboundParty:
                 return keys
             private, offer = relay_crypto.offer(self.identity, session_id, receiver)
             call = pb.TunnelCall(method=HANDSHAKE, request=offer, peer=receiver)
-            keys = self._accept(session_id, receiver, private, self._call(call, deadline).reply)
+            reply = self._call(pb.TunnelFrame(call=call), deadline)
+            keys = self._accept(session_id, receiver, private, reply.reply)
             self.outgoing = {(session_id, receiver): keys}  # only the open session's
             return keys
 
