@@ -5,6 +5,7 @@ For each federation size the table is split once at random; two federations of r
 ring's hops dial each other) and one ``outbound`` (no party listens; everything goes through the
 leader's relay, the ring's hops sealed end to end). Sessions alternate between the two, so a
 change of the machine's load hits both alike; the median of ``--repeat`` sessions is reported.
+Before each session both federations' idle key pools are full (no refill runs beside it).
 Both releases must equal each other (rows as a multiset, final cut) before any number is
 printed. Daemon start-up is excluded; "total" is ``run_job`` end to end (handshake, loop,
 union, the leader's independent check, writing). "CPU" is the CPU time of the whole federation
@@ -129,6 +130,10 @@ def main(argv: list[str] | None = None) -> int:
                         rpc_seconds=args.rpc_seconds,
                         union_mode=args.union_mode,
                     )
+                    # Both federations idle, their key pools full: the union of either
+                    # starts from the same state, and no refill runs beside the session.
+                    for other in feds.values():
+                        other.wait_idle_keys()
                     pids = [d.process.pid for d in fed.daemons if d.process is not None]
                     cpu, began = federation_cpu(pids), time.perf_counter()
                     report = run_job(job)
