@@ -16,7 +16,12 @@ registry either: the base image is made here with debootstrap, Python comes from
    the host's loopback: each party listens on its own 127.0.0.1 port and the configs' service
    addresses (``hospital-b:50051``) are rewritten to those ports, nothing else changes;
 5. the leader once every party's health probe says SERVING (compose's ``service_healthy``),
-   then ``fedanon check lkc`` on the release inside the image, with the job's L, K and C.
+   then ``fedanon check lkc`` on the release inside the image, with the job's L, K and C;
+6. the same federation again in outbound mode (deploy/README.md section 3d): the parties'
+   configs get ``transport = "outbound"`` and the relay's address instead of ``listen`` and
+   the hop address, the job ``relay_listen`` instead of the party addresses; the parties dial
+   the leader's relay, the release is checked again, and no party container may hold a
+   listening TCP socket (read from /proc through the container's host pid).
 
 Every container, the copy of deploy/ and the work folder are removed on every exit path
 (Ctrl-C and SIGTERM included); the two images stay, so the next run rebuilds only what changed.
@@ -24,6 +29,7 @@ Where podman cannot run (no podman, runc or debootstrap, not root) it prints one
 ``podman federation: skipped: <why>`` and exits 0. Timings go to stdout (bench/RESULTS.md).
 
     sudo .venv/bin/python deploy/podman_federation.py [--base-image IMAGE] [--keep]
+        [--transport both|direct|outbound]
 """
 
 from __future__ import annotations
@@ -199,6 +205,15 @@ def on_loopback(text: str, own_port: int | None, ports: dict[str, int]) -> str:
     return text
 
 
+def outbound(text: str, relay: str) -> str:
+    """A service config in outbound mode: a party dials `relay` instead of listening and
+    names its next hop without an address; the job opens the relay and names no addresses."""
+    text = re.sub(r"(?m)^address = .*\n", "", text)
+    if re.search(r"(?m)^listen = ", text):
+        return re.sub(r"(?m)^listen = .*$", f'transport = "outbound"\nrelay = "{relay}"', text)
+    return f'transport = "outbound"\nrelay_listen = "{relay}"\n{text}'
+
+
 def interpolate(value: str, env: dict[str, str]) -> str:
     """Compose's ``${NAME:-default}`` substitution (from deploy/.env)."""
     return re.sub(r"\$\{(\w+)(?::-([^}]*))?\}", lambda m: env.get(m[1], m[2] or ""), value)
@@ -211,9 +226,10 @@ def run_args(
     deploy: Path,
     ports: dict[str, int],
     env: dict[str, str],
+    relay: str | None = None,
 ) -> list[str]:
     """`podman run` options and command for compose service `name` on the host's loopback, in
-    a container named `container`."""
+    a container named `container` (outbound mode where `relay` is the relay's address)."""
     args = [f"--name={container}", "--network=host"]
     args.append(f"--user={interpolate(service['user'], env)}")
     if service.get("read_only"):
@@ -230,9 +246,10 @@ def run_args(
         if not source.exists():
             raise Failed(f"{name}: compose.yaml mounts {mount['source']}, which is missing")
         if source.suffix == ".toml" and source.name != "taxonomy.toml":
-            rewritten = deploy / "loopback" / name / source.name
+            rewritten = deploy / ("loopback" if relay is None else "outbound") / name / source.name
             rewritten.parent.mkdir(parents=True, exist_ok=True)
-            rewritten.write_text(on_loopback(source.read_text(), own_port, ports))
+            text = on_loopback(source.read_text(), own_port, ports)
+            rewritten.write_text(text if relay is None else outbound(text, relay))
             source = rewritten
         option = f"--mount=type=bind,source={source},target={mount['target']}"
         args.append(option + (",readonly" if mount.get("read_only") else ""))
@@ -262,6 +279,43 @@ def wait_serving(podman: Podman, name: str) -> None:
         time.sleep(1)
 
 
+def wait_dialling(podman: Podman, name: str) -> None:
+    """An outbound party serves no health probe: wait for its start-up line instead."""
+    deadline = time.monotonic() + READY_SECONDS
+    while True:
+        logs = podman("logs", podman.prefix + name, capture=True, check=False)
+        if "dialling relay" in logs.stdout + logs.stderr:
+            return
+        if time.monotonic() > deadline:
+            last = " | ".join((logs.stdout + logs.stderr).strip().splitlines()[-3:])
+            raise Failed(f"party {name} did not start in outbound mode: {last}")
+        time.sleep(1)
+
+
+def listening_sockets(pid: int) -> list[str]:
+    """TCP sockets in state LISTEN held by host process `pid` (a container's init)."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        target = os.readlink(fd) if fd.is_symlink() else ""
+        if target.startswith("socket:["):
+            inodes.add(target[len("socket:[") : -1])
+    found = []
+    for table in ("tcp", "tcp6"):
+        for line in Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A" and fields[9] in inodes:
+                found.append(fields[1])
+    return found
+
+
+def check_no_listening_party(podman: Podman, parties: Sequence[str]) -> None:
+    for name in parties:
+        state = podman("inspect", "--format={{.State.Pid}}", podman.prefix + name, capture=True)
+        listening = listening_sockets(int(state.stdout.strip()))
+        if listening:
+            raise Failed(f"outbound party {name} listens on {', '.join(listening)}")
+
+
 def check_release(podman: Podman, deploy: Path) -> None:
     """`fedanon check lkc` on the leader's release inside the image, with the job's L, K, C."""
     job = tomllib.loads((deploy / "config/job.toml").read_text())
@@ -278,19 +332,25 @@ def check_release(podman: Podman, deploy: Path) -> None:
     )  # fmt: skip
 
 
-def run_federation(podman: Podman, deploy: Path) -> None:
+def run_federation(podman: Podman, deploy: Path, transport: str = "direct") -> None:
     services = yaml.safe_load((deploy / "compose.yaml").read_text())["services"]
     parties = [n for n, s in services.items() if "depends_on" not in s]
-    ports = dict(zip(parties, free_ports(len(parties)), strict=True))
+    *own, relay_port = free_ports(len(parties) + 1)
+    ports = dict(zip(parties, own, strict=True))
+    relay = f"127.0.0.1:{relay_port}" if transport == "outbound" else None
     env = dotenv(deploy / ".env")
+    (deploy / "out" / "release.csv").unlink(missing_ok=True)
 
     def run(name: str) -> list[str]:
-        return run_args(podman.prefix + name, name, services[name], deploy, ports, env)
+        return run_args(podman.prefix + name, name, services[name], deploy, ports, env, relay)
 
     for name in parties:
         podman("run", "--detach", *run(name), capture=True)
     for name in parties:
-        wait_serving(podman, name)
+        if relay is None:
+            wait_serving(podman, name)
+        else:
+            wait_dialling(podman, name)
     for name in services:
         if name in ports:
             continue
@@ -298,6 +358,10 @@ def run_federation(podman: Podman, deploy: Path) -> None:
         if leader.returncode != 0:
             raise Failed(f"the {name} exited {leader.returncode} (its last lines are above)")
     check_release(podman, deploy)
+    if relay is not None:
+        check_no_listening_party(podman, parties)
+    names = [podman.prefix + name for name in services]
+    podman("rm", "--force", "--time=5", *names, capture=True, check=False)
 
 
 @contextmanager
@@ -329,6 +393,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "python:3.11-slim where a registry is reachable)",
     )
     parser.add_argument("--keep", action="store_true", help="keep the work folder (logs, out/)")
+    parser.add_argument(
+        "--transport",
+        choices=("both", "direct", "outbound"),
+        default="both",
+        help="run the federation with parties that listen (direct), that only dial the "
+        "leader's relay (outbound), or both in turn (default)",
+    )
     args = parser.parse_args(argv)
     reason = skip_reason(args.base_image)
     if reason is not None:
@@ -342,8 +413,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 timed("base image built (debootstrap + import)", make_base, podman, work)
             timed("fedanon image built", build_image, podman, args.base_image)
             deploy = prepare_deploy(podman, work)
-            timed("federation ran (3 parties + leader, release checked)", run_federation,
-                  podman, deploy)  # fmt: skip
+            for transport in ("direct", "outbound"):
+                if args.transport in ("both", transport):
+                    timed(f"federation ran, {transport} (3 parties + leader, release checked)",
+                          run_federation, podman, deploy, transport)  # fmt: skip
     except Failed as exc:
         print(f"podman federation: failed: {exc}", file=sys.stderr)
         return 1

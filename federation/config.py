@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from fedanon.configschema import Integer, Key
+from fedanon.configschema import Address, ConfigError, Integer, Key
 from fedanon.crypto.parallel import DEFAULT_MIN_RECORDS, Parallelism
 
 DAY = 86400.0
@@ -41,3 +41,43 @@ class Hop:
 def union_parallelism(section: dict[str, Any]) -> Parallelism:
     """A validated [union] section (party.toml and job.toml): the union's worker processes."""
     return Parallelism.configured(section["workers"], section["min_records"])
+
+
+#: How a party is reached: it listens (direct), or it dials the leader's relay (outbound).
+TRANSPORTS = ("direct", "outbound")
+
+
+def check_transport(
+    where: str,
+    data: dict[str, Any],
+    addressed: list[tuple[str, bool]],
+    relay: tuple[str, bool],
+) -> None:
+    """Keys that hold addresses exactly where the file's `transport` needs them: `addressed`
+    are the listen and hop addresses (key, given) only direct mode uses, `relay` the relay's;
+    outbound mode needs TLS (the relay knows a party by its certificate alone)."""
+    key, given = relay
+    transport = data["transport"]
+    if transport == "direct":
+        missing = next((k for k, present in addressed if not present), None)
+        if missing is not None:
+            raise ConfigError(f"{where}: missing key '{missing}' ({Address().expected})")
+        if given:
+            raise ConfigError(f'{where}: {key}: only with transport = "outbound"')
+        return
+    extra = next((k for k, present in addressed if present), None)
+    if extra is not None:
+        raise ConfigError(
+            f'{where}: {extra}: unused with transport = "outbound" (parties listen on no '
+            "port; the relay routes every call); remove it"
+        )
+    if not given:
+        raise ConfigError(
+            f"{where}: missing key '{key}' ({Address().expected}; "
+            'transport = "outbound" needs it)'
+        )
+    if (data["tls"] or {}).get("insecure", False):
+        raise ConfigError(
+            f'{where}: tls.insecure: transport = "outbound" needs TLS (the relay and the '
+            "parties know each other by their certificates alone)"
+        )

@@ -7,6 +7,8 @@ Example::
     out = "release.csv"
     report = "report.json"
     sum_mode = "ring"                # or "pairwise" (collusion-resistant)
+    # transport = "outbound"         # parties dial this leader's relay and listen on no port;
+    # relay_listen = "0.0.0.0:50050" # then [[parties]] have no address
     allow_two_parties = false        # two parties learn each other's counts from the sums
     [lkc]
     L = 4
@@ -77,7 +79,7 @@ from fedanon.crypto.errors import CryptoError
 from fedanon.crypto.identity import load_identity_files
 from fedanon.errors import FedanonError
 from fedanon.federation.chunks import DEFAULT_CHUNK_BYTES, MIB, MIN_CHUNK_BYTES
-from fedanon.federation.config import DAY, MAX_MESSAGE_MB, UNION_KEYS
+from fedanon.federation.config import DAY, MAX_MESSAGE_MB, TRANSPORTS, UNION_KEYS, check_transport
 from fedanon.federation.tls import TLS_SCHEMA, TLSFiles
 from fedanon.leader.kind import JobFile, LeaderJob, LeaderKind
 from fedanon.leader.kinds import LEADER_KINDS
@@ -93,6 +95,8 @@ def _ring(data: dict[str, Any], path: str, where: str) -> None:
     for key in ("name", "address"):
         seen: set[str] = set()
         for i, party in enumerate(data["parties"]):
+            if party[key] is None:  # an address outbound mode does without (_transport)
+                continue
             if party[key] in seen:
                 raise ConfigError(
                     f"{where}: parties[{i}].{key}: '{party[key]}' is listed twice in the ring"
@@ -107,6 +111,13 @@ def _ring(data: dict[str, Any], path: str, where: str) -> None:
         )
 
 
+def _transport(data: dict[str, Any], path: str, where: str) -> None:
+    """Direct: every party's address; outbound: the relay's listen address and no party's."""
+    parties = enumerate(data["parties"])
+    addressed = [(f"parties[{i}].address", p["address"] is not None) for i, p in parties]
+    check_transport(where, data, addressed, ("relay_listen", data["relay_listen"] is not None))
+
+
 def job_schema() -> Table:
     """The schema of job.toml: the keys every job has and one section per registered kind."""
     return Table(
@@ -116,6 +127,8 @@ def job_schema() -> Table:
             "out": Key(OutputFile()),  # each kind says whether it needs one (LeaderKind.required)
             "report": Key(OutputFile()),
             "sum_mode": Key(Text(choices=SUM_MODES), default="ring"),
+            "transport": Key(Text(choices=TRANSPORTS), default="direct"),
+            "relay_listen": Key(Address()),
             "allow_two_parties": Key(Flag(), default=False),
             **{kind.section: Key(kind.schema) for kind in LEADER_KINDS.values()},
             "parties": Key(
@@ -123,7 +136,7 @@ def job_schema() -> Table:
                     Table(
                         {
                             "name": Key(Text(), required=True),
-                            "address": Key(Address(), required=True),
+                            "address": Key(Address()),  # direct only (_transport)
                         }
                     ),
                     max_items=MAX_PARTIES,
@@ -157,7 +170,7 @@ def job_schema() -> Table:
                 default={},
             ),
         },
-        checks=(_ring,),
+        checks=(_transport, _ring),
     )
 
 
@@ -205,6 +218,7 @@ def load_job(path: str | Path) -> LeaderJob:
     tls = leader_tls(data, base, where)
     try:
         job: LeaderJob = kind.load(JobFile(data, base, tls, where))
+        job.relay_listen = data["relay_listen"]  # None unless transport = "outbound"
         job.check()
     except ConfigError:
         raise

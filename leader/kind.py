@@ -39,6 +39,7 @@ class LeaderJob(Protocol):
     tls: TLSFiles | None
     name: str
     rpc_seconds: float
+    relay_listen: str | None  # transport = "outbound": where the leader's relay listens
     out: Path | None
     report: Path | None
 
@@ -57,7 +58,7 @@ class JobFile:
 
     @property
     def parties(self) -> list[Hop]:
-        return [Hop(p["name"], p["address"]) for p in self.data["parties"]]
+        return [Hop(p["name"], p["address"] or "") for p in self.data["parties"]]
 
     def path(self, key: str) -> Path | None:
         """A top-level file key (``out``, ``report``, ``taxonomy``), relative to the file."""

@@ -27,6 +27,7 @@ from fedanon.federation.tls import TLSFiles
 from fedanon.federation.transport import make_channel
 from fedanon.fingerprint import fingerprint
 from fedanon.leader.federation import PartyFailure, describe_rpc_error
+from fedanon.leader.relay import relay_channels
 from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
 
@@ -50,6 +51,8 @@ class SessionJob(Protocol):
     def name(self) -> str: ...
     @property
     def rpc_seconds(self) -> float: ...
+    @property
+    def relay_listen(self) -> str | None: ...
 
 
 def first_difference(ours: Sequence[str], theirs: Sequence[str]) -> str:
@@ -76,7 +79,11 @@ class Session:
         self.job = job
         self.session_id = secrets.token_hex(16)
         self.ring = [p.name for p in job.parties]
-        self.channels = {p.name: make_channel(p.address, p.name, job.tls) for p in job.parties}
+        self.channels: dict[str, Any] = (
+            {p.name: make_channel(p.address, p.name, job.tls) for p in job.parties}
+            if job.relay_listen is None
+            else relay_channels(job.parties, job.tls, job.relay_listen, job.rpc_seconds)
+        )
         self.stubs = {n: pb_grpc.PartyStub(c) for n, c in self.channels.items()}
         self.pool = ThreadPoolExecutor(max_workers=max(2, len(self.ring)))
         self.stop_heartbeat = threading.Event()

@@ -38,6 +38,7 @@ from fedanon.federation.config import DIE_WITH_PARENT, Hop
 from fedanon.federation.tls import TLSFiles
 from fedanon.federation.transport import make_channel
 from fedanon.leader.kinds.lkc import LKCLeaderJob
+from fedanon.leader.relay import serve_relay, stop_relay
 from fedanon.taxonomy.files import TaxonomyFile
 from fedanon.text import as_text
 
@@ -151,10 +152,15 @@ class Federation:
     taxonomy: Path | None
     secure: bool
     extra: dict[str, object] = field(default_factory=dict)
+    relay_listen: str | None = None  # transport = "outbound": the leader's relay
 
     @property
     def hops(self) -> list[Hop]:
         return [Hop(d.name, d.address) for d in self.daemons]
+
+    @property
+    def transport(self) -> str:
+        return "direct" if self.relay_listen is None else "outbound"
 
     def leader_job(
         self, taxonomy: TaxonomyFile, spec: LKCJobSpec, out: Path, **options: Any
@@ -168,6 +174,7 @@ class Federation:
             parties=self.hops,
             tls=self.leader_tls,
             out=out,
+            relay_listen=self.relay_listen,
             **options,
         )
 
@@ -204,8 +211,23 @@ class Federation:
         log.close()
 
     def wait_ready(self, daemon: Daemon, timeout: float = 60.0) -> None:
-        """Poll the daemon's standard gRPC health service until it says SERVING."""
+        """Poll the daemon's standard gRPC health service until it says SERVING (outbound:
+        until it has connected to the relay)."""
         deadline = time.monotonic() + timeout
+        if self.relay_listen is not None:
+            relay = serve_relay(self.relay_listen, self.leader_tls)
+            while daemon.name not in relay.connected():
+                if daemon.process is not None and daemon.process.poll() is not None:
+                    raise FedanonError(
+                        f"party {daemon.name} exited at start-up: {daemon.log_tail()}"
+                    )
+                if time.monotonic() > deadline:
+                    raise FedanonError(
+                        f"party {daemon.name} not connected to the relay after {timeout:.0f} s: "
+                        f"{daemon.log_tail()}"
+                    )
+                time.sleep(0.1)
+            return
         channel = make_channel(daemon.address, daemon.name, self.leader_tls)
         try:
             stub = health_pb2_grpc.HealthStub(channel)
@@ -247,7 +269,7 @@ class Federation:
 def write_party_config(
     path: Path,
     name: str,
-    port: int,
+    port: int | str,
     data: Path,
     taxonomy: Path | None,
     next_hop: Hop | None,
@@ -261,10 +283,14 @@ def write_party_config(
     """A ``party.toml`` in the documented format, its output directory beside it.
 
     `lease_seconds` shortens the session lease (tests of a dead leader's recovery); `idle_keys`
-    sizes the pool of leader-layer keys made while idle (default: the config file's)."""
+    sizes the pool of leader-layer keys made while idle (default: the config file's). A `port`
+    given as ``"relay=HOST:PORT"`` writes an outbound party: no listen, no hop address."""
+    relay = port[len("relay=") :] if isinstance(port, str) else None
+    where = [f'listen = "127.0.0.1:{port}"'] if relay is None else ['transport = "outbound"']
     lines = [
         f'name = "{name}"',
-        f'listen = "127.0.0.1:{port}"',
+        *where,
+        *([] if relay is None else [f'relay = "{relay}"']),
         f'data = "{data}"',
         f'leader = "{LEADER_NAME}"',
         f'output_dir = "{path.parent / (name + "-out")}"',
@@ -272,7 +298,8 @@ def write_party_config(
     if taxonomy is not None:
         lines.append(f'taxonomy = "{taxonomy}"')
     if next_hop is not None:
-        lines += ["[next_hop]", f'name = "{next_hop.name}"', f'address = "{next_hop.address}"']
+        lines += ["[next_hop]", f'name = "{next_hop.name}"']
+        lines += [f'address = "{next_hop.address}"'] if relay is None else []
     lines += [
         "[tls]",
         f'ca = "{cert_dir / "ca.crt"}"',
@@ -320,6 +347,7 @@ def federation(
     idle_keys: int | None = SIM_IDLE_KEYS,
     on_phase: Callable[[str], None] | None = None,
     engine: EngineSettings | list[EngineSettings | None] | None = None,
+    transport: str = "direct",
 ) -> Iterator[Federation]:
     """Start one daemon per part (ring order = list order); stop and clean up on exit.
 
@@ -328,7 +356,13 @@ def federation(
     idle (None: the config file's default). `on_phase` hears each start-up step (certificates,
     each daemon started and ready): on a busy machine the start-up takes up to a minute.
     `engine` is every party's [table] (default: counting in the daemon); a list gives one per
-    party."""
+    party. `transport` ``"outbound"`` starts the leader's relay here first; the daemons dial it
+    and listen on no port.
+    """
+    if transport == "outbound" and not secure:
+        raise FedanonError(
+            "--transport outbound needs TLS (the relay knows parties by certificate)"
+        )
     show = on_phase or (lambda _text: None)
     own_dir = workdir is None
     # Absolute: the party configs written below name files in it, and a relative path there
@@ -339,17 +373,20 @@ def federation(
     cert_dir = root / "certs"
     show(f"start-up: issuing certificates for {len(names)} parties and the leader")
     issue_federation_certificates(cert_dir, names, "fedanon simulated federation CA")
-    ports = free_ports(len(parts))
+    ports = free_ports(len(parts) + 1)
+    relay_listen = f"127.0.0.1:{ports.pop()}" if transport == "outbound" else None
     daemons = []
     for i, (name, part) in enumerate(zip(names, parts, strict=True)):
         data = root / f"{name}.csv"
         part.to_csv(data, index=False)
-        next_hop = Hop(names[i + 1], f"127.0.0.1:{ports[i + 1]}") if i + 1 < len(parts) else None
+        address = "" if relay_listen else f"127.0.0.1:{ports[i]}"
+        next_address = "" if relay_listen or i + 1 == len(parts) else f"127.0.0.1:{ports[i + 1]}"
+        next_hop = Hop(names[i + 1], next_address) if i + 1 < len(parts) else None
         config = root / f"{name}.toml"
         write_party_config(
             config,
             name,
-            ports[i],
+            ports[i] if relay_listen is None else f"relay={relay_listen}",
             data,
             None if taxonomy is None else Path(taxonomy).resolve(),
             next_hop,
@@ -360,7 +397,7 @@ def federation(
             idle_keys,
             engine[i] if isinstance(engine, list) else engine,
         )
-        daemons.append(Daemon(name, f"127.0.0.1:{ports[i]}", config, root / f"{name}.log"))
+        daemons.append(Daemon(name, address, config, root / f"{name}.log"))
     leader_tls = (
         TLSFiles(
             cert_dir / "ca.crt", cert_dir / f"{LEADER_NAME}.crt", cert_dir / f"{LEADER_NAME}.key"
@@ -368,21 +405,27 @@ def federation(
         if secure
         else None
     )
-    fed = Federation(root, daemons, leader_tls, cert_dir, taxonomy, secure)
+    fed = Federation(root, daemons, leader_tls, cert_dir, taxonomy, secure, {}, relay_listen)
     previous = signal.getsignal(signal.SIGTERM)
     if previous in (signal.SIG_DFL, None):
         signal.signal(signal.SIGTERM, _interrupt)
     try:
+        if relay_listen is not None:
+            show(f"start-up: the leader's relay on {relay_listen} (outbound transport)")
+            serve_relay(relay_listen, leader_tls)
         show(f"start-up: starting {len(daemons)} party daemons")
         for daemon in daemons:
             fed.start(daemon)
         for number, daemon in enumerate(daemons, start=1):
-            show(f"start-up: waiting for {daemon.name} ({daemon.address}) to be ready")
+            where = daemon.address or f"dialling the relay on {relay_listen}"
+            show(f"start-up: waiting for {daemon.name} ({where}) to be ready")
             fed.wait_ready(daemon)
             show(f"start-up: {daemon.name} ready ({number}/{len(daemons)})")
         yield fed
     finally:
         fed.stop_all()
+        if relay_listen is not None:
+            stop_relay(relay_listen)
         if previous in (signal.SIG_DFL, None):
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
         if own_dir:

@@ -4,6 +4,8 @@ Example::
 
     name = "hospital-a"            # must match the name in this party's certificate
     listen = "127.0.0.1:50051"
+    # transport = "outbound"       # listen on no port: dial the leader's relay instead
+    # relay = "leader.example:50050"  # (outbound only; then no `listen`, no next_hop.address)
     data = "hospital-a.csv"        # this party's private table
     taxonomy = "hospital.toml"     # needed for LKC jobs; a DRBT-only party may omit it
     leader = "leader"              # certificate name of the only leader accepted
@@ -84,8 +86,10 @@ from fedanon.federation.config import (
     DAY,
     MAX_MESSAGE_MB,
     MAX_WORKERS,
+    TRANSPORTS,
     UNION_KEYS,
     Hop,
+    check_transport,
     union_parallelism,
 )
 from fedanon.federation.limits import ConnectionLimits
@@ -125,6 +129,14 @@ def _distinct_names(data: dict[str, Any], path: str, where: str) -> None:
         raise ConfigError(f"{where}: next_hop.name: '{hop['name']}' is this party's own name")
     if data["leader"] is not None and data["leader"] == data["name"]:
         raise ConfigError(f"{where}: leader: '{data['leader']}' is this party's own name")
+
+
+def _transport(data: dict[str, Any], path: str, where: str) -> None:
+    hop = data["next_hop"]
+    addressed = [("listen", data["listen"] is not None)]
+    if hop is not None:
+        addressed.append(("next_hop.address", hop["address"] is not None))
+    check_transport(where, data, addressed, ("relay", data["relay"] is not None))
 
 
 TIMEOUTS_SCHEMA = Table(
@@ -189,15 +201,15 @@ TABLE_SCHEMA = Table(
 PARTY_SCHEMA = Table(
     {
         "name": Key(Text(), required=True),
-        "listen": Key(Address(), required=True),
+        "listen": Key(Address()),  # required with transport = "direct" (_transport)
+        "transport": Key(Text(choices=TRANSPORTS), default="direct"),
+        "relay": Key(Address()),
         "data": Key(InputData(), required=True),
         "taxonomy": Key(InputFile()),
         "leader": Key(Text()),
         "output_dir": Key(OutputDir()),
         "delimiter": Key(Character()),
-        "next_hop": Key(
-            Table({"name": Key(Text(), required=True), "address": Key(Address(), required=True)})
-        ),
+        "next_hop": Key(Table({"name": Key(Text(), required=True), "address": Key(Address())})),
         "tls": Key(TLS_SCHEMA),
         "timeouts": Key(TIMEOUTS_SCHEMA, default={}),
         "union": Key(PARTY_UNION_SCHEMA, default={}),
@@ -205,7 +217,7 @@ PARTY_SCHEMA = Table(
         "policy": Key(POLICY_SCHEMA),
         "table": Key(TABLE_SCHEMA, default={}),
     },
-    checks=(_distinct_names,),
+    checks=(_transport, _distinct_names),
 )
 
 #: PartyConfig fields checked against their party.toml key, also when built without a file.
@@ -251,6 +263,8 @@ class PartyConfig:
     policy: Policy = field(default_factory=lambda: Policy(configured=False))
     idle_keys: int = DEFAULT_IDLE_KEYS  # leader-layer keys made while idle (0: none)
     engine: EngineSettings = field(default_factory=EngineSettings)  # [table]: LKC counting
+    transport: str = "direct"  # or "outbound": no listening port, a stream to `relay`
+    relay: str | None = None  # the leader's relay (outbound only)
 
     def __post_init__(self) -> None:
         """The ranges of party.toml hold for a configuration built in code too (a daemon with
@@ -275,11 +289,11 @@ class PartyConfig:
             )
         return cls(
             name=data["name"],
-            listen=data["listen"],
+            listen=data["listen"] or "",
             data=table,
             taxonomy=resolve(base, data["taxonomy"]),
             leader=_leader(data, where),
-            next_hop=Hop(hop["name"], hop["address"]) if hop else None,
+            next_hop=Hop(hop["name"], hop["address"] or "") if hop else None,
             tls=tls,
             delimiter=data["delimiter"],
             rpc_seconds=timeouts["rpc_seconds"],
@@ -298,6 +312,8 @@ class PartyConfig:
             policy=Policy.from_table(data["policy"]),
             idle_keys=data["union"]["idle_keys"],
             engine=engine,
+            transport=data["transport"],
+            relay=data["relay"],
         )
 
 

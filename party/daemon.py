@@ -38,12 +38,9 @@ log = logging.getLogger(__name__)
 SERVICE_NAME = "fedanon.v1.Party"
 
 
-def build_server(config: PartyConfig) -> tuple[grpc.Server, int, PartyServicer]:
-    """A ready (not yet started) server for `config`, with the standard health service."""
-    try:
-        asked = listen_port(config.listen)
-    except ValueError as exc:
-        raise FedanonError(str(exc)) from None
+def build_servicer(config: PartyConfig) -> PartyServicer:
+    """The servicer for `config`: its table read, its certificate checked against its name;
+    in direct mode its channel to the next hop (an outbound party's goes through the relay)."""
     # A Dask-backed party leaves a Parquet dataset on disk for its workers (docs/engines.md).
     source = (
         open_source(config.data, config.delimiter)
@@ -56,7 +53,7 @@ def build_server(config: PartyConfig) -> tuple[grpc.Server, int, PartyServicer]:
         else load_taxonomy(config.taxonomy, data_columns=source.columns)
     )
     next_stub = None
-    if config.next_hop is not None:
+    if config.next_hop is not None and config.transport == "direct":
         hop = config.next_hop
         channel = make_channel(hop.address, hop.name, config.tls)
         stub = pb_grpc.PartyStub(channel)
@@ -71,7 +68,16 @@ def build_server(config: PartyConfig) -> tuple[grpc.Server, int, PartyServicer]:
             )
         ca = x509.load_pem_x509_certificate(config.tls.ca.read_bytes())
     counting = counting_engine(config.engine)
-    servicer = PartyServicer(config, source, taxonomy, next_stub, identity, ca, counting=counting)
+    return PartyServicer(config, source, taxonomy, next_stub, identity, ca, counting=counting)
+
+
+def build_server(config: PartyConfig) -> tuple[grpc.Server, int, PartyServicer]:
+    """A ready (not yet started) server for `config`, with the standard health service."""
+    try:
+        asked = listen_port(config.listen)
+    except ValueError as exc:
+        raise FedanonError(str(exc)) from None
+    servicer = build_servicer(config)
     try:
         server, port = make_server(
             config.listen,
@@ -149,7 +155,7 @@ def tie_to_parent() -> None:
 STOP_POLL_SECONDS = 0.25
 
 
-def _wait_for(stop: threading.Event) -> None:
+def wait_for(stop: threading.Event) -> None:
     """Wait until `stop` is set, looking every ``STOP_POLL_SECONDS``.
 
     Python runs signal handlers in the main thread, but the kernel delivers a process signal to
@@ -187,7 +193,7 @@ def serve(config: PartyConfig, grace_seconds: float = 5.0) -> None:
     except (FedanonError, CryptoError):
         server.stop(0).wait()
         raise
-    _wait_for(stop)
+    wait_for(stop)
     if servicer.session is not None:
         log.warning(
             "stopping during session %s: in-flight calls get %.0f s, then the session is abandoned",

@@ -388,3 +388,67 @@ class StatusReply(_message.Message):
     last_error: str
     sessions_served: int
     def __init__(self, party: _Optional[str] = ..., session_id: _Optional[str] = ..., iteration: _Optional[int] = ..., last_error: _Optional[str] = ..., sessions_served: _Optional[int] = ...) -> None: ...
+
+class TunnelFrame(_message.Message):
+    __slots__ = ("call", "reply", "hello_certificate")
+    CALL_FIELD_NUMBER: _ClassVar[int]
+    REPLY_FIELD_NUMBER: _ClassVar[int]
+    HELLO_CERTIFICATE_FIELD_NUMBER: _ClassVar[int]
+    call: TunnelCall
+    reply: TunnelReply
+    hello_certificate: bytes
+    def __init__(self, call: _Optional[_Union[TunnelCall, _Mapping]] = ..., reply: _Optional[_Union[TunnelReply, _Mapping]] = ..., hello_certificate: _Optional[bytes] = ...) -> None: ...
+
+class TunnelCall(_message.Message):
+    __slots__ = ("call_id", "method", "request", "timeout_seconds", "peer", "hop")
+    CALL_ID_FIELD_NUMBER: _ClassVar[int]
+    METHOD_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    PEER_FIELD_NUMBER: _ClassVar[int]
+    HOP_FIELD_NUMBER: _ClassVar[int]
+    call_id: int
+    method: str
+    request: bytes
+    timeout_seconds: float
+    peer: str
+    hop: HopHeader
+    def __init__(self, call_id: _Optional[int] = ..., method: _Optional[str] = ..., request: _Optional[bytes] = ..., timeout_seconds: _Optional[float] = ..., peer: _Optional[str] = ..., hop: _Optional[_Union[HopHeader, _Mapping]] = ...) -> None: ...
+
+class TunnelReply(_message.Message):
+    __slots__ = ("call_id", "code", "details", "reply")
+    CALL_ID_FIELD_NUMBER: _ClassVar[int]
+    CODE_FIELD_NUMBER: _ClassVar[int]
+    DETAILS_FIELD_NUMBER: _ClassVar[int]
+    REPLY_FIELD_NUMBER: _ClassVar[int]
+    call_id: int
+    code: int
+    details: str
+    reply: bytes
+    def __init__(self, call_id: _Optional[int] = ..., code: _Optional[int] = ..., details: _Optional[str] = ..., reply: _Optional[bytes] = ...) -> None: ...
+
+class HopHeader(_message.Message):
+    __slots__ = ("session_id", "iteration", "counter")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    ITERATION_FIELD_NUMBER: _ClassVar[int]
+    COUNTER_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    iteration: int
+    counter: int
+    def __init__(self, session_id: _Optional[str] = ..., iteration: _Optional[int] = ..., counter: _Optional[int] = ...) -> None: ...
+
+class HopHandshake(_message.Message):
+    __slots__ = ("session_id", "sender", "receiver", "public_key", "certificate", "signature")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    SENDER_FIELD_NUMBER: _ClassVar[int]
+    RECEIVER_FIELD_NUMBER: _ClassVar[int]
+    PUBLIC_KEY_FIELD_NUMBER: _ClassVar[int]
+    CERTIFICATE_FIELD_NUMBER: _ClassVar[int]
+    SIGNATURE_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    sender: str
+    receiver: str
+    public_key: bytes
+    certificate: bytes
+    signature: bytes
+    def __init__(self, session_id: _Optional[str] = ..., sender: _Optional[str] = ..., receiver: _Optional[str] = ..., public_key: _Optional[bytes] = ..., certificate: _Optional[bytes] = ..., signature: _Optional[bytes] = ...) -> None: ...

@@ -525,3 +525,87 @@ class Party:
             timeout,
             metadata,
             _registered_method=True)
+
+
+class RelayStub:
+    """---------------------------------------------------------------- outbound-only transport
+    A party that may not listen (transport = "outbound") dials the leader's relay once and keeps
+    the stream open; the Party service's unary calls travel over it as frames (docs/leakage.md,
+    "The relay"). Calls between two parties (the ring's next hop) are end-to-end sealed.
+    """
+
+    def __init__(self, channel):
+        """Constructor.
+
+        Args:
+            channel: A grpc.Channel.
+        """
+        self.Connect = channel.stream_stream(
+                '/fedanon.v1.Relay/Connect',
+                request_serializer=fedanon_dot_protos_dot_fedanon__v1__pb2.TunnelFrame.SerializeToString,
+                response_deserializer=fedanon_dot_protos_dot_fedanon__v1__pb2.TunnelFrame.FromString,
+                _registered_method=True)
+
+
+class RelayServicer:
+    """---------------------------------------------------------------- outbound-only transport
+    A party that may not listen (transport = "outbound") dials the leader's relay once and keeps
+    the stream open; the Party service's unary calls travel over it as frames (docs/leakage.md,
+    "The relay"). Calls between two parties (the ring's next hop) are end-to-end sealed.
+    """
+
+    def Connect(self, request_iterator, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+
+def add_RelayServicer_to_server(servicer, server):
+    rpc_method_handlers = {
+            'Connect': grpc.stream_stream_rpc_method_handler(
+                    servicer.Connect,
+                    request_deserializer=fedanon_dot_protos_dot_fedanon__v1__pb2.TunnelFrame.FromString,
+                    response_serializer=fedanon_dot_protos_dot_fedanon__v1__pb2.TunnelFrame.SerializeToString,
+            ),
+    }
+    generic_handler = grpc.method_handlers_generic_handler(
+            'fedanon.v1.Relay', rpc_method_handlers)
+    server.add_generic_rpc_handlers((generic_handler,))
+    server.add_registered_method_handlers('fedanon.v1.Relay', rpc_method_handlers)
+
+
+ # This class is part of an EXPERIMENTAL API.
+class Relay:
+    """---------------------------------------------------------------- outbound-only transport
+    A party that may not listen (transport = "outbound") dials the leader's relay once and keeps
+    the stream open; the Party service's unary calls travel over it as frames (docs/leakage.md,
+    "The relay"). Calls between two parties (the ring's next hop) are end-to-end sealed.
+    """
+
+    @staticmethod
+    def Connect(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/fedanon.v1.Relay/Connect',
+            fedanon_dot_protos_dot_fedanon__v1__pb2.TunnelFrame.SerializeToString,
+            fedanon_dot_protos_dot_fedanon__v1__pb2.TunnelFrame.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)

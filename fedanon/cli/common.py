@@ -29,6 +29,17 @@ def add_sum_mode_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_transport_option(parser: argparse.ArgumentParser) -> None:
+    """``--transport`` of every simulated federation (party.toml/job.toml ``transport``)."""
+    parser.add_argument(
+        "--transport",
+        choices=("direct", "outbound"),
+        default="direct",
+        help="direct: every party listens and the ring's hops dial each other; outbound: the "
+        "parties listen on no port and dial the leader's relay (docs/leakage.md, The relay)",
+    )
+
+
 def split_list(text: str | None) -> list[str]:
     """``a,b , c`` -> [a, b, c]; None or empty -> [].
 

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from fedanon.cli.common import print_summary, step_progress
 from fedanon.cli.reporting import add_report_options, claim_html, finish_distributed_reports
+
+if TYPE_CHECKING:
+    from fedanon.leader.kind import LeaderJob
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -26,12 +30,24 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run_leader(args: argparse.Namespace) -> int:
     """Load job.toml, run its kind's job, print the kind's summary: the leader's registry of
     job kinds (fedanon.leader.kinds) says everything that differs between kinds."""
-    from fedanon.federation.tls import insecure_warning
     from fedanon.leader.config import load_job
+
+    job = load_job(args.config)
+    try:
+        return _run_loaded(args, job)
+    finally:
+        if job.relay_listen is not None:  # its streams would hold the process open
+            from fedanon.leader.relay import stop_relay
+
+            stop_relay(job.relay_listen)
+
+
+def _run_loaded(args: argparse.Namespace, job: LeaderJob) -> int:
+    """Run the loaded `job` (any kind) as ``leader run`` does."""
+    from fedanon.federation.tls import insecure_warning
     from fedanon.leader.kind import Progress
     from fedanon.leader.kinds import LEADER_KINDS
 
-    job = load_job(args.config)
     if args.insecure:
         print(insecure_warning("--insecure"), file=sys.stderr)
         job.tls = None

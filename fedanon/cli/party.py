@@ -98,6 +98,12 @@ def run_serve(args: argparse.Namespace) -> int:
     from fedanon.party.daemon import serve
 
     config = _config(args)
+    if config.transport == "outbound":
+        from fedanon.party.outbound import serve_outbound
+
+        setup_logging(args.log_level, args.log_format)
+        serve_outbound(config)
+        return 0
     refuse_port_in_use(config.listen)
     setup_logging(args.log_level, args.log_format)
     serve(config)
@@ -145,6 +151,11 @@ def run_status(args: argparse.Namespace) -> int:
 
     wait = _wait_seconds(None if args.wait is None else str(args.wait))
     config = _config(args)
+    if config.transport == "outbound" and not args.address:
+        raise FedanonError(
+            f'{args.config}: party {config.name} has transport = "outbound" and listens on no '
+            "port: its log says whether it is connected to the relay"
+        )
     address = args.address or config.listen.replace("0.0.0.0", "127.0.0.1")
     deadline = time.monotonic() + wait
     channel = make_channel(address, config.name, config.tls)

@@ -13,6 +13,7 @@ from typing import Any
 
 from fedanon.cli.common import (
     add_sum_mode_option,
+    add_transport_option,
     check_ring_parties,
     names,
     per_item_numbers,
@@ -168,6 +169,7 @@ def add_sim_randomize(methods: argparse._SubParsersAction) -> None:
         help="pad every party's union batch to N items",
     )
     parser.add_argument("--insecure", action="store_true", help="no TLS (local experiments only)")
+    add_transport_option(parser)
     parser.add_argument("--workdir", help="keep configs, certificates, logs and kept tables here")
     parser.add_argument("--out", help="integrated release (required unless --keep-at-parties)")
     parser.add_argument("--report", help="JSON report path")
@@ -314,7 +316,9 @@ def run_sim(args: argparse.Namespace) -> int:
         # The leader writes the release into the staged temporary; it and the report are
         # renamed onto their targets together once both are complete.
         out = staged.path(args.out) if args.out and not args.keep_at_parties else None
-        with federation(parts, None, secure=not args.insecure, workdir=workdir) as fed:
+        with federation(
+            parts, None, secure=not args.insecure, workdir=workdir, transport=args.transport
+        ) as fed:
             job = RandomizeLeaderJob(
                 fed.hops,
                 fed.leader_tls,
@@ -324,6 +328,7 @@ def run_sim(args: argparse.Namespace) -> int:
                 sum_mode=args.sum_mode,
                 allow_two_parties=args.allow_two_parties,
                 union_pad_to=args.pad_to,
+                relay_listen=fed.relay_listen,
             )
             with step_progress("federated randomization", args.quiet or args.json):
                 report = run_randomize(job, on_plan=plans.append)

@@ -10,6 +10,7 @@ from fedanon.algorithms.tds.engines import ENGINES, EngineSettings
 from fedanon.cli.choices import DRBT_MATRICES
 from fedanon.cli.common import (
     add_sum_mode_option,
+    add_transport_option,
     check_parties,
     check_ring_parties,
     names,
@@ -47,6 +48,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     lkc.add_argument("--seed", type=int, default=1, help="seed of the random split")
     add_lkc_options(lkc)
     add_sum_mode_option(lkc)
+    add_transport_option(lkc)
     lkc.add_argument(
         "--allow-two-parties",
         action="store_true",
@@ -124,6 +126,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     drbt.add_argument("--seed", type=int, help="seed of K-means (projections stay secret)")
     drbt.add_argument("--delimiter", help="CSV delimiter")
     drbt.add_argument("--insecure", action="store_true", help="no TLS (local experiments only)")
+    add_transport_option(drbt)
     drbt.add_argument("--workdir", help="keep configs, logs and the parties' assignment files")
     drbt.add_argument("--out", required=True, help="projected, clustered release")
     drbt.add_argument("--report", help="JSON report path")
@@ -196,6 +199,7 @@ def run_sim_lkc(args: argparse.Namespace) -> int:
             workdir=Path(args.workdir) if args.workdir else None,
             on_phase=show.phase,
             engine=engine,
+            transport=args.transport,
         ) as fed,
     ):
         job = fed.leader_job(
@@ -270,11 +274,13 @@ def run_sim_drbt(args: argparse.Namespace) -> int:
             secure=not args.insecure,
             workdir=Path(args.workdir) if args.workdir else None,
             on_phase=show.phase,
+            transport=args.transport,
         ) as fed,
     ):
         job = DRBTLeaderJob(
             parties=fed.hops,
             tls=fed.leader_tls,
+            relay_listen=fed.relay_listen,
             out=Path(args.out),
             id_column=id_column,
             matrix=args.matrix,

@@ -64,6 +64,7 @@ class DRBTLeaderJob:
     report: Path | None = None
     name: str = "leader"
     rpc_seconds: float = 120.0
+    relay_listen: str | None = None  # transport = "outbound": the relay's address
     seed: int | None = None
     extra_report: dict[str, Any] = field(default_factory=dict)
 

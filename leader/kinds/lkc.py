@@ -92,6 +92,7 @@ class LKCLeaderJob(RingSettings):
     out: Path
     report: Path | None = None
     extra_report: dict[str, Any] = field(default_factory=dict)
+    relay_listen: str | None = None  # transport = "outbound": the relay's address
 
     def check(self) -> None:
         """Refuse jobs the protocol cannot run safely."""
@@ -177,7 +178,7 @@ def run_lkc(
     traffic = Traffic()
     session = Session(job)
     timer = PhaseTimer()
-    names = ", ".join(f"{hop.name} ({hop.address})" for hop in job.parties)
+    names = ", ".join(f"{hop.name} ({hop.address or 'via the relay'})" for hop in job.parties)
     show(f"handshake: connecting to {len(job.parties)} parties: {names}")
     with session:
         ring = open_ring(

@@ -117,6 +117,7 @@ class RandomizeLeaderJob(RingSettings):
     report: Path | None = None
     name: str = "leader"
     extra_report: dict[str, Any] = field(default_factory=dict)
+    relay_listen: str | None = None  # transport = "outbound": the relay's address
 
     def check(self) -> None:
         """Refuse jobs the protocol cannot run safely (same rules as distributed LKC)."""

@@ -149,3 +149,18 @@ def party_doc(material: Path, out_dir: Path) -> dict[str, Any]:
             "leader": "leader",
         },
     }
+
+
+def outbound_party_doc(material: Path, out_dir: Path) -> dict[str, Any]:
+    """The valid party.toml, outbound: a relay instead of a listen and a hop address."""
+    doc = party_doc(material, out_dir)
+    del doc["listen"], doc["next_hop"]["address"]
+    return {**doc, "transport": "outbound", "relay": "127.0.0.1:9"}
+
+
+def outbound_job_doc(material: Path, out_dir: Path) -> dict[str, Any]:
+    """The valid LKC job.toml, outbound: the relay's listen address, no party addresses."""
+    doc = job_doc(material, out_dir)
+    for party in doc["parties"]:
+        del party["address"]
+    return {**doc, "transport": "outbound", "relay_listen": "127.0.0.1:9"}

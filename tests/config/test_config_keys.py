@@ -51,6 +51,8 @@ from tests.config.configs import (
     drbt_doc,
     job_doc,
     make_material,
+    outbound_job_doc,
+    outbound_party_doc,
     party_doc,
     randomize_doc,
     toml_text,
@@ -91,7 +93,11 @@ DEPENDENT = {
 }
 
 
-def _base(file: str, key: str, material: Path, out_dir: Path) -> dict[str, Any]:
+def _base(file: str, key: str, material: Path, out_dir: Path, value: Any = None) -> dict[str, Any]:
+    """A valid document to set `key` in (outbound where the key or `value` needs it)."""
+    outbound = key in ("relay", "relay_listen") or (key, value) == ("transport", "outbound")
+    if outbound:
+        return (outbound_party_doc if file == "party" else outbound_job_doc)(material, out_dir)
     if file == "party":
         return party_doc(material, out_dir)
     section = key.split(".", 1)[0]
@@ -403,7 +409,8 @@ def test_values_inside_every_range_load(material: Path, data: st.DataObject) -> 
         root = Path(tmp)
         config = root / f"{file}.toml"
         config.write_text(
-            toml_text(_set(_base(file, key, material, root), key, value)), encoding="utf-8"
+            toml_text(_set(_base(file, key, material, root, value), key, value)),
+            encoding="utf-8",
         )
         _load(file)(config)
 

@@ -109,3 +109,29 @@ def test_skips_with_one_line_where_podman_cannot_run(
         "podman federation: skipped: podman, runc, debootstrap not installed "
         "(apt-get install podman runc debootstrap)\n"
     )
+
+
+def test_the_outbound_run_rewrites_every_config_for_the_relay(deploy: Path) -> None:
+    """Outbound: parties get transport and relay instead of listen and the hop address; the
+    job gets relay_listen instead of the party addresses; nothing else changes."""
+    import tomllib
+
+    services = yaml.safe_load((deploy / "compose.yaml").read_text())["services"]
+    ports = dict(zip(PARTIES, [41001, 41002, 41003], strict=True))
+    env = pf.dotenv(deploy / ".env")
+    relay = "127.0.0.1:41009"
+    for name, service in services.items():
+        pf.run_args(f"run-{name}", name, service, deploy, ports, env, relay)
+        config = next((deploy / "outbound" / name).glob("*.toml"))
+        got = tomllib.loads(config.read_text())
+        original = tomllib.loads((deploy / "config" / config.name).read_text())
+        if name in PARTIES:
+            assert (got.pop("transport"), got.pop("relay")) == ("outbound", relay)
+            del original["listen"]
+            if "next_hop" in original:
+                del original["next_hop"]["address"]
+        else:
+            assert (got.pop("transport"), got.pop("relay_listen")) == ("outbound", relay)
+            for party in original["parties"]:
+                del party["address"]
+        assert got == original

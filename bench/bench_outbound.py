@@ -1,0 +1,182 @@
+"""Direct vs outbound transport: what the relay adds to a whole distributed LKC run (issue #26).
+
+For each federation size the table is split once at random; two federations of real daemons
+(mutual TLS, loopback) run side by side on that split, one ``direct`` (every party listens, the
+ring's hops dial each other) and one ``outbound`` (no party listens; everything goes through the
+leader's relay, the ring's hops sealed end to end). Sessions alternate between the two, so a
+change of the machine's load hits both alike; the median of ``--repeat`` sessions is reported.
+Before each session both federations' idle key pools are full (no refill runs beside it).
+Both releases must equal each other (rows as a multiset, final cut) before any number is
+printed. Daemon start-up is excluded; "total" is ``run_job`` end to end (handshake, loop,
+union, the leader's independent check, writing). "CPU" is the CPU time of the whole federation
+during the session: the leader process (with its relay) plus every daemon and the processes it
+started (read from /proc), which a loaded machine does not inflate the way it inflates wall
+time (every relayed frame is a few more thread wake-ups, each waiting for a core).
+
+    .venv/bin/python bench/bench_outbound.py                     # Adult, 3 and 10 parties
+    .venv/bin/python bench/bench_outbound.py --rows 1000000 --parties 3 --repeat 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from bench_distributed import distributed_phases, machine, rows
+
+from fedanon.leader.config import spec_from_table
+from fedanon.leader.run import run_job
+from fedanon.leader.sim import federation, split_table
+from fedanon.readers.datadir import data_dir
+from fedanon.taxonomy.loader import load_taxonomy
+
+TRANSPORTS = ("direct", "outbound")
+PHASES = ("setup", "loop", "integrate", "total")
+
+
+def blow_up(table: pd.DataFrame, rows_wanted: int) -> pd.DataFrame:
+    """`table` repeated (and cut) to `rows_wanted` records (the 1M-row benches' data)."""
+    copies = -(-rows_wanted // len(table))
+    return pd.concat([table] * copies, ignore_index=True).iloc[:rows_wanted]
+
+
+def _descendants(pid: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry.name))
+    found, todo = [], [pid]
+    while todo:
+        found.append(todo.pop())
+        todo.extend(children.get(found[-1], []))
+    return found
+
+
+def federation_cpu(pids: list[int]) -> float:
+    """CPU seconds of this process and of `pids` with their descendants, so far."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = sum(os.times()[:2])
+    for pid in (p for root in pids for p in _descendants(root)):
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
+    return total
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    adult = data_dir() / "adult"
+    parser.add_argument("--data", type=Path, default=adult / "adult_all.csv")
+    parser.add_argument("--taxonomy", type=Path, default=adult / "lkc_paper_taxonomy.hchy")
+    parser.add_argument("--parties", default="3,10", help="federation sizes, comma-separated")
+    parser.add_argument("--rows", type=int, default=0, help="blow the table up to this many")
+    parser.add_argument("--repeat", type=int, default=3, help="sessions per transport")
+    parser.add_argument("--L", type=int, default=4)
+    parser.add_argument("--K", type=int, default=20)
+    parser.add_argument("--C", default="0.2")
+    parser.add_argument("--union-mode", choices=("layered", "shuffle"), default="layered")
+    parser.add_argument("--rpc-seconds", type=float, default=120.0)
+    args = parser.parse_args(argv)
+    if not args.data.exists() or not args.taxonomy.exists():
+        print(f"data not found: {args.data} / {args.taxonomy}", file=sys.stderr)
+        return 2
+    print(f"machine: {machine()}")
+    print(f"command: {' '.join([Path(sys.executable).name, *sys.argv])}")
+    table = pd.read_csv(args.data, dtype=str, keep_default_na=False)
+    if args.rows:
+        table = blow_up(table, args.rows)
+    taxonomy = load_taxonomy(args.taxonomy, data_columns=list(table.columns))
+    spec = spec_from_table({"L": args.L, "K": args.K, "C": args.C}, taxonomy, "bench")
+    spec = spec.with_class_values_of(table)
+    print(
+        f"data: {args.data.name}, {len(table)} records, L={args.L} K={args.K} C={args.C}, "
+        f"union {args.union_mode}"
+    )
+    work = Path(tempfile.mkdtemp(prefix="fedanon-bench-outbound-"))
+    lines = []
+    for n in (int(p) for p in args.parties.split(",")):
+        parts = split_table(table, n, "random", seed=n)
+        timings: dict[str, list[dict[str, float]]] = {t: [] for t in TRANSPORTS}
+        reference: tuple[Any, ...] | None = None  # the first release; every other must equal it
+        with contextlib.ExitStack() as stack:
+            feds = {
+                t: stack.enter_context(
+                    federation(parts, args.taxonomy, rpc_seconds=args.rpc_seconds, transport=t)
+                )
+                for t in TRANSPORTS
+            }
+            for r in range(args.repeat):
+                for transport in TRANSPORTS if r % 2 == 0 else TRANSPORTS[::-1]:
+                    fed = feds[transport]
+                    out = work / f"{n}-{transport}-{r}.csv"
+                    job = fed.leader_job(
+                        taxonomy,
+                        spec,
+                        out,
+                        rpc_seconds=args.rpc_seconds,
+                        union_mode=args.union_mode,
+                    )
+                    # Both federations idle, their key pools full: the union of either
+                    # starts from the same state, and no refill runs beside the session.
+                    for other in feds.values():
+                        other.wait_idle_keys()
+                    pids = [d.process.pid for d in fed.daemons if d.process is not None]
+                    cpu, began = federation_cpu(pids), time.perf_counter()
+                    report = run_job(job)
+                    wall = time.perf_counter() - began
+                    cpu = federation_cpu(pids) - cpu
+                    timings[transport].append(
+                        {**distributed_phases(report), "wall": wall, "cpu": cpu}
+                    )
+                    released = (
+                        rows(pd.read_csv(out, dtype=str, keep_default_na=False)),
+                        report["final_cut"],
+                    )
+                    if reference is None:
+                        reference = released
+                    elif released != reference:
+                        print(f"{n} parties: {transport} release differs", file=sys.stderr)
+                        return 1
+                    out.unlink()
+        median = {
+            t: {p: statistics.median(x[p] for x in timings[t]) for p in (*PHASES, "wall", "cpu")}
+            for t in TRANSPORTS
+        }
+        d, o = median["direct"], median["outbound"]
+        overhead = 100 * (o["wall"] / d["wall"] - 1)
+        cpu_overhead = 100 * (o["cpu"] / d["cpu"] - 1)
+        line = (
+            f"| {n} | {len(table):,} | {d['wall']:.2f} | {o['wall']:.2f} | {overhead:+.1f} % | "
+            f"{d['cpu']:.1f} | {o['cpu']:.1f} | {cpu_overhead:+.1f} % | "
+            + " | ".join(f"{d[p]:.2f} / {o[p]:.2f}" for p in ("setup", "loop", "integrate"))
+            + f" | {args.repeat} |"
+        )
+        print(line, flush=True)
+        lines.append(line)
+    print()
+    print(
+        "| parties | records | direct wall (s) | outbound wall (s) | relay adds (wall) | "
+        "direct CPU (s) | outbound CPU (s) | relay adds (CPU) | setup d / o | loop d / o | "
+        "union d / o | sessions |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
