@@ -7,7 +7,7 @@ leader's relay, the ring's hops sealed end to end). Sessions alternate between t
 change of the machine's load hits both alike; the median of ``--repeat`` sessions is reported.
 Before each session both federations' idle key pools are full (no refill runs beside it).
 Both releases must equal each other (rows as a multiset, final cut) before any number is
-printed. Daemon start-up is excluded; "total" is ``run_job`` end to end (handshake, loop,
+printed. Daemon start-up is excluded; "total" is ``run_lkc`` end to end (handshake, loop,
 union, the leader's independent check, writing). "CPU" is the CPU time of the whole federation
 during the session: the leader process (with its relay) plus every daemon and the processes it
 started (read from /proc), which a loaded machine does not inflate the way it inflates wall
@@ -32,8 +32,7 @@ from typing import Any
 import pandas as pd
 from bench_distributed import distributed_phases, machine, rows
 
-from fedanon.leader.config import spec_from_table
-from fedanon.leader.run import run_job
+from fedanon.leader.kinds.lkc import run_lkc, spec_from_table
 from fedanon.leader.sim import federation, split_table
 from fedanon.readers.datadir import data_dir
 from fedanon.taxonomy.loader import load_taxonomy
@@ -136,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
                         other.wait_idle_keys()
                     pids = [d.process.pid for d in fed.daemons if d.process is not None]
                     cpu, began = federation_cpu(pids), time.perf_counter()
-                    report = run_job(job)
+                    report = run_lkc(job)
                     wall = time.perf_counter() - began
                     cpu = federation_cpu(pids) - cpu
                     timings[transport].append(

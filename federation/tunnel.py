@@ -51,7 +51,7 @@ def status_code(number: int) -> grpc.StatusCode:
     return _CODES.get(number, grpc.StatusCode.UNKNOWN)
 
 
-class TunnelError(grpc.RpcError):
+class TunnelError(grpc.RpcError):  # type: ignore[misc]  # grpc is untyped
     """A tunnelled call's failure, read like the ``grpc.RpcError`` of a direct call."""
 
     def __init__(self, code: grpc.StatusCode, details: str) -> None:
@@ -152,7 +152,13 @@ Send = Callable[[str, Any, Callable[[Any], bytes], "float | None"], "Future[byte
 class _UnaryCall:
     """``PartyStub``'s callable for one method (``stub.Sum(request, timeout=...)``, ``.future``)."""
 
-    def __init__(self, method: str, send: Send, serialize: Callable, deserialize: Callable) -> None:
+    def __init__(
+        self,
+        method: str,
+        send: Send,
+        serialize: Callable[[Any], bytes],
+        deserialize: Callable[[bytes], Any],
+    ) -> None:
         self.method, self.send = method, send
         self.serialize, self.deserialize = serialize, deserialize
 
@@ -183,8 +189,8 @@ class TunnelChannel:
     def unary_unary(
         self,
         method: str,
-        request_serializer: Callable | None = None,
-        response_deserializer: Callable | None = None,
+        request_serializer: Callable[[Any], bytes] | None = None,
+        response_deserializer: Callable[[bytes], Any] | None = None,
         **_options: Any,
     ) -> _UnaryCall:
         assert request_serializer is not None and response_deserializer is not None

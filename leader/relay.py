@@ -58,7 +58,9 @@ class Relay(pb_grpc.RelayServicer):
         self.address = ""
 
     # ------------------------------------------------------------------ the stream
-    def Connect(self, request_iterator: Iterator[pb.TunnelFrame], context: grpc.ServicerContext):
+    def Connect(
+        self, request_iterator: Iterator[pb.TunnelFrame], context: grpc.ServicerContext
+    ) -> Iterator[pb.TunnelFrame]:
         try:
             caller = peer_identity(context)
         except IdentityError as exc:

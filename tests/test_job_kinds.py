@@ -93,6 +93,7 @@ class CountJob:
     report: Path | None = None
     name: str = "leader"
     rpc_seconds: float = 30.0
+    relay_listen: str | None = None
 
     def check(self) -> None:
         if not self.parties:

@@ -417,7 +417,7 @@ def test_leader_names_a_party_that_never_connects(
     outbound_federation: Federation, hospital_data: Dataset, tmp_path: Path
 ) -> None:
     """A job naming a party that has no stream open fails at the handshake, one line."""
-    from fedanon.party.config import Hop
+    from fedanon.federation.config import Hop
 
     spec = hospital_data.spec(L=3, K=20, C="0.2")
     hops = [*outbound_federation.hops, Hop("hospital-9", "")]
@@ -480,7 +480,7 @@ def test_outbound_randomization_has_the_global_marginals_and_the_central_plan(
     from fedanon.algorithms.randomization.api import anonymize_randomize
     from fedanon.algorithms.randomization.coding import encode, observed_domain
     from fedanon.algorithms.randomization.jobspec import RandomizeSpec
-    from fedanon.leader.randomize import RandomizeLeaderJob, run_randomize
+    from fedanon.leader.kinds.randomize import RandomizeLeaderJob, run_randomize
     from tests.randomization.tables import correlated_table
 
     qids = ("a", "b", "c", "d")
