@@ -159,6 +159,7 @@ class InProcessFederation:
     log: WireLog
     projections: Projections
     servicers: dict[str, Any]
+    relay_listen: str | None = None  # in-process servers are dialled directly
 
     def output_dir(self, name: str) -> Path:
         return self.workdir / f"{name}-out"

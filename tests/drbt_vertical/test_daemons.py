@@ -48,15 +48,8 @@ def test_sim_drbt_over_daemons(
     feds: list[fedanon.leader.sim.Federation] = []
 
     @contextlib.contextmanager
-    def keep_workdir(parts, taxonomy, secure=True, workdir=None, rpc_seconds=60.0, on_phase=None):
-        with real(
-            parts,
-            taxonomy,
-            secure=secure,
-            workdir=tmp_path / "fed",
-            rpc_seconds=rpc_seconds,
-            on_phase=on_phase,
-        ) as fed:
+    def keep_workdir(parts, taxonomy, workdir=None, **options):
+        with real(parts, taxonomy, workdir=tmp_path / "fed", **options) as fed:
             feds.append(fed)
             yield fed
 

@@ -18,6 +18,7 @@ import pytest
 
 import fedanon.leader.sim
 from fedanon.errors import FedanonError
+from fedanon.readers.sources import FrameSource
 from fedanon.leader.kinds.drbt import DRBTLeaderJob, run_drbt
 from fedanon.leader.sim import split_columns
 from tests.drbt_vertical.checks import (
@@ -52,8 +53,16 @@ def use_inprocess_federation(monkeypatch: pytest.MonkeyPatch, root: Path) -> lis
     started: list = []
 
     @contextlib.contextmanager
-    def fake(parts, taxonomy, secure=True, workdir=None, rpc_seconds=60.0, on_phase=None):
-        assert taxonomy is None and secure
+    def fake(
+        parts,
+        taxonomy,
+        secure=True,
+        workdir=None,
+        rpc_seconds=60.0,
+        on_phase=None,
+        transport="direct",
+    ):
+        assert taxonomy is None and secure and transport == "direct"
         with inprocess_federation(parts, Path(workdir or root), monkeypatch) as fed:
             started.append(fed)
             yield fed
@@ -183,7 +192,9 @@ def test_missing_ids_abort_with_counts(
         # the same daemons serve the next session once the short parties hold every id again
         # (the complete table swapped in, as a daemon restarted on the fixed file would load)
         for index in drop:
-            fed.servicers[f"hospital-{index + 1}"].table = split_columns(table, 3, "pid")[index]
+            servicer = fed.servicers[f"hospital-{index + 1}"]
+            servicer.source = FrameSource(split_columns(table, 3, "pid")[index])
+            servicer._table = None  # the whole table is read from the new source
         run_drbt(job)
         assert out.exists()
 
