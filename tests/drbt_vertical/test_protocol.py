@@ -18,9 +18,9 @@ import pytest
 
 import fedanon.leader.sim
 from fedanon.errors import FedanonError
-from fedanon.readers.sources import FrameSource
 from fedanon.leader.kinds.drbt import DRBTLeaderJob, run_drbt
 from fedanon.leader.sim import split_columns
+from fedanon.readers.sources import FrameSource
 from tests.drbt_vertical.checks import (
     check_assignments,
     check_release,
