@@ -32,12 +32,12 @@ from typing import Any
 import pandas as pd
 from bench_distributed import distributed_phases, machine, rows
 
+from fedanon.federation.config import TRANSPORTS
 from fedanon.leader.kinds.lkc import run_lkc, spec_from_table
 from fedanon.leader.sim import federation, split_table
 from fedanon.readers.datadir import data_dir
 from fedanon.taxonomy.loader import load_taxonomy
 
-TRANSPORTS = ("direct", "outbound")
 PHASES = ("setup", "loop", "integrate", "total")
 
 
