@@ -32,11 +32,14 @@ from typing import Any
 import pandas as pd
 from bench_distributed import distributed_phases, machine, rows
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script: `tools`
+
 from fedanon.federation.config import TRANSPORTS
 from fedanon.leader.kinds.lkc import run_lkc, spec_from_table
 from fedanon.leader.sim import federation, split_table
 from fedanon.readers.datadir import data_dir
 from fedanon.taxonomy.loader import load_taxonomy
+from tools.processes import descendants
 
 PHASES = ("setup", "loop", "integrate", "total")
 
@@ -47,27 +50,11 @@ def blow_up(table: pd.DataFrame, rows_wanted: int) -> pd.DataFrame:
     return pd.concat([table] * copies, ignore_index=True).iloc[:rows_wanted]
 
 
-def _descendants(pid: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(entry.name))
-    found, todo = [], [pid]
-    while todo:
-        found.append(todo.pop())
-        todo.extend(children.get(found[-1], []))
-    return found
-
-
 def federation_cpu(pids: list[int]) -> float:
     """CPU seconds of this process and of `pids` with their descendants, so far."""
     ticks = os.sysconf("SC_CLK_TCK")
     total = sum(os.times()[:2])
-    for pid in (p for root in pids for p in _descendants(root)):
+    for pid in (p for root in pids for p in descendants(root)):
         try:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
