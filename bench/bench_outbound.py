@@ -30,15 +30,14 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from bench_distributed import distributed_phases, machine, rows
+from bench_distributed import distributed_phases, lkc_job, machine, rows
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script: `tools`
 
 from fedanon.federation.config import TRANSPORTS
-from fedanon.leader.kinds.lkc import run_lkc, spec_from_table
+from fedanon.leader.kinds.lkc import run_lkc
 from fedanon.leader.sim import federation, split_table
 from fedanon.readers.datadir import data_dir
-from fedanon.taxonomy.loader import load_taxonomy
 from tools.processes import descendants
 
 PHASES = ("setup", "loop", "integrate", "total")
@@ -85,9 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     table = pd.read_csv(args.data, dtype=str, keep_default_na=False)
     if args.rows:
         table = blow_up(table, args.rows)
-    taxonomy = load_taxonomy(args.taxonomy, data_columns=list(table.columns))
-    spec = spec_from_table({"L": args.L, "K": args.K, "C": args.C}, taxonomy, "bench")
-    spec = spec.with_class_values_of(table)
+    taxonomy, spec = lkc_job(table, args)
     print(
         f"data: {args.data.name}, {len(table)} records, L={args.L} K={args.K} C={args.C}, "
         f"union {args.union_mode}"
