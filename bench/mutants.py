@@ -245,12 +245,14 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="fedanon-mutants-") as tmp:
         copy = Path(tmp)
         copy_repository(copy)
-        baseline: dict[tuple[str, ...], int | None] = {}
+        baseline: dict[tuple[str, ...], PytestRun] = {}
         for m in chosen:
             if m.tests not in baseline:
-                baseline[m.tests] = run_tests(copy, m.tests, args.timeout).code
-            if baseline[m.tests] != 0:
-                rows.append((m.id, m.file, "error (tests fail without the mutant)", "", 0.0))
+                baseline[m.tests] = run_tests(copy, m.tests, args.timeout)
+            unmutated = baseline[m.tests]
+            if unmutated.code != 0:  # the failing test named: a flaky one is told from a stale one
+                failed = unmutated.failed or f"pytest exit {unmutated.code}"
+                rows.append((m.id, m.file, "error (tests fail without the mutant)", failed, 0.0))
                 continue
             target = copy / m.file
             original = target.read_text(encoding="utf-8")
