@@ -69,6 +69,14 @@ def rows(table: pd.DataFrame) -> Counter[tuple[str, ...]]:
     return Counter(map(tuple, table.astype(str).itertuples(index=False, name=None)))
 
 
+def lkc_job(table: pd.DataFrame, args: argparse.Namespace) -> tuple[TaxonomyFile, LKCJobSpec]:
+    """`args.taxonomy` loaded against `table`, and the LKC job (`args.L`, `K`, `C`, the table's
+    class values) every distributed bench runs."""
+    taxonomy = load_taxonomy(args.taxonomy, data_columns=list(table.columns))
+    spec = spec_from_table({"L": args.L, "K": args.K, "C": args.C}, taxonomy, "bench")
+    return taxonomy, spec.with_class_values_of(table)
+
+
 def centralized(
     table: pd.DataFrame,
     taxonomy: TaxonomyFile,
@@ -171,9 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"machine: {machine()}")
     print(f"command: {' '.join([Path(sys.executable).name, *sys.argv])}")
     table = pd.read_csv(args.data, dtype=str, keep_default_na=False)
-    taxonomy = load_taxonomy(args.taxonomy, data_columns=list(table.columns))
-    spec = spec_from_table({"L": args.L, "K": args.K, "C": args.C}, taxonomy, "bench")
-    spec = spec.with_class_values_of(table)
+    taxonomy, spec = lkc_job(table, args)
     print(
         f"data: {args.data.name}, {len(table)} records, {len(spec.qids)} QIDs, "
         f"L={args.L} K={args.K} C={args.C}, score {spec.score}, sum mode {args.sum_mode}"

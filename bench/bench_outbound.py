@@ -30,14 +30,16 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from bench_distributed import distributed_phases, machine, rows
+from bench_distributed import distributed_phases, lkc_job, machine, rows
 
-from fedanon.leader.kinds.lkc import run_lkc, spec_from_table
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script: `tools`
+
+from fedanon.federation.config import TRANSPORTS
+from fedanon.leader.kinds.lkc import run_lkc
 from fedanon.leader.sim import federation, split_table
 from fedanon.readers.datadir import data_dir
-from fedanon.taxonomy.loader import load_taxonomy
+from tools.processes import descendants
 
-TRANSPORTS = ("direct", "outbound")
 PHASES = ("setup", "loop", "integrate", "total")
 
 
@@ -47,27 +49,11 @@ def blow_up(table: pd.DataFrame, rows_wanted: int) -> pd.DataFrame:
     return pd.concat([table] * copies, ignore_index=True).iloc[:rows_wanted]
 
 
-def _descendants(pid: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(entry.name))
-    found, todo = [], [pid]
-    while todo:
-        found.append(todo.pop())
-        todo.extend(children.get(found[-1], []))
-    return found
-
-
 def federation_cpu(pids: list[int]) -> float:
     """CPU seconds of this process and of `pids` with their descendants, so far."""
     ticks = os.sysconf("SC_CLK_TCK")
     total = sum(os.times()[:2])
-    for pid in (p for root in pids for p in _descendants(root)):
+    for pid in (p for root in pids for p in descendants(root)):
         try:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
@@ -98,9 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     table = pd.read_csv(args.data, dtype=str, keep_default_na=False)
     if args.rows:
         table = blow_up(table, args.rows)
-    taxonomy = load_taxonomy(args.taxonomy, data_columns=list(table.columns))
-    spec = spec_from_table({"L": args.L, "K": args.K, "C": args.C}, taxonomy, "bench")
-    spec = spec.with_class_values_of(table)
+    taxonomy, spec = lkc_job(table, args)
     print(
         f"data: {args.data.name}, {len(table)} records, L={args.L} K={args.K} C={args.C}, "
         f"union {args.union_mode}"

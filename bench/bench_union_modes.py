@@ -38,20 +38,16 @@ from collections import Counter
 from pathlib import Path
 
 import pandas as pd
+from bench_distributed import lkc_job, rows
 from machine_info import describe
 
 from fedanon.algorithms.tds.api import anonymize_lkc, build_schema
-from fedanon.leader.kinds.lkc import run_lkc, spec_from_table
+from fedanon.leader.kinds.lkc import run_lkc
 from fedanon.leader.sim import Federation, federation, split_table
 from fedanon.readers.datadir import data_dir
 from fedanon.readers.table_io import write_table
-from fedanon.taxonomy.loader import load_taxonomy
 
 MODES = ("centralized", "layered", "shuffle")
-
-
-def rows(table: pd.DataFrame) -> Counter[tuple[str, ...]]:
-    return Counter(map(tuple, table.astype(str).itertuples(index=False, name=None)))
 
 
 def tree_cpu(pid: int) -> float:
@@ -173,9 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"machine: {describe(('grpcio', 'cryptography', 'numpy', 'pandas'))}")
     print(f"command: {' '.join([Path(sys.executable).name, *sys.argv])}")
     table = pd.read_csv(args.data, dtype=str, keep_default_na=False)
-    taxonomy = load_taxonomy(args.taxonomy, data_columns=list(table.columns))
-    spec = spec_from_table({"L": args.L, "K": args.K, "C": args.C}, taxonomy, "bench")
-    spec = spec.with_class_values_of(table)
+    taxonomy, spec = lkc_job(table, args)
     print(
         f"data: {args.data.name}, {len(table)} records, {len(spec.qids)} QIDs, "
         f"L={args.L} K={args.K} C={args.C}, {args.parties} parties"

@@ -17,7 +17,8 @@ without a mutant cannot show that it kills one (reported as an error).
 
 Prints a table id | file | result | first failing test | seconds; exit status 0 when every
 mutant is killed, 1 when one survives or cannot be run, 2 for an invalid mutant definition
-(refused before any run).
+(refused before any run: a file or test path that does not exist, a find text not
+occurring exactly once).
 """
 
 from __future__ import annotations
@@ -113,6 +114,10 @@ def _mutant(entry: dict, area: str, source: str) -> Mutant:
         )
     if entry["find"] == entry["replace"]:
         raise DefinitionError(f"{source}: mutant '{entry['id']}' replaces a text by itself")
+    for test in tests:
+        missing = _missing_test(test)
+        if missing:
+            raise DefinitionError(f"{source}: mutant '{entry['id']}': {missing}")
     return Mutant(
         entry["id"],
         area,
@@ -122,6 +127,21 @@ def _mutant(entry: dict, area: str, source: str) -> Mutant:
         tuple(tests),
         entry["why"],
     )
+
+
+def _missing_test(test: str) -> str:
+    """Why the pytest id `test` names nothing (its file is gone, or the file defines no test
+    function of that name), or "" when it does: a moved test would otherwise only show up as a
+    failing baseline run, after minutes of other mutants."""
+    path, _, node = test.partition("::")
+    if not (REPO / path).exists():
+        return f"no test path {path}"
+    if node and (REPO / path).is_file():
+        name = node.split("::")[-1].split("[")[0]
+        defined = rf"^\s*(async\s+)?def {re.escape(name)}\("
+        if not re.search(defined, (REPO / path).read_text(encoding="utf-8"), re.MULTILINE):
+            return f"{path} defines no test {name}"
+    return ""
 
 
 def copy_repository(destination: Path) -> None:
@@ -225,12 +245,14 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="fedanon-mutants-") as tmp:
         copy = Path(tmp)
         copy_repository(copy)
-        baseline: dict[tuple[str, ...], int | None] = {}
+        baseline: dict[tuple[str, ...], PytestRun] = {}
         for m in chosen:
             if m.tests not in baseline:
-                baseline[m.tests] = run_tests(copy, m.tests, args.timeout).code
-            if baseline[m.tests] != 0:
-                rows.append((m.id, m.file, "error (tests fail without the mutant)", "", 0.0))
+                baseline[m.tests] = run_tests(copy, m.tests, args.timeout)
+            unmutated = baseline[m.tests]
+            if unmutated.code != 0:  # the failing test named: a flaky one is told from a stale one
+                failed = unmutated.failed or f"pytest exit {unmutated.code}"
+                rows.append((m.id, m.file, "error (tests fail without the mutant)", failed, 0.0))
                 continue
             target = copy / m.file
             original = target.read_text(encoding="utf-8")

@@ -172,19 +172,11 @@ def serve(config: PartyConfig, grace_seconds: float = 5.0) -> None:
     """Run the daemon until SIGTERM/SIGINT; in-flight calls get `grace_seconds` to finish."""
     tie_to_parent()
     server, port, servicer = build_server(config)
-    stop = threading.Event()
-
-    def on_signal(signum: int, _frame: object) -> None:
-        log.info("signal %d: stopping", signum)
-        stop.set()
-
     # Before the server answers its first health check: a SIGTERM from then on (the daemon
     # counts as started) stops it gracefully, even while its workers are still starting.
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    stop = stop_on_signals()
     server.start()
-    config.union_parallelism.start()  # its fork server boots now, not during a session's union
-    servicer.idle_keys.start()  # key pairs for the layered union, made while no one waits
+    start_workers(servicer)
     mode = "mutual TLS" if config.tls else "INSECURE (no TLS)"
     print(f"party {config.name} listening on port {port} ({mode})", flush=True)
     log.info("%s", config.policy.describe())
@@ -201,7 +193,34 @@ def serve(config: PartyConfig, grace_seconds: float = 5.0) -> None:
             grace_seconds,
         )
     server.stop(grace_seconds).wait()
+    close_workers(servicer)
+
+
+def stop_on_signals() -> threading.Event:
+    """An event SIGTERM and SIGINT set (each logged): both transports' daemons wait on it."""
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: object) -> None:
+        log.info("signal %d: stopping", signum)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    return stop
+
+
+def start_workers(servicer: PartyServicer) -> None:
+    """Start what a daemon runs beside its calls, before any session needs it: the union's
+    fork server and the idle-key workers (key pairs for the layered union, made while no one
+    waits)."""
+    servicer.config.union_parallelism.start()
+    servicer.idle_keys.start()
+
+
+def close_workers(servicer: PartyServicer) -> None:
+    """Stop what `start_workers` started and the local counting engine; say the party stopped
+    (launchers and tests read that line)."""
     servicer.idle_keys.close()
     if servicer.counting is not None:
         servicer.counting.close()
-    print(f"party {config.name} stopped", flush=True)
+    print(f"party {servicer.config.name} stopped", flush=True)

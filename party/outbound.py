@@ -18,7 +18,6 @@ notice a dead path, and a broken stream is redialled with exponential backoff (f
 from __future__ import annotations
 
 import logging
-import signal
 import threading
 import time
 from collections.abc import Callable
@@ -46,7 +45,14 @@ from fedanon.federation.tunnel import (
     reply_error,
 )
 from fedanon.party.config import PartyConfig
-from fedanon.party.daemon import build_servicer, tie_to_parent, wait_for
+from fedanon.party.daemon import (
+    build_servicer,
+    close_workers,
+    start_workers,
+    stop_on_signals,
+    tie_to_parent,
+    wait_for,
+)
 from fedanon.party.gate import PartyGate
 from fedanon.party.servicer import PartyServicer
 from fedanon.party.session_base import RingSession
@@ -291,16 +297,8 @@ def serve_outbound(config: PartyConfig, grace_seconds: float = 5.0) -> None:
     if config.next_hop is not None:  # the last party forwards nothing (party/sums.py)
         stub = party.next_hop_stub()
         servicer.next_stub = lambda: stub
-    stop = threading.Event()
-
-    def on_signal(signum: int, _frame: object) -> None:
-        log.info("signal %d: stopping", signum)
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    config.union_parallelism.start()
-    servicer.idle_keys.start()
+    stop = stop_on_signals()
+    start_workers(servicer)
     print(
         f"party {config.name} dialling relay {config.relay} (outbound, mutual TLS, no listening "
         "port)",
@@ -311,10 +309,7 @@ def serve_outbound(config: PartyConfig, grace_seconds: float = 5.0) -> None:
     connection.start()
     wait_for(stop)
     connection.join(grace_seconds)
-    servicer.idle_keys.close()
-    if servicer.counting is not None:
-        servicer.counting.close()
-    print(f"party {config.name} stopped", flush=True)
+    close_workers(servicer)
 
 
 def _failure(name: str, code: grpc.StatusCode, message: str) -> pb.TunnelReply:

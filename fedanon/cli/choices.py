@@ -17,3 +17,4 @@ RULE_SUPPORTS = ("itemset", "antecedent", "apriori")  # fedanon.utility.miner.RU
 MINING_MAX_ITEMSETS = 1_000_000  # fedanon.utility.miner.MAX_ITEMSETS
 CERT_ROLES = ("party", "leader")  # fedanon.crypto.identity.ROLES
 SUM_MODES = ("ring", "pairwise")  # fedanon.leader.config.SUM_MODES
+TRANSPORTS = ("direct", "outbound")  # fedanon.federation.config.TRANSPORTS

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from fedanon.cli.choices import SUM_MODES
+from fedanon.cli.choices import SUM_MODES, TRANSPORTS
 from fedanon.errors import FedanonError
 
 if TYPE_CHECKING:  # imported where used: building the parser must stay light (start-up time)
@@ -33,7 +33,7 @@ def add_transport_option(parser: argparse.ArgumentParser) -> None:
     """``--transport`` of every simulated federation (party.toml/job.toml ``transport``)."""
     parser.add_argument(
         "--transport",
-        choices=("direct", "outbound"),
+        choices=TRANSPORTS,
         default="direct",
         help="direct: every party listens and the ring's hops dial each other; outbound: the "
         "parties listen on no port and dial the leader's relay (docs/leakage.md, The relay)",

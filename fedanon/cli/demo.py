@@ -18,11 +18,11 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from fedanon.cli.choices import TRANSPORTS
 from fedanon.cli.common import ProgressLine, check_ring_parties, print_summary, step_progress
 from fedanon.errors import FedanonError
 
 DEFAULTS = {"L": 3, "K": 10, "C": "0.25"}
-TRANSPORTS = ("direct", "outbound")
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -80,6 +80,21 @@ def evaluate_release(
     release = pd.concat([released_train[list(qids)], released_test[list(qids)]], ignore_index=True)
     be = float(baseline["BE"])
     ue = float(baseline["UE"])
+    return utility_figures(ce, be, ue, release, qids, len(released_train), len(released_test))
+
+
+def utility_figures(
+    ce: float,
+    be: float,
+    ue: float,
+    release: pd.DataFrame,
+    qids: Sequence[str],
+    n_train: int,
+    n_test: int,
+) -> dict[str, float | int]:
+    """The figures of :func:`evaluate_release` from the three errors (percent) and the
+    release's QID columns: one definition of cost, benefit and DR for the pooled and the
+    federated evaluation."""
     return {
         "CE": ce,
         "BE": be,
@@ -87,8 +102,8 @@ def evaluate_release(
         "DR": discernibility_ratio(release, qids),
         "cost": ce - be,
         "benefit": ue - ce,
-        "n_train": len(released_train),
-        "n_test": len(released_test),
+        "n_train": n_train,
+        "n_test": n_test,
     }
 
 

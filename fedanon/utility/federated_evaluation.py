@@ -36,8 +36,12 @@ from fedanon.utility.c45_counts import (
     plain_sum,
     plain_union,
 )
-from fedanon.utility.evaluation import _features, _numeric_others, _require_columns
-from fedanon.utility.metrics import discernibility_ratio
+from fedanon.utility.evaluation import (
+    _features,
+    _numeric_others,
+    _require_columns,
+    utility_figures,
+)
 
 
 @dataclass
@@ -95,17 +99,10 @@ def evaluate_release_federated(
         + [p.released_test[list(qids)] for p in parties],
         ignore_index=True,
     )
-    be, ue = baseline["BE"], baseline["UE"]
-    return {
-        "CE": ce,
-        "BE": be,
-        "UE": ue,
-        "DR": discernibility_ratio(release, qids),
-        "cost": ce - be,
-        "benefit": ue - ce,
-        "n_train": len(released_train),
-        "n_test": sum(len(p.released_test) for p in parties),
-    }
+    n_test = sum(len(p.released_test) for p in parties)
+    return utility_figures(
+        ce, baseline["BE"], baseline["UE"], release, qids, len(released_train), n_test
+    )
 
 
 def _federated_fit(

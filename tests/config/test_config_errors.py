@@ -14,13 +14,8 @@ from fedanon.errors import FedanonError
 from fedanon.leader.config import load_job
 from fedanon.leader.kinds.lkc import LKCLeaderJob
 from fedanon.party.config import PartyConfig
-from tests.config.configs import job_doc, make_material, party_doc, toml_text
+from tests.config.configs import job_doc, party_doc, toml_text
 from tests.harness.cli import assert_one_line_error, run_cli, snapshot
-
-
-@pytest.fixture(scope="module")
-def material(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_material(tmp_path_factory.mktemp("material"))
 
 
 def _set(doc: dict[str, Any], dotted: str, value: Any) -> dict[str, Any]:

@@ -29,18 +29,12 @@ from fedanon.party.config import PartyConfig
 from tests.config.configs import (
     drbt_doc,
     job_doc,
-    make_material,
     party_doc,
     randomize_doc,
     tls,
     toml_text,
 )
 from tests.harness.cli import assert_one_line_error, run_cli, snapshot
-
-
-@pytest.fixture(scope="module")
-def material(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_material(tmp_path_factory.mktemp("material"))
 
 
 def _set(doc: dict[str, Any], dotted: str, value: Any) -> dict[str, Any]:

@@ -50,7 +50,6 @@ from fedanon.party.config import PARTY_SCHEMA, PartyConfig
 from tests.config.configs import (
     drbt_doc,
     job_doc,
-    make_material,
     outbound_job_doc,
     outbound_party_doc,
     party_doc,
@@ -248,11 +247,6 @@ def test_a_key_without_a_range_is_found() -> None:
     assert unbounded(Names(max_items=0))
     with pytest.raises(AssertionError, match="no hostile values"):
         hostile(Rule(), _FILES_FOR_META)
-
-
-@pytest.fixture(scope="module")
-def material(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_material(tmp_path_factory.mktemp("material"))
 
 
 def _files(root: Path, material: Path) -> dict[str, Path]:

@@ -30,7 +30,7 @@ from fedanon.leader.config import load_job
 from fedanon.party.config import PartyConfig
 from fedanon.synth import hospital_taxonomy_path
 from fedanon.taxonomy.loader import load_taxonomy
-from tests.config.configs import job_doc, make_material, party_doc, toml_text
+from tests.config.configs import job_doc, party_doc, toml_text
 from tests.harness.cli import assert_one_line_error, run_cli, snapshot
 
 SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -174,11 +174,6 @@ def broken(draw: st.DrawFn, doc: dict[str, Any]) -> tuple[dict[str, Any], str, s
     else:
         action = "none"
     return doc, action, path
-
-
-@pytest.fixture(scope="module")
-def material(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_material(tmp_path_factory.mktemp("material"))
 
 
 def _check(

@@ -5,12 +5,10 @@ bound itself; DRBT jobs meet only the kind, leader and column rules."""
 from __future__ import annotations
 
 from fractions import Fraction
-from pathlib import Path
 
 import pytest
 
 from fedanon.configschema import ConfigError, validate
-from fedanon.party.config import PartyConfig
 from fedanon.party.handlers import HANDLERS
 from fedanon.party.policy import (
     POLICY_SCHEMA,
@@ -23,6 +21,7 @@ from fedanon.party.policy import (
 from fedanon.party.servicer import PartyServicer
 from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.synth import generate_hospital
+from tests.party.fakes import Aborted, Context, party_config
 
 COLUMNS = ["patient_id", "age", "sex", "postcode", "diagnosis"]
 READERS = {kind: handler.admission for kind, handler in HANDLERS.items()}
@@ -135,31 +134,11 @@ def test_canonical_spec_is_sorted_compact_json_and_order_free() -> None:
     assert job.sha256() != lkc(L=2, K=6, C="1/2").sha256()
 
 
-class _Aborted(Exception):
-    pass
-
-
-class _Context:
-    """What OpenSession's gate uses of a gRPC context (without TLS): abort."""
-
-    def abort(self, code: object, details: str) -> None:
-        raise _Aborted(code, details)
-
-
 def test_refusal_is_the_same_whatever_the_data() -> None:
     """The leakage claim for policy refusals: a party's answer to a below-floor job depends on
     the request, its policy and its column names only; two tables with other records give the
     same refusal, and neither party's state changes."""
-    config = PartyConfig(
-        name="hospital-b",
-        listen="127.0.0.1:9",
-        data=Path("unused.csv"),
-        taxonomy=None,
-        leader="leader",
-        next_hop=None,
-        tls=None,
-        policy=FLOOR,
-    )
+    config = party_config(policy=FLOOR)
     request = pb.OpenSessionRequest(
         ref=pb.SessionRef(session_id="ef" * 16),
         lkc=pb.LKCJob(
@@ -170,8 +149,8 @@ def test_refusal_is_the_same_whatever_the_data() -> None:
     answers = []
     for seed, rows in ((1, 50), (2, 400)):
         servicer = PartyServicer(config, generate_hospital(rows, seed=seed), None, None, None, None)
-        with pytest.raises(_Aborted) as refused:
-            servicer.OpenSession(request, _Context())
+        with pytest.raises(Aborted) as refused:
+            servicer.OpenSession(request, Context())
         answers.append(refused.value.args)
         assert servicer.session is None and servicer.last_error == ""
         assert servicer.sessions_served == 0

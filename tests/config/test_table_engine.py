@@ -15,12 +15,7 @@ import pytest
 from fedanon.algorithms.tds.engines import EngineSettings
 from fedanon.errors import FedanonError
 from fedanon.party.config import PartyConfig
-from tests.config.configs import make_material, party_doc, toml_text
-
-
-@pytest.fixture(scope="module")
-def material(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_material(tmp_path_factory.mktemp("material"))
+from tests.config.configs import party_doc, toml_text
 
 
 def _load(material: Path, tmp_path: Path, table: dict[str, Any] | None, **top: Any) -> PartyConfig:

@@ -14,18 +14,12 @@ from fedanon.leader.config import load_job
 from fedanon.party.config import PartyConfig
 from tests.config.configs import (
     job_doc,
-    make_material,
     outbound_job_doc,
     outbound_party_doc,
     party_doc,
     toml_text,
 )
 from tests.harness.cli import assert_one_line_error, run_cli, snapshot
-
-
-@pytest.fixture(scope="module")
-def material(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_material(tmp_path_factory.mktemp("material"))
 
 
 def _refused(path: Path, doc: dict[str, Any], command: tuple[str, ...], *needles: str) -> None:

@@ -44,6 +44,7 @@ class Profile:
     ca: bool | None = False
     usage: x509.KeyUsage | None = field(default_factory=key_usage)
     extended: tuple[x509.ObjectIdentifier, ...] | None = (SERVER, CLIENT)
+    names: tuple[str, ...] | None = None  # SAN DNS names; None: the certificate's name; (): no SAN
 
 
 # A good leader certificate differs from each of these in one respect only.
@@ -80,13 +81,15 @@ def build(
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - dt.timedelta(minutes=5))
         .not_valid_after(now + dt.timedelta(days=1))
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
         .add_extension(
             x509.AuthorityKeyIdentifier.from_issuer_public_key(ca.key.public_key()),
             critical=False,
         )
     )
+    names = (name,) if profile.names is None else profile.names
+    san = x509.SubjectAlternativeName([x509.DNSName(n) for n in names]) if names else None
     extensions: list[tuple[x509.ExtensionType | None, bool]] = [
+        (san, False),
         (None if profile.ca is None else x509.BasicConstraints(profile.ca, None), True),
         (profile.usage, True),
         (None if profile.extended is None else x509.ExtendedKeyUsage(profile.extended), False),

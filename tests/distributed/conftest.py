@@ -49,6 +49,17 @@ requires_adult = pytest.mark.skipif(
 )
 
 HOSPITAL_DROP = ["patient_id"]
+# The synthetic hospital table's quasi-identifiers (its taxonomy covers each).
+HOSPITAL_QIDS = [
+    "age",
+    "sex",
+    "postcode",
+    "country_of_birth",
+    "marital_status",
+    "employment",
+    "admission_type",
+    "length_of_stay",
+]
 # The shared federation's session lease: short, so that tests of a dead leader or a hung party
 # see the lease lapse within seconds (the default is 30 s).
 LEASE_SECONDS = 5.0

@@ -10,7 +10,6 @@ last error, sessions served); the session must still be alive afterwards.
 
 from __future__ import annotations
 
-import datetime as dt
 import secrets
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,13 +18,8 @@ from typing import Any
 import grpc
 import pandas as pd
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from fedanon.crypto.identity import (
-    certificate_pem,
     issue_identity,
     load_ca,
     save_identity,
@@ -121,44 +115,9 @@ def forged_certificate(
 ) -> TLSFiles:
     """A certificate the federation CA really signed, but with `names` as its SAN DNS names
     (none: no SAN at all) and `role` as its OU (None: no role)."""
-    ca = load_ca(fed.cert_dir)
-    key = ec.generate_private_key(ec.SECP256R1())
-    subject = [x509.NameAttribute(NameOID.COMMON_NAME, stem)]
-    if role is not None:
-        subject.append(x509.NameAttribute(NameOID.ORGANIZATIONAL_UNIT_NAME, role))
-    now = dt.datetime.now(dt.UTC)
-    builder = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name(subject))
-        .issuer_name(ca.certificate.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(minutes=5))
-        .not_valid_after(now + dt.timedelta(days=1))
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(
-            x509.ExtendedKeyUsage(
-                [ExtendedKeyUsageOID.CLIENT_AUTH, ExtendedKeyUsageOID.SERVER_AUTH]
-            ),
-            critical=False,
-        )
-    )
-    if names:
-        builder = builder.add_extension(
-            x509.SubjectAlternativeName([x509.DNSName(n) for n in names]), critical=False
-        )
-    certificate = builder.sign(ca.key, hashes.SHA256())
-    directory.mkdir(parents=True, exist_ok=True)
-    cert_path, key_path = directory / f"{stem}.crt", directory / f"{stem}.key"
-    cert_path.write_bytes(certificate_pem(certificate))
-    key_path.write_bytes(key_pem(key))
+    profile = badcerts.Profile(roles=() if role is None else (role,), names=tuple(names))
+    cert_path, key_path = badcerts.write(load_ca(fed.cert_dir), directory, stem, profile)
     return TLSFiles(fed.cert_dir / "ca.crt", cert_path, key_path)
-
-
-def key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
-    return key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    )
 
 
 def leader_named_party(fed: Federation, directory: Path) -> TLSFiles:

@@ -22,6 +22,7 @@ import pytest
 from fedanon.leader.sim import split_table
 from fedanon.synth import generate_hospital, hospital_taxonomy_path
 from tests.distributed.conftest import (
+    HOSPITAL_QIDS,
     assert_same_release,
     centralized,
     hospital_dataset,
@@ -30,16 +31,6 @@ from tests.distributed.conftest import (
 from tests.harness.cli import FEDANON, CliResult, run_cli_process
 
 ROWS, SEED = 1500, 21
-QIDS = [
-    "age",
-    "sex",
-    "postcode",
-    "country_of_birth",
-    "marital_status",
-    "employment",
-    "admission_type",
-    "length_of_stay",
-]
 
 
 def fedanon(*args: str, timeout: float = 240) -> CliResult:
@@ -115,7 +106,7 @@ def test_sim_end_to_end_release_passes_check(
         "--data",
         str(out),
         "--qid",
-        ",".join(QIDS),
+        ",".join(HOSPITAL_QIDS),
         "--sensitive-values",
         "diagnosis=HIV,Schizophrenia",
         "--L",

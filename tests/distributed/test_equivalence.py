@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from fedanon.crypto.parallel import Parallelism
 from fedanon.leader.sim import Federation, federation, split_table
 from tests.distributed.conftest import (
+    HOSPITAL_QIDS,
     Dataset,
     adult_dataset,
     assert_same_release,
@@ -29,17 +30,6 @@ from tests.distributed.conftest import (
     run_matches_centralized,
     status,
 )
-
-HOSPITAL_QIDS = [
-    "age",
-    "sex",
-    "postcode",
-    "country_of_birth",
-    "marital_status",
-    "employment",
-    "admission_type",
-    "length_of_stay",
-]
 
 
 # ------------------------------------------------------------------------------- quick subset

@@ -126,6 +126,48 @@ def _leader_group(pid: int) -> list[int]:
     return found
 
 
+def _union_job(fed: Federation, data: Dataset, tmp_path: Path) -> Path:
+    """`_write_job`'s job with two union worker processes (started once the union begins)."""
+    job = _write_job(fed, data, tmp_path)
+    job.write_text(
+        job.read_text(encoding="utf-8") + "[union]\nworkers = 2\nmin_records = 16\n",
+        encoding="utf-8",
+    )
+    return job
+
+
+def _leader_in_the_union(job: Path, last: Daemon) -> subprocess.Popen[str]:
+    """``fedanon leader run`` on `job` in a process group of its own, returned once `last` (the
+    last party) has sealed its records for the union; killed if it never gets there."""
+    sealed = last.log.read_text(errors="replace").count(UNION_SEALED)
+    leader = subprocess.Popen(
+        [*FEDANON, *("leader", "run"), *("--config", str(job), "--quiet")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while last.log.read_text(errors="replace").count(UNION_SEALED) == sealed:
+            assert leader.poll() is None, leader.communicate()
+            assert time.monotonic() < deadline, "the union never started"
+            time.sleep(0.01)
+    except BaseException:
+        leader.kill()
+        leader.communicate()
+        raise
+    return leader
+
+
+def _assert_group_gone(pid: int) -> None:
+    """Within 10 s, no process of the leader's group `pid` is left."""
+    left = time.monotonic() + 10
+    while _leader_group(pid) and time.monotonic() < left:
+        time.sleep(0.05)
+    assert _leader_group(pid) == [], "a worker of the leader outlived it"
+
+
 def test_leader_terminated_during_the_union_stops_in_one_line_and_leaves_nothing(
     hospital_federation: Federation, hospital_data: Dataset, tmp_path: Path
 ) -> None:
@@ -134,32 +176,12 @@ def test_leader_terminated_during_the_union_stops_in_one_line_and_leaves_nothing
     ``fedanon: terminated`` (no multiprocessing traceback of a half-launched worker), within
     seconds, no release, no process of its group left, and the next job runs at once."""
     fed = hospital_federation
-    job = _write_job(fed, hospital_data, tmp_path)
-    job.write_text(
-        job.read_text(encoding="utf-8") + "[union]\nworkers = 2\nmin_records = 16\n",
-        encoding="utf-8",
-    )
+    job = _union_job(fed, hospital_data, tmp_path)
     last = fed.daemons[-1]
     stopped = 0
     for delay in (0.0, 0.05, 0.2, 0.4):
-        sealed = last.log.read_text(errors="replace").count(UNION_SEALED)
-        leader = subprocess.Popen(
-            [
-                *FEDANON,
-                *("leader", "run"),
-                *("--config", str(job), "--quiet"),
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
-        )
+        leader = _leader_in_the_union(job, last)
         try:
-            deadline = time.monotonic() + 120
-            while last.log.read_text(errors="replace").count(UNION_SEALED) == sealed:
-                assert leader.poll() is None, leader.communicate()
-                assert time.monotonic() < deadline, "the union never started"
-                time.sleep(0.01)
             time.sleep(delay)
             leader.send_signal(signal.SIGTERM)
             began = time.monotonic()
@@ -183,10 +205,7 @@ def test_leader_terminated_during_the_union_stops_in_one_line_and_leaves_nothing
         assert elapsed < 10, f"the leader took {elapsed:.1f} s to stop"
         assert not (tmp_path / "release.csv").exists()
         assert list(tmp_path.iterdir()) == [job], list(tmp_path.iterdir())
-        left = time.monotonic() + 10
-        while _leader_group(leader.pid) and time.monotonic() < left:
-            time.sleep(0.05)
-        assert _leader_group(leader.pid) == [], "a worker of the leader outlived it"
+        _assert_group_gone(leader.pid)
         assert all(status(fed, i).session_id == "" for i in range(len(fed.daemons)))
     assert stopped, "the job finished before every SIGTERM: nothing was tested"
     out = tmp_path / "next.csv"
@@ -203,32 +222,12 @@ def test_leader_frozen_then_killed_or_resumed_during_the_union(
     the next leader's job runs on the same daemons; the stopped leader, resumed, fails in one
     line and writes nothing; a leader killed (SIGKILL) in the same place leaves no process."""
     fed = hospital_federation
-    job = _write_job(fed, hospital_data, tmp_path)
-    job.write_text(
-        job.read_text(encoding="utf-8") + "[union]\nworkers = 2\nmin_records = 16\n",
-        encoding="utf-8",
-    )
+    job = _union_job(fed, hospital_data, tmp_path)
     last = fed.daemons[-1]
     spec = hospital_data.spec(L=3, K=20, C="0.2")
     for fault in (signal.SIGSTOP, signal.SIGKILL):
-        sealed = last.log.read_text(errors="replace").count(UNION_SEALED)
-        leader = subprocess.Popen(
-            [
-                *FEDANON,
-                *("leader", "run"),
-                *("--config", str(job), "--quiet"),
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
-        )
+        leader = _leader_in_the_union(job, last)
         try:
-            deadline = time.monotonic() + 120
-            while last.log.read_text(errors="replace").count(UNION_SEALED) == sealed:
-                assert leader.poll() is None, leader.communicate()
-                assert time.monotonic() < deadline, "the union never started"
-                time.sleep(0.01)
             os.killpg(leader.pid, fault)  # the leader and its union workers
             time.sleep(LEASE_SECONDS + 1.0)  # nobody renews the stopped leader's session
             out = tmp_path / "next.csv"
@@ -247,8 +246,5 @@ def test_leader_frozen_then_killed_or_resumed_during_the_union(
             lines = err.splitlines()
             assert len(lines) == 1 and lines[0].startswith("fedanon: error: "), err
             assert "party hospital-" in lines[0], err
-        left = time.monotonic() + 10
-        while _leader_group(leader.pid) and time.monotonic() < left:
-            time.sleep(0.05)
-        assert _leader_group(leader.pid) == [], "a worker of the leader outlived it"
+        _assert_group_gone(leader.pid)
         assert list(tmp_path.iterdir()) == [job], list(tmp_path.iterdir())

@@ -40,6 +40,7 @@ from tests.distributed.conftest import (
     run_matches_centralized,
 )
 from tests.harness.cli import run_cli_process
+from tools.processes import descendants
 
 Frame = tuple[str, str, pb.TunnelFrame]
 
@@ -129,28 +130,10 @@ def _socket_inodes(pid: int) -> set[str]:
     return inodes
 
 
-def _descendants(pid: int) -> list[int]:
-    """`pid` and every live process below it (the union's worker processes included)."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(entry.name))
-    found, todo = [], [pid]
-    while todo:
-        current = todo.pop()
-        found.append(current)
-        todo.extend(children.get(current, []))
-    return found
-
-
 def listening_ports(pid: int) -> set[int]:
     """TCP ports in state LISTEN held by `pid` or its descendants (from /proc, no psutil)."""
     inodes: set[str] = set()
-    for process in _descendants(pid):
+    for process in descendants(pid):
         inodes |= _socket_inodes(process)
     ports = set()
     for table in ("tcp", "tcp6"):

@@ -35,7 +35,7 @@ from tests.distributed.conftest import (
     run_distributed,
 )
 from tests.harness.inprocess import inprocess_parties
-from tests.harness.wire import UnaryServerRecorder
+from tests.harness.wire import UnaryServerRecorder, first_strip_fetch
 
 Around = Callable[..., Any]
 
@@ -98,12 +98,7 @@ def test_a_last_party_injecting_a_record_sealed_to_the_leader_fails_the_union(
         if method == "Union" and request.phase == pb.UNION_PHASE_STRIP:
             live["record_size"] = request.record_size
         reply = inner(request, context)
-        fetching_strip = (
-            method == "Union"
-            and request.phase == pb.UNION_PHASE_FETCH
-            and request.fetch_phase == pb.UNION_PHASE_STRIP
-        )
-        if fetching_strip and request.chunk == 0 and reply.items:
+        if first_strip_fetch(method, request) and reply.items:
             session = live["started"].servicers["hospital-3"].session
             ctx = UnionContext(
                 bytes.fromhex(session.session_id),

@@ -13,10 +13,9 @@ import pytest
 from fedanon.errors import FedanonError
 from fedanon.federation.transport import make_channel
 from fedanon.leader.sim import split_table
-from fedanon.protos import fedanon_v1_pb2 as pb
 from tests.distributed.conftest import Dataset, run_distributed
 from tests.harness.inprocess import inprocess_parties
-from tests.harness.wire import UnaryServerRecorder
+from tests.harness.wire import UnaryServerRecorder, first_strip_fetch
 
 
 class DropsOnePeeledItem(UnaryServerRecorder):
@@ -30,12 +29,7 @@ class DropsOnePeeledItem(UnaryServerRecorder):
         inner: Callable[[Any, grpc.ServicerContext], Any],
     ) -> Any:
         reply = inner(request, context)
-        fetching_strip = (
-            method == "Union"
-            and request.phase == pb.UNION_PHASE_FETCH
-            and request.fetch_phase == pb.UNION_PHASE_STRIP
-        )
-        if fetching_strip and request.chunk == 0 and reply.items:
+        if first_strip_fetch(method, request) and reply.items:
             del reply.items[0]
         return reply
 

@@ -27,11 +27,23 @@ import grpc
 
 from fedanon.federation.tls import TLSFiles
 from fedanon.federation.transport import make_channel, peer_name
+from fedanon.protos import fedanon_v1_pb2 as pb
 
 
 def short_method(full: str) -> str:
     """``/fedanon.v1.Party/Sum`` -> ``Sum``."""
     return full.rsplit("/", 1)[-1]
+
+
+def first_strip_fetch(method: str, request: Any) -> bool:
+    """Whether a served call is the leader's fetch of the first chunk of the union's STRIP
+    output (where the tamper tests change what a party answers)."""
+    return (
+        method == "Union"
+        and request.phase == pb.UNION_PHASE_FETCH
+        and request.fetch_phase == pb.UNION_PHASE_STRIP
+        and request.chunk == 0
+    )
 
 
 class UnaryServerRecorder(grpc.ServerInterceptor):

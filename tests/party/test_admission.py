@@ -14,7 +14,6 @@ import json
 import logging
 from collections.abc import Callable, Iterator
 from fractions import Fraction
-from pathlib import Path
 from typing import Any
 
 import grpc
@@ -27,6 +26,7 @@ from fedanon.party.servicer import PartyServicer
 from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.synth import generate_hospital, hospital_taxonomy_path
 from fedanon.taxonomy.loader import load_taxonomy
+from tests.party.fakes import Aborted, Context, party_config
 
 PARTY = "hospital-c"
 RING = ["hospital-a", "hospital-b", PARTY]
@@ -42,44 +42,14 @@ FLOOR = Policy(
 )
 
 
-class Aborted(Exception):
-    """What ``context.abort`` raises in place of gRPC's own exception."""
-
-
-class Context:
-    """The part of a gRPC servicer context the party uses (no TLS: no peer identity): abort,
-    and the status it set (which the answer-once cache keeps for retried copies)."""
-
-    def __init__(self) -> None:
-        self._status: tuple[grpc.StatusCode, str] | None = None
-
-    def abort(self, code: grpc.StatusCode, details: str) -> None:
-        self._status = (code, details)
-        raise Aborted(code, details)
-
-    def code(self) -> grpc.StatusCode | None:
-        return None if self._status is None else self._status[0]
-
-    def details(self) -> str | None:
-        return None if self._status is None else self._status[1]
-
-
 @pytest.fixture(scope="module")
 def table() -> pd.DataFrame:
     return generate_hospital(300, seed=8)
 
 
 def servicer_with(table: pd.DataFrame, policy: Policy) -> PartyServicer:
-    config = PartyConfig(
-        name=PARTY,
-        listen="127.0.0.1:9",
-        data=Path("unused.csv"),
-        taxonomy=hospital_taxonomy_path(),
-        leader="leader",
-        next_hop=None,
-        tls=None,
-        policy=policy,
-        lease_seconds=5.0,
+    config = party_config(
+        PARTY, taxonomy=hospital_taxonomy_path(), policy=policy, lease_seconds=5.0
     )
     taxonomy = load_taxonomy(hospital_taxonomy_path(), data_columns=list(table.columns))
     return PartyServicer(config, table, taxonomy, None, None, None)

@@ -13,19 +13,18 @@ time back by more than the lease, never by sleeping.
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, cast
 
 import grpc
 import pandas as pd
 import pytest
 
-from fedanon.party.config import PartyConfig
 from fedanon.party.handler import JobHandler, Opened
 from fedanon.party.policy import drbt_request
 from fedanon.party.servicer import PartyServicer
 from fedanon.party.session_base import SessionBase
 from fedanon.protos import fedanon_v1_pb2 as pb
+from tests.party.fakes import Aborted, Context, party_config
 
 LEASE = 30.0
 FIRST, SECOND, STRANGER = "a1" * 16, "b2" * 16, "c3" * 16
@@ -37,21 +36,6 @@ class Session(SessionBase):
 
 def _open(_shell: object, request: pb.OpenSessionRequest) -> Opened:
     return Opened(Session(request.ref.session_id), [], pb.OpenSessionReply())
-
-
-class Aborted(Exception):
-    pass
-
-
-class Context:
-    """What the shell uses of a gRPC context without TLS: abort (which raises)."""
-
-    def __init__(self) -> None:
-        self.code: grpc.StatusCode | None = None
-
-    def abort(self, code: grpc.StatusCode, details: str) -> None:
-        self.code = code
-        raise Aborted(details)
 
 
 class KeyWorkers:
@@ -69,16 +53,7 @@ class KeyWorkers:
 
 @pytest.fixture
 def party() -> PartyServicer:
-    config = PartyConfig(
-        name="hospital-b",
-        listen="127.0.0.1:9",
-        data=Path("unused.csv"),
-        taxonomy=None,
-        leader="leader",
-        next_hop=None,
-        tls=None,
-        lease_seconds=LEASE,
-    )
+    config = party_config(lease_seconds=LEASE)
     table = pd.DataFrame({"patient_id": ["1", "2"], "age": ["30", "40"]})
     servicer = PartyServicer(
         config,
@@ -110,7 +85,7 @@ def refused(call: Callable[[Any, Context], Any], request: Any) -> grpc.StatusCod
     context = Context()
     with pytest.raises(Aborted):
         call(request, context)
-    return context.code
+    return context.code()
 
 
 def told(party: PartyServicer) -> list[str]:

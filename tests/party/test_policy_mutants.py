@@ -12,6 +12,7 @@ import pytest
 from fedanon.party.handlers import HANDLERS
 from fedanon.party.policy import JobRequest, Policy, PolicyRefusal, admit, check_job, read_request
 from fedanon.protos import fedanon_v1_pb2 as pb
+from tests.party.fakes import Aborted, Context
 
 COLUMNS = ["patient_id", "age", "sex", "diagnosis"]
 READERS = {kind: handler.admission for kind, handler in HANDLERS.items()}
@@ -81,15 +82,6 @@ def test_randomized_records_that_go_through_the_union_are_released() -> None:
         "releases"
     )
     assert verdict(policy, randomize(keep_at_parties=True)) == "served"
-
-
-class Aborted(Exception):
-    pass
-
-
-class Context:
-    def abort(self, code: object, details: str) -> None:
-        raise Aborted(code, details)
 
 
 def test_every_refusal_leaves_one_audit_line(caplog: pytest.LogCaptureFixture) -> None:

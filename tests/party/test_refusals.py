@@ -5,33 +5,22 @@ and changes nothing ``Status`` reports; the genuine message is still served afte
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 
 import grpc
 import numpy as np
 import pandas as pd
 import pytest
 
-from fedanon.party.config import PartyConfig
 from fedanon.party.servicer import PartyServicer
 from fedanon.protos import fedanon_v1_pb2 as pb
-from tests.party.test_admission import Aborted, Context
+from tests.party.fakes import Aborted, Context, party_config
 
 RING = ["hospital-a", "hospital-b"]
 SESSION = "5e" * 16
 
 
 def _servicer(table: pd.DataFrame) -> PartyServicer:
-    config = PartyConfig(
-        name="hospital-b",
-        listen="127.0.0.1:9",
-        data=Path("unused.csv"),
-        taxonomy=None,
-        leader="leader",
-        next_hop=None,
-        tls=None,
-    )
-    return PartyServicer(config, table, None, None, None, None)
+    return PartyServicer(party_config(), table, None, None, None, None)
 
 
 def _refused(
