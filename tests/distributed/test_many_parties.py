@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 
 from fedanon.errors import FedanonError
-from fedanon.leader import sim
 from fedanon.leader.sim import Daemon, Federation, federation, free_ports, split_table
 from fedanon.leader.startup import startup_seconds
 from fedanon.synth import generate_hospital, hospital_taxonomy_path
@@ -92,7 +91,7 @@ def test_start_up_bound_grows_with_the_number_of_daemons(
     for count in (1, PARTIES):
         fed, processes = _idle_federation(tmp_path, count)
         clock[0] = 0.0
-        monkeypatch.setattr(sim.time, "monotonic", tick)
+        monkeypatch.setattr(time, "monotonic", tick)
         try:
             with pytest.raises(FedanonError) as error:
                 fed.wait_all_ready(fed.daemons)
