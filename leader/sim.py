@@ -176,9 +176,13 @@ class Federation:
             **options,
         )
 
-    def wait_idle_keys(self, timeout: float = 60.0) -> bool:
-        """Wait until every daemon's idle key pool is full again; whether they all are."""
-        deadline = time.monotonic() + timeout
+    def wait_idle_keys(self, timeout: float | None = None) -> bool:
+        """Wait until every daemon's idle key pool is full again; whether they all are.
+
+        The daemons refill together on shared cores, so the default bound grows with their
+        number like the start-up's (:func:`startup_seconds`)."""
+        bound = startup_seconds(len(self.daemons)) if timeout is None else timeout
+        deadline = time.monotonic() + bound
         while not all(d.idle_keys_ready() for d in self.daemons):
             if time.monotonic() > deadline:
                 return False

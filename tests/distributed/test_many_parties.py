@@ -156,3 +156,26 @@ def test_a_daemon_that_listens_late_is_noticed_at_once(tmp_path: Path) -> None:
         starter.join(30)
     assert listening, "the restarted daemon never said it listens"
     assert ready - listening[0] < 3.0
+
+
+def test_idle_key_wait_grows_with_the_number_of_daemons(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Twenty daemons refill their idle key pools together on shared cores: the default wait
+    for it grows with their number like the start-up's (simulated clock, 5 s per look)."""
+    fed, processes = _idle_federation(tmp_path, PARTIES)
+    for process in processes:
+        process.kill()
+        process.wait()
+    clock = [0.0]
+
+    def tick() -> float:
+        clock[0] += 5.0
+        return clock[0]
+
+    monkeypatch.setattr(time, "monotonic", tick)
+    monkeypatch.setattr(time, "sleep", lambda _seconds: None)
+    refilled = fed.wait_idle_keys()  # the logs never say a pool is full
+    monkeypatch.undo()
+    assert not refilled
+    assert clock[0] >= PARTIES * 15
