@@ -106,8 +106,18 @@ class _Worker:
 
 
 def _serve(commands: Connection, status: Connection, capacity: int, idle_after: float) -> None:
-    """A worker: background work between commands (`_Worker`); commands answered in order."""
-    worker = _Worker(capacity, idle_after)
+    """A worker: background work between commands (`_Worker`); commands answered in order.
+
+    A daemon killed outright (SIGKILL, or its parent gone) closes the pipes without "stop":
+    the worker then ends quietly, not with a traceback in the daemon's log."""
+    try:
+        _serve_commands(commands, status, _Worker(capacity, idle_after))
+    except (EOFError, BrokenPipeError, ConnectionResetError):
+        return
+
+
+def _serve_commands(commands: Connection, status: Connection, worker: _Worker) -> None:
+    capacity = worker.capacity
     while True:
         wait = worker.work_left()
         if wait == 0.0 and not commands.poll(0):

@@ -82,15 +82,21 @@ def make_server(
     return server, server.add_secure_port(listen, server_credentials(identity, _ca(tls)))
 
 
-def make_channel(address: str, expected_name: str, tls: TLSFiles | None) -> grpc.Channel:
-    """A channel to `address` whose server must present a certificate for `expected_name`."""
+def make_channel(
+    address: str,
+    expected_name: str,
+    tls: TLSFiles | None,
+    options: Sequence[tuple[str, int]] = (),
+) -> grpc.Channel:
+    """A channel to `address` whose server must present a certificate for `expected_name`;
+    `options` adds gRPC channel options (a start-up probe's short reconnect backoff)."""
     if tls is None:
-        return grpc.insecure_channel(address, options=_OPTIONS)
+        return grpc.insecure_channel(address, options=[*_OPTIONS, *options])
     identity = load_identity_files(tls.cert, tls.key)
     return grpc.secure_channel(
         address,
         channel_credentials(identity, _ca(tls)),
-        options=[*_OPTIONS, *target_name_options(expected_name)],
+        options=[*_OPTIONS, *target_name_options(expected_name), *options],
     )
 
 

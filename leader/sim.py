@@ -23,10 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import grpc
 import numpy as np
 import pandas as pd
-from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from fedanon.algorithms.tds.api import build_schema
 from fedanon.algorithms.tds.engines import EngineSettings
@@ -36,9 +34,9 @@ from fedanon.crypto.parallel import Parallelism
 from fedanon.errors import FedanonError
 from fedanon.federation.config import DIE_WITH_PARENT, Hop
 from fedanon.federation.tls import TLSFiles
-from fedanon.federation.transport import make_channel
 from fedanon.leader.kinds.lkc import LKCLeaderJob
 from fedanon.leader.relay import serve_relay, stop_relay
+from fedanon.leader.startup import HealthProbe, startup_seconds
 from fedanon.taxonomy.files import TaxonomyFile
 from fedanon.text import as_text
 
@@ -178,9 +176,13 @@ class Federation:
             **options,
         )
 
-    def wait_idle_keys(self, timeout: float = 60.0) -> bool:
-        """Wait until every daemon's idle key pool is full again; whether they all are."""
-        deadline = time.monotonic() + timeout
+    def wait_idle_keys(self, timeout: float | None = None) -> bool:
+        """Wait until every daemon's idle key pool is full again; whether they all are.
+
+        The daemons refill together on shared cores, so the default bound grows with their
+        number like the start-up's (:func:`startup_seconds`)."""
+        bound = startup_seconds(len(self.daemons)) if timeout is None else timeout
+        deadline = time.monotonic() + bound
         while not all(d.idle_keys_ready() for d in self.daemons):
             if time.monotonic() > deadline:
                 return False
@@ -210,45 +212,66 @@ class Federation:
         )
         log.close()
 
-    def wait_ready(self, daemon: Daemon, timeout: float = 60.0) -> None:
-        """Poll the daemon's standard gRPC health service until it says SERVING (outbound:
-        until it has connected to the relay)."""
-        deadline = time.monotonic() + timeout
-        if self.relay_listen is not None:
-            relay = serve_relay(self.relay_listen, self.leader_tls)
-            while daemon.name not in relay.connected():
-                if daemon.process is not None and daemon.process.poll() is not None:
-                    raise FedanonError(
-                        f"party {daemon.name} exited at start-up: {daemon.log_tail()}"
-                    )
-                if time.monotonic() > deadline:
-                    raise FedanonError(
-                        f"party {daemon.name} not connected to the relay after {timeout:.0f} s: "
-                        f"{daemon.log_tail()}"
-                    )
-                time.sleep(0.1)
-            return
-        channel = make_channel(daemon.address, daemon.name, self.leader_tls)
+    def wait_ready(self, daemon: Daemon, timeout: float | None = None) -> None:
+        """Wait until one (re)started daemon is ready (see :meth:`wait_all_ready`)."""
+        self.wait_all_ready([daemon], timeout)
+
+    def wait_all_ready(
+        self,
+        daemons: list[Daemon],
+        timeout: float | None = None,
+        on_ready: Callable[[Daemon], None] | None = None,
+    ) -> None:
+        """Wait until every daemon in `daemons` is ready, looking at all of them together.
+
+        Ready: its gRPC health service says SERVING over mutual TLS (outbound: it has
+        connected to the relay). `on_ready` hears each in the order they become ready. The wait
+        ends early with the name of a daemon that exited; otherwise it lasts while daemons are
+        still starting, up to `timeout` (default :func:`startup_seconds` of their number:
+        daemons started together share the cores, leader/startup.py).
+        """
+        bound = startup_seconds(len(daemons)) if timeout is None else timeout
+        deadline = time.monotonic() + bound
+        relay = (
+            None if self.relay_listen is None else serve_relay(self.relay_listen, self.leader_tls)
+        )
+        probes: dict[str, HealthProbe] = {}
+        waiting = list(daemons)
         try:
-            stub = health_pb2_grpc.HealthStub(channel)
-            while True:
-                if daemon.process is not None and daemon.process.poll() is not None:
+            while waiting:
+                connected = set() if relay is None else set(relay.connected())
+                still = []
+                for daemon in waiting:
+                    if daemon.process is not None and daemon.process.poll() is not None:
+                        raise FedanonError(
+                            f"party {daemon.name} exited at start-up: {daemon.log_tail()}"
+                        )
+                    if relay is not None:
+                        ready = daemon.name in connected
+                    else:
+                        if daemon.name not in probes:
+                            probes[daemon.name] = HealthProbe(
+                                daemon.address, daemon.name, self.leader_tls
+                            )
+                        ready = probes[daemon.name].serving()
+                    if ready and on_ready is not None:
+                        on_ready(daemon)
+                    if not ready:
+                        still.append(daemon)
+                waiting = still
+                if waiting and time.monotonic() > deadline:
+                    late = waiting[0]
+                    what = "connected to the relay" if relay is not None else "ready"
                     raise FedanonError(
-                        f"party {daemon.name} exited at start-up: {daemon.log_tail()}"
+                        f"party {late.name} not {what} after {bound:.0f} s "
+                        f"({len(daemons) - len(waiting)} of {len(daemons)} parties ready): "
+                        f"{late.log_tail()}"
                     )
-                try:
-                    status = stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=1)
-                    if status.status == health_pb2.HealthCheckResponse.SERVING:
-                        return
-                except grpc.RpcError:
-                    pass
-                if time.monotonic() > deadline:
-                    raise FedanonError(
-                        f"party {daemon.name} not ready after {timeout:.0f} s: {daemon.log_tail()}"
-                    )
-                time.sleep(0.1)
+                if waiting:
+                    time.sleep(0.1)
         finally:
-            channel.close()
+            for probe in probes.values():
+                probe.close()
 
     def stop(self, daemon: Daemon, sig: int = signal.SIGTERM, timeout: float = 10.0) -> None:
         process = daemon.process
@@ -416,11 +439,18 @@ def federation(
         show(f"start-up: starting {len(daemons)} party daemons")
         for daemon in daemons:
             fed.start(daemon)
-        for number, daemon in enumerate(daemons, start=1):
-            where = daemon.address or f"dialling the relay on {relay_listen}"
-            show(f"start-up: waiting for {daemon.name} ({where}) to be ready")
-            fed.wait_ready(daemon)
-            show(f"start-up: {daemon.name} ready ({number}/{len(daemons)})")
+        where = "listening on loopback" if relay_listen is None else f"dialling {relay_listen}"
+        show(
+            f"start-up: waiting for the {len(daemons)} parties ({where}) to be ready, "
+            f"at most {startup_seconds(len(daemons)):.0f} s"
+        )
+        ready: list[Daemon] = []
+
+        def one_ready(daemon: Daemon) -> None:
+            ready.append(daemon)
+            show(f"start-up: {daemon.name} ready ({len(ready)}/{len(daemons)})")
+
+        fed.wait_all_ready(daemons, on_ready=one_ready)
         yield fed
     finally:
         fed.stop_all()

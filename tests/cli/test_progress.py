@@ -118,14 +118,8 @@ def test_a_step_becomes_a_line_only_after_a_pause(capsys, monkeypatch) -> None:
 STARTUP = [
     r"start-up: issuing certificates for 3 parties and the leader$",
     r"start-up: starting 3 party daemons$",
-    *(
-        pattern
-        for i in (1, 2, 3)
-        for pattern in (
-            rf"start-up: waiting for hospital-{i} \(127\.0\.0\.1:\d+\) to be ready$",
-            rf"start-up: hospital-{i} ready \({i}/3\)$",
-        )
-    ),
+    r"start-up: waiting for the 3 parties \(listening on loopback\) to be ready, at most \d+ s$",
+    *(rf"start-up: hospital-[123] ready \({i}/3\)$" for i in (1, 2, 3)),
     r"handshake: connecting to 3 parties: hospital-1 \(127\.0\.0\.1:\d+\), hospital-2 ",
     r"handshake: done; 3 parties agreed",
     r"specialize: ",

@@ -3,6 +3,8 @@ union the leader opens; no key seals two items, across seals too; no generation 
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from collections import Counter
 from dataclasses import astuple
@@ -176,3 +178,22 @@ def test_keys_prepared_for_another_leader_are_never_used(workers) -> None:
     _wait_prepared(workers, 20)
     workers.idle()  # the session ended: what was prepared for it is dropped
     assert workers.counts()[1] == 0
+
+
+def test_workers_of_a_killed_daemon_end_without_a_traceback() -> None:
+    """A daemon killed outright never says "stop": its workers see their pipes close and must
+    end quietly (a traceback in the daemon's log reads as a crash of the key workers)."""
+    owner = (
+        "import os, signal, sys\n"
+        "from fedanon.crypto.idle_keys import IdleKeyWorkers\n"
+        "pool = IdleKeyWorkers(2, 100000, idle_after=0)\n"
+        "pool.start()\n"
+        "print('started', flush=True)\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    # stderr is inherited by the fork server and the workers: it ends when all of them are gone
+    done = subprocess.run(
+        [sys.executable, "-c", owner], capture_output=True, text=True, timeout=120
+    )
+    assert done.stdout == "started\n"
+    assert "Traceback" not in done.stderr, done.stderr

@@ -1,0 +1,140 @@
+"""Growth with the number of parties: whole distributed LKC runs at 3, 10, 20 parties (#28).
+
+For each federation size the Adult slice is split at random over that many real party daemons
+on loopback (mutual TLS, ``fedanon.leader.sim.federation``); their start-up is timed on its
+own (it is paid once per federation, not per job). Then each union mode runs ``--repeat`` whole
+sessions through the leader (``run_lkc`` in this process: handshake, specialization loop,
+secure union, the leader's check and the release file), the modes alternating so that load
+drifts over both alike, after one untimed warm-up session each (channels, worker
+processes); before each run the daemons have refilled their idle key pools (as a
+federation between jobs would have). Every release is compared with the centralized one
+before a number is printed. The table gives medians per size and the per-party slope: the
+least-squares line of seconds over parties (``statistics.linear_regression``), with the ratio
+of the largest size to the smallest.
+
+    .venv/bin/python bench/bench_parties.py                                  # 3,10,20; 4,000 rows
+    .venv/bin/python bench/bench_parties.py --parties 3,10,20 --rows 4000 --repeat 3
+    .venv/bin/python bench/bench_parties.py --rows 0 --L 4 --K 20 --C 0.2    # all of Adult
+
+The data is read from FEDANON_DATA_DIR (``adult/adult_all.csv``, ``adult/lkc_paper_taxonomy.hchy``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pandas as pd
+from bench_distributed import centralized, machine, rows
+
+from fedanon.leader.kinds.lkc import run_lkc, spec_from_table
+from fedanon.leader.sim import federation, split_table
+from fedanon.readers.datadir import data_dir
+from fedanon.taxonomy.loader import load_taxonomy
+
+MODES = ("layered", "shuffle")
+#: Report phases shown per mode (``seconds`` of the leader's report), then the session total.
+PHASES = ("handshake", "specialize", "union", "total")
+
+
+def slope(sizes: list[int], seconds: list[float]) -> str:
+    """Seconds per party of the least-squares line through (parties, seconds)."""
+    if len(sizes) < 2:
+        return "-"
+    return f"{statistics.linear_regression(sizes, seconds).slope:.3f}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    adult = data_dir() / "adult"
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--parties", default="3,10,20", help="federation sizes, comma-separated")
+    parser.add_argument("--rows", type=int, default=4000, help="first N rows of Adult (0: all)")
+    parser.add_argument("--repeat", type=int, default=3, help="sessions per size and mode")
+    parser.add_argument("--modes", default=",".join(MODES), help="union modes, comma-separated")
+    parser.add_argument("--L", type=int, default=2)
+    parser.add_argument("--K", type=int, default=10)
+    parser.add_argument("--C", default="0.5")
+    parser.add_argument("--data", type=Path, default=adult / "adult_all.csv")
+    parser.add_argument("--taxonomy", type=Path, default=adult / "lkc_paper_taxonomy.hchy")
+    args = parser.parse_args(argv)
+    if not args.data.exists() or not args.taxonomy.exists():
+        print(f"data not found: {args.data} / {args.taxonomy} (FEDANON_DATA_DIR)", file=sys.stderr)
+        return 2
+    sizes = sorted({int(p) for p in args.parties.split(",")})
+    modes = [m for m in args.modes.split(",") if m]
+    if not sizes or min(sizes) < 3 or any(m not in MODES for m in modes) or args.repeat < 1:
+        print("--parties: sizes of at least 3; --modes: layered,shuffle", file=sys.stderr)
+        return 2
+
+    print(f"machine: {machine()}")
+    print(f"command: {' '.join([Path(sys.executable).name, *sys.argv])}")
+    table = pd.read_csv(args.data, dtype=str, keep_default_na=False)
+    if args.rows:
+        table = table.iloc[: args.rows].reset_index(drop=True)
+    taxonomy = load_taxonomy(args.taxonomy, data_columns=list(table.columns))
+    spec = spec_from_table({"L": args.L, "K": args.K, "C": args.C}, taxonomy, "bench")
+    spec = spec.with_class_values_of(table)
+    print(f"data: {args.data.name}, {len(table):,} records, L={args.L} K={args.K} C={args.C}")
+
+    work = Path(tempfile.mkdtemp(prefix="fedanon-bench-parties-"))
+    _, reference_table, reference_report = centralized(table, taxonomy, spec, work / "c.csv")
+    reference = rows(reference_table)
+    start: dict[int, float] = {}
+    seconds: dict[tuple[int, str], dict[str, float]] = {}
+    for n in sizes:
+        parts = split_table(table, n, "random", seed=n)
+        began = time.perf_counter()
+        with federation(parts, args.taxonomy, rpc_seconds=300.0) as fed:
+            start[n] = time.perf_counter() - began
+            runs: dict[str, list[dict[str, float]]] = {m: [] for m in modes}
+            for r in range(-1, args.repeat):  # -1: one untimed warm-up session per mode
+                for mode in modes:
+                    if not fed.wait_idle_keys():
+                        print(f"{n} parties: idle key pools not refilled; timing anyway")
+                    out = work / f"release-{n}-{mode}-{r}.csv"
+                    job = fed.leader_job(taxonomy, spec, out, union_mode=mode, rpc_seconds=300.0)
+                    began = time.perf_counter()
+                    report = run_lkc(job)
+                    wall = time.perf_counter() - began
+                    released = pd.read_csv(out, dtype=str, keep_default_na=False)
+                    if (
+                        rows(released) != reference
+                        or report["final_cut"] != reference_report["final_cut"]
+                    ):
+                        print(f"{n} parties, {mode}: release differs from the centralized one")
+                        return 1
+                    if r >= 0:
+                        runs[mode].append({**report["seconds"], "total": wall})
+        for mode in modes:
+            seconds[n, mode] = {
+                p: statistics.median(run.get(p, 0.0) for run in runs[mode]) for p in PHASES
+            }
+            shown = ", ".join(f"{p} {seconds[n, mode][p]:.2f} s" for p in PHASES)
+            print(f"{n} parties, {mode}: daemons up in {start[n]:.1f} s; {shown}", flush=True)
+
+    print()
+    print(f"Median wall seconds of {args.repeat} sessions; slope = seconds per party (fit)")
+    print()
+    print("| union | parties | " + " | ".join(PHASES) + " | daemon start-up |")
+    print("|---|---|" + "---|" * (len(PHASES) + 1))
+    for mode in modes:
+        for n in sizes:
+            cells = " | ".join(f"{seconds[n, mode][p]:.3f}" for p in PHASES)
+            print(f"| {mode} | {n} | {cells} | {start[n]:.1f} |")
+        fits = " | ".join(slope(sizes, [seconds[n, mode][p] for n in sizes]) for p in PHASES)
+        started = slope(sizes, [start[n] for n in sizes])
+        print(f"| {mode} | **slope s/party** | {fits} | {started} |")
+        first, last = seconds[sizes[0], mode]["total"], seconds[sizes[-1], mode]["total"]
+        print(
+            f"| {mode} | {sizes[-1]} / {sizes[0]} parties | total x{last / first:.2f} "
+            f"(linear would be x{sizes[-1] / sizes[0]:.2f}) | | | | |"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
