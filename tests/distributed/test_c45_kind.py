@@ -24,6 +24,7 @@ from fedanon.leader.kinds.c45 import C45LeaderJob, run_c45
 from fedanon.leader.sim import LEADER_NAME
 from fedanon.party.handlers.c45_session import C45Session
 from fedanon.utility.c45 import C45
+from tests.harness.cli import assert_one_line_error, run_cli
 from tests.harness.inprocess import InProcessParties, inprocess_parties
 from tests.harness.wire import ServedRecorder, WireLog, recording_channel_factory
 
@@ -161,4 +162,47 @@ def test_a_party_refuses_a_task_its_table_cannot_serve(
     job.features = [*FEATURES, "weight"]
     with pytest.raises(FedanonError, match=r"hospital-1.*weight"):
         run_c45(job)
+    assert not (tmp_path / "tree.txt").exists()
+
+
+@pytest.mark.parametrize(
+    ("extra", "needles"),
+    [
+        (["--numeric", "sex,height"], ["height"]),
+        (["--features", "age,outcome"], ["outcome", "feature"]),
+        (["--cf", "1.5"], ["cf"]),
+        (["--parties", "2"], ["2 with --allow-two-parties"]),
+    ],
+)
+def test_sim_c45_refuses_a_bad_task_in_one_line_before_any_daemon(
+    tmp_path: Path, extra: list[str], needles: list[str]
+) -> None:
+    data = tmp_path / "t.csv"
+    _table(30, 0).to_csv(data, index=False)
+    out = tmp_path / "tree.txt"
+    result = run_cli("sim", "c45", "--data", data, "--class", "outcome", "--out", out, *extra)
+    assert_one_line_error(result, *needles)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.csv"]
+
+
+@pytest.mark.parametrize(
+    ("section", "needle"),
+    [
+        ('features = ["age"]\nclass = "outcome"\ncf = 1.0', "c45.cf"),
+        ('features = ["age"]\nnumeric = ["dose"]\nclass = "outcome"', "c45.numeric"),
+        ('features = ["age", "outcome"]\nclass = "outcome"', "c45.class"),
+        ('features = ["age"]', "class"),
+    ],
+)
+def test_a_bad_c45_section_is_one_line_naming_the_key(
+    tmp_path: Path, section: str, needle: str
+) -> None:
+    config = tmp_path / "job.toml"
+    config.write_text(
+        f'out = "tree.txt"\n[c45]\n{section}\n'
+        + "".join(f'[[parties]]\nname = "h{i}"\naddress = "127.0.0.1:1"\n' for i in range(3)),
+        encoding="utf-8",
+    )
+    result = run_cli("leader", "run", "--config", config, "--insecure")
+    assert_one_line_error(result, "job.toml", needle)
     assert not (tmp_path / "tree.txt").exists()
