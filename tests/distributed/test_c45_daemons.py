@@ -9,11 +9,16 @@ form (every node's test, every leaf's rows and errors) must equal it.
 from __future__ import annotations
 
 import json
+import signal
+import time
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
 
+from fedanon.leader.federation import PartyFailure
+from fedanon.leader.kinds.c45 import C45LeaderJob, SecureSumOracle, run_c45
 from fedanon.leader.sim import federation
 from fedanon.utility.c45 import C45
 from tests.distributed.conftest import ADULT_CSV, requires_adult
@@ -80,3 +85,38 @@ def test_sim_c45_on_adult_with_five_parties_equals_the_pooled_tree(tmp_path: Pat
     assert out.read_text(encoding="utf-8") == expected + "\n"
     written = json.loads(report.read_text(encoding="utf-8"))
     assert written["equals_centralized"] is True and len(written["parties"]) == 5
+
+
+@pytest.mark.parametrize(("victim", "at_round"), [("hospital-2", 1), ("hospital-3", 3)])
+def test_a_party_killed_mid_tree_is_named_and_nothing_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, victim: str, at_round: int
+) -> None:
+    """SIGKILL one daemon right before a count round: the leader stops with one failure naming
+    the party and the round's phase, within the deadline, and writes no tree."""
+    parts = [_table(n, seed) for seed, n in enumerate((200, 100, 60))]
+    original = SecureSumOracle.count
+
+    with federation(parts, None, workdir=tmp_path / "fed") as fed:
+        daemon = next(d for d in fed.daemons if d.name == victim)
+
+        def count(self: SecureSumOracle, queries: Any) -> Any:
+            if self.rounds + 1 == at_round:
+                fed.stop(daemon, signal.SIGKILL)
+            return original(self, queries)
+
+        monkeypatch.setattr(SecureSumOracle, "count", count)
+        out = tmp_path / "tree.txt"
+        job = C45LeaderJob(
+            parties=fed.hops,
+            tls=fed.leader_tls,
+            features=FEATURES,
+            numeric=NUMERIC,
+            class_column="outcome",
+            out=out,
+            rpc_seconds=5.0,
+        )
+        began = time.monotonic()
+        with pytest.raises(PartyFailure, match=rf"count queries, round {at_round}: party {victim}"):
+            run_c45(job)
+        assert time.monotonic() - began < 5.0 + 4.0 + 10.0  # deadline, abort, loaded machine
+    assert not out.exists()
