@@ -101,10 +101,18 @@ class C45LeaderJob(RingSettings):
             raise FedanonError(f"[c45] {exc}") from None
 
 
+#: The most counts one round sums (8 bytes each: a 32 MiB ``Sum``, well under a party's default
+#: ``max_message_mb`` of 128, which must hold about three times a request while it is parsed).
+#: A larger batch of queries is split over several rounds; one query larger than this (a
+#: histogram over a huge agreed domain) still goes alone.
+MAX_ROUND_COUNTS = 4_000_000
+
+
 class SecureSumOracle:
-    """The learner's count oracle at the leader: one round per batch of queries, the queries
-    to every party, then one secure sum (ring or pairwise) of their count vectors, so the
-    leader holds only the totals. The first round also carries the agreed domains."""
+    """The learner's count oracle at the leader: one round per batch of queries (or per part
+    of a batch, at most :data:`MAX_ROUND_COUNTS` counts), the queries to every party, then
+    one secure sum (ring or pairwise) of their count vectors, so the leader holds only the
+    totals. The first round also carries the agreed domains."""
 
     def __init__(
         self,
@@ -123,8 +131,10 @@ class SecureSumOracle:
         self.counts_summed = 0  # length of the vectors summed so far
 
     def count(self, queries: Sequence[Query]) -> np.ndarray:
-        if not queries:
-            return np.zeros(0, dtype=np.int64)
+        totals = [self._round(part) for part in _parts(queries, self.schema)]
+        return np.concatenate(totals) if totals else np.zeros(0, dtype=np.int64)
+
+    def _round(self, queries: Sequence[Query]) -> np.ndarray:
         self.rounds += 1
         ref = self.session.ref(UNION_ROUND + self.rounds)
         request = pb.C45CountRequest(
@@ -148,6 +158,20 @@ class SecureSumOracle:
         total = self.sums.total(pb.SumRequest(ref=ref), length, self.traffic)
         self.counts_summed += length
         return total.astype(np.int64)
+
+
+def _parts(queries: Sequence[Query], schema: Schema) -> list[list[Query]]:
+    """`queries` in order, cut into runs of at most MAX_ROUND_COUNTS counts each."""
+    parts: list[list[Query]] = []
+    size = 0
+    for query in queries:
+        length = schema.size(query)
+        if not parts or size + length > MAX_ROUND_COUNTS:
+            parts.append([])
+            size = 0
+        parts[-1].append(query)
+        size += length
+    return parts
 
 
 def run_c45(job: C45LeaderJob, progress: Progress | None = None) -> Report:

@@ -326,7 +326,10 @@ def test_drbt_session_refuses_lkc_messages(drbt_party: Federation) -> None:
         for method in ("ShareKeys", "Sum", "Union"):
             code, details = call(stub, method, made[method])
             assert code == grpc.StatusCode.FAILED_PRECONDITION, (method, code, details)
-            assert "is not a LKCSession or RandomizeSession or C45Session job" in details, (method, details)
+            assert "is not a LKCSession or RandomizeSession or C45Session job" in details, (
+                method,
+                details,
+            )
         assert party_state(fed, 0) == before
         assert call(stub, "Renew", made["Renew"]) == (grpc.StatusCode.OK, "")
     finally:

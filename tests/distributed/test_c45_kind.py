@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import fedanon.leader.kinds.c45
 import fedanon.leader.session
 from fedanon.errors import FedanonError
 from fedanon.leader.kinds.c45 import C45LeaderJob, run_c45
@@ -206,3 +207,24 @@ def test_a_bad_c45_section_is_one_line_naming_the_key(
     result = run_cli("leader", "run", "--config", config, "--insecure")
     assert_one_line_error(result, "job.toml", needle)
     assert not (tmp_path / "tree.txt").exists()
+
+
+def test_a_batch_larger_than_a_round_is_summed_over_several_rounds(
+    recorded: tuple[InProcessParties, WireLog, _Vectors, list[pd.DataFrame]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With a cap of 40 counts per round (a histogram here holds 3 x (4 + 2 + numeric values)
+    counts, far above it), every round holds at most 40 counts or a single query, and the tree
+    is unchanged."""
+    fed, log, _vectors, parts = recorded
+    out = tmp_path / "tree.txt"
+    whole = run_c45(_job(fed, out))
+    monkeypatch.setattr(fedanon.leader.kinds.c45, "MAX_ROUND_COUNTS", 40)
+    split = run_c45(_job(fed, out))
+    assert out.read_text(encoding="utf-8") == _pooled_tree(parts).to_text() + "\n"
+    assert split["counts_summed"] == whole["counts_summed"]
+    assert split["rounds"] > whole["rounds"]
+    served = log.of(method="C45Count", kind="request")[-3 * split["rounds"] :]
+    assert all(r.answer.length <= 40 or len(r.message.queries) == 1 for r in served)
+    assert any(len(r.message.queries) == 1 and r.answer.length > 40 for r in served)
