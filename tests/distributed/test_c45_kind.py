@@ -228,3 +228,24 @@ def test_a_batch_larger_than_a_round_is_summed_over_several_rounds(
     served = log.of(method="C45Count", kind="request")[-3 * split["rounds"] :]
     assert all(r.answer.length <= 40 or len(r.message.queries) == 1 for r in served)
     assert any(len(r.message.queries) == 1 and r.answer.length > 40 for r in served)
+
+
+def test_leader_run_prints_the_kinds_summary_under_its_title(
+    recorded: tuple[InProcessParties, WireLog, _Vectors, list[pd.DataFrame]], tmp_path: Path
+) -> None:
+    fed, _log, _vectors, parts = recorded
+    tls = fed.leader_tls
+    config = tmp_path / "job.toml"
+    config.write_text(
+        f'out = "{tmp_path / "tree.txt"}"\n[c45]\nfeatures = {FEATURES!r}\n'.replace("'", '"')
+        + f'numeric = {NUMERIC!r}\nclass = "outcome"\n'.replace("'", '"')
+        + "".join(f'[[parties]]\nname = "{h.name}"\naddress = "{h.address}"\n' for h in fed.hops)
+        + f'[tls]\nca = "{tls.ca}"\ncert = "{tls.cert}"\nkey = "{tls.key}"\n',
+        encoding="utf-8",
+    )
+    result = run_cli("leader", "run", "--config", config)
+    assert result.code == 0, result.err
+    pooled = _pooled_tree(parts)
+    assert "fedanon federated C4.5" in result.out
+    assert f"{pooled.n_nodes} nodes, {pooled.n_leaves} leaves, depth {pooled.depth}" in result.out
+    assert (tmp_path / "tree.txt").read_text(encoding="utf-8") == pooled.to_text() + "\n"
