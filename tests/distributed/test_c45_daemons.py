@@ -120,3 +120,19 @@ def test_a_party_killed_mid_tree_is_named_and_nothing_is_written(
             run_c45(job)
         assert time.monotonic() - began < 5.0 + 4.0 + 10.0  # deadline, abort, loaded machine
     assert not out.exists()
+
+
+def test_sim_c45_over_the_outbound_transport_equals_the_pooled_tree(tmp_path: Path) -> None:
+    """No party listens: every call, C45Count included, goes through the leader's relay."""
+    table = _table(400, 7)
+    data = tmp_path / "t.csv"
+    table.to_csv(data, index=False)
+    out = tmp_path / "tree.txt"
+    result = run_cli(
+        "sim", "c45", "--data", data, "--class", "outcome", "--numeric", ",".join(NUMERIC),
+        "--transport", "outbound", "--out", out, "--quiet", "--json",
+    )  # fmt: skip
+    assert result.code == 0, result.err
+    expected = C45().fit(table[FEATURES], table["outcome"], NUMERIC).to_text()
+    assert out.read_text(encoding="utf-8") == expected + "\n"
+    assert json.loads(result.out)["equals_centralized"] is True
