@@ -42,6 +42,12 @@ Example::
     #   [randomize.domains]          # the agreed domain of every QID (histogram order)
     #   age = ["17", "18", "19"]
     #   sex = ["Female", "Male"]
+    # A federated C4.5 job has a [c45] section instead (docs/federated_classification.md):
+    #   [c45]
+    #   features = ["age", "workclass", "education"]
+    #   numeric = ["age"]            # threshold tests; the others are categorical
+    #   class = "class"
+    #   min_leaf = 2                 # C4.5's -m; cf = 0.25 (-c), prune, subtree_raising, narrow
     [timeouts]
     rpc_seconds = 60                 # deadline of each call (a ring sum gets +25% per party)
     union_seconds = 600              # deadline of a union phase (encryption of every record)

@@ -210,13 +210,33 @@ def randomize_request(request: pb.OpenSessionRequest, columns: Sequence[str]) ->
     return JobRequest("randomize", parameters, released, raw, qids=spec.qids)
 
 
+def c45_request(request: pb.OpenSessionRequest, columns: Sequence[str]) -> JobRequest:
+    """A federated C4.5 job: no record leaves the party, but the distinct values of every
+    feature and of the class leave raw (the secure union of the agreed domains) and their
+    counts leave in secure sums. L, K and C do not apply (a hospital that serves no C4.5
+    leaves the kind out of its job_kinds; never_raw keeps a column out of it)."""
+    from fedanon.federation.c45_job import c45_job_from_proto
+
+    job = request.c45
+    kinds, class_column = _valid(lambda: c45_job_from_proto(job))
+    _columns_exist({"feature": kinds.features, "class": [class_column]}, columns)
+    parameters = {
+        "features": list(job.features),
+        "numeric": list(job.numeric),
+        "class": class_column,
+        **_ring(request),
+    }
+    released = (*kinds.features, class_column)
+    return JobRequest("c45", parameters, released, released)
+
+
 #: Reads an OpenSession request for the policy: a job kind's handler's ``admission``.
 RequestReader = Callable[[pb.OpenSessionRequest, Sequence[str]], JobRequest]
 
 #: The job kinds party.toml's ``[policy] job_kinds`` may name: the daemon's own handlers' kinds
 #: (party/handlers/__init__.py; a test checks they agree). Named here, not read from the
 #: handlers, because the configuration loads without importing the job kinds' algorithms.
-JOB_KINDS = ("lkc", "drbt", "randomize")
+JOB_KINDS = ("lkc", "drbt", "randomize", "c45")
 
 
 @dataclass(frozen=True)

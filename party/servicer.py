@@ -390,6 +390,11 @@ class PartyServicer(pb_grpc.PartyServicer):
     ) -> pb.RandomizeReply:
         return cast(pb.RandomizeReply, self._dispatch("Randomize", request, context))
 
+    def C45Count(
+        self, request: pb.C45CountRequest, context: grpc.ServicerContext
+    ) -> pb.C45CountReply:
+        return cast(pb.C45CountReply, self._dispatch("C45Count", request, context))
+
     def ShareKeys(
         self, request: pb.ShareKeysRequest, context: grpc.ServicerContext
     ) -> pb.ShareKeysReply:

@@ -133,21 +133,85 @@ class Matrix(_message.Message):
     dtype: str
     def __init__(self, data: _Optional[bytes] = ..., rows: _Optional[int] = ..., cols: _Optional[int] = ..., dtype: _Optional[str] = ...) -> None: ...
 
+class C45Job(_message.Message):
+    __slots__ = ("features", "numeric", "class_column")
+    FEATURES_FIELD_NUMBER: _ClassVar[int]
+    NUMERIC_FIELD_NUMBER: _ClassVar[int]
+    CLASS_COLUMN_FIELD_NUMBER: _ClassVar[int]
+    features: _containers.RepeatedScalarFieldContainer[str]
+    numeric: _containers.RepeatedScalarFieldContainer[str]
+    class_column: str
+    def __init__(self, features: _Optional[_Iterable[str]] = ..., numeric: _Optional[_Iterable[str]] = ..., class_column: _Optional[str] = ...) -> None: ...
+
+class C45Condition(_message.Message):
+    __slots__ = ("feature", "branch", "numeric", "threshold")
+    FEATURE_FIELD_NUMBER: _ClassVar[int]
+    BRANCH_FIELD_NUMBER: _ClassVar[int]
+    NUMERIC_FIELD_NUMBER: _ClassVar[int]
+    THRESHOLD_FIELD_NUMBER: _ClassVar[int]
+    feature: int
+    branch: int
+    numeric: bool
+    threshold: float
+    def __init__(self, feature: _Optional[int] = ..., branch: _Optional[int] = ..., numeric: _Optional[bool] = ..., threshold: _Optional[float] = ...) -> None: ...
+
+class C45Support(_message.Message):
+    __slots__ = ("positions",)
+    POSITIONS_FIELD_NUMBER: _ClassVar[int]
+    positions: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, positions: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class C45Query(_message.Message):
+    __slots__ = ("path", "kind", "feature", "has_threshold", "threshold", "narrowed", "support")
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    FEATURE_FIELD_NUMBER: _ClassVar[int]
+    HAS_THRESHOLD_FIELD_NUMBER: _ClassVar[int]
+    THRESHOLD_FIELD_NUMBER: _ClassVar[int]
+    NARROWED_FIELD_NUMBER: _ClassVar[int]
+    SUPPORT_FIELD_NUMBER: _ClassVar[int]
+    path: _containers.RepeatedCompositeFieldContainer[C45Condition]
+    kind: str
+    feature: int
+    has_threshold: bool
+    threshold: float
+    narrowed: bool
+    support: _containers.RepeatedCompositeFieldContainer[C45Support]
+    def __init__(self, path: _Optional[_Iterable[_Union[C45Condition, _Mapping]]] = ..., kind: _Optional[str] = ..., feature: _Optional[int] = ..., has_threshold: _Optional[bool] = ..., threshold: _Optional[float] = ..., narrowed: _Optional[bool] = ..., support: _Optional[_Iterable[_Union[C45Support, _Mapping]]] = ...) -> None: ...
+
+class C45CountRequest(_message.Message):
+    __slots__ = ("ref", "queries", "domain_items")
+    REF_FIELD_NUMBER: _ClassVar[int]
+    QUERIES_FIELD_NUMBER: _ClassVar[int]
+    DOMAIN_ITEMS_FIELD_NUMBER: _ClassVar[int]
+    ref: SessionRef
+    queries: _containers.RepeatedCompositeFieldContainer[C45Query]
+    domain_items: _containers.RepeatedScalarFieldContainer[bytes]
+    def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ..., queries: _Optional[_Iterable[_Union[C45Query, _Mapping]]] = ..., domain_items: _Optional[_Iterable[bytes]] = ...) -> None: ...
+
+class C45CountReply(_message.Message):
+    __slots__ = ("length",)
+    LENGTH_FIELD_NUMBER: _ClassVar[int]
+    length: int
+    def __init__(self, length: _Optional[int] = ...) -> None: ...
+
 class OpenSessionRequest(_message.Message):
-    __slots__ = ("ref", "lkc", "drbt", "randomize", "ring", "sum_mode")
+    __slots__ = ("ref", "lkc", "drbt", "randomize", "c45", "ring", "sum_mode")
     REF_FIELD_NUMBER: _ClassVar[int]
     LKC_FIELD_NUMBER: _ClassVar[int]
     DRBT_FIELD_NUMBER: _ClassVar[int]
     RANDOMIZE_FIELD_NUMBER: _ClassVar[int]
+    C45_FIELD_NUMBER: _ClassVar[int]
     RING_FIELD_NUMBER: _ClassVar[int]
     SUM_MODE_FIELD_NUMBER: _ClassVar[int]
     ref: SessionRef
     lkc: LKCJob
     drbt: DRBTJob
     randomize: RandomizeJob
+    c45: C45Job
     ring: _containers.RepeatedScalarFieldContainer[str]
     sum_mode: SumMode
-    def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ..., lkc: _Optional[_Union[LKCJob, _Mapping]] = ..., drbt: _Optional[_Union[DRBTJob, _Mapping]] = ..., randomize: _Optional[_Union[RandomizeJob, _Mapping]] = ..., ring: _Optional[_Iterable[str]] = ..., sum_mode: _Optional[_Union[SumMode, str]] = ...) -> None: ...
+    def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ..., lkc: _Optional[_Union[LKCJob, _Mapping]] = ..., drbt: _Optional[_Union[DRBTJob, _Mapping]] = ..., randomize: _Optional[_Union[RandomizeJob, _Mapping]] = ..., c45: _Optional[_Union[C45Job, _Mapping]] = ..., ring: _Optional[_Iterable[str]] = ..., sum_mode: _Optional[_Union[SumMode, str]] = ...) -> None: ...
 
 class KeyShare(_message.Message):
     __slots__ = ("holder", "role", "purpose", "share")

@@ -74,6 +74,11 @@ class PartyStub:
                 request_serializer=fedanon_dot_protos_dot_fedanon__v1__pb2.RandomizeRequest.SerializeToString,
                 response_deserializer=fedanon_dot_protos_dot_fedanon__v1__pb2.RandomizeReply.FromString,
                 _registered_method=True)
+        self.C45Count = channel.unary_unary(
+                '/fedanon.v1.Party/C45Count',
+                request_serializer=fedanon_dot_protos_dot_fedanon__v1__pb2.C45CountRequest.SerializeToString,
+                response_deserializer=fedanon_dot_protos_dot_fedanon__v1__pb2.C45CountReply.FromString,
+                _registered_method=True)
         self.End = channel.unary_unary(
                 '/fedanon.v1.Party/End',
                 request_serializer=fedanon_dot_protos_dot_fedanon__v1__pb2.EndRequest.SerializeToString,
@@ -142,6 +147,12 @@ class PartyServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def C45Count(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def End(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -202,6 +213,11 @@ def add_PartyServicer_to_server(servicer, server):
                     servicer.Randomize,
                     request_deserializer=fedanon_dot_protos_dot_fedanon__v1__pb2.RandomizeRequest.FromString,
                     response_serializer=fedanon_dot_protos_dot_fedanon__v1__pb2.RandomizeReply.SerializeToString,
+            ),
+            'C45Count': grpc.unary_unary_rpc_method_handler(
+                    servicer.C45Count,
+                    request_deserializer=fedanon_dot_protos_dot_fedanon__v1__pb2.C45CountRequest.FromString,
+                    response_serializer=fedanon_dot_protos_dot_fedanon__v1__pb2.C45CountReply.SerializeToString,
             ),
             'End': grpc.unary_unary_rpc_method_handler(
                     servicer.End,
@@ -435,6 +451,33 @@ class Party:
             '/fedanon.v1.Party/Randomize',
             fedanon_dot_protos_dot_fedanon__v1__pb2.RandomizeRequest.SerializeToString,
             fedanon_dot_protos_dot_fedanon__v1__pb2.RandomizeReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def C45Count(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fedanon.v1.Party/C45Count',
+            fedanon_dot_protos_dot_fedanon__v1__pb2.C45CountRequest.SerializeToString,
+            fedanon_dot_protos_dot_fedanon__v1__pb2.C45CountReply.FromString,
             options,
             channel_credentials,
             insecure,

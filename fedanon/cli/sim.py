@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from fedanon.algorithms.tds.engines import ENGINES, EngineSettings
+from fedanon.cli.c45 import add_sim_c45
 from fedanon.cli.choices import DRBT_MATRICES
 from fedanon.cli.common import (
     add_sum_mode_option,
@@ -134,6 +135,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     drbt.add_argument("--quiet", action="store_true", help="no progress display")
     drbt.set_defaults(handler=run_sim_drbt)
     add_sim_randomize(methods)
+    add_sim_c45(methods)
 
 
 def lkc_section(args: argparse.Namespace) -> dict:

@@ -55,6 +55,7 @@ def requests(session_id: str, job: pb.LKCJob, ring: list[str]) -> dict[str, Any]
         "End": pb.EndRequest(ref=ref(session_id), abort=True, reason="not yours"),
         "Renew": pb.RenewRequest(ref=ref(session_id)),
         "Randomize": pb.RandomizeRequest(ref=ref(session_id)),
+        "C45Count": pb.C45CountRequest(ref=ref(session_id, 1)),
         "Status": pb.StatusRequest(),
     }
 
@@ -284,7 +285,10 @@ def test_drbt_session_refuses_lkc_messages(drbt_party: Federation) -> None:
         for method in ("ShareKeys", "Sum", "Union"):
             code, details = call(stub, method, made[method])
             assert code == grpc.StatusCode.FAILED_PRECONDITION, (method, code, details)
-            assert "is not a LKCSession or RandomizeSession job" in details, (method, details)
+            assert "is not a LKCSession or RandomizeSession or C45Session job" in details, (
+                method,
+                details,
+            )
         assert party_state(fed, 0) == before
         assert call(stub, "Renew", made["Renew"]) == (grpc.StatusCode.OK, "")
     finally:

@@ -41,6 +41,7 @@ METHODS = [
     "Project",
     "Assign",
     "Randomize",
+    "C45Count",
     "Renew",
     "End",
     "Status",

@@ -1,0 +1,166 @@
+"""The party's federated C4.5 session and admission, without daemons: the order of its
+iterations, the checks on the leader's queries and domains, and what the policy sees.
+
+Oracle for the counts: ``LocalOracle`` on the same table (the party's vector for a query is its
+own table's counts); everything else is a refusal the party must make before it counts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+import pytest
+
+from fedanon.errors import FedanonError
+from fedanon.federation.c45_job import c45_job_to_proto, query_to_proto
+from fedanon.party.errors import NotExpected, ProtocolError
+from fedanon.party.handlers.c45_session import C45Session
+from fedanon.party.policy import InvalidJob, Policy, PolicyRefusal, c45_request, check_job
+from fedanon.protos import fedanon_v1_pb2 as pb
+from fedanon.utility.c45_counts import (
+    HISTOGRAMS,
+    SPLIT,
+    FeatureKinds,
+    LocalOracle,
+    Query,
+    agree_schema,
+    local_domains,
+)
+
+KINDS = FeatureKinds(["ward", "age"], frozenset({"age"}))
+SID = "ab" * 16
+TABLE = pd.DataFrame(
+    {
+        "ward": ["a", "b", "a", "c", "b"],
+        "age": ["30", "41", "52", "30", "67"],
+        "outcome": ["y", "n", "y", "n", "n"],
+    }
+)
+OTHER = pd.DataFrame({"ward": ["d"], "age": ["99"], "outcome": ["y"]})
+
+
+def _session() -> C45Session:
+    return C45Session(SID, KINDS, "outcome", TABLE, ["h1", "h2"], "h1", pb.SUM_MODE_RING)
+
+
+def _items(*tables: pd.DataFrame) -> list[bytes]:
+    """The union's items for `tables`, as the core's `agree_schema` encodes them."""
+    sets = [local_domains(t[KINDS.features], t["outcome"], KINDS) for t in tables]
+    captured: list[bytes] = []
+
+    def union(encoded: Sequence[Sequence[bytes]]) -> list[bytes]:
+        captured.extend(sorted({v for values in encoded for v in values}))
+        return captured
+
+    agree_schema(KINDS, sets, union)
+    return captured
+
+
+def _count(session: C45Session, iteration: int, queries: list[Query], items: list[bytes]) -> int:
+    return session.count(
+        pb.C45CountRequest(
+            ref=pb.SessionRef(session_id=SID, iteration=iteration),
+            queries=[query_to_proto(q) for q in queries],
+            domain_items=items,
+        )
+    )
+
+
+def _sum(session: C45Session, iteration: int) -> pb.SumRequest:
+    return pb.SumRequest(ref=pb.SessionRef(session_id=SID, iteration=iteration))
+
+
+def test_rounds_count_the_partys_own_table_and_sum_once_each() -> None:
+    session = _session()
+    items = _items(TABLE, OTHER)
+    queries = [Query((), HISTOGRAMS), Query(((1, 1, 40.0),), SPLIT, 0)]
+    length = _count(session, 1, queries, items)
+    schema = agree_schema(KINDS, [], lambda _sets: items)
+    expected = LocalOracle(TABLE[KINDS.features], TABLE["outcome"], schema).count(queries)
+    assert length == expected.size
+    assert session.contribution(_sum(session, 1)).tolist() == expected.tolist()
+    with pytest.raises(NotExpected):  # a second Sum of the same round: nothing pending
+        session.contribution(_sum(session, 1))
+    with pytest.raises(ProtocolError, match="once"):  # the domains come with round 1 only
+        _count(session, 2, queries, items)
+    assert _count(session, 2, queries, []) == expected.size
+
+
+def test_the_party_refuses_out_of_order_rounds_and_sums_without_queries() -> None:
+    session = _session()
+    items = _items(TABLE)
+    with pytest.raises(NotExpected):  # a Sum before any queries
+        session.contribution(_sum(session, 0))
+    with pytest.raises(NotExpected, match="iteration 2"):  # round 2 before round 1
+        _count(session, 2, [Query((), HISTOGRAMS)], items)
+    _count(session, 1, [Query((), HISTOGRAMS)], items)
+    with pytest.raises(NotExpected, match="not summed"):  # round 2 before round 1's Sum
+        _count(session, 2, [Query((), HISTOGRAMS)], [])
+    with pytest.raises(NotExpected):  # no union once counting started
+        session.release_table()
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        pb.C45Query(kind="histograms", path=[pb.C45Condition(feature=7, branch=0)]),
+        pb.C45Query(kind="split", feature=-1),
+        pb.C45Query(kind="split", feature=0, has_threshold=True, threshold=1.0),
+        pb.C45Query(kind="everything"),
+        pb.C45Query(kind="histograms", narrowed=True),
+        pb.C45Query(kind="histograms", path=[pb.C45Condition(feature=1, branch=0)]),
+    ],
+)
+def test_malformed_queries_are_refused_before_counting(query: pb.C45Query) -> None:
+    session = _session()
+    request = pb.C45CountRequest(
+        ref=pb.SessionRef(session_id=SID, iteration=1), queries=[query], domain_items=_items(TABLE)
+    )
+    with pytest.raises(FedanonError):
+        session.count(request)
+    assert session.pending is None and session.next_iteration == 0
+
+
+def test_domains_that_miss_the_partys_values_are_refused() -> None:
+    with pytest.raises(ProtocolError, match="miss values"):
+        _count(_session(), 1, [Query((), HISTOGRAMS)], _items(OTHER))
+
+
+def test_the_union_carries_the_partys_distinct_values_only() -> None:
+    released = _session().release_table()
+    assert list(released.columns) == ["item"]
+    assert sorted(bytes.fromhex(x) for x in released["item"]) == _items(TABLE)
+    assert len(released) == 3 + 4 + 2  # wards, ages, classes: no record, no multiplicity
+
+
+def _request(**job: object) -> pb.OpenSessionRequest:
+    request = pb.OpenSessionRequest(c45=c45_job_to_proto(KINDS, "outcome"), ring=["h1", "h2"])
+    for key, value in job.items():
+        setattr(request.c45, key, value)
+    return request
+
+
+def test_admission_names_every_column_whose_values_leave_raw() -> None:
+    job = c45_request(_request(), list(TABLE.columns))
+    assert job.kind == "c45" and set(job.released) == set(job.raw) == {"ward", "age", "outcome"}
+    with pytest.raises(PolicyRefusal, match="'age' raw"):
+        check_job(Policy(never_raw=("age",)), job, "h1", None, None)
+    with pytest.raises(PolicyRefusal, match="job kind 'c45'"):
+        check_job(Policy(job_kinds=("lkc",)), job, "h1", None, None)
+    check_job(Policy(), job, "h1", None, None)
+
+
+@pytest.mark.parametrize(
+    ("job", "columns", "message"),
+    [
+        ({"class_column": "ward"}, ["ward", "age", "outcome"], "class column"),
+        ({"class_column": ""}, ["ward", "age", "outcome"], "class column"),
+        ({}, ["ward", "outcome"], "'age' is not a column"),
+    ],
+)
+def test_admission_refuses_a_task_it_cannot_read(
+    job: dict[str, object], columns: list[str], message: str
+) -> None:
+    with pytest.raises(InvalidJob, match=message):
+        c45_request(_request(**job), columns)
