@@ -26,7 +26,13 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from fedanon.algorithms.tds.layout import DynamicSplit, PartitionTable, Specialization, StatsLayout
+from fedanon.algorithms.tds.layout import (
+    DynamicSplit,
+    PartitionTable,
+    Specialization,
+    StatsLayout,
+    run_ends,
+)
 from fedanon.algorithms.tds.scores import (
     SCORES,
     best_binary_split,
@@ -136,9 +142,8 @@ class _Stats:
             out[:] = self.blocks[-1][rows - self.firsts[-1], lo:hi, :]
             return out
         block_of = np.searchsorted(np.asarray(self.firsts), rows, side="right") - 1
-        ends = np.flatnonzero(np.r_[block_of[1:] != block_of[:-1], True]) + 1
         begin = 0
-        for end in ends.tolist():
+        for end in run_ends(block_of):
             block = int(block_of[begin])
             local = rows[begin:end] - self.firsts[block]
             out[begin:end] = self.blocks[block][local, lo:hi, :]
@@ -374,7 +379,10 @@ class LKCEngine:
         if not valid_nodes or rows.size == 0:
             return
         keys = self.table.keys[rows]
-        mine = np.isin(keys[:, attr], valid_nodes)
+        # A flag per node id of `attr` (ids are small): one gather instead of np.isin's sort.
+        flag = np.zeros(self.taxonomies[attr].n_nodes, dtype=bool)
+        flag[valid_nodes] = True
+        mine = flag[keys[:, attr]]
         bad = self.validator.violating_nodes(
             keys[mine], self._slots(attr, stats)[mine], attr, required
         )

@@ -19,6 +19,7 @@ from fedanon.algorithms.tds.layout import (
     PartitionTable,
     Specialization,
     StatsLayout,
+    run_ends,
 )
 from fedanon.allocator import tune_for_rows
 from fedanon.errors import FedanonError
@@ -97,6 +98,10 @@ class LocalParty:
         """
         lay, n = self.layout, len(self.table)
         classes = self.classes if self.classes is not None and lay.n_class else None
+        if classes is None and lay.n_sensitive == 0:  # one profile: every record counts 1
+            channels = np.zeros((1, lay.channels), dtype=np.int64)
+            channels[0, 0] = 1
+            return np.zeros(n, dtype=np.int32), channels
         code = np.zeros(n, np.int64) if classes is None else classes.astype(np.int64)
         for j in range(lay.n_sensitive):
             code = code * 2 + self.sensitive[j]
@@ -204,9 +209,8 @@ class LocalParty:
         out = np.empty((link.size, self.layout.slots, self.layout.channels), dtype=np.int64)
         if link.size == 0:
             return out
-        ends = np.flatnonzero(np.r_[blocks[1:] != blocks[:-1], True]) + 1
         begin = 0
-        for end in ends.tolist():
+        for end in run_ends(blocks):
             block = int(blocks[begin])
             local = link[begin:end] - self._block_first[block]
             if local[0] < 0 or local[-1] >= self._blocks[block].shape[0]:
@@ -264,14 +268,14 @@ class LocalParty:
         children = np.asarray(self.schema.taxonomies[attr].children[step.node], dtype=np.int64)
         applied = self.partitions.apply(step, list(children))
         first, n_new = applied.first_new, applied.n_new
+        out = np.zeros((n_new, self.layout.slots, self.layout.channels), dtype=np.int64)
+        if n_new == 0:  # no record lies on Link_Best: nothing moves (no pass over records)
+            return _frozen_vector(out)
         position = np.full(self.partitions.size, -1, dtype=np.int32)
         position[applied.link] = np.arange(applied.link.size)
         # Index into link, -1 off Link_Best; ``take`` gathers with int32 indices directly.
         parent_all = np.take(position, self.record_partition)
         rows = np.flatnonzero(parent_all >= 0)
-        out = np.zeros((n_new, self.layout.slots, self.layout.channels), dtype=np.int64)
-        if n_new == 0:
-            return _frozen_vector(out)
         # Column 0 (a record at a leaf, which no partition on Link_Best holds) maps nowhere.
         lookup = np.hstack([np.full((applied.link.size, 1), -1), applied.new_index]).reshape(-1)
         index = parent_all[rows].astype(np.int64)

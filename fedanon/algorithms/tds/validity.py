@@ -79,7 +79,9 @@ class Validator:
         # A group is a sum of elements, and a sum of elements that each pass K and C passes
         # too: only candidates with an element that fails on its own can be invalidated.
         suspect = np.unique(part_keys[self._bad(counts, sens), attr])
-        if suspect.size == 0:
+        if suspect.size == 0 or self.subset_size == self.n_qids:
+            # With the whole QID as the one subset, live partitions have distinct keys, so
+            # every bucket is one element: the suspects are exactly the invalidated nodes.
             return suspect.astype(np.int64)
         mine = np.isin(part_keys[:, attr], suspect)
         counts, sens, part_keys, slot_idx = (
