@@ -193,6 +193,8 @@ class LKCEngine:
         self.suppressed = 0
         self.on_step = on_step
         self.layout = StatsLayout.for_schema(schema)
+        offsets = np.array(self.layout.offsets, dtype=np.int64)
+        self._slot_ranges = (offsets, offsets + np.array(self.layout.widths, dtype=np.int64))
         self.taxonomies = schema.taxonomies
         self.validator = Validator(
             len(schema.taxonomies), params, self.layout.n_class, self.layout.n_sensitive
@@ -284,11 +286,10 @@ class LKCEngine:
         if self.suppress:
             contrib = self._per_attribute(kept_discernibility_reduction, stats, attrs)
         else:
-            lay = self.layout
-            ends = np.array(lay.offsets) + np.array(lay.widths)
-            contrib = discernibility_reductions(
-                stats[:, 0, 0], stats[:, :, 0], np.array(lay.offsets), ends
-            )[:, attrs]
+            starts, ends = self._slot_ranges
+            contrib = discernibility_reductions(stats[:, 0, 0], stats[:, :, 0], starts, ends)[
+                :, attrs
+            ]
         for attr, node, value in self._sums_by_candidate(rows, attrs, contrib):
             cand = self.candidates.get((attr, node))
             if cand is not None:
@@ -373,10 +374,10 @@ class LKCEngine:
     ) -> None:
         """Re-check the valid candidates of `attr` over partitions `rows` (statistics `stats`)
         and subsets ⊇ required."""
-        if self.suppress:
+        if self.suppress or rows.size == 0:
             return  # the budget test in _best replaces the group-by-group test
         valid_nodes = [n for (a, n), c in self.candidates.items() if a == attr and c.valid]
-        if not valid_nodes or rows.size == 0:
+        if not valid_nodes:
             return
         keys = self.table.keys[rows]
         # A flag per node id of `attr` (ids are small): one gather instead of np.isin's sort.

@@ -365,14 +365,13 @@ def apply_splits(schema: Schema, splits: Sequence[DynamicSplit]) -> None:
 
 def _largest_of_runs(sizes: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """Index of the largest element of each run ``sizes[starts[i] : starts[i] + lengths[i]]``
-    (the first of equals); one vectorized pass per position, runs are short (children)."""
-    best = starts.copy()
-    for j in range(1, int(lengths.max(initial=1))):
-        more = np.flatnonzero(lengths > j)
-        candidate = starts[more] + j
-        better = sizes[candidate] > sizes[best[more]]
-        best[more[better]] = candidate[better]
-    return best
+    (the first of equals; runs are consecutive, non-empty and cover `sizes`): each run's
+    maximum, then the lowest position holding it, a fixed handful of passes however long the
+    runs are."""
+    top = np.maximum.reduceat(sizes, starts)
+    at_top = sizes == np.repeat(top, lengths)
+    positions = np.where(at_top, np.arange(sizes.size), sizes.size)
+    return np.minimum.reduceat(positions, starts)
 
 
 def _sum_of_runs(stats: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
