@@ -374,8 +374,6 @@ class LKCEngine:
     ) -> None:
         """Re-check the valid candidates of `attr` over partitions `rows` (statistics `stats`)
         and subsets ⊇ required."""
-        if self.suppress or rows.size == 0:
-            return  # the budget test in _best replaces the group-by-group test
         valid_nodes = [n for (a, n), c in self.candidates.items() if a == attr and c.valid]
         if not valid_nodes:
             return
@@ -389,6 +387,32 @@ class LKCEngine:
         )
         for node in bad.tolist():
             self.candidates[(attr, node)].valid = False
+
+    def _invalidate_after(self, attr: int | None, rows: np.ndarray, stats: np.ndarray) -> None:
+        """Re-check candidates over the partitions `rows` (statistics `stats`) that a step
+        on `attr` created (None: the initial partition): every attribute's candidates over the
+        subsets that contain the attribute and `attr`.
+
+        With the whole QID as the one subset, a candidate of attribute a fails exactly when
+        one of its partitions has a non-empty child on a that fails K or C on its own: one pass
+        over every slot of every attribute instead of one grouping per attribute.
+        """
+        if self.suppress or rows.size == 0:
+            return  # the budget test in _best replaces the group-by-group test
+        if not self.validator.whole_qid:
+            for other in range(len(self.taxonomies)):
+                required = (other,) if attr is None or other == attr else (other, attr)
+                self._invalidate(other, required, rows, stats)
+            return
+        bad = self.validator.bad_children(stats)
+        keys = self.table.keys[rows]
+        starts, ends = self._slot_ranges
+        for a in range(len(self.taxonomies)):
+            hit = bad[:, starts[a] : ends[a]].any(axis=1)
+            for node in np.unique(keys[hit, a]).tolist():
+                cand = self.candidates.get((a, node))
+                if cand is not None:
+                    cand.valid = False
 
     def _best(self) -> Candidate | None:
         best, best_key = None, None
@@ -442,8 +466,7 @@ class LKCEngine:
             self._add_candidates(attr, [tax.root], rows, first)
         self._update_discernibility(rows, first, +1, None)
         self._update_suppression(rows, first, +1, None)
-        for attr in range(len(self.taxonomies)):
-            self._invalidate(attr, (attr,), rows, first)
+        self._invalidate_after(None, rows, first)
 
         iteration = 0
         while (best := self._best()) is not None:
@@ -542,7 +565,4 @@ class LKCEngine:
         self._add_candidates(attr, children, new_rows, block)
         self._update_discernibility(new_rows, block, +1, None)
         self._update_suppression(new_rows, block, +1, None)
-        self._invalidate(attr, (attr,), new_rows, block)
-        for other in range(len(self.taxonomies)):
-            if other != attr:
-                self._invalidate(other, (other, attr), new_rows, block)
+        self._invalidate_after(attr, new_rows, block)
