@@ -273,16 +273,12 @@ class LKCEngine:
                 gain = info_gain(self._class_counts(total), self._class_counts(children))
             self.candidates[(attr, node)] = Candidate(attr, node, total, children, gain)
 
-    def _update_discernibility(
-        self, rows: np.ndarray, stats: np.ndarray, sign: int, skip_attr: int | None
-    ) -> None:
-        """Add (sign=+1) or remove (-1) the contributions of partitions `rows` (statistics
+    def _update_discernibility(self, rows: np.ndarray, stats: np.ndarray, signs: np.ndarray) -> None:
+        """Add (`signs` +1) or remove (-1) the contributions of partitions `rows` (statistics
         `stats`) to candidates."""
         if self.score != "discernibility" or rows.size == 0:
             return
-        attrs = [a for a in range(len(self.taxonomies)) if a != skip_attr]
-        if not attrs:
-            return
+        attrs = list(range(len(self.taxonomies)))
         if self.suppress:
             contrib = self._per_attribute(kept_discernibility_reduction, stats, attrs)
         else:
@@ -290,26 +286,22 @@ class LKCEngine:
             contrib = discernibility_reductions(stats[:, 0, 0], stats[:, :, 0], starts, ends)[
                 :, attrs
             ]
-        for attr, node, value in self._sums_by_candidate(rows, attrs, contrib):
+        for attr, node, value in self._sums_by_candidate(rows, attrs, contrib * signs[:, None]):
             cand = self.candidates.get((attr, node))
             if cand is not None:
-                cand.discernibility += sign * value
+                cand.discernibility += value
 
-    def _update_suppression(
-        self, rows: np.ndarray, stats: np.ndarray, sign: int, skip_attr: int | None
-    ) -> None:
-        """Add (+1) or remove (-1) what partitions `rows` (statistics `stats`) add to
+    def _update_suppression(self, rows: np.ndarray, stats: np.ndarray, signs: np.ndarray) -> None:
+        """Add (`signs` +1) or remove (-1) what partitions `rows` (statistics `stats`) add to
         candidates' suppression deltas."""
         if not self.suppress or rows.size == 0:
             return
-        attrs = [a for a in range(len(self.taxonomies)) if a != skip_attr]
-        if not attrs:
-            return
+        attrs = list(range(len(self.taxonomies)))
         delta = self._per_attribute(suppression_deltas, stats, attrs)
-        for attr, node, value in self._sums_by_candidate(rows, attrs, delta):
+        for attr, node, value in self._sums_by_candidate(rows, attrs, delta * signs[:, None]):
             cand = self.candidates.get((attr, node))
             if cand is not None:
-                cand.suppression += sign * value
+                cand.suppression += value
 
     def _per_attribute(
         self, measure: Callable[..., np.ndarray], stats: np.ndarray, attrs: list[int]
@@ -464,8 +456,8 @@ class LKCEngine:
         rows = np.array([0], dtype=np.int64)
         for attr, tax in enumerate(self.taxonomies):
             self._add_candidates(attr, [tax.root], rows, first)
-        self._update_discernibility(rows, first, +1, None)
-        self._update_suppression(rows, first, +1, None)
+        self._update_discernibility(rows, first, np.ones(1, dtype=np.int64))
+        self._update_suppression(rows, first, np.ones(1, dtype=np.int64))
         self._invalidate_after(None, rows, first)
 
         iteration = 0
@@ -558,11 +550,14 @@ class LKCEngine:
         del self.candidates[(attr, node)]
         self.suppressed += best.suppression
         self.cut[attr] = [n for n in self.cut[attr] if n != node] + children
-        if self.score == "discernibility" or self.suppress:
-            parents = self.stats.take(link)
-            self._update_discernibility(link, parents, -1, attr)
-            self._update_suppression(link, parents, -1, attr)
         self._add_candidates(attr, children, new_rows, block)
-        self._update_discernibility(new_rows, block, +1, None)
-        self._update_suppression(new_rows, block, +1, None)
+        if self.score == "discernibility" or self.suppress:
+            # The partitions on Link_Best leave and their children enter, in one pass: what
+            # the parents gave on `attr` went to Best, no longer a candidate, and no child
+            # shares a parent's value on `attr`, so no new candidate takes a parent's share.
+            rows = np.concatenate([link, new_rows])
+            stats = np.concatenate([self.stats.take(link), block])
+            signs = np.repeat(np.array([-1, 1], dtype=np.int64), [link.size, new_rows.size])
+            self._update_discernibility(rows, stats, signs)
+            self._update_suppression(rows, stats, signs)
         self._invalidate_after(attr, new_rows, block)
