@@ -41,8 +41,7 @@ from fedanon.algorithms.tds.scores import (
 )
 from fedanon.algorithms.tds.suppression import (
     budget_records,
-    kept_discernibility_reduction,
-    suppression_deltas,
+    suppression_measures,
     violating,
 )
 from fedanon.algorithms.tds.validity import GroupExtremes, Validator
@@ -273,75 +272,46 @@ class LKCEngine:
                 gain = info_gain(self._class_counts(total), self._class_counts(children))
             self.candidates[(attr, node)] = Candidate(attr, node, total, children, gain)
 
-    def _update_discernibility(self, rows: np.ndarray, stats: np.ndarray, signs: np.ndarray) -> None:
-        """Add (`signs` +1) or remove (-1) the contributions of partitions `rows` (statistics
-        `stats`) to candidates."""
-        if self.score != "discernibility" or rows.size == 0:
+    def _update_candidates(self, rows: np.ndarray, stats: np.ndarray, signs: np.ndarray) -> None:
+        """Add (`signs` +1) or remove (-1) what partitions `rows` (statistics `stats`) give
+        to candidates' discernibility reductions and, under a budget, suppression deltas."""
+        if rows.size == 0 or not (self.score == "discernibility" or self.suppress):
             return
-        attrs = list(range(len(self.taxonomies)))
+        starts, ends = self._slot_ranges
         if self.suppress:
-            contrib = self._per_attribute(kept_discernibility_reduction, stats, attrs)
+            lay = self.layout
+            reduction, delta = suppression_measures(
+                stats, starts, ends, self.params.K, self.params.C, 1 + lay.n_class, lay.n_sensitive
+            )
+            for attr, node, value in self._sums_by_candidate(rows, delta * signs[:, None]):
+                cand = self.candidates.get((attr, node))
+                if cand is not None:
+                    cand.suppression += value
         else:
-            starts, ends = self._slot_ranges
-            contrib = discernibility_reductions(stats[:, 0, 0], stats[:, :, 0], starts, ends)[
-                :, attrs
-            ]
-        for attr, node, value in self._sums_by_candidate(rows, attrs, contrib * signs[:, None]):
+            reduction = discernibility_reductions(stats[:, 0, 0], stats[:, :, 0], starts, ends)
+        if self.score != "discernibility":
+            return
+        for attr, node, value in self._sums_by_candidate(rows, reduction * signs[:, None]):
             cand = self.candidates.get((attr, node))
             if cand is not None:
                 cand.discernibility += value
 
-    def _update_suppression(self, rows: np.ndarray, stats: np.ndarray, signs: np.ndarray) -> None:
-        """Add (`signs` +1) or remove (-1) what partitions `rows` (statistics `stats`) add to
-        candidates' suppression deltas."""
-        if not self.suppress or rows.size == 0:
-            return
-        attrs = list(range(len(self.taxonomies)))
-        delta = self._per_attribute(suppression_deltas, stats, attrs)
-        for attr, node, value in self._sums_by_candidate(rows, attrs, delta * signs[:, None]):
-            cand = self.candidates.get((attr, node))
-            if cand is not None:
-                cand.suppression += value
-
-    def _per_attribute(
-        self, measure: Callable[..., np.ndarray], stats: np.ndarray, attrs: list[int]
-    ) -> np.ndarray:
-        """`measure` of every partition when specialized on each attribute of `attrs`, one
-        column per attribute: the suppression rules judge a partition's children (their slots)
-        against K and C the same way for the discernibility and the suppression updates."""
-        lay = self.layout
-        return np.stack(
-            [
-                measure(
-                    stats[:, 0, :],
-                    self._slots(attr, stats),
-                    self.params.K,
-                    self.params.C,
-                    1 + lay.n_class,
-                    lay.n_sensitive,
-                )
-                for attr in attrs
-            ],
-            axis=1,
-        )
-
     def _sums_by_candidate(
-        self, rows: np.ndarray, attrs: list[int], values: np.ndarray
+        self, rows: np.ndarray, values: np.ndarray
     ) -> list[tuple[int, int, int]]:
-        """(attr, node, sum of `values[:, j]` over partitions `rows` at that node of attrs[j]).
+        """(attr, node, sum of `values[:, attr]` over partitions `rows` at that node of attr).
 
         One bincount over (node, attribute) ids for every attribute at once: node ids are
         small, so no sorting, and one call instead of one per attribute on small batches.
         """
-        width = len(attrs)
-        ids = self.table.keys[rows][:, attrs].astype(np.int64) * width + np.arange(width)
+        width = len(self.taxonomies)
+        ids = self.table.keys[rows].astype(np.int64) * width + np.arange(width)
         flat = ids.reshape(-1)
         sums = np.bincount(flat, weights=values.reshape(-1).astype(np.float64))
         present = np.flatnonzero(np.bincount(flat))
-        attr_of = np.asarray(attrs, dtype=np.int64)[present % width]
         return list(
             zip(
-                attr_of.tolist(),
+                (present % width).tolist(),
                 (present // width).tolist(),
                 sums[present].astype(np.int64).tolist(),
                 strict=True,
@@ -456,8 +426,7 @@ class LKCEngine:
         rows = np.array([0], dtype=np.int64)
         for attr, tax in enumerate(self.taxonomies):
             self._add_candidates(attr, [tax.root], rows, first)
-        self._update_discernibility(rows, first, np.ones(1, dtype=np.int64))
-        self._update_suppression(rows, first, np.ones(1, dtype=np.int64))
+        self._update_candidates(rows, first, np.ones(1, dtype=np.int64))
         self._invalidate_after(None, rows, first)
 
         iteration = 0
@@ -558,6 +527,5 @@ class LKCEngine:
             rows = np.concatenate([link, new_rows])
             stats = np.concatenate([self.stats.take(link), block])
             signs = np.repeat(np.array([-1, 1], dtype=np.int64), [link.size, new_rows.size])
-            self._update_discernibility(rows, stats, signs)
-            self._update_suppression(rows, stats, signs)
+            self._update_candidates(rows, stats, signs)
         self._invalidate_after(attr, new_rows, block)
