@@ -366,15 +366,15 @@ class LKCEngine:
                 required = (other,) if attr is None or other == attr else (other, attr)
                 self._invalidate(other, required, rows, stats)
             return
-        bad = self.validator.bad_children(stats)
-        keys = self.table.keys[rows]
+        bad = self.validator.bad_children(stats).astype(np.int64)
         starts, ends = self._slot_ranges
-        for a in range(len(self.taxonomies)):
-            hit = bad[:, starts[a] : ends[a]].any(axis=1)
-            for node in np.unique(keys[hit, a]).tolist():
-                cand = self.candidates.get((a, node))
-                if cand is not None:
-                    cand.valid = False
+        running = np.concatenate([np.zeros((bad.shape[0], 1), np.int64), bad.cumsum(axis=1)], 1)
+        part, attrs = np.nonzero(running[:, ends] > running[:, starts])  # a bad child on attr
+        nodes = self.table.keys[rows[part], attrs]
+        for pair in set(zip(attrs.tolist(), nodes.tolist(), strict=True)):
+            cand = self.candidates.get(pair)
+            if cand is not None:
+                cand.valid = False
 
     def _best(self) -> Candidate | None:
         best, best_key = None, None
