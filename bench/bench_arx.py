@@ -197,7 +197,7 @@ def main() -> int:
                     print(
                         f"| {k} | {float(supp):.0%} | {score} | {arx_s * 1000:.0f} | "
                         f"{ours_s * 1000:.0f} ({ours_cpu * 1000:.0f}) | {ours_s / arx_s:.2f} | "
-                        f"{arx_dr:.4f} | {ours_dr:.4f} | {arx_sup} / {ours_sup} | {arx_mb:.0f} |",
+                        f"{arx_dr:.5f} | {ours_dr:.5f} | {arx_sup} / {ours_sup} | {arx_mb:.0f} |",
                         flush=True,
                     )
     return 0
