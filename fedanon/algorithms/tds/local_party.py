@@ -292,8 +292,11 @@ class LocalParty:
         slot = self._slots_at(attr, depth, rows)
         self._slot[attr][rows] = slot
         rel = target - first
-        cell = rel * self._profile_channels.shape[0]
-        cell += self._profile[rows]
+        profiles = self._profile_channels.shape[0]
+        cell = rel  # one profile (no class, no sensitive value): the cell is the partition
+        if profiles > 1:
+            cell = rel * profiles
+            cell += self._profile[rows]
         offset, width = self.layout.offsets[attr], self.layout.widths[attr]
         hist = self._histogram(cell, slot, n_new, width)
         out[:, offset : offset + width, :] = (hist[1:] @ self._profile_channels).swapaxes(0, 1)
