@@ -80,11 +80,26 @@ def as_numbers(column: pd.Series) -> tuple[np.ndarray, int | None]:
 def lookup_codes(column: pd.Series, lookup: dict[str, int]) -> tuple[np.ndarray, int | None]:
     """Map every text value through `lookup` (-1 when absent); also the first absent row.
 
-    Factorizes first, so the dictionary is consulted once per distinct value, not per row.
+    Factorizes first, so the dictionary is consulted once per distinct value, not per row; an
+    Arrow text column without nulls (what the readers give) is looked up by Arrow itself, one
+    hashing pass and no distinct values back in Python.
     """
+    dtype = column.dtype
+    if isinstance(dtype, pd.ArrowDtype) and pa.types.is_string(dtype.pyarrow_dtype):
+        values = column.array.__arrow_array__()
+        if values.null_count == 0 and len(values):
+            value_set = pa.array(list(lookup), type=values.type)
+            found = pc.index_in(values, value_set=value_set).fill_null(-1)
+            where = found.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+            targets = np.append(np.fromiter(lookup.values(), np.int64, len(lookup)), -1)
+            return _first_absent(targets[where])
     codes, uniques = pd.factorize(as_text(column), sort=False)
     mapped = np.array([lookup.get(u, -1) for u in uniques], dtype=np.int64)
-    out = mapped[codes] if len(codes) else np.empty(0, dtype=np.int64)
+    return _first_absent(mapped[codes] if len(codes) else np.empty(0, dtype=np.int64))
+
+
+def _first_absent(out: np.ndarray) -> tuple[np.ndarray, int | None]:
+    """`out` and the first row whose value was absent (-1), or None."""
     bad = np.flatnonzero(out < 0)
     return out, (int(bad[0]) if bad.size else None)
 

@@ -178,7 +178,8 @@ def anonymize_lkc(
     missing = [c for c in drop if c not in table.columns]
     if missing:
         raise FedanonError(f"the table has no ID column '{missing[0]}' to drop")
-    table = table.drop(columns=list(drop))
+    if drop:
+        table = table.drop(columns=list(drop))
     if len(table) == 0:
         raise FedanonError("the table has no records")
     began = time.perf_counter()

@@ -26,7 +26,13 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from fedanon.algorithms.tds.layout import DynamicSplit, PartitionTable, Specialization, StatsLayout
+from fedanon.algorithms.tds.layout import (
+    DynamicSplit,
+    PartitionTable,
+    Specialization,
+    StatsLayout,
+    run_ends,
+)
 from fedanon.algorithms.tds.scores import (
     SCORES,
     best_binary_split,
@@ -35,8 +41,7 @@ from fedanon.algorithms.tds.scores import (
 )
 from fedanon.algorithms.tds.suppression import (
     budget_records,
-    kept_discernibility_reduction,
-    suppression_deltas,
+    suppression_measures,
     violating,
 )
 from fedanon.algorithms.tds.validity import GroupExtremes, Validator
@@ -136,9 +141,8 @@ class _Stats:
             out[:] = self.blocks[-1][rows - self.firsts[-1], lo:hi, :]
             return out
         block_of = np.searchsorted(np.asarray(self.firsts), rows, side="right") - 1
-        ends = np.flatnonzero(np.r_[block_of[1:] != block_of[:-1], True]) + 1
         begin = 0
-        for end in ends.tolist():
+        for end in run_ends(block_of):
             block = int(block_of[begin])
             local = rows[begin:end] - self.firsts[block]
             out[begin:end] = self.blocks[block][local, lo:hi, :]
@@ -188,6 +192,8 @@ class LKCEngine:
         self.suppressed = 0
         self.on_step = on_step
         self.layout = StatsLayout.for_schema(schema)
+        offsets = np.array(self.layout.offsets, dtype=np.int64)
+        self._slot_ranges = (offsets, offsets + np.array(self.layout.widths, dtype=np.int64))
         self.taxonomies = schema.taxonomies
         self.validator = Validator(
             len(schema.taxonomies), params, self.layout.n_class, self.layout.n_sensitive
@@ -266,84 +272,46 @@ class LKCEngine:
                 gain = info_gain(self._class_counts(total), self._class_counts(children))
             self.candidates[(attr, node)] = Candidate(attr, node, total, children, gain)
 
-    def _update_discernibility(
-        self, rows: np.ndarray, stats: np.ndarray, sign: int, skip_attr: int | None
-    ) -> None:
-        """Add (sign=+1) or remove (-1) the contributions of partitions `rows` (statistics
-        `stats`) to candidates."""
-        if self.score != "discernibility" or rows.size == 0:
+    def _update_candidates(self, rows: np.ndarray, stats: np.ndarray, signs: np.ndarray) -> None:
+        """Add (`signs` +1) or remove (-1) what partitions `rows` (statistics `stats`) give
+        to candidates' discernibility reductions and, under a budget, suppression deltas."""
+        if rows.size == 0 or not (self.score == "discernibility" or self.suppress):
             return
-        attrs = [a for a in range(len(self.taxonomies)) if a != skip_attr]
-        if not attrs:
-            return
+        starts, ends = self._slot_ranges
         if self.suppress:
-            contrib = self._per_attribute(kept_discernibility_reduction, stats, attrs)
-        else:
             lay = self.layout
-            ends = np.array(lay.offsets) + np.array(lay.widths)
-            contrib = discernibility_reductions(
-                stats[:, 0, 0], stats[:, :, 0], np.array(lay.offsets), ends
-            )[:, attrs]
-        for attr, node, value in self._sums_by_candidate(rows, attrs, contrib):
+            reduction, delta = suppression_measures(
+                stats, starts, ends, self.params.K, self.params.C, 1 + lay.n_class, lay.n_sensitive
+            )
+            for attr, node, value in self._sums_by_candidate(rows, delta * signs[:, None]):
+                cand = self.candidates.get((attr, node))
+                if cand is not None:
+                    cand.suppression += value
+        else:
+            reduction = discernibility_reductions(stats[:, 0, 0], stats[:, :, 0], starts, ends)
+        if self.score != "discernibility":
+            return
+        for attr, node, value in self._sums_by_candidate(rows, reduction * signs[:, None]):
             cand = self.candidates.get((attr, node))
             if cand is not None:
-                cand.discernibility += sign * value
-
-    def _update_suppression(
-        self, rows: np.ndarray, stats: np.ndarray, sign: int, skip_attr: int | None
-    ) -> None:
-        """Add (+1) or remove (-1) what partitions `rows` (statistics `stats`) add to
-        candidates' suppression deltas."""
-        if not self.suppress or rows.size == 0:
-            return
-        attrs = [a for a in range(len(self.taxonomies)) if a != skip_attr]
-        if not attrs:
-            return
-        delta = self._per_attribute(suppression_deltas, stats, attrs)
-        for attr, node, value in self._sums_by_candidate(rows, attrs, delta):
-            cand = self.candidates.get((attr, node))
-            if cand is not None:
-                cand.suppression += sign * value
-
-    def _per_attribute(
-        self, measure: Callable[..., np.ndarray], stats: np.ndarray, attrs: list[int]
-    ) -> np.ndarray:
-        """`measure` of every partition when specialized on each attribute of `attrs`, one
-        column per attribute: the suppression rules judge a partition's children (their slots)
-        against K and C the same way for the discernibility and the suppression updates."""
-        lay = self.layout
-        return np.stack(
-            [
-                measure(
-                    stats[:, 0, :],
-                    self._slots(attr, stats),
-                    self.params.K,
-                    self.params.C,
-                    1 + lay.n_class,
-                    lay.n_sensitive,
-                )
-                for attr in attrs
-            ],
-            axis=1,
-        )
+                cand.discernibility += value
 
     def _sums_by_candidate(
-        self, rows: np.ndarray, attrs: list[int], values: np.ndarray
+        self, rows: np.ndarray, values: np.ndarray
     ) -> list[tuple[int, int, int]]:
-        """(attr, node, sum of `values[:, j]` over partitions `rows` at that node of attrs[j]).
+        """(attr, node, sum of `values[:, attr]` over partitions `rows` at that node of attr).
 
         One bincount over (node, attribute) ids for every attribute at once: node ids are
         small, so no sorting, and one call instead of one per attribute on small batches.
         """
-        width = len(attrs)
-        ids = self.table.keys[rows][:, attrs].astype(np.int64) * width + np.arange(width)
+        width = len(self.taxonomies)
+        ids = self.table.keys[rows].astype(np.int64) * width + np.arange(width)
         flat = ids.reshape(-1)
         sums = np.bincount(flat, weights=values.reshape(-1).astype(np.float64))
         present = np.flatnonzero(np.bincount(flat))
-        attr_of = np.asarray(attrs, dtype=np.int64)[present % width]
         return list(
             zip(
-                attr_of.tolist(),
+                (present % width).tolist(),
                 (present // width).tolist(),
                 sums[present].astype(np.int64).tolist(),
                 strict=True,
@@ -368,18 +336,45 @@ class LKCEngine:
     ) -> None:
         """Re-check the valid candidates of `attr` over partitions `rows` (statistics `stats`)
         and subsets ⊇ required."""
-        if self.suppress:
-            return  # the budget test in _best replaces the group-by-group test
         valid_nodes = [n for (a, n), c in self.candidates.items() if a == attr and c.valid]
-        if not valid_nodes or rows.size == 0:
+        if not valid_nodes:
             return
         keys = self.table.keys[rows]
-        mine = np.isin(keys[:, attr], valid_nodes)
+        # A flag per node id of `attr` (ids are small): one gather instead of np.isin's sort.
+        flag = np.zeros(self.taxonomies[attr].n_nodes, dtype=bool)
+        flag[valid_nodes] = True
+        mine = flag[keys[:, attr]]
         bad = self.validator.violating_nodes(
             keys[mine], self._slots(attr, stats)[mine], attr, required
         )
         for node in bad.tolist():
             self.candidates[(attr, node)].valid = False
+
+    def _invalidate_after(self, attr: int | None, rows: np.ndarray, stats: np.ndarray) -> None:
+        """Re-check candidates over the partitions `rows` (statistics `stats`) that a step
+        on `attr` created (None: the initial partition): every attribute's candidates over the
+        subsets that contain the attribute and `attr`.
+
+        With the whole QID as the one subset, a candidate of attribute a fails exactly when
+        one of its partitions has a non-empty child on a that fails K or C on its own: one pass
+        over every slot of every attribute instead of one grouping per attribute.
+        """
+        if self.suppress or rows.size == 0:
+            return  # the budget test in _best replaces the group-by-group test
+        if not self.validator.whole_qid:
+            for other in range(len(self.taxonomies)):
+                required = (other,) if attr is None or other == attr else (other, attr)
+                self._invalidate(other, required, rows, stats)
+            return
+        bad = self.validator.bad_children(stats).astype(np.int64)
+        starts, ends = self._slot_ranges
+        running = np.concatenate([np.zeros((bad.shape[0], 1), np.int64), bad.cumsum(axis=1)], 1)
+        part, attrs = np.nonzero(running[:, ends] > running[:, starts])  # a bad child on attr
+        nodes = self.table.keys[rows[part], attrs]
+        for pair in set(zip(attrs.tolist(), nodes.tolist(), strict=True)):
+            cand = self.candidates.get(pair)
+            if cand is not None:
+                cand.valid = False
 
     def _best(self) -> Candidate | None:
         best, best_key = None, None
@@ -431,10 +426,8 @@ class LKCEngine:
         rows = np.array([0], dtype=np.int64)
         for attr, tax in enumerate(self.taxonomies):
             self._add_candidates(attr, [tax.root], rows, first)
-        self._update_discernibility(rows, first, +1, None)
-        self._update_suppression(rows, first, +1, None)
-        for attr in range(len(self.taxonomies)):
-            self._invalidate(attr, (attr,), rows, first)
+        self._update_candidates(rows, first, np.ones(1, dtype=np.int64))
+        self._invalidate_after(None, rows, first)
 
         iteration = 0
         while (best := self._best()) is not None:
@@ -526,14 +519,13 @@ class LKCEngine:
         del self.candidates[(attr, node)]
         self.suppressed += best.suppression
         self.cut[attr] = [n for n in self.cut[attr] if n != node] + children
-        if self.score == "discernibility" or self.suppress:
-            parents = self.stats.take(link)
-            self._update_discernibility(link, parents, -1, attr)
-            self._update_suppression(link, parents, -1, attr)
         self._add_candidates(attr, children, new_rows, block)
-        self._update_discernibility(new_rows, block, +1, None)
-        self._update_suppression(new_rows, block, +1, None)
-        self._invalidate(attr, (attr,), new_rows, block)
-        for other in range(len(self.taxonomies)):
-            if other != attr:
-                self._invalidate(other, (other, attr), new_rows, block)
+        if self.score == "discernibility" or self.suppress:
+            # The partitions on Link_Best leave and their children enter, in one pass: what
+            # the parents gave on `attr` went to Best, no longer a candidate, and no child
+            # shares a parent's value on `attr`, so no new candidate takes a parent's share.
+            rows = np.concatenate([link, new_rows])
+            stats = np.concatenate([self.stats.take(link), block])
+            signs = np.repeat(np.array([-1, 1], dtype=np.int64), [link.size, new_rows.size])
+            self._update_candidates(rows, stats, signs)
+        self._invalidate_after(attr, new_rows, block)

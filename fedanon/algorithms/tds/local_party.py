@@ -19,6 +19,7 @@ from fedanon.algorithms.tds.layout import (
     PartitionTable,
     Specialization,
     StatsLayout,
+    run_ends,
 )
 from fedanon.allocator import tune_for_rows
 from fedanon.errors import FedanonError
@@ -97,6 +98,10 @@ class LocalParty:
         """
         lay, n = self.layout, len(self.table)
         classes = self.classes if self.classes is not None and lay.n_class else None
+        if classes is None and lay.n_sensitive == 0:  # one profile: every record counts 1
+            channels = np.zeros((1, lay.channels), dtype=np.int64)
+            channels[0, 0] = 1
+            return np.zeros(n, dtype=np.int32), channels
         code = np.zeros(n, np.int64) if classes is None else classes.astype(np.int64)
         for j in range(lay.n_sensitive):
             code = code * 2 + self.sensitive[j]
@@ -204,9 +209,8 @@ class LocalParty:
         out = np.empty((link.size, self.layout.slots, self.layout.channels), dtype=np.int64)
         if link.size == 0:
             return out
-        ends = np.flatnonzero(np.r_[blocks[1:] != blocks[:-1], True]) + 1
         begin = 0
-        for end in ends.tolist():
+        for end in run_ends(blocks):
             block = int(blocks[begin])
             local = link[begin:end] - self._block_first[block]
             if local[0] < 0 or local[-1] >= self._blocks[block].shape[0]:
@@ -264,14 +268,14 @@ class LocalParty:
         children = np.asarray(self.schema.taxonomies[attr].children[step.node], dtype=np.int64)
         applied = self.partitions.apply(step, list(children))
         first, n_new = applied.first_new, applied.n_new
+        out = np.zeros((n_new, self.layout.slots, self.layout.channels), dtype=np.int64)
+        if n_new == 0:  # no record lies on Link_Best: nothing moves (no pass over records)
+            return _frozen_vector(out)
         position = np.full(self.partitions.size, -1, dtype=np.int32)
         position[applied.link] = np.arange(applied.link.size)
         # Index into link, -1 off Link_Best; ``take`` gathers with int32 indices directly.
         parent_all = np.take(position, self.record_partition)
         rows = np.flatnonzero(parent_all >= 0)
-        out = np.zeros((n_new, self.layout.slots, self.layout.channels), dtype=np.int64)
-        if n_new == 0:
-            return _frozen_vector(out)
         # Column 0 (a record at a leaf, which no partition on Link_Best holds) maps nowhere.
         lookup = np.hstack([np.full((applied.link.size, 1), -1), applied.new_index]).reshape(-1)
         index = parent_all[rows].astype(np.int64)
@@ -288,8 +292,11 @@ class LocalParty:
         slot = self._slots_at(attr, depth, rows)
         self._slot[attr][rows] = slot
         rel = target - first
-        cell = rel * self._profile_channels.shape[0]
-        cell += self._profile[rows]
+        profiles = self._profile_channels.shape[0]
+        cell = rel  # one profile (no class, no sensitive value): the cell is the partition
+        if profiles > 1:
+            cell = rel * profiles
+            cell += self._profile[rows]
         offset, width = self.layout.offsets[attr], self.layout.widths[attr]
         hist = self._histogram(cell, slot, n_new, width)
         out[:, offset : offset + width, :] = (hist[1:] @ self._profile_channels).swapaxes(0, 1)
@@ -361,14 +368,13 @@ def apply_splits(schema: Schema, splits: Sequence[DynamicSplit]) -> None:
 
 def _largest_of_runs(sizes: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """Index of the largest element of each run ``sizes[starts[i] : starts[i] + lengths[i]]``
-    (the first of equals); one vectorized pass per position, runs are short (children)."""
-    best = starts.copy()
-    for j in range(1, int(lengths.max(initial=1))):
-        more = np.flatnonzero(lengths > j)
-        candidate = starts[more] + j
-        better = sizes[candidate] > sizes[best[more]]
-        best[more[better]] = candidate[better]
-    return best
+    (the first of equals; runs are consecutive, non-empty and cover `sizes`): each run's
+    maximum, then the lowest position holding it, a fixed handful of passes however long the
+    runs are."""
+    top = np.maximum.reduceat(sizes, starts)
+    at_top = sizes == np.repeat(top, lengths)
+    positions = np.where(at_top, np.arange(sizes.size), sizes.size)
+    return np.minimum.reduceat(positions, starts)
 
 
 def _sum_of_runs(stats: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:

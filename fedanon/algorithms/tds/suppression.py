@@ -50,32 +50,34 @@ def violating(
     return bad & (size > 0)
 
 
-def suppression_deltas(
-    own: np.ndarray, children: np.ndarray, K: int, C: Fraction, sens_from: int, n_sensitive: int
-) -> np.ndarray:
-    """Per partition: records suppressed after splitting it into `children`, minus before.
+def suppression_measures(
+    stats: np.ndarray,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    K: int,
+    C: Fraction,
+    sens_from: int,
+    n_sensitive: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per partition and attribute, if the partition were split into that attribute's
+    children (slots ``starts[j]:ends[j]`` of `stats`, partitions x slots x channels; slot 0 is
+    the partition itself):
 
-    `own` is (partitions, channels), `children` (partitions, width, channels).
+    * the discernibility reduction over the groups that stay, |p|^2 - sum_c |p_c|^2 with a
+      suppressed group counting 0 (the suppressed records' own group is charged separately by
+      the engine, from the change of the suppressed count, because every partition shares it);
+    * the suppression delta: records suppressed after the split minus before.
+
+    Every slot is judged against K and C once, and running sums over the slots give every
+    attribute's sums at once (exact in int64).
     """
-    after = np.where(violating(children, K, C, sens_from, n_sensitive), children[..., 0], 0).sum(
-        axis=1
-    )
-    before = np.where(violating(own, K, C, sens_from, n_sensitive), own[:, 0], 0)
-    return (after - before).astype(np.int64)
-
-
-def kept_discernibility_reduction(
-    own: np.ndarray, children: np.ndarray, K: int, C: Fraction, sens_from: int, n_sensitive: int
-) -> np.ndarray:
-    """Per partition: |p|^2 - sum_c |p_c|^2 over the groups that stay (suppressed ones count 0).
-
-    The suppressed records' own group is charged separately by the engine, from the change of
-    the suppressed count, because it is shared by every partition.
-    """
-    own_size = own[:, 0].astype(np.int64)
-    child_size = children[..., 0].astype(np.int64)
-    own_kept = np.where(violating(own, K, C, sens_from, n_sensitive), 0, own_size * own_size)
-    child_kept = np.where(
-        violating(children, K, C, sens_from, n_sensitive), 0, child_size * child_size
-    ).sum(axis=1)
-    return own_kept - child_kept
+    size = stats[..., 0].astype(np.int64)
+    bad = violating(stats, K, C, sens_from, n_sensitive)
+    suppressed = np.where(bad, size, 0)
+    kept = np.where(bad, 0, size * size)
+    zero = np.zeros((size.shape[0], 1), dtype=np.int64)
+    run_suppressed = np.concatenate([zero, suppressed.cumsum(axis=1)], axis=1)
+    run_kept = np.concatenate([zero, kept.cumsum(axis=1)], axis=1)
+    reduction = kept[:, :1] - (run_kept[:, ends] - run_kept[:, starts])
+    delta = (run_suppressed[:, ends] - run_suppressed[:, starts]) - suppressed[:, :1]
+    return reduction, delta

@@ -41,13 +41,17 @@ class Validator:
         self.n_sensitive = n_sensitive
         # Confidence C >= 1 bounds nothing (a share never exceeds 1): skip its sums.
         self.confidence_bounded = n_sensitive > 0 and params.C < 1
+        # The whole QID is the one subset: live partitions have distinct keys, so every bucket
+        # is one partition's child and no grouping is needed (k-anonymity and its kin).
+        self.whole_qid = self.subset_size == n_qids
 
     def _bad(self, size: np.ndarray, sens: np.ndarray) -> np.ndarray:
-        """Boolean per group: violates K or C (sizes of empty groups never occur here)."""
+        """Boolean per group: violates K or C (sizes of empty groups never occur here);
+        `sens` holds one more axis than `size`, the sensitive values."""
         bad = size < self.params.K
         num, den = self.params.C.numerator, self.params.C.denominator
-        for j in range(sens.shape[1]):
-            bad |= sens[:, j] * den > num * size
+        for j in range(sens.shape[-1]):
+            bad |= sens[..., j] * den > num * size
         return bad
 
     def violating_nodes(
@@ -113,6 +117,17 @@ class Validator:
             bad_group = self._bad(size.astype(np.int64), sens_sum)
             bad_row |= bad_group[chunk.ids].any(axis=0)
         return np.unique(part_keys[bad_row, attr]).astype(np.int64)
+
+    def bad_children(self, stats: np.ndarray) -> np.ndarray:
+        """(partitions, slots) booleans: the slot is a non-empty child that fails K or C on
+        its own (slot 0, the partition itself, included; callers read the children slots).
+
+        With the whole QID as the one subset (:attr:`whole_qid`) these are exactly the buckets
+        that invalidate a candidate, for every attribute at once.
+        """
+        size = stats[..., 0]
+        sens = stats[..., self.sens_from : self.sens_from + self.n_sensitive]
+        return self._bad(size, sens) & (size > 0)
 
     def group_extremes(
         self, keys: np.ndarray, own: np.ndarray, required: tuple[int, ...] = ()
