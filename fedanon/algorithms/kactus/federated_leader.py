@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
+import pandas as pd
 
 from fedanon.algorithms.kactus.federated_party import (
     BELOW,
@@ -30,6 +31,7 @@ from fedanon.algorithms.kactus.federated_party import (
     Step,
     agreed_qids,
     encode_give,
+    encode_like,
     encode_tree,
     only_inequalities,
     pre_order,
@@ -131,7 +133,9 @@ def lead_kactus(
         raise FedanonError(f"k must be between 2 and the number of records ({n}), got {k}")
     tree = _phase1(counter, channel, agreed, names, k, prune, narrow)
     ints, floats = encode_tree(tree, names)
-    root, _ = place_records(tree, agreed)
+    # The tree's nodes and paths, numbered as the parties number them (no record placed).
+    empty = [encode_like(pd.Series([], dtype=object), c.name, c) for c in agreed]
+    root, _ = place_records(tree, empty)
     nodes = pre_order(root)
     sizes = counter.ask(Step(PLACE, ints, floats), len(nodes) + 1)
     number = {id(x): i for i, x in enumerate(nodes)}
