@@ -44,6 +44,7 @@ from fedanon.leader.session import Session
 from fedanon.leader.union import run_union
 from fedanon.outputs import CommandOutputs
 from fedanon.protos import fedanon_v1_pb2 as pb
+from fedanon.release import Release
 
 
 def _kactus_task(section: dict[str, Any], path: str, where: str) -> None:
@@ -160,13 +161,13 @@ class DaemonChannel:
             raise PartyFailure(f"kACTUS step {step.name}: a vector where none was expected")
 
 
-def run_kactus(job: KactusLeaderJob, progress: Progress | None = None) -> Report:
-    """Run one session; write the k-anonymous release to `out` and return the report."""
+def federated_kactus(
+    job: KactusLeaderJob, progress: Progress | None = None
+) -> tuple[Release, Report]:
+    """Run one session: the integrated release, checked k-anonymous by the independent
+    checker (a release that fails is never returned), and the run's report."""
     job.check()
     show = (progress or Progress()).phase
-    outputs = CommandOutputs()
-    outputs.claim("out", job.out)
-    outputs.claim("report", job.report)
     traffic = Traffic()
     session = Session(job)
     timer = PhaseTimer()
@@ -200,28 +201,38 @@ def run_kactus(job: KactusLeaderJob, progress: Progress | None = None) -> Report
             list(options.qids), options.k, options.marker, table, led, options.numeric
         )
         release = checked_release(table, report)
+    timer.since_start("total")
+    report = {
+        **release.report,
+        "mode": "distributed",
+        "session_id": session.session_id,
+        "parties": session.ring,
+        "sum_mode": job.sum_mode,
+        "sum_rounds": channel.rounds,
+        "tree": {"nodes": _nodes(led.tree)},
+        "group_sizes": [s for _, s in led.plan.groups],
+        # Each group's path as text (the root's rest: "()"), in the order of the sizes.
+        "group_paths": [repr(path) for path in led.paths],
+        "seconds": timer.rounded(),
+        "leader_bytes": {"sent": traffic.sent, "received": traffic.received},
+        "party_bytes": {
+            n: {"sent": r.bytes_sent, "received": r.bytes_received} for n, r in ended.items()
+        },
+    }
+    return Release(release.table, report), report
+
+
+def run_kactus(job: KactusLeaderJob, progress: Progress | None = None) -> Report:
+    """Run one session; write the k-anonymous release to `out` (and the report) atomically,
+    both or neither, and return the report."""
+    outputs = CommandOutputs()
+    outputs.claim("out", job.out)
+    outputs.claim("report", job.report)
+    release, report = federated_kactus(job, progress)
     assert job.out is not None
+    report = {**report, "output": str(job.out)}
     with outputs.writing() as staged:
         staged.table(job.out, release.table)
-        timer.since_start("total")
-        report = {
-            **release.report,
-            "mode": "distributed",
-            "session_id": session.session_id,
-            "parties": session.ring,
-            "sum_mode": job.sum_mode,
-            "sum_rounds": channel.rounds,
-            "tree": {"nodes": _nodes(led.tree)},
-            "group_sizes": [s for _, s in led.plan.groups],
-            # Each group's path as text (the root's rest: "()"), in the order of the sizes.
-            "group_paths": [repr(path) for path in led.paths],
-            "seconds": timer.rounded(),
-            "leader_bytes": {"sent": traffic.sent, "received": traffic.received},
-            "party_bytes": {
-                n: {"sent": r.bytes_sent, "received": r.bytes_received} for n, r in ended.items()
-            },
-            "output": str(job.out),
-        }
         if job.report is not None:
             staged.json(job.report, report)
     return report
