@@ -235,7 +235,7 @@ def test_sim_kactus_refuses_a_bad_job_in_one_line_before_any_daemon(
     data = tmp_path / "t.csv"
     _table(30, 0).to_csv(data, index=False)
     out = tmp_path / "release.csv"
-    args = ["--data", data, "--class", "outcome", "--out", out, "--k", "5"]
+    args: list[str | Path] = ["--data", data, "--class", "outcome", "--out", out, "--k", "5"]
     result = run_cli("sim", "kactus", *args, *extra)
     assert_one_line_error(result, *needles)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.csv"]

@@ -128,7 +128,7 @@ def anonymize_kactus_federated(
     began = time.perf_counter()
     rng = generator(seed)
     party_seeds = np.random.SeedSequence(rng.integers(2**63)).spawn(len(parts))
-    parties = []
+    parties: list[KactusParty] = []
     for i, (df, s) in enumerate(zip(parts, party_seeds, strict=True)):
         party = KactusParty(
             df,
