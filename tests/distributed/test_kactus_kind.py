@@ -239,3 +239,48 @@ def test_sim_kactus_refuses_a_bad_job_in_one_line_before_any_daemon(
     result = run_cli("sim", "kactus", *args, *extra)
     assert_one_line_error(result, *needles)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.csv"]
+
+
+def test_leader_run_with_a_kactus_section_writes_the_checked_release(
+    recorded: tuple[InProcessParties, WireLog, _Vectors, list[pd.DataFrame]], tmp_path: Path
+) -> None:
+    fed, _log, _vectors, parts = recorded
+    tls = fed.leader_tls
+    out = tmp_path / "release.csv"
+    config = tmp_path / "job.toml"
+    config.write_text(
+        f'out = "{out}"\n[kactus]\nqids = {QIDS!r}\nclass = "outcome"\nk = 25\n'.replace("'", '"')
+        + "".join(f'[[parties]]\nname = "{h.name}"\naddress = "{h.address}"\n' for h in fed.hops)
+        + f'[tls]\nca = "{tls.ca}"\ncert = "{tls.cert}"\nkey = "{tls.key}"\n',
+        encoding="utf-8",
+    )
+    result = run_cli("leader", "run", "--config", config)
+    assert result.code == 0, result.err
+    assert "fedanon federated kACTUS" in result.out
+    released = _written(out)
+    _tree, groups, _donated = _central(pd.concat(parts, ignore_index=True), 25)
+    assert len(released) == sum(s for _, s in groups)  # what centralized kACTUS releases
+    assert check_k_anonymity(released, QIDS, 25).ok
+
+
+@pytest.mark.parametrize(
+    ("section", "needle"),
+    [
+        ('qids = ["age"]\nclass = "outcome"\nk = 1', "kactus.k"),
+        ('qids = ["age", "outcome"]\nclass = "outcome"\nk = 5', "kactus.class"),
+        ('qids = ["age"]\nclass = "outcome"\nk = 5\nnumeric = "mode"', "kactus.numeric"),
+        ('qids = ["age"]\nk = 5', "class"),
+    ],
+)
+def test_a_bad_kactus_section_is_one_line_naming_the_key(
+    tmp_path: Path, section: str, needle: str
+) -> None:
+    config = tmp_path / "job.toml"
+    config.write_text(
+        f'out = "release.csv"\n[kactus]\n{section}\n'
+        + "".join(f'[[parties]]\nname = "h{i}"\naddress = "127.0.0.1:1"\n' for i in range(3)),
+        encoding="utf-8",
+    )
+    result = run_cli("leader", "run", "--config", config, "--insecure")
+    assert_one_line_error(result, "job.toml", needle)
+    assert not (tmp_path / "release.csv").exists()
