@@ -39,8 +39,8 @@ QIDS = ["age", "ward", "dose", "sex"]
 
 
 def _table(n: int, seed: int) -> pd.DataFrame:
-    """Records whose outcome depends on age, ward and dose, with noise, and a few missing
-    cells (the root's residual)."""
+    """Records whose outcome depends on age, ward and dose, with noise, a few missing ages
+    (the root's residual) and a non-QID column with missing cells (released as they are)."""
     rng = np.random.default_rng(seed)
     age = rng.integers(18, 90, n).astype(object)
     age[rng.random(n) < 0.03] = None
@@ -54,7 +54,10 @@ def _table(n: int, seed: int) -> pd.DataFrame:
         + rng.binomial(1, 0.2, n)
     )
     outcome = np.where(score >= 2, "bad", np.where(score == 1, "fair", "good"))
-    return pd.DataFrame({"age": age, "ward": ward, "dose": dose, "sex": sex, "outcome": outcome})
+    note = rng.choice(np.array(["seen", "urgent", None], dtype=object), n)  # not a QID
+    return pd.DataFrame(
+        {"age": age, "ward": ward, "dose": dose, "sex": sex, "note": note, "outcome": outcome}
+    )
 
 
 def _central(pooled: pd.DataFrame, k: int) -> tuple[TreeNode, list[tuple[str, int]], int]:
