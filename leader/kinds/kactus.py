@@ -13,6 +13,7 @@ independent k-anonymity checker runs on it before anything is written
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -108,7 +109,7 @@ class DaemonChannel:
         ring: RingOpened,
         traffic: Traffic,
         job: KactusLeaderJob,
-        show: Any,
+        show: Callable[[str], None],
     ) -> None:
         self.session = session
         self.ring = ring

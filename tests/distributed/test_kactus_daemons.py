@@ -46,7 +46,17 @@ def test_sim_kactus_on_pima_is_anonymize_kactus(
         pytest.skip("shared pima data not present")
     data = tmp_path / "pima.csv"
     load_table("pima").to_csv(data, index=False)
-    common = ["--data", data, "--class", "class", "--k", "20", "--seed", "3", "--quiet"]
+    common: list[str | Path] = [
+        "--data",
+        data,
+        "--class",
+        "class",
+        "--k",
+        "20",
+        "--seed",
+        "3",
+        "--quiet",
+    ]
     central = tmp_path / "central.csv"
     assert run_cli("anonymize", "kactus", *common, "--out", central).code == 0
     out, report = tmp_path / "federated.csv", tmp_path / "report.json"
@@ -112,6 +122,6 @@ def test_sim_kactus_with_donations_passes_the_checker(tmp_path: Path) -> None:
     qids = written["parameters"]["qids"]
     assert check_k_anonymity(released, qids, 10).ok
     central = tmp_path / "central.csv"
-    common = ["--data", data, "--class", "class", "--k", "10", "--quiet"]
+    common: list[str | Path] = ["--data", data, "--class", "class", "--k", "10", "--quiet"]
     assert run_cli("anonymize", "kactus", *common, "--out", central).code == 0
     assert len(released) == len(pd.read_csv(central, dtype=str))
