@@ -48,6 +48,12 @@ Example::
     #   numeric = ["age"]            # threshold tests; the others are categorical
     #   class = "class"
     #   min_leaf = 2                 # C4.5's -m; cf = 0.25 (-c), prune, subtree_raising, narrow
+    # A federated kACTUS job has a [kactus] section instead (docs/federated_classification.md):
+    #   [kactus]
+    #   qids = ["age", "workclass", "education"]
+    #   class = "class"
+    #   k = 50                       # marker = "?", numeric = "median"|"mean", prune, narrow,
+    #                                # seed (the leader's draws; default secret random bits)
     [timeouts]
     rpc_seconds = 60                 # deadline of each call (a ring sum gets +25% per party)
     union_seconds = 600              # deadline of a union phase (encryption of every record)

@@ -230,13 +230,38 @@ def c45_request(request: pb.OpenSessionRequest, columns: Sequence[str]) -> JobRe
     return JobRequest("c45", parameters, released, released)
 
 
+def kactus_request(request: pb.OpenSessionRequest, columns: Sequence[str]) -> JobRequest:
+    """A federated kACTUS job: every column leaves (the release: records with suppressed QID
+    cells, the rest as they are), and so do the distinct QID texts (the secure union that
+    agrees on their encoding); k is held to the min_K floor, the QIDs to the allowed qids."""
+    from fedanon.federation.kactus_job import kactus_job_from_proto
+
+    job = request.kactus
+    options = _valid(lambda: kactus_job_from_proto(job))
+    _columns_exist({"QID": options.qids, "class": [options.class_column]}, columns)
+    parameters = {
+        "qids": options.qids,
+        "class": options.class_column,
+        "k": options.k,
+        "marker": options.marker,
+        "numeric": options.numeric,
+        "prune": options.prune,
+        "narrow": options.narrow,
+        **_ring(request),
+    }
+    released = tuple(columns)
+    return JobRequest(
+        "kactus", parameters, released, released, K=options.k, qids=tuple(options.qids)
+    )
+
+
 #: Reads an OpenSession request for the policy: a job kind's handler's ``admission``.
 RequestReader = Callable[[pb.OpenSessionRequest, Sequence[str]], JobRequest]
 
 #: The job kinds party.toml's ``[policy] job_kinds`` may name: the daemon's own handlers' kinds
 #: (party/handlers/__init__.py; a test checks they agree). Named here, not read from the
 #: handlers, because the configuration loads without importing the job kinds' algorithms.
-JOB_KINDS = ("lkc", "drbt", "randomize", "c45")
+JOB_KINDS = ("lkc", "drbt", "randomize", "c45", "kactus")
 
 
 @dataclass(frozen=True)

@@ -395,6 +395,11 @@ class PartyServicer(pb_grpc.PartyServicer):
     ) -> pb.C45CountReply:
         return cast(pb.C45CountReply, self._dispatch("C45Count", request, context))
 
+    def KactusStep(
+        self, request: pb.KactusStepRequest, context: grpc.ServicerContext
+    ) -> pb.KactusStepReply:
+        return cast(pb.KactusStepReply, self._dispatch("KactusStep", request, context))
+
     def ShareKeys(
         self, request: pb.ShareKeysRequest, context: grpc.ServicerContext
     ) -> pb.ShareKeysReply:

@@ -195,13 +195,54 @@ class C45CountReply(_message.Message):
     length: int
     def __init__(self, length: _Optional[int] = ...) -> None: ...
 
+class KactusJob(_message.Message):
+    __slots__ = ("qids", "class_column", "k", "marker", "numeric", "prune", "narrow")
+    QIDS_FIELD_NUMBER: _ClassVar[int]
+    CLASS_COLUMN_FIELD_NUMBER: _ClassVar[int]
+    K_FIELD_NUMBER: _ClassVar[int]
+    MARKER_FIELD_NUMBER: _ClassVar[int]
+    NUMERIC_FIELD_NUMBER: _ClassVar[int]
+    PRUNE_FIELD_NUMBER: _ClassVar[int]
+    NARROW_FIELD_NUMBER: _ClassVar[int]
+    qids: _containers.RepeatedScalarFieldContainer[str]
+    class_column: str
+    k: int
+    marker: str
+    numeric: str
+    prune: bool
+    narrow: bool
+    def __init__(self, qids: _Optional[_Iterable[str]] = ..., class_column: _Optional[str] = ..., k: _Optional[int] = ..., marker: _Optional[str] = ..., numeric: _Optional[str] = ..., prune: _Optional[bool] = ..., narrow: _Optional[bool] = ...) -> None: ...
+
+class KactusStepRequest(_message.Message):
+    __slots__ = ("ref", "step", "ints", "floats", "items", "queries")
+    REF_FIELD_NUMBER: _ClassVar[int]
+    STEP_FIELD_NUMBER: _ClassVar[int]
+    INTS_FIELD_NUMBER: _ClassVar[int]
+    FLOATS_FIELD_NUMBER: _ClassVar[int]
+    ITEMS_FIELD_NUMBER: _ClassVar[int]
+    QUERIES_FIELD_NUMBER: _ClassVar[int]
+    ref: SessionRef
+    step: str
+    ints: _containers.RepeatedScalarFieldContainer[int]
+    floats: _containers.RepeatedScalarFieldContainer[float]
+    items: _containers.RepeatedScalarFieldContainer[bytes]
+    queries: _containers.RepeatedCompositeFieldContainer[C45Query]
+    def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ..., step: _Optional[str] = ..., ints: _Optional[_Iterable[int]] = ..., floats: _Optional[_Iterable[float]] = ..., items: _Optional[_Iterable[bytes]] = ..., queries: _Optional[_Iterable[_Union[C45Query, _Mapping]]] = ...) -> None: ...
+
+class KactusStepReply(_message.Message):
+    __slots__ = ("length",)
+    LENGTH_FIELD_NUMBER: _ClassVar[int]
+    length: int
+    def __init__(self, length: _Optional[int] = ...) -> None: ...
+
 class OpenSessionRequest(_message.Message):
-    __slots__ = ("ref", "lkc", "drbt", "randomize", "c45", "ring", "sum_mode")
+    __slots__ = ("ref", "lkc", "drbt", "randomize", "c45", "kactus", "ring", "sum_mode")
     REF_FIELD_NUMBER: _ClassVar[int]
     LKC_FIELD_NUMBER: _ClassVar[int]
     DRBT_FIELD_NUMBER: _ClassVar[int]
     RANDOMIZE_FIELD_NUMBER: _ClassVar[int]
     C45_FIELD_NUMBER: _ClassVar[int]
+    KACTUS_FIELD_NUMBER: _ClassVar[int]
     RING_FIELD_NUMBER: _ClassVar[int]
     SUM_MODE_FIELD_NUMBER: _ClassVar[int]
     ref: SessionRef
@@ -209,9 +250,10 @@ class OpenSessionRequest(_message.Message):
     drbt: DRBTJob
     randomize: RandomizeJob
     c45: C45Job
+    kactus: KactusJob
     ring: _containers.RepeatedScalarFieldContainer[str]
     sum_mode: SumMode
-    def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ..., lkc: _Optional[_Union[LKCJob, _Mapping]] = ..., drbt: _Optional[_Union[DRBTJob, _Mapping]] = ..., randomize: _Optional[_Union[RandomizeJob, _Mapping]] = ..., c45: _Optional[_Union[C45Job, _Mapping]] = ..., ring: _Optional[_Iterable[str]] = ..., sum_mode: _Optional[_Union[SumMode, str]] = ...) -> None: ...
+    def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ..., lkc: _Optional[_Union[LKCJob, _Mapping]] = ..., drbt: _Optional[_Union[DRBTJob, _Mapping]] = ..., randomize: _Optional[_Union[RandomizeJob, _Mapping]] = ..., c45: _Optional[_Union[C45Job, _Mapping]] = ..., kactus: _Optional[_Union[KactusJob, _Mapping]] = ..., ring: _Optional[_Iterable[str]] = ..., sum_mode: _Optional[_Union[SumMode, str]] = ...) -> None: ...
 
 class KeyShare(_message.Message):
     __slots__ = ("holder", "role", "purpose", "share")

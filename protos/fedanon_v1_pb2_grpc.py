@@ -79,6 +79,11 @@ class PartyStub:
                 request_serializer=fedanon_dot_protos_dot_fedanon__v1__pb2.C45CountRequest.SerializeToString,
                 response_deserializer=fedanon_dot_protos_dot_fedanon__v1__pb2.C45CountReply.FromString,
                 _registered_method=True)
+        self.KactusStep = channel.unary_unary(
+                '/fedanon.v1.Party/KactusStep',
+                request_serializer=fedanon_dot_protos_dot_fedanon__v1__pb2.KactusStepRequest.SerializeToString,
+                response_deserializer=fedanon_dot_protos_dot_fedanon__v1__pb2.KactusStepReply.FromString,
+                _registered_method=True)
         self.End = channel.unary_unary(
                 '/fedanon.v1.Party/End',
                 request_serializer=fedanon_dot_protos_dot_fedanon__v1__pb2.EndRequest.SerializeToString,
@@ -153,6 +158,12 @@ class PartyServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def KactusStep(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def End(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -218,6 +229,11 @@ def add_PartyServicer_to_server(servicer, server):
                     servicer.C45Count,
                     request_deserializer=fedanon_dot_protos_dot_fedanon__v1__pb2.C45CountRequest.FromString,
                     response_serializer=fedanon_dot_protos_dot_fedanon__v1__pb2.C45CountReply.SerializeToString,
+            ),
+            'KactusStep': grpc.unary_unary_rpc_method_handler(
+                    servicer.KactusStep,
+                    request_deserializer=fedanon_dot_protos_dot_fedanon__v1__pb2.KactusStepRequest.FromString,
+                    response_serializer=fedanon_dot_protos_dot_fedanon__v1__pb2.KactusStepReply.SerializeToString,
             ),
             'End': grpc.unary_unary_rpc_method_handler(
                     servicer.End,
@@ -478,6 +494,33 @@ class Party:
             '/fedanon.v1.Party/C45Count',
             fedanon_dot_protos_dot_fedanon__v1__pb2.C45CountRequest.SerializeToString,
             fedanon_dot_protos_dot_fedanon__v1__pb2.C45CountReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def KactusStep(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fedanon.v1.Party/KactusStep',
+            fedanon_dot_protos_dot_fedanon__v1__pb2.KactusStepRequest.SerializeToString,
+            fedanon_dot_protos_dot_fedanon__v1__pb2.KactusStepReply.FromString,
             options,
             channel_credentials,
             insecure,

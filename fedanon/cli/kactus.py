@@ -22,14 +22,19 @@ def add_anonymize_kactus(methods: argparse._SubParsersAction) -> None:
         "the paper's group mean), the rest are suppressed.",
     )
     add_release_options(kactus)
-    kactus.add_argument(
+    add_kactus_options(kactus)
+    kactus.set_defaults(handler=run_anonymize_kactus)
+
+
+def add_kactus_options(parser: argparse.ArgumentParser) -> None:
+    """kACTUS's own options (`anonymize kactus` and `sim kactus`)."""
+    parser.add_argument(
         "--numeric",
         choices=("median", "mean"),
         default="median",
         help="value of a numeric QID tested only by inequalities: group median (default) or "
         "group mean (the paper's Fig. 6; can mislead classifiers, docs/kactus.md)",
     )
-    kactus.set_defaults(handler=run_anonymize_kactus)
 
 
 def run_anonymize_kactus(args: argparse.Namespace) -> int:

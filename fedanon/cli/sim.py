@@ -22,6 +22,7 @@ from fedanon.cli.common import (
 from fedanon.cli.lkc import add_lkc_options
 from fedanon.cli.randomize import add_sim_randomize
 from fedanon.cli.reporting import add_report_options, finish_distributed_reports
+from fedanon.cli.sim_kactus import add_sim_kactus
 from fedanon.errors import FedanonError
 
 #: MAX_SHARDS of party.toml (party/config.py; the CLI may not import party/ at module level).
@@ -136,6 +137,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     drbt.set_defaults(handler=run_sim_drbt)
     add_sim_randomize(methods)
     add_sim_c45(methods)
+    add_sim_kactus(methods)
 
 
 def lkc_section(args: argparse.Namespace) -> dict:

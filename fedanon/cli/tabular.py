@@ -35,9 +35,11 @@ def add_release_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress display")
 
 
-def run_release(args: argparse.Namespace, method: str, anonymize, extra: dict) -> int:
+def run_release(
+    args: argparse.Namespace, method: str, anonymize, extra: dict, command: str = "anonymize"
+) -> int:
     """Read the table, run `anonymize` with the shared options and `extra`, write the release,
-    its reports, and print the summary."""
+    its reports, and print the summary (titled `fedanon COMMAND METHOD`)."""
     from fedanon.outputs import CommandOutputs
     from fedanon.readers.table_io import read_table
     from fedanon.report.build import record_release_file
@@ -71,7 +73,7 @@ def run_release(args: argparse.Namespace, method: str, anonymize, extra: dict) -
         stage_html(staged, args, report.get("release_report", {}))
     suppressed = report["suppressed_cells"]
     print_summary(
-        f"fedanon anonymize {method}",
+        f"fedanon {command} {method}",
         [
             ("records in", report["records"]),
             ("released", report["released"]),

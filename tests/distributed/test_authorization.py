@@ -56,6 +56,7 @@ def requests(session_id: str, job: pb.LKCJob, ring: list[str]) -> dict[str, Any]
         "Renew": pb.RenewRequest(ref=ref(session_id)),
         "Randomize": pb.RandomizeRequest(ref=ref(session_id)),
         "C45Count": pb.C45CountRequest(ref=ref(session_id, 1)),
+        "KactusStep": pb.KactusStepRequest(ref=ref(session_id, 1), step="encode"),
         "Status": pb.StatusRequest(),
     }
 
@@ -285,7 +286,10 @@ def test_drbt_session_refuses_lkc_messages(drbt_party: Federation) -> None:
         for method in ("ShareKeys", "Sum", "Union"):
             code, details = call(stub, method, made[method])
             assert code == grpc.StatusCode.FAILED_PRECONDITION, (method, code, details)
-            assert "is not a LKCSession or RandomizeSession or C45Session job" in details, (
+            assert (
+                "is not a LKCSession or RandomizeSession or C45Session or KactusSession job"
+                in details
+            ), (
                 method,
                 details,
             )

@@ -42,6 +42,7 @@ METHODS = [
     "Assign",
     "Randomize",
     "C45Count",
+    "KactusStep",
     "Renew",
     "End",
     "Status",
