@@ -74,16 +74,16 @@ def _fail(source: str, path: str, expected: str, value: object) -> ConfigError:
     return ConfigError(f"{source}: {path}: expected {expected}, got {shown(value)}")
 
 
-def _bounds(low: float | None, high: float | None, low_open: bool) -> str:
+def _bounds(low: float | None, high: float | None, low_open: bool, high_open: bool = False) -> str:
     def show(x: float) -> str:
         return str(x) if isinstance(x, int) else f"{x:g}"
 
     if low is not None and high is not None:
-        return f" in {'(' if low_open else '['}{show(low)}, {show(high)}]"
+        return f" in {'(' if low_open else '['}{show(low)}, {show(high)}{')' if high_open else ']'}"
     if low is not None:
         return f" {'>' if low_open else '>='} {show(low)}"
     if high is not None:
-        return f" <= {show(high)}"
+        return f" {'<' if high_open else '<='} {show(high)}"
     return ""
 
 
@@ -110,15 +110,17 @@ class Integer(Rule):
 
 @dataclass(frozen=True)
 class Number(Rule):
-    """A finite TOML integer or float within the bounds (`low_open`: strictly above `low`)."""
+    """A finite TOML integer or float within the bounds (`low_open`: strictly above `low`;
+    `high_open`: strictly below `high`)."""
 
     low: float | None = None
     high: float | None = None
     low_open: bool = False
+    high_open: bool = False
 
     @property
     def expected(self) -> str:  # type: ignore[override]
-        return "a number" + _bounds(self.low, self.high, self.low_open)
+        return "a number" + _bounds(self.low, self.high, self.low_open, self.high_open)
 
     def check(self, value: Any, path: str, source: str) -> float:
         if isinstance(value, bool) or not isinstance(value, int | float):
@@ -128,7 +130,9 @@ class Number(Rule):
             raise Mismatch
         if self.low is not None and (number < self.low or (self.low_open and number == self.low)):
             raise Mismatch
-        if self.high is not None and number > self.high:
+        if self.high is not None and (
+            number > self.high or (self.high_open and number == self.high)
+        ):
             raise Mismatch
         return number
 

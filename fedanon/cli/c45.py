@@ -15,6 +15,7 @@ from fedanon.cli.common import (
     add_sum_mode_option,
     add_transport_option,
     check_ring_parties,
+    names,
     print_summary,
     split_list,
     step_progress,
@@ -34,10 +35,12 @@ def add_sim_c45(methods: argparse._SubParsersAction) -> None:
     parser.add_argument("--delimiter", help="CSV delimiter")
     parser.add_argument("--class", dest="class_column", required=True, help="class column")
     parser.add_argument(
-        "--features", help="feature columns, comma-separated (default: every other column)"
+        "--features",
+        type=names,
+        help="feature columns, comma-separated (default: every other column)",
     )
     parser.add_argument(
-        "--numeric", help="numeric feature columns (threshold tests), comma-separated"
+        "--numeric", type=names, help="numeric feature columns (threshold tests), comma-separated"
     )
     parser.add_argument("--min-leaf", type=int, default=2, help="C4.5's -m (default 2)")
     parser.add_argument("--cf", type=float, default=0.25, help="C4.5's -c (default 0.25)")

@@ -38,15 +38,13 @@ from fedanon.utility.c45_counts import FeatureKinds, Query, Schema, agree_schema
 
 
 def _c45_task(section: dict[str, Any], path: str, where: str) -> None:
-    """Numeric columns are features, the class is not one, and cf lies strictly in (0, 1)."""
+    """Numeric columns are features and the class is not one (cf's range is its rule's)."""
     features = section["features"]
     for column in section["numeric"]:
         if column not in features:
             raise ConfigError(f"{where}: {path}.numeric: '{column}' is not a feature")
     if section["class"] in features:
         raise ConfigError(f"{where}: {path}.class: '{section['class']}' is also a feature")
-    if not 0.0 < section["cf"] < 1.0:
-        raise ConfigError(f"{where}: {path}.cf: expected a number in (0, 1)")
 
 
 C45_SCHEMA = Table(
@@ -55,7 +53,7 @@ C45_SCHEMA = Table(
         "numeric": Key(Names(), default=[]),
         "class": Key(Text(), required=True),
         "min_leaf": Key(Integer(1, 2**31 - 1), default=2),
-        "cf": Key(Number(0, 1, low_open=True), default=0.25),
+        "cf": Key(Number(0, 1, low_open=True, high_open=True), default=0.25),
         "prune": Key(Flag(), default=True),
         "subtree_raising": Key(Flag(), default=True),
         "narrow": Key(Flag(), default=False),

@@ -253,6 +253,27 @@ COMMANDS: dict[str, tuple[list[str], list[tuple[str, str | None, str]]]] = {
             ("--out", "out", "release.csv"),
         ],
     ),
+    "sim c45": (
+        ["sim", "c45", "--quiet"],
+        [
+            ("--data", "table", "data.csv"),
+            ("--class", None, "outcome"),
+            ("--parties", "int", "3"),
+            ("--min-leaf", "int", "2"),
+            ("--out", "out", "tree.txt"),
+        ],
+    ),
+    "sim kactus": (
+        ["sim", "kactus", "--quiet"],
+        [
+            ("--data", "table", "data.csv"),
+            ("--qid", None, "age,job"),
+            ("--class", None, "outcome"),
+            ("--k", "int", "4"),
+            ("--parties", "int", "3"),
+            ("--out", "out", "release.csv"),
+        ],
+    ),
     "sim drbt": (
         ["sim", "drbt"],
         [

@@ -119,6 +119,22 @@ def randomize_doc(material: Path, out_dir: Path) -> dict[str, Any]:
     return doc
 
 
+def c45_doc(material: Path, out_dir: Path) -> dict[str, Any]:
+    """A valid federated C4.5 job.toml (the [lkc] job with a [c45] section instead)."""
+    doc = job_doc(material, out_dir)
+    del doc["lkc"], doc["taxonomy"]
+    doc["c45"] = {"features": ["sex", "age"], "numeric": ["age"], "class": "diagnosis"}
+    return doc
+
+
+def kactus_doc(material: Path, out_dir: Path) -> dict[str, Any]:
+    """A valid federated kACTUS job.toml (the [lkc] job with a [kactus] section instead)."""
+    doc = job_doc(material, out_dir)
+    del doc["lkc"], doc["taxonomy"]
+    doc["kactus"] = {"qids": ["sex", "age"], "class": "diagnosis", "k": 5}
+    return doc
+
+
 def party_doc(material: Path, out_dir: Path) -> dict[str, Any]:
     """A valid party.toml with a [policy]."""
     return {

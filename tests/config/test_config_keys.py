@@ -1,6 +1,6 @@
 """Property tests over every key of party.toml and job.toml (issue #22, "property tests over
 every config key"), with the key list derived from the schemas themselves: a key added to
-PARTY_SCHEMA or job_schema() (its [lkc], [drbt] and [randomize] sections included) is covered
+PARTY_SCHEMA or job_schema() (every registered kind's section included) is covered
 without touching this file, and a key whose rule has no declared range or of a kind this file
 does not know fails :func:`test_every_key_declares_its_type_and_range`.
 
@@ -48,8 +48,10 @@ from fedanon.errors import FedanonError
 from fedanon.leader.config import job_schema, load_job
 from fedanon.party.config import PARTY_SCHEMA, PartyConfig
 from tests.config.configs import (
+    c45_doc,
     drbt_doc,
     job_doc,
+    kactus_doc,
     outbound_job_doc,
     outbound_party_doc,
     party_doc,
@@ -78,6 +80,8 @@ JOB_DOCS: dict[str, Callable[[Path, Path], dict[str, Any]]] = {
     "lkc": job_doc,
     "drbt": drbt_doc,
     "randomize": randomize_doc,
+    "c45": c45_doc,
+    "kactus": kactus_doc,
 }
 KEYS = [("party", key, rule) for key, rule in schema_keys(PARTY_SCHEMA)] + [
     ("job", key, rule) for key, rule in schema_keys(job_schema())
@@ -155,6 +159,8 @@ def _number(rule: Integer | Number) -> list[Any]:
         "1",
         True,
         [1.0],
+        *([rule.low] if rule.low_open else []),
+        *([rule.high] if rule.high_open else []),
     ]
 
 
@@ -353,9 +359,12 @@ def _valid(rule: Rule) -> st.SearchStrategy[Any] | None:
         return st.integers(rule.low, rule.high)
     if isinstance(rule, Number):
         assert rule.low is not None and rule.high is not None
+        low, high = rule.low, rule.high
         return st.one_of(
-            st.floats(rule.low, rule.high),
-            st.integers(math.ceil(rule.low), math.floor(rule.high)),
+            st.floats(low, high, exclude_min=rule.low_open, exclude_max=rule.high_open),
+            st.integers(math.ceil(low), math.floor(high)).filter(
+                lambda n: not (rule.low_open and n == low) and not (rule.high_open and n == high)
+            ),
         )
     if isinstance(rule, Flag):
         return st.booleans()
