@@ -33,6 +33,7 @@ import struct
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import astuple, dataclass
 from functools import partial
+from typing import Self
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
@@ -320,16 +321,26 @@ def _stripped(
             ) from None
 
 
+def _peel_items(
+    private_key: bytes, hop: int, context: _ContextFields, items: Sequence[bytes]
+) -> list[bytes]:
+    """Layer `hop` off each item, in order (no shuffle): a hop's strip as a worker runs it,
+    the key as raw bytes and the context as plain values."""
+    key = X25519PrivateKey.from_private_bytes(private_key)
+    return list(_stripped(items, key, hop, UnionContext(*context)))
+
+
 def peel_layer(
-    batch: Sequence[bytes], private_key: X25519PrivateKey, hop: int, ctx: UnionContext
+    batch: Sequence[bytes],
+    private_key: X25519PrivateKey,
+    hop: int,
+    ctx: UnionContext,
+    parallelism: Parallelism = SEQUENTIAL,
 ) -> list[bytes]:
     """Party role at `hop`: strip this party's layer from the whole batch and shuffle it."""
-    if not 0 <= hop < ctx.leader_hop:
-        raise ValueError(f"party hops are 0..{ctx.leader_hop - 1}, got {hop}")
-    _check_batch(batch, private_key, hop, ctx)
-    out = list(_stripped(batch, private_key, hop, ctx))
-    secure_shuffle(out)
-    return out
+    with ChunkedPeel(private_key, hop, ctx, parallelism, len(batch)) as peeling:
+        peeling.add(batch)
+        return peeling.batch()
 
 
 def _open_innermost(
@@ -370,7 +381,44 @@ def open_records(
         return opening.records()
 
 
-class ChunkedOpen:
+class _ChunkedLayer:
+    """One layer off a batch that arrives in chunks: the whole-batch checks made as each chunk
+    arrives (the key before any, a repeated item as soon as its chunk is in), each chunk's
+    work started at once on `parallelism`'s worker processes (overlapping the transfer of the
+    next chunk), the results in input order at `results`."""
+
+    def __init__(
+        self,
+        private_key: X25519PrivateKey,
+        hop: int,
+        ctx: UnionContext,
+        parallelism: Parallelism,
+        expected: int,
+        work: Callable[[Sequence[bytes]], list[bytes]],
+    ) -> None:
+        _check_key(private_key, hop, ctx)
+        self._stream = Stream(parallelism, work, expected)
+        self._seen: set[bytes] = set()
+        self._hop = hop
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._stream.close()
+
+    def add(self, chunk: Sequence[bytes]) -> None:
+        before = len(self._seen)
+        self._seen.update(chunk)
+        if len(self._seen) != before + len(chunk):
+            raise _repeated_item(self._hop)
+        self._stream.add(list(chunk))
+
+    def results(self) -> list[bytes]:
+        return self._stream.results()
+
+
+class ChunkedOpen(_ChunkedLayer):
     """Leader role, for a final batch that arrives in chunks: `open_records`, each chunk's
     opening started as it arrives (`add`, overlapping the transfer of the next chunk), the
     records at `records`. Same records, order and errors as `open_records`, except that a
@@ -384,27 +432,37 @@ class ChunkedOpen:
         parallelism: Parallelism,
         expected: int,
     ) -> None:
-        _check_key(private_key, ctx.leader_hop, ctx)
         opener = partial(_open_innermost, private_key.private_bytes_raw(), astuple(ctx))
-        self._stream = Stream(parallelism, opener, expected)
-        self._seen: set[bytes] = set()
-        self._hop = ctx.leader_hop
-
-    def __enter__(self) -> ChunkedOpen:
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self._stream.close()
-
-    def add(self, chunk: Sequence[bytes]) -> None:
-        before = len(self._seen)
-        self._seen.update(chunk)
-        if len(self._seen) != before + len(chunk):
-            raise _repeated_item(self._hop)
-        self._stream.add(list(chunk))
+        super().__init__(private_key, ctx.leader_hop, ctx, parallelism, expected, opener)
 
     def records(self) -> list[bytes]:
-        return self._stream.results()
+        return self.results()
+
+
+class ChunkedPeel(_ChunkedLayer):
+    """Party role at `hop`, for a batch that arrives in chunks: `peel_layer`, each chunk's layer
+    coming off as it arrives (on worker processes when `expected` items reach `min_records`),
+    the whole batch shuffled at `batch` once every chunk is in. The shuffle needs the whole
+    batch, so only the decryption can overlap the transfer; what leaves the hop, and every
+    error, is as `peel_layer`'s, except that a repeated item is reported with its chunk."""
+
+    def __init__(
+        self,
+        private_key: X25519PrivateKey,
+        hop: int,
+        ctx: UnionContext,
+        parallelism: Parallelism,
+        expected: int,
+    ) -> None:
+        if not 0 <= hop < ctx.leader_hop:
+            raise ValueError(f"party hops are 0..{ctx.leader_hop - 1}, got {hop}")
+        peeler = partial(_peel_items, private_key.private_bytes_raw(), hop, astuple(ctx))
+        super().__init__(private_key, hop, ctx, parallelism, expected, peeler)
+
+    def batch(self) -> list[bytes]:
+        out = self.results()
+        secure_shuffle(out)
+        return out
 
 
 def pack_batch(items: Sequence[bytes]) -> bytes:
