@@ -20,9 +20,10 @@ group sizes dummies can equalize) but not at the leader, who sees plaintexts: a 
 innermost key would partition the release by hospital. docs/leakage.md has the full argument.
 
 The per-record leader layer is most of the union's cost, so sealing and opening it can run in
-worker processes (`fedanon.crypto.parallel`); the party layers stay in the caller, keeping one
-ephemeral
-key per owner batch.
+worker processes (`fedanon.crypto.parallel`). The owner draws each party layer's ephemeral key
+once for its batch and its workers seal every layer of their share of the items in one pass
+(`OuterLayers`); a hop peels its layer chunk by chunk as its input arrives (`ChunkedPeel`, on
+its workers), so only its shuffle waits for the whole batch.
 """
 
 from __future__ import annotations
@@ -150,8 +151,12 @@ def _layer_cipher(shared: bytes, epk: bytes, hop: _Hop) -> AESGCM:
     the aad, which is framed and comes last, and the aad carries the session id, so the key is
     bound to the session, round, hop, route length, ephemeral key and recipient.
     """
-    info = _LABEL + epk + hop.info_tail
-    return AESGCM(hashlib.sha256(shared + _X963_COUNTER + info).digest())
+    return AESGCM(_layer_key(shared, epk, hop))
+
+
+def _layer_key(shared: bytes, epk: bytes, hop: _Hop) -> bytes:
+    """The layer's AES-256 key (`_layer_cipher`)."""
+    return hashlib.sha256(shared + _X963_COUNTER + _LABEL + epk + hop.info_tail).digest()
 
 
 def _new_ephemeral(hop: _Hop) -> tuple[AESGCM, bytes]:
@@ -173,6 +178,23 @@ def _inner(kind: int, record: bytes, record_size: int) -> bytes:
     return _INNER_HEADER.pack(kind, len(record)) + record + padding
 
 
+#: The party layers of one owner's batch, innermost first: (hop, AES-256 key, ephemeral public
+#: key), one ephemeral key per hop for the whole batch. Plain values, so that the workers that
+#: seal the leader's layer seal these too (the owner's own processes: the keys stay with it).
+OuterLayers = tuple[tuple[int, bytes, bytes], ...]
+
+
+def _outer_layers(ctx: UnionContext) -> OuterLayers:
+    """A fresh ephemeral key per party hop for one owner batch, as the layers' keys."""
+    layers = []
+    for index in range(ctx.leader_hop - 1, -1, -1):
+        hop = _Hop.of(ctx, index)
+        ephemeral = X25519PrivateKey.generate()
+        epk = ephemeral.public_key().public_bytes_raw()
+        layers.append((index, _layer_key(ephemeral.exchange(hop.public_key), epk, hop), epk))
+    return tuple(layers)
+
+
 #: An ephemeral key generated ahead of its use, with its public half's bytes.
 AheadKey = tuple[X25519PrivateKey, bytes]
 
@@ -188,8 +210,10 @@ def _seal_innermost(
     items: Sequence[bytes],
     keys: list[AheadKey] | None = None,
     ready: list[tuple[bytes, bytes]] | None = None,
+    outer: OuterLayers = (),
 ) -> list[bytes]:
-    """The leader's layer on each item, under a fresh ephemeral key per item.
+    """The leader's layer on each item, under a fresh ephemeral key per item, then `outer`'s
+    party layers over it (all of an owner's layers in one pass, where the items are).
 
     `ready` are keys already exchanged with this route's leader key, as (public half, X25519
     secret) from `prepare_leader_ephemeral`; `keys` are ephemeral keys generated beforehand
@@ -199,6 +223,7 @@ def _seal_innermost(
     """
     ctx = UnionContext(*context)
     leader = _Hop.of(ctx, ctx.leader_hop)
+    wraps = [(AESGCM(key), epk, ctx.aad(index)) for index, key, epk in outer]
     sealed = []
     for item in items:
         if ready:
@@ -209,13 +234,17 @@ def _seal_innermost(
             cipher = _layer_cipher(ephemeral.exchange(leader.public_key), epk, leader)
         else:
             cipher, epk = _new_ephemeral(leader)
-        sealed.append(_seal_item(cipher, epk, item, leader.aad))
+        item = _seal_item(cipher, epk, item, leader.aad)
+        for layer, layer_epk, aad in wraps:
+            item = _seal_item(layer, layer_epk, item, aad)
+        sealed.append(item)
     return sealed
 
 
-#: Seals the leader layer of items (context as plain values, items) in input order: by default
-#: `_seal_innermost` spread by a `Parallelism`; a daemon's idle key workers are another.
-LeaderLayer = Callable[[_ContextFields, list[bytes]], list[bytes]]
+#: Seals the leader layer of items, then the party layers (context as plain values, items, the
+#: party layers), in input order: by default `_seal_innermost` spread by a `Parallelism`; a
+#: daemon's idle key workers are another.
+LeaderLayer = Callable[[_ContextFields, list[bytes], OuterLayers], list[bytes]]
 
 
 def prepare_leader_ephemeral(
@@ -261,17 +290,14 @@ def seal_records(
                 "at least every party's record count"
             )
         items.extend(_inner(_DUMMY, b"", ctx.record_size) for _ in range(pad_to - len(items)))
+    context, outer = astuple(ctx), _outer_layers(ctx)
     ready = list(prepared[: len(items)])
-    sealed = _seal_innermost(astuple(ctx), items[: len(ready)], ready=ready)
+    sealed = _seal_innermost(context, items[: len(ready)], ready=ready, outer=outer)
     rest = items[len(sealed) :]
     if leader_layer is not None:
-        sealed += leader_layer(astuple(ctx), rest)
+        sealed += leader_layer(context, rest, outer)
     else:
-        sealed += parallelism.map(partial(_seal_innermost, astuple(ctx)), rest)
-    for index in range(ctx.leader_hop - 1, -1, -1):
-        hop = _Hop.of(ctx, index)
-        cipher, epk = _new_ephemeral(hop)
-        sealed = [_seal_item(cipher, epk, item, hop.aad) for item in sealed]
+        sealed += parallelism.map(partial(_seal_innermost, context, outer=outer), rest)
     return sealed
 
 

@@ -50,7 +50,8 @@ _PRELOAD = ["__main__", "fedanon.crypto.onion_union"]
 
 
 def default_workers() -> int:
-    """One worker per CPU, capped: beyond that the union's serial rest (party layers) dominates."""
+    """One worker per CPU, capped: beyond that the union's serial rest (the transfers between
+    hops, each hop's shuffle) dominates."""
     return min(os.cpu_count() or 1, DEFAULT_MAX_WORKERS)
 
 

@@ -184,7 +184,15 @@ def _output(
     if request.phase != pb.UNION_PHASE_COLLECT:
         raise ValueError("unknown union phase")
     ctx = role.context(session_id, request.ref.iteration, request.record_size)
-    return role.seal(records, ctx, request.pad_to or None)
+    began = time.perf_counter()
+    sealed = role.seal(records, ctx, request.pad_to or None)
+    log.info(
+        "union collect at hop %d: sealed %d items in %.3f s",
+        session.position,
+        len(sealed),
+        time.perf_counter() - began,
+    )
+    return sealed
 
 
 def _strip(session: RingSession, request: pb.UnionRequest) -> list[bytes] | None:

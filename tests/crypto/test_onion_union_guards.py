@@ -229,3 +229,29 @@ def test_peeling_in_chunks_gives_what_peeling_the_whole_batch_gives(
         peeling.add([tampered, sealed[2]])
         with pytest.raises(IntegrityError, match="failed authentication at hop 0"):
             peeling.batch()
+
+
+def test_the_party_layers_are_sealed_where_the_leader_layer_is() -> None:
+    """An owner's sealing runs where its items are, leader layer and party layers in one pass
+    (worker processes, or the daemon's idle key workers): the caller adds no layer of its own
+    to what the sealer returns, and the party layers still share one ephemeral key per hop
+    over the whole batch, however the sealer split it."""
+    parties, leader = _keys(2), _keys(1)[0]
+    ctx = _context([*parties, leader])
+    returned: list[list[bytes]] = []
+
+    def sealer(context: Any, items: list[bytes], outer: Any) -> list[bytes]:
+        halves = [items[: len(items) // 2], items[len(items) // 2 :]]
+        sealed = [s for half in halves for s in _seal_innermost(context, half, outer=outer)]
+        returned.append(sealed)
+        return sealed
+
+    records = [b"r%d" % i for i in range(40)]
+    sealed = seal_records(records, ctx, leader_layer=sealer)
+    assert sealed == returned[0]
+    assert len({item[:32] for item in sealed}) == 1  # hop 0's key: one per owner batch
+    middle = peel_layer(sealed, parties[0], 0, ctx)
+    assert len({item[:32] for item in middle}) == 1  # hop 1's key, likewise
+    assert sorted(open_records(peel_layer(middle, parties[1], 1, ctx), leader, ctx)) == sorted(
+        records
+    )
