@@ -121,18 +121,18 @@ def print_critical_path(
         medians = [statistics.median(r.get(n, 0.0) for r in runs) for n in names]
         print("| leader | " + " | ".join(f"{m:.3f}" for m in medians) + " |")
         print()
-    for mode, runs in hops.items():
-        if not runs or not any(runs[0].values()):
+    for mode, logged in hops.items():
+        if not logged or not any(logged[0].values()):
             continue
         print(f"Per hop, {mode} (median seconds; each party's own log)")
         print()
         print("| hop | " + " | ".join(_HOP_LINES) + " |")
         print("|---|" + "---|" * len(_HOP_LINES))
-        count = max(len(v) for v in runs[0].values())
+        count = max(len(v) for v in logged[0].values())
         for hop in range(count):
             cells = []
             for what in _HOP_LINES:
-                values = [r[what][hop] for r in runs if hop in r[what]]
+                values = [h[what][hop] for h in logged if hop in h[what]]
                 cells.append(f"{statistics.median(values):.3f}" if values else "-")
             print(f"| {hop} | " + " | ".join(cells) + " |")
         print()

@@ -130,13 +130,13 @@ def serve_union(
     forwards = session.successor is not None and servicer.next_stub is not None
     if request.phase == pb.UNION_PHASE_STRIP and forwards:
         began = time.perf_counter()
-        relayed = _forward_strip(servicer, session, request, chunks, chunk_bytes, context)
+        forwarded = _forward_strip(servicer, session, request, chunks, chunk_bytes, context)
         log.info(
             "union strip at hop %d: forwarded in %.3f s (the rest of the ring's pass included)",
             session.position,
             time.perf_counter() - began,
         )
-        return relayed
+        return forwarded
     role.keep_output(request.phase, request.step, chunks)
     relayed = request.phase == pb.UNION_PHASE_STRIP  # the leader fetches it from this hop
     first = [] if relayed or not chunks else chunks[0]
