@@ -310,15 +310,6 @@ def _repeated_item(hop: int) -> IntegrityError:
     return IntegrityError(f"union batch at hop {hop} repeats an item (replayed record)")
 
 
-def _check_batch(
-    batch: Sequence[bytes], private_key: X25519PrivateKey, hop: int, ctx: UnionContext
-) -> None:
-    """Whole-batch checks, made before any item is opened (and before a pool splits the batch)."""
-    _check_key(private_key, hop, ctx)
-    if len(set(batch)) != len(batch):
-        raise _repeated_item(hop)
-
-
 def _stripped(
     batch: Iterable[bytes], private_key: X25519PrivateKey, hop: int, ctx: UnionContext
 ) -> Iterator[bytes]:
