@@ -8,7 +8,9 @@ compared with the centralized one before a number is printed. Reported per mode:
 phase (the leader's report), bytes on the wire (the leader's own union traffic, and every
 message of the session counted once by its sender) and CPU seconds of every process of the run.
 Each session starts from idle daemons whose pools of leader-layer keys are full (`--idle-keys 0`:
-daemons without them).
+daemons without them). Last, the union's critical path: the leader's phases one after the other
+(its report's ``union_seconds``) and, for the layered union, each hop's own seconds from its
+daemon's log (sealing, its STRIP input arriving, its work after the last chunk, forwarding).
 
     .venv/bin/python bench/bench_union_1m.py                      # 1M rows, both modes
     .venv/bin/python bench/bench_union_1m.py --rows 200000 --modes shuffle
@@ -25,7 +27,7 @@ from pathlib import Path
 import pandas as pd
 from bench_distributed import fmt_bytes, rows, wire
 from bench_lkc import blow_up
-from bench_union_modes import tree_cpu
+from bench_union_modes import hop_seconds, log_marks, print_critical_path, tree_cpu
 from machine_info import describe
 
 from fedanon.algorithms.tds.api import anonymize_lkc, build_schema
@@ -79,12 +81,15 @@ def main(argv: list[str] | None = None) -> int:
 
     parts = split_table(table, 3, "random", seed=3)
     results = {}
+    union: dict[str, list[dict[str, float]]] = {}
+    hops: dict[str, list[dict[str, dict[int, float]]]] = {}
     with federation(parts, args.taxonomy, rpc_seconds=600.0, idle_keys=args.idle_keys) as fed:
         for mode in args.modes.split(","):
             if args.idle_keys != 0 and not fed.wait_idle_keys(timeout=900):
                 print("the daemons' idle key pools did not fill within 900 s", file=sys.stderr)
                 return 1
             daemons = [d.process.pid for d in fed.daemons if d.process is not None]
+            marks = log_marks(fed)
             daemon_cpu = sum(tree_cpu(pid) for pid in daemons)
             cpu_began = time.process_time()
             out = work / f"{mode}.csv"
@@ -102,6 +107,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{mode}: the release differs from the centralized one", file=sys.stderr)
                 return 1
             results[mode] = (report, cpu)
+            union[mode] = [report["union_seconds"]]
+            hops[mode] = [hop_seconds(fed, marks)]
             print(f"{mode}: {report['seconds']['total']:.1f} s", flush=True)
 
     print()
@@ -131,6 +138,7 @@ def main(argv: list[str] | None = None) -> int:
             f"| {mode} | {w['iterations']} | {fmt_bytes(leader['sent'].get('union', 0))} | "
             f"{fmt_bytes(leader['received'].get('union', 0))} | {fmt_bytes(w['union_wire'])} |"
         )
+    print_critical_path(union, hops)
     return 0
 
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
 import statistics
 import subprocess
@@ -36,6 +37,7 @@ import tempfile
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 from bench_distributed import lkc_job, rows
@@ -63,6 +65,73 @@ def tree_cpu(pid: int) -> float:
         return 0.0
     ticks = sum(int(f) for f in fields[11:15])  # utime, stime, cutime, cstime
     return ticks / os.sysconf("SC_CLK_TCK") + sum(tree_cpu(child) for child in children)
+
+
+# The party daemons' log lines on their own part of a layered union (party/ring.py).
+_HOP_LINES = {
+    "seal": re.compile(r"union collect at hop (\d+): sealed \d+ items in ([\d.]+) s"),
+    "input arrived over": re.compile(r"union strip at hop (\d+): .* arrived in ([\d.]+) s"),
+    "peel + shuffle after the last chunk": re.compile(
+        r"union strip at hop (\d+): .* peeled and shuffled ([\d.]+) s after the last"
+    ),
+    "forward (rest of ring incl.)": re.compile(
+        r"union strip at hop (\d+): forwarded in ([\d.]+) s"
+    ),
+}
+
+
+def log_marks(fed: Federation) -> list[int]:
+    """Where each daemon's log ends now: `hop_seconds` reads what a run adds after it."""
+    return [d.log.stat().st_size if d.log.exists() else 0 for d in fed.daemons]
+
+
+def hop_seconds(fed: Federation, marks: list[int]) -> dict[str, dict[int, float]]:
+    """Each hop's own seconds of a layered union, from what the daemons logged since `marks`:
+    sealing its records (COLLECT), its STRIP input arriving, its work after the last chunk,
+    and its forwarding (which waits for the rest of the ring)."""
+    found: dict[str, dict[int, float]] = {what: {} for what in _HOP_LINES}
+    for daemon, mark in zip(fed.daemons, marks, strict=True):
+        with daemon.log.open("rb") as log:
+            log.seek(mark)
+            text = log.read().decode(errors="replace")
+        for what, pattern in _HOP_LINES.items():
+            for match in pattern.finditer(text):
+                found[what][int(match.group(1))] = float(match.group(2))
+    return found
+
+
+def print_critical_path(
+    union: dict[str, list[dict[str, float]]], hops: dict[str, list[dict[str, dict[int, float]]]]
+) -> None:
+    """The union's critical path per mode (medians over the rounds): the leader's phases, one
+    after the other, then each hop's own part of the layered union (party logs)."""
+    print()
+    print("Union critical path (median seconds): the leader's phases, in order")
+    print()
+    for mode, runs in union.items():
+        if not runs:
+            continue
+        names = list(runs[0])
+        print(f"| {mode} | " + " | ".join(names) + " |")
+        print("|---|" + "---|" * len(names))
+        medians = [statistics.median(r.get(n, 0.0) for r in runs) for n in names]
+        print("| leader | " + " | ".join(f"{m:.3f}" for m in medians) + " |")
+        print()
+    for mode, logged in hops.items():
+        if not logged or not any(logged[0].values()):
+            continue
+        print(f"Per hop, {mode} (median seconds; each party's own log)")
+        print()
+        print("| hop | " + " | ".join(_HOP_LINES) + " |")
+        print("|---|" + "---|" * len(_HOP_LINES))
+        count = max(len(v) for v in logged[0].values())
+        for hop in range(count):
+            cells = []
+            for what in _HOP_LINES:
+                values = [h[what][hop] for h in logged if hop in h[what]]
+                cells.append(f"{statistics.median(values):.3f}" if values else "-")
+            print(f"| {hop} | " + " | ".join(cells) + " |")
+        print()
 
 
 def fedanon_command() -> list[str]:
@@ -111,9 +180,9 @@ def children_cpu() -> float:
 
 def whole_process(
     args: argparse.Namespace, fed: Federation, work: Path, mode: str, r: int
-) -> tuple[float, float, Path, dict[str, float]]:
+) -> tuple[float, float, Path, dict[str, Any]]:
     """One run as its own process: wall seconds, CPU seconds (child + daemons), release path
-    and the leader's phase seconds from its JSON report (empty for the centralized run)."""
+    and the leader's JSON report (empty for the centralized run)."""
     if mode == "centralized":
         out = work / f"{mode}-{r}.csv"
         command = [
@@ -138,7 +207,7 @@ def whole_process(
     if done.returncode != 0:
         raise SystemExit(f"{mode}: exit {done.returncode}: {done.stderr.strip()[-500:]}")
     report = json.loads(done.stdout)
-    return wall, cpu, out, report["seconds"] if mode != "centralized" else {}
+    return wall, cpu, out, report if mode != "centralized" else {}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -179,6 +248,8 @@ def main(argv: list[str] | None = None) -> int:
     wall: dict[str, list[float]] = {m: [] for m in MODES}
     cpu: dict[str, list[float]] = {m: [] for m in MODES}
     phases: dict[str, list[dict[str, float]]] = {m: [] for m in MODES[1:]}
+    union: dict[str, list[dict[str, float]]] = {m: [] for m in MODES[1:]}
+    hops: dict[str, list[dict[str, dict[int, float]]]] = {m: [] for m in MODES[1:]}
     reference: dict[str, Counter[tuple[str, ...]]] = {}
 
     def check_release(out: Path, mode: str, r: int) -> bool:
@@ -194,12 +265,15 @@ def main(argv: list[str] | None = None) -> int:
         settle(fed, args)
         for r in range(args.repeat):
             for mode in MODES:
+                marks = log_marks(fed)
                 if args.whole_process:
-                    w, c, out, seconds = whole_process(args, fed, work, mode, r)
+                    w, c, out, report = whole_process(args, fed, work, mode, r)
                     wall[mode].append(w)
                     cpu[mode].append(c)
-                    if seconds:
-                        phases[mode].append(seconds)
+                    if report:
+                        phases[mode].append(report["seconds"])
+                        union[mode].append(report["union_seconds"])
+                        hops[mode].append(hop_seconds(fed, marks))
                     if not check_release(out, mode, r):
                         return 1
                     continue
@@ -222,6 +296,8 @@ def main(argv: list[str] | None = None) -> int:
                     )
                     report = run_lkc(job)
                     phases[mode].append(report["seconds"])
+                    union[mode].append(report["union_seconds"])
+                    hops[mode].append(hop_seconds(fed, marks))
                 wall[mode].append(time.perf_counter() - began)
                 settle(fed, args)
                 cpu[mode].append(
@@ -255,6 +331,7 @@ def main(argv: list[str] | None = None) -> int:
             f"| {mode} | {w:.3f} | " + " | ".join(split) + f" | {c:.3f} | "
             f"{w / central:.1f}x | {c / central_cpu:.1f}x |"
         )
+    print_critical_path(union, hops)
     return 0
 
 

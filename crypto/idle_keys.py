@@ -34,6 +34,7 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PublicKey
 
 from fedanon.crypto.onion_union import (
     AheadKey,
+    OuterLayers,
     _ContextFields,
     _seal_innermost,
     new_ahead_key,
@@ -95,12 +96,15 @@ class _Worker:
         """Forget the keys prepared for a session (they are bound to its leader key)."""
         self.leader, self.leader_bytes, self.target, self.ready = None, b"", 0, []
 
-    def seal(self, context: _ContextFields, items: list[bytes]) -> tuple[list[bytes], int, int]:
-        """The items' leader layer; how many keys came prepared and from the stock."""
+    def seal(
+        self, context: _ContextFields, items: list[bytes], outer: OuterLayers = ()
+    ) -> tuple[list[bytes], int, int]:
+        """The items' leader layer, `outer`'s party layers over it; how many keys came
+        prepared and from the stock."""
         if self.leader_bytes != context[2][-1]:
             self.drop_prepared()  # prepared for another leader key: never used
         ready, stock = len(self.ready), len(self.stock)
-        sealed = _seal_innermost(context, items, self.stock, self.ready)
+        sealed = _seal_innermost(context, items, self.stock, self.ready, outer)
         self.target = 0  # the union has its keys: prepare no more
         return sealed, ready - len(self.ready), stock - len(self.stock)
 
@@ -230,13 +234,16 @@ class IdleKeyWorkers:
         with its leader's union key, split over the workers as `seal` will split the items."""
         self._tell("prepare", leader_key, -(-count // max(len(self._commands), 1)))
 
-    def seal(self, context: _ContextFields, items: Sequence[bytes]) -> list[bytes]:
-        """The leader layer on `items`, in order, split over the workers and their keys."""
+    def seal(
+        self, context: _ContextFields, items: Sequence[bytes], outer: OuterLayers = ()
+    ) -> list[bytes]:
+        """The leader layer on `items` and `outer`'s party layers over it, in order, split over
+        the workers and their keys."""
         with self._lock:
             size = -(-len(items) // len(self._commands)) or 1
             chunks = [list(items[start : start + size]) for start in range(0, len(items), size)]
             for pipe, chunk in zip(self._commands, chunks, strict=False):
-                pipe.send(("seal", context, chunk))
+                pipe.send(("seal", context, chunk, outer))
             sealed: list[bytes] = []
             errors: list[Exception] = []
             self.last_keys = (0, 0)

@@ -20,9 +20,10 @@ group sizes dummies can equalize) but not at the leader, who sees plaintexts: a 
 innermost key would partition the release by hospital. docs/leakage.md has the full argument.
 
 The per-record leader layer is most of the union's cost, so sealing and opening it can run in
-worker processes (`fedanon.crypto.parallel`); the party layers stay in the caller, keeping one
-ephemeral
-key per owner batch.
+worker processes (`fedanon.crypto.parallel`). The owner draws each party layer's ephemeral key
+once for its batch and its workers seal every layer of their share of the items in one pass
+(`OuterLayers`); a hop peels its layer chunk by chunk as its input arrives (`ChunkedPeel`, on
+its workers), so only its shuffle waits for the whole batch.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import struct
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import astuple, dataclass
 from functools import partial
+from typing import Self
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
@@ -149,8 +151,12 @@ def _layer_cipher(shared: bytes, epk: bytes, hop: _Hop) -> AESGCM:
     the aad, which is framed and comes last, and the aad carries the session id, so the key is
     bound to the session, round, hop, route length, ephemeral key and recipient.
     """
-    info = _LABEL + epk + hop.info_tail
-    return AESGCM(hashlib.sha256(shared + _X963_COUNTER + info).digest())
+    return AESGCM(_layer_key(shared, epk, hop))
+
+
+def _layer_key(shared: bytes, epk: bytes, hop: _Hop) -> bytes:
+    """The layer's AES-256 key (`_layer_cipher`)."""
+    return hashlib.sha256(shared + _X963_COUNTER + _LABEL + epk + hop.info_tail).digest()
 
 
 def _new_ephemeral(hop: _Hop) -> tuple[AESGCM, bytes]:
@@ -172,6 +178,23 @@ def _inner(kind: int, record: bytes, record_size: int) -> bytes:
     return _INNER_HEADER.pack(kind, len(record)) + record + padding
 
 
+#: The party layers of one owner's batch, innermost first: (hop, AES-256 key, ephemeral public
+#: key), one ephemeral key per hop for the whole batch. Plain values, so that the workers that
+#: seal the leader's layer seal these too (the owner's own processes: the keys stay with it).
+OuterLayers = tuple[tuple[int, bytes, bytes], ...]
+
+
+def _outer_layers(ctx: UnionContext) -> OuterLayers:
+    """A fresh ephemeral key per party hop for one owner batch, as the layers' keys."""
+    layers = []
+    for index in range(ctx.leader_hop - 1, -1, -1):
+        hop = _Hop.of(ctx, index)
+        ephemeral = X25519PrivateKey.generate()
+        epk = ephemeral.public_key().public_bytes_raw()
+        layers.append((index, _layer_key(ephemeral.exchange(hop.public_key), epk, hop), epk))
+    return tuple(layers)
+
+
 #: An ephemeral key generated ahead of its use, with its public half's bytes.
 AheadKey = tuple[X25519PrivateKey, bytes]
 
@@ -187,8 +210,10 @@ def _seal_innermost(
     items: Sequence[bytes],
     keys: list[AheadKey] | None = None,
     ready: list[tuple[bytes, bytes]] | None = None,
+    outer: OuterLayers = (),
 ) -> list[bytes]:
-    """The leader's layer on each item, under a fresh ephemeral key per item.
+    """The leader's layer on each item, under a fresh ephemeral key per item, then `outer`'s
+    party layers over it (all of an owner's layers in one pass, where the items are).
 
     `ready` are keys already exchanged with this route's leader key, as (public half, X25519
     secret) from `prepare_leader_ephemeral`; `keys` are ephemeral keys generated beforehand
@@ -198,6 +223,7 @@ def _seal_innermost(
     """
     ctx = UnionContext(*context)
     leader = _Hop.of(ctx, ctx.leader_hop)
+    wraps = [(AESGCM(key), epk, ctx.aad(index)) for index, key, epk in outer]
     sealed = []
     for item in items:
         if ready:
@@ -208,13 +234,17 @@ def _seal_innermost(
             cipher = _layer_cipher(ephemeral.exchange(leader.public_key), epk, leader)
         else:
             cipher, epk = _new_ephemeral(leader)
-        sealed.append(_seal_item(cipher, epk, item, leader.aad))
+        item = _seal_item(cipher, epk, item, leader.aad)
+        for layer, layer_epk, aad in wraps:
+            item = _seal_item(layer, layer_epk, item, aad)
+        sealed.append(item)
     return sealed
 
 
-#: Seals the leader layer of items (context as plain values, items) in input order: by default
-#: `_seal_innermost` spread by a `Parallelism`; a daemon's idle key workers are another.
-LeaderLayer = Callable[[_ContextFields, list[bytes]], list[bytes]]
+#: Seals the leader layer of items, then the party layers (context as plain values, items, the
+#: party layers), in input order: by default `_seal_innermost` spread by a `Parallelism`; a
+#: daemon's idle key workers are another.
+LeaderLayer = Callable[[_ContextFields, list[bytes], OuterLayers], list[bytes]]
 
 
 def prepare_leader_ephemeral(
@@ -260,17 +290,14 @@ def seal_records(
                 "at least every party's record count"
             )
         items.extend(_inner(_DUMMY, b"", ctx.record_size) for _ in range(pad_to - len(items)))
+    context, outer = astuple(ctx), _outer_layers(ctx)
     ready = list(prepared[: len(items)])
-    sealed = _seal_innermost(astuple(ctx), items[: len(ready)], ready=ready)
+    sealed = _seal_innermost(context, items[: len(ready)], ready=ready, outer=outer)
     rest = items[len(sealed) :]
     if leader_layer is not None:
-        sealed += leader_layer(astuple(ctx), rest)
+        sealed += leader_layer(context, rest, outer)
     else:
-        sealed += parallelism.map(partial(_seal_innermost, astuple(ctx)), rest)
-    for index in range(ctx.leader_hop - 1, -1, -1):
-        hop = _Hop.of(ctx, index)
-        cipher, epk = _new_ephemeral(hop)
-        sealed = [_seal_item(cipher, epk, item, hop.aad) for item in sealed]
+        sealed += parallelism.map(partial(_seal_innermost, context, outer=outer), rest)
     return sealed
 
 
@@ -281,15 +308,6 @@ def _check_key(private_key: X25519PrivateKey, hop: int, ctx: UnionContext) -> No
 
 def _repeated_item(hop: int) -> IntegrityError:
     return IntegrityError(f"union batch at hop {hop} repeats an item (replayed record)")
-
-
-def _check_batch(
-    batch: Sequence[bytes], private_key: X25519PrivateKey, hop: int, ctx: UnionContext
-) -> None:
-    """Whole-batch checks, made before any item is opened (and before a pool splits the batch)."""
-    _check_key(private_key, hop, ctx)
-    if len(set(batch)) != len(batch):
-        raise _repeated_item(hop)
 
 
 def _stripped(
@@ -320,16 +338,26 @@ def _stripped(
             ) from None
 
 
+def _peel_items(
+    private_key: bytes, hop: int, context: _ContextFields, items: Sequence[bytes]
+) -> list[bytes]:
+    """Layer `hop` off each item, in order (no shuffle): a hop's strip as a worker runs it,
+    the key as raw bytes and the context as plain values."""
+    key = X25519PrivateKey.from_private_bytes(private_key)
+    return list(_stripped(items, key, hop, UnionContext(*context)))
+
+
 def peel_layer(
-    batch: Sequence[bytes], private_key: X25519PrivateKey, hop: int, ctx: UnionContext
+    batch: Sequence[bytes],
+    private_key: X25519PrivateKey,
+    hop: int,
+    ctx: UnionContext,
+    parallelism: Parallelism = SEQUENTIAL,
 ) -> list[bytes]:
     """Party role at `hop`: strip this party's layer from the whole batch and shuffle it."""
-    if not 0 <= hop < ctx.leader_hop:
-        raise ValueError(f"party hops are 0..{ctx.leader_hop - 1}, got {hop}")
-    _check_batch(batch, private_key, hop, ctx)
-    out = list(_stripped(batch, private_key, hop, ctx))
-    secure_shuffle(out)
-    return out
+    with ChunkedPeel(private_key, hop, ctx, parallelism, len(batch)) as peeling:
+        peeling.add(batch)
+        return peeling.batch()
 
 
 def _open_innermost(
@@ -370,7 +398,44 @@ def open_records(
         return opening.records()
 
 
-class ChunkedOpen:
+class _ChunkedLayer:
+    """One layer off a batch that arrives in chunks: the whole-batch checks made as each chunk
+    arrives (the key before any, a repeated item as soon as its chunk is in), each chunk's
+    work started at once on `parallelism`'s worker processes (overlapping the transfer of the
+    next chunk), the results in input order at `results`."""
+
+    def __init__(
+        self,
+        private_key: X25519PrivateKey,
+        hop: int,
+        ctx: UnionContext,
+        parallelism: Parallelism,
+        expected: int,
+        work: Callable[[Sequence[bytes]], list[bytes]],
+    ) -> None:
+        _check_key(private_key, hop, ctx)
+        self._stream = Stream(parallelism, work, expected)
+        self._seen: set[bytes] = set()
+        self._hop = hop
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._stream.close()
+
+    def add(self, chunk: Sequence[bytes]) -> None:
+        before = len(self._seen)
+        self._seen.update(chunk)
+        if len(self._seen) != before + len(chunk):
+            raise _repeated_item(self._hop)
+        self._stream.add(list(chunk))
+
+    def results(self) -> list[bytes]:
+        return self._stream.results()
+
+
+class ChunkedOpen(_ChunkedLayer):
     """Leader role, for a final batch that arrives in chunks: `open_records`, each chunk's
     opening started as it arrives (`add`, overlapping the transfer of the next chunk), the
     records at `records`. Same records, order and errors as `open_records`, except that a
@@ -384,27 +449,37 @@ class ChunkedOpen:
         parallelism: Parallelism,
         expected: int,
     ) -> None:
-        _check_key(private_key, ctx.leader_hop, ctx)
         opener = partial(_open_innermost, private_key.private_bytes_raw(), astuple(ctx))
-        self._stream = Stream(parallelism, opener, expected)
-        self._seen: set[bytes] = set()
-        self._hop = ctx.leader_hop
-
-    def __enter__(self) -> ChunkedOpen:
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self._stream.close()
-
-    def add(self, chunk: Sequence[bytes]) -> None:
-        before = len(self._seen)
-        self._seen.update(chunk)
-        if len(self._seen) != before + len(chunk):
-            raise _repeated_item(self._hop)
-        self._stream.add(list(chunk))
+        super().__init__(private_key, ctx.leader_hop, ctx, parallelism, expected, opener)
 
     def records(self) -> list[bytes]:
-        return self._stream.results()
+        return self.results()
+
+
+class ChunkedPeel(_ChunkedLayer):
+    """Party role at `hop`, for a batch that arrives in chunks: `peel_layer`, each chunk's layer
+    coming off as it arrives (on worker processes when `expected` items reach `min_records`),
+    the whole batch shuffled at `batch` once every chunk is in. The shuffle needs the whole
+    batch, so only the decryption can overlap the transfer; what leaves the hop, and every
+    error, is as `peel_layer`'s, except that a repeated item is reported with its chunk."""
+
+    def __init__(
+        self,
+        private_key: X25519PrivateKey,
+        hop: int,
+        ctx: UnionContext,
+        parallelism: Parallelism,
+        expected: int,
+    ) -> None:
+        if not 0 <= hop < ctx.leader_hop:
+            raise ValueError(f"party hops are 0..{ctx.leader_hop - 1}, got {hop}")
+        peeler = partial(_peel_items, private_key.private_bytes_raw(), hop, astuple(ctx))
+        super().__init__(private_key, hop, ctx, parallelism, expected, peeler)
+
+    def batch(self) -> list[bytes]:
+        out = self.results()
+        secure_shuffle(out)
+        return out
 
 
 def pack_batch(items: Sequence[bytes]) -> bytes:

@@ -37,7 +37,7 @@ from typing import Generic, TypeVar
 
 T = TypeVar("T")
 
-DEFAULT_MAX_WORKERS = 8
+DEFAULT_MAX_WORKERS = 16
 DEFAULT_MIN_RECORDS = 4096
 # Several chunks per worker, so a worker slowed down by other load does not hold up the rest.
 _TASKS_PER_WORKER = 4
@@ -50,7 +50,9 @@ _PRELOAD = ["__main__", "fedanon.crypto.onion_union"]
 
 
 def default_workers() -> int:
-    """One worker per CPU, capped: beyond that the union's serial rest (party layers) dominates."""
+    """One worker per CPU, capped: beyond that the union's serial rest (the transfers between
+    hops, each hop's shuffle) dominates; up to it, the leader's opening (the union's last
+    phase, when no party works) uses every core."""
     return min(os.cpu_count() or 1, DEFAULT_MAX_WORKERS)
 
 

@@ -59,7 +59,7 @@ Example::
     union_seconds = 600              # deadline of a union phase (encryption of every record)
     [union]
     workers = 0                      # processes opening the union's records: 0 = one per CPU
-                                     # (at most 8), 1 = none
+                                     # (at most 16), 1 = none
     min_records = 4096               # fewer records are opened in-process
     pad_to = 0                       # > 0: every party pads its union batch with dummies to
                                      # this many items, hiding its record count (must be at

@@ -43,6 +43,7 @@ from fedanon.errors import FedanonError
 from fedanon.federation.chunks import split
 from fedanon.federation.keyshares import new_share, union_route
 from fedanon.leader.federation import Traffic, describe_rpc_error
+from fedanon.leader.kind import PhaseTimer
 from fedanon.leader.ring_settings import RingSettings
 from fedanon.leader.session import Session
 from fedanon.protos import fedanon_v1_pb2 as pb
@@ -208,6 +209,7 @@ def run_union(
     suppressed: Sequence[int] = (),
     on_phase: Callable[[str], None] | None = None,
     on_counts: Callable[[dict[str, int]], None] | None = None,
+    seconds: dict[str, float] | None = None,
 ) -> list[list[str]]:
     """Integrate the release: returns the records (as lists of column values), shuffled.
 
@@ -220,7 +222,33 @@ def run_union(
     what the leader learns anyway: the number of sealed items, never a party's share of them.
     `on_counts` hears each party's record count only when the job reveals it to the leader (no
     ``union_pad_to``: the batch sizes are the counts); with padding it is never called.
+    `seconds` receives the union's critical path as the leader sees it, in seconds per phase
+    (layered: measure, collect, strip (the ring's whole pass, hop after hop), open (the fetch
+    of the peeled batch and its opening); shuffle: measure, share, each step, open). Each party
+    logs its own hop's part of the strip.
     """
+    timer = PhaseTimer()
+    try:
+        return _run_union(
+            session, keys, traffic, settings, round_, suppressed, on_phase, on_counts, timer
+        )
+    finally:
+        if seconds is not None:
+            seconds.update(timer.rounded())
+
+
+def _run_union(
+    session: Session,
+    keys: UnionKeys,
+    traffic: Traffic,
+    settings: RingSettings,
+    round_: int,
+    suppressed: Sequence[int],
+    on_phase: Callable[[str], None] | None,
+    on_counts: Callable[[dict[str, int]], None] | None,
+    timer: PhaseTimer,
+) -> list[list[str]]:
+    """`run_union`, each phase timed by `timer`."""
     rpc_seconds, union_seconds = settings.rpc_seconds, settings.union_seconds
     pad_to, mode, chunk_bytes = (
         settings.union_pad_to,
@@ -231,20 +259,8 @@ def run_union(
     show = on_phase or (lambda _text: None)
     ref = session.ref(round_)
     show(f"union: measure: {len(session.ring)} parties measure their records")
-    sizes = session.fan_out(
-        "union (measure)",
-        lambda n, s: s.Union(
-            pb.UnionRequest(
-                ref=ref,
-                phase=pb.UNION_PHASE_MEASURE,
-                pad_to=pad_to,
-                suppressed=suppressed,
-                chunk_bytes=chunk_bytes,
-            ),
-            timeout=rpc_seconds,
-        ),
-        rpc_seconds,
-    )
+    with timer.phase("measure"):
+        sizes = _measure(session, ref, pad_to, suppressed, chunk_bytes, rpc_seconds)
     record_size = max(r.record_size for r in sizes.values())
     show(f"union: measure: done; records of {record_size:,} bytes")
     calls = _Calls(session, ref, chunk_bytes, union_seconds)
@@ -253,7 +269,9 @@ def run_union(
         if pad_to == 0 and on_counts is not None:
             on_counts(dict(zip(session.ring, block_sizes, strict=True)))
         show(f"union: {len(session.ring)} parties shuffle {sum(block_sizes):,} shared records")
-        shuffled = _shuffle_union(session, keys, traffic, calls, record_size, block_sizes, show)
+        shuffled = _shuffle_union(
+            session, keys, traffic, calls, record_size, block_sizes, show, timer
+        )
         show(f"union: open: done; {len(shuffled):,} records")
         return _decoded(shuffled)
     parallelism.start()
@@ -265,9 +283,10 @@ def run_union(
         suppressed=suppressed,
     )
     show(f"union: collect: {len(session.ring)} parties seal their records in layers")
-    batches = session.fan_out(
-        "union (collect)", lambda n, s: calls.exchange(n, collect), union_seconds
-    )
+    with timer.phase("collect"):
+        batches = session.fan_out(
+            "union (collect)", lambda n, s: calls.exchange(n, collect), union_seconds
+        )
     items = [item for name in session.ring for item in batches[name][0]]
     if pad_to == 0 and on_counts is not None:
         on_counts({name: len(batches[name][0]) for name in session.ring})
@@ -283,22 +302,24 @@ def run_union(
         with ChunkedOpen(keys.private_key, ctx, parallelism, len(items)) as opening:
             deadline = calls.deadline()  # the ring's pass and the fetch: one phase
             show(f"union: strip: {len(session.ring)} parties peel {len(items):,} items in turn")
-            stripped, sent, received = _ring_call(calls, strip, items, deadline)
+            with timer.phase("strip"):
+                stripped, sent, received = _ring_call(calls, strip, items, deadline)
             traffic.add("union", sent, received)
             show("union: strip: done")
             show(f"union: opening {len(items):,} peeled items as they arrive from {last}")
-            try:
-                peeled, sent, received = calls.gather(
-                    last, stripped, pb.UNION_PHASE_STRIP, 0, deadline, on_chunk=opening.add
-                )
-            except grpc.RpcError as exc:
-                raise describe_rpc_error(exc, last, "union (fetch the peeled batch)") from exc
-            traffic.add("union", sent, received)
-            if len(peeled) != len(items):
-                raise FedanonError(
-                    f"{last} returned {len(peeled):,} peeled items, not the {len(items):,} sent"
-                )
-            plain = opening.records()
+            with timer.phase("open"):
+                try:
+                    peeled, sent, received = calls.gather(
+                        last, stripped, pb.UNION_PHASE_STRIP, 0, deadline, on_chunk=opening.add
+                    )
+                except grpc.RpcError as exc:
+                    raise describe_rpc_error(exc, last, "union (fetch the peeled batch)") from exc
+                traffic.add("union", sent, received)
+                if len(peeled) != len(items):
+                    raise FedanonError(
+                        f"{last} returned {len(peeled):,} peeled items, not the {len(items):,} sent"
+                    )
+                plain = opening.records()
             show(f"union: opening: done; {len(plain):,} records")
     except FedanonError:
         raise  # a party's failure or a count check (a ValueError too): already names its cause
@@ -341,9 +362,10 @@ def _shuffle_union(
     record_size: int,
     block_sizes: list[int],
     show: Callable[[str], None],
+    timer: PhaseTimer,
 ) -> list[bytes]:
     """The shuffle mode's phases; returns the real records in the shuffled order. `show`
-    hears each phase's start and end."""
+    hears each phase's start and end, `timer` times each."""
     ring, n = session.ring, len(session.ring)
     ref = calls.ref
     ctx = ShuffleContext(
@@ -362,9 +384,10 @@ def _shuffle_union(
         block_sizes=block_sizes,
     )
     show(f"union: share: {n} parties secret-share their records")
-    owned = session.fan_out(
-        "union (share)", lambda name, _: calls.exchange(name, share), calls.timeout
-    )
+    with timer.phase("share"):
+        owned = session.fan_out(
+            "union (share)", lambda name, _: calls.exchange(name, share), calls.timeout
+        )
     traffic.add("union", sum(o[1] for o in owned.values()), sum(o[2] for o in owned.values()))
     expected = {
         name: ctx.chunk_count(block_sizes[o]) if o >= 2 else 0 for o, name in enumerate(ring)
@@ -380,7 +403,8 @@ def _shuffle_union(
             first: session.pool.submit(calls.exchange, first, step),
             second: session.pool.submit(calls.exchange, second, step, incoming),
         }
-        moved = session.gather(f"union (shuffle step {t})", futures, calls.timeout)
+        with timer.phase(f"step {t + 1}"):
+            moved = session.gather(f"union (shuffle step {t})", futures, calls.timeout)
         outputs = {}
         for name, (output, sent, received) in moved.items():
             outputs[name] = output
@@ -392,7 +416,8 @@ def _shuffle_union(
     shares = outputs[first] + outputs[second]
     show(f"union: open: {len(shares):,} chunks of the shuffled shares")
     try:
-        return open_shuffled(shares, ctx)
+        with timer.phase("open"):
+            return open_shuffled(shares, ctx)
     except (FedanonError, ValueError) as exc:
         raise FedanonError(f"union: the shuffled shares are invalid: {exc}") from exc
 
@@ -403,3 +428,28 @@ def _expect_items(outputs: dict[str, list[bytes]], counts: dict[str, int], phase
             raise FedanonError(
                 f"union ({phase}): party {name} sent {len(outputs[name])} items, expected {count}"
             )
+
+
+def _measure(
+    session: Session,
+    ref: pb.SessionRef,
+    pad_to: int,
+    suppressed: Sequence[int],
+    chunk_bytes: int,
+    rpc_seconds: float,
+) -> dict[str, pb.UnionReply]:
+    """MEASURE at every party at once: each one's padded record size (and count, unpadded)."""
+    return session.fan_out(
+        "union (measure)",
+        lambda n, s: s.Union(
+            pb.UnionRequest(
+                ref=ref,
+                phase=pb.UNION_PHASE_MEASURE,
+                pad_to=pad_to,
+                suppressed=suppressed,
+                chunk_bytes=chunk_bytes,
+            ),
+            timeout=rpc_seconds,
+        ),
+        rpc_seconds,
+    )

@@ -27,7 +27,7 @@ Example::
     wait_next_hop_seconds = 0      # > 0: refuse to start unless the next hop answers by then
     [union]
     workers = 0                    # processes sealing the union's records: 0 = one per CPU
-                                   # (at most 8), 1 = none
+                                   # (at most 16), 1 = none
     min_records = 4096             # fewer records are sealed in-process
     [limits]
     max_message_mb = 128           # largest request accepted at all (1 to 2047; at least twice

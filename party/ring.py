@@ -11,6 +11,7 @@ party role (keys, sealing, stripping, the shuffle) is party/union.py's ``UnionRo
 from __future__ import annotations
 
 import logging
+import time
 from typing import cast
 
 import grpc
@@ -105,20 +106,37 @@ def serve_union(
             session.bytes_sent += reply.ByteSize()
             return reply
         chunk_bytes = chunk_bytes_of(request, servicer.max_message_bytes)
-        items = role.inbox.receive(
-            request.phase, request.step, request.chunk, max(request.chunks, 1), list(request.items)
-        )
-        if items is None:
-            return pb.UnionReply()  # more of the input to come
-        if request.phase == pb.UNION_PHASE_MEASURE:
-            return _measure(session, request)
-        output = _output(session, request, items, chunk_bytes)
+        if request.phase == pb.UNION_PHASE_STRIP:
+            stripped = _strip(session, request)
+            if stripped is None:
+                return pb.UnionReply()  # more of the input to come
+            output = stripped
+        else:
+            items = role.inbox.receive(
+                request.phase,
+                request.step,
+                request.chunk,
+                max(request.chunks, 1),
+                list(request.items),
+            )
+            if items is None:
+                return pb.UnionReply()  # more of the input to come
+            if request.phase == pb.UNION_PHASE_MEASURE:
+                return _measure(session, request)
+            output = _output(session, request, items, chunk_bytes)
     except (FedanonError, CryptoError, ValueError) as exc:
         servicer.reject(context, exc, grpc.StatusCode.FAILED_PRECONDITION, "union: ")
     chunks = split(output, chunk_bytes)
     forwards = session.successor is not None and servicer.next_stub is not None
     if request.phase == pb.UNION_PHASE_STRIP and forwards:
-        return _forward_strip(servicer, session, request, chunks, chunk_bytes, context)
+        began = time.perf_counter()
+        forwarded = _forward_strip(servicer, session, request, chunks, chunk_bytes, context)
+        log.info(
+            "union strip at hop %d: forwarded in %.3f s (the rest of the ring's pass included)",
+            session.position,
+            time.perf_counter() - began,
+        )
+        return forwarded
     role.keep_output(request.phase, request.step, chunks)
     relayed = request.phase == pb.UNION_PHASE_STRIP  # the leader fetches it from this hop
     first = [] if relayed or not chunks else chunks[0]
@@ -163,16 +181,48 @@ def _output(
             tuple(request.block_sizes),
             chunk_bytes,
         )
-    ctx = role.context(session_id, request.ref.iteration, request.record_size)
-    if request.phase == pb.UNION_PHASE_COLLECT:
-        return role.seal(records, ctx, request.pad_to or None)
-    if request.phase != pb.UNION_PHASE_STRIP:
+    if request.phase != pb.UNION_PHASE_COLLECT:
         raise ValueError("unknown union phase")
+    ctx = role.context(session_id, request.ref.iteration, request.record_size)
+    began = time.perf_counter()
+    sealed = role.seal(records, ctx, request.pad_to or None)
+    log.info(
+        "union collect at hop %d: sealed %d items in %.3f s",
+        session.position,
+        len(sealed),
+        time.perf_counter() - began,
+    )
+    return sealed
+
+
+def _strip(session: RingSession, request: pb.UnionRequest) -> list[bytes] | None:
+    """One chunk of STRIP's input, its layer removed as it arrives; the whole batch, shuffled,
+    after the last chunk. The party's log gets the hop's critical path: how long the input took
+    to arrive and how long the hop worked after its last chunk (the rest of the peeling and
+    the shuffle), the part of the ring's pass that is this hop's own."""
+    role = session.union
+    sid = bytes.fromhex(session.session_id)
+    ctx = role.context(sid, request.ref.iteration, request.record_size)
+    chunks = max(request.chunks, 1)
+    now = time.perf_counter()
+    if request.chunk == 0:
+        role.strip_began = now
     try:
-        return role.strip(items, ctx)
+        stripped = role.strip_chunk(request.chunk, chunks, list(request.items), ctx)
     except CryptoError as exc:  # name who handed over the batch: the culprit, not this hop
         sender = session.predecessor or "the leader"
         raise type(exc)(f"the batch {sender} sent: {exc}") from None
+    if stripped is not None:
+        log.info(
+            "union strip at hop %d: %d items in %d chunks arrived in %.3f s, peeled and "
+            "shuffled %.3f s after the last",
+            session.position,
+            len(stripped),
+            chunks,
+            now - role.strip_began,
+            time.perf_counter() - now,
+        )
+    return stripped
 
 
 def _forward_strip(

@@ -119,3 +119,4 @@ class RingSession(SessionBase, ABC):
     def close(self) -> None:
         super().close()
         self.union.stop_preparing()
+        self.union.stop_stripping()

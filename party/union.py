@@ -28,7 +28,7 @@ import pandas as pd
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from fedanon.crypto.idle_keys import IdleKeyWorkers
-from fedanon.crypto.onion_union import UnionContext, peel_layer, seal_records
+from fedanon.crypto.onion_union import ChunkedPeel, UnionContext, seal_records
 from fedanon.crypto.parallel import Parallelism
 from fedanon.crypto.prepared_keys import PreparedLeaderKeys
 from fedanon.crypto.sealed_total import SealedTotalChannel
@@ -42,6 +42,8 @@ log = logging.getLogger(__name__)
 # Bound on the chunks of one phase's input: with `chunk_bytes` per chunk, far above any
 # release, and it keeps a wrong count from holding the party's memory open-ended.
 MAX_INPUT_CHUNKS = 1 << 16
+# The batch size from which a hop peels on worker processes (`UnionRole._peel_parallelism`).
+PEEL_MIN_RECORDS = 1 << 17
 
 
 def record_bytes(table: pd.DataFrame) -> list[bytes]:
@@ -123,6 +125,8 @@ class UnionRole:
         self._records: tuple[int, list[bytes]] | None = None
         self._prepared: PreparedLeaderKeys | None = None
         self.inbox = Inbox()
+        self._peeling: ChunkedPeel | None = None
+        self.strip_began = 0.0  # when STRIP's first chunk arrived (the party's log only)
         # The last output, for the leader to fetch: (phase, step), its chunks.
         self._outbox: tuple[tuple[int, int], list[list[bytes]]] | None = None
 
@@ -189,8 +193,47 @@ class UnionRole:
             items - prepared - idle,
         )
 
-    def strip(self, items: list[bytes], ctx: UnionContext) -> list[bytes]:
-        return peel_layer(items, self.private_key, self.position, ctx)
+    def strip_chunk(
+        self, chunk: int, chunks: int, items: list[bytes], ctx: UnionContext
+    ) -> list[bytes] | None:
+        """One chunk of STRIP's input: its layer comes off as it arrives, on the party's worker
+        processes (the predecessor sends the next chunk meanwhile); the whole batch, shuffled,
+        once the last chunk is in, else None. The chunks' order is checked as for any phase."""
+        whole = self.inbox.receive(pb.UNION_PHASE_STRIP, 0, chunk, chunks, [])
+        try:
+            if chunk == 0:
+                self.stop_stripping()
+                expected = len(items) * chunks  # every chunk but the last is as full
+                self._peeling = ChunkedPeel(
+                    self.private_key, self.position, ctx, self._peel_parallelism(), expected
+                )
+            if self._peeling is None:
+                raise NotExpected("union strip chunk before the first")
+            self._peeling.add(items)
+            if whole is None:
+                return None
+            return self._peeling.batch()
+        except BaseException:
+            self.stop_stripping()
+            raise
+        finally:
+            if whole is not None:
+                self.stop_stripping()
+
+    def _peel_parallelism(self) -> Parallelism:
+        """The party's worker processes for peeling, from `PEEL_MIN_RECORDS` items on: a party
+        layer costs an item one AES-GCM decryption, a small fraction of the leader layer's key
+        exchange that `min_records` is set for, so a pool started for the strip pays for itself
+        only on a far larger batch (on Adult, 45,222 items, a pool per hop made the union
+        slower on two cores)."""
+        workers, least = self.parallelism.workers, self.parallelism.min_records
+        return Parallelism(workers, max(least, PEEL_MIN_RECORDS))
+
+    def stop_stripping(self) -> None:
+        """End a strip in progress (its worker processes with it)."""
+        peeling, self._peeling = self._peeling, None
+        if peeling is not None:
+            peeling.__exit__()
 
     def share(
         self,

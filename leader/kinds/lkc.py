@@ -202,6 +202,7 @@ def run_lkc(
             ).run(source)
         show(f"specialize: done; {source.iteration} iterations")
 
+        union_seconds: dict[str, float] = {}
         with timer.phase("union"):
             rows = run_union(
                 session,
@@ -212,6 +213,7 @@ def run_lkc(
                 result.suppressed_partitions.tolist(),
                 on_phase,
                 on_counts=revealed.update,
+                seconds=union_seconds,
             )
         show(f"union: done; {len(rows):,} records")
 
@@ -256,6 +258,7 @@ def run_lkc(
                 "union_mode": job.union_mode,
                 "iterations": source.iteration,
                 "seconds": timer.rounded(),
+                "union_seconds": union_seconds,
                 "leader_bytes": {"sent": traffic.sent, "received": traffic.received},
                 "party_bytes": {
                     n: {"sent": r.bytes_sent, "received": r.bytes_received}

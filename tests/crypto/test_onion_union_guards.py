@@ -21,6 +21,7 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from fedanon.crypto.errors import IntegrityError, WireFormatError
 from fedanon.crypto.onion_union import (
     ChunkedOpen,
+    ChunkedPeel,
     UnionContext,
     _seal_innermost,
     open_records,
@@ -195,3 +196,62 @@ def test_opening_in_chunks_refuses_a_repeat_the_wrong_key_and_a_bad_item() -> No
         opening.add([tampered, stripped[2]])
         with pytest.raises(IntegrityError, match="failed authentication"):
             opening.records()
+
+
+@pytest.mark.parametrize("parallelism", [Parallelism(2, 1), Parallelism(1)])
+def test_peeling_in_chunks_gives_what_peeling_the_whole_batch_gives(
+    parallelism: Parallelism,
+) -> None:
+    """A hop peels its input chunk by chunk (on worker processes or not) and shuffles the whole:
+    the next hop and the leader open the same records as after a one-piece peel, the order
+    is shuffled, and the hop's checks hold with chunks as without."""
+    parties, leader = _keys(2), _keys(1)[0]
+    ctx = _context([*parties, leader])
+    records = [b"r%d" % i for i in range(60)]
+    sealed = seal_records(records, ctx, pad_to=70)
+    with ChunkedPeel(parties[0], 0, ctx, parallelism, len(sealed)) as peeling:
+        for start in range(0, 70, 25):
+            peeling.add(sealed[start : start + 25])
+        first = peeling.batch()
+    assert sorted(open_records(peel_layer(first, parties[1], 1, ctx), leader, ctx)) == sorted(
+        records
+    )
+    assert sorted(first) == sorted(peel_layer(sealed, parties[0], 0, ctx))
+    with pytest.raises(ValueError, match="not the route's key"):
+        ChunkedPeel(parties[1], 0, ctx, parallelism, 70)
+    with ChunkedPeel(parties[0], 0, ctx, parallelism, 70) as peeling:
+        peeling.add(sealed[:2])
+        with pytest.raises(IntegrityError, match="repeats an item"):
+            peeling.add([sealed[0]])
+    tampered = sealed[1][:-1] + bytes([sealed[1][-1] ^ 1])
+    with ChunkedPeel(parties[0], 0, ctx, parallelism, 3) as peeling:
+        peeling.add([sealed[0]])
+        peeling.add([tampered, sealed[2]])
+        with pytest.raises(IntegrityError, match="failed authentication at hop 0"):
+            peeling.batch()
+
+
+def test_the_party_layers_are_sealed_where_the_leader_layer_is() -> None:
+    """An owner's sealing runs where its items are, leader layer and party layers in one pass
+    (worker processes, or the daemon's idle key workers): the caller adds no layer of its own
+    to what the sealer returns, and the party layers still share one ephemeral key per hop
+    over the whole batch, however the sealer split it."""
+    parties, leader = _keys(2), _keys(1)[0]
+    ctx = _context([*parties, leader])
+    returned: list[list[bytes]] = []
+
+    def sealer(context: Any, items: list[bytes], outer: Any) -> list[bytes]:
+        halves = [items[: len(items) // 2], items[len(items) // 2 :]]
+        sealed = [s for half in halves for s in _seal_innermost(context, half, outer=outer)]
+        returned.append(sealed)
+        return sealed
+
+    records = [b"r%d" % i for i in range(40)]
+    sealed = seal_records(records, ctx, leader_layer=sealer)
+    assert sealed == returned[0]
+    assert len({item[:32] for item in sealed}) == 1  # hop 0's key: one per owner batch
+    middle = peel_layer(sealed, parties[0], 0, ctx)
+    assert len({item[:32] for item in middle}) == 1  # hop 1's key, likewise
+    assert sorted(open_records(peel_layer(middle, parties[1], 1, ctx), leader, ctx)) == sorted(
+        records
+    )

@@ -14,6 +14,8 @@ altered by a server interceptor. Each test names the check it keeps alive:
 
 from __future__ import annotations
 
+import logging
+import re
 from collections.abc import Callable
 from dataclasses import astuple
 from pathlib import Path
@@ -202,3 +204,75 @@ def test_a_party_with_reordered_columns_is_refused_at_the_handshake(
     with pytest.raises(FedanonError, match="handshake: party hospital-2 has columns"):
         _run(small, parts, tmp_path, monkeypatch, {})
     assert not (tmp_path / "release.csv").exists()
+
+
+def test_a_hop_peels_each_strip_chunk_as_it_arrives(
+    small: Dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hop checks and peels STRIP's input chunk by chunk (the decryption overlaps the
+    transfer of the next chunk), so a chunk that repeats an item of an earlier chunk is refused
+    when it arrives: the chunks after it are never sent (a hop that waited for the whole batch
+    took every chunk, then refused it)."""
+    arrived: list[int] = []
+    first: list[bytes] = []
+
+    def repeats_across_chunks(method: str, request: Any, context: Any, inner: Callable) -> Any:
+        if method == "Union" and request.phase == pb.UNION_PHASE_STRIP:
+            arrived.append(request.chunk)
+            if request.chunk == 0:
+                first.append(request.items[0])
+            elif request.chunk == 1:
+                request.items[0] = first[0]
+        return inner(request, context)
+
+    with pytest.raises(
+        FedanonError,
+        match=r"union \(strip\): party hospital-2: union: the batch hospital-1 sent: union "
+        r"batch at hop 1 repeats an item \(replayed record\)",
+    ):
+        _run(
+            small,
+            _parts(small),
+            tmp_path,
+            monkeypatch,
+            {"hospital-2": repeats_across_chunks},
+            union_chunk_bytes=4 << 10,
+        )
+    assert arrived == [0, 1]
+    assert not (tmp_path / "release.csv").exists()
+
+
+def test_the_report_gives_the_unions_critical_path_and_each_hop_logs_its_own(
+    small: Dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: Any
+) -> None:
+    """The leader's report times every union phase it waits on (seconds per phase, in order),
+    and each party's log says how long its strip input took to arrive and how long it worked
+    after the last chunk, hop by hop; the release is the centralized one, its STRIP in
+    several chunks."""
+    caplog.set_level(logging.INFO, logger="fedanon.party.ring")
+    parts = _parts(small)
+    out, report = _run(small, parts, tmp_path, monkeypatch, {}, union_chunk_bytes=4 << 10)
+    assert_same_release(out, report, centralized(small, small.spec(L=2, K=15, C="0.25")))
+    phases = report["union_seconds"]
+    assert list(phases) == ["measure", "collect", "strip", "open"]
+    assert all(s > 0 for s in phases.values())
+    assert sum(phases.values()) <= report["seconds"]["union"]
+    hops = [m for m in caplog.messages if m.startswith("union strip at hop") and "arrived" in m]
+    items = report["records"]
+    assert [h.split(":")[0] for h in hops] == [f"union strip at hop {h}" for h in range(3)]
+    for line in hops:
+        chunks = int(re.search(r"in (\d+) chunks", line).group(1))  # type: ignore[union-attr]
+        assert f": {items} items in" in line and chunks > 1
+    forwarded = [m for m in caplog.messages if "forwarded in" in m]
+    # Hop 1 forwards inside hop 0's forwarding: its line comes first.
+    assert [m.split(":")[0] for m in forwarded] == ["union strip at hop 1", "union strip at hop 0"]
+
+    out, report = _run(small, parts, tmp_path / "shuffle", monkeypatch, {}, union_mode="shuffle")
+    assert list(report["union_seconds"]) == [
+        "measure",
+        "share",
+        "step 1",
+        "step 2",
+        "step 3",
+        "open",
+    ]
