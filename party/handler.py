@@ -25,8 +25,11 @@ from typing import Any
 
 import grpc
 
+from fedanon.crypto.errors import CryptoError
+from fedanon.errors import FedanonError
 from fedanon.party.policy import JobRequest
-from fedanon.party.session_base import SessionBase
+from fedanon.party.ring import join_ring
+from fedanon.party.session_base import RingSession, SessionBase
 from fedanon.party.shell import PartyShell
 from fedanon.protos import fedanon_v1_pb2 as pb
 
@@ -54,3 +57,27 @@ class JobHandler:
     admission: Callable[[pb.OpenSessionRequest, Sequence[str]], JobRequest]
     open: Callable[[PartyShell, pb.OpenSessionRequest], Opened]
     steps: Mapping[str, Step] = field(default_factory=dict)
+
+
+def ring_opened(shell: PartyShell, session: RingSession, fingerprint_items: list[str]) -> Opened:
+    """A ring kind's opened session: the ring joined (its key shares in the reply) and the
+    columns it releases; every ring kind's handshake ends this way."""
+    keys = join_ring(shell, session)
+    reply = pb.OpenSessionReply(columns=session.released_columns, keys=keys)
+    return Opened(session, fingerprint_items, reply)
+
+
+def vector_step(
+    shell: PartyShell,
+    session: SessionBase,
+    request: Any,
+    context: grpc.ServicerContext,
+    run: Callable[[Any], int],
+) -> int:
+    """Run one step whose vector waits for the round's secure sum; its length, the only
+    thing the reply carries. Bytes are counted; a bad request is refused as one line."""
+    session.bytes_received += request.ByteSize()
+    try:
+        return run(request)
+    except (FedanonError, CryptoError, ValueError, IndexError) as exc:
+        shell.reject(context, exc)

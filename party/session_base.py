@@ -81,6 +81,9 @@ class RingSession(SessionBase, ABC):
     servicer calls it without asking which one it is.
     """
 
+    #: The columns this kind releases (set by each kind; the handshake reply names them).
+    released_columns: list[str]
+
     def __init__(self, session_id: str, ring: list[str], me: str, sum_mode: int) -> None:
         if me not in ring:
             raise FedanonError(f"this party ('{me}') is not in the session's ring {ring}")

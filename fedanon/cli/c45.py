@@ -17,6 +17,7 @@ from fedanon.cli.common import (
     check_ring_parties,
     names,
     print_summary,
+    sim_federation,
     split_list,
     step_progress,
 )
@@ -77,7 +78,7 @@ def run_sim_c45(args: argparse.Namespace) -> int:
     from fedanon.atomic import write_json_atomic
     from fedanon.federation.tls import insecure_warning
     from fedanon.leader.kinds.c45 import C45LeaderJob, c45_summary, run_c45
-    from fedanon.leader.sim import federation, split_table
+    from fedanon.leader.sim import split_table
     from fedanon.outputs import CommandOutputs
     from fedanon.readers.table_io import read_table, require_columns
     from fedanon.utility.c45 import C45
@@ -107,14 +108,7 @@ def run_sim_c45(args: argparse.Namespace) -> int:
     parts = split_table(table, args.parties, args.split, args.seed)
     with (
         step_progress("federated C4.5", args.quiet or args.json) as show,
-        federation(
-            parts,
-            None,
-            secure=not args.insecure,
-            workdir=Path(args.workdir) if args.workdir else None,
-            on_phase=show.phase,
-            transport=args.transport,
-        ) as fed,
+        sim_federation(args, parts, None, show) as fed,
     ):
         job = C45LeaderJob(
             parties=fed.hops,

@@ -308,3 +308,30 @@ def print_summary(title: str, rows: list[tuple[str, Any]], as_json: dict[str, An
     if not console.is_terminal:  # a pipe or file has no width: never wrap at rich's default 80
         console.width = 1000
     console.print(table)
+
+
+@contextlib.contextmanager
+def sim_federation(
+    args: argparse.Namespace,
+    parts: list[Any],
+    taxonomy: Any,
+    show: ProgressLine | None = None,
+    **options: Any,
+) -> Iterator[Any]:
+    """The simulated federation a ``sim`` command runs on: one daemon per part, started as the
+    command's ``--insecure``, ``--workdir`` and ``--transport`` say (start-up progress to
+    `show`), stopped with everything it wrote outside the work folder when the block ends."""
+    from pathlib import Path
+
+    from fedanon.leader.sim import federation
+
+    with federation(
+        parts,
+        taxonomy,
+        secure=not args.insecure,
+        workdir=Path(args.workdir) if args.workdir else None,
+        on_phase=show.phase if show is not None else None,
+        transport=args.transport,
+        **options,
+    ) as fed:
+        yield fed

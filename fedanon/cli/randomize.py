@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any
 
 from fedanon.cli.common import (
@@ -18,6 +17,7 @@ from fedanon.cli.common import (
     names,
     per_item_numbers,
     print_summary,
+    sim_federation,
     split_list,
     step_progress,
 )
@@ -276,7 +276,7 @@ def run_sim(args: argparse.Namespace) -> int:
     from fedanon.algorithms.randomization.jobspec import RandomizeSpec
     from fedanon.federation.tls import insecure_warning
     from fedanon.leader.kinds.randomize import RandomizeLeaderJob, run_randomize
-    from fedanon.leader.sim import federation, split_table
+    from fedanon.leader.sim import split_table
     from fedanon.outputs import CommandOutputs
     from fedanon.readers.table_io import read_table
 
@@ -311,14 +311,11 @@ def run_sim(args: argparse.Namespace) -> int:
     central = anonymize_randomize(table, **_method_arguments(args))
     parts = split_table(table, args.parties, args.split, args.split_seed)
     plans: list[Any] = []
-    workdir = Path(args.workdir) if args.workdir else None
     with outputs.writing() as staged:
         # The leader writes the release into the staged temporary; it and the report are
         # renamed onto their targets together once both are complete.
         out = staged.path(args.out) if args.out and not args.keep_at_parties else None
-        with federation(
-            parts, None, secure=not args.insecure, workdir=workdir, transport=args.transport
-        ) as fed:
+        with sim_federation(args, parts, None) as fed:
             job = RandomizeLeaderJob(
                 fed.hops,
                 fed.leader_tls,

@@ -16,6 +16,7 @@ from fedanon.cli.common import (
     check_ring_parties,
     names,
     print_summary,
+    sim_federation,
     split_list,
     step_progress,
 )
@@ -170,7 +171,7 @@ def run_sim_lkc(args: argparse.Namespace) -> int:
     from fedanon.algorithms.tds.api import refuse_dropping_job_columns
     from fedanon.federation.tls import insecure_warning
     from fedanon.leader.kinds.lkc import lkc_summary, run_lkc, spec_from_table, step_text
-    from fedanon.leader.sim import check_job_columns, federation, split_table
+    from fedanon.leader.sim import check_job_columns, split_table
     from fedanon.outputs import CommandOutputs
     from fedanon.readers.table_io import read_table
     from fedanon.taxonomy.loader import load_taxonomy
@@ -196,15 +197,7 @@ def run_sim_lkc(args: argparse.Namespace) -> int:
     parts = split_table(table, args.parties, args.split, args.seed)
     with (
         step_progress("distributed LKC", args.quiet) as show,
-        federation(
-            parts,
-            Path(args.taxonomy),
-            secure=not args.insecure,
-            workdir=Path(args.workdir) if args.workdir else None,
-            on_phase=show.phase,
-            engine=engine,
-            transport=args.transport,
-        ) as fed,
+        sim_federation(args, parts, Path(args.taxonomy), show, engine=engine) as fed,
     ):
         job = fed.leader_job(
             taxonomy,
@@ -231,7 +224,7 @@ def run_sim_drbt(args: argparse.Namespace) -> int:
     from fedanon.algorithms.drbt.projection import check_projection, zscore
     from fedanon.federation.tls import insecure_warning
     from fedanon.leader.kinds.drbt import DRBTLeaderJob, run_drbt
-    from fedanon.leader.sim import federation, split_columns
+    from fedanon.leader.sim import split_columns
     from fedanon.outputs import CommandOutputs
     from fedanon.readers.table_io import read_table, require_columns
     from fedanon.text import as_numbers
@@ -272,14 +265,7 @@ def run_sim_drbt(args: argparse.Namespace) -> int:
             ) from None
     with (
         step_progress("vertical DRBT", args.quiet or args.json) as show,
-        federation(
-            parts,
-            None,
-            secure=not args.insecure,
-            workdir=Path(args.workdir) if args.workdir else None,
-            on_phase=show.phase,
-            transport=args.transport,
-        ) as fed,
+        sim_federation(args, parts, None, show) as fed,
     ):
         job = DRBTLeaderJob(
             parties=fed.hops,

@@ -19,6 +19,7 @@ from fedanon.cli.common import (
     add_sum_mode_option,
     add_transport_option,
     check_ring_parties,
+    sim_federation,
     step_progress,
 )
 from fedanon.cli.kactus import add_kactus_options
@@ -106,7 +107,7 @@ def _run(
     QIDs are filled in here (the class's default: every other column)."""
     from fedanon.algorithms.tabular import validate_columns
     from fedanon.leader.kinds.kactus import KactusLeaderJob, federated_kactus
-    from fedanon.leader.sim import federation, split_table
+    from fedanon.leader.sim import split_table
 
     # Before any daemon starts: the columns, and no cell equal to the marker.
     names = validate_columns(table, given.class_column, qids, given.marker)
@@ -114,14 +115,7 @@ def _run(
     options = replace(given, qids=names, narrow=args.narrow)
     with (
         step_progress("federated kACTUS", True) as show,
-        federation(
-            parts,
-            None,
-            secure=not args.insecure,
-            workdir=Path(args.workdir) if args.workdir else None,
-            on_phase=show.phase,
-            transport=args.transport,
-        ) as fed,
+        sim_federation(args, parts, None, show) as fed,
     ):
         job = KactusLeaderJob(
             parties=fed.hops,

@@ -8,13 +8,10 @@ from __future__ import annotations
 
 import grpc
 
-from fedanon.crypto.errors import CryptoError
-from fedanon.errors import FedanonError
 from fedanon.federation.c45_job import c45_job_from_proto, fingerprint_items
-from fedanon.party.handler import JobHandler, Opened
+from fedanon.party.handler import JobHandler, Opened, ring_opened, vector_step
 from fedanon.party.handlers.c45_session import C45Session
 from fedanon.party.policy import c45_request
-from fedanon.party.ring import join_ring
 from fedanon.party.shell import PartyShell
 from fedanon.protos import fedanon_v1_pb2 as pb
 
@@ -31,12 +28,7 @@ def open_c45(shell: PartyShell, request: pb.OpenSessionRequest) -> Opened:
         shell.config.name,
         request.sum_mode,
     )
-    keys = join_ring(shell, session)
-    return Opened(
-        session,
-        fingerprint_items(request.c45),
-        pb.OpenSessionReply(columns=session.released_columns, keys=keys),
-    )
+    return ring_opened(shell, session, fingerprint_items(request.c45))
 
 
 def c45_count(
@@ -46,12 +38,7 @@ def c45_count(
     context: grpc.ServicerContext,
 ) -> pb.C45CountReply:
     """Count one round's queries over this party's table, for the round's secure sum."""
-    session.bytes_received += request.ByteSize()
-    try:
-        length = session.count(request)
-    except (FedanonError, CryptoError, ValueError, IndexError) as exc:
-        shell.reject(context, exc)
-    reply = pb.C45CountReply(length=length)
+    reply = pb.C45CountReply(length=vector_step(shell, session, request, context, session.count))
     session.bytes_sent += reply.ByteSize()
     return reply
 

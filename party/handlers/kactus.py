@@ -9,13 +9,10 @@ from __future__ import annotations
 
 import grpc
 
-from fedanon.crypto.errors import CryptoError
-from fedanon.errors import FedanonError
 from fedanon.federation.kactus_job import fingerprint_items, kactus_job_from_proto
-from fedanon.party.handler import JobHandler, Opened
+from fedanon.party.handler import JobHandler, Opened, ring_opened, vector_step
 from fedanon.party.handlers.kactus_session import KactusSession
 from fedanon.party.policy import kactus_request
-from fedanon.party.ring import join_ring
 from fedanon.party.shell import PartyShell
 from fedanon.protos import fedanon_v1_pb2 as pb
 
@@ -30,12 +27,7 @@ def open_kactus(shell: PartyShell, request: pb.OpenSessionRequest) -> Opened:
         shell.config.name,
         request.sum_mode,
     )
-    keys = join_ring(shell, session)
-    return Opened(
-        session,
-        fingerprint_items(request.kactus),
-        pb.OpenSessionReply(columns=session.released_columns, keys=keys),
-    )
+    return ring_opened(shell, session, fingerprint_items(request.kactus))
 
 
 def kactus_step(
@@ -45,12 +37,7 @@ def kactus_step(
     context: grpc.ServicerContext,
 ) -> pb.KactusStepReply:
     """Run one step over this party's table (its vector waits for the step's secure sum)."""
-    session.bytes_received += request.ByteSize()
-    try:
-        length = session.step(request)
-    except (FedanonError, CryptoError, ValueError, IndexError) as exc:
-        shell.reject(context, exc)
-    reply = pb.KactusStepReply(length=length)
+    reply = pb.KactusStepReply(length=vector_step(shell, session, request, context, session.step))
     session.bytes_sent += reply.ByteSize()
     return reply
 

@@ -10,10 +10,9 @@ import logging
 
 from fedanon.errors import FedanonError
 from fedanon.federation.lkc_job import lkc_job_from_proto
-from fedanon.party.handler import JobHandler, Opened
+from fedanon.party.handler import JobHandler, Opened, ring_opened
 from fedanon.party.handlers.lkc_session import LKCSession
 from fedanon.party.policy import lkc_request
-from fedanon.party.ring import join_ring
 from fedanon.party.shell import PartyShell
 from fedanon.protos import fedanon_v1_pb2 as pb
 
@@ -36,18 +35,14 @@ def open_lkc(shell: PartyShell, request: pb.OpenSessionRequest) -> Opened:
         request.sum_mode,
         shell.counting,
     )
-    keys = join_ring(shell, session)
+    opened = ring_opened(shell, session, spec.fingerprint_items(schema))
     log.info(
         "session opened (ring position %d of %d)",
         session.position + 1,
         len(session.ring),
         extra={"session": session.session_id[:12], "iteration": 0},
     )
-    return Opened(
-        session,
-        spec.fingerprint_items(schema),
-        pb.OpenSessionReply(columns=session.released_columns, keys=keys),
-    )
+    return opened
 
 
 HANDLER = JobHandler("lkc", LKCSession, lkc_request, open_lkc)

@@ -12,10 +12,9 @@ import grpc
 from fedanon.crypto.errors import CryptoError
 from fedanon.errors import FedanonError
 from fedanon.federation.randomize_job import spec_from_proto
-from fedanon.party.handler import JobHandler, Opened
+from fedanon.party.handler import JobHandler, Opened, ring_opened
 from fedanon.party.handlers.randomize_session import RandomizeSession
 from fedanon.party.policy import randomize_request
-from fedanon.party.ring import join_ring
 from fedanon.party.shell import PartyShell
 from fedanon.protos import fedanon_v1_pb2 as pb
 
@@ -31,12 +30,7 @@ def open_randomize(shell: PartyShell, request: pb.OpenSessionRequest) -> Opened:
         shell.config.name,
         request.sum_mode,
     )
-    keys = join_ring(shell, session)
-    return Opened(
-        session,
-        spec.fingerprint_items(),
-        pb.OpenSessionReply(columns=session.released_columns, keys=keys),
-    )
+    return ring_opened(shell, session, spec.fingerprint_items())
 
 
 def randomize(
