@@ -70,6 +70,8 @@ def leader_deadline(parties: int, rpc_seconds: float = RPC_SECONDS) -> float:
 
 
 # ---------------------------------------------------------------------------- a party dies
+# A killed party in the quick subset: test_faults_phases.py [kill-last-fetch].
+@pytest.mark.slow
 def test_killed_party_aborts_everywhere_and_rerun_succeeds(
     hospital_federation: Federation, hospital_data: Dataset, tmp_path: Path
 ) -> None:
@@ -165,6 +167,9 @@ def test_party_killed_during_union_is_named(
         ensure_running(fed)
 
 
+# A party too slow for its deadline in the quick subset: test_faults_phases.py
+# [trickle-middle-collect] (the same abort path, the same next session).
+@pytest.mark.slow
 def test_hung_party_times_out_and_next_session_starts_at_once(
     hospital_federation: Federation, hospital_data: Dataset, tmp_path: Path
 ) -> None:
