@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from fedanon.errors import FedanonError
-from fedanon.party.errors import NotExpected
+from fedanon.party.errors import NotExpected, ProtocolError
 from fedanon.party.replay import AnswerOnce
 from fedanon.party.sums import SumProtocol
 from fedanon.party.union import UnionRole
@@ -123,3 +123,28 @@ class RingSession(SessionBase, ABC):
         super().close()
         self.union.stop_preparing()
         self.union.stop_stripping()
+
+
+class PendingVectorSession(RingSession, ABC):
+    """A ring session whose own step leaves one vector for the round's secure sum (the c45 and
+    kactus kinds): the next Sum takes it once, and may be as large as it."""
+
+    #: What a Sum without a waiting vector is told, and the kind a Sum's instruction is refused for.
+    NOTHING_PENDING: ClassVar[str]
+    TITLE: ClassVar[str]
+
+    pending: np.ndarray | None = None  # the step's vector, until its Sum
+
+    def sum_request_limit(self) -> int:
+        """The waiting vector (8 bytes a value) plus 64 KiB for the rest of the message."""
+        return 8 * (0 if self.pending is None else self.pending.size) + (1 << 16)
+
+    def contribution(self, request: pb.SumRequest) -> np.ndarray:
+        """The secure sum's input: the vector this iteration's step left (no instruction)."""
+        self.check_ref(request.ref)
+        if self.pending is None:
+            raise NotExpected(self.NOTHING_PENDING)
+        if request.HasField("instruction"):
+            raise ProtocolError(f"a {self.TITLE} sum carries no instruction")
+        vector, self.pending = self.pending, None
+        return vector

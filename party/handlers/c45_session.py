@@ -22,7 +22,7 @@ import pandas as pd
 from fedanon.errors import FedanonError
 from fedanon.federation.c45_job import UNION_ROUND, queries_from_proto
 from fedanon.party.errors import NotExpected, ProtocolError
-from fedanon.party.session_base import RingSession
+from fedanon.party.session_base import PendingVectorSession
 from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.utility.c45_counts import (
     FeatureKinds,
@@ -38,8 +38,11 @@ from fedanon.utility.c45_counts import (
 ITEM_COLUMN = "item"
 
 
-class C45Session(RingSession):
+class C45Session(PendingVectorSession):
     """One party's state for one federated C4.5 session (a ring session like LKC's)."""
+
+    NOTHING_PENDING = "no count queries for this iteration"
+    TITLE = "C4.5"
 
     kind = "c45"
 
@@ -64,11 +67,6 @@ class C45Session(RingSession):
         self.released_columns = [ITEM_COLUMN]
         self.schema: Schema | None = None
         self.oracle: LocalOracle | None = None
-        self.pending: np.ndarray | None = None  # this round's counts, until its Sum
-
-    def sum_request_limit(self) -> int:
-        """The round's vector (8 bytes a count) plus 64 KiB for the rest of the message."""
-        return 8 * (0 if self.pending is None else self.pending.size) + (1 << 16)
 
     def count(self, request: pb.C45CountRequest) -> int:
         """Count round r's queries over this party's table; keep the vector for the Sum."""
@@ -106,16 +104,6 @@ class C45Session(RingSession):
             *(_encode(j, v) for j, values in enumerate(self.domains.values) for v in values),
             *(_encode(-1, c) for c in self.domains.classes),
         ]
-
-    def contribution(self, request: pb.SumRequest) -> np.ndarray:
-        """The secure sum's input: the counts of this round's queries (no instruction)."""
-        self.check_ref(request.ref)
-        if self.pending is None:
-            raise NotExpected("no count queries for this iteration")
-        if request.HasField("instruction"):
-            raise ProtocolError("a C4.5 sum carries no instruction")
-        vector, self.pending = self.pending, None
-        return vector
 
     def release_table(self, suppressed: list[int] | None = None) -> pd.DataFrame:
         """What this party puts into the union (iteration 0 only): its encoded values."""

@@ -22,15 +22,18 @@ import pandas as pd
 from fedanon.algorithms.kactus.federated_party import ENCODE, SUMMED, VALUES, KactusParty
 from fedanon.federation.kactus_job import QID_UNION_ROUND, KactusOptions, step_from_proto
 from fedanon.party.errors import NotExpected, ProtocolError
-from fedanon.party.session_base import RingSession
+from fedanon.party.session_base import PendingVectorSession
 from fedanon.protos import fedanon_v1_pb2 as pb
 
 #: The column of the item unions' one-column tables (an encoded item, as hex text).
 ITEM_COLUMN = "item"
 
 
-class KactusSession(RingSession):
+class KactusSession(PendingVectorSession):
     """One party's state for one federated kACTUS session (a ring session like LKC's)."""
+
+    NOTHING_PENDING = "no summed step at this iteration"
+    TITLE = "kACTUS"
 
     kind = "kactus"
 
@@ -54,11 +57,6 @@ class KactusSession(RingSession):
         )
         self.released_columns = [str(c) for c in table.columns]
         self.last: str | None = None  # the last step run
-        self.pending: np.ndarray | None = None  # a summed step's vector, until its Sum
-
-    def sum_request_limit(self) -> int:
-        """The step's vector (8 bytes a value) plus 64 KiB for the rest of the message."""
-        return 8 * (0 if self.pending is None else self.pending.size) + (1 << 16)
 
     def step(self, request: pb.KactusStepRequest) -> int:
         """Run the next step over this party's table; keep a summed step's vector."""
@@ -77,16 +75,6 @@ class KactusSession(RingSession):
             return 0
         self.pending = vector.astype(np.uint64)
         return int(vector.size)
-
-    def contribution(self, request: pb.SumRequest) -> np.ndarray:
-        """The secure sum's input: the vector of this iteration's step (no instruction)."""
-        self.check_ref(request.ref)
-        if self.pending is None:
-            raise NotExpected("no summed step at this iteration")
-        if request.HasField("instruction"):
-            raise ProtocolError("a kACTUS sum carries no instruction")
-        vector, self.pending = self.pending, None
-        return vector
 
     def release_table(self, suppressed: list[int] | None = None) -> pd.DataFrame:
         """What this party puts into the union at this iteration: its QID texts (iteration
