@@ -75,14 +75,16 @@ def first_difference(ours: Sequence[str], theirs: Sequence[str]) -> str:
 class Session:
     """Stubs to every party for one session; aborts everywhere on failure."""
 
-    def __init__(self, job: SessionJob) -> None:
+    def __init__(self, job: SessionJob, parties: Sequence[Hop] | None = None) -> None:
+        """A session with the job's parties, or with `parties` (a rerun's survivors)."""
+        hops = list(job.parties if parties is None else parties)
         self.job = job
         self.session_id = secrets.token_hex(16)
-        self.ring = [p.name for p in job.parties]
+        self.ring = [p.name for p in hops]
         self.channels: dict[str, Any] = (
-            {p.name: make_channel(p.address, p.name, job.tls) for p in job.parties}
+            {p.name: make_channel(p.address, p.name, job.tls) for p in hops}
             if job.relay_listen is None
-            else relay_channels(job.parties, job.tls, job.relay_listen, job.rpc_seconds)
+            else relay_channels(hops, job.tls, job.relay_listen, job.rpc_seconds)
         )
         self.stubs = {n: pb_grpc.PartyStub(c) for n, c in self.channels.items()}
         self.pool = ThreadPoolExecutor(max_workers=max(2, len(self.ring)))

@@ -302,8 +302,10 @@ def write_party_config(
     lease_seconds: float | None = None,
     idle_keys: int | None = None,
     engine: EngineSettings | None = None,
+    policy: str | None = None,
 ) -> None:
-    """A ``party.toml`` in the documented format, its output directory beside it.
+    """A ``party.toml`` in the documented format, its output directory beside it (`policy`:
+    the body of its ``[policy]`` table, if any).
 
     `lease_seconds` shortens the session lease (tests of a dead leader's recovery); `idle_keys`
     sizes the pool of leader-layer keys made while idle (default: the config file's). A `port`
@@ -341,6 +343,8 @@ def write_party_config(
         lines.append(f"idle_keys = {idle_keys}")
     if engine is not None and engine.name != "local":  # a local Dask cluster in the daemon
         lines += ["[table]", f'engine = "{engine.name}"', f"shards = {engine.shards}"]
+    if policy is not None:
+        lines += ["[policy]", policy]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
@@ -371,6 +375,7 @@ def federation(
     on_phase: Callable[[str], None] | None = None,
     engine: EngineSettings | list[EngineSettings | None] | None = None,
     transport: str = "direct",
+    policy: str | list[str | None] | None = None,
 ) -> Iterator[Federation]:
     """Start one daemon per part (ring order = list order); stop and clean up on exit.
 
@@ -380,7 +385,8 @@ def federation(
     each daemon started and ready): on a busy machine the start-up takes up to a minute.
     `engine` is every party's [table] (default: counting in the daemon); a list gives one per
     party. `transport` ``"outbound"`` starts the leader's relay here first; the daemons dial it
-    and listen on no port.
+    and listen on no port. `policy` is every party's ``[policy]`` table body (default: none;
+    a list gives one per party).
     """
     if transport == "outbound" and not secure:
         raise FedanonError(
@@ -419,6 +425,7 @@ def federation(
             lease_seconds,
             idle_keys,
             engine[i] if isinstance(engine, list) else engine,
+            policy[i] if isinstance(policy, list) else policy,
         )
         daemons.append(Daemon(name, address, config, root / f"{name}.log"))
     leader_tls = (

@@ -53,6 +53,8 @@ Example::
     never_release = ["patient_id"] # columns no job may release, in any form
     job_kinds = ["lkc", "drbt"]    # job kinds served (absent: every kind the daemon knows)
     leader = "leader"              # the leader allowed to ask (same as `leader` above)
+    allow_exclusion = false        # true: an LKC job may rerun without this party if it drops
+                                   # out for good (docs/leakage.md: what that reveals)
 
 Every key is checked against :data:`PARTY_SCHEMA` before use: an unknown key, a wrong type, an
 out-of-range value or a missing file is one error line naming the file and the key. Every range

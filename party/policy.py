@@ -35,7 +35,7 @@ from typing import Any, NoReturn
 
 import grpc
 
-from fedanon.configschema import ConfigError, Integer, Key, Names, Proportion, Table, Text
+from fedanon.configschema import ConfigError, Flag, Integer, Key, Names, Proportion, Table, Text
 from fedanon.errors import FedanonError
 from fedanon.protos import fedanon_v1_pb2 as pb
 
@@ -277,6 +277,7 @@ class Policy:
     release_raw: tuple[str, ...] | None = None
     job_kinds: tuple[str, ...] | None = None  # None: every kind the daemon has a handler for
     leader: str | None = None
+    allow_exclusion: bool = False  # an LKC job may rerun without this party if it drops out
     configured: bool = field(default=True, compare=False)
 
     @classmethod
@@ -294,6 +295,7 @@ class Policy:
             release_raw=None if table["release_raw"] is None else tuple(table["release_raw"]),
             job_kinds=tuple(table["job_kinds"]),
             leader=table["leader"],
+            allow_exclusion=table["allow_exclusion"],
         )
 
     def describe(self) -> str:
@@ -306,7 +308,8 @@ class Policy:
             f"never_release={list(self.never_release)} never_raw={list(self.never_raw)} "
             f"release_raw={list(self.release_raw) if self.release_raw is not None else 'any'} "
             f"job_kinds={list(self.job_kinds) if self.job_kinds is not None else 'any'} "
-            f"leader={self.leader or 'the configured leader'}"
+            f"leader={self.leader or 'the configured leader'} "
+            f"allow_exclusion={str(self.allow_exclusion).lower()}"
         )
 
 
@@ -338,6 +341,7 @@ POLICY_SCHEMA = Table(
         "release_raw": Key(Names()),
         "job_kinds": Key(Names(), default=list(JOB_KINDS)),
         "leader": Key(Text()),
+        "allow_exclusion": Key(Flag(), default=False),
     },
     checks=(_known_kinds, _raw_rules_agree),
 )

@@ -83,6 +83,9 @@ class RingSession(SessionBase, ABC):
 
     #: The columns this kind releases (set by each kind; the handshake reply names them).
     released_columns: list[str]
+    #: False for a rerun without excluded parties (party/exclusion.py): its ring is a roster
+    #: only, the route of the configured next hops broken, so this party forwards nothing.
+    routed: bool = True
 
     def __init__(self, session_id: str, ring: list[str], me: str, sum_mode: int) -> None:
         if me not in ring:

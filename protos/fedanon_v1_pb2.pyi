@@ -236,7 +236,7 @@ class KactusStepReply(_message.Message):
     def __init__(self, length: _Optional[int] = ...) -> None: ...
 
 class OpenSessionRequest(_message.Message):
-    __slots__ = ("ref", "lkc", "drbt", "randomize", "c45", "kactus", "ring", "sum_mode")
+    __slots__ = ("ref", "lkc", "drbt", "randomize", "c45", "kactus", "ring", "sum_mode", "excluded")
     REF_FIELD_NUMBER: _ClassVar[int]
     LKC_FIELD_NUMBER: _ClassVar[int]
     DRBT_FIELD_NUMBER: _ClassVar[int]
@@ -245,6 +245,7 @@ class OpenSessionRequest(_message.Message):
     KACTUS_FIELD_NUMBER: _ClassVar[int]
     RING_FIELD_NUMBER: _ClassVar[int]
     SUM_MODE_FIELD_NUMBER: _ClassVar[int]
+    EXCLUDED_FIELD_NUMBER: _ClassVar[int]
     ref: SessionRef
     lkc: LKCJob
     drbt: DRBTJob
@@ -253,7 +254,8 @@ class OpenSessionRequest(_message.Message):
     kactus: KactusJob
     ring: _containers.RepeatedScalarFieldContainer[str]
     sum_mode: SumMode
-    def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ..., lkc: _Optional[_Union[LKCJob, _Mapping]] = ..., drbt: _Optional[_Union[DRBTJob, _Mapping]] = ..., randomize: _Optional[_Union[RandomizeJob, _Mapping]] = ..., c45: _Optional[_Union[C45Job, _Mapping]] = ..., kactus: _Optional[_Union[KactusJob, _Mapping]] = ..., ring: _Optional[_Iterable[str]] = ..., sum_mode: _Optional[_Union[SumMode, str]] = ...) -> None: ...
+    excluded: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ..., lkc: _Optional[_Union[LKCJob, _Mapping]] = ..., drbt: _Optional[_Union[DRBTJob, _Mapping]] = ..., randomize: _Optional[_Union[RandomizeJob, _Mapping]] = ..., c45: _Optional[_Union[C45Job, _Mapping]] = ..., kactus: _Optional[_Union[KactusJob, _Mapping]] = ..., ring: _Optional[_Iterable[str]] = ..., sum_mode: _Optional[_Union[SumMode, str]] = ..., excluded: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class KeyShare(_message.Message):
     __slots__ = ("holder", "role", "purpose", "share")
@@ -268,7 +270,7 @@ class KeyShare(_message.Message):
     def __init__(self, holder: _Optional[str] = ..., role: _Optional[str] = ..., purpose: _Optional[str] = ..., share: _Optional[bytes] = ...) -> None: ...
 
 class OpenSessionReply(_message.Message):
-    __slots__ = ("party", "fingerprint", "fingerprint_items", "columns", "keys", "attributes", "lease_seconds")
+    __slots__ = ("party", "fingerprint", "fingerprint_items", "columns", "keys", "attributes", "lease_seconds", "allow_exclusion")
     PARTY_FIELD_NUMBER: _ClassVar[int]
     FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
     FINGERPRINT_ITEMS_FIELD_NUMBER: _ClassVar[int]
@@ -276,6 +278,7 @@ class OpenSessionReply(_message.Message):
     KEYS_FIELD_NUMBER: _ClassVar[int]
     ATTRIBUTES_FIELD_NUMBER: _ClassVar[int]
     LEASE_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    ALLOW_EXCLUSION_FIELD_NUMBER: _ClassVar[int]
     party: str
     fingerprint: str
     fingerprint_items: _containers.RepeatedScalarFieldContainer[str]
@@ -283,7 +286,8 @@ class OpenSessionReply(_message.Message):
     keys: _containers.RepeatedCompositeFieldContainer[KeyShare]
     attributes: _containers.RepeatedScalarFieldContainer[str]
     lease_seconds: float
-    def __init__(self, party: _Optional[str] = ..., fingerprint: _Optional[str] = ..., fingerprint_items: _Optional[_Iterable[str]] = ..., columns: _Optional[_Iterable[str]] = ..., keys: _Optional[_Iterable[_Union[KeyShare, _Mapping]]] = ..., attributes: _Optional[_Iterable[str]] = ..., lease_seconds: _Optional[float] = ...) -> None: ...
+    allow_exclusion: bool
+    def __init__(self, party: _Optional[str] = ..., fingerprint: _Optional[str] = ..., fingerprint_items: _Optional[_Iterable[str]] = ..., columns: _Optional[_Iterable[str]] = ..., keys: _Optional[_Iterable[_Union[KeyShare, _Mapping]]] = ..., attributes: _Optional[_Iterable[str]] = ..., lease_seconds: _Optional[float] = ..., allow_exclusion: _Optional[bool] = ...) -> None: ...
 
 class ShareKeysRequest(_message.Message):
     __slots__ = ("ref", "keys", "prepare_union", "prepare_items")

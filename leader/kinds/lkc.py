@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 import pandas as pd
 
 from fedanon.algorithms.tds.api import PRESETS, build_report, resolve_params
-from fedanon.algorithms.tds.engine import LKCEngine, StepInfo
+from fedanon.algorithms.tds.engine import LKCEngine, LKCResult, StepInfo
 from fedanon.algorithms.tds.jobspec import LKCJobSpec
 from fedanon.algorithms.tds.layout import StatsLayout
 from fedanon.algorithms.tds.scores import SCORES
@@ -32,9 +32,10 @@ from fedanon.errors import FedanonError
 from fedanon.federation.config import Hop
 from fedanon.federation.lkc_job import lkc_job_to_proto
 from fedanon.federation.tls import TLSFiles
+from fedanon.leader.exclusion import Attempt, run_excluding
 from fedanon.leader.federation import FederationSource, Traffic
 from fedanon.leader.kind import JobFile, LeaderKind, PhaseTimer, Progress, Report, Row
-from fedanon.leader.ring import open_ring
+from fedanon.leader.ring import RingOpened, open_ring
 from fedanon.leader.ring_settings import RingSettings, ring_settings
 from fedanon.leader.session import Session
 from fedanon.leader.union import run_union
@@ -42,6 +43,7 @@ from fedanon.models.lkc import check_lkc
 from fedanon.outputs import CommandOutputs
 from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.report.summary import seconds_text, summary_rows
+from fedanon.schema import Schema
 from fedanon.taxonomy.files import SensitiveValue, TaxonomyFile
 from fedanon.taxonomy.loader import load_taxonomy
 
@@ -162,7 +164,8 @@ def run_lkc(
     on_step: Callable[[StepInfo], None] | None = None,
     on_phase: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """Run one session; write the release and report; return the report.
+    """Run the job's session (again without parties that dropped out for good, where every
+    party allows it: leader/exclusion.py); write the release and report; return the report.
 
     `on_step` hears every specialization; `on_phase` a line at the start and end of every
     phase (handshake, specialization, each phase of the union, check and write).
@@ -174,54 +177,17 @@ def run_lkc(
     outputs.claim("report", job.report)
     spec = job.spec
     schema = spec.schema(job.taxonomy)
-    revealed: dict[str, int] = {}  # party record counts, only when the union reveals them
-    traffic = Traffic()
-    session = Session(job)
     timer = PhaseTimer()
-    names = ", ".join(f"{hop.name} ({hop.address or 'via the relay'})" for hop in job.parties)
-    show(f"handshake: connecting to {len(job.parties)} parties: {names}")
-    with session:
-        ring = open_ring(
-            session,
-            spec.fingerprint_items(schema),
-            pb.OpenSessionRequest(lkc=lkc_job_to_proto(spec)),
-            job.sum_mode,
-            prepare_union=job.union_mode == "layered",
-            pad_to=job.union_pad_to,
-        )
-        timer.since_start("handshake")
-        show(f"handshake: done; {len(session.ring)} parties agreed on the job and the keys")
-        show("specialize: secure sums of the statistics, one per iteration")
 
-        with timer.phase("specialize"):
-            source = FederationSource(
-                session.session_id, StatsLayout.for_schema(schema), ring.sums, traffic
-            )
-            result = LKCEngine(
-                schema, spec.params, score=spec.score, on_step=on_step, suppress=spec.suppress
-            ).run(source)
-        show(f"specialize: done; {source.iteration} iterations")
+    def attempt(current: Attempt) -> _Attempted:
+        return _attempt(job, current, schema, timer, show, on_step, on_phase)
 
-        union_seconds: dict[str, float] = {}
-        with timer.phase("union"):
-            rows = run_union(
-                session,
-                ring.keys,
-                traffic,
-                job,
-                source.iteration,
-                result.suppressed_partitions.tolist(),
-                on_phase,
-                on_counts=revealed.update,
-                seconds=union_seconds,
-            )
-        show(f"union: done; {len(rows):,} records")
-
-        ended = session.end()
+    done, last = run_excluding(Attempt(list(job.parties)), job, attempt, show)
+    result, session, traffic = done.result, done.session, done.traffic
 
     with timer.phase("check"):
         show("check: LKC-privacy of the integrated release")
-        release = pd.DataFrame(rows, columns=ring.columns)
+        release = pd.DataFrame(done.rows, columns=done.ring.columns)
         sensitive: dict[str, list[str]] = defaultdict(list)
         for s in spec.sensitive:
             sensitive[s.column].append(s.value)
@@ -256,16 +222,17 @@ def run_lkc(
                 "parties": session.ring,
                 "sum_mode": job.sum_mode,
                 "union_mode": job.union_mode,
-                "iterations": source.iteration,
+                "iterations": done.iterations,
                 "seconds": timer.rounded(),
-                "union_seconds": union_seconds,
+                "union_seconds": done.union_seconds,
                 "leader_bytes": {"sent": traffic.sent, "received": traffic.received},
                 "party_bytes": {
                     n: {"sent": r.bytes_sent, "received": r.bytes_received}
-                    for n, r in ended.items()
+                    for n, r in done.ended.items()
                 },
                 "privacy_check": check.to_dict(),
-                "party_records": revealed or None,
+                "party_records": done.revealed or None,
+                **({"excluded": last.excluded, "attempts": last.number} if last.excluded else {}),
                 "output": str(job.out),
                 **job.extra_report,
             }
@@ -273,6 +240,81 @@ def run_lkc(
         if job.report is not None:
             staged.json(job.report, report)
     return report
+
+
+@dataclass
+class _Attempted:
+    """What one finished session of the job produced (leader/exclusion.py's attempt)."""
+
+    session: Session
+    ring: RingOpened
+    result: LKCResult
+    rows: list[list[str]]
+    iterations: int
+    traffic: Traffic
+    ended: dict[str, pb.EndReply]
+    union_seconds: dict[str, float]
+    revealed: dict[str, int]  # party record counts, only when the union reveals them
+
+
+def _attempt(
+    job: LKCLeaderJob,
+    current: Attempt,
+    schema: Schema,
+    timer: PhaseTimer,
+    show: Callable[[str], None],
+    on_step: Callable[[StepInfo], None] | None,
+    on_phase: Callable[[str], None] | None,
+) -> _Attempted:
+    """One session with `current`'s parties, from the handshake to End."""
+    spec = job.spec
+    revealed: dict[str, int] = {}
+    traffic = Traffic()
+    session = Session(job, current.parties)
+    names = ", ".join(f"{hop.name} ({hop.address or 'via the relay'})" for hop in current.parties)
+    show(f"handshake: connecting to {len(current.parties)} parties: {names}")
+    with session, current.watching(session, job.rpc_seconds):
+        ring = open_ring(
+            session,
+            spec.fingerprint_items(schema),
+            pb.OpenSessionRequest(lkc=lkc_job_to_proto(spec), excluded=current.excluded),
+            job.sum_mode,
+            prepare_union=job.union_mode == "layered",
+            pad_to=job.union_pad_to,
+        )
+        current.opened(ring.replies)
+        timer.since_start("handshake")
+        show(f"handshake: done; {len(session.ring)} parties agreed on the job and the keys")
+        show("specialize: secure sums of the statistics, one per iteration")
+
+        with timer.phase("specialize"):
+            source = FederationSource(
+                session.session_id, StatsLayout.for_schema(schema), ring.sums, traffic
+            )
+            result = LKCEngine(
+                schema, spec.params, score=spec.score, on_step=on_step, suppress=spec.suppress
+            ).run(source)
+        show(f"specialize: done; {source.iteration} iterations")
+
+        union_seconds: dict[str, float] = {}
+        with timer.phase("union"):
+            rows = run_union(
+                session,
+                ring.keys,
+                traffic,
+                job,
+                source.iteration,
+                result.suppressed_partitions.tolist(),
+                on_phase,
+                on_counts=revealed.update,
+                seconds=union_seconds,
+            )
+        show(f"union: done; {len(rows):,} records")
+
+        ended = session.end()
+    return _Attempted(
+        session, ring, result, rows, source.iteration, traffic, ended, union_seconds, revealed
+    )
 
 
 def step_text(step: StepInfo) -> str:

@@ -1,0 +1,139 @@
+"""Rerunning an LKC job without parties that dropped out for good (issue #28, item 2).
+
+Why a rerun from scratch, and not SecAgg's recovery: reconstructing a dropped party's mask key
+would let the leader unmask that party's earlier vectors, and carrying on without it would let
+the leader subtract the survivors' totals from the earlier totals at the current cut. A rerun is
+a fresh session among the survivors (new session id: fresh union keys and pairwise masks bound
+to the new session, its rounds and its roster), the specialization from the root cut (the
+longest prefix of the history that is valid for any survivors: validity gets easier as the cut
+gets coarser, and the root is the coarsest) and the shuffle union, whose route the leader
+rebuilds from the survivors alone. The release is then the one the survivors' pooled table
+would get from the centralized algorithm; what the leader can compute beyond it is stated in
+docs/leakage.md ("Exclusion"), which is why every party must opt in (``[policy]
+allow_exclusion``).
+
+The order of recoveries: a party that comes back within its rejoin bound is the rejoin's
+(default); only a failure that ends an attempt is looked at here. The leader then asks every
+party of the attempt for its ``Status``: those that do not answer within ``PROBE_SECONDS`` (or
+the job's deadline, if shorter) have dropped out. A failure of a party that still answers (a
+refusal, a protocol error) is never a reason to exclude anyone: it fails the job as before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+import grpc
+
+from fedanon.federation.config import Hop
+from fedanon.federation.exclusion import MIN_SURVIVORS, SUM_MODE, UNION_MODE
+from fedanon.leader.federation import PartyFailure
+from fedanon.leader.ring_settings import RingSettings
+from fedanon.leader.session import Session
+from fedanon.protos import fedanon_v1_pb2 as pb
+
+#: The longest the leader waits for a party's ``Status`` before counting it as dropped out.
+PROBE_SECONDS = 10.0
+#: The gRPC codes of a party that is gone (its process killed, its host down, or frozen).
+GONE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+
+T = TypeVar("T")
+
+
+class Dropout(PartyFailure):
+    """An attempt failed and `gone` (in ring order) no longer answer; `failure` is the error
+    the attempt met (the job's error if no rerun is allowed)."""
+
+    def __init__(self, failure: PartyFailure, gone: list[str]) -> None:
+        super().__init__(str(failure))
+        self.failure = failure
+        self.gone = gone
+
+
+@dataclass
+class Attempt:
+    """One session of the job: its parties, those excluded before it, and whether every party
+    of it allowed exclusion at its handshake (None until the handshake is done)."""
+
+    parties: list[Hop]
+    excluded: list[str] = field(default_factory=list)
+    number: int = 1
+    allowed: bool | None = None
+
+    def opened(self, replies: Mapping[str, pb.OpenSessionReply]) -> None:
+        """Note the handshake replies: a rerun only if every party allows exclusion."""
+        self.allowed = all(reply.allow_exclusion for reply in replies.values())
+
+    @contextlib.contextmanager
+    def watching(self, session: Session, seconds: float) -> Iterator[None]:
+        """Turn a party failure after the handshake into a :class:`Dropout` naming the parties
+        that no longer answer, if every party allowed exclusion (probed before the session is
+        aborted, so that the probe sees what the failure left)."""
+        try:
+            yield
+        except PartyFailure as failure:
+            if not self.allowed:
+                raise
+            gone = probe(session, min(seconds, PROBE_SECONDS))
+            if not gone:
+                raise
+            raise Dropout(failure, gone) from failure
+
+    def rerun(self, dropout: Dropout, job: RingSettings) -> Attempt:
+        """The next attempt without the parties that dropped out; raises the attempt's failure
+        (with the reason no rerun is possible) where none is."""
+        survivors = [hop for hop in self.parties if hop.name not in dropout.gone]
+        reason = None
+        if job.sum_mode != SUM_MODE or job.union_mode != UNION_MODE:
+            reason = (
+                f'a rerun needs sum_mode = "{SUM_MODE}" and [union] mode = "{UNION_MODE}" '
+                "(no party forwards to a next hop that may be gone)"
+            )
+        elif len(survivors) < MIN_SURVIVORS:
+            reason = f"{len(survivors)} parties would remain, a rerun needs {MIN_SURVIVORS}"
+        if reason is not None:
+            raise PartyFailure(
+                f"{dropout.failure} (no rerun without {', '.join(dropout.gone)}: {reason})"
+            ) from dropout.failure
+        return Attempt(survivors, [*self.excluded, *dropout.gone], self.number + 1)
+
+
+def probe(session: Session, seconds: float) -> list[str]:
+    """The parties of `session` that do not answer ``Status`` within `seconds`, in ring order."""
+    calls = {
+        name: stub.Status.future(pb.StatusRequest(), timeout=seconds)
+        for name, stub in session.stubs.items()
+    }
+    gone = []
+    for name in session.ring:
+        try:
+            calls[name].result()
+        except grpc.RpcError as exc:
+            if exc.code() in GONE:
+                gone.append(name)
+    return gone
+
+
+def run_excluding(
+    first: Attempt,
+    job: RingSettings,
+    attempt: Callable[[Attempt], T],
+    show: Callable[[str], None],
+) -> tuple[T, Attempt]:
+    """Run `attempt` until one finishes; after a :class:`Dropout`, rerun without the parties
+    that dropped out where the job allows it (else its failure is raised). Returns the result
+    and the attempt that produced it."""
+    current = first
+    while True:
+        try:
+            return attempt(current), current
+        except Dropout as dropout:
+            current = current.rerun(dropout, job)
+            show(
+                f"exclusion: {', '.join(dropout.gone)} dropped out ({dropout.failure}); "
+                f"every party allows exclusion: rerunning from the root cut with "
+                f"{len(current.parties)} parties and fresh keys"
+            )

@@ -1,0 +1,148 @@
+"""Rerun without a party that dropped out for good, only where every hospital opted in (#28).
+
+Real daemons over mutual TLS; one is SIGKILLed after an iteration's secure sum, so the next sum
+is the first message that meets it. With every party's ``[policy] allow_exclusion = true`` the
+job reruns among the survivors from the root cut with fresh keys: the release is the
+centralized one of the survivors' pooled table and passes the independent LKC checker. Without
+every party's consent the job fails in one line, as before, and writes nothing; a party that did
+not opt in refuses a rerun whatever the leader does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from fedanon.federation.lkc_job import lkc_job_to_proto
+from fedanon.leader.federation import PartyFailure
+from fedanon.leader.ring import open_ring
+from fedanon.leader.session import Session
+from fedanon.leader.sim import Federation, federation, split_table
+from fedanon.models.lkc import check_lkc
+from fedanon.protos import fedanon_v1_pb2 as pb
+from tests.distributed.conftest import (
+    LEASE_SECONDS,
+    Dataset,
+    assert_same_release,
+    centralized,
+    hospital_dataset,
+    kill_when,
+    load_dataset,
+    make_job,
+    read_release,
+    run_distributed,
+)
+
+PARTIES = 4
+VICTIM = 2  # hospital-3: its predecessor's configured next hop is gone, so no ring survives
+RERUN = {"sum_mode": "pairwise", "union_mode": "shuffle"}
+ALLOW = "allow_exclusion = true"
+
+
+@pytest.fixture(scope="module")
+def data() -> Dataset:
+    return hospital_dataset(1600, seed=11)
+
+
+def _parts(data: Dataset, count: int = PARTIES) -> list[pd.DataFrame]:
+    return split_table(data.table, count, "random", seed=3)
+
+
+@pytest.fixture
+def opted_in(data: Dataset, tmp_path: Path) -> Iterator[Federation]:
+    with federation(
+        _parts(data),
+        data.taxonomy_path,
+        lease_seconds=LEASE_SECONDS,
+        policy=ALLOW,
+        workdir=tmp_path / "fed",
+    ) as fed:
+        yield fed
+
+
+@pytest.fixture
+def one_opted_out(data: Dataset, tmp_path: Path) -> Iterator[Federation]:
+    policies: list[str | None] = [ALLOW] * PARTIES
+    policies[1] = "allow_exclusion = false"
+    with federation(
+        _parts(data),
+        data.taxonomy_path,
+        lease_seconds=LEASE_SECONDS,
+        policy=policies,
+        workdir=tmp_path / "fed",
+    ) as fed:
+        yield fed
+
+
+def test_a_party_killed_for_good_is_excluded_and_the_survivors_release_is_centralized(
+    opted_in: Federation, data: Dataset, tmp_path: Path
+) -> None:
+    """Every party opted in: hospital-3 killed after iteration 2; the job reruns among the other
+    three and its release is the centralized release of their pooled records (not of all four),
+    which passes the LKC checker; the report names the excluded party."""
+    spec = data.spec(L=2, K=8, C="0.6")
+    out = tmp_path / "out.csv"
+    killer = kill_when(opted_in, VICTIM, 2)
+    report = run_distributed(
+        opted_in.hops, opted_in.leader_tls, data, spec, out, on_step=killer, **RERUN
+    )
+    assert killer.fired == [2]
+    assert report["excluded"] == ["hospital-3"]
+    assert report["attempts"] == 2
+    assert report["parties"] == ["hospital-1", "hospital-2", "hospital-4"]
+    parts = _parts(data)
+    survivors = pd.concat([p for i, p in enumerate(parts) if i != VICTIM], ignore_index=True)
+    assert_same_release(
+        out, report, centralized(load_dataset(survivors, data.taxonomy_path, data.drop), spec)
+    )
+    release = read_release(out)
+    assert len(release) == len(survivors) < len(data.table)
+    sensitive: dict[str, list[str]] = {}
+    for s in spec.sensitive:
+        sensitive.setdefault(s.column, []).append(s.value)
+    verdict = check_lkc(release, spec.qids, sensitive, 2, 8, "0.6")
+    assert verdict.ok, verdict.worst
+
+
+def test_without_every_partys_consent_the_job_fails_in_one_line(
+    one_opted_out: Federation, data: Dataset, tmp_path: Path
+) -> None:
+    """hospital-2 did not opt in: the killed party fails the job as before, naming it and the
+    phase, and nothing is written."""
+    spec = data.spec(L=2, K=8, C="0.6")
+    out = tmp_path / "out.csv"
+    with pytest.raises(PartyFailure) as failure:
+        run_distributed(
+            one_opted_out.hops,
+            one_opted_out.leader_tls,
+            data,
+            spec,
+            out,
+            on_step=kill_when(one_opted_out, VICTIM, 2),
+            **RERUN,
+        )
+    message = str(failure.value)
+    assert "\n" not in message
+    assert "hospital-3" in message and "iteration 3" in message
+    assert not out.exists()
+
+
+def test_a_party_that_did_not_opt_in_refuses_a_rerun(
+    one_opted_out: Federation, data: Dataset, tmp_path: Path
+) -> None:
+    """The party enforces its own policy: a handshake that excludes someone is refused by
+    hospital-2 (allow_exclusion = false) whatever the leader knows."""
+    spec = data.spec(L=2, K=8, C="0.6")
+    job = make_job(
+        one_opted_out.hops, one_opted_out.leader_tls, data, spec, tmp_path / "o.csv", **RERUN
+    )
+    request = pb.OpenSessionRequest(lkc=lkc_job_to_proto(spec), excluded=["hospital-9"])
+    schema = spec.schema(data.taxonomy)
+    with (
+        Session(job) as session,
+        pytest.raises(PartyFailure, match=r"party hospital-2 refused.*allow_exclusion = false"),
+    ):
+        open_ring(session, spec.fingerprint_items(schema), request, "pairwise")
