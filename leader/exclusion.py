@@ -67,6 +67,12 @@ class Attempt:
         """Note the handshake replies: a rerun only if every party allows exclusion."""
         self.allowed = all(reply.allow_exclusion for reply in replies.values())
 
+    def united(self) -> None:
+        """The leader holds this attempt's integrated release: a failure from now on (at End)
+        fails the job, since a rerun's release beside this one would reveal the dropped
+        party's generalized records (docs/leakage.md)."""
+        self.allowed = False
+
     @contextlib.contextmanager
     def watching(self, session: Session, seconds: float) -> Iterator[None]:
         """Turn a party failure after the handshake into a :class:`Dropout` naming the parties

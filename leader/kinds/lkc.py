@@ -309,6 +309,7 @@ def _attempt(
                 on_counts=revealed.update,
                 seconds=union_seconds,
             )
+        current.united()
         show(f"union: done; {len(rows):,} records")
 
         ended = session.end()

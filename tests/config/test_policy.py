@@ -241,3 +241,15 @@ def test_policy_raw_keys_load_and_must_not_overlap() -> None:
     assert "release_raw=any" in Policy.from_table(validate({}, POLICY_SCHEMA, "p")).describe()
     with pytest.raises(ConfigError, match="release_raw: column 'age' is also in never_raw"):
         validate({"never_raw": ["age"], "release_raw": ["age"]}, POLICY_SCHEMA, "p")
+
+
+def test_allow_exclusion_is_off_unless_the_policy_turns_it_on() -> None:
+    """``allow_exclusion`` (#28): false when absent (and with no [policy] at all), true only
+    when given, anything but a boolean refused naming the key; the start-up line states it."""
+    assert not Policy.from_table(None).allow_exclusion
+    assert not Policy.from_table(validate({}, POLICY_SCHEMA, "p")).allow_exclusion
+    allowed = Policy.from_table(validate({"allow_exclusion": True}, POLICY_SCHEMA, "p"))
+    assert allowed.allow_exclusion
+    assert "allow_exclusion=true" in allowed.describe()
+    with pytest.raises(ConfigError, match="allow_exclusion"):
+        validate({"allow_exclusion": "yes"}, POLICY_SCHEMA, "p")

@@ -80,6 +80,7 @@ class RecordingFederation:
     contributions: Contributions
     tables: dict[str, pd.DataFrame]
     servicers: dict[str, Any]  # the parties' production servicers, by name
+    servers: dict[str, Any]  # their gRPC servers, by name
 
 
 @contextlib.contextmanager
@@ -122,4 +123,5 @@ def recording_federation(
             contributions,
             dict(zip(names, parts, strict=True)),
             started.servicers,
+            started.servers,
         )

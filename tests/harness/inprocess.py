@@ -58,6 +58,7 @@ class InProcessParties:
     cert_dir: Path
     leader_tls: TLSFiles
     servicers: dict[str, Any]
+    servers: dict[str, grpc.Server]  # a test may stop one for good (a party that dropped out)
 
 
 @contextlib.contextmanager
@@ -119,7 +120,9 @@ def inprocess_parties(
         tls = TLSFiles(
             cert_dir / "ca.crt", cert_dir / f"{LEADER_NAME}.crt", cert_dir / f"{LEADER_NAME}.key"
         )
-        yield InProcessParties(hops, cert_dir, tls, servicers)
+        yield InProcessParties(
+            hops, cert_dir, tls, servicers, dict(zip(names, servers, strict=True))
+        )
     finally:
         for server in servers:
             server.stop(None)
