@@ -10,12 +10,15 @@ not opt in refuses a rerun whatever the leader does.
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
+from fedanon.algorithms.tds.engine import StepInfo
+from fedanon.algorithms.tds.jobspec import LKCJobSpec
 from fedanon.federation.lkc_job import lkc_job_to_proto
 from fedanon.leader.federation import PartyFailure
 from fedanon.leader.ring import open_ring
@@ -100,10 +103,16 @@ def test_a_party_killed_for_good_is_excluded_and_the_survivors_release_is_centra
     )
     release = read_release(out)
     assert len(release) == len(survivors) < len(data.table)
+    _assert_lkc(release, spec)
+
+
+def _assert_lkc(release: pd.DataFrame, spec: LKCJobSpec) -> None:
+    """The independent checker (``fedanon check lkc``'s) passes the release."""
     sensitive: dict[str, list[str]] = {}
     for s in spec.sensitive:
         sensitive.setdefault(s.column, []).append(s.value)
-    verdict = check_lkc(release, spec.qids, sensitive, 2, 8, "0.6")
+    params = spec.params
+    verdict = check_lkc(release, spec.qids, sensitive, params.L, params.K, params.C)
     assert verdict.ok, verdict.worst
 
 
@@ -146,3 +155,47 @@ def test_a_party_that_did_not_opt_in_refuses_a_rerun(
         pytest.raises(PartyFailure, match=r"party hospital-2 refused.*allow_exclusion = false"),
     ):
         open_ring(session, spec.fingerprint_items(schema), request, "pairwise")
+
+
+class KillTwo:
+    """Kill daemon #`first` after iteration 1 of the first attempt and #`second` after
+    iteration 2 of the rerun (the first attempt never reaches its iteration 2's step)."""
+
+    def __init__(self, fed: Federation, first: int, second: int) -> None:
+        self.fed, self.victims, self.killed = fed, [first, second], []
+
+    def __call__(self, step: StepInfo) -> None:
+        if len(self.killed) < 2 and step.iteration == len(self.killed) + 1:
+            victim = self.victims[len(self.killed)]
+            self.fed.stop(self.fed.daemons[victim], signal.SIGKILL)
+            self.killed.append(step.iteration)
+
+
+@pytest.mark.slow
+def test_twenty_parties_two_killed_for_good_finish_among_eighteen(tmp_path: Path) -> None:
+    """20 daemons, all opted in; hospital-5 killed after iteration 1, hospital-14 after
+    iteration 2 of the rerun: three attempts, the release is the centralized one of the 18
+    survivors' pooled records and passes the LKC checker."""
+    count = 20
+    data = hospital_dataset(2400, seed=7)
+    parts = split_table(data.table, count, "random", seed=5)
+    spec = data.spec(L=2, K=8, C="0.6")
+    out = tmp_path / "out.csv"
+    with federation(
+        parts,
+        data.taxonomy_path,
+        lease_seconds=30.0,
+        policy=ALLOW,
+        workdir=tmp_path / "fed",
+    ) as fed:
+        killer = KillTwo(fed, 4, 13)
+        report = run_distributed(
+            fed.hops, fed.leader_tls, data, spec, out, on_step=killer, rpc_seconds=120.0, **RERUN
+        )
+    assert killer.killed == [1, 2]
+    assert report["excluded"] == ["hospital-5", "hospital-14"]
+    assert report["attempts"] == 3
+    survivors = pd.concat([p for i, p in enumerate(parts) if i not in (4, 13)], ignore_index=True)
+    reference = centralized(load_dataset(survivors, data.taxonomy_path, data.drop), spec)
+    assert_same_release(out, report, reference)
+    _assert_lkc(read_release(out), spec)
