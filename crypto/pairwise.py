@@ -12,11 +12,23 @@ Unlike the ring, a party's share is hidden from any coalition that misses at lea
 party: the mask it shares with that party is unknown to the coalition and uniform. The price is
 that the sum is only correct with every roster member present: the leader refuses to combine an
 incomplete or inconsistent set of shares instead of returning a silently wrong total.
+
+Sparse graph (``sparse=True``, as in SecAgg+): each party masks with k = 2*ceil(log2 n) others
+instead of n - 1, so its cost per round grows with log n. The pairs are the edges of a circulant
+graph (every party joined to the k/2 nearest on each side) over an order of the roster drawn
+from the session id and roster, which every party computes alike; the masks still cancel, since
+every edge adds its mask once and subtracts it once. The graph is k-vertex-connected (a Harary
+graph), so a coalition of fewer than k parties, with or without the leader, still sees every
+honest party joined to another honest one by a mask it lacks: it learns only the honest parties'
+sum, as with the complete graph. A coalition of k or more may isolate an honest party
+(docs/leakage.md states the assumption).
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
+import math
 from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
@@ -42,6 +54,7 @@ _HKDF_LABEL = b"fedanon/pairwise-mask/v1"
 _ROSTER_TAG = b"FPR1"
 _INFO_TAG = b"FPI1"
 _SHARE_TAG = b"FPS1"
+_GRAPH_TAG = b"FPG1"
 
 
 def _check_roster(roster: Sequence[str], session_id: bytes) -> tuple[str, ...]:
@@ -60,6 +73,30 @@ def roster_digest(roster: Sequence[str]) -> bytes:
     return hashlib.sha256(pack_frames(_ROSTER_TAG, [n.encode() for n in roster])).digest()
 
 
+def neighbour_count(parties: int) -> int:
+    """The sparse graph's degree k: 2*ceil(log2 n), or n - 1 (every other party) if no less."""
+    k = 2 * math.ceil(math.log2(parties))
+    return parties - 1 if k >= parties - 1 else k
+
+
+def sparse_neighbours(roster: Sequence[str], session_id: bytes) -> dict[str, frozenset[str]]:
+    """Every roster member's mask partners in the sparse graph of (`session_id`, `roster`).
+
+    The roster is ordered by HMAC-SHA256 of each name under a seed hashed from the session id
+    and the roster digest; each party is joined to the k/2 parties before and after it in that
+    order (cyclically), k = :func:`neighbour_count`. Symmetric, every degree k.
+    """
+    roster = _check_roster(roster, session_id)
+    n, k = len(roster), neighbour_count(len(roster))
+    if k == n - 1:
+        return {name: frozenset(roster) - {name} for name in roster}
+    seed = hashlib.sha256(pack_frames(_GRAPH_TAG, [session_id, roster_digest(roster)])).digest()
+    order = sorted(roster, key=lambda name: hmac.new(seed, name.encode(), "sha256").digest())
+    at = {name: i for i, name in enumerate(order)}
+    offsets = [d for d in range(-(k // 2), k // 2 + 1) if d]
+    return {name: frozenset(order[(at[name] + d) % n] for d in offsets) for name in roster}
+
+
 class PairwiseMasker:
     """One party's side: holds its pair secrets for the session and masks its vectors.
 
@@ -74,7 +111,9 @@ class PairwiseMasker:
         peers: Iterable[PeerKey],
         roster: Sequence[str],
         session_id: bytes,
+        sparse: bool = False,
     ) -> None:
+        """`sparse`: mask with this party's neighbours in :func:`sparse_neighbours` only."""
         self.roster = _check_roster(roster, session_id)
         if name not in self.roster:
             raise ValueError(f"{name!r} is not in the roster")
@@ -96,11 +135,12 @@ class PairwiseMasker:
         if missing:
             raise MissingPartyError(f"no key share from {', '.join(missing)}")
         me = self.roster.index(name)
-        # Per other party: +1 if its roster index is higher (we add that mask), else -1, and
-        # the X25519 secret we share with it.
+        partners = sparse_neighbours(self.roster, session_id)[name] if sparse else None
+        # Per partner: +1 if its roster index is higher (we add that mask), else -1, and the
+        # X25519 secret we share with it.
         self._pairs: dict[str, tuple[int, bytes]] = {}
         for j, other in enumerate(self.roster):
-            if j == me:
+            if j == me or (partners is not None and other not in partners):
                 continue
             try:
                 secret = private_key.exchange(X25519PublicKey.from_public_bytes(keys[other]))

@@ -6,7 +6,8 @@ Example::
     taxonomy = "hospital.toml"
     out = "release.csv"
     report = "report.json"
-    sum_mode = "ring"                # or "pairwise" (collusion-resistant)
+    sum_mode = "ring"                # or "pairwise" (collusion-resistant), "sparse" (pairwise,
+                                     # 2*ceil(log2 n) mask partners per party)
     # transport = "outbound"         # parties dial this leader's relay and listen on no port;
     # relay_listen = "0.0.0.0:50050" # then [[parties]] have no address
     allow_two_parties = false        # two parties learn each other's counts from the sums

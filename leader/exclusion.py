@@ -29,7 +29,7 @@ from typing import TypeVar
 import grpc
 
 from fedanon.federation.config import Hop
-from fedanon.federation.exclusion import MIN_SURVIVORS, SUM_MODE, UNION_MODE
+from fedanon.federation.exclusion import MIN_SURVIVORS, SUM_MODES, UNION_MODE
 from fedanon.leader.federation import PartyFailure
 from fedanon.leader.ring_settings import RingSettings
 from fedanon.leader.session import Session
@@ -93,10 +93,10 @@ class Attempt:
         (with the reason no rerun is possible) where none is."""
         survivors = [hop for hop in self.parties if hop.name not in dropout.gone]
         reason = None
-        if job.sum_mode != SUM_MODE or job.union_mode != UNION_MODE:
+        if job.sum_mode not in SUM_MODES or job.union_mode != UNION_MODE:
             reason = (
-                f'a rerun needs sum_mode = "{SUM_MODE}" and [union] mode = "{UNION_MODE}" '
-                "(no party forwards to a next hop that may be gone)"
+                f'a rerun needs sum_mode = "pairwise" or "sparse" and [union] mode = '
+                f'"{UNION_MODE}" (no party forwards to a next hop that may be gone)'
             )
         elif len(survivors) < MIN_SURVIVORS:
             reason = f"{len(survivors)} parties would remain, a rerun needs {MIN_SURVIVORS}"

@@ -172,6 +172,8 @@ MakeSum = Callable[[RingCalls], SumProtocol]
 SUM_PROTOCOLS: dict[str, tuple[pb.SumMode, MakeSum]] = {
     "ring": (pb.SUM_MODE_RING, RingSum.opened),
     "pairwise": (pb.SUM_MODE_PAIRWISE, PairwiseSum.opened),
+    # The leader combines the shares alike; only the parties' mask graph differs.
+    "sparse": (pb.SUM_MODE_PAIRWISE_SPARSE, PairwiseSum.opened),
 }
 
 

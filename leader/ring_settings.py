@@ -18,7 +18,7 @@ from fedanon.federation.chunks import DEFAULT_CHUNK_BYTES, MIB
 from fedanon.federation.config import Hop, union_parallelism
 from fedanon.leader.federation import SUM_PROTOCOLS
 
-SUM_MODES = tuple(SUM_PROTOCOLS)  # "ring", "pairwise"
+SUM_MODES = tuple(SUM_PROTOCOLS)  # "ring", "pairwise", "sparse"
 UNION_MODES = ("layered", "shuffle")
 
 
@@ -41,7 +41,9 @@ class RingSettings:
         accepts that each learns `two_learn` (what the other's share of the global result is),
         a negative padding, or a shuffle union among fewer than three parties."""
         if self.sum_mode not in SUM_PROTOCOLS:
-            raise FedanonError(f"sum_mode '{self.sum_mode}' unknown (choose ring or pairwise)")
+            raise FedanonError(
+                f"sum_mode '{self.sum_mode}' unknown (choose ring, pairwise or sparse)"
+            )
         names = [p.name for p in parties]
         if len(set(names)) != len(names):
             raise FedanonError("a party is listed twice in the ring")

@@ -26,7 +26,7 @@ def routed(shell: PartyShell, request: pb.OpenSessionRequest) -> bool:
             f"a rerun without {', '.join(excluded)}: its policy does not allow exclusion "
             "(allow_exclusion = false)"
         )
-    if request.sum_mode != pb.SUM_MODE_PAIRWISE:
+    if request.sum_mode not in (pb.SUM_MODE_PAIRWISE, pb.SUM_MODE_PAIRWISE_SPARSE):
         raise FedanonError("a rerun without excluded parties needs the pairwise sum")
     if set(excluded) & set(request.ring):
         raise FedanonError("a rerun's ring names a party it excludes")

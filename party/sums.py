@@ -10,7 +10,8 @@ answer, and never which protocol it is.
   reply cannot read it.
 * Pairwise (collusion-resistant): every party is called by the leader and answers it directly
   with its local vector under pairwise masks that cancel in the sum (crypto/pairwise.py); the
-  pairwise keys are drawn at the handshake and verified at ``ShareKeys``.
+  pairwise keys are drawn at the handshake and verified at ``ShareKeys``. The sparse variant
+  (``sum_mode = "sparse"``) masks with 2*ceil(log2 n) neighbours instead of every other party.
 """
 
 from __future__ import annotations
@@ -62,7 +63,9 @@ class SumProtocol(ABC):
     @staticmethod
     def chosen(sum_mode: int) -> SumProtocol:
         """The protocol the job's ``sum_mode`` names (ring unless it asks for pairwise)."""
-        return PairwiseSum() if sum_mode == pb.SUM_MODE_PAIRWISE else RingSum()
+        if sum_mode in (pb.SUM_MODE_PAIRWISE, pb.SUM_MODE_PAIRWISE_SPARSE):
+            return PairwiseSum(sparse=sum_mode == pb.SUM_MODE_PAIRWISE_SPARSE)
+        return RingSum()
 
     def key_shares(
         self, identity: Identity | None, me: str, session_id: bytes
@@ -148,7 +151,9 @@ class RingSum(SumProtocol):
 class PairwiseSum(SumProtocol):
     """Answer the leader directly with the pairwise-masked local vector."""
 
-    def __init__(self) -> None:
+    def __init__(self, sparse: bool = False) -> None:
+        """`sparse`: mask with the session's sparse neighbours only (crypto/pairwise.py)."""
+        self.sparse = sparse
         self.key: X25519PrivateKey | None = None
         self.masker: PairwiseMasker | None = None
 
@@ -169,7 +174,7 @@ class PairwiseSum(SumProtocol):
         peers = verified_peers(keys, PAIRWISE_SUM, sid, ca)
         if self.key is None:
             raise ProtocolError("this party drew no pairwise key for the session")
-        self.masker = PairwiseMasker(me, self.key, peers, session.ring, sid)
+        self.masker = PairwiseMasker(me, self.key, peers, session.ring, sid, self.sparse)
 
     def callers(self, predecessor: str | None, leader: str) -> set[str | None]:
         return {leader}

@@ -12,6 +12,7 @@ class SumMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     SUM_MODE_UNSPECIFIED: _ClassVar[SumMode]
     SUM_MODE_RING: _ClassVar[SumMode]
     SUM_MODE_PAIRWISE: _ClassVar[SumMode]
+    SUM_MODE_PAIRWISE_SPARSE: _ClassVar[SumMode]
 
 class UnionPhase(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -25,6 +26,7 @@ class UnionPhase(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
 SUM_MODE_UNSPECIFIED: SumMode
 SUM_MODE_RING: SumMode
 SUM_MODE_PAIRWISE: SumMode
+SUM_MODE_PAIRWISE_SPARSE: SumMode
 UNION_PHASE_UNSPECIFIED: UnionPhase
 UNION_PHASE_COLLECT: UnionPhase
 UNION_PHASE_STRIP: UnionPhase

@@ -16,5 +16,5 @@ SANITIZE_DEFAULT_WINDOW = 50_000  # ...sanitization.api.DEFAULT_WINDOW
 RULE_SUPPORTS = ("itemset", "antecedent", "apriori")  # fedanon.utility.miner.RULE_SUPPORTS
 MINING_MAX_ITEMSETS = 1_000_000  # fedanon.utility.miner.MAX_ITEMSETS
 CERT_ROLES = ("party", "leader")  # fedanon.crypto.identity.ROLES
-SUM_MODES = ("ring", "pairwise")  # fedanon.leader.config.SUM_MODES
+SUM_MODES = ("ring", "pairwise", "sparse")  # fedanon.leader.config.SUM_MODES
 TRANSPORTS = ("direct", "outbound")  # fedanon.federation.config.TRANSPORTS
