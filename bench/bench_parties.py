@@ -15,6 +15,11 @@ of the largest size to the smallest.
     .venv/bin/python bench/bench_parties.py                                  # 3,10,20; 4,000 rows
     .venv/bin/python bench/bench_parties.py --parties 3,10,20 --rows 4000 --repeat 3
     .venv/bin/python bench/bench_parties.py --rows 0 --L 4 --K 20 --C 0.2    # all of Adult
+    .venv/bin/python bench/bench_parties.py --modes shuffle --sums pairwise,sparse  # masks
+
+``--sums`` compares secure sums side by side (each union mode runs with each sum mode): the
+complete pairwise masks (every party masks with n - 1 others) against the sparse graph's
+2*ceil(log2 n) partners; the leader's CPU seconds of the whole session are shown as well.
 
 The data is read from FEDANON_DATA_DIR (``adult/adult_all.csv``, ``adult/lkc_paper_taxonomy.hchy``).
 """
@@ -32,13 +37,15 @@ import pandas as pd
 from bench_distributed import centralized, machine, rows
 
 from fedanon.leader.kinds.lkc import run_lkc, spec_from_table
+from fedanon.leader.ring_settings import SUM_MODES
 from fedanon.leader.sim import federation, split_table
 from fedanon.readers.datadir import data_dir
 from fedanon.taxonomy.loader import load_taxonomy
 
 MODES = ("layered", "shuffle")
-#: Report phases shown per mode (``seconds`` of the leader's report), then the session total.
-PHASES = ("handshake", "specialize", "union", "total")
+#: Report phases shown per mode (``seconds`` of the leader's report), then the session total
+#: (wall) and the leader process's CPU seconds of the session.
+PHASES = ("handshake", "specialize", "union", "total", "CPU")
 
 
 def slope(sizes: list[int], seconds: list[float]) -> str:
@@ -55,6 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=4000, help="first N rows of Adult (0: all)")
     parser.add_argument("--repeat", type=int, default=3, help="sessions per size and mode")
     parser.add_argument("--modes", default=",".join(MODES), help="union modes, comma-separated")
+    parser.add_argument("--sums", default="ring", help="sum modes, comma-separated")
     parser.add_argument("--L", type=int, default=2)
     parser.add_argument("--K", type=int, default=10)
     parser.add_argument("--C", default="0.5")
@@ -65,10 +73,21 @@ def main(argv: list[str] | None = None) -> int:
         print(f"data not found: {args.data} / {args.taxonomy} (FEDANON_DATA_DIR)", file=sys.stderr)
         return 2
     sizes = sorted({int(p) for p in args.parties.split(",")})
-    modes = [m for m in args.modes.split(",") if m]
-    if not sizes or min(sizes) < 3 or any(m not in MODES for m in modes) or args.repeat < 1:
+    sums = [m for m in args.sums.split(",") if m]
+    unions = [m for m in args.modes.split(",") if m]
+    if not sizes or min(sizes) < 3 or any(m not in MODES for m in unions) or args.repeat < 1:
         print("--parties: sizes of at least 3; --modes: layered,shuffle", file=sys.stderr)
         return 2
+    if not sums or any(m not in SUM_MODES for m in sums):
+        print(f"--sums: of {', '.join(SUM_MODES)}", file=sys.stderr)
+        return 2
+    # One variant per union mode and sum mode, named "union" alone when only the ring sum runs.
+    variants = {
+        (u if sums == ["ring"] else f"{u}+{m}"): {"union_mode": u, "sum_mode": m}
+        for u in unions
+        for m in sums
+    }
+    modes = list(variants)
 
     print(f"machine: {machine()}")
     print(f"command: {' '.join([Path(sys.executable).name, *sys.argv])}")
@@ -96,10 +115,11 @@ def main(argv: list[str] | None = None) -> int:
                     if not fed.wait_idle_keys():
                         print(f"{n} parties: idle key pools not refilled; timing anyway")
                     out = work / f"release-{n}-{mode}-{r}.csv"
-                    job = fed.leader_job(taxonomy, spec, out, union_mode=mode, rpc_seconds=300.0)
-                    began = time.perf_counter()
+                    job = fed.leader_job(taxonomy, spec, out, **variants[mode], rpc_seconds=300.0)
+                    began, cpu_began = time.perf_counter(), time.process_time()
                     report = run_lkc(job)
                     wall = time.perf_counter() - began
+                    cpu = time.process_time() - cpu_began
                     released = pd.read_csv(out, dtype=str, keep_default_na=False)
                     if (
                         rows(released) != reference
@@ -108,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
                         print(f"{n} parties, {mode}: release differs from the centralized one")
                         return 1
                     if r >= 0:
-                        runs[mode].append({**report["seconds"], "total": wall})
+                        runs[mode].append({**report["seconds"], "total": wall, "CPU": cpu})
         for mode in modes:
             seconds[n, mode] = {
                 p: statistics.median(run.get(p, 0.0) for run in runs[mode]) for p in PHASES
@@ -131,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         first, last = seconds[sizes[0], mode]["total"], seconds[sizes[-1], mode]["total"]
         print(
             f"| {mode} | {sizes[-1]} / {sizes[0]} parties | total x{last / first:.2f} "
-            f"(linear would be x{sizes[-1] / sizes[0]:.2f}) | | | | |"
+            f"(linear would be x{sizes[-1] / sizes[0]:.2f}) |" + " |" * len(PHASES)
         )
     return 0
 

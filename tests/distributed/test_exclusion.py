@@ -173,9 +173,10 @@ class KillTwo:
 
 @pytest.mark.slow
 def test_twenty_parties_two_killed_for_good_finish_among_eighteen(tmp_path: Path) -> None:
-    """20 daemons, all opted in; hospital-5 killed after iteration 1, hospital-14 after
-    iteration 2 of the rerun: three attempts, the release is the centralized one of the 18
-    survivors' pooled records and passes the LKC checker."""
+    """20 daemons, all opted in, sparse pairwise masks (10 partners each of 19, then of 18);
+    hospital-5 killed after iteration 1, hospital-14 after iteration 2 of the rerun: three
+    attempts, the release is the centralized one of the 18 survivors' pooled records and passes
+    the LKC checker."""
     count = 20
     data = hospital_dataset(2400, seed=7)
     parts = split_table(data.table, count, "random", seed=5)
@@ -190,7 +191,15 @@ def test_twenty_parties_two_killed_for_good_finish_among_eighteen(tmp_path: Path
     ) as fed:
         killer = KillTwo(fed, 4, 13)
         report = run_distributed(
-            fed.hops, fed.leader_tls, data, spec, out, on_step=killer, rpc_seconds=120.0, **RERUN
+            fed.hops,
+            fed.leader_tls,
+            data,
+            spec,
+            out,
+            on_step=killer,
+            rpc_seconds=120.0,
+            sum_mode="sparse",
+            union_mode="shuffle",
         )
     assert killer.killed == [1, 2]
     assert report["excluded"] == ["hospital-5", "hospital-14"]
