@@ -162,7 +162,8 @@ class KillTwo:
     iteration 2 of the rerun (the first attempt never reaches its iteration 2's step)."""
 
     def __init__(self, fed: Federation, first: int, second: int) -> None:
-        self.fed, self.victims, self.killed = fed, [first, second], []
+        self.fed, self.victims = fed, [first, second]
+        self.killed: list[int] = []
 
     def __call__(self, step: StepInfo) -> None:
         if len(self.killed) < 2 and step.iteration == len(self.killed) + 1:
