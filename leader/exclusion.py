@@ -56,12 +56,12 @@ class Dropout(PartyFailure):
 @dataclass
 class Attempt:
     """One session of the job: its parties, those excluded before it, and whether every party
-    of it allowed exclusion at its handshake (None until the handshake is done)."""
+    of it allowed exclusion (at its handshake; before it, as at the previous attempt's)."""
 
     parties: list[Hop]
     excluded: list[str] = field(default_factory=list)
     number: int = 1
-    allowed: bool | None = None
+    allowed: bool = False
 
     def opened(self, replies: Mapping[str, pb.OpenSessionReply]) -> None:
         """Note the handshake replies: a rerun only if every party allows exclusion."""
@@ -104,7 +104,9 @@ class Attempt:
             raise PartyFailure(
                 f"{dropout.failure} (no rerun without {', '.join(dropout.gone)}: {reason})"
             ) from dropout.failure
-        return Attempt(survivors, [*self.excluded, *dropout.gone], self.number + 1)
+        # Every survivor allowed exclusion at the last handshake: a survivor that drops out
+        # before the rerun's handshake is answered is excluded too (its reply then decides).
+        return Attempt(survivors, [*self.excluded, *dropout.gone], self.number + 1, True)
 
 
 def probe(session: Session, seconds: float) -> list[str]:

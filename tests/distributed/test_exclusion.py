@@ -14,6 +14,7 @@ import signal
 from collections.abc import Iterator
 from pathlib import Path
 
+import grpc
 import pandas as pd
 import pytest
 
@@ -209,3 +210,23 @@ def test_twenty_parties_two_killed_for_good_finish_among_eighteen(tmp_path: Path
     reference = centralized(load_dataset(survivors, data.taxonomy_path, data.drop), spec)
     assert_same_release(out, report, reference)
     _assert_lkc(read_release(out), spec)
+
+
+def test_a_rerun_session_forwards_nothing_to_a_next_hop(
+    opted_in: Federation, data: Dataset, tmp_path: Path
+) -> None:
+    """Opted-in parties accept a handshake that excludes a party (their configured next hops
+    no longer match the ring), and then refuse the layered union's STRIP (sent by the leader to
+    the first party), which would forward to a next hop that may be the excluded party."""
+    spec = data.spec(L=2, K=8, C="0.6")
+    job = make_job(opted_in.hops, opted_in.leader_tls, data, spec, tmp_path / "o.csv", **RERUN)
+    survivors = [hop.name for hop in opted_in.hops if hop.name != "hospital-3"]
+    request = pb.OpenSessionRequest(lkc=lkc_job_to_proto(spec), excluded=["hospital-3"])
+    schema = spec.schema(data.taxonomy)
+    with Session(job, [hop for hop in opted_in.hops if hop.name in survivors]) as session:
+        opened = open_ring(session, spec.fingerprint_items(schema), request, "pairwise")
+        assert all(reply.allow_exclusion for reply in opened.replies.values())
+        strip = pb.UnionRequest(ref=session.ref(0), phase=pb.UNION_PHASE_STRIP, items=[b"x" * 64])
+        with pytest.raises(grpc.RpcError) as refused:
+            session.stubs["hospital-1"].Union(strip, timeout=30)
+        assert "no ring to strip around" in (refused.value.details() or "")
