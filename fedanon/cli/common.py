@@ -25,7 +25,8 @@ def add_sum_mode_option(parser: argparse.ArgumentParser) -> None:
         "--sum-mode",
         choices=SUM_MODES,
         default="ring",
-        help="secure sum: ring (masked token passing) or pairwise (masks per pair)",
+        help="secure sum: ring (masked token passing), pairwise (masks per pair) or sparse "
+        "(pairwise with 2*ceil(log2 n) partners per party)",
     )
 
 
