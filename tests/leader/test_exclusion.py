@@ -66,7 +66,7 @@ def test_exclusion_needs_every_partys_consent_and_ends_with_the_release() -> Non
     assert not attempt.allowed
     attempt.opened({h.name: pb.OpenSessionReply(allow_exclusion=True) for h in HOPS})
     attempt.united()
-    with pytest.raises(PartyFailure) as passed, attempt.watching(None, 1.0):  # type: ignore[arg-type]
+    with pytest.raises(PartyFailure) as passed, attempt.watching(None, 1.0):
         raise FAILURE
     assert passed.value is FAILURE
 
