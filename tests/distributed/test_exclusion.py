@@ -22,6 +22,7 @@ from fedanon.algorithms.tds.engine import StepInfo
 from fedanon.algorithms.tds.jobspec import LKCJobSpec
 from fedanon.federation.lkc_job import lkc_job_to_proto
 from fedanon.leader.federation import PartyFailure
+from fedanon.leader.kinds.lkc import run_lkc
 from fedanon.leader.ring import open_ring
 from fedanon.leader.session import Session
 from fedanon.leader.sim import Federation, federation, split_table
@@ -115,6 +116,29 @@ def _assert_lkc(release: pd.DataFrame, spec: LKCJobSpec) -> None:
     params = spec.params
     verdict = check_lkc(release, spec.qids, sensitive, params.L, params.K, params.C)
     assert verdict.ok, verdict.worst
+
+
+def test_a_party_killed_during_the_shuffle_union_is_excluded_too(
+    opted_in: Federation, data: Dataset, tmp_path: Path
+) -> None:
+    """The rerun does not depend on the phase: hospital-2 killed as the union's second shuffle
+    step starts; the release is the centralized one of the other three."""
+    spec = data.spec(L=2, K=8, C="0.6")
+    out = tmp_path / "out.csv"
+    killed: list[str] = []
+
+    def on_phase(line: str) -> None:
+        if not killed and line.startswith("union: shuffle step 2/"):
+            killed.append(line)
+            opted_in.stop(opted_in.daemons[1], signal.SIGKILL)
+
+    job = make_job(opted_in.hops, opted_in.leader_tls, data, spec, out, **RERUN)
+    report = run_lkc(job, on_phase=on_phase)
+    assert killed and report["excluded"] == ["hospital-2"]
+    parts = _parts(data)
+    survivors = pd.concat([p for i, p in enumerate(parts) if i != 1], ignore_index=True)
+    reference = centralized(load_dataset(survivors, data.taxonomy_path, data.drop), spec)
+    assert_same_release(out, report, reference)
 
 
 def test_without_every_partys_consent_the_job_fails_in_one_line(
