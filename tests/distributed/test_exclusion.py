@@ -118,6 +118,7 @@ def _assert_lkc(release: pd.DataFrame, spec: LKCJobSpec) -> None:
     assert verdict.ok, verdict.worst
 
 
+@pytest.mark.slow
 def test_a_party_killed_during_the_shuffle_union_is_excluded_too(
     opted_in: Federation, data: Dataset, tmp_path: Path
 ) -> None:
