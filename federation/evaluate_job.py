@@ -31,7 +31,7 @@ TRAIN_UNION_ROUND = 0
 @dataclass(frozen=True)
 class EvaluateTask:
     """What every party tests: the columns and their kinds, the release's cut and column types,
-    and the shared split (test rows: :func:`fedanon.utility.federated_evaluation.test_mask`)."""
+    and the shared split (test rows: :func:`fedanon.utility.federated_evaluation.held_out_mask`)."""
 
     features: list[str]
     qids: list[str]

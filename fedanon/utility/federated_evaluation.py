@@ -12,7 +12,7 @@ its raw training and test rows and its rows of the release, and the figures come
 
 `union` and `add` are the secure set union and secure sum in the federation (plain here by
 default; the core imports no crypto). Through the daemons (the ``evaluate`` job kind) each party
-splits its own table with :func:`test_mask` and generalizes it by the release's cut with
+splits its own table with :func:`held_out_mask` and generalizes it by the release's cut with
 :func:`party_tables`, so no party needs a second file.
 """
 
@@ -135,7 +135,7 @@ def _error(
     return percent(add([error_counts(model, t, f, class_col) for t, f in tests]))
 
 
-def test_mask(
+def held_out_mask(
     table: pd.DataFrame, columns: Sequence[str], seed: int, fraction: float
 ) -> np.ndarray:
     """Which rows of `table` are test rows: those whose keyed hash (BLAKE2b-64 under `seed`) of
@@ -166,13 +166,13 @@ def party_tables(
     source: str,
 ) -> PartyTables:
     """One party's share of the protocol from its own table: raw training and test rows (split
-    by :func:`test_mask`) and the same rows as the release prints them, each QID generalized
+    by :func:`held_out_mask`) and the same rows as the release prints them, each QID generalized
     to the label of `cut` that covers it and every column read as the release's `dtypes`
     (as :func:`fedanon.utility.pairing.release_in_raw_order` rebuilds a pooled release)."""
     columns = [*features, class_col]
     _require_columns(table, columns, source)
     raw = table[columns].reset_index(drop=True)
-    test = test_mask(raw, columns, seed, fraction)
+    test = held_out_mask(raw, columns, seed, fraction)
     labels = {q: np.asarray(list(v), dtype=object) for q, v in cut.items()}
     released = generalized_rows(raw, columns, labels, taxonomies, source)
     try:

@@ -23,7 +23,16 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
-from fedanon.configschema import Character, ConfigError, Integer, Key, Names, Number, Table, Text
+from fedanon.configschema import (
+    ConfigError,
+    InputFile,
+    Integer,
+    Key,
+    Names,
+    Number,
+    Table,
+    Text,
+)
 from fedanon.errors import FedanonError
 from fedanon.federation.config import Hop
 from fedanon.federation.evaluate_job import (
@@ -54,12 +63,11 @@ from fedanon.utility.federated_evaluation import percent
 
 EVALUATE_SCHEMA = Table(
     {
-        "release": Key(Text(), required=True),
+        "release": Key(InputFile(), required=True),
         "qids": Key(Names(min_items=1)),
         "class": Key(Text()),
         "test_fraction": Key(Number(0, 1, low_open=True, high_open=True), default=0.3),
         "seed": Key(Integer(0, 2**63 - 1), default=1),
-        "delimiter": Key(Character()),
     }
 )
 
@@ -297,7 +305,7 @@ def load_evaluate_job(file: JobFile) -> EvaluateLeaderJob:
     path = resolve(file.base, section["release"])
     if not path.is_file():
         raise ConfigError(f"{file.where}: evaluate.release: {path} is not a file")
-    release = read_table(path, section["delimiter"])
+    release = read_table(path)
     taxonomy = load_taxonomy(file.required_path("taxonomy"), data_columns=list(release.columns))
     return EvaluateLeaderJob(
         parties=file.parties,

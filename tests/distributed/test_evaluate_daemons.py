@@ -23,7 +23,7 @@ from fedanon.leader.kinds.evaluate import EvaluateLeaderJob, run_evaluate
 from fedanon.leader.sim import Federation
 from fedanon.readers.table_io import read_table
 from fedanon.utility.evaluation import evaluate_release
-from fedanon.utility.federated_evaluation import test_mask
+from fedanon.utility.federated_evaluation import held_out_mask
 from fedanon.utility.pairing import release_in_raw_order
 from tests.distributed.conftest import Dataset, centralized
 from tests.harness.cli import run_cli
@@ -56,7 +56,7 @@ def pooled_figures(
     assert schema.class_column is not None
     numeric = [t.attribute for t in schema.taxonomies if t.kind == "numeric"]
     paired = release_in_raw_order(raw, release, schema.taxonomies, "release")
-    test = test_mask(raw, list(raw.columns), seed, fraction)
+    test = held_out_mask(raw, list(raw.columns), seed, fraction)
     rawn = numeric_view(raw, numeric)
     return evaluate_release(
         rawn[~test],
@@ -146,8 +146,8 @@ def test_leader_run_with_an_evaluate_section(
     ]
     job = tmp_path / "job.toml"
     job.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    result = run_cli(["leader", "run", str(job), "--quiet"])
-    assert result.returncode == 0, result.stderr
+    result = run_cli("leader", "run", "--config", job, "--quiet")
+    assert result.code == 0, result.err
     expected = pooled_figures(hospital_data, release_file, tmp_path, 0.25, 3)
     assert json.loads(out.read_text("utf-8")) == expected
 
@@ -155,13 +155,13 @@ def test_leader_run_with_an_evaluate_section(
 def test_the_split_is_the_pooled_split_whatever_the_partition(hospital_data: Dataset) -> None:
     table = hospital_data.table
     columns = list(table.columns)
-    pooled = test_mask(table, columns, 5, 0.4)
+    pooled = held_out_mask(table, columns, 5, 0.4)
     rng = np.random.default_rng(0)
     order = rng.permutation(len(table))
     parts = np.array_split(order, 3)
     for part in parts:
-        assert (test_mask(table.iloc[part], columns, 5, 0.4) == pooled[part]).all()
+        assert (held_out_mask(table.iloc[part], columns, 5, 0.4) == pooled[part]).all()
     assert 0.35 < pooled.mean() < 0.45
-    assert (test_mask(table, columns, 6, 0.4) != pooled).any()  # the seed matters
+    assert (held_out_mask(table, columns, 6, 0.4) != pooled).any()  # the seed matters
 
 
