@@ -163,5 +163,3 @@ def test_the_split_is_the_pooled_split_whatever_the_partition(hospital_data: Dat
         assert (held_out_mask(table.iloc[part], columns, 5, 0.4) == pooled[part]).all()
     assert 0.35 < pooled.mean() < 0.45
     assert (held_out_mask(table, columns, 6, 0.4) != pooled).any()  # the seed matters
-
-
