@@ -45,6 +45,7 @@ from fedanon.utility.evaluation import (
     _features,
     _numeric_others,
     _require_columns,
+    evaluate_release,
     utility_figures,
 )
 from fedanon.utility.pairing import generalized_rows
@@ -198,3 +199,33 @@ def percent(totals: np.ndarray) -> float:
     if rows == 0:
         raise FedanonError("classification error on an empty test table is undefined")
     return 100.0 * (errors / rows)
+
+
+def pooled_figures(
+    raw: pd.DataFrame,
+    released: pd.DataFrame,
+    class_col: str,
+    qids: Sequence[str],
+    numeric_qids: Sequence[str],
+    seed: int,
+    fraction: float,
+) -> dict[str, float | int]:
+    """The centralized protocol (:func:`fedanon.utility.evaluation.evaluate_release`) on the
+    pooled table, split by :func:`held_out_mask` as the parties split theirs: what the
+    federated ``evaluate`` job must equal. `released` holds the release of `raw`'s rows in
+    raw order (:func:`fedanon.utility.pairing.release_in_raw_order`), both with the same
+    columns (the features in the release's order, as the job sends them)."""
+    columns = [*(c for c in raw.columns if c != class_col), class_col]
+    test = held_out_mask(raw, columns, seed, fraction)
+    numbers = raw.copy()
+    for column in numeric_qids:
+        numbers[column] = pd.to_numeric(numbers[column])
+    return evaluate_release(
+        numbers[~test],
+        numbers[test],
+        released[~test],
+        released[test],
+        class_col,
+        qids,
+        numeric_qids,
+    )

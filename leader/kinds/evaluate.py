@@ -101,8 +101,6 @@ class EvaluateLeaderJob(RingSettings):
     def check(self) -> None:
         """Refuse jobs the protocol cannot run safely (the ring rules of every ring kind)."""
         self.check_ring(self.parties, "the other's error and class counts")
-        if self.out is None:
-            raise FedanonError("no output path for the figures (out = ...)")
 
 
 def evaluation_task(
@@ -279,6 +277,8 @@ def _grow(
 
 def run_evaluate(job: EvaluateLeaderJob, progress: Progress | None = None) -> Report:
     """Run one session; write the figures to `out` (and the report) atomically, both or none."""
+    if job.out is None:
+        raise FedanonError("no output path for the figures (out = ...)")
     outputs = CommandOutputs()
     outputs.claim("out", job.out)
     outputs.claim("report", job.report)

@@ -56,7 +56,8 @@ def pooled_figures(
     assert schema.class_column is not None
     numeric = [t.attribute for t in schema.taxonomies if t.kind == "numeric"]
     paired = release_in_raw_order(raw, release, schema.taxonomies, "release")
-    test = held_out_mask(raw, list(raw.columns), seed, fraction)
+    columns = [*(c for c in raw.columns if c != schema.class_column), schema.class_column]
+    test = held_out_mask(raw, columns, seed, fraction)
     rawn = numeric_view(raw, numeric)
     return evaluate_release(
         rawn[~test],
@@ -163,3 +164,31 @@ def test_the_split_is_the_pooled_split_whatever_the_partition(hospital_data: Dat
         assert (held_out_mask(table.iloc[part], columns, 5, 0.4) == pooled[part]).all()
     assert 0.35 < pooled.mean() < 0.45
     assert (held_out_mask(table, columns, 6, 0.4) != pooled).any()  # the seed matters
+
+
+def test_sim_evaluate_equals_the_centralized_protocol(
+    hospital_data: Dataset, release_file: Path, tmp_path: Path
+) -> None:
+    data = tmp_path / "data.csv"
+    hospital_data.table.to_csv(data, index=False)
+    report = tmp_path / "report.json"
+    common: list[str | Path] = ["--data", data, "--release", release_file]
+    common += ["--taxonomy", hospital_data.taxonomy_path, "--quiet"]
+    result = run_cli(
+        "sim", "evaluate", *common, "--test-fraction", "0.4", "--seed", "9",
+        "--sum-mode", "pairwise", "--report", report,
+    )  # fmt: skip
+    assert result.code == 0, result.err
+    written = json.loads(report.read_text("utf-8"))
+    expected = pooled_figures(hospital_data, release_file, tmp_path, 0.4, 9)
+    assert {k: written[k] for k in FIGURES} == expected
+    assert written["equals_centralized"] is True
+
+    other = tmp_path / "other.csv"
+    read_table(release_file).iloc[:-5].to_csv(other, index=False)
+    bad = tmp_path / "bad.json"
+    refused = run_cli("sim", "evaluate", *common[:3], other, *common[4:], "--report", bad)
+    assert refused.code != 0
+    assert len(refused.err.strip().splitlines()) == 1, refused.err
+    assert "other.csv" in refused.err and "Traceback" not in refused.err
+    assert not bad.exists()
