@@ -206,9 +206,7 @@ def _family_rows(families: dict[str, dict[str, Any]]) -> list[tuple[str, str]]:
     rows = []
     if "evaluate" in families:
         f = families["evaluate"]
-        rows.append(
-            ("evaluate: CE / BE / UE", f"{f['CE']:.2f}% / {f['BE']:.2f}% / {f['UE']:.2f}%")
-        )
+        rows.append(("evaluate: CE / BE / UE", f"{f['CE']:.2f}% / {f['BE']:.2f}% / {f['UE']:.2f}%"))
     if "c45" in families:
         f = families["c45"]
         rows.append(("c45: tree (= pooled C4.5)", f"{f['nodes']} nodes, {f['leaves']} leaves"))

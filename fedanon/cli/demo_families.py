@@ -64,41 +64,25 @@ def run_families(run: DemoRun, families: list[str]) -> dict[str, dict[str, Any]]
 
 
 def _evaluate(run: DemoRun) -> dict[str, Any]:
-    from fedanon.algorithms.tds.api import build_schema
     from fedanon.leader.kind import Progress
-    from fedanon.leader.kinds.evaluate import FIGURE_KEYS, EvaluateLeaderJob, run_evaluate
+    from fedanon.leader.kinds.evaluate import FIGURE_KEYS, run_evaluate
+    from fedanon.leader.simulate_evaluation import equals, evaluation_setup
     from fedanon.readers.table_io import read_table
-    from fedanon.taxonomy.loader import load_taxonomy
-    from fedanon.utility.federated_evaluation import pooled_figures
-    from fedanon.utility.pairing import release_in_raw_order
 
-    release = read_table(run.release_path)
-    raw = read_table(run.table_path)[list(release.columns)]
-    taxonomy = load_taxonomy(run.taxonomy_path, data_columns=list(raw.columns))
-    job = EvaluateLeaderJob(
-        parties=run.fed.hops,
-        tls=run.fed.leader_tls,
-        relay_listen=run.fed.relay_listen,
-        release=release,
-        taxonomy=taxonomy,
-        out=run.scratch / OUTPUTS["evaluate"],
+    job, expected = evaluation_setup(
+        read_table(run.table_path),
+        read_table(run.release_path),
+        run.taxonomy_path,
+        None,
+        None,
+        0.3,
+        1,
+        "the demo's release",
     )
+    job.parties, job.tls, job.relay_listen = run.fed.hops, run.fed.leader_tls, run.fed.relay_listen
+    job.out = run.scratch / OUTPUTS["evaluate"]
     report = run_evaluate(job, Progress(phase=run.show))
-    task = job.task
-    schema = build_schema(taxonomy, raw, task.qids, None, task.class_column)
-    paired = release_in_raw_order(raw, release, schema.taxonomies, "the demo's release")
-    columns = [*task.features, task.class_column]
-    expected = pooled_figures(
-        raw[columns],
-        paired[columns],
-        task.class_column,
-        task.qids,
-        task.numeric_qids,
-        task.seed,
-        task.test_fraction,
-    )
-    figures = {k: report[k] for k in FIGURE_KEYS}
-    return {**figures, "equals_centralized": figures == expected}
+    return {**{k: report[k] for k in FIGURE_KEYS}, "equals_centralized": equals(report, expected)}
 
 
 def _c45(run: DemoRun) -> dict[str, Any]:

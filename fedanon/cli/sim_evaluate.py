@@ -71,22 +71,17 @@ def add_sim_evaluate(methods: argparse._SubParsersAction) -> None:
 
 
 def run_sim_evaluate(args: argparse.Namespace) -> int:
-    from fedanon.algorithms.tds.api import build_schema
     from fedanon.atomic import write_json_atomic
     from fedanon.cli.reporting import evaluation_rows
     from fedanon.federation.tls import insecure_warning
     from fedanon.leader.kind import Progress
-    from fedanon.leader.kinds.evaluate import FIGURE_KEYS, EvaluateLeaderJob, federated_figures
+    from fedanon.leader.kinds.evaluate import FIGURE_KEYS, federated_figures
     from fedanon.leader.sim import split_table
+    from fedanon.leader.simulate_evaluation import equals, evaluation_setup
     from fedanon.outputs import CommandOutputs
     from fedanon.readers.table_io import read_table
-    from fedanon.taxonomy.loader import load_taxonomy
-    from fedanon.utility.federated_evaluation import pooled_figures
-    from fedanon.utility.pairing import release_in_raw_order
 
     check_ring_parties(args.parties, args.allow_two_parties)
-    if not 0.0 < args.test_fraction < 1.0:
-        raise FedanonError(f"--test-fraction must be in (0, 1), got {args.test_fraction}")
     outputs = CommandOutputs(inputs=[args.data, args.release, args.taxonomy])
     outputs.claim("--report", args.report)
     if args.workdir:
@@ -94,27 +89,21 @@ def run_sim_evaluate(args: argparse.Namespace) -> int:
     if args.insecure:
         print(insecure_warning("--insecure"), file=sys.stderr)
     raw = read_table(args.data, args.delimiter)
-    release = read_table(args.release, args.delimiter)
-    taxonomy = load_taxonomy(args.taxonomy, data_columns=list(raw.columns))
-    schema = build_schema(taxonomy, raw, split_list(args.qid), None, args.class_column)
-    if schema.class_column is None:
-        raise FedanonError("no class column (--class)")
-    # The release is paired with the raw rows before any daemon starts: one that is not of
-    # this table is refused here, as `fedanon evaluate lkc` refuses it.
-    paired = release_in_raw_order(raw, release, schema.taxonomies, args.release)
-    job = EvaluateLeaderJob(
-        parties=[],
-        tls=None,
-        release=release,
-        taxonomy=taxonomy,
-        out=None,
-        qids=list(schema.qids),
-        class_column=schema.class_column,
-        test_fraction=args.test_fraction,
-        seed=args.seed,
-        sum_mode=args.sum_mode,
-        allow_two_parties=args.allow_two_parties,
-    )
+    try:
+        job, expected = evaluation_setup(
+            raw,
+            read_table(args.release, args.delimiter),
+            args.taxonomy,
+            split_list(args.qid),
+            args.class_column,
+            args.test_fraction,
+            args.seed,
+            args.release,
+            sum_mode=args.sum_mode,
+            allow_two_parties=args.allow_two_parties,
+        )
+    except FedanonError as exc:
+        raise FedanonError(str(exc).replace("test_fraction", "--test-fraction")) from None
     parts = split_table(raw, args.parties, args.split, args.split_seed)
     with (
         step_progress("federated evaluation", args.quiet or args.json) as show,
@@ -122,17 +111,7 @@ def run_sim_evaluate(args: argparse.Namespace) -> int:
     ):
         job.parties, job.tls, job.relay_listen = fed.hops, fed.leader_tls, fed.relay_listen
         report = federated_figures(job, Progress(phase=show.phase))
-    task = job.task
-    expected = pooled_figures(
-        raw[[*task.features, task.class_column]],
-        paired[[*task.features, task.class_column]],
-        task.class_column,
-        task.qids,
-        task.numeric_qids,
-        args.seed,
-        args.test_fraction,
-    )
-    report["equals_centralized"] = all(report[k] == expected[k] for k in FIGURE_KEYS)
+    report["equals_centralized"] = equals(report, expected)
     if args.report:
         write_json_atomic(Path(args.report), report)
     rows = [

@@ -13,12 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from fedanon.algorithms.tds.api import build_schema
 from fedanon.algorithms.tds.sweep import numeric_view
-from fedanon.leader.federation import PartyFailure
 from fedanon.leader.kinds.evaluate import EvaluateLeaderJob, run_evaluate
 from fedanon.leader.sim import Federation
 from fedanon.readers.table_io import read_table
@@ -192,3 +190,17 @@ def test_sim_evaluate_equals_the_centralized_protocol(
     assert len(refused.err.strip().splitlines()) == 1, refused.err
     assert "other.csv" in refused.err and "Traceback" not in refused.err
     assert not bad.exists()
+
+
+def test_simulate_evaluation_from_python(hospital_data: Dataset, release_file: Path) -> None:
+    from fedanon.leader.simulate_evaluation import simulate_evaluation
+
+    table = hospital_data.table.head(900)
+    dataset = Dataset(table, hospital_data.taxonomy_path, hospital_data.taxonomy)
+    release = centralized(dataset, dataset.spec(L=2, K=20, C="0.5")).table
+    report = simulate_evaluation(
+        table, release, taxonomy=hospital_data.taxonomy_path, parties=3, seed=4
+    )
+    assert report["equals_centralized"] is True
+    assert report["n_train"] + report["n_test"] == 900
+    assert report["parties"] == ["hospital-1", "hospital-2", "hospital-3"]
