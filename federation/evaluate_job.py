@@ -117,7 +117,8 @@ def task_from_proto(job: pb.EvaluateJob) -> EvaluateTask:
 
 
 def _table_type(name: str) -> bool:
-    """A type a table column is read as (pandas' name of a number, bool, text or object)."""
+    """A type a table column is read as (pandas' name of a number, bool, text, category or
+    object: what a release read from a file, or made in Python, holds)."""
     try:
         dtype = pd.api.types.pandas_dtype(name)
     except (TypeError, ValueError, ImportError):
@@ -126,6 +127,7 @@ def _table_type(name: str) -> bool:
         pd.api.types.is_numeric_dtype(dtype)
         or pd.api.types.is_string_dtype(dtype)
         or pd.api.types.is_object_dtype(dtype)
+        or isinstance(dtype, pd.CategoricalDtype)
     )
 
 
