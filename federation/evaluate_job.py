@@ -195,7 +195,7 @@ def tree_from_proto(message: pb.EvaluateTree, numeric: Mapping[str, bool]) -> C4
         if not 0 <= j < len(features) or is_numeric[j]:
             raise FedanonError("the tree names a branch value of no categorical feature")
         values.setdefault(j, []).append(value)
-    domains = [pd.Index(values.get(j, []), dtype=object) for j in np.flatnonzero(~is_numeric)]
+    domains = [_index(values.get(int(j), [])) for j in np.flatnonzero(~is_numeric)]
     classes = [_decode_item(item)[1] for item in message.classes]
     k = len(classes)
     if not k or not message.nodes:
@@ -214,9 +214,12 @@ def tree_from_proto(message: pb.EvaluateTree, numeric: Mapping[str, bool]) -> C4
     if not all(reached):
         raise FedanonError("the tree has nodes its root does not reach")
     empty = [np.zeros(0) for _ in np.flatnonzero(is_numeric)]
-    return C45()._install(
-        features, is_numeric, domains, empty, pd.Index(classes, dtype=object), built[0]
-    )
+    return C45()._install(features, is_numeric, domains, empty, _index(classes), built[0])
+
+
+def _index(values: list[object]) -> pd.Index:
+    """The values, in the order sent, as the model's index (their own Python types kept)."""
+    return pd.Index(np.array(values, dtype=object))
 
 
 def _decode_item(item: bytes) -> tuple[int, object]:
@@ -227,7 +230,11 @@ def _decode_item(item: bytes) -> tuple[int, object]:
 
 
 def _node(
-    n: pb.EvaluateNode, k: int, is_numeric: np.ndarray, domains: list[pd.Index], features: list
+    n: pb.EvaluateNode,
+    k: int,
+    is_numeric: np.ndarray,
+    domains: list[pd.Index],
+    features: list[str],
 ) -> _Node:
     if len(n.counts) != k or not 0 <= n.best < k or any(c < 0 for c in n.counts):
         raise FedanonError("a tree node's class counts are malformed")
