@@ -288,7 +288,8 @@ def test_drbt_session_refuses_lkc_messages(drbt_party: Federation) -> None:
             code, details = call(stub, method, made[method])
             assert code == grpc.StatusCode.FAILED_PRECONDITION, (method, code, details)
             assert (
-                "is not a LKCSession or RandomizeSession or C45Session or KactusSession or EvaluateSession job"
+                "is not a LKCSession or RandomizeSession or C45Session or KactusSession or "
+                "EvaluateSession job"
                 in details
             ), (
                 method,
