@@ -289,8 +289,7 @@ def test_drbt_session_refuses_lkc_messages(drbt_party: Federation) -> None:
             assert code == grpc.StatusCode.FAILED_PRECONDITION, (method, code, details)
             assert (
                 "is not a LKCSession or RandomizeSession or C45Session or KactusSession or "
-                "EvaluateSession job"
-                in details
+                "EvaluateSession job" in details
             ), (
                 method,
                 details,
