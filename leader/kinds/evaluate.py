@@ -192,15 +192,15 @@ def federated_figures(job: EvaluateLeaderJob, progress: Progress | None = None) 
             model = C45().fit(train[task.features], train[task.class_column], task.numeric("CE"))
             totals["CE"] = tester.errors(TRAIN_UNION_ROUND + 1, "CE", model)
         iteration = TRAIN_UNION_ROUND + 1
-        with timer.phase("BE"):
-            show("BE: secure set union of the raw training domains, tree from secure sums")
-            items = sorted(
-                {
-                    bytes.fromhex(r[0])
-                    for r in run_union(session, ring.keys, traffic, job, iteration)
-                }
-            )
-            for figure in ("BE", "UE"):
+        show("BE: secure set union of the raw training domains, tree from secure sums")
+        with timer.phase("domains"):
+            rows = run_union(session, ring.keys, traffic, job, iteration, on_phase=show)
+            try:
+                items = sorted({bytes.fromhex(r[0]) for r in rows})
+            except (ValueError, IndexError):
+                raise FedanonError("BE: the union's items do not decode") from None
+        for figure in ("BE", "UE"):
+            with timer.phase(figure):
                 if figure == "UE":
                     show("UE: tree without the QIDs from secure sums")
                     items = restrict_items(items, task.features, task.remaining)
