@@ -71,7 +71,6 @@ class EvaluateSession(PendingVectorSession):
         )
         self.tables = tables
         y = task.class_column
-        raw = pd.concat([tables.raw_train, tables.raw_test])
         self.released_columns = [*task.features, y]
         # The party's C4.5 counting, once per raw tree, over its raw training rows only.
         self.counters = {
@@ -79,7 +78,7 @@ class EvaluateSession(PendingVectorSession):
                 session_id,
                 FeatureKinds(task.figure_features(figure), task.numeric(figure)),
                 y,
-                tables.raw_train if len(tables.raw_train) else raw.iloc[:0],
+                tables.raw_train,
                 ring,
                 me,
                 sum_mode,
