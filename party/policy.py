@@ -255,13 +255,39 @@ def kactus_request(request: pb.OpenSessionRequest, columns: Sequence[str]) -> Jo
     )
 
 
+def evaluate_request(request: pb.OpenSessionRequest, columns: Sequence[str]) -> JobRequest:
+    """A federated BE/CE/UE evaluation: no raw record leaves the party, but its training rows
+    leave generalized by the release's cut (the secure union: CE's training set), and the
+    distinct raw values of every feature and of the class leave raw (the secure union of BE's
+    and UE's agreed domains); counts and errors leave in secure sums. So every feature and
+    the class count as released raw: never_raw on a QID refuses the job."""
+    from fedanon.federation.evaluate_job import task_from_proto
+
+    job = request.evaluate
+    task = _valid(lambda: task_from_proto(job))
+    _columns_exist({"feature": task.features, "class": [task.class_column]}, columns)
+    parameters = {
+        "features": task.features,
+        "qids": task.qids,
+        "numeric_qids": task.numeric_qids,
+        "numeric_other": task.numeric_other,
+        "class": task.class_column,
+        "cut": task.cut,
+        "test_fraction": task.test_fraction,
+        "seed": task.seed,
+        **_ring(request),
+    }
+    released = (*task.features, task.class_column)
+    return JobRequest("evaluate", parameters, released, released, qids=tuple(task.qids))
+
+
 #: Reads an OpenSession request for the policy: a job kind's handler's ``admission``.
 RequestReader = Callable[[pb.OpenSessionRequest, Sequence[str]], JobRequest]
 
 #: The job kinds party.toml's ``[policy] job_kinds`` may name: the daemon's own handlers' kinds
 #: (party/handlers/__init__.py; a test checks they agree). Named here, not read from the
 #: handlers, because the configuration loads without importing the job kinds' algorithms.
-JOB_KINDS = ("lkc", "drbt", "randomize", "c45", "kactus")
+JOB_KINDS = ("lkc", "drbt", "randomize", "c45", "kactus", "evaluate")
 
 
 @dataclass(frozen=True)

@@ -400,6 +400,11 @@ class PartyServicer(pb_grpc.PartyServicer):
     ) -> pb.KactusStepReply:
         return cast(pb.KactusStepReply, self._dispatch("KactusStep", request, context))
 
+    def EvaluateClassify(
+        self, request: pb.EvaluateClassifyRequest, context: grpc.ServicerContext
+    ) -> pb.EvaluateClassifyReply:
+        return cast(pb.EvaluateClassifyReply, self._dispatch("EvaluateClassify", request, context))
+
     def ShareKeys(
         self, request: pb.ShareKeysRequest, context: grpc.ServicerContext
     ) -> pb.ShareKeysReply:

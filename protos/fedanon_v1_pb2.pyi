@@ -237,14 +237,101 @@ class KactusStepReply(_message.Message):
     length: int
     def __init__(self, length: _Optional[int] = ...) -> None: ...
 
+class EvaluateJob(_message.Message):
+    __slots__ = ("features", "qids", "numeric_qids", "numeric_other", "class_column", "cut", "dtypes", "test_fraction", "seed")
+    FEATURES_FIELD_NUMBER: _ClassVar[int]
+    QIDS_FIELD_NUMBER: _ClassVar[int]
+    NUMERIC_QIDS_FIELD_NUMBER: _ClassVar[int]
+    NUMERIC_OTHER_FIELD_NUMBER: _ClassVar[int]
+    CLASS_COLUMN_FIELD_NUMBER: _ClassVar[int]
+    CUT_FIELD_NUMBER: _ClassVar[int]
+    DTYPES_FIELD_NUMBER: _ClassVar[int]
+    TEST_FRACTION_FIELD_NUMBER: _ClassVar[int]
+    SEED_FIELD_NUMBER: _ClassVar[int]
+    features: _containers.RepeatedScalarFieldContainer[str]
+    qids: _containers.RepeatedScalarFieldContainer[str]
+    numeric_qids: _containers.RepeatedScalarFieldContainer[str]
+    numeric_other: _containers.RepeatedScalarFieldContainer[str]
+    class_column: str
+    cut: _containers.RepeatedCompositeFieldContainer[EvaluateCut]
+    dtypes: _containers.RepeatedCompositeFieldContainer[EvaluateColumn]
+    test_fraction: float
+    seed: int
+    def __init__(self, features: _Optional[_Iterable[str]] = ..., qids: _Optional[_Iterable[str]] = ..., numeric_qids: _Optional[_Iterable[str]] = ..., numeric_other: _Optional[_Iterable[str]] = ..., class_column: _Optional[str] = ..., cut: _Optional[_Iterable[_Union[EvaluateCut, _Mapping]]] = ..., dtypes: _Optional[_Iterable[_Union[EvaluateColumn, _Mapping]]] = ..., test_fraction: _Optional[float] = ..., seed: _Optional[int] = ...) -> None: ...
+
+class EvaluateColumn(_message.Message):
+    __slots__ = ("column", "dtype")
+    COLUMN_FIELD_NUMBER: _ClassVar[int]
+    DTYPE_FIELD_NUMBER: _ClassVar[int]
+    column: str
+    dtype: str
+    def __init__(self, column: _Optional[str] = ..., dtype: _Optional[str] = ...) -> None: ...
+
+class EvaluateCut(_message.Message):
+    __slots__ = ("qid", "labels")
+    QID_FIELD_NUMBER: _ClassVar[int]
+    LABELS_FIELD_NUMBER: _ClassVar[int]
+    qid: str
+    labels: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, qid: _Optional[str] = ..., labels: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class EvaluateTree(_message.Message):
+    __slots__ = ("features", "numeric", "values", "classes", "nodes")
+    FEATURES_FIELD_NUMBER: _ClassVar[int]
+    NUMERIC_FIELD_NUMBER: _ClassVar[int]
+    VALUES_FIELD_NUMBER: _ClassVar[int]
+    CLASSES_FIELD_NUMBER: _ClassVar[int]
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    features: _containers.RepeatedScalarFieldContainer[str]
+    numeric: _containers.RepeatedScalarFieldContainer[bool]
+    values: _containers.RepeatedScalarFieldContainer[bytes]
+    classes: _containers.RepeatedScalarFieldContainer[bytes]
+    nodes: _containers.RepeatedCompositeFieldContainer[EvaluateNode]
+    def __init__(self, features: _Optional[_Iterable[str]] = ..., numeric: _Optional[_Iterable[bool]] = ..., values: _Optional[_Iterable[bytes]] = ..., classes: _Optional[_Iterable[bytes]] = ..., nodes: _Optional[_Iterable[_Union[EvaluateNode, _Mapping]]] = ...) -> None: ...
+
+class EvaluateNode(_message.Message):
+    __slots__ = ("feature", "threshold", "branches", "child_branch", "child_node", "counts", "best")
+    FEATURE_FIELD_NUMBER: _ClassVar[int]
+    THRESHOLD_FIELD_NUMBER: _ClassVar[int]
+    BRANCHES_FIELD_NUMBER: _ClassVar[int]
+    CHILD_BRANCH_FIELD_NUMBER: _ClassVar[int]
+    CHILD_NODE_FIELD_NUMBER: _ClassVar[int]
+    COUNTS_FIELD_NUMBER: _ClassVar[int]
+    BEST_FIELD_NUMBER: _ClassVar[int]
+    feature: int
+    threshold: float
+    branches: int
+    child_branch: _containers.RepeatedScalarFieldContainer[int]
+    child_node: _containers.RepeatedScalarFieldContainer[int]
+    counts: _containers.RepeatedScalarFieldContainer[float]
+    best: int
+    def __init__(self, feature: _Optional[int] = ..., threshold: _Optional[float] = ..., branches: _Optional[int] = ..., child_branch: _Optional[_Iterable[int]] = ..., child_node: _Optional[_Iterable[int]] = ..., counts: _Optional[_Iterable[float]] = ..., best: _Optional[int] = ...) -> None: ...
+
+class EvaluateClassifyRequest(_message.Message):
+    __slots__ = ("ref", "figure", "tree")
+    REF_FIELD_NUMBER: _ClassVar[int]
+    FIGURE_FIELD_NUMBER: _ClassVar[int]
+    TREE_FIELD_NUMBER: _ClassVar[int]
+    ref: SessionRef
+    figure: str
+    tree: EvaluateTree
+    def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ..., figure: _Optional[str] = ..., tree: _Optional[_Union[EvaluateTree, _Mapping]] = ...) -> None: ...
+
+class EvaluateClassifyReply(_message.Message):
+    __slots__ = ("length",)
+    LENGTH_FIELD_NUMBER: _ClassVar[int]
+    length: int
+    def __init__(self, length: _Optional[int] = ...) -> None: ...
+
 class OpenSessionRequest(_message.Message):
-    __slots__ = ("ref", "lkc", "drbt", "randomize", "c45", "kactus", "ring", "sum_mode", "excluded")
+    __slots__ = ("ref", "lkc", "drbt", "randomize", "c45", "kactus", "evaluate", "ring", "sum_mode", "excluded")
     REF_FIELD_NUMBER: _ClassVar[int]
     LKC_FIELD_NUMBER: _ClassVar[int]
     DRBT_FIELD_NUMBER: _ClassVar[int]
     RANDOMIZE_FIELD_NUMBER: _ClassVar[int]
     C45_FIELD_NUMBER: _ClassVar[int]
     KACTUS_FIELD_NUMBER: _ClassVar[int]
+    EVALUATE_FIELD_NUMBER: _ClassVar[int]
     RING_FIELD_NUMBER: _ClassVar[int]
     SUM_MODE_FIELD_NUMBER: _ClassVar[int]
     EXCLUDED_FIELD_NUMBER: _ClassVar[int]
@@ -254,10 +341,11 @@ class OpenSessionRequest(_message.Message):
     randomize: RandomizeJob
     c45: C45Job
     kactus: KactusJob
+    evaluate: EvaluateJob
     ring: _containers.RepeatedScalarFieldContainer[str]
     sum_mode: SumMode
     excluded: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ..., lkc: _Optional[_Union[LKCJob, _Mapping]] = ..., drbt: _Optional[_Union[DRBTJob, _Mapping]] = ..., randomize: _Optional[_Union[RandomizeJob, _Mapping]] = ..., c45: _Optional[_Union[C45Job, _Mapping]] = ..., kactus: _Optional[_Union[KactusJob, _Mapping]] = ..., ring: _Optional[_Iterable[str]] = ..., sum_mode: _Optional[_Union[SumMode, str]] = ..., excluded: _Optional[_Iterable[str]] = ...) -> None: ...
+    def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ..., lkc: _Optional[_Union[LKCJob, _Mapping]] = ..., drbt: _Optional[_Union[DRBTJob, _Mapping]] = ..., randomize: _Optional[_Union[RandomizeJob, _Mapping]] = ..., c45: _Optional[_Union[C45Job, _Mapping]] = ..., kactus: _Optional[_Union[KactusJob, _Mapping]] = ..., evaluate: _Optional[_Union[EvaluateJob, _Mapping]] = ..., ring: _Optional[_Iterable[str]] = ..., sum_mode: _Optional[_Union[SumMode, str]] = ..., excluded: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class KeyShare(_message.Message):
     __slots__ = ("holder", "role", "purpose", "share")

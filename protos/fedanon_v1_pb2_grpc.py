@@ -84,6 +84,11 @@ class PartyStub:
                 request_serializer=fedanon_dot_protos_dot_fedanon__v1__pb2.KactusStepRequest.SerializeToString,
                 response_deserializer=fedanon_dot_protos_dot_fedanon__v1__pb2.KactusStepReply.FromString,
                 _registered_method=True)
+        self.EvaluateClassify = channel.unary_unary(
+                '/fedanon.v1.Party/EvaluateClassify',
+                request_serializer=fedanon_dot_protos_dot_fedanon__v1__pb2.EvaluateClassifyRequest.SerializeToString,
+                response_deserializer=fedanon_dot_protos_dot_fedanon__v1__pb2.EvaluateClassifyReply.FromString,
+                _registered_method=True)
         self.End = channel.unary_unary(
                 '/fedanon.v1.Party/End',
                 request_serializer=fedanon_dot_protos_dot_fedanon__v1__pb2.EndRequest.SerializeToString,
@@ -164,6 +169,12 @@ class PartyServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def EvaluateClassify(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def End(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -234,6 +245,11 @@ def add_PartyServicer_to_server(servicer, server):
                     servicer.KactusStep,
                     request_deserializer=fedanon_dot_protos_dot_fedanon__v1__pb2.KactusStepRequest.FromString,
                     response_serializer=fedanon_dot_protos_dot_fedanon__v1__pb2.KactusStepReply.SerializeToString,
+            ),
+            'EvaluateClassify': grpc.unary_unary_rpc_method_handler(
+                    servicer.EvaluateClassify,
+                    request_deserializer=fedanon_dot_protos_dot_fedanon__v1__pb2.EvaluateClassifyRequest.FromString,
+                    response_serializer=fedanon_dot_protos_dot_fedanon__v1__pb2.EvaluateClassifyReply.SerializeToString,
             ),
             'End': grpc.unary_unary_rpc_method_handler(
                     servicer.End,
@@ -521,6 +537,33 @@ class Party:
             '/fedanon.v1.Party/KactusStep',
             fedanon_dot_protos_dot_fedanon__v1__pb2.KactusStepRequest.SerializeToString,
             fedanon_dot_protos_dot_fedanon__v1__pb2.KactusStepReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def EvaluateClassify(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fedanon.v1.Party/EvaluateClassify',
+            fedanon_dot_protos_dot_fedanon__v1__pb2.EvaluateClassifyRequest.SerializeToString,
+            fedanon_dot_protos_dot_fedanon__v1__pb2.EvaluateClassifyReply.FromString,
             options,
             channel_credentials,
             insecure,

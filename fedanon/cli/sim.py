@@ -23,6 +23,7 @@ from fedanon.cli.common import (
 from fedanon.cli.lkc import add_lkc_options
 from fedanon.cli.randomize import add_sim_randomize
 from fedanon.cli.reporting import add_report_options, finish_distributed_reports
+from fedanon.cli.sim_evaluate import add_sim_evaluate
 from fedanon.cli.sim_kactus import add_sim_kactus
 from fedanon.errors import FedanonError
 
@@ -139,6 +140,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_sim_randomize(methods)
     add_sim_c45(methods)
     add_sim_kactus(methods)
+    add_sim_evaluate(methods)
 
 
 def lkc_section(args: argparse.Namespace) -> dict:

@@ -11,18 +11,23 @@ its raw training and test rows and its rows of the release, and the figures come
 - DR is a function of the integrated release alone.
 
 `union` and `add` are the secure set union and secure sum in the federation (plain here by
-default; the core imports no crypto).
+default; the core imports no crypto). Through the daemons (the ``evaluate`` job kind) each party
+splits its own table with :func:`held_out_mask` and generalizes it by the release's cut with
+:func:`party_tables`, so no party needs a second file.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from fedanon.errors import FedanonError
+from fedanon.taxonomy.tree import Taxonomy
+from fedanon.text import as_text
 from fedanon.utility.c45 import C45
 from fedanon.utility.c45_counts import (
     Adder,
@@ -40,8 +45,10 @@ from fedanon.utility.evaluation import (
     _features,
     _numeric_others,
     _require_columns,
+    evaluate_release,
     utility_figures,
 )
+from fedanon.utility.pairing import generalized_rows
 
 
 @dataclass
@@ -126,11 +133,99 @@ def _error(
 ) -> float:
     """Percent of all parties' test rows `model` misclassifies: each party counts its errors
     and rows; only the sums leave."""
-    vectors = [
-        np.array([int((model.predict(t[f]) != t[class_col].to_numpy()).sum()), len(t)], np.int64)
-        for t, f in tests
-    ]
-    errors, rows = (int(v) for v in add(vectors))
+    return percent(add([error_counts(model, t, f, class_col) for t, f in tests]))
+
+
+def held_out_mask(
+    table: pd.DataFrame, columns: Sequence[str], seed: int, fraction: float
+) -> np.ndarray:
+    """Which rows of `table` are test rows: those whose keyed hash (BLAKE2b-64 under `seed`) of
+    the row's text over `columns`, cells joined by U+001F, falls below `fraction` of 2**64.
+
+    A function of each row's content alone: a table split over parties is split exactly as the
+    pooled table is, whatever the partition (the pooled oracle's split is the union of the
+    parties'), and no party needs the others' row counts or a global row order."""
+    key = int(seed).to_bytes(8, "big")
+    bound = int(fraction * 2.0**64)
+    cells = [as_text(table[c]).astype(str).tolist() for c in columns]
+    mask = np.empty(len(table), dtype=bool)
+    for i, row in enumerate(zip(*cells, strict=True)):
+        digest = hashlib.blake2b("\x1f".join(row).encode("utf-8"), digest_size=8, key=key)
+        mask[i] = int.from_bytes(digest.digest(), "big") < bound
+    return mask
+
+
+def party_tables(
+    table: pd.DataFrame,
+    features: Sequence[str],
+    class_col: str,
+    cut: Mapping[str, Sequence[str]],
+    taxonomies: Sequence[Taxonomy],
+    dtypes: Mapping[str, str],
+    seed: int,
+    fraction: float,
+    source: str,
+) -> PartyTables:
+    """One party's share of the protocol from its own table: raw training and test rows (split
+    by :func:`held_out_mask`) and the same rows as the release prints them, each QID generalized
+    to the label of `cut` that covers it and every column read as the release's `dtypes`
+    (as :func:`fedanon.utility.pairing.release_in_raw_order` rebuilds a pooled release)."""
+    columns = [*features, class_col]
+    _require_columns(table, columns, source)
+    raw = table[columns].reset_index(drop=True)
+    test = held_out_mask(raw, columns, seed, fraction)
+    labels = {q: np.asarray(list(v), dtype=object) for q, v in cut.items()}
+    released = generalized_rows(raw, columns, labels, taxonomies, source)
+    try:
+        released = released.astype({c: dtypes[c] for c in columns})
+    except (KeyError, ValueError, TypeError) as exc:
+        raise FedanonError(f"{source}: rows do not read as the release's columns: {exc}") from None
+    return PartyTables(raw[~test], raw[test], released[~test], released[test])
+
+
+def error_counts(
+    model: C45, table: pd.DataFrame, features: Sequence[str], class_col: str
+) -> np.ndarray:
+    """(errors, rows) of `model` on `table`: what a party adds to a figure's secure sum."""
+    if len(table) == 0:
+        return np.zeros(2, dtype=np.int64)
+    wrong = int((model.predict(table[list(features)]) != table[class_col].to_numpy()).sum())
+    return np.array([wrong, len(table)], dtype=np.int64)
+
+
+def percent(totals: np.ndarray) -> float:
+    """A figure from the summed (errors, rows): the pooled np.mean of 0/1 errors, exactly."""
+    errors, rows = (int(v) for v in totals)
     if rows == 0:
-        raise ValueError("classification error on an empty test table is undefined")
-    return 100.0 * (errors / rows)  # the pooled np.mean of 0/1 errors, exactly
+        raise FedanonError("classification error on an empty test table is undefined")
+    return 100.0 * (errors / rows)
+
+
+def pooled_figures(
+    raw: pd.DataFrame,
+    released: pd.DataFrame,
+    class_col: str,
+    qids: Sequence[str],
+    numeric_qids: Sequence[str],
+    seed: int,
+    fraction: float,
+) -> dict[str, float | int]:
+    """The centralized protocol (:func:`fedanon.utility.evaluation.evaluate_release`) on the
+    pooled table, split by :func:`held_out_mask` as the parties split theirs: what the
+    federated ``evaluate`` job must equal. `released` holds the release of `raw`'s rows in
+    raw order (:func:`fedanon.utility.pairing.release_in_raw_order`), both with the same
+    columns (the features in the release's order, as the job sends them)."""
+    columns = [*(c for c in raw.columns if c != class_col), class_col]
+    test = held_out_mask(raw, columns, seed, fraction)
+    numbers = raw.copy()
+    for column in numeric_qids:
+        numbers[column] = pd.to_numeric(numbers[column])
+    return evaluate_release(
+        numbers[~test],
+        numbers[test],
+        released[~test],
+        released[test],
+        class_col,
+        qids,
+        numeric_qids,
+    )

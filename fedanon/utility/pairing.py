@@ -17,7 +17,7 @@ release of another table) is refused with a one-line error instead of being pair
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -42,11 +42,12 @@ def release_in_raw_order(
     missing = [c for c in release.columns if c not in raw.columns]
     if missing:
         raise MissingColumnError(f"{source}: column '{missing[0]}' is not in the raw table")
-    rebuilt = pd.DataFrame({c: as_text(raw[c]).astype(object) for c in release.columns})
-    for tax in taxonomies:
-        if tax.attribute in release.columns:
-            labels = np.asarray(pd.unique(as_text(release[tax.attribute]).astype(object)))
-            rebuilt[tax.attribute] = _covering_labels(tax, raw[tax.attribute], labels, source)
+    labels = {
+        tax.attribute: np.asarray(pd.unique(as_text(release[tax.attribute]).astype(object)))
+        for tax in taxonomies
+        if tax.attribute in release.columns
+    }
+    rebuilt = generalized_rows(raw, list(release.columns), labels, taxonomies, source)
     released = pd.DataFrame({c: as_text(release[c]).astype(object) for c in release.columns})
     expected = rebuilt.value_counts(dropna=False)
     found = released.value_counts(dropna=False)
@@ -57,6 +58,26 @@ def release_in_raw_order(
             "raw row (cannot pair them; is it the release of this table?)"
         )
     return rebuilt.astype(release.dtypes.to_dict())
+
+
+def generalized_rows(
+    raw: pd.DataFrame,
+    columns: Sequence[str],
+    labels: Mapping[str, np.ndarray],
+    taxonomies: Sequence[Taxonomy],
+    source: str,
+) -> pd.DataFrame:
+    """The raw rows' `columns` as text, each QID of `labels` replaced by the one label of its
+    cut that covers the raw value (what a release with those labels prints for the row); a
+    value covered by no label or by two is refused. The federated utility protocol
+    generalizes each party's rows by the release's cut with it."""
+    rebuilt = pd.DataFrame({c: as_text(raw[c]).astype(object) for c in columns})
+    for tax in taxonomies:
+        if tax.attribute in labels:
+            rebuilt[tax.attribute] = _covering_labels(
+                tax, raw[tax.attribute], labels[tax.attribute], source
+            )
+    return rebuilt
 
 
 def _covering_labels(

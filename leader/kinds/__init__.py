@@ -6,8 +6,9 @@ short list in docs/architecture.md ("How to add a job kind").
 """
 
 from fedanon.leader.kind import LeaderKind
-from fedanon.leader.kinds import c45, drbt, kactus, lkc, randomize
+from fedanon.leader.kinds import c45, drbt, evaluate, kactus, lkc, randomize
 
 LEADER_KINDS: dict[str, LeaderKind] = {
-    kind.section: kind for kind in (lkc.KIND, drbt.KIND, randomize.KIND, c45.KIND, kactus.KIND)
+    kind.section: kind
+    for kind in (lkc.KIND, drbt.KIND, randomize.KIND, c45.KIND, kactus.KIND, evaluate.KIND)
 }

@@ -119,8 +119,10 @@ class SecureSumOracle:
         schema: Schema,
         domain_items: Sequence[bytes],
         traffic: Traffic,
+        start: int = UNION_ROUND,
     ) -> None:
         self.session = session
+        self.start = start  # the iteration before the first round (a later tree in a session)
         self.sums = sums
         self.schema = schema
         self.domain_items = list(domain_items)
@@ -134,7 +136,7 @@ class SecureSumOracle:
 
     def _round(self, queries: Sequence[Query]) -> np.ndarray:
         self.rounds += 1
-        ref = self.session.ref(UNION_ROUND + self.rounds)
+        ref = self.session.ref(self.start + self.rounds)
         request = pb.C45CountRequest(
             ref=ref,
             queries=[query_to_proto(q) for q in queries],

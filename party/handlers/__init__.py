@@ -5,9 +5,16 @@ registered below, and the leader module that drives it (docs/architecture.md).
 """
 
 from fedanon.party.handler import JobHandler
-from fedanon.party.handlers import c45, drbt, kactus, lkc, randomize
+from fedanon.party.handlers import c45, drbt, evaluate, kactus, lkc, randomize
 
 HANDLERS: dict[str, JobHandler] = {
     handler.kind: handler
-    for handler in (lkc.HANDLER, drbt.HANDLER, randomize.HANDLER, c45.HANDLER, kactus.HANDLER)
+    for handler in (
+        lkc.HANDLER,
+        drbt.HANDLER,
+        randomize.HANDLER,
+        c45.HANDLER,
+        kactus.HANDLER,
+        evaluate.HANDLER,
+    )
 }

@@ -135,6 +135,16 @@ def kactus_doc(material: Path, out_dir: Path) -> dict[str, Any]:
     return doc
 
 
+def evaluate_doc(material: Path, out_dir: Path) -> dict[str, Any]:
+    """A valid federated BE/CE/UE job.toml (the [lkc] job with an [evaluate] section instead;
+    the release is the material's table, whose QID values are then the cut)."""
+    doc = job_doc(material, out_dir)
+    del doc["lkc"]
+    doc["out"] = str(out_dir / "figures.json")
+    doc["evaluate"] = {"release": str(material / "a.csv"), "test_fraction": 0.3, "seed": 1}
+    return doc
+
+
 def party_doc(material: Path, out_dir: Path) -> dict[str, Any]:
     """A valid party.toml with a [policy]."""
     return {

@@ -50,6 +50,7 @@ from fedanon.party.config import PARTY_SCHEMA, PartyConfig
 from tests.config.configs import (
     c45_doc,
     drbt_doc,
+    evaluate_doc,
     job_doc,
     kactus_doc,
     outbound_job_doc,
@@ -82,6 +83,7 @@ JOB_DOCS: dict[str, Callable[[Path, Path], dict[str, Any]]] = {
     "randomize": randomize_doc,
     "c45": c45_doc,
     "kactus": kactus_doc,
+    "evaluate": evaluate_doc,
 }
 KEYS = [("party", key, rule) for key, rule in schema_keys(PARTY_SCHEMA)] + [
     ("job", key, rule) for key, rule in schema_keys(job_schema())

@@ -57,6 +57,7 @@ def requests(session_id: str, job: pb.LKCJob, ring: list[str]) -> dict[str, Any]
         "Randomize": pb.RandomizeRequest(ref=ref(session_id)),
         "C45Count": pb.C45CountRequest(ref=ref(session_id, 1)),
         "KactusStep": pb.KactusStepRequest(ref=ref(session_id, 1), step="encode"),
+        "EvaluateClassify": pb.EvaluateClassifyRequest(ref=ref(session_id, 1), figure="CE"),
         "Status": pb.StatusRequest(),
     }
 
@@ -287,8 +288,8 @@ def test_drbt_session_refuses_lkc_messages(drbt_party: Federation) -> None:
             code, details = call(stub, method, made[method])
             assert code == grpc.StatusCode.FAILED_PRECONDITION, (method, code, details)
             assert (
-                "is not a LKCSession or RandomizeSession or C45Session or KactusSession job"
-                in details
+                "is not a LKCSession or RandomizeSession or C45Session or KactusSession or "
+                "EvaluateSession job" in details
             ), (
                 method,
                 details,

@@ -43,6 +43,7 @@ METHODS = [
     "Randomize",
     "C45Count",
     "KactusStep",
+    "EvaluateClassify",
     "Renew",
     "End",
     "Status",
