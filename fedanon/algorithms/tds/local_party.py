@@ -9,11 +9,12 @@ specialization moves only the records of the partitions on Link_Best.
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import pandas as pd
 
+from fedanon.algorithms.tds.engines.records import ReleasedRows, released_rows
 from fedanon.algorithms.tds.layout import (
     DynamicSplit,
     PartitionTable,
@@ -65,6 +66,8 @@ class LocalParty:
         self._block_live: list[int] = []  # live partitions per block
         self._block_first: list[int] = []  # index of each block's first partition
         self._block_of = np.zeros(16, dtype=np.int64)  # partition index -> block
+        self._steps = 0  # start and specializations applied: what the release depends on
+        self._released: tuple[tuple[object, ...], ReleasedRows] | None = None
 
     # ----------------------------------------------------------------- encoding
     def _encode_class(self, table: pd.DataFrame) -> np.ndarray | None:
@@ -239,6 +242,7 @@ class LocalParty:
     def start(self, splits: Sequence[DynamicSplit] = ()) -> np.ndarray:
         """Statistics of the single initial partition (every record at the roots)."""
         apply_splits(self.schema, splits)
+        self._steps += 1
         n = len(self.table)
         rows = np.arange(n, dtype=np.int64)
         self._slot = [
@@ -264,6 +268,7 @@ class LocalParty:
         vector is unchanged).
         """
         apply_splits(self.schema, step.splits)
+        self._steps += 1
         attr = step.attr
         children = np.asarray(self.schema.taxonomies[attr].children[step.node], dtype=np.int64)
         applied = self.partitions.apply(step, list(children))
@@ -353,6 +358,25 @@ class LocalParty:
                 label_codes[keys[:, a]], categories=labels
             )
         return pd.DataFrame(columns, index=table.index)
+
+    def released_rows(
+        self, suppressed: np.ndarray | None = None, drop_suppressed: bool = False
+    ) -> Iterator[ReleasedRows]:
+        """The union's input: the generalized records (:meth:`generalized_table`) as distinct
+        rows and a code per record, in one batch (a sharded party yields one per shard). The
+        union reads them twice (to measure, to seal): the last batch is kept for its cut, the
+        suppressed partitions and the mode (a code per record, 1-4 bytes)."""
+        wanted = (
+            self._steps,
+            None if suppressed is None else suppressed.tobytes(),
+            drop_suppressed,
+        )
+        if self._released is None or self._released[0] != wanted:
+            self._released = (
+                wanted,
+                released_rows(self.generalized_table(suppressed, drop_suppressed)),
+            )
+        yield self._released[1]
 
 
 def apply_splits(schema: Schema, splits: Sequence[DynamicSplit]) -> None:

@@ -22,7 +22,7 @@ import contextlib
 import copy
 import os
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +32,7 @@ from distributed import Client, Future, LocalCluster, wait
 from distributed.security import Security
 
 from fedanon.algorithms.tds.engines import EngineSettings
+from fedanon.algorithms.tds.engines.records import ReleasedRows
 from fedanon.algorithms.tds.layout import (
     DynamicSplit,
     PartitionTable,
@@ -92,11 +93,17 @@ def _replay(key: str, log: list[tuple[str, tuple[Any, ...]]]) -> int:
     return state.done
 
 
-def _step(key: str, done: int, name: str, args: tuple[Any, ...]) -> Any:
-    """Call `name` on the shard's state, which must have applied exactly `done` steps."""
+def _current(key: str, done: int) -> _ShardState:
+    """The shard's state, which must have applied exactly `done` steps."""
     state = _SHARDS.get(key)
     if state is None or state.done != done:
         raise ShardLost(key)
+    return state
+
+
+def _step(key: str, done: int, name: str, args: tuple[Any, ...]) -> Any:
+    """Call `name` on the shard's state, which must have applied exactly `done` steps."""
+    state = _current(key, done)
     out = getattr(state.party, name)(*args)
     if name in _MUTATING:
         state.done += 1
@@ -145,6 +152,13 @@ def _sum(*parts: Any) -> Any:
         else:
             total += part
     return _pack(total) if total.ndim == 1 else total
+
+
+def _released(key: str, done: int, suppressed: np.ndarray | None, drop: bool) -> ReleasedRows:
+    """The shard's generalized records as distinct rows and codes (one batch: a shard is one
+    ``LocalParty``, which keeps it for the union's next pass)."""
+    (batch,) = _current(key, done).party.released_rows(suppressed, drop)
+    return batch
 
 
 def _drop(key: str) -> None:
@@ -314,20 +328,54 @@ class ShardedParty:
     ) -> pd.DataFrame:
         """The shards' generalized rows, concatenated in shard (= row) order."""
         done = len(self._log)
-        for _attempt in range(MAX_RECOVERIES):
-            parts = [
-                self._pinned(
-                    i, _step, key, done, "generalized_table", (suppressed, drop_suppressed)
+        tables = list(
+            self._each_shard(
+                lambda i: self._pinned(
+                    i,
+                    _step,
+                    self._keys[i],
+                    done,
+                    "generalized_table",
+                    (suppressed, drop_suppressed),
+                ),
+                done,
+            )
+        )
+        return pd.concat(tables) if len(tables) > 1 else tables[0]
+
+    def released_rows(
+        self, suppressed: np.ndarray | None = None, drop_suppressed: bool = False
+    ) -> Iterator[ReleasedRows]:
+        """Each shard's released rows, made on its worker, in shard (= row) order: the daemon
+        takes one shard's batch at a time (the others wait on their workers)."""
+        done = len(self._log)
+        return self._each_shard(
+            lambda i: self._pinned(i, _released, self._keys[i], done, suppressed, drop_suppressed),
+            done,
+        )
+
+    def _each_shard(self, submit: Any, done: int) -> Iterator[Any]:
+        """The result of `submit(i)` (a future) for every shard in order, all submitted at
+        once and taken from the workers one at a time; a shard lost before its result was
+        taken is recovered (replayed up to `done` steps) and submitted again."""
+        parts: dict[int, Future] = {i: submit(i) for i in range(len(self._keys))}
+        for i in range(len(self._keys)):
+            for _attempt in range(MAX_RECOVERIES):
+                try:
+                    result = self._result(parts[i], parts)
+                    break
+                except _Lost as lost:
+                    self._recover_until_stable(lost.shards, done)
+                    for j in lost.shards:
+                        if j in parts:
+                            parts[j] = submit(j)
+            else:
+                raise FedanonError(
+                    f"the Dask cluster kept losing workers ({MAX_RECOVERIES} recoveries)"
                 )
-                for i, key in enumerate(self._keys)
-            ]
-            try:
-                tables = [self._result(part, dict(enumerate(parts))) for part in parts]
-            except _Lost as lost:
-                self._recover_until_stable(lost.shards, done)
-                continue
-            return pd.concat(tables) if len(tables) > 1 else tables[0]
-        raise FedanonError(f"the Dask cluster kept losing workers ({MAX_RECOVERIES} recoveries)")
+            del parts[i]  # its worker may forget the result
+            yield result
+            del result  # nor is it held here while the next shard's is taken
 
     def close(self) -> None:
         """Drop the shards' state on their workers (a lost worker took its shards with it)."""

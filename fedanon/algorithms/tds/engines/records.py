@@ -1,0 +1,63 @@
+"""A party's release as the secure set union takes it: distinct rows and a code per record.
+
+A generalized release repeats few distinct rows (a few hundred among millions of records), so
+the rows are numbered by their distinct text combination and each record is a small integer.
+That is how a counting engine hands its release to the union (:mod:`fedanon.party.union`
+serializes the distinct rows once and expands the codes batch by batch): the Dask engine makes
+one :class:`ReleasedRows` per shard on the shard's worker, and the daemon never holds the
+release as a table.
+
+Codes are numbered by first appearance within the batch, column values compared as the text the
+union serializes (``astype(str)``), so the records, in row order, are those of the whole table,
+however the rows are cut into batches.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+
+@dataclass(frozen=True)
+class ReleasedRows:
+    """Records of a release in row order: `rows[codes[i]]` is record i's column values."""
+
+    rows: list[tuple[str, ...]]  # the distinct rows, as text, in order of first appearance
+    codes: np.ndarray  # per record, its row (the narrowest unsigned type that holds them)
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+
+def released_rows(table: pd.DataFrame) -> ReleasedRows:
+    """`table`'s records as distinct text rows and a code per record.
+
+    One column's text at a time (a whole table of Python strings would cost far more than the
+    table): each column's values are numbered, the running row number is combined with them
+    and numbered again, so only the distinct rows' first occurrences are ever made text whole.
+    """
+    if len(table) == 0:
+        return ReleasedRows([], np.zeros(0, dtype=np.uint8))
+    row_ids = np.zeros(len(table), dtype=np.int64)
+    for column in table.columns:
+        codes, uniques = pd.factorize(_text(table[column]))
+        row_ids = pd.factorize(row_ids * len(uniques) + codes)[0]
+    firsts = np.unique(row_ids, return_index=True)[1]
+    rows = list(table.iloc[firsts].astype(str).itertuples(index=False, name=None))
+    return ReleasedRows(rows, row_ids.astype(np.min_scalar_type(len(rows) - 1)))
+
+
+def _text(column: pd.Series) -> pd.Series:
+    """The column as the text the union serializes: an Arrow text column without nulls is its
+    own text (numbered by Arrow, no Python string per record); any other is ``astype(str)``."""
+    dtype = column.dtype
+    if (
+        isinstance(dtype, pd.ArrowDtype)
+        and pa.types.is_string(dtype.pyarrow_dtype)
+        and not column.hasnans
+    ):
+        return column
+    return column.astype(str)
