@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from fedanon.algorithms.tds.engines.records import ReleasedRows, released_rows
+from fedanon.algorithms.tds.engines.shard_stats import SparseBlock
 from fedanon.algorithms.tds.layout import (
     DynamicSplit,
     PartitionTable,
@@ -31,15 +32,24 @@ from fedanon.text import as_text, lookup_codes
 class LocalParty:
     """Counts over one party's records in the canonical layout; applies instructions."""
 
-    def __init__(self, schema: Schema, table: pd.DataFrame) -> None:
+    def __init__(self, schema: Schema, table: pd.DataFrame, shard: bool = False) -> None:
+        """`shard`: these records are one shard of a party's (the Dask engine) and the frame
+        is this party's own. Then it keeps only the columns the release copies (a QID's
+        values are its atom codes once encoded) and its partitions' statistics sparse
+        (:mod:`fedanon.algorithms.tds.engines.shard_stats`): each shard would otherwise hold
+        the text of every QID and the statistics of every partition, most of them zeros."""
         tune_for_rows(len(table))  # each step frees and re-allocates arrays of the table's length
         self.schema = schema
         self.table = table
+        self.columns = list(table.columns)  # the release's, in order
+        self.sparse_parents = shard
         self.layout = StatsLayout.for_schema(schema)
         self.atoms = [tax.encode(table[tax.attribute]) for tax in schema.taxonomies]
         self.classes = self._encode_class(table)
         self.sensitive = self._encode_sensitive(table)
         self._profile, self._profile_channels = self._profiles()
+        if shard:
+            self.table = table.drop(columns=[tax.attribute for tax in schema.taxonomies])
         self._start_run()
 
     def restarted(self, schema: Schema) -> LocalParty:
@@ -62,7 +72,8 @@ class LocalParty:
         # attr -> (node count, slot table, which nodes have children), see _slot_table
         self._slot_tables: dict[int, tuple[int, np.ndarray, np.ndarray]] = {}
         self._slot: list[np.ndarray] = []  # per QID: each record's child position + 1, 0 at a leaf
-        self._blocks: list[np.ndarray] = []  # own statistics of each step's new partitions
+        # own statistics of each step's new partitions (sparse in a shard)
+        self._blocks: list[np.ndarray | SparseBlock] = []
         self._block_live: list[int] = []  # live partitions per block
         self._block_first: list[int] = []  # index of each block's first partition
         self._block_of = np.zeros(16, dtype=np.int64)  # partition index -> block
@@ -193,7 +204,7 @@ class LocalParty:
         live: no copy into one growing array, and memory bounded by the live partitions' blocks.
         """
         block = len(self._blocks)
-        self._blocks.append(stats)
+        self._blocks.append(SparseBlock.of(stats) if self.sparse_parents else stats)
         self._block_live.append(stats.shape[0])
         self._block_first.append(first)
         need = first + stats.shape[0]
@@ -216,14 +227,19 @@ class LocalParty:
         for end in run_ends(blocks):
             block = int(blocks[begin])
             local = link[begin:end] - self._block_first[block]
-            if local[0] < 0 or local[-1] >= self._blocks[block].shape[0]:
+            kept = self._blocks[block]
+            if local[0] < 0 or local[-1] >= kept.shape[0]:
                 raise FedanonError("internal error: a partition's statistics were forgotten")
-            # Ascending, so the two ends bound every index: "clip" never clips here, and unlike
-            # the default "raise" it writes into `out` directly (no buffered copy, ~4x faster).
-            np.take(self._blocks[block], local, axis=0, out=out[begin:end], mode="clip")
+            if isinstance(kept, SparseBlock):
+                kept.take(local, out[begin:end])
+            else:
+                # Ascending, so the two ends bound every index: "clip" never clips here, and
+                # unlike the default "raise" it writes into `out` directly (no buffered copy,
+                # ~4x faster).
+                np.take(kept, local, axis=0, out=out[begin:end], mode="clip")
             self._block_live[block] -= end - begin
             if self._block_live[block] == 0:
-                self._blocks[block] = self._blocks[block][:0]
+                self._blocks[block] = np.empty((0, *kept.shape[1:]), dtype=np.int64)
             begin = end
         return out
 
@@ -349,14 +365,13 @@ class LocalParty:
             else:
                 keys = keys.copy()
                 keys[hit] = [t.root for t in self.schema.taxonomies]
-        columns: dict[str, pd.Series | pd.Categorical] = {
-            name: table[name] for name in table.columns
-        }
+        generalized: dict[str, pd.Categorical] = {}
         for a, tax in enumerate(self.schema.taxonomies):
             label_codes, labels = pd.factorize(pd.Index(tax.labels))
-            columns[tax.attribute] = pd.Categorical.from_codes(
+            generalized[tax.attribute] = pd.Categorical.from_codes(
                 label_codes[keys[:, a]], categories=labels
             )
+        columns = {name: generalized.get(name, table.get(name)) for name in self.columns}
         return pd.DataFrame(columns, index=table.index)
 
     def released_rows(
