@@ -122,6 +122,27 @@ def test_the_union_reads_the_release_shard_by_shard_with_the_same_records(client
         party.close()
 
 
+def test_a_shard_release_reaches_the_daemon_in_parts_of_bounded_size(client, monkeypatch):
+    """Shards larger than a batch: the daemon takes each shard's release in parts of at most
+    ``RELEASE_BATCH_RECORDS`` records, in row order, and the records are unchanged."""
+    monkeypatch.setattr(sharded, "RELEASE_BATCH_RECORDS", 400)
+    schema, table = _case()
+    local_schema = copy.deepcopy(schema)
+    local = LocalParty(local_schema, table)
+    LKCEngine(local_schema, PARAMS).run(local)
+    sharded_schema = copy.deepcopy(schema)
+    party = ShardedParty(client, sharded_schema, FrameSource(table).shards(2), list(table.columns))
+    try:
+        LKCEngine(sharded_schema, PARAMS).run(party)
+        batches = list(party.released_rows())
+        assert [len(b) for b in batches] == [400, 400, 400, 300] * 2
+        assert all(max(b.codes, default=0) < len(b.rows) for b in batches)
+        expected = record_bytes(local.generalized_table())
+        assert LocalRecords(lambda: batches).expand() == expected
+    finally:
+        party.close()
+
+
 def test_skewed_shards_give_the_same_release(client):
     """One huge shard, one-row shards, and a shard whose records all share one class."""
     schema, table = _case()

@@ -19,6 +19,7 @@ import pandas as pd
 import pytest
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
+import fedanon.crypto.onion_union as onion_union
 import fedanon.party.union as union
 from fedanon.algorithms.tds.engines.records import ReleasedRows, released_rows
 from fedanon.crypto.onion_union import UnionContext, open_records, peel_layer
@@ -112,7 +113,7 @@ def test_seal_takes_one_batch_and_one_piece_at_a_time_as_one_owner_batch(
     table = pd.concat([_table()] * 5, ignore_index=True)  # 35 records
     monkeypatch.setattr(union, "SEAL_PIECE_RECORDS", 4)
     pieces: list[int] = []
-    real_seal = union.seal_records
+    real_seal = onion_union.seal_records
 
     def seal_spy(records: list[bytes], *args: object, **kwargs: object) -> list[bytes]:
         pieces.append(len(records))

@@ -14,7 +14,11 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 import pandas as pd
 
-from fedanon.algorithms.tds.engines.records import ReleasedRows, released_rows
+from fedanon.algorithms.tds.engines.records import (
+    RELEASE_BATCH_RECORDS,
+    ReleasedRows,
+    released_rows,
+)
 from fedanon.algorithms.tds.engines.shard_stats import SparseBlock
 from fedanon.algorithms.tds.layout import (
     DynamicSplit,
@@ -374,24 +378,32 @@ class LocalParty:
         columns = {name: generalized.get(name, table.get(name)) for name in self.columns}
         return pd.DataFrame(columns, index=table.index)
 
-    def released_rows(
+    def released(
         self, suppressed: np.ndarray | None = None, drop_suppressed: bool = False
-    ) -> Iterator[ReleasedRows]:
-        """The union's input: the generalized records (:meth:`generalized_table`) as distinct
-        rows and a code per record, in one batch (a sharded party yields one per shard). The
-        union reads them twice (to measure, to seal): the last batch is kept for its cut, the
-        suppressed partitions and the mode (a code per record, 1-4 bytes)."""
+    ) -> ReleasedRows:
+        """The generalized records (:meth:`generalized_table`) as distinct rows and a code per
+        record. The union reads them twice (to measure, to seal), so the last are kept for
+        their cut, suppressed partitions and mode (1-4 bytes a record, and the rows)."""
         wanted = (
             self._steps,
             None if suppressed is None else suppressed.tobytes(),
             drop_suppressed,
         )
         if self._released is None or self._released[0] != wanted:
-            self._released = (
-                wanted,
-                released_rows(self.generalized_table(suppressed, drop_suppressed)),
-            )
-        yield self._released[1]
+            self._released = None  # the old ones go before the new ones are made
+            table = self.generalized_table(suppressed, drop_suppressed)
+            self._released = (wanted, released_rows(table))
+        return self._released[1]
+
+    def released_rows(
+        self, suppressed: np.ndarray | None = None, drop_suppressed: bool = False
+    ) -> Iterator[ReleasedRows]:
+        """The union's input: :meth:`released` in parts of ``RELEASE_BATCH_RECORDS`` records
+        (whoever serializes them holds one part's distinct rows at a time)."""
+        whole = self.released(suppressed, drop_suppressed)
+        for part in range(whole.parts(RELEASE_BATCH_RECORDS)):
+            start = part * RELEASE_BATCH_RECORDS
+            yield whole.part(start, start + RELEASE_BATCH_RECORDS)
 
 
 def apply_splits(schema: Schema, splits: Sequence[DynamicSplit]) -> None:

@@ -20,6 +20,10 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+#: Records per batch the union takes at a time (a shard's release is cut into parts this big):
+#: what the daemon holds of the release at once, whatever the shards' sizes.
+RELEASE_BATCH_RECORDS = 1 << 20
+
 
 @dataclass(frozen=True)
 class ReleasedRows:
@@ -30,6 +34,17 @@ class ReleasedRows:
 
     def __len__(self) -> int:
         return len(self.codes)
+
+    def part(self, start: int, stop: int) -> ReleasedRows:
+        """Records `start` to `stop`, with only the rows they use (renumbered)."""
+        used, codes = np.unique(self.codes[start:stop], return_inverse=True)
+        return ReleasedRows(
+            [self.rows[u] for u in used.tolist()], _narrow(codes.reshape(-1), len(used))
+        )
+
+    def parts(self, limit: int) -> int:
+        """How many parts of at most `limit` records (one for no records)."""
+        return max(1, -(-len(self) // limit))
 
 
 def released_rows(table: pd.DataFrame) -> ReleasedRows:
@@ -47,7 +62,12 @@ def released_rows(table: pd.DataFrame) -> ReleasedRows:
         row_ids = pd.factorize(row_ids * len(uniques) + codes)[0]
     firsts = np.unique(row_ids, return_index=True)[1]
     rows = list(table.iloc[firsts].astype(str).itertuples(index=False, name=None))
-    return ReleasedRows(rows, row_ids.astype(np.min_scalar_type(len(rows) - 1)))
+    return ReleasedRows(rows, _narrow(row_ids, len(rows)))
+
+
+def _narrow(codes: np.ndarray, rows: int) -> np.ndarray:
+    """`codes` in the narrowest unsigned type that holds `rows` - 1."""
+    return codes.astype(np.min_scalar_type(max(rows - 1, 0)))
 
 
 def _text(column: pd.Series) -> pd.Series:

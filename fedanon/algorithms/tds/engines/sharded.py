@@ -32,7 +32,7 @@ from distributed import Client, Future, LocalCluster, wait
 from distributed.security import Security
 
 from fedanon.algorithms.tds.engines import EngineSettings
-from fedanon.algorithms.tds.engines.records import ReleasedRows
+from fedanon.algorithms.tds.engines.records import RELEASE_BATCH_RECORDS, ReleasedRows
 from fedanon.algorithms.tds.layout import (
     DynamicSplit,
     PartitionTable,
@@ -154,11 +154,20 @@ def _sum(*parts: Any) -> Any:
     return _pack(total) if total.ndim == 1 else total
 
 
-def _released(key: str, done: int, suppressed: np.ndarray | None, drop: bool) -> ReleasedRows:
-    """The shard's generalized records as distinct rows and codes (one batch: a shard is one
-    ``LocalParty``, which keeps it for the union's next pass)."""
-    (batch,) = _current(key, done).party.released_rows(suppressed, drop)
-    return batch
+def _release_parts(key: str, done: int, suppressed: np.ndarray | None, drop: bool) -> int:
+    """How many parts the shard's release is cut into (made and kept by its ``LocalParty``
+    for the union's passes)."""
+    whole = _current(key, done).party.released(suppressed, drop)
+    return whole.parts(RELEASE_BATCH_RECORDS)
+
+
+def _release_part(
+    key: str, done: int, suppressed: np.ndarray | None, drop: bool, part: int
+) -> ReleasedRows:
+    """Part `part` of the shard's release: ``RELEASE_BATCH_RECORDS`` records at most."""
+    whole = _current(key, done).party.released(suppressed, drop)
+    start = part * RELEASE_BATCH_RECORDS
+    return whole.part(start, start + RELEASE_BATCH_RECORDS)
 
 
 def _drop(key: str) -> None:
@@ -328,16 +337,11 @@ class ShardedParty:
     ) -> pd.DataFrame:
         """The shards' generalized rows, concatenated in shard (= row) order."""
         done = len(self._log)
+        args = ("generalized_table", (suppressed, drop_suppressed))
         tables = list(
-            self._each_shard(
-                lambda i: self._pinned(
-                    i,
-                    _step,
-                    self._keys[i],
-                    done,
-                    "generalized_table",
-                    (suppressed, drop_suppressed),
-                ),
+            self._each_task(
+                [(i, ()) for i in range(len(self._keys))],
+                lambda i, _: self._pinned(i, _step, self._keys[i], done, *args),
                 done,
             )
         )
@@ -346,36 +350,49 @@ class ShardedParty:
     def released_rows(
         self, suppressed: np.ndarray | None = None, drop_suppressed: bool = False
     ) -> Iterator[ReleasedRows]:
-        """Each shard's released rows, made on its worker, in shard (= row) order: the daemon
-        takes one shard's batch at a time (the others wait on their workers)."""
+        """The shards' released records, made on their workers, in shard (= row) order and in
+        parts of ``RELEASE_BATCH_RECORDS``: the daemon takes one part at a time (the others
+        wait on their workers)."""
         done = len(self._log)
-        return self._each_shard(
-            lambda i: self._pinned(i, _released, self._keys[i], done, suppressed, drop_suppressed),
+        args = (suppressed, drop_suppressed)
+        shards = [(i, ()) for i in range(len(self._keys))]
+        counts = self._each_task(
+            shards, lambda i, _: self._pinned(i, _release_parts, self._keys[i], done, *args), done
+        )
+        parts = [(i, (part,)) for i, count in enumerate(counts) for part in range(count)]
+        return self._each_task(
+            parts,
+            lambda i, part: self._pinned(i, _release_part, self._keys[i], done, *args, *part),
             done,
         )
 
-    def _each_shard(self, submit: Any, done: int) -> Iterator[Any]:
-        """The result of `submit(i)` (a future) for every shard in order, all submitted at
-        once and taken from the workers one at a time; a shard lost before its result was
-        taken is recovered (replayed up to `done` steps) and submitted again."""
-        parts: dict[int, Future] = {i: submit(i) for i in range(len(self._keys))}
-        for i in range(len(self._keys)):
+    def _each_task(
+        self, tasks: list[tuple[int, tuple[Any, ...]]], submit: Any, done: int
+    ) -> Iterator[Any]:
+        """The result of `submit(shard, extra)` (a future) for every task (shard, extra), in
+        order: all submitted at once, taken from the workers one at a time. A shard lost
+        before its tasks' results were taken is recovered (replayed up to `done` steps) and
+        its tasks submitted again."""
+        futures = {t: submit(*task) for t, task in enumerate(tasks)}
+        for t in range(len(tasks)):
             for _attempt in range(MAX_RECOVERIES):
+                watched = {tasks[u][0]: future for u, future in futures.items()}
+                watched[tasks[t][0]] = futures[t]  # its shard's error is this task's
                 try:
-                    result = self._result(parts[i], parts)
+                    result = self._result(futures[t], watched)
                     break
                 except _Lost as lost:
                     self._recover_until_stable(lost.shards, done)
-                    for j in lost.shards:
-                        if j in parts:
-                            parts[j] = submit(j)
+                    for u in futures:
+                        if tasks[u][0] in lost.shards:
+                            futures[u] = submit(*tasks[u])
             else:
                 raise FedanonError(
                     f"the Dask cluster kept losing workers ({MAX_RECOVERIES} recoveries)"
                 )
-            del parts[i]  # its worker may forget the result
+            del futures[t]  # its worker may forget the result
             yield result
-            del result  # nor is it held here while the next shard's is taken
+            del result  # nor is it held here while the next one is taken
 
     def close(self) -> None:
         """Drop the shards' state on their workers (a lost worker took its shards with it)."""
