@@ -36,9 +36,8 @@ from fedanon.algorithms.tds.engines.sharded import ShardedParty
 from fedanon.algorithms.tds.local_party import LocalParty
 from fedanon.crypto.onion_union import UnionContext
 from fedanon.crypto.parallel import SEQUENTIAL
-from fedanon.party.records import LocalRecords
+from fedanon.party.records import LocalRecords, encode_record
 from fedanon.party.union import SEAL_PIECE_RECORDS, UnionRole, measured_size
-from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.readers.sources import FilesShard, ParquetSource
 from fedanon.schema import LKCParams
 from fedanon.synth import generate_hospital, hospital_taxonomy_path
@@ -104,9 +103,8 @@ def _seal_seconds_per_record(records: LocalRecords, sample: int) -> float:
 
 
 def _as_batch(records: list[bytes]) -> ReleasedRows:
-    """Already-serialized records as one batch of distinct rows (each its own bytes)."""
-    rows = [tuple(pb.ReleasedRecord.FromString(r).values) for r in records]
-    return ReleasedRows(rows, np.arange(len(rows)))
+    """Already-serialized records as one batch (each record its own row)."""
+    return ReleasedRows(records, np.arange(len(records)))
 
 
 def _run(
@@ -140,7 +138,7 @@ def _run(
     opened = time.perf_counter()
     result = LKCEngine(schema, PARAMS).run(party)
     searched = time.perf_counter()
-    records = LocalRecords(party.released_rows)  # the union's first pass: count, longest
+    records = LocalRecords(lambda: party.released_rows(encode_record))  # count, longest
     expanded = sum(len(piece) for piece in records.pieces(SEAL_PIECE_RECORDS))  # the second
     done = time.perf_counter()
     seal_s = _seal_seconds_per_record(records, sample) if sample else 0.0

@@ -1,11 +1,12 @@
 """A party's records for the secure set union, read from its counting engine batch by batch.
 
-The engine hands its release as batches of distinct rows and a code per record
-(:mod:`fedanon.algorithms.tds.engines.records`; a Dask party: one batch per shard, made on the
-shard's worker). The daemon serializes each batch's distinct rows once (a typed
-``ReleasedRecord``, no pickle) and expands the codes into records only a piece at a time, while
-it seals them (party/union.py ``UnionRole.seal``): it never holds the release as a table, nor
-more than one batch of it. The records, in order, are each row of the release serialized.
+The engine hands its release as batches of distinct rows, each serialized once by
+:func:`encode_record` (a typed ``ReleasedRecord``, no pickle), and a code per record
+(:mod:`fedanon.algorithms.tds.engines.records`; a Dask party: parts of each shard's release,
+made and serialized on the shard's worker). The daemon expands the codes into records only a
+piece at a time, while it seals them (party/union.py ``UnionRole.seal``): it never holds the
+release as a table, nor more than one batch of it. The records, in order, are each row of the
+release serialized.
 """
 
 from __future__ import annotations
@@ -42,13 +43,12 @@ class LocalRecords:
     def _serialized(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """Per batch: its distinct rows serialized, and the records' codes into them."""
         for batch in self._batches():
-            rows, codes = batch.rows, batch.codes
+            blobs = np.empty(len(batch.rows), dtype=object)
+            blobs[:] = batch.rows
+            codes = batch.codes
             del batch  # the batch itself is not held while the engine makes the next one
-            blobs = np.empty(len(rows), dtype=object)
-            for index, row in enumerate(rows):
-                blobs[index] = pb.ReleasedRecord(values=list(row)).SerializeToString()
             yield blobs, codes
-            del rows, codes, blobs
+            del codes, blobs
 
     def pieces(self, limit: int) -> Iterator[list[bytes]]:
         """The records in order, `limit` at most at a time (one batch's codes expanded)."""
@@ -62,7 +62,12 @@ class LocalRecords:
         return [record for piece in self.pieces(max(1, self.count)) for record in piece]
 
 
+def encode_record(row: tuple[str, ...]) -> bytes:
+    """One released row's cells as the union's record: a serialized ``ReleasedRecord``."""
+    return pb.ReleasedRecord(values=list(row)).SerializeToString()
+
+
 def table_batches(table: pd.DataFrame) -> Batches:
     """A release table held whole (the job kinds without a counting engine) as one batch."""
-    held = [released_rows(table)]
+    held = [released_rows(table, encode_record)]
     return lambda: held

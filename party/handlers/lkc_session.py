@@ -16,7 +16,7 @@ from fedanon.algorithms.tds.jobspec import LKCJobSpec
 from fedanon.errors import FedanonError
 from fedanon.federation.wire import from_instruction
 from fedanon.party.errors import NotExpected, ProtocolError
-from fedanon.party.records import Batches
+from fedanon.party.records import Batches, encode_record
 from fedanon.party.session_base import RingSession
 from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.readers.sources import FrameSource, TableSource
@@ -84,7 +84,7 @@ class LKCSession(RingSession):
         """The generalized records as the counting engine makes them: one batch per shard,
         each read from its worker when the union takes it (the daemon holds one at a time)."""
         wanted, drop = self._suppressed(suppressed), self.spec.suppressed_mode == "drop"
-        return lambda: self.local.released_rows(wanted, drop)
+        return lambda: self.local.released_rows(encode_record, wanted, drop)
 
     def _suppressed(self, suppressed: list[int] | None) -> np.ndarray:
         """The partitions the leader names as suppressed, checked against T_g."""

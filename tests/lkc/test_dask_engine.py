@@ -33,7 +33,7 @@ from fedanon.algorithms.tds.engines.sharded import DaskEngine, ShardedParty
 from fedanon.algorithms.tds.local_party import LocalParty
 from fedanon.crypto.identity import create_ca, issue_identity, save_ca, save_identity
 from fedanon.errors import FedanonError
-from fedanon.party.records import LocalRecords
+from fedanon.party.records import LocalRecords, encode_record
 from fedanon.party.union import record_bytes
 from fedanon.readers.sources import FrameShard, FrameSource, ParquetSource
 from fedanon.schema import LKCParams, Schema
@@ -113,10 +113,10 @@ def test_the_union_reads_the_release_shard_by_shard_with_the_same_records(client
     party = ShardedParty(client, sharded_schema, shards, list(table.columns))
     try:
         LKCEngine(sharded_schema, PARAMS).run(party)
-        batches = list(party.released_rows())
+        batches = list(party.released_rows(encode_record))
         assert [len(b) for b in batches] == [len(s.frame) for s in shards]
         assert LocalRecords(lambda: batches).expand() == expected
-        records = LocalRecords(party.released_rows)  # as the daemon reads them: twice
+        records = LocalRecords(lambda: party.released_rows(encode_record))  # read twice
         assert records.expand() == expected and len(records) == len(table)
     finally:
         party.close()
@@ -134,7 +134,7 @@ def test_a_shard_release_reaches_the_daemon_in_parts_of_bounded_size(client, mon
     party = ShardedParty(client, sharded_schema, FrameSource(table).shards(2), list(table.columns))
     try:
         LKCEngine(sharded_schema, PARAMS).run(party)
-        batches = list(party.released_rows())
+        batches = list(party.released_rows(encode_record))
         assert [len(b) for b in batches] == [400, 400, 400, 300] * 2
         assert all(max(b.codes, default=0) < len(b.rows) for b in batches)
         expected = record_bytes(local.generalized_table())
@@ -171,7 +171,7 @@ def test_suppressed_partitions_are_released_alike(client):
                 local.generalized_table(result.suppressed_partitions, drop)
             )
             union_input = LocalRecords(
-                lambda d=drop: sharded.released_rows(again.suppressed_partitions, d)
+                lambda d=drop: sharded.released_rows(encode_record, again.suppressed_partitions, d)
             )
             assert union_input.expand() == record_bytes(
                 local.generalized_table(result.suppressed_partitions, drop)

@@ -24,7 +24,7 @@ import fedanon.party.union as union
 from fedanon.algorithms.tds.engines.records import ReleasedRows, released_rows
 from fedanon.crypto.onion_union import UnionContext, open_records, peel_layer
 from fedanon.crypto.parallel import SEQUENTIAL
-from fedanon.party.records import LocalRecords
+from fedanon.party.records import LocalRecords, encode_record
 from fedanon.party.union import UnionRole, measured_size, record_bytes
 from fedanon.protos import fedanon_v1_pb2 as pb
 
@@ -55,7 +55,7 @@ def _expected(table: pd.DataFrame) -> list[bytes]:
 
 def test_released_rows_are_the_rows_as_text_in_order() -> None:
     table = _table()
-    batch = released_rows(table)
+    batch = released_rows(table, encode_record)
     assert len(batch) == len(table)
     assert len(batch.rows) == 4  # rows 0, 2 and 6 alike, 1 and 5 alike, 3, 4
     assert batch.codes.tolist() == [0, 1, 0, 2, 3, 1, 0]
@@ -67,7 +67,9 @@ def test_released_rows_are_the_rows_as_text_in_order() -> None:
 @pytest.mark.parametrize("cuts", [[0, 7], [0, 3, 7], [0, 1, 2, 3, 4, 5, 6, 7], [0, 6, 6, 7]])
 def test_records_are_the_same_however_the_rows_are_cut(cuts: list[int]) -> None:
     table = _table()
-    batches = [released_rows(table.iloc[lo:hi]) for lo, hi in itertools.pairwise(cuts)]
+    batches = [
+        released_rows(table.iloc[lo:hi], encode_record) for lo, hi in itertools.pairwise(cuts)
+    ]
     records = LocalRecords(lambda: batches)
     assert len(records) == len(table)
     assert records.expand() == _expected(table)
@@ -83,7 +85,7 @@ def _lone_batches(table: pd.DataFrame, size: int, served: list[weakref.ref]) -> 
         if served:
             gc.collect()
             assert served[-1]() is None, "the previous batch is still held"
-        batch = released_rows(table.iloc[start : start + size])
+        batch = released_rows(table.iloc[start : start + size], encode_record)
         served.append(weakref.ref(batch.codes))
         yield batch
         del batch  # as the engine does: the batch is the consumer's once handed over
@@ -136,14 +138,15 @@ def test_seal_takes_one_batch_and_one_piece_at_a_time_as_one_owner_batch(
 def test_more_records_than_pad_to_is_refused_before_sealing() -> None:
     table = _table()
     federation = _Federation()
-    records = LocalRecords(lambda: [released_rows(table)])
+    records = LocalRecords(lambda: [released_rows(table, encode_record)])
     with pytest.raises(ValueError, match="more records than pad_to=6"):
         federation.role.seal(records, federation.ctx, 6)
 
 
 def test_a_batch_is_what_the_engine_hands_over() -> None:
-    """The records type carries no table: distinct rows and a code per record."""
-    batch = ReleasedRows([("a",), ("b",)], np.array([0, 1, 1, 0], dtype=np.uint8))
+    """The records type carries no table: distinct rows, encoded, and a code per record."""
+    rows = [encode_record(("a",)), encode_record(("b",))]
+    batch = ReleasedRows(rows, np.array([0, 1, 1, 0], dtype=np.uint8))
     assert LocalRecords(lambda: [batch]).expand() == [
         pb.ReleasedRecord(values=[v]).SerializeToString() for v in "abba"
     ]

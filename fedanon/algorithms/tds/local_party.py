@@ -16,6 +16,7 @@ import pandas as pd
 
 from fedanon.algorithms.tds.engines.records import (
     RELEASE_BATCH_RECORDS,
+    Encode,
     ReleasedRows,
     released_rows,
 )
@@ -379,28 +380,29 @@ class LocalParty:
         return pd.DataFrame(columns, index=table.index)
 
     def released(
-        self, suppressed: np.ndarray | None = None, drop_suppressed: bool = False
+        self, encode: Encode, suppressed: np.ndarray | None = None, drop_suppressed: bool = False
     ) -> ReleasedRows:
-        """The generalized records (:meth:`generalized_table`) as distinct rows and a code per
-        record. The union reads them twice (to measure, to seal), so the last are kept for
-        their cut, suppressed partitions and mode (1-4 bytes a record, and the rows)."""
+        """The generalized records (:meth:`generalized_table`) as distinct rows, each encoded
+        by `encode`, and a code per record. The union reads them twice (to measure, to seal),
+        so the last are kept for their cut, suppressed partitions, mode and encoding."""
         wanted = (
             self._steps,
             None if suppressed is None else suppressed.tobytes(),
             drop_suppressed,
+            encode,
         )
         if self._released is None or self._released[0] != wanted:
             self._released = None  # the old ones go before the new ones are made
             table = self.generalized_table(suppressed, drop_suppressed)
-            self._released = (wanted, released_rows(table))
+            self._released = (wanted, released_rows(table, encode))
         return self._released[1]
 
     def released_rows(
-        self, suppressed: np.ndarray | None = None, drop_suppressed: bool = False
+        self, encode: Encode, suppressed: np.ndarray | None = None, drop_suppressed: bool = False
     ) -> Iterator[ReleasedRows]:
         """The union's input: :meth:`released` in parts of ``RELEASE_BATCH_RECORDS`` records
-        (whoever serializes them holds one part's distinct rows at a time)."""
-        whole = self.released(suppressed, drop_suppressed)
+        (whoever takes them holds one part's rows at a time)."""
+        whole = self.released(encode, suppressed, drop_suppressed)
         for part in range(whole.parts(RELEASE_BATCH_RECORDS)):
             start = part * RELEASE_BATCH_RECORDS
             yield whole.part(start, start + RELEASE_BATCH_RECORDS)

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from fedanon.algorithms.tds.engines import EngineSettings
-from fedanon.algorithms.tds.engines.records import ReleasedRows
+from fedanon.algorithms.tds.engines.records import Encode, ReleasedRows
 from fedanon.algorithms.tds.layout import (
     DynamicSplit,
     PartitionTable,
@@ -43,10 +43,11 @@ class PartyCounts(Protocol):
     ) -> pd.DataFrame: ...
 
     def released_rows(
-        self, suppressed: np.ndarray | None = None, drop_suppressed: bool = False
+        self, encode: Encode, suppressed: np.ndarray | None = None, drop_suppressed: bool = False
     ) -> Iterator[ReleasedRows]:
-        """The generalized records batch by batch, in row order, for the union: no batch
-        larger than one shard, so whoever consumes them holds one batch at a time."""
+        """The generalized records batch by batch, in row order, for the union, each distinct
+        row encoded by `encode`: no batch larger than one shard nor ``RELEASE_BATCH_RECORDS``
+        records, so whoever consumes them holds one batch at a time."""
         ...
 
     def close(self) -> None:

@@ -32,7 +32,7 @@ from distributed import Client, Future, LocalCluster, wait
 from distributed.security import Security
 
 from fedanon.algorithms.tds.engines import EngineSettings
-from fedanon.algorithms.tds.engines.records import RELEASE_BATCH_RECORDS, ReleasedRows
+from fedanon.algorithms.tds.engines.records import RELEASE_BATCH_RECORDS, Encode, ReleasedRows
 from fedanon.algorithms.tds.layout import (
     DynamicSplit,
     PartitionTable,
@@ -154,18 +154,20 @@ def _sum(*parts: Any) -> Any:
     return _pack(total) if total.ndim == 1 else total
 
 
-def _release_parts(key: str, done: int, suppressed: np.ndarray | None, drop: bool) -> int:
-    """How many parts the shard's release is cut into (made and kept by its ``LocalParty``
-    for the union's passes)."""
-    whole = _current(key, done).party.released(suppressed, drop)
+def _release_parts(
+    key: str, done: int, encode: Encode, suppressed: np.ndarray | None, drop: bool
+) -> int:
+    """How many parts the shard's release is cut into (made, its rows encoded, and kept by
+    its ``LocalParty`` for the union's passes)."""
+    whole = _current(key, done).party.released(encode, suppressed, drop)
     return whole.parts(RELEASE_BATCH_RECORDS)
 
 
 def _release_part(
-    key: str, done: int, suppressed: np.ndarray | None, drop: bool, part: int
+    key: str, done: int, encode: Encode, suppressed: np.ndarray | None, drop: bool, part: int
 ) -> ReleasedRows:
     """Part `part` of the shard's release: ``RELEASE_BATCH_RECORDS`` records at most."""
-    whole = _current(key, done).party.released(suppressed, drop)
+    whole = _current(key, done).party.released(encode, suppressed, drop)
     start = part * RELEASE_BATCH_RECORDS
     return whole.part(start, start + RELEASE_BATCH_RECORDS)
 
@@ -348,13 +350,14 @@ class ShardedParty:
         return pd.concat(tables) if len(tables) > 1 else tables[0]
 
     def released_rows(
-        self, suppressed: np.ndarray | None = None, drop_suppressed: bool = False
+        self, encode: Encode, suppressed: np.ndarray | None = None, drop_suppressed: bool = False
     ) -> Iterator[ReleasedRows]:
-        """The shards' released records, made on their workers, in shard (= row) order and in
-        parts of ``RELEASE_BATCH_RECORDS``: the daemon takes one part at a time (the others
-        wait on their workers)."""
+        """The shards' released records, made and encoded on their workers (`encode` travels
+        there by reference: a module's function), in shard (= row) order and in parts of
+        ``RELEASE_BATCH_RECORDS``: the daemon takes one part at a time (the others wait on
+        their workers)."""
         done = len(self._log)
-        args = (suppressed, drop_suppressed)
+        args = (encode, suppressed, drop_suppressed)
         shards = [(i, ()) for i in range(len(self._keys))]
         counts = self._each_task(
             shards, lambda i, _: self._pinned(i, _release_parts, self._keys[i], done, *args), done
