@@ -4,10 +4,14 @@ The synthetic hospital table of `--rows` rows is written once as a Parquet datas
 `--files` partitions (generated 1M rows at a time, cached under --cache). The local engine
 reads it whole; the Dask engine's daemon reads only its footers, each worker its own files.
 Prints: wall time of the whole run (encode +
-specializations + the generalized table), the number of steps, the Dask engine's overhead per
-step (its counting time minus the local engine's, per step), and the peak resident memory of
-the daemon process and of the worker processes. The two engines run in separate child
-processes so that each peak is its own. bench/RESULTS.md has the numbers and the projection.
+specializations + the union's input: the released records read batch by batch, as the daemon
+reads them to measure and to seal, `party/records.py`), the number of steps, the Dask engine's
+overhead per step (its counting time minus the local engine's, per step), the peak resident
+memory of the process (the party's daemon, with the search's own state, the leader's in a
+federation) and of the worker processes, CPU seconds of both, and the union's cost per record:
+sealing `--seal-sample` records for a ring of three parties, per core. The two engines run in
+separate child processes so that each peak is its own. bench/RESULTS.md has the numbers and
+the projection.
 
     nice .venv/bin/python bench/bench_dask_party.py --rows 2000000 --shards 2 --workers 2
 """
@@ -21,12 +25,19 @@ import multiprocessing
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from fedanon.algorithms.tds.api import build_schema
 from fedanon.algorithms.tds.engine import LKCEngine
+from fedanon.algorithms.tds.engines.records import ReleasedRows
 from fedanon.algorithms.tds.engines.sharded import ShardedParty
 from fedanon.algorithms.tds.local_party import LocalParty
+from fedanon.crypto.onion_union import UnionContext
+from fedanon.crypto.parallel import SEQUENTIAL
+from fedanon.party.records import LocalRecords, encode_record
+from fedanon.party.union import SEAL_PIECE_RECORDS, UnionRole, measured_size
 from fedanon.readers.sources import FilesShard, ParquetSource
 from fedanon.schema import LKCParams
 from fedanon.synth import generate_hospital, hospital_taxonomy_path
@@ -68,7 +79,42 @@ def _peak_mb() -> int:
     return 0
 
 
-def _run(engine: str, data: Path, shards: int, workers: int, out: multiprocessing.Queue) -> None:
+def _cpu_s() -> float:
+    """CPU seconds of this process so far (user + system)."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _seal_seconds_per_record(records: LocalRecords, sample: int) -> float:
+    """CPU seconds per record to seal `sample` of the records for a ring of three parties and
+    the leader, on one core, no keys prepared ahead (the union's COLLECT at this party)."""
+    keys = [X25519PrivateKey.generate() for _ in range(4)]
+    route = tuple(k.public_key().public_bytes_raw() for k in keys)
+    ctx = UnionContext(b"b" * 16, 1, route, measured_size(records.longest))
+    role = UnionRole(keys[0], 0, SEQUENTIAL)
+    role.route = route
+    first = next(records.pieces(min(sample, SEAL_PIECE_RECORDS)))
+    held = first
+    began = _cpu_s()
+    role.seal(LocalRecords(lambda: [_as_batch(held)]), ctx, None)
+    return (_cpu_s() - began) / max(1, len(first))
+
+
+def _as_batch(records: list[bytes]) -> ReleasedRows:
+    """Already-serialized records as one batch (each record its own row)."""
+    return ReleasedRows(records, np.arange(len(records)))
+
+
+def _run(
+    engine: str,
+    data: Path,
+    shards: int,
+    workers: int,
+    sample: int,
+    out: multiprocessing.Queue,
+) -> None:
     source = ParquetSource(data)
     taxonomy = load_taxonomy(hospital_taxonomy_path(), data_columns=source.columns)
     began = time.perf_counter()
@@ -91,11 +137,15 @@ def _run(engine: str, data: Path, shards: int, workers: int, out: multiprocessin
         party = ShardedParty(client, schema, source.shards(shards), source.columns)
     opened = time.perf_counter()
     result = LKCEngine(schema, PARAMS).run(party)
-    released = party.generalized_table()
+    searched = time.perf_counter()
+    records = LocalRecords(lambda: party.released_rows(encode_record))  # count, longest
+    expanded = sum(len(piece) for piece in records.pieces(SEAL_PIECE_RECORDS))  # the second
     done = time.perf_counter()
-    worker_peak = 0
+    seal_s = _seal_seconds_per_record(records, sample) if sample else 0.0
+    worker_peak, worker_cpu = 0, 0.0
     if client is not None:
         worker_peak = sum(client.run(_peak_mb).values())
+        worker_cpu = sum(client.run(_cpu_s).values())
         party.close()
         client.close()
         if cluster is not None:
@@ -103,13 +153,19 @@ def _run(engine: str, data: Path, shards: int, workers: int, out: multiprocessin
     out.put(
         {
             "engine": engine,
-            "rows": len(released),
+            "rows": len(records),
+            "expanded": expanded,
             "steps": len(result.specializations),
             "open_s": round(opened - began, 2),
+            "search_s": round(searched - opened, 2),
+            "records_s": round(done - searched, 2),
             "run_s": round(done - opened, 2),
             "counting_s": round(result.seconds_counting, 2),
+            "daemon_cpu_s": round(_cpu_s(), 1),
+            "workers_cpu_s": round(worker_cpu, 1),
             "daemon_peak_mb": _peak_mb(),
             "workers_peak_mb": worker_peak,
+            "seal_us_per_record": round(seal_s * 1e6, 1),
         }
     )
 
@@ -122,13 +178,19 @@ def main() -> None:
     parser.add_argument("--engines", default="local,dask")
     parser.add_argument("--files", type=int, default=8, help="Parquet partitions")
     parser.add_argument("--cache", default="/tmp/fedanon-bench-dask", help="dataset cache")
+    parser.add_argument(
+        "--seal-sample", type=int, default=20_000, help="records sealed to time the union"
+    )
     args = parser.parse_args()
     data = _dataset(args.rows, args.files, Path(args.cache))
     results = []
     context = multiprocessing.get_context("spawn")
     for engine in args.engines.split(","):
         queue = context.Queue()
-        child = context.Process(target=_run, args=(engine, data, args.shards, args.workers, queue))
+        child = context.Process(
+            target=_run,
+            args=(engine, data, args.shards, args.workers, args.seal_sample, queue),
+        )
         child.start()
         results.append(queue.get())
         child.join()
@@ -137,12 +199,17 @@ def main() -> None:
         f"\n{args.rows:,} rows in {args.files} Parquet files, {args.shards} shards, "
         f"{args.workers} worker processes\n"
     )
-    print("| engine | steps | open s | run s | counting s | daemon peak MB | workers' peaks MB |")
-    print("|---|---|---|---|---|---|---|")
+    print(
+        "| engine | steps | open s | search s | records s | counting s | daemon CPU s | "
+        "workers CPU s | daemon peak MB | workers' peaks MB | seal us/record |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         print(
-            f"| {r['engine']} | {r['steps']} | {r['open_s']} | {r['run_s']} | "
-            f"{r['counting_s']} | {r['daemon_peak_mb']} | {r['workers_peak_mb']} |"
+            f"| {r['engine']} | {r['steps']} | {r['open_s']} | {r['search_s']} | "
+            f"{r['records_s']} | {r['counting_s']} | {r['daemon_cpu_s']} | "
+            f"{r['workers_cpu_s']} | {r['daemon_peak_mb']} | {r['workers_peak_mb']} | "
+            f"{r['seal_us_per_record']} |"
         )
     if len(results) == 2 and results[0]["steps"]:
         extra = (results[1]["counting_s"] - results[0]["counting_s"]) / results[0]["steps"]

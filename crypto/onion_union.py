@@ -184,8 +184,9 @@ def _inner(kind: int, record: bytes, record_size: int) -> bytes:
 OuterLayers = tuple[tuple[int, bytes, bytes], ...]
 
 
-def _outer_layers(ctx: UnionContext) -> OuterLayers:
-    """A fresh ephemeral key per party hop for one owner batch, as the layers' keys."""
+def owner_layers(ctx: UnionContext) -> OuterLayers:
+    """A fresh ephemeral key per party hop for one owner batch, as the layers' keys (one
+    owner batch sealed in pieces passes the same to every piece, `seal_records`' `outer`)."""
     layers = []
     for index in range(ctx.leader_hop - 1, -1, -1):
         hop = _Hop.of(ctx, index)
@@ -270,6 +271,7 @@ def seal_records(
     parallelism: Parallelism = SEQUENTIAL,
     prepared: Sequence[tuple[bytes, bytes]] = (),
     leader_layer: LeaderLayer | None = None,
+    outer: OuterLayers | None = None,
 ) -> list[bytes]:
     """Owner role: wrap each record in every hop's layer; pad with dummies to `pad_to` items.
 
@@ -278,7 +280,8 @@ def seal_records(
     `prepared` (from `prepare_leader_ephemeral` for this route's leader, never reused) seals the
     first items' leader layer without public-key work; `leader_layer` (the daemon's idle key
     workers) or else `parallelism` (worker processes) seals the remaining items' leader layer.
-    The output has the same form and order either way.
+    The output has the same form and order either way. `outer` (`owner_layers`): the party
+    layers' keys of the owner batch these records are a piece of; without it, fresh ones.
     """
     items = [_inner(_REAL, record, ctx.record_size) for record in records]
     if pad_to is not None:
@@ -290,7 +293,8 @@ def seal_records(
                 "at least every party's record count"
             )
         items.extend(_inner(_DUMMY, b"", ctx.record_size) for _ in range(pad_to - len(items)))
-    context, outer = astuple(ctx), _outer_layers(ctx)
+    context = astuple(ctx)
+    outer = owner_layers(ctx) if outer is None else outer
     ready = list(prepared[: len(items)])
     sealed = _seal_innermost(context, items[: len(ready)], ready=ready, outer=outer)
     rest = items[len(sealed) :]

@@ -22,9 +22,10 @@ from fedanon.errors import FedanonError
 from fedanon.federation.chunks import split
 from fedanon.federation.keyshares import new_share, union_route
 from fedanon.party.errors import NotExpected
+from fedanon.party.records import LocalRecords
 from fedanon.party.session_base import RingSession
 from fedanon.party.shell import PartyShell
-from fedanon.party.union import UnionRole, chunk_bytes_of, measured_size, record_bytes
+from fedanon.party.union import UnionRole, chunk_bytes_of, measured_size
 from fedanon.protos import fedanon_v1_pb2 as pb
 
 log = logging.getLogger(__name__)
@@ -147,12 +148,13 @@ def serve_union(
     return reply
 
 
-def _records(session: RingSession, request: pb.UnionRequest) -> list[bytes]:
-    """This party's serialized records, made once per round by MEASURE, which names the
-    suppressed partitions (a later phase's list is not consulted again)."""
+def _records(session: RingSession, request: pb.UnionRequest) -> LocalRecords:
+    """This party's records, counted once per round by MEASURE, which names the suppressed
+    partitions (a later phase's list is not consulted again); read batch by batch from the
+    session's release (a sharded party's shards) whenever a phase takes them."""
     return session.union.local_records(
         request.ref.iteration,
-        lambda: record_bytes(session.release_table(list(request.suppressed))),
+        lambda: LocalRecords(session.released_batches(list(request.suppressed))),
     )
 
 
@@ -162,7 +164,7 @@ def _measure(session: RingSession, request: pb.UnionRequest) -> pb.UnionReply:
     # The count only where nothing hides it anyway (no padding): the shuffle mode's public
     # block sizes.
     count = len(records) if request.pad_to == 0 else 0
-    return pb.UnionReply(record_size=measured_size(records), count=count)
+    return pb.UnionReply(record_size=measured_size(records.longest), count=count)
 
 
 def _output(

@@ -22,6 +22,7 @@ import pandas as pd
 
 from fedanon.errors import FedanonError
 from fedanon.party.errors import NotExpected, ProtocolError
+from fedanon.party.records import Batches, table_batches
 from fedanon.party.replay import AnswerOnce
 from fedanon.party.sums import SumProtocol
 from fedanon.party.union import UnionRole
@@ -118,6 +119,11 @@ class RingSession(SessionBase, ABC):
     @abstractmethod
     def release_table(self, suppressed: list[int] | None = None) -> pd.DataFrame:
         """What this party contributes to the secure set union."""
+
+    def released_batches(self, suppressed: list[int] | None = None) -> Batches:
+        """The release batch by batch for the union (party/records.py): here the whole
+        `release_table`, made once; a counting engine's session reads it shard by shard."""
+        return table_batches(self.release_table(suppressed))
 
     def request_limit(self, method: str) -> int | None:
         return self.sum_request_limit() if method == "Sum" else None

@@ -21,20 +21,26 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
-import numpy as np
 import pandas as pd
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from fedanon.crypto.idle_keys import IdleKeyWorkers
-from fedanon.crypto.onion_union import ChunkedPeel, UnionContext, seal_records
+from fedanon.crypto.onion_union import (
+    ChunkedPeel,
+    OuterLayers,
+    UnionContext,
+    owner_layers,
+    seal_records,
+)
 from fedanon.crypto.parallel import Parallelism
 from fedanon.crypto.prepared_keys import PreparedLeaderKeys
 from fedanon.crypto.sealed_total import SealedTotalChannel
 from fedanon.crypto.share_shuffle import PairKeys, ShuffleContext, ShuffleParty
 from fedanon.federation.chunks import DEFAULT_CHUNK_BYTES, MIN_CHUNK_BYTES
 from fedanon.party.errors import NotExpected
+from fedanon.party.records import LocalRecords, table_batches
 from fedanon.protos import fedanon_v1_pb2 as pb
 
 log = logging.getLogger(__name__)
@@ -44,30 +50,17 @@ log = logging.getLogger(__name__)
 MAX_INPUT_CHUNKS = 1 << 16
 # The batch size from which a hop peels on worker processes (`UnionRole._peel_parallelism`).
 PEEL_MIN_RECORDS = 1 << 17
+# Records sealed per piece (`UnionRole.seal`): the records and their innermost items exist a
+# piece at a time, not for the whole release.
+SEAL_PIECE_RECORDS = 1 << 18
 
 
 def record_bytes(table: pd.DataFrame) -> list[bytes]:
-    """Each generalized row as a serialized ReleasedRecord (typed, no pickle).
-
-    Generalized rows repeat (a few hundred distinct rows among tens of thousands), so the rows
-    are numbered by their distinct value combination, column by column in vectorized passes,
-    and only each combination's first row is serialized.
-    """
-    if len(table) == 0:
-        return []
-    text = table.astype(str)
-    row_ids = np.zeros(len(text), dtype=np.int64)
-    for column in text.columns:
-        codes, uniques = pd.factorize(text[column])
-        row_ids = pd.factorize(row_ids * len(uniques) + codes)[0]
-    firsts = np.unique(row_ids, return_index=True)[1]
-    blobs = np.empty(len(firsts), dtype=object)
-    for index, row in enumerate(text.iloc[firsts].itertuples(index=False, name=None)):
-        blobs[index] = pb.ReleasedRecord(values=list(row)).SerializeToString()
-    return list(blobs[row_ids])
+    """Each generalized row as a serialized ReleasedRecord (typed, no pickle), in row order."""
+    return LocalRecords(table_batches(table)).expand()
 
 
-def measured_size(records: list[bytes]) -> int:
+def measured_size(records: Sequence[bytes]) -> int:
     """Largest record rounded up to 64 bytes (all the leader learns of the records' sizes)."""
     largest = max((len(r) for r in records), default=1)
     return max(64, -(-largest // 64) * 64)
@@ -122,7 +115,7 @@ class UnionRole:
         self.idle_keys = idle_keys
         self.route: tuple[bytes, ...] | None = None
         self.shuffle: ShuffleParty | None = None
-        self._records: tuple[int, list[bytes]] | None = None
+        self._records: tuple[int, LocalRecords] | None = None
         self._prepared: PreparedLeaderKeys | None = None
         self.inbox = Inbox()
         self._peeling: ChunkedPeel | None = None
@@ -150,8 +143,9 @@ class UnionRole:
         prepared, self._prepared = self._prepared, None
         return prepared.take() if prepared is not None else []
 
-    def local_records(self, round_: int, serialize: Callable[[], list[bytes]]) -> list[bytes]:
-        """This party's serialized records for `round_`, computed once for all union phases."""
+    def local_records(self, round_: int, serialize: Callable[[], LocalRecords]) -> LocalRecords:
+        """This party's records for `round_`, counted and measured once for all union phases
+        (the records themselves are read from the engine's batches when sealed)."""
         if self._records is None or self._records[0] != round_:
             self._records = (round_, serialize())
         return self._records[1]
@@ -161,24 +155,54 @@ class UnionRole:
             raise ValueError("union keys were not shared before the union")
         return UnionContext(session_id, round_, self.route, record_size)
 
-    def seal(self, records: list[bytes], ctx: UnionContext, pad_to: int | None) -> list[bytes]:
-        """All layers on every record. The leader layer's keys: those prepared during the loop,
-        then the daemon's idle key workers' (keys generated before the session), or, without
-        workers, fresh keys in worker processes."""
+    def seal(self, records: LocalRecords, ctx: UnionContext, pad_to: int | None) -> list[bytes]:
+        """All layers on every record, then `pad_to` dummies. One owner batch (the same party
+        layers' keys throughout) sealed a piece of `SEAL_PIECE_RECORDS` records at a time, so
+        only one piece's records exist beside the sealed items. The leader layer's keys: those
+        prepared during the loop, then the daemon's idle key workers' (keys generated before
+        the session), or, without workers, fresh keys in worker processes."""
+        if pad_to is not None and len(records) > pad_to:
+            # The count itself stays out of the message: it travels to the leader, and hiding
+            # it is what padding is for.
+            raise ValueError(
+                f"more records than pad_to={pad_to}: a padded union needs pad_to "
+                "at least every party's record count"
+            )
         prepared = self.stop_preparing()
-        items = max(len(records), pad_to or 0)
+        outer = owner_layers(ctx)
+        keys = [0, 0]  # leader-layer keys that came prepared, and from the idle workers' stock
+        sealed: list[bytes] = []
+        for piece in records.pieces(SEAL_PIECE_RECORDS):
+            sealed += self._seal_piece(piece, ctx, None, prepared[len(sealed) :], outer, keys)
+        dummies = None if pad_to is None else pad_to - len(records)
+        if dummies:
+            sealed += self._seal_piece([], ctx, dummies, prepared[len(sealed) :], outer, keys)
+        self._log_keys(len(sealed), *keys)
+        return sealed
+
+    def _seal_piece(
+        self,
+        records: list[bytes],
+        ctx: UnionContext,
+        pad_to: int | None,
+        prepared: list[tuple[bytes, bytes]],
+        outer: OuterLayers,
+        keys: list[int],
+    ) -> list[bytes]:
+        """One piece of the owner batch; `keys` counts where its leader-layer keys came from."""
         workers = self._workers()
         if workers is not None:
             try:
-                sealed = seal_records(records, ctx, pad_to, leader_layer=workers.seal)
+                sealed = seal_records(records, ctx, pad_to, leader_layer=workers.seal, outer=outer)
             except (EOFError, OSError) as exc:  # a worker died: seal as if there were none
                 log.warning("idle key workers failed (%s); sealing without them", exc)
                 workers.close()
             else:
-                self._log_keys(items, *workers.last_keys)
+                keys[0] += workers.last_keys[0]
+                keys[1] += workers.last_keys[1]
                 return sealed
-        self._log_keys(items, len(prepared), 0)
-        return seal_records(records, ctx, pad_to, self.parallelism, prepared)
+        keys[0] += min(len(prepared), max(len(records), pad_to or 0))
+        return seal_records(records, ctx, pad_to, self.parallelism, prepared, outer=outer)
 
     @staticmethod
     def _log_keys(items: int, prepared: int, idle: int) -> None:
@@ -237,7 +261,7 @@ class UnionRole:
 
     def share(
         self,
-        records: list[bytes],
+        records: LocalRecords,
         session_id: bytes,
         round_: int,
         record_size: int,
@@ -252,7 +276,7 @@ class UnionRole:
         parties = self.route[:-1]
         ctx = ShuffleContext(session_id, round_, parties, record_size, block_sizes, chunk_bytes)
         self.shuffle = ShuffleParty(PairKeys(self.private_key, parties, session_id), ctx)
-        return self.shuffle.owner_message(records)
+        return self.shuffle.owner_message(records.expand())
 
     def shuffle_step(self, step: int, items: list[bytes]) -> list[bytes]:
         """Shuffle mode: one of this party's two steps."""

@@ -16,6 +16,7 @@ from fedanon.algorithms.tds.jobspec import LKCJobSpec
 from fedanon.errors import FedanonError
 from fedanon.federation.wire import from_instruction
 from fedanon.party.errors import NotExpected, ProtocolError
+from fedanon.party.records import Batches, encode_record
 from fedanon.party.session_base import RingSession
 from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.readers.sources import FrameSource, TableSource
@@ -75,6 +76,18 @@ class LKCSession(RingSession):
         `suppressed` (from the leader) names live partitions of T_g to release as suppressed;
         only a job with a suppression budget may name any.
         """
+        return self.local.generalized_table(
+            self._suppressed(suppressed), self.spec.suppressed_mode == "drop"
+        )
+
+    def released_batches(self, suppressed: list[int] | None = None) -> Batches:
+        """The generalized records as the counting engine makes them: one batch per shard,
+        each read from its worker when the union takes it (the daemon holds one at a time)."""
+        wanted, drop = self._suppressed(suppressed), self.spec.suppressed_mode == "drop"
+        return lambda: self.local.released_rows(encode_record, wanted, drop)
+
+    def _suppressed(self, suppressed: list[int] | None) -> np.ndarray:
+        """The partitions the leader names as suppressed, checked against T_g."""
         wanted = np.asarray(suppressed or [], dtype=np.int64)
         if wanted.size:
             partitions = self.local.partitions
@@ -82,7 +95,7 @@ class LKCSession(RingSession):
                 raise ProtocolError("the job has no suppression budget but partitions were named")
             if (wanted >= partitions.size).any() or not partitions.alive[wanted].all():
                 raise ProtocolError("a suppressed partition is not a group of the final cut")
-        return self.local.generalized_table(wanted, self.spec.suppressed_mode == "drop")
+        return wanted
 
     def contribution(self, request: pb.SumRequest) -> np.ndarray:
         """Apply the request's instruction (if any) and return the local statistics vector."""

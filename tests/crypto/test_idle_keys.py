@@ -9,6 +9,7 @@ import time
 from collections import Counter
 from dataclasses import astuple
 
+import pandas as pd
 import pytest
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -91,6 +92,7 @@ def test_capacity_zero_starts_no_worker() -> None:
 def test_a_union_whose_key_worker_died_is_sealed_without_the_workers(workers) -> None:
     """The daemon's seal (party/union.py) falls back to fresh keys when a worker is gone."""
     from fedanon.crypto.parallel import SEQUENTIAL
+    from fedanon.party.records import LocalRecords, table_batches
     from fedanon.party.union import UnionRole
 
     keys, ctx = _route()
@@ -98,11 +100,11 @@ def test_a_union_whose_key_worker_died_is_sealed_without_the_workers(workers) ->
     role.route = ctx.route
     workers._processes[0].kill()
     workers._processes[0].join(timeout=10)
-    records = [f"r{i}".encode() for i in range(50)]
-    sealed = role.seal(records, ctx, None)
+    local = LocalRecords(table_batches(pd.DataFrame({"v": [f"r{i}" for i in range(50)]})))
+    sealed = role.seal(local, ctx, None)
     assert not workers.running
     opened = open_records(peel_layer(sealed, keys[0], 0, ctx), keys[1], ctx)
-    assert Counter(opened) == Counter(records)
+    assert Counter(opened) == Counter(local.expand()) and len(opened) == 50
 
 
 def test_the_layer_kdf_is_ansi_x963_with_sha256() -> None:

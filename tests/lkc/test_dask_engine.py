@@ -33,6 +33,8 @@ from fedanon.algorithms.tds.engines.sharded import DaskEngine, ShardedParty
 from fedanon.algorithms.tds.local_party import LocalParty
 from fedanon.crypto.identity import create_ca, issue_identity, save_ca, save_identity
 from fedanon.errors import FedanonError
+from fedanon.party.records import LocalRecords, encode_record
+from fedanon.party.union import record_bytes
 from fedanon.readers.sources import FrameShard, FrameSource, ParquetSource
 from fedanon.schema import LKCParams, Schema
 from fedanon.synth import generate_hospital, hospital_taxonomy_path
@@ -97,6 +99,50 @@ def test_release_is_byte_identical_for_any_shard_count(client, count):
     assert got_release == release
 
 
+@pytest.mark.parametrize("count", [1, 2, 7])
+def test_the_union_reads_the_release_shard_by_shard_with_the_same_records(client, count):
+    """The records the union seals come one batch per shard, made on the shard's worker, no
+    batch larger than its shard, and are the one-process party's records in row order."""
+    schema, table = _case()
+    local_schema = copy.deepcopy(schema)
+    local = LocalParty(local_schema, table)
+    LKCEngine(local_schema, PARAMS).run(local)
+    expected = record_bytes(local.generalized_table())
+    sharded_schema = copy.deepcopy(schema)
+    shards = FrameSource(table).shards(count)
+    party = ShardedParty(client, sharded_schema, shards, list(table.columns))
+    try:
+        LKCEngine(sharded_schema, PARAMS).run(party)
+        batches = list(party.released_rows(encode_record))
+        assert [len(b) for b in batches] == [len(s.frame) for s in shards]
+        assert LocalRecords(lambda: batches).expand() == expected
+        records = LocalRecords(lambda: party.released_rows(encode_record))  # read twice
+        assert records.expand() == expected and len(records) == len(table)
+    finally:
+        party.close()
+
+
+def test_a_shard_release_reaches_the_daemon_in_parts_of_bounded_size(client, monkeypatch):
+    """Shards larger than a batch: the daemon takes each shard's release in parts of at most
+    ``RELEASE_BATCH_RECORDS`` records, in row order, and the records are unchanged."""
+    monkeypatch.setattr(sharded, "RELEASE_BATCH_RECORDS", 400)
+    schema, table = _case()
+    local_schema = copy.deepcopy(schema)
+    local = LocalParty(local_schema, table)
+    LKCEngine(local_schema, PARAMS).run(local)
+    sharded_schema = copy.deepcopy(schema)
+    party = ShardedParty(client, sharded_schema, FrameSource(table).shards(2), list(table.columns))
+    try:
+        LKCEngine(sharded_schema, PARAMS).run(party)
+        batches = list(party.released_rows(encode_record))
+        assert [len(b) for b in batches] == [400, 400, 400, 300] * 2
+        assert all(max(b.codes, default=0) < len(b.rows) for b in batches)
+        expected = record_bytes(local.generalized_table())
+        assert LocalRecords(lambda: batches).expand() == expected
+    finally:
+        party.close()
+
+
 def test_skewed_shards_give_the_same_release(client):
     """One huge shard, one-row shards, and a shard whose records all share one class."""
     schema, table = _case()
@@ -122,6 +168,12 @@ def test_suppressed_partitions_are_released_alike(client):
         assert again.specializations == result.specializations
         for drop in (False, True):
             assert _csv(sharded.generalized_table(again.suppressed_partitions, drop)) == _csv(
+                local.generalized_table(result.suppressed_partitions, drop)
+            )
+            union_input = LocalRecords(
+                lambda d=drop: sharded.released_rows(encode_record, again.suppressed_partitions, d)
+            )
+            assert union_input.expand() == record_bytes(
                 local.generalized_table(result.suppressed_partitions, drop)
             )
     finally:

@@ -9,11 +9,18 @@ specialization moves only the records of the partitions on Link_Best.
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import pandas as pd
 
+from fedanon.algorithms.tds.engines.records import (
+    RELEASE_BATCH_RECORDS,
+    Encode,
+    ReleasedRows,
+    released_rows,
+)
+from fedanon.algorithms.tds.engines.shard_stats import SparseBlock
 from fedanon.algorithms.tds.layout import (
     DynamicSplit,
     PartitionTable,
@@ -30,15 +37,24 @@ from fedanon.text import as_text, lookup_codes
 class LocalParty:
     """Counts over one party's records in the canonical layout; applies instructions."""
 
-    def __init__(self, schema: Schema, table: pd.DataFrame) -> None:
+    def __init__(self, schema: Schema, table: pd.DataFrame, shard: bool = False) -> None:
+        """`shard`: these records are one shard of a party's (the Dask engine) and the frame
+        is this party's own. Then it keeps only the columns the release copies (a QID's
+        values are its atom codes once encoded) and its partitions' statistics sparse
+        (:mod:`fedanon.algorithms.tds.engines.shard_stats`): each shard would otherwise hold
+        the text of every QID and the statistics of every partition, most of them zeros."""
         tune_for_rows(len(table))  # each step frees and re-allocates arrays of the table's length
         self.schema = schema
         self.table = table
+        self.columns = list(table.columns)  # the release's, in order
+        self.sparse_parents = shard
         self.layout = StatsLayout.for_schema(schema)
         self.atoms = [tax.encode(table[tax.attribute]) for tax in schema.taxonomies]
         self.classes = self._encode_class(table)
         self.sensitive = self._encode_sensitive(table)
         self._profile, self._profile_channels = self._profiles()
+        if shard:
+            self.table = table.drop(columns=[tax.attribute for tax in schema.taxonomies])
         self._start_run()
 
     def restarted(self, schema: Schema) -> LocalParty:
@@ -61,10 +77,13 @@ class LocalParty:
         # attr -> (node count, slot table, which nodes have children), see _slot_table
         self._slot_tables: dict[int, tuple[int, np.ndarray, np.ndarray]] = {}
         self._slot: list[np.ndarray] = []  # per QID: each record's child position + 1, 0 at a leaf
-        self._blocks: list[np.ndarray] = []  # own statistics of each step's new partitions
+        # own statistics of each step's new partitions (sparse in a shard)
+        self._blocks: list[np.ndarray | SparseBlock] = []
         self._block_live: list[int] = []  # live partitions per block
         self._block_first: list[int] = []  # index of each block's first partition
         self._block_of = np.zeros(16, dtype=np.int64)  # partition index -> block
+        self._steps = 0  # start and specializations applied: what the release depends on
+        self._released: tuple[tuple[object, ...], ReleasedRows] | None = None
 
     # ----------------------------------------------------------------- encoding
     def _encode_class(self, table: pd.DataFrame) -> np.ndarray | None:
@@ -190,7 +209,7 @@ class LocalParty:
         live: no copy into one growing array, and memory bounded by the live partitions' blocks.
         """
         block = len(self._blocks)
-        self._blocks.append(stats)
+        self._blocks.append(SparseBlock.of(stats) if self.sparse_parents else stats)
         self._block_live.append(stats.shape[0])
         self._block_first.append(first)
         need = first + stats.shape[0]
@@ -213,14 +232,19 @@ class LocalParty:
         for end in run_ends(blocks):
             block = int(blocks[begin])
             local = link[begin:end] - self._block_first[block]
-            if local[0] < 0 or local[-1] >= self._blocks[block].shape[0]:
+            kept = self._blocks[block]
+            if local[0] < 0 or local[-1] >= kept.shape[0]:
                 raise FedanonError("internal error: a partition's statistics were forgotten")
-            # Ascending, so the two ends bound every index: "clip" never clips here, and unlike
-            # the default "raise" it writes into `out` directly (no buffered copy, ~4x faster).
-            np.take(self._blocks[block], local, axis=0, out=out[begin:end], mode="clip")
+            if isinstance(kept, SparseBlock):
+                kept.take(local, out[begin:end])
+            else:
+                # Ascending, so the two ends bound every index: "clip" never clips here, and
+                # unlike the default "raise" it writes into `out` directly (no buffered copy,
+                # ~4x faster).
+                np.take(kept, local, axis=0, out=out[begin:end], mode="clip")
             self._block_live[block] -= end - begin
             if self._block_live[block] == 0:
-                self._blocks[block] = self._blocks[block][:0]
+                self._blocks[block] = np.empty((0, *kept.shape[1:]), dtype=np.int64)
             begin = end
         return out
 
@@ -239,6 +263,7 @@ class LocalParty:
     def start(self, splits: Sequence[DynamicSplit] = ()) -> np.ndarray:
         """Statistics of the single initial partition (every record at the roots)."""
         apply_splits(self.schema, splits)
+        self._steps += 1
         n = len(self.table)
         rows = np.arange(n, dtype=np.int64)
         self._slot = [
@@ -264,6 +289,7 @@ class LocalParty:
         vector is unchanged).
         """
         apply_splits(self.schema, step.splits)
+        self._steps += 1
         attr = step.attr
         children = np.asarray(self.schema.taxonomies[attr].children[step.node], dtype=np.int64)
         applied = self.partitions.apply(step, list(children))
@@ -344,15 +370,42 @@ class LocalParty:
             else:
                 keys = keys.copy()
                 keys[hit] = [t.root for t in self.schema.taxonomies]
-        columns: dict[str, pd.Series | pd.Categorical] = {
-            name: table[name] for name in table.columns
-        }
+        generalized: dict[str, pd.Categorical] = {}
         for a, tax in enumerate(self.schema.taxonomies):
             label_codes, labels = pd.factorize(pd.Index(tax.labels))
-            columns[tax.attribute] = pd.Categorical.from_codes(
+            generalized[tax.attribute] = pd.Categorical.from_codes(
                 label_codes[keys[:, a]], categories=labels
             )
+        columns = {name: generalized.get(name, table.get(name)) for name in self.columns}
         return pd.DataFrame(columns, index=table.index)
+
+    def released(
+        self, encode: Encode, suppressed: np.ndarray | None = None, drop_suppressed: bool = False
+    ) -> ReleasedRows:
+        """The generalized records (:meth:`generalized_table`) as distinct rows, each encoded
+        by `encode`, and a code per record. The union reads them twice (to measure, to seal),
+        so the last are kept for their cut, suppressed partitions, mode and encoding."""
+        wanted = (
+            self._steps,
+            None if suppressed is None else suppressed.tobytes(),
+            drop_suppressed,
+            encode,
+        )
+        if self._released is None or self._released[0] != wanted:
+            self._released = None  # the old ones go before the new ones are made
+            table = self.generalized_table(suppressed, drop_suppressed)
+            self._released = (wanted, released_rows(table, encode))
+        return self._released[1]
+
+    def released_rows(
+        self, encode: Encode, suppressed: np.ndarray | None = None, drop_suppressed: bool = False
+    ) -> Iterator[ReleasedRows]:
+        """The union's input: :meth:`released` in parts of ``RELEASE_BATCH_RECORDS`` records
+        (whoever takes them holds one part's rows at a time)."""
+        whole = self.released(encode, suppressed, drop_suppressed)
+        for part in range(whole.parts(RELEASE_BATCH_RECORDS)):
+            start = part * RELEASE_BATCH_RECORDS
+            yield whole.part(start, start + RELEASE_BATCH_RECORDS)
 
 
 def apply_splits(schema: Schema, splits: Sequence[DynamicSplit]) -> None:

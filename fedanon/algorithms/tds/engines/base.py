@@ -6,13 +6,14 @@ imports so that party.toml is validated without loading the algorithms.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Protocol
 
 import numpy as np
 import pandas as pd
 
 from fedanon.algorithms.tds.engines import EngineSettings
+from fedanon.algorithms.tds.engines.records import Encode, ReleasedRows
 from fedanon.algorithms.tds.layout import (
     DynamicSplit,
     PartitionTable,
@@ -40,6 +41,14 @@ class PartyCounts(Protocol):
     def generalized_table(
         self, suppressed: np.ndarray | None = None, drop_suppressed: bool = False
     ) -> pd.DataFrame: ...
+
+    def released_rows(
+        self, encode: Encode, suppressed: np.ndarray | None = None, drop_suppressed: bool = False
+    ) -> Iterator[ReleasedRows]:
+        """The generalized records batch by batch, in row order, for the union, each distinct
+        row encoded by `encode`: no batch larger than one shard nor ``RELEASE_BATCH_RECORDS``
+        records, so whoever consumes them holds one batch at a time."""
+        ...
 
     def close(self) -> None:
         """Release what the state holds outside this process (nothing for ``local``)."""

@@ -22,7 +22,7 @@ import contextlib
 import copy
 import os
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +32,7 @@ from distributed import Client, Future, LocalCluster, wait
 from distributed.security import Security
 
 from fedanon.algorithms.tds.engines import EngineSettings
+from fedanon.algorithms.tds.engines.records import RELEASE_BATCH_RECORDS, Encode, ReleasedRows
 from fedanon.algorithms.tds.layout import (
     DynamicSplit,
     PartitionTable,
@@ -77,7 +78,7 @@ class ShardLost(Exception):
 def _open_shard(key: str, shard: Shard, schema: Schema, columns: list[str]) -> int:
     """Load the shard's rows and build its counting state (its own copy of the schema: the
     dynamic trees grow in place, and the shards of one in-process worker must not share them)."""
-    _SHARDS[key] = _ShardState(LocalParty(copy.deepcopy(schema), shard.load(columns)))
+    _SHARDS[key] = _ShardState(LocalParty(copy.deepcopy(schema), shard.load(columns), shard=True))
     return len(_SHARDS[key].party.table)
 
 
@@ -92,11 +93,17 @@ def _replay(key: str, log: list[tuple[str, tuple[Any, ...]]]) -> int:
     return state.done
 
 
-def _step(key: str, done: int, name: str, args: tuple[Any, ...]) -> Any:
-    """Call `name` on the shard's state, which must have applied exactly `done` steps."""
+def _current(key: str, done: int) -> _ShardState:
+    """The shard's state, which must have applied exactly `done` steps."""
     state = _SHARDS.get(key)
     if state is None or state.done != done:
         raise ShardLost(key)
+    return state
+
+
+def _step(key: str, done: int, name: str, args: tuple[Any, ...]) -> Any:
+    """Call `name` on the shard's state, which must have applied exactly `done` steps."""
+    state = _current(key, done)
     out = getattr(state.party, name)(*args)
     if name in _MUTATING:
         state.done += 1
@@ -145,6 +152,24 @@ def _sum(*parts: Any) -> Any:
         else:
             total += part
     return _pack(total) if total.ndim == 1 else total
+
+
+def _release_parts(
+    key: str, done: int, encode: Encode, suppressed: np.ndarray | None, drop: bool
+) -> int:
+    """How many parts the shard's release is cut into (made, its rows encoded, and kept by
+    its ``LocalParty`` for the union's passes)."""
+    whole = _current(key, done).party.released(encode, suppressed, drop)
+    return whole.parts(RELEASE_BATCH_RECORDS)
+
+
+def _release_part(
+    key: str, done: int, encode: Encode, suppressed: np.ndarray | None, drop: bool, part: int
+) -> ReleasedRows:
+    """Part `part` of the shard's release: ``RELEASE_BATCH_RECORDS`` records at most."""
+    whole = _current(key, done).party.released(encode, suppressed, drop)
+    start = part * RELEASE_BATCH_RECORDS
+    return whole.part(start, start + RELEASE_BATCH_RECORDS)
 
 
 def _drop(key: str) -> None:
@@ -314,20 +339,63 @@ class ShardedParty:
     ) -> pd.DataFrame:
         """The shards' generalized rows, concatenated in shard (= row) order."""
         done = len(self._log)
-        for _attempt in range(MAX_RECOVERIES):
-            parts = [
-                self._pinned(
-                    i, _step, key, done, "generalized_table", (suppressed, drop_suppressed)
+        args = ("generalized_table", (suppressed, drop_suppressed))
+        tables = list(
+            self._each_task(
+                [(i, ()) for i in range(len(self._keys))],
+                lambda i, _: self._pinned(i, _step, self._keys[i], done, *args),
+                done,
+            )
+        )
+        return pd.concat(tables) if len(tables) > 1 else tables[0]
+
+    def released_rows(
+        self, encode: Encode, suppressed: np.ndarray | None = None, drop_suppressed: bool = False
+    ) -> Iterator[ReleasedRows]:
+        """The shards' released records, made and encoded on their workers (`encode` travels
+        there by reference: a module's function), in shard (= row) order and in parts of
+        ``RELEASE_BATCH_RECORDS``: the daemon takes one part at a time (the others wait on
+        their workers)."""
+        done = len(self._log)
+        args = (encode, suppressed, drop_suppressed)
+        shards = [(i, ()) for i in range(len(self._keys))]
+        counts = self._each_task(
+            shards, lambda i, _: self._pinned(i, _release_parts, self._keys[i], done, *args), done
+        )
+        parts = [(i, (part,)) for i, count in enumerate(counts) for part in range(count)]
+        return self._each_task(
+            parts,
+            lambda i, part: self._pinned(i, _release_part, self._keys[i], done, *args, *part),
+            done,
+        )
+
+    def _each_task(
+        self, tasks: list[tuple[int, tuple[Any, ...]]], submit: Any, done: int
+    ) -> Iterator[Any]:
+        """The result of `submit(shard, extra)` (a future) for every task (shard, extra), in
+        order: all submitted at once, taken from the workers one at a time. A shard lost
+        before its tasks' results were taken is recovered (replayed up to `done` steps) and
+        its tasks submitted again."""
+        futures = {t: submit(*task) for t, task in enumerate(tasks)}
+        for t in range(len(tasks)):
+            for _attempt in range(MAX_RECOVERIES):
+                watched = {tasks[u][0]: future for u, future in futures.items()}
+                watched[tasks[t][0]] = futures[t]  # its shard's error is this task's
+                try:
+                    result = self._result(futures[t], watched)
+                    break
+                except _Lost as lost:
+                    self._recover_until_stable(lost.shards, done)
+                    for u in futures:
+                        if tasks[u][0] in lost.shards:
+                            futures[u] = submit(*tasks[u])
+            else:
+                raise FedanonError(
+                    f"the Dask cluster kept losing workers ({MAX_RECOVERIES} recoveries)"
                 )
-                for i, key in enumerate(self._keys)
-            ]
-            try:
-                tables = [self._result(part, dict(enumerate(parts))) for part in parts]
-            except _Lost as lost:
-                self._recover_until_stable(lost.shards, done)
-                continue
-            return pd.concat(tables) if len(tables) > 1 else tables[0]
-        raise FedanonError(f"the Dask cluster kept losing workers ({MAX_RECOVERIES} recoveries)")
+            del futures[t]  # its worker may forget the result
+            yield result
+            del result  # nor is it held here while the next one is taken
 
     def close(self) -> None:
         """Drop the shards' state on their workers (a lost worker took its shards with it)."""
