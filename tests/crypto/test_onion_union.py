@@ -249,6 +249,21 @@ def test_pooled_seal_keeps_order_and_the_per_record_leader_keys(monkeypatch) -> 
     assert open_records(batch, ring.keys[-1], ring.ctx) == records
 
 
+def test_every_layer_of_every_item_has_its_own_nonce() -> None:
+    """The nonces of a seal come from one CSPRNG draw, cut per item and layer: no two layers
+    of a batch (the same AES key at a party layer: one ephemeral key per owner batch) share a
+    nonce, and none is all zeros."""
+    ring = Ring()
+    batch = seal_records([b"r%d" % i for i in range(20)], ring.ctx, pad_to=25)
+    nonces = []
+    for hop in range(ring.ctx.leader_hop + 1):
+        nonces += [item[32:44] for item in batch]
+        if hop < ring.ctx.leader_hop:
+            batch = peel_layer(batch, ring.keys[hop], hop, ring.ctx)
+    assert len(nonces) == 25 * 4 and len(set(nonces)) == len(nonces)
+    assert bytes(12) not in nonces
+
+
 def _fully_peeled(ring: Ring) -> list[bytes]:
     batch = ring.sealed()
     for hop in range(ring.ctx.leader_hop):
