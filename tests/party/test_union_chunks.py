@@ -6,8 +6,8 @@ import pandas as pd
 import pytest
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
-from fedanon.crypto.parallel import SEQUENTIAL
 from fedanon.crypto.packed import Packed, PackingError
+from fedanon.crypto.parallel import SEQUENTIAL
 from fedanon.federation.chunks import DEFAULT_CHUNK_BYTES, MIN_CHUNK_BYTES, split, unpacked
 from fedanon.party.errors import NotExpected
 from fedanon.party.union import MAX_INPUT_CHUNKS, Inbox, UnionRole, chunk_bytes_of, record_bytes
