@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import overload
+from typing import TYPE_CHECKING, overload
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 
 class PackingError(ValueError):
@@ -88,7 +89,10 @@ class Packed(Sequence[bytes]):
         return list(self)
 
     def rows(self) -> np.ndarray:
-        """The items as a read-only (items, item_size) array of bytes, without a copy."""
+        """The items as a read-only (items, item_size) array of bytes, without a copy (numpy is
+        imported here: reading a job's chunk size must not load it)."""
+        import numpy as np
+
         return np.frombuffer(self.data, dtype=np.uint8).reshape(len(self), self.item_size)
 
     def permuted(self, order: np.ndarray) -> Packed:

@@ -13,9 +13,9 @@ reveals nothing the batch's item count does not.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Protocol
 
 from fedanon.crypto.packed import Packed, PackingError
-from fedanon.protos import fedanon_v1_pb2 as pb
 
 DEFAULT_CHUNK_BYTES = 4 << 20
 MIN_CHUNK_BYTES = 1 << 10
@@ -44,7 +44,18 @@ def split(items: Sequence[bytes] | Packed, chunk_bytes: int) -> list[Packed]:
     return chunks
 
 
-def unpacked(message: pb.UnionRequest | pb.UnionReply) -> Packed:
+class UnionMessage(Protocol):
+    """A UnionRequest or UnionReply (named by its fields: the protos stay unloaded here, so
+    reading a job's chunk size imports no protobuf)."""
+
+    @property
+    def packed(self) -> bytes: ...
+
+    @property
+    def item_size(self) -> int: ...
+
+
+def unpacked(message: UnionMessage) -> Packed:
     """A union message's items (`packed` cut into `item_size` pieces); `PackingError` (one line)
     when the field is no whole number of items."""
     try:
