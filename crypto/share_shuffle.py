@@ -202,7 +202,10 @@ def _permutation(pair_key: bytes, ctx: ShuffleContext, step: int) -> np.ndarray:
 
 
 def encode_block(records: Sequence[bytes], ctx: ShuffleContext, owner: int) -> np.ndarray:
-    """Owner's block: its records as fixed-size items, dummies up to its public block size."""
+    """Owner's block: its records as fixed-size items, dummies up to its public block size.
+
+    A generalized release repeats few distinct records, so each distinct record is encoded
+    once (`_encoded`): encoding every record on its own was two thirds of the mode's CPU."""
     size = ctx.block_sizes[owner]
     if len(records) > size:
         raise ValueError(
@@ -212,14 +215,25 @@ def encode_block(records: Sequence[bytes], ctx: ShuffleContext, owner: int) -> n
     longest = max(map(len, records), default=0)
     if longest > ctx.record_size:
         raise ValueError(f"record of {longest} bytes exceeds record_size {ctx.record_size}")
-    real = b"".join(
-        _HEADER.pack(_REAL, len(record)) + record.ljust(ctx.record_size, b"\0")
-        for record in records
-    )
+    real = b"".join(_encoded(records, ctx.record_size))
     block = np.zeros((size, ctx.item_size), dtype=np.uint8)
     block[: len(records)] = np.frombuffer(real, dtype=np.uint8).reshape(-1, ctx.item_size)
     block[len(records) :, 0] = _DUMMY
     return block
+
+
+def _encoded(records: Sequence[bytes], record_size: int) -> list[bytes]:
+    """Each record as an item (kind, length, record, zero padding), each distinct one made once."""
+    made: dict[bytes, bytes] = {}
+    items = []
+    for record in records:
+        item = made.get(record)
+        if item is None:
+            item = made[record] = _HEADER.pack(_REAL, len(record)) + record.ljust(
+                record_size, b"\0"
+            )
+        items.append(item)
+    return items
 
 
 def decode_items(plain: np.ndarray, ctx: ShuffleContext) -> list[bytes]:
