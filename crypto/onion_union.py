@@ -45,7 +45,7 @@ from fedanon.crypto.keyshare import X25519_KEY_BYTES, PeerKey
 from fedanon.crypto.packed import Packed
 from fedanon.crypto.parallel import SEQUENTIAL, Parallelism, Stream
 from fedanon.crypto.shuffle import secure_permutation
-from fedanon.crypto.wire import pack_frames, u32, u64, unpack_frames
+from fedanon.crypto.wire import each_once, pack_frames, u32, u64, unpack_frames
 
 _LABEL = b"fedanon/onion-union/v2"  # v2: X9.63 KDF instead of HKDF
 _AAD_TAG = b"FOA1"
@@ -287,7 +287,7 @@ def seal_records(
     workers) or else `parallelism` (worker processes) seals the remaining items' leader layer.
     The output has the same form and order either way.
     """
-    items = [_inner(_REAL, record, ctx.record_size) for record in records]
+    items = each_once(records, partial(_inner, _REAL, record_size=ctx.record_size))
     if pad_to is not None:
         if len(items) > pad_to:
             # The count itself stays out of the message: it travels to the leader, and hiding

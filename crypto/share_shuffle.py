@@ -52,7 +52,7 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from fedanon.crypto.errors import IntegrityError, WireFormatError
 from fedanon.crypto.keyshare import X25519_KEY_BYTES
-from fedanon.crypto.wire import pack_frames, u32, u64
+from fedanon.crypto.wire import each_once, pack_frames, u32, u64
 
 _LABEL = b"fedanon/share-shuffle/v1"
 _INFO_TAG = b"FSS1"
@@ -205,7 +205,7 @@ def encode_block(records: Sequence[bytes], ctx: ShuffleContext, owner: int) -> n
     """Owner's block: its records as fixed-size items, dummies up to its public block size.
 
     A generalized release repeats few distinct records, so each distinct record is encoded
-    once (`_encoded`): encoding every record on its own was two thirds of the mode's CPU."""
+    once (`each_once`): encoding every record on its own was two thirds of the mode's CPU."""
     size = ctx.block_sizes[owner]
     if len(records) > size:
         raise ValueError(
@@ -215,25 +215,14 @@ def encode_block(records: Sequence[bytes], ctx: ShuffleContext, owner: int) -> n
     longest = max(map(len, records), default=0)
     if longest > ctx.record_size:
         raise ValueError(f"record of {longest} bytes exceeds record_size {ctx.record_size}")
-    real = b"".join(_encoded(records, ctx.record_size))
+    width = ctx.record_size
+    real = b"".join(
+        each_once(records, lambda r: _HEADER.pack(_REAL, len(r)) + r.ljust(width, b"\0"))
+    )
     block = np.zeros((size, ctx.item_size), dtype=np.uint8)
     block[: len(records)] = np.frombuffer(real, dtype=np.uint8).reshape(-1, ctx.item_size)
     block[len(records) :, 0] = _DUMMY
     return block
-
-
-def _encoded(records: Sequence[bytes], record_size: int) -> list[bytes]:
-    """Each record as an item (kind, length, record, zero padding), each distinct one made once."""
-    made: dict[bytes, bytes] = {}
-    items = []
-    for record in records:
-        item = made.get(record)
-        if item is None:
-            item = made[record] = _HEADER.pack(_REAL, len(record)) + record.ljust(
-                record_size, b"\0"
-            )
-        items.append(item)
-    return items
 
 
 def decode_items(plain: np.ndarray, ctx: ShuffleContext) -> list[bytes]:
