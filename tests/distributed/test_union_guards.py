@@ -153,6 +153,26 @@ def test_a_party_replying_bytes_that_are_no_whole_items_is_named(
     assert not (tmp_path / "release.csv").exists()
 
 
+def test_a_party_whose_sealed_items_are_not_the_first_hops_size_is_named(
+    small: Dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every COLLECT item must have the first hop's size (the route and record size fix it): a
+    party answering items of another size is named at once by the leader, not left for hop 0
+    to refuse as a batch the leader handed over."""
+
+    def shortens(method: str, request: Any, context: Any, inner: Callable) -> Any:
+        reply = inner(request, context)
+        if method == "Union" and request.phase == pb.UNION_PHASE_COLLECT and reply.packed:
+            set_union_items(reply, [item[:-1] for item in union_items(reply)])
+        return reply
+
+    with pytest.raises(
+        FedanonError, match=r"union \(collect\): party hospital-2 sent items of \d+ bytes, not \d+"
+    ):
+        _run(small, _parts(small), tmp_path, monkeypatch, {"hospital-2": shortens})
+    assert not (tmp_path / "release.csv").exists()
+
+
 def test_a_party_sending_an_extra_shuffle_item_is_named(
     small: Dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
