@@ -31,10 +31,10 @@ from __future__ import annotations
 import hashlib
 import secrets
 import struct
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import astuple, dataclass
 from functools import partial
-from typing import Self
+from typing import Generic, Self, TypeVar
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
@@ -42,9 +42,10 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from fedanon.crypto.errors import IdentityError, IntegrityError, MissingPartyError, WireFormatError
 from fedanon.crypto.keyshare import X25519_KEY_BYTES, PeerKey
+from fedanon.crypto.packed import Packed
 from fedanon.crypto.parallel import SEQUENTIAL, Parallelism, Stream
-from fedanon.crypto.shuffle import secure_shuffle
-from fedanon.crypto.wire import pack_frames, u32, u64, unpack_frames
+from fedanon.crypto.shuffle import secure_permutation
+from fedanon.crypto.wire import each_once, pack_frames, u32, u64, unpack_frames
 
 _LABEL = b"fedanon/onion-union/v2"  # v2: X9.63 KDF instead of HKDF
 _AAD_TAG = b"FOA1"
@@ -57,6 +58,8 @@ LAYER_OVERHEAD = X25519_KEY_BYTES + NONCE_BYTES + GCM_TAG_BYTES
 _INNER_HEADER = struct.Struct(">BH")
 _REAL, _DUMMY = 0, 1
 MAX_RECORD_SIZE = 0xFFFF
+# The bytes of an item by which a repeated one is found: ephemeral key and nonce.
+_REPEAT_KEY = X25519_KEY_BYTES + NONCE_BYTES
 # A UnionContext as plain values (`dataclasses.astuple`), the form in which it goes to a worker.
 _ContextFields = tuple[bytes, int, tuple[bytes, ...], int]
 
@@ -166,8 +169,7 @@ def _new_ephemeral(hop: _Hop) -> tuple[AESGCM, bytes]:
     return _layer_cipher(ephemeral.exchange(hop.public_key), epk, hop), epk
 
 
-def _seal_item(cipher: AESGCM, epk: bytes, item: bytes, aad: bytes) -> bytes:
-    nonce = secrets.token_bytes(NONCE_BYTES)
+def _seal_item(cipher: AESGCM, epk: bytes, nonce: bytes, item: bytes, aad: bytes) -> bytes:
     return epk + nonce + cipher.encrypt(nonce, item, aad)
 
 
@@ -220,11 +222,14 @@ def _seal_innermost(
     secret) from `prepare_leader_ephemeral`; `keys` are ephemeral keys generated beforehand
     (`idle_keys`). Each item takes one off `ready`, else off `keys`, for good; items beyond them
     get new keys. Takes the context as plain values (`astuple`) so that it can run in a worker
-    process.
+    process. The random nonces of all layers of all items come from one draw of the OS
+    CSPRNG (one system call per item and layer was a quarter of the seal's time).
     """
     ctx = UnionContext(*context)
     leader = _Hop.of(ctx, ctx.leader_hop)
     wraps = [(AESGCM(key), epk, ctx.aad(index)) for index, key, epk in outer]
+    nonces = secrets.token_bytes(NONCE_BYTES * len(items) * (1 + len(wraps)))
+    at = 0
     sealed = []
     for item in items:
         if ready:
@@ -235,9 +240,11 @@ def _seal_innermost(
             cipher = _layer_cipher(ephemeral.exchange(leader.public_key), epk, leader)
         else:
             cipher, epk = _new_ephemeral(leader)
-        item = _seal_item(cipher, epk, item, leader.aad)
+        item = _seal_item(cipher, epk, nonces[at : at + NONCE_BYTES], item, leader.aad)
         for layer, layer_epk, aad in wraps:
-            item = _seal_item(layer, layer_epk, item, aad)
+            at += NONCE_BYTES
+            item = _seal_item(layer, layer_epk, nonces[at : at + NONCE_BYTES], item, aad)
+        at += NONCE_BYTES
         sealed.append(item)
     return sealed
 
@@ -283,7 +290,7 @@ def seal_records(
     The output has the same form and order either way. `outer` (`owner_layers`): the party
     layers' keys of the owner batch these records are a piece of; without it, fresh ones.
     """
-    items = [_inner(_REAL, record, ctx.record_size) for record in records]
+    items = each_once(records, partial(_inner, _REAL, record_size=ctx.record_size))
     if pad_to is not None:
         if len(items) > pad_to:
             # The count itself stays out of the message: it travels to the leader, and hiding
@@ -314,41 +321,71 @@ def _repeated_item(hop: int) -> IntegrityError:
     return IntegrityError(f"union batch at hop {hop} repeats an item (replayed record)")
 
 
-def _stripped(
-    batch: Iterable[bytes], private_key: X25519PrivateKey, hop: int, ctx: UnionContext
-) -> Iterator[bytes]:
-    """Remove layer `hop` from each item in turn, refusing anything that does not authenticate."""
+def _layer_items(batch: Sequence[bytes], hop: int, ctx: UnionContext) -> Packed:
+    """`batch` as packed items of the size every item at `hop` has, or an error naming the
+    size that arrived."""
     expected = ctx.item_size(hop)
+    if isinstance(batch, Packed):
+        sizes = {batch.item_size} if len(batch) else set()
+    else:
+        sizes = {len(item) for item in batch}
+    wrong = sorted(sizes - {expected})
+    if wrong:
+        raise WireFormatError(f"union item of {wrong[0]} bytes at hop {hop}, not {expected}")
+    return Packed(batch.data, expected) if isinstance(batch, Packed) else Packed.of(batch, expected)
+
+
+def _stripped(
+    batch: Packed, private_key: X25519PrivateKey, hop: int, ctx: UnionContext
+) -> tuple[Packed, IntegrityError | None]:
+    """Remove layer `hop` from each item of `batch` (of `hop`'s item size) into one buffer, in
+    order, until an item does not authenticate: the items before it, and that item's error
+    (None when every item authenticates). Each cipher (one per ephemeral key) is made once."""
     layer = _Hop.of(ctx, hop)
+    size, out_size = batch.item_size, batch.item_size - LAYER_OVERHEAD
+    data, source = batch.data, memoryview(batch.data)
+    out = bytearray(len(batch) * out_size)
+    target = memoryview(out)
     ciphers: dict[bytes, AESGCM] = {}
-    for item in batch:
-        if len(item) != expected:
-            raise WireFormatError(f"union item of {len(item)} bytes at hop {hop}, not {expected}")
-        epk = item[:X25519_KEY_BYTES]
+    body = X25519_KEY_BYTES + NONCE_BYTES
+    for index in range(len(batch)):
+        start = index * size
+        epk = data[start : start + X25519_KEY_BYTES]
         cipher = ciphers.get(epk)
         if cipher is None:
             try:
                 shared = private_key.exchange(X25519PublicKey.from_public_bytes(epk))
             except ValueError:
-                raise IntegrityError(f"union item at hop {hop} has an invalid key") from None
+                error = IntegrityError(f"union item at hop {hop} has an invalid key")
+                return Packed(bytes(target[: index * out_size]), out_size), error
             cipher = ciphers[epk] = _layer_cipher(shared, epk, layer)
-        nonce = item[X25519_KEY_BYTES : X25519_KEY_BYTES + NONCE_BYTES]
         try:
-            yield cipher.decrypt(nonce, item[X25519_KEY_BYTES + NONCE_BYTES :], layer.aad)
+            cipher.decrypt_into(
+                source[start + X25519_KEY_BYTES : start + body],
+                source[start + body : start + size],
+                layer.aad,
+                target[index * out_size : (index + 1) * out_size],
+            )
         except InvalidTag:
-            raise IntegrityError(
+            error = IntegrityError(
                 f"union batch failed authentication at hop {hop}: tampered, replayed from "
                 "another session or round, or delivered to the wrong hop"
-            ) from None
+            )
+            return Packed(bytes(target[: index * out_size]), out_size), error
+    return Packed(bytes(out), out_size), None
 
 
 def _peel_items(
     private_key: bytes, hop: int, context: _ContextFields, items: Sequence[bytes]
-) -> list[bytes]:
-    """Layer `hop` off each item, in order (no shuffle): a hop's strip as a worker runs it,
-    the key as raw bytes and the context as plain values."""
+) -> list[Packed]:
+    """Layer `hop` off each item, in order (no shuffle), as one packed batch: a hop's strip as
+    a worker runs it, the key as raw bytes and the context as plain values."""
+    ctx = UnionContext(*context)
     key = X25519PrivateKey.from_private_bytes(private_key)
-    return list(_stripped(items, key, hop, UnionContext(*context)))
+    peeled, error = _stripped(_layer_items(items, hop, ctx), key, hop, ctx)
+    if error is not None:
+        raise error
+    return [peeled]
 
 
 def peel_layer(
@@ -361,7 +398,7 @@ def peel_layer(
     """Party role at `hop`: strip this party's layer from the whole batch and shuffle it."""
     with ChunkedPeel(private_key, hop, ctx, parallelism, len(batch)) as peeling:
         peeling.add(batch)
-        return peeling.batch()
+        return peeling.batch().items()
 
 
 def _open_innermost(
@@ -370,19 +407,22 @@ def _open_innermost(
     """Strip the leader's layer from each item and decode it; the real records, in order.
 
     Takes the key as raw bytes and the context as plain values so that it can run in a worker
-    process. Each item is decoded as soon as it is decrypted, so the first bad item (in batch
-    order) names the error, however the batch is split into chunks.
+    process. The first bad item (in batch order: one that does not authenticate, or decodes to
+    no record) names the error, however the batch is split into chunks.
     """
     ctx = UnionContext(*context)
     key = X25519PrivateKey.from_private_bytes(private_key)
+    inner, error = _stripped(_layer_items(items, ctx.leader_hop, ctx), key, ctx.leader_hop, ctx)
     records = []
-    for inner in _stripped(items, key, ctx.leader_hop, ctx):
-        kind, length = _INNER_HEADER.unpack_from(inner)
-        body = inner[_INNER_HEADER.size :]
+    for plain in inner:
+        kind, length = _INNER_HEADER.unpack_from(plain)
+        body = plain[_INNER_HEADER.size :]
         if kind not in (_REAL, _DUMMY) or length > ctx.record_size or body[length:].strip(b"\0"):
             raise WireFormatError("malformed innermost union record")
         if kind == _REAL:
             records.append(body[:length])
+    if error is not None:
+        raise error
     return records
 
 
@@ -402,11 +442,20 @@ def open_records(
         return opening.records()
 
 
-class _ChunkedLayer:
+_T = TypeVar("_T")
+
+
+class _ChunkedLayer(Generic[_T]):
     """One layer off a batch that arrives in chunks: the whole-batch checks made as each chunk
-    arrives (the key before any, a repeated item as soon as its chunk is in), each chunk's
-    work started at once on `parallelism`'s worker processes (overlapping the transfer of the
-    next chunk), the results in input order at `results`."""
+    arrives (the key before any, each chunk's item size and a repeated item as soon as its
+    chunk is in), each chunk's work started at once on `parallelism`'s worker processes
+    (overlapping the transfer of the next chunk), the results in input order at `results`.
+
+    A chunk goes to the workers packed (`fedanon.crypto.packed`: one buffer, not an object per
+    item). A repeated item is found by its first `_REPEAT_KEY` bytes, the ephemeral key and the
+    nonce: an exact copy repeats them, distinct items repeat them with probability below
+    2^-96 (random nonces), and an item that repeats them with another body is refused too
+    (no honest owner makes one); the key and nonce are a fraction of the item to remember."""
 
     def __init__(
         self,
@@ -415,12 +464,13 @@ class _ChunkedLayer:
         ctx: UnionContext,
         parallelism: Parallelism,
         expected: int,
-        work: Callable[[Sequence[bytes]], list[bytes]],
+        work: Callable[[Sequence[bytes]], list[_T]],
     ) -> None:
         _check_key(private_key, hop, ctx)
         self._stream = Stream(parallelism, work, expected)
         self._seen: set[bytes] = set()
         self._hop = hop
+        self._ctx = ctx
 
     def __enter__(self) -> Self:
         return self
@@ -429,17 +479,19 @@ class _ChunkedLayer:
         self._stream.close()
 
     def add(self, chunk: Sequence[bytes]) -> None:
+        packed = _layer_items(chunk, self._hop, self._ctx)
         before = len(self._seen)
-        self._seen.update(chunk)
-        if len(self._seen) != before + len(chunk):
+        data, size = packed.data, packed.item_size
+        self._seen.update(data[start : start + _REPEAT_KEY] for start in range(0, len(data), size))
+        if len(self._seen) != before + len(packed):
             raise _repeated_item(self._hop)
-        self._stream.add(list(chunk))
+        self._stream.add(packed)
 
-    def results(self) -> list[bytes]:
+    def results(self) -> list[_T]:
         return self._stream.results()
 
 
-class ChunkedOpen(_ChunkedLayer):
+class ChunkedOpen(_ChunkedLayer[bytes]):
     """Leader role, for a final batch that arrives in chunks: `open_records`, each chunk's
     opening started as it arrives (`add`, overlapping the transfer of the next chunk), the
     records at `records`. Same records, order and errors as `open_records`, except that a
@@ -460,7 +512,7 @@ class ChunkedOpen(_ChunkedLayer):
         return self.results()
 
 
-class ChunkedPeel(_ChunkedLayer):
+class ChunkedPeel(_ChunkedLayer[Packed]):
     """Party role at `hop`, for a batch that arrives in chunks: `peel_layer`, each chunk's layer
     coming off as it arrives (on worker processes when `expected` items reach `min_records`),
     the whole batch shuffled at `batch` once every chunk is in. The shuffle needs the whole
@@ -480,10 +532,10 @@ class ChunkedPeel(_ChunkedLayer):
         peeler = partial(_peel_items, private_key.private_bytes_raw(), hop, astuple(ctx))
         super().__init__(private_key, hop, ctx, parallelism, expected, peeler)
 
-    def batch(self) -> list[bytes]:
-        out = self.results()
-        secure_shuffle(out)
-        return out
+    def batch(self) -> Packed:
+        """The peeled items, shuffled (rows of one buffer, permuted at once)."""
+        peeled = Packed.concat(self.results(), self._ctx.item_size(self._hop + 1))
+        return peeled.permuted(secure_permutation(len(peeled)))
 
 
 def pack_batch(items: Sequence[bytes]) -> bytes:

@@ -163,10 +163,10 @@ class Stream(Generic[T]):
     With a pool (`parallelism` has workers and `expected` items reach `min_records`), every
     chunk handed to `add` is split into pieces for the workers at once (several per worker, so
     that a worker slowed down by other load does not hold up the rest), and the work overlaps
-    the arrival of the next chunk; otherwise the chunks are kept and `fn` runs in-process at
-    `results`. The results come in input order and the first failing piece (in input order)
-    raises its error, at `results`, however the batch arrived; pieces not yet started are
-    cancelled on `close`. `Parallelism.map` is a stream of one chunk.
+    the arrival of the next chunk; otherwise the chunks are kept and `fn` runs in-process, on
+    each chunk in turn, at `results`. The results come in input order and the first failing
+    piece (in input order) raises its error, at `results`, however the batch arrived; pieces
+    not yet started are cancelled on `close`. `Parallelism.map` is a stream of one chunk.
     """
 
     def __init__(
@@ -176,7 +176,7 @@ class Stream(Generic[T]):
         self._workers = parallelism.workers
         pooled = parallelism.workers > 1 and expected >= parallelism.min_records
         self._pieces: list[Future[list[T]]] = []
-        self._kept: list[bytes] = []
+        self._kept: list[Sequence[bytes]] = []
         self._pool = None
         if pooled:  # start the workers now, before the first chunk arrives
             with _signals_deferred():
@@ -195,7 +195,7 @@ class Stream(Generic[T]):
     def add(self, items: Sequence[bytes]) -> None:
         """One more chunk of the batch, in order."""
         if self._pool is None:
-            self._kept.extend(items)
+            self._kept.append(items)
             return
         size = -(-len(items) // (self._workers * _TASKS_PER_WORKER)) or 1
         for start in range(0, len(items), size):
@@ -204,7 +204,7 @@ class Stream(Generic[T]):
     def results(self) -> list[T]:
         """`fn` of every item added, in order."""
         if self._pool is None:
-            return self._fn(self._kept)
+            return [result for chunk in self._kept for result in self._fn(chunk)]
         return [result for piece in self._pieces for result in _result(piece)]
 
     def close(self) -> None:

@@ -52,7 +52,7 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from fedanon.crypto.errors import IntegrityError, WireFormatError
 from fedanon.crypto.keyshare import X25519_KEY_BYTES
-from fedanon.crypto.wire import pack_frames, u32, u64
+from fedanon.crypto.wire import each_once, pack_frames, u32, u64
 
 _LABEL = b"fedanon/share-shuffle/v1"
 _INFO_TAG = b"FSS1"
@@ -202,7 +202,10 @@ def _permutation(pair_key: bytes, ctx: ShuffleContext, step: int) -> np.ndarray:
 
 
 def encode_block(records: Sequence[bytes], ctx: ShuffleContext, owner: int) -> np.ndarray:
-    """Owner's block: its records as fixed-size items, dummies up to its public block size."""
+    """Owner's block: its records as fixed-size items, dummies up to its public block size.
+
+    A generalized release repeats few distinct records, so each distinct record is encoded
+    once (`each_once`): encoding every record on its own was two thirds of the mode's CPU."""
     size = ctx.block_sizes[owner]
     if len(records) > size:
         raise ValueError(
@@ -212,9 +215,9 @@ def encode_block(records: Sequence[bytes], ctx: ShuffleContext, owner: int) -> n
     longest = max(map(len, records), default=0)
     if longest > ctx.record_size:
         raise ValueError(f"record of {longest} bytes exceeds record_size {ctx.record_size}")
+    width = ctx.record_size
     real = b"".join(
-        _HEADER.pack(_REAL, len(record)) + record.ljust(ctx.record_size, b"\0")
-        for record in records
+        each_once(records, lambda r: _HEADER.pack(_REAL, len(r)) + r.ljust(width, b"\0"))
     )
     block = np.zeros((size, ctx.item_size), dtype=np.uint8)
     block[: len(records)] = np.frombuffer(real, dtype=np.uint8).reshape(-1, ctx.item_size)

@@ -37,10 +37,11 @@ from fedanon.crypto.errors import CryptoError
 from fedanon.crypto.identity import Identity, load_identity_files
 from fedanon.crypto.keyshare import ONION_UNION
 from fedanon.crypto.onion_union import ChunkedOpen, UnionContext
+from fedanon.crypto.packed import Packed, PackingError
 from fedanon.crypto.sealed_total import SealedTotalChannel
 from fedanon.crypto.share_shuffle import ShuffleContext, open_shuffled
 from fedanon.errors import FedanonError
-from fedanon.federation.chunks import split
+from fedanon.federation.chunks import split, unpacked
 from fedanon.federation.keyshares import new_share, union_route
 from fedanon.leader.federation import Traffic, describe_rpc_error
 from fedanon.leader.kind import PhaseTimer
@@ -116,8 +117,9 @@ class _Calls:
 
     def exchange(
         self, name: str, request: pb.UnionRequest, items: Sequence[bytes] = ()
-    ) -> tuple[list[bytes], int, int]:
-        """Send `request` with `items` to `name` in chunks; the output it keeps, fetched."""
+    ) -> tuple[list[Packed], int, int]:
+        """Send `request` with `items` to `name` in chunks; the output it keeps, fetched (its
+        chunks)."""
         deadline = self.deadline()
         reply, sent, received = self.send(name, request, items, deadline)
         output, more_sent, more_received = self.gather(
@@ -133,13 +135,13 @@ class _Calls:
         self, name: str, request: pb.UnionRequest, items: Sequence[bytes], deadline: float
     ) -> tuple[pb.UnionReply, int, int]:
         """`request` with `items` in chunks, in order; the last chunk's reply (the phase's)."""
-        pieces = split(items, self.chunk_bytes) or [[]]
+        pieces = split(items, self.chunk_bytes) or [Packed(b"", 0)]
         sent = received = 0
         reply = pb.UnionReply()
         for index, piece in enumerate(pieces):
             message = pb.UnionRequest()
             message.CopyFrom(request)
-            message.items.extend(piece)
+            message.packed, message.item_size = piece.data, piece.item_size
             message.chunk, message.chunks = index, len(pieces)
             message.chunk_bytes = self.chunk_bytes
             reply = self.session.stubs[name].Union(message, timeout=_left(deadline))
@@ -153,16 +155,17 @@ class _Calls:
         phase: int,
         step: int,
         deadline: float,
-        on_chunk: Callable[[Sequence[bytes]], None] | None = None,
-    ) -> tuple[list[bytes], int, int]:
-        """The whole output `reply` announces: its items (the first chunk) and the chunks after
-        it, fetched from `name` (all of them when the reply carries none, as STRIP's) before
-        the phase's `deadline`. `on_chunk` hears each chunk as it arrives."""
-        items = list(reply.items)
-        if on_chunk is not None and items:
-            on_chunk(items)
+        on_chunk: Callable[[Packed], None] | None = None,
+    ) -> tuple[list[Packed], int, int]:
+        """The whole output `reply` announces, chunk by chunk: its items (the first chunk) and
+        the chunks after it, fetched from `name` (all of them when the reply carries none, as
+        STRIP's) before the phase's `deadline`. `on_chunk` hears each chunk as it arrives."""
+        first = _unpacked(name, reply)
+        chunks = [first] if len(first) else []
+        if on_chunk is not None and chunks:
+            on_chunk(first)
         sent = received = 0
-        for chunk in range(1 if reply.items else 0, reply.chunks):
+        for chunk in range(len(chunks), reply.chunks):
             fetch = pb.UnionRequest(
                 ref=self.ref,
                 phase=pb.UNION_PHASE_FETCH,
@@ -172,11 +175,24 @@ class _Calls:
                 chunk_bytes=self.chunk_bytes,
             )
             fetched = self.session.stubs[name].Union(fetch, timeout=_left(deadline))
-            items.extend(fetched.items)
+            chunks.append(_unpacked(name, fetched))
             if on_chunk is not None:
-                on_chunk(fetched.items)
+                on_chunk(chunks[-1])
             sent, received = sent + fetch.ByteSize(), received + fetched.ByteSize()
-        return items, sent, received
+        return chunks, sent, received
+
+
+def _unpacked(name: str, reply: pb.UnionReply) -> Packed:
+    """A party's reply's items, or an error naming the party whose bytes are no items."""
+    try:
+        return unpacked(reply)
+    except PackingError as exc:
+        raise FedanonError(f"union: party {name} sent {exc}") from None
+
+
+def _flat(chunks: Sequence[Packed]) -> list[bytes]:
+    """The items of an output's chunks, one by one (the shuffle mode's share pieces)."""
+    return [item for chunk in chunks for item in chunk]
 
 
 class PhaseDeadline(grpc.RpcError):  # type: ignore[misc]  # grpc ships no types
@@ -287,16 +303,16 @@ def _run_union(
         batches = session.fan_out(
             "union (collect)", lambda n, s: calls.exchange(n, collect), union_seconds
         )
-    items = [item for name in session.ring for item in batches[name][0]]
+    ctx = UnionContext(bytes.fromhex(session.session_id), round_, keys.route, record_size)
+    items = _collected(batches, session.ring, ctx.item_size(0))
     if pad_to == 0 and on_counts is not None:
-        on_counts({name: len(batches[name][0]) for name in session.ring})
+        on_counts({name: sum(map(len, batches[name][0])) for name in session.ring})
     show(f"union: collect: done; {len(items):,} sealed items")
     traffic.add("union", sum(b[1] for b in batches.values()), sum(b[2] for b in batches.values()))
     last = session.ring[-1]
     strip = pb.UnionRequest(
         ref=ref, phase=pb.UNION_PHASE_STRIP, record_size=record_size, pad_to=pad_to
     )
-    ctx = UnionContext(bytes.fromhex(session.session_id), round_, keys.route, record_size)
     try:
         # Opened before the ring runs, so that its worker processes start meanwhile.
         with ChunkedOpen(keys.private_key, ctx, parallelism, len(items)) as opening:
@@ -315,9 +331,10 @@ def _run_union(
                 except grpc.RpcError as exc:
                     raise describe_rpc_error(exc, last, "union (fetch the peeled batch)") from exc
                 traffic.add("union", sent, received)
-                if len(peeled) != len(items):
+                count = sum(map(len, peeled))
+                if count != len(items):
                     raise FedanonError(
-                        f"{last} returned {len(peeled):,} peeled items, not the {len(items):,} sent"
+                        f"{last} returned {count:,} peeled items, not the {len(items):,} sent"
                     )
                 plain = opening.records()
             show(f"union: opening: done; {len(plain):,} records")
@@ -326,6 +343,20 @@ def _run_union(
     except (CryptoError, ValueError) as exc:
         raise FedanonError(f"union: the final batch is invalid: {exc}") from exc
     return _decoded(plain)
+
+
+def _collected(
+    batches: dict[str, tuple[list[Packed], int, int]], ring: Sequence[str], item_size: int
+) -> Packed:
+    """The parties' COLLECT outputs in ring order as one batch; a party whose items are not
+    of the first hop's size is named (it could not have sealed them for this route)."""
+    for name in ring:
+        wrong = {chunk.item_size for chunk in batches[name][0] if len(chunk)} - {item_size}
+        if wrong:
+            raise FedanonError(
+                f"union (collect): party {name} sent items of {min(wrong)} bytes, not {item_size}"
+            )
+    return Packed.concat([chunk for name in ring for chunk in batches[name][0]], item_size)
 
 
 def _ring_call(
@@ -392,9 +423,10 @@ def _shuffle_union(
     expected = {
         name: ctx.chunk_count(block_sizes[o]) if o >= 2 else 0 for o, name in enumerate(ring)
     }
-    _expect_items({name: owned[name][0] for name in ring}, expected, "share")
-    incoming = [item for name in ring[2:] for item in owned[name][0]]
-    show(f"union: share: done; {sum(len(owned[name][0]) for name in ring):,} chunks")
+    shared = {name: _flat(owned[name][0]) for name in ring}
+    _expect_items(shared, expected, "share")
+    incoming = [item for name in ring[2:] for item in shared[name]]
+    show(f"union: share: done; {sum(len(shared[name]) for name in ring):,} chunks")
     for t in range(n):
         first, second = ring[t], ring[(t + 1) % n]
         show(f"union: shuffle step {t + 1}/{n}: {first} and {second} re-share and permute")
@@ -407,7 +439,7 @@ def _shuffle_union(
             moved = session.gather(f"union (shuffle step {t})", futures, calls.timeout)
         outputs = {}
         for name, (output, sent, received) in moved.items():
-            outputs[name] = output
+            outputs[name] = _flat(output)
             traffic.add("union", sent, received)
         last = t == n - 1
         _expect_items(outputs, {first: pieces, second: pieces if last else 0}, f"step {t}")

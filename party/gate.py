@@ -40,7 +40,10 @@ from google.protobuf.unknown_fields import UnknownFieldSet
 from fedanon.allocator import return_freed_memory
 from fedanon.crypto.errors import IdentityError
 from fedanon.crypto.identity import PeerIdentity
+from fedanon.crypto.packed import PackingError
 from fedanon.crypto.tls import peer_identity
+from fedanon.federation.chunks import unpacked
+from fedanon.protos import fedanon_v1_pb2 as pb
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +120,7 @@ class PartyGate(grpc.ServerInterceptor):  # type: ignore[misc]  # grpc ships no 
         """The request of an admitted call, or a refusal if `raw` is not a valid message."""
         try:
             request = parse(raw)
-            unknown = _unknown_field(request)
+            unknown = _unknown_field(request) or _unpackable(request)
         except DecodeError as exc:
             unknown = f"it does not parse ({exc})"
         if unknown is not None:
@@ -160,6 +163,18 @@ class PartyGate(grpc.ServerInterceptor):  # type: ignore[misc]  # grpc ships no 
                 f"{method} refused: request of {size} bytes exceeds the "
                 f"{limit} bytes the open job can need",
             )
+
+
+def _unpackable(message: Message) -> str | None:
+    """Where a union request's packed items are no whole number of items of its item size
+    (`fedanon.federation.chunks.unpacked`): bytes no handler could cut into items."""
+    if not isinstance(message, pb.UnionRequest):
+        return None
+    try:
+        unpacked(message)
+    except PackingError as exc:
+        return str(exc)
+    return None
 
 
 def _unknown_field(message: Message) -> str | None:

@@ -18,8 +18,9 @@ import grpc
 
 from fedanon.crypto.errors import CryptoError
 from fedanon.crypto.keyshare import ONION_UNION
+from fedanon.crypto.packed import Packed
 from fedanon.errors import FedanonError
-from fedanon.federation.chunks import split
+from fedanon.federation.chunks import split, unpacked
 from fedanon.federation.keyshares import new_share, union_route
 from fedanon.party.errors import NotExpected
 from fedanon.party.records import LocalRecords
@@ -98,19 +99,20 @@ def serve_union(
     """One union message at this party (MEASURE, COLLECT, STRIP and forward, the shuffle mode's
     SHARE and STEP, or FETCH), its caller authorized and the call not a replay."""
     role = session.union
+    output: Packed | list[bytes]
     try:
+        packed = unpacked(request)  # the gate refused one that cuts into no items (party/gate.py)
         session.check_ref(request.ref)
         if request.phase == pb.UNION_PHASE_FETCH:
-            reply = pb.UnionReply(
-                items=role.fetch(request.fetch_phase, request.step, request.chunk)
-            )
+            fetched = role.fetch(request.fetch_phase, request.step, request.chunk)
+            reply = pb.UnionReply(packed=fetched.data, item_size=fetched.item_size)
             session.bytes_sent += reply.ByteSize()
             return reply
         chunk_bytes = chunk_bytes_of(request, servicer.max_message_bytes)
         if request.phase == pb.UNION_PHASE_STRIP and not session.routed:
             raise NotExpected("a rerun without excluded parties has no ring to strip around")
         if request.phase == pb.UNION_PHASE_STRIP:
-            stripped = _strip(session, request)
+            stripped = _strip(session, request, packed)
             if stripped is None:
                 return pb.UnionReply()  # more of the input to come
             output = stripped
@@ -120,7 +122,7 @@ def serve_union(
                 request.step,
                 request.chunk,
                 max(request.chunks, 1),
-                list(request.items),
+                packed.items(),
             )
             if items is None:
                 return pb.UnionReply()  # more of the input to come
@@ -142,8 +144,8 @@ def serve_union(
         return forwarded
     role.keep_output(request.phase, request.step, chunks)
     relayed = request.phase == pb.UNION_PHASE_STRIP  # the leader fetches it from this hop
-    first = [] if relayed or not chunks else chunks[0]
-    reply = pb.UnionReply(items=first, chunks=len(chunks))
+    first = Packed(b"", 0) if relayed or not chunks else chunks[0]
+    reply = pb.UnionReply(packed=first.data, item_size=first.item_size, chunks=len(chunks))
     session.bytes_sent += reply.ByteSize()
     return reply
 
@@ -199,7 +201,7 @@ def _output(
     return sealed
 
 
-def _strip(session: RingSession, request: pb.UnionRequest) -> list[bytes] | None:
+def _strip(session: RingSession, request: pb.UnionRequest, items: Packed) -> Packed | None:
     """One chunk of STRIP's input, its layer removed as it arrives; the whole batch, shuffled,
     after the last chunk. The party's log gets the hop's critical path: how long the input took
     to arrive and how long the hop worked after its last chunk (the rest of the peeling and
@@ -212,7 +214,7 @@ def _strip(session: RingSession, request: pb.UnionRequest) -> list[bytes] | None
     if request.chunk == 0:
         role.strip_began = now
     try:
-        stripped = role.strip_chunk(request.chunk, chunks, list(request.items), ctx)
+        stripped = role.strip_chunk(request.chunk, chunks, items, ctx)
     except CryptoError as exc:  # name who handed over the batch: the culprit, not this hop
         sender = session.predecessor or "the leader"
         raise type(exc)(f"the batch {sender} sent: {exc}") from None
@@ -233,18 +235,19 @@ def _forward_strip(
     servicer: PartyShell,
     session: RingSession,
     request: pb.UnionRequest,
-    chunks: list[list[bytes]],
+    chunks: list[Packed],
     chunk_bytes: int,
     context: grpc.ServicerContext,
 ) -> pb.UnionReply:
     """Hand the stripped, shuffled batch to the next hop in chunks; relay only the number of
     chunks the last hop holds (the last chunk's reply, once the rest of the ring is done)."""
     reply = pb.UnionReply()
-    for index, chunk in enumerate(chunks or [[]]):
+    for index, chunk in enumerate(chunks or [Packed(b"", 0)]):
         forward = pb.UnionRequest(
             ref=request.ref,
             phase=request.phase,
-            items=chunk,
+            packed=chunk.data,
+            item_size=chunk.item_size,
             record_size=request.record_size,
             pad_to=request.pad_to,
             chunk=index,

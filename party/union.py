@@ -34,6 +34,7 @@ from fedanon.crypto.onion_union import (
     owner_layers,
     seal_records,
 )
+from fedanon.crypto.packed import Packed
 from fedanon.crypto.parallel import Parallelism
 from fedanon.crypto.prepared_keys import PreparedLeaderKeys
 from fedanon.crypto.sealed_total import SealedTotalChannel
@@ -121,7 +122,7 @@ class UnionRole:
         self._peeling: ChunkedPeel | None = None
         self.strip_began = 0.0  # when STRIP's first chunk arrived (the party's log only)
         # The last output, for the leader to fetch: (phase, step), its chunks.
-        self._outbox: tuple[tuple[int, int], list[list[bytes]]] | None = None
+        self._outbox: tuple[tuple[int, int], list[Packed]] | None = None
 
     def prepare(self, count: int) -> None:
         """Start preparing `count` leader-layer keys (the route must be known)."""
@@ -218,8 +219,8 @@ class UnionRole:
         )
 
     def strip_chunk(
-        self, chunk: int, chunks: int, items: list[bytes], ctx: UnionContext
-    ) -> list[bytes] | None:
+        self, chunk: int, chunks: int, items: Packed, ctx: UnionContext
+    ) -> Packed | None:
         """One chunk of STRIP's input: its layer comes off as it arrives, on the party's worker
         processes (the predecessor sends the next chunk meanwhile); the whole batch, shuffled,
         once the last chunk is in, else None. The chunks' order is checked as for any phase."""
@@ -284,11 +285,11 @@ class UnionRole:
             raise NotExpected("shuffle step before the records were shared")
         return self.shuffle.step(step, items)
 
-    def keep_output(self, phase: int, step: int, chunks: list[list[bytes]]) -> None:
+    def keep_output(self, phase: int, step: int, chunks: list[Packed]) -> None:
         """Hold a phase's output chunks for FETCH (only the latest output is kept)."""
         self._outbox = ((phase, step), chunks)
 
-    def fetch(self, phase: int, step: int, chunk: int) -> list[bytes]:
+    def fetch(self, phase: int, step: int, chunk: int) -> Packed:
         """One chunk of the kept output of (phase, step)."""
         if self._outbox is None or self._outbox[0] != (phase, step):
             raise NotExpected(f"no union output of phase {phase} step {step} to fetch")

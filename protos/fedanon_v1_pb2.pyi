@@ -456,10 +456,11 @@ class EndReply(_message.Message):
     def __init__(self, bytes_sent: _Optional[int] = ..., bytes_received: _Optional[int] = ...) -> None: ...
 
 class UnionRequest(_message.Message):
-    __slots__ = ("ref", "phase", "items", "record_size", "pad_to", "block_sizes", "step", "suppressed", "chunk", "chunks", "chunk_bytes", "fetch_phase")
+    __slots__ = ("ref", "phase", "packed", "item_size", "record_size", "pad_to", "block_sizes", "step", "suppressed", "chunk", "chunks", "chunk_bytes", "fetch_phase")
     REF_FIELD_NUMBER: _ClassVar[int]
     PHASE_FIELD_NUMBER: _ClassVar[int]
-    ITEMS_FIELD_NUMBER: _ClassVar[int]
+    PACKED_FIELD_NUMBER: _ClassVar[int]
+    ITEM_SIZE_FIELD_NUMBER: _ClassVar[int]
     RECORD_SIZE_FIELD_NUMBER: _ClassVar[int]
     PAD_TO_FIELD_NUMBER: _ClassVar[int]
     BLOCK_SIZES_FIELD_NUMBER: _ClassVar[int]
@@ -471,7 +472,8 @@ class UnionRequest(_message.Message):
     FETCH_PHASE_FIELD_NUMBER: _ClassVar[int]
     ref: SessionRef
     phase: UnionPhase
-    items: _containers.RepeatedScalarFieldContainer[bytes]
+    packed: bytes
+    item_size: int
     record_size: int
     pad_to: int
     block_sizes: _containers.RepeatedScalarFieldContainer[int]
@@ -481,19 +483,21 @@ class UnionRequest(_message.Message):
     chunks: int
     chunk_bytes: int
     fetch_phase: UnionPhase
-    def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ..., phase: _Optional[_Union[UnionPhase, str]] = ..., items: _Optional[_Iterable[bytes]] = ..., record_size: _Optional[int] = ..., pad_to: _Optional[int] = ..., block_sizes: _Optional[_Iterable[int]] = ..., step: _Optional[int] = ..., suppressed: _Optional[_Iterable[int]] = ..., chunk: _Optional[int] = ..., chunks: _Optional[int] = ..., chunk_bytes: _Optional[int] = ..., fetch_phase: _Optional[_Union[UnionPhase, str]] = ...) -> None: ...
+    def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ..., phase: _Optional[_Union[UnionPhase, str]] = ..., packed: _Optional[bytes] = ..., item_size: _Optional[int] = ..., record_size: _Optional[int] = ..., pad_to: _Optional[int] = ..., block_sizes: _Optional[_Iterable[int]] = ..., step: _Optional[int] = ..., suppressed: _Optional[_Iterable[int]] = ..., chunk: _Optional[int] = ..., chunks: _Optional[int] = ..., chunk_bytes: _Optional[int] = ..., fetch_phase: _Optional[_Union[UnionPhase, str]] = ...) -> None: ...
 
 class UnionReply(_message.Message):
-    __slots__ = ("items", "record_size", "count", "chunks")
-    ITEMS_FIELD_NUMBER: _ClassVar[int]
+    __slots__ = ("packed", "item_size", "record_size", "count", "chunks")
+    PACKED_FIELD_NUMBER: _ClassVar[int]
+    ITEM_SIZE_FIELD_NUMBER: _ClassVar[int]
     RECORD_SIZE_FIELD_NUMBER: _ClassVar[int]
     COUNT_FIELD_NUMBER: _ClassVar[int]
     CHUNKS_FIELD_NUMBER: _ClassVar[int]
-    items: _containers.RepeatedScalarFieldContainer[bytes]
+    packed: bytes
+    item_size: int
     record_size: int
     count: int
     chunks: int
-    def __init__(self, items: _Optional[_Iterable[bytes]] = ..., record_size: _Optional[int] = ..., count: _Optional[int] = ..., chunks: _Optional[int] = ...) -> None: ...
+    def __init__(self, packed: _Optional[bytes] = ..., item_size: _Optional[int] = ..., record_size: _Optional[int] = ..., count: _Optional[int] = ..., chunks: _Optional[int] = ...) -> None: ...
 
 class ReleasedRecord(_message.Message):
     __slots__ = ("values", "dummy")

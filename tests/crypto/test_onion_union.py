@@ -7,6 +7,7 @@ from __future__ import annotations
 import secrets
 from collections import Counter
 
+import numpy as np
 import pytest
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from hypothesis import given, settings
@@ -236,7 +237,7 @@ def test_pooled_open_gives_the_same_records_in_the_same_order() -> None:
 def test_pooled_seal_keeps_order_and_the_per_record_leader_keys(monkeypatch) -> None:
     """Chunks sealed in different workers still get distinct leader keys (no RNG state forked
     into two workers) and one party key per owner batch; the records come out in order."""
-    monkeypatch.setattr("fedanon.crypto.onion_union.secure_shuffle", lambda items: None)
+    monkeypatch.setattr("fedanon.crypto.onion_union.secure_permutation", np.arange)
     ring = Ring()
     records = [b"record %d" % i for i in range(15)]
     batch = seal_records(records, ring.ctx, pad_to=17, parallelism=POOLED)
@@ -246,6 +247,21 @@ def test_pooled_seal_keeps_order_and_the_per_record_leader_keys(monkeypatch) -> 
         batch = peel_layer(batch, ring.keys[hop], hop, ring.ctx)
     assert len({item[:32] for item in batch}) == len(batch) == 17
     assert open_records(batch, ring.keys[-1], ring.ctx) == records
+
+
+def test_every_layer_of_every_item_has_its_own_nonce() -> None:
+    """The nonces of a seal come from one CSPRNG draw, cut per item and layer: no two layers
+    of a batch (the same AES key at a party layer: one ephemeral key per owner batch) share a
+    nonce, and none is all zeros."""
+    ring = Ring()
+    batch = seal_records([b"r%d" % i for i in range(20)], ring.ctx, pad_to=25)
+    nonces = []
+    for hop in range(ring.ctx.leader_hop + 1):
+        nonces += [item[32:44] for item in batch]
+        if hop < ring.ctx.leader_hop:
+            batch = peel_layer(batch, ring.keys[hop], hop, ring.ctx)
+    assert len(nonces) == 25 * 4 and len(set(nonces)) == len(nonces)
+    assert bytes(12) not in nonces
 
 
 def _fully_peeled(ring: Ring) -> list[bytes]:

@@ -20,6 +20,7 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from fedanon.crypto.errors import IntegrityError, WireFormatError
 from fedanon.crypto.onion_union import (
+    LAYER_OVERHEAD,
     ChunkedOpen,
     ChunkedPeel,
     UnionContext,
@@ -28,6 +29,7 @@ from fedanon.crypto.onion_union import (
     peel_layer,
     seal_records,
 )
+from fedanon.crypto.packed import Packed
 from fedanon.crypto.parallel import Parallelism
 
 RECORD_SIZE = 16
@@ -229,6 +231,26 @@ def test_peeling_in_chunks_gives_what_peeling_the_whole_batch_gives(
         peeling.add([tampered, sealed[2]])
         with pytest.raises(IntegrityError, match="failed authentication at hop 0"):
             peeling.batch()
+
+
+def test_a_packed_chunk_of_the_wrong_item_size_or_a_reused_key_and_nonce_is_refused() -> None:
+    """Chunks arrive packed: one of another item size is refused by its size before any item is
+    decrypted, and an item reusing an earlier item's ephemeral key and nonce (an exact copy,
+    or a copy with another body that would otherwise fail only as tampered) is a repeat."""
+    parties, leader = _keys(2), _keys(1)[0]
+    ctx = _context([*parties, leader])
+    sealed = seal_records([b"r%d" % i for i in range(6)], ctx)
+    short = Packed.of([item[:-LAYER_OVERHEAD] for item in sealed[:2]])
+    with (
+        ChunkedPeel(parties[0], 0, ctx, Parallelism(1), 6) as peeling,
+        pytest.raises(WireFormatError, match=f"of {ctx.item_size(1)} bytes at hop 0"),
+    ):
+        peeling.add(short)
+    with ChunkedPeel(parties[0], 0, ctx, Parallelism(1), 6) as peeling:
+        peeling.add(Packed.of(sealed[:3]))
+        other_body = sealed[0][:44] + sealed[3][44:]
+        with pytest.raises(IntegrityError, match="repeats an item"):
+            peeling.add(Packed.of([sealed[3], other_body]))
 
 
 def test_the_party_layers_are_sealed_where_the_leader_layer_is() -> None:

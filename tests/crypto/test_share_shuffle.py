@@ -13,6 +13,8 @@ from fedanon.crypto.share_shuffle import (
     PairKeys,
     ShuffleContext,
     ShuffleParty,
+    decode_items,
+    encode_block,
     open_shuffled,
     schedule,
 )
@@ -64,6 +66,16 @@ def test_union_is_the_multiset_of_all_records_and_drops_dummies() -> None:
     blocks = [[f"a{i}".encode() for i in range(7)], [b"b0", b"b0"], [], [b"d" * 64, b"e"]]
     records, _ = run_shuffle(blocks, pad_to=9)
     assert Counter(records) == Counter(r for block in blocks for r in block)
+
+
+def test_a_block_of_repeated_records_encodes_each_record_as_itself() -> None:
+    """Repeated records are encoded once and reused: every item still decodes to its own
+    record, in order, whatever repeats around it (equal bytes, equal lengths)."""
+    records = [b"ab", b"ab", b"ba", b"", b"a" * 2, b"ab\0", b"c" * 64, b"ba", b""]
+    ctx, _ = _federation([records, [b"x"], [b"y"]], pad_to=12)
+    block = encode_block(records, ctx, 0)
+    assert block.shape == (12, ctx.item_size)
+    assert decode_items(block, ctx) == records
 
 
 def test_empty_and_unpadded_blocks_unite() -> None:

@@ -41,6 +41,7 @@ from tests.distributed.conftest import (
 )
 from tests.distributed.recording import RecordingFederation, recording_federation
 from tests.harness.wire import Received
+from tests.harness.wire import union_items as wire_union_items
 
 PAIRWISE_SHARE_TAG = b"FPS1"  # crypto/pairwise.py: tag of a party's share to the leader
 SECRET_MIN_BYTES = 6  # shorter values occur in random ciphertext by chance
@@ -153,7 +154,7 @@ def assert_no_secret(blobs: list[bytes], secrets: list[bytes], what: str) -> Non
 
 
 def union_items(received: list[Received]) -> list[bytes]:
-    return [bytes(item) for r in received if r.method == "Union" for item in r.message.items]
+    return [item for r in received if r.method == "Union" for item in wire_union_items(r.message)]
 
 
 @pytest.fixture(scope="module")
@@ -230,7 +231,7 @@ def _check_leader_messages(rec: Recorded) -> None:
     items = union_items(log.of(role=LEADER_NAME))
     assert len(items) >= 2 * len(rec.dataset.table), "collect + strip batches expected"
     for batch in batches:
-        assert len({len(item) for item in batch.items}) <= 1, "ciphertext sizes differ"
+        assert len({len(item) for item in wire_union_items(batch)}) <= 1, "ciphertext sizes differ"
     secrets = secrets_of(rec.fed, rec.dataset)
     assert_no_secret(items, secrets, "union batches received by the leader")
     assert_no_secret(
@@ -269,9 +270,9 @@ def test_ring_leader_receives_only_masked_sums_and_ciphertexts(ring_session: Rec
 def _collect_batch_sizes(rec: Recorded) -> dict[str | None, int]:
     """Items per party in the COLLECT replies the leader received (the last Union reply with
     items is the STRIP reply of the ring's first party)."""
-    replies = [r for r in rec.fed.log.of(role=LEADER_NAME, method="Union") if r.message.items]
+    replies = [r for r in rec.fed.log.of(role=LEADER_NAME, method="Union") if r.message.packed]
     assert len(replies) == len(rec.ring) + 1
-    return {r.peer: len(r.message.items) for r in replies[:-1]}
+    return {r.peer: len(wire_union_items(r.message)) for r in replies[:-1]}
 
 
 def test_union_pad_to_hides_each_partys_record_count(

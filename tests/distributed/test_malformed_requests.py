@@ -152,6 +152,28 @@ def test_an_enum_value_no_version_defines_is_invalid_argument(
     )
 
 
+@pytest.mark.parametrize(
+    ("packed", "item_size"),
+    [(b"\x01" * 7, 2), (b"\x01" * 64, 0), (b"\x01" * 371, 370)],
+    ids=["not-a-multiple", "no-item-size", "one-byte-over"],
+)
+@pytest.mark.parametrize("phase", [pb.UNION_PHASE_STRIP, pb.UNION_PHASE_SHUFFLE_STEP])
+def test_union_items_that_cut_into_no_whole_items_are_invalid_argument(
+    fed: Federation, phase: int, packed: bytes, item_size: int
+) -> None:
+    """A union message's items travel packed (`packed`, `item_size`): bytes that are no whole
+    number of items are no valid message, refused before any session state is read."""
+    request = pb.UnionRequest(phase=phase, packed=packed, item_size=item_size, chunks=1)  # type: ignore[arg-type]
+    details = _refused_quietly(
+        fed,
+        1,
+        lambda: _call(fed, 1, fed.leader_tls, "Union", request),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "Union refused: the request is not a valid message",
+    )
+    assert "not a whole number of" in details and f"{item_size}-byte items" in details
+
+
 def test_stale_and_replayed_messages_change_nothing_mid_session(
     fed: Federation, data: Dataset, tmp_path: Path
 ) -> None:

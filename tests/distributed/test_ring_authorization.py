@@ -83,7 +83,8 @@ def test_leader_may_not_call_a_mid_ring_sum_or_skip_union_hops(
                     pb.UnionRequest(
                         ref=pb.SessionRef(session_id=sid, iteration=3),
                         phase=pb.UNION_PHASE_STRIP,
-                        items=[bytes(200)],
+                        packed=bytes(200),
+                        item_size=200,
                         record_size=64,
                     ),
                 )

@@ -37,7 +37,12 @@ from tests.distributed.conftest import (
     run_distributed,
 )
 from tests.harness.inprocess import inprocess_parties
-from tests.harness.wire import UnaryServerRecorder, first_strip_fetch
+from tests.harness.wire import (
+    UnaryServerRecorder,
+    first_strip_fetch,
+    set_union_items,
+    union_items,
+)
 
 Around = Callable[..., Any]
 
@@ -100,7 +105,7 @@ def test_a_last_party_injecting_a_record_sealed_to_the_leader_fails_the_union(
         if method == "Union" and request.phase == pb.UNION_PHASE_STRIP:
             live["record_size"] = request.record_size
         reply = inner(request, context)
-        if first_strip_fetch(method, request) and reply.items:
+        if first_strip_fetch(method, request) and reply.packed:
             session = live["started"].servicers["hospital-3"].session
             ctx = UnionContext(
                 bytes.fromhex(session.session_id),
@@ -110,11 +115,61 @@ def test_a_last_party_injecting_a_record_sealed_to_the_leader_fails_the_union(
             )
             forged = pb.ReleasedRecord(values=["forged"] * len(small.table.columns))
             inner_item = _inner(_REAL, forged.SerializeToString(), ctx.record_size)
-            reply.items.extend(_seal_innermost(astuple(ctx), [inner_item]))
+            items = union_items(reply) + _seal_innermost(astuple(ctx), [inner_item])
+            set_union_items(reply, items)
         return reply
 
     with pytest.raises(FedanonError, match="hospital-3 returned 601 peeled items, not the 600"):
         _run(small, _parts(small), tmp_path, monkeypatch, {"hospital-3": injects_one}, live=live)
+    assert not (tmp_path / "release.csv").exists()
+
+
+@pytest.mark.parametrize("mode", ["layered", "shuffle"])
+def test_a_party_replying_bytes_that_are_no_whole_items_is_named(
+    small: Dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    """Items travel packed: a party whose reply's `packed` is not a whole number of its
+    `item_size` items is named by the leader in one line, and nothing is released."""
+
+    def cuts_one_byte(method: str, request: Any, context: Any, inner: Callable) -> Any:
+        reply = inner(request, context)
+        if method == "Union" and reply.packed:
+            reply.packed = reply.packed[:-1]
+        return reply
+
+    with pytest.raises(
+        FedanonError,
+        match=r"union: party hospital-3 sent union UnionReply: \d+ packed bytes are "
+        r"not a whole number of \d+-byte items",
+    ):
+        _run(
+            small,
+            _parts(small),
+            tmp_path,
+            monkeypatch,
+            {"hospital-3": cuts_one_byte},
+            union_mode=mode,
+        )
+    assert not (tmp_path / "release.csv").exists()
+
+
+def test_a_party_whose_sealed_items_are_not_the_first_hops_size_is_named(
+    small: Dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every COLLECT item must have the first hop's size (the route and record size fix it): a
+    party answering items of another size is named at once by the leader, not left for hop 0
+    to refuse as a batch the leader handed over."""
+
+    def shortens(method: str, request: Any, context: Any, inner: Callable) -> Any:
+        reply = inner(request, context)
+        if method == "Union" and request.phase == pb.UNION_PHASE_COLLECT and reply.packed:
+            set_union_items(reply, [item[:-1] for item in union_items(reply)])
+        return reply
+
+    with pytest.raises(
+        FedanonError, match=r"union \(collect\): party hospital-2 sent items of \d+ bytes, not \d+"
+    ):
+        _run(small, _parts(small), tmp_path, monkeypatch, {"hospital-2": shortens})
     assert not (tmp_path / "release.csv").exists()
 
 
@@ -129,7 +184,7 @@ def test_a_party_sending_an_extra_shuffle_item_is_named(
             and request.step == 0
             and request.chunk == request.chunks - 1
         ):
-            reply.items.append(bytes(64))
+            set_union_items(reply, [*union_items(reply), bytes(64)])
         return reply
 
     with pytest.raises(
@@ -153,8 +208,10 @@ def test_a_hop_refuses_a_repeated_item_and_names_who_sent_the_batch(
     hospital-2 refuses it naming hospital-1, before any shuffle could carry the mark on."""
 
     def repeats_one(method: str, request: Any, context: Any, inner: Callable) -> Any:
-        if method == "Union" and request.phase == pb.UNION_PHASE_STRIP and len(request.items) > 1:
-            request.items[1] = request.items[0]
+        if method == "Union" and request.phase == pb.UNION_PHASE_STRIP:
+            items = union_items(request)
+            if len(items) > 1:
+                set_union_items(request, [items[0], items[0], *items[2:]])
         return inner(request, context)
 
     with pytest.raises(
@@ -219,10 +276,11 @@ def test_a_hop_peels_each_strip_chunk_as_it_arrives(
     def repeats_across_chunks(method: str, request: Any, context: Any, inner: Callable) -> Any:
         if method == "Union" and request.phase == pb.UNION_PHASE_STRIP:
             arrived.append(request.chunk)
+            items = union_items(request)
             if request.chunk == 0:
-                first.append(request.items[0])
+                first.append(items[0])
             elif request.chunk == 1:
-                request.items[0] = first[0]
+                set_union_items(request, [first[0], *items[1:]])
         return inner(request, context)
 
     with pytest.raises(

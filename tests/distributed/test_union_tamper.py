@@ -15,7 +15,12 @@ from fedanon.federation.transport import make_channel
 from fedanon.leader.sim import split_table
 from tests.distributed.conftest import Dataset, run_distributed
 from tests.harness.inprocess import inprocess_parties
-from tests.harness.wire import UnaryServerRecorder, first_strip_fetch
+from tests.harness.wire import (
+    UnaryServerRecorder,
+    first_strip_fetch,
+    set_union_items,
+    union_items,
+)
 
 
 class DropsOnePeeledItem(UnaryServerRecorder):
@@ -29,8 +34,8 @@ class DropsOnePeeledItem(UnaryServerRecorder):
         inner: Callable[[Any, grpc.ServicerContext], Any],
     ) -> Any:
         reply = inner(request, context)
-        if first_strip_fetch(method, request) and reply.items:
-            del reply.items[0]
+        if first_strip_fetch(method, request) and reply.packed:
+            set_union_items(reply, union_items(reply)[1:])
         return reply
 
 

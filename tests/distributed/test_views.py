@@ -48,7 +48,7 @@ from tests.distributed.views import (
     union_features,
     view_of,
 )
-from tests.harness.wire import WireLog
+from tests.harness.wire import WireLog, union_items
 
 MOVED = 120  # records each way between the two traders in a run B
 RING = [f"hospital-{i + 1}" for i in range(3)]
@@ -266,7 +266,7 @@ def test_shuffle_union_view_depends_only_on_the_outputs(shuffle_runs: Runs, role
         bytes(item)
         for seen in view_of(run.log, role)
         if seen.method == "Union" and seen.direction == "received"
-        for item in seen.message.items
+        for item in union_items(seen.message)
     ]
     assert received, f"{role} received no union items (the test saw nothing)"
     shown = [item for item in received if any(record in item for record in records)]
@@ -287,9 +287,9 @@ def test_union_messages_travel_in_chunks_of_bounded_size(
     chunk holds), and the batches did travel in several chunks (inputs and fetched outputs)."""
     log = (ring_runs if mode == "layered" else shuffle_runs).first.log
     messages = log.of(method="Union")
-    largest_item = max(len(item) for m in messages for item in m.message.items)
+    largest_item = max(len(item) for m in messages for item in union_items(m.message))
     for m in messages:
-        carried = sum(len(item) for item in m.message.items)
+        carried = sum(len(item) for item in union_items(m.message))
         assert carried <= CHUNK_BYTES + largest_item, f"{m.kind} of {carried} bytes"
     requests = [m.message for m in log.of(method="Union", kind="request")]
     assert any(r.chunks > 1 for r in requests), "no input travelled in several chunks"

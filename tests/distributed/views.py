@@ -29,7 +29,7 @@ import numpy as np
 from google.protobuf.message import Message
 
 from fedanon.protos import fedanon_v1_pb2 as pb
-from tests.harness.wire import WireLog
+from tests.harness.wire import WireLog, union_items
 
 EPHEMERAL_KEY_BYTES = 32  # crypto/onion_union.py: every layer starts with its ephemeral key
 Feature = tuple[object, ...]
@@ -163,10 +163,10 @@ def union_features(view: list[Seen]) -> dict[Feature, object]:
     named: dict[str, list[bytes]] = {}
     features: dict[Feature, object] = {}
     for s in view:
-        if s.method != "Union" or not s.message.items:
+        if s.method != "Union" or not s.message.packed:
             continue
         label = f"{s.direction} {s.kind} {s.other}"
-        items = [bytes(item) for item in s.message.items]
+        items = union_items(s.message)
         if s.kind == "request":
             label += f" {pb.UnionPhase.Name(s.message.phase)}"
         number = sum(name.startswith(label + " #") for name in named)

@@ -25,6 +25,8 @@ from typing import Any
 
 import grpc
 
+from fedanon.crypto.packed import Packed
+from fedanon.federation.chunks import unpacked
 from fedanon.federation.tls import TLSFiles
 from fedanon.federation.transport import make_channel, peer_name
 from fedanon.protos import fedanon_v1_pb2 as pb
@@ -33,6 +35,17 @@ from fedanon.protos import fedanon_v1_pb2 as pb
 def short_method(full: str) -> str:
     """``/fedanon.v1.Party/Sum`` -> ``Sum``."""
     return full.rsplit("/", 1)[-1]
+
+
+def union_items(message: pb.UnionRequest | pb.UnionReply) -> list[bytes]:
+    """A union message's items, one by one (they travel packed: `packed`, `item_size`)."""
+    return unpacked(message).items()
+
+
+def set_union_items(message: pb.UnionRequest | pb.UnionReply, items: list[bytes]) -> None:
+    """Replace a union message's items (of one size) in flight."""
+    packed = Packed.of(items)
+    message.packed, message.item_size = packed.data, packed.item_size
 
 
 def first_strip_fetch(method: str, request: Any) -> bool:

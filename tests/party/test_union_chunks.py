@@ -6,8 +6,9 @@ import pandas as pd
 import pytest
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
+from fedanon.crypto.packed import Packed, PackingError
 from fedanon.crypto.parallel import SEQUENTIAL
-from fedanon.federation.chunks import DEFAULT_CHUNK_BYTES, MIN_CHUNK_BYTES, split
+from fedanon.federation.chunks import DEFAULT_CHUNK_BYTES, MIN_CHUNK_BYTES, split, unpacked
 from fedanon.party.errors import NotExpected
 from fedanon.party.union import MAX_INPUT_CHUNKS, Inbox, UnionRole, chunk_bytes_of, record_bytes
 from fedanon.protos import fedanon_v1_pb2 as pb
@@ -17,11 +18,35 @@ STRIP, STEP = pb.UNION_PHASE_STRIP, pb.UNION_PHASE_SHUFFLE_STEP
 
 def test_split_keeps_order_and_bounds_every_chunk() -> None:
     items = [bytes([i]) * 10 for i in range(7)]
-    chunks = split(items, 25)
+    chunks = [chunk.items() for chunk in split(items, 25)]
     assert chunks == [items[0:2], items[2:4], items[4:6], items[6:7]]
     assert split([], 25) == []
     # An item above the bound still travels, alone.
-    assert split([b"x" * 40, b"y"], 25) == [[b"x" * 40], [b"y"]]
+    assert [c.items() for c in split([b"x" * 40, b"y"], 25)] == [[b"x" * 40], [b"y"]]
+    # A packed batch is cut the same way, without an object per item.
+    assert [c.items() for c in split(Packed.of(items), 25)] == chunks
+
+
+def test_split_ends_a_chunk_where_the_item_size_changes() -> None:
+    """A chunk travels packed (one size per message): the shuffle's short last piece of a share
+    starts a chunk of its own even where it would fit in the bound."""
+    chunks = split([b"a" * 10, b"b" * 10, b"c" * 4, b"d" * 10], 100)
+    assert [(c.item_size, c.items()) for c in chunks] == [
+        (10, [b"a" * 10, b"b" * 10]),
+        (4, [b"c" * 4]),
+        (10, [b"d" * 10]),
+    ]
+
+
+@pytest.mark.parametrize(("packed", "item_size"), [(b"x" * 7, 2), (b"x" * 4, 0), (b"x" * 300, 7)])
+def test_a_packed_field_that_is_no_whole_number_of_items_is_refused(
+    packed: bytes, item_size: int
+) -> None:
+    for message in (pb.UnionRequest, pb.UnionReply):
+        with pytest.raises(PackingError, match="not a whole number of"):
+            unpacked(message(packed=packed, item_size=item_size))
+    assert unpacked(pb.UnionRequest(packed=b"x" * 6, item_size=2)).items() == [b"xx"] * 3
+    assert len(unpacked(pb.UnionReply())) == 0
 
 
 def test_inbox_returns_the_whole_input_with_the_last_chunk() -> None:
@@ -61,8 +86,8 @@ def test_only_the_kept_output_can_be_fetched() -> None:
     role = UnionRole(X25519PrivateKey.generate(), 0, SEQUENTIAL)
     with pytest.raises(NotExpected, match="no union output"):
         role.fetch(STRIP, 0, 0)
-    role.keep_output(STRIP, 0, [[b"a"], [b"b"]])
-    assert role.fetch(STRIP, 0, 1) == [b"b"]
+    role.keep_output(STRIP, 0, [Packed.of([b"a"]), Packed.of([b"b"])])
+    assert role.fetch(STRIP, 0, 1).items() == [b"b"]
     with pytest.raises(ValueError, match="2 chunks"):
         role.fetch(STRIP, 0, 2)
     with pytest.raises(NotExpected, match="no union output"):
