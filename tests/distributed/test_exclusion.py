@@ -251,7 +251,9 @@ def test_a_rerun_session_forwards_nothing_to_a_next_hop(
     with Session(job, [hop for hop in opted_in.hops if hop.name in survivors]) as session:
         opened = open_ring(session, spec.fingerprint_items(schema), request, "pairwise")
         assert all(reply.allow_exclusion for reply in opened.replies.values())
-        strip = pb.UnionRequest(ref=session.ref(0), phase=pb.UNION_PHASE_STRIP, items=[b"x" * 64])
+        strip = pb.UnionRequest(
+            ref=session.ref(0), phase=pb.UNION_PHASE_STRIP, packed=b"x" * 64, item_size=64
+        )
         with pytest.raises(grpc.RpcError) as refused:
             session.stubs["hospital-1"].Union(strip, timeout=30)
         assert "no ring to strip around" in (refused.value.details() or "")
