@@ -37,9 +37,12 @@ class SessionBase:
     """
 
     kind: ClassVar[str]
+    #: Whether a restarted party can rejoin this kind's session by replay (party/rejoin.py).
+    replays: ClassVar[bool] = False
 
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
+        self.opened_by: pb.OpenSessionRequest | None = None  # the handshake, sealed for rejoin
         self.ended = False
         self.last_seen = time.monotonic()
         self.bytes_received = 0
@@ -118,6 +121,11 @@ class RingSession(SessionBase, ABC):
 
     def request_limit(self, method: str) -> int | None:
         return self.sum_request_limit() if method == "Sum" else None
+
+    def replay(self, instructions: list[pb.Instruction]) -> None:
+        """Rejoin by replay (party/rejoin.py): run the secure sums' local steps of iterations
+        0..len(`instructions`) again, without answering any; only kinds with `replays` can."""
+        raise FedanonError(f"a {self.kind} session cannot rejoin by replay")
 
     def close(self) -> None:
         super().close()

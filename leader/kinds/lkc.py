@@ -32,7 +32,7 @@ from fedanon.errors import FedanonError
 from fedanon.federation.config import Hop
 from fedanon.federation.lkc_job import lkc_job_to_proto
 from fedanon.federation.tls import TLSFiles
-from fedanon.leader.federation import FederationSource, Traffic
+from fedanon.leader.federation import FederationSource, Resender, Traffic
 from fedanon.leader.kind import JobFile, LeaderKind, PhaseTimer, Progress, Report, Row
 from fedanon.leader.ring import open_ring
 from fedanon.leader.ring_settings import RingSettings, ring_settings
@@ -93,6 +93,9 @@ class LKCLeaderJob(RingSettings):
     report: Path | None = None
     extra_report: dict[str, Any] = field(default_factory=dict)
     relay_listen: str | None = None  # transport = "outbound": the relay's address
+    # [timeouts] rejoin_seconds: how long a party that went away mid-specialization is waited
+    # for before the job fails (0: not at all; leader/rejoin.py)
+    rejoin_seconds: float = 0.0
 
     def check(self) -> None:
         """Refuse jobs the protocol cannot run safely."""
@@ -153,6 +156,7 @@ def load_lkc_job(file: JobFile) -> LKCLeaderJob:
         tls=file.tls,
         out=file.required_path("out"),
         report=file.path("report"),
+        rejoin_seconds=data["timeouts"]["rejoin_seconds"],
         **ring_settings(data),
     )
 
@@ -188,6 +192,7 @@ def run_lkc(
             job.sum_mode,
             prepare_union=job.union_mode == "layered",
             pad_to=job.union_pad_to,
+            rejoin_seconds=job.rejoin_seconds,
         )
         timer.since_start("handshake")
         show(f"handshake: done; {len(session.ring)} parties agreed on the job and the keys")
@@ -265,6 +270,7 @@ def run_lkc(
                     for n, r in ended.items()
                 },
                 "privacy_check": check.to_dict(),
+                **rejoined_report(ring.rejoin),
                 "party_records": revealed or None,
                 "output": str(job.out),
                 **job.extra_report,
@@ -273,6 +279,14 @@ def run_lkc(
         if job.report is not None:
             staged.json(job.report, report)
     return report
+
+
+def rejoined_report(rejoin: Resender) -> dict[str, Any]:
+    """The report's ``rejoined``: each party that rejoined and at which iteration (absent
+    when none did, so a fault-free run's report is unchanged)."""
+    if not rejoin.rejoined:
+        return {}
+    return {"rejoined": [{"party": name, "iteration": it} for name, it in rejoin.rejoined]}
 
 
 def step_text(step: StepInfo) -> str:

@@ -26,6 +26,7 @@ class LKCSession(RingSession):
     """A party's state for one LKC session."""
 
     kind = "lkc"
+    replays = True
 
     def __init__(
         self,
@@ -110,3 +111,14 @@ class LKCSession(RingSession):
             stats = self.local.specialize(step)
         self.next_iteration += 1
         return stats
+
+    def replay(self, instructions: list[pb.Instruction]) -> None:
+        """Rejoin by replay: iteration 0, then every instruction in order, each checked as
+        when it first came (the secure sums' answers are discarded: the others have them)."""
+        for iteration in range(len(instructions) + 1):
+            request = pb.SumRequest(
+                ref=pb.SessionRef(session_id=self.session_id, iteration=iteration)
+            )
+            if iteration:
+                request.instruction.CopyFrom(instructions[iteration - 1])
+            self.contribution(request)

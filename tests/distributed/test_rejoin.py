@@ -1,0 +1,133 @@
+"""Rejoin by replay (#28, docs/distributed.md "Rejoin"): a party killed (SIGKILL) mid-job and
+restarted resumes its session, and the release is byte for byte the fault-free run's (up to
+the order of its rows, which the union's shuffle draws afresh in every run).
+
+The victim is killed right after an iteration's secure sum (the leader's ``on_step``, so the
+next sum is the first message to meet it) and started again at once; the leader finds it
+unreachable (or restarted and waiting), waits for it, rejoins it and sends the sum again.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fedanon.algorithms.tds.engine import StepInfo
+from fedanon.leader.federation import PartyFailure
+from fedanon.leader.sim import Federation
+from tests.distributed.conftest import Dataset, run_distributed, status
+
+RPC_SECONDS = 30.0
+REJOIN_SECONDS = 120.0
+
+
+def ensure_running(fed: Federation) -> None:
+    """Restart any daemon a test killed, so the shared federation is whole again."""
+    for daemon in fed.daemons:
+        if daemon.process is None or daemon.process.poll() is not None:
+            fed.start(daemon)
+            fed.wait_ready(daemon)
+
+
+class KillAndRestart:
+    """``on_step``: SIGKILL daemon #`victim` after `iteration` and (with `restart`) start it
+    again at once; the leader's next sum meets it down or still starting."""
+
+    def __init__(self, fed: Federation, victim: int, iteration: int, restart: bool = True):
+        self.fed, self.victim, self.iteration, self.restart = fed, victim, iteration, restart
+        self.fired_at: float | None = None
+
+    def __call__(self, step: StepInfo) -> None:
+        if step.iteration < self.iteration or self.fired_at is not None:
+            return
+        daemon = self.fed.daemons[self.victim]
+        self.fed.stop(daemon, signal.SIGKILL)  # returns once the process is gone
+        self.fired_at = time.monotonic()
+        if self.restart:
+            self.fed.start(daemon)
+
+
+def same_lines(ours: Path, theirs: Path) -> bool:
+    """The same header and the same rows, byte for byte (the union shuffles the rows, so two
+    fault-free runs differ only in their order)."""
+    first, *rest = ours.read_bytes().splitlines()
+    other_first, *other_rest = theirs.read_bytes().splitlines()
+    return first == other_first and sorted(rest) == sorted(other_rest)
+
+
+def run(
+    fed: Federation, data: Dataset, out: Path, on_step: Any = None, **options: Any
+) -> dict[str, Any]:
+    spec = data.spec(L=3, K=20, C="0.2")
+    options.setdefault("rpc_seconds", RPC_SECONDS)
+    return run_distributed(
+        fed.hops, fed.leader_tls, data, spec, out, on_step=on_step, **options
+    )
+
+
+@pytest.mark.parametrize(
+    ("victim", "sum_mode"),
+    [
+        (1, "ring"),  # a middle party: its predecessor relays that it is missing
+        pytest.param(2, "ring", marks=pytest.mark.slow),  # the last: it seals the totals
+        pytest.param(0, "pairwise", marks=pytest.mark.slow),  # masks that must cancel again
+    ],
+)
+def test_a_killed_party_rejoins_and_the_release_is_unchanged(
+    hospital_federation: Federation,
+    hospital_data: Dataset,
+    tmp_path: Path,
+    victim: int,
+    sum_mode: str,
+) -> None:
+    fed = hospital_federation
+    clean, faulty = tmp_path / "clean.csv", tmp_path / "faulty.csv"
+    try:
+        reference = run(fed, hospital_data, clean, sum_mode=sum_mode)
+        assert reference["iterations"] > 4
+        assert "rejoined" not in reference
+        kill = KillAndRestart(fed, victim, iteration=3)
+        report = run(
+            fed,
+            hospital_data,
+            faulty,
+            on_step=kill,
+            sum_mode=sum_mode,
+            rejoin_seconds=REJOIN_SECONDS,
+        )
+        assert kill.fired_at is not None
+        assert report["rejoined"] == [{"party": fed.daemons[victim].name, "iteration": 4}]
+        assert same_lines(faulty, clean)
+        assert report["specialization_sequence"] == reference["specialization_sequence"]
+        for index in range(len(fed.daemons)):
+            assert status(fed, index).session_id == "", "a party still holds the session"
+    finally:
+        ensure_running(fed)
+
+
+@pytest.mark.slow
+def test_a_party_that_does_not_come_back_fails_the_job_after_the_bound(
+    hospital_federation: Federation, hospital_data: Dataset, tmp_path: Path
+) -> None:
+    """Killed for good: the job fails once the rejoin bound has passed, with one line naming
+    the party and the phase, and writes nothing."""
+    fed = hospital_federation
+    out = tmp_path / "release.csv"
+    kill = KillAndRestart(fed, victim=1, iteration=2, restart=False)
+    try:
+        with pytest.raises(PartyFailure) as failure:
+            run(fed, hospital_data, out, on_step=kill, rejoin_seconds=3)
+        assert kill.fired_at is not None
+        elapsed = time.monotonic() - kill.fired_at
+        message = str(failure.value)
+        assert "secure sum, iteration 3" in message and "hospital-2" in message, message
+        assert "did not rejoin within 3 s" in message, message
+        assert "\n" not in message
+        assert 3 <= elapsed < 3 + RPC_SECONDS, elapsed
+        assert not out.exists()
+    finally:
+        ensure_running(fed)
