@@ -64,9 +64,7 @@ def run(
 ) -> dict[str, Any]:
     spec = data.spec(L=3, K=20, C="0.2")
     options.setdefault("rpc_seconds", RPC_SECONDS)
-    return run_distributed(
-        fed.hops, fed.leader_tls, data, spec, out, on_step=on_step, **options
-    )
+    return run_distributed(fed.hops, fed.leader_tls, data, spec, out, on_step=on_step, **options)
 
 
 @pytest.mark.parametrize(
