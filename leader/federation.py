@@ -82,6 +82,8 @@ class Resender(Protocol):
 
     def record(self, request: pb.SumRequest) -> None: ...
 
+    def union(self, run: Callable[[int], T], round_: int) -> T: ...
+
 
 class NoRejoin:
     """Send once: any failure is final (the job kinds whose parties cannot replay)."""
@@ -94,6 +96,9 @@ class NoRejoin:
 
     def record(self, request: pb.SumRequest) -> None:
         """Nothing to log."""
+
+    def union(self, run: Callable[[int], T], round_: int) -> T:
+        return run(round_)
 
 
 @dataclass

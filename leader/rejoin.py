@@ -21,7 +21,7 @@ from typing import TypeVar
 
 import grpc
 
-from fedanon.leader.federation import PartyFailure
+from fedanon.leader.federation import PartyFailure, describe_rpc_error
 from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
 
@@ -68,6 +68,43 @@ class Rejoiner:
                 if deadline is None:
                     deadline = time.monotonic() + self.seconds
                 self._rejoin(name, iteration, deadline, failure)
+
+    def union(self, run: Callable[[int], T], round_: int) -> T:
+        """The union, `run` as round `round_` (the round after the last secure sum); after a
+        lost party rejoined, every party drops the interrupted union and it runs again from
+        its first phase as the next round (new contexts, fresh sealing: nothing of the broken
+        attempt is reused), within `seconds` of the first failure."""
+        deadline: float | None = None
+        attempt = round_
+        while True:
+            try:
+                if attempt > round_:
+                    self._restart_union(round_, attempt)
+                return run(attempt)
+            except PartyFailure as failure:
+                name = self.missing(failure)
+                if name is None or self.seconds <= 0:
+                    raise
+                if deadline is None:
+                    deadline = time.monotonic() + self.seconds
+                self._rejoin(name, round_, deadline, failure)
+                attempt += 1
+
+    def _restart_union(self, iteration: int, union_round: int) -> None:
+        """Tell every party at once that the union starts again as `union_round`."""
+        request = pb.RejoinRequest(
+            ref=pb.SessionRef(session_id=self.session_id, iteration=iteration),
+            union_round=union_round,
+        )
+        calls = {
+            name: self.stubs[name].Rejoin.future(request, timeout=self.rpc_seconds)
+            for name in self.ring
+        }
+        for name, call in calls.items():
+            try:
+                call.result()
+            except grpc.RpcError as exc:
+                raise describe_rpc_error(exc, name, f"union restart (round {union_round})") from exc
 
     def missing(self, failure: PartyFailure) -> str | None:
         """The party a failure says is unreachable (down or restarted), or None."""

@@ -24,8 +24,9 @@ import grpc
 from fedanon.crypto.errors import CryptoError
 from fedanon.errors import FedanonError
 from fedanon.party import ring
+from fedanon.party.errors import NotExpected
 from fedanon.party.policy import admit
-from fedanon.party.session_base import RingSession
+from fedanon.party.session_base import RingSession, SessionBase
 from fedanon.party.session_store import SealedSession
 from fedanon.protos import fedanon_v1_pb2 as pb
 
@@ -78,6 +79,8 @@ def serve(
                     f"{session.next_iteration}",
                 )
             session.touch()
+            if request.union_round:
+                _restart_union(shell, session, request, context)
             return pb.RejoinReply(party=name, restored=False)
         state = shell.store.waiting(sid)
         if state is None:
@@ -93,6 +96,28 @@ def serve(
         shell.store.pending = None  # the file stays: a second restart rejoins the same way
         shell.idle_keys.busy()
     return pb.RejoinReply(party=name, restored=True)
+
+
+def _restart_union(
+    shell: PartyServicer,
+    session: SessionBase,
+    request: pb.RejoinRequest,
+    context: grpc.ServicerContext,
+) -> None:
+    """The leader starts the union again after a lost party rejoined: every party, at the end
+    of the specialization, drops the interrupted union and expects round `union_round`."""
+    try:
+        if not isinstance(session, RingSession) or not session.replays:
+            raise FedanonError(f"a {session.kind} session cannot restart its union")
+        if session.next_iteration != request.ref.iteration:
+            raise NotExpected(
+                f"union restart at iteration {request.ref.iteration}, but the session is at "
+                f"{session.next_iteration}"
+            )
+        session.restart_union(request.union_round)
+    except FedanonError as exc:
+        shell.reject(context, exc, prefix="cannot restart the union: ")
+    log.info("union restarts as round %d", request.union_round)
 
 
 def _restore(

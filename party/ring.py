@@ -98,7 +98,7 @@ def serve_union(
     SHARE and STEP, or FETCH), its caller authorized and the call not a replay."""
     role = session.union
     try:
-        session.check_ref(request.ref)
+        session.check_ref(request.ref, session.union_round)
         if request.phase == pb.UNION_PHASE_FETCH:
             reply = pb.UnionReply(
                 items=role.fetch(request.fetch_phase, request.step, request.chunk)

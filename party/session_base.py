@@ -96,6 +96,9 @@ class RingSession(SessionBase, ABC):
         self.sums = SumProtocol.chosen(sum_mode)
         self.union: UnionRole
         self.answers = AnswerOnce(me)  # retried Sum and Union hops get the first answer
+        # The union's round once a lost party made the leader restart it (party/rejoin.py);
+        # None: the round after the last secure sum, as the protocol has it.
+        self.union_round: int | None = None
 
     @property
     def successor(self) -> str | None:
@@ -121,6 +124,14 @@ class RingSession(SessionBase, ABC):
 
     def request_limit(self, method: str) -> int | None:
         return self.sum_request_limit() if method == "Sum" else None
+
+    def restart_union(self, round_: int) -> None:
+        """Start the union again as `round_` (a later round than any before: the replay cache
+        and every union context then see new messages)."""
+        if self.next_iteration == 0 or round_ <= (self.union_round or self.next_iteration):
+            raise NotExpected(f"union round {round_} is not after the current one")
+        self.union_round = round_
+        self.union.restart()
 
     def replay(self, instructions: list[pb.Instruction]) -> None:
         """Rejoin by replay (party/rejoin.py): run the secure sums' local steps of iterations

@@ -496,12 +496,14 @@ class StatusReply(_message.Message):
     def __init__(self, party: _Optional[str] = ..., session_id: _Optional[str] = ..., iteration: _Optional[int] = ..., last_error: _Optional[str] = ..., sessions_served: _Optional[int] = ...) -> None: ...
 
 class RejoinRequest(_message.Message):
-    __slots__ = ("ref", "instructions")
+    __slots__ = ("ref", "instructions", "union_round")
     REF_FIELD_NUMBER: _ClassVar[int]
     INSTRUCTIONS_FIELD_NUMBER: _ClassVar[int]
+    UNION_ROUND_FIELD_NUMBER: _ClassVar[int]
     ref: SessionRef
     instructions: _containers.RepeatedCompositeFieldContainer[Instruction]
-    def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ..., instructions: _Optional[_Iterable[_Union[Instruction, _Mapping]]] = ...) -> None: ...
+    union_round: int
+    def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ..., instructions: _Optional[_Iterable[_Union[Instruction, _Mapping]]] = ..., union_round: _Optional[int] = ...) -> None: ...
 
 class RejoinReply(_message.Message):
     __slots__ = ("party", "restored")

@@ -209,16 +209,19 @@ def run_lkc(
 
         union_seconds: dict[str, float] = {}
         with timer.phase("union"):
-            rows = run_union(
-                session,
-                ring.keys,
-                traffic,
-                job,
+            rows = ring.rejoin.union(
+                lambda round_: run_union(
+                    session,
+                    ring.keys,
+                    traffic,
+                    job,
+                    round_,
+                    result.suppressed_partitions.tolist(),
+                    on_phase,
+                    on_counts=revealed.update,
+                    seconds=union_seconds,
+                ),
                 source.iteration,
-                result.suppressed_partitions.tolist(),
-                on_phase,
-                on_counts=revealed.update,
-                seconds=union_seconds,
             )
         show(f"union: done; {len(rows):,} records")
 

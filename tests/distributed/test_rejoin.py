@@ -16,8 +16,10 @@ from typing import Any
 
 import pytest
 
+import fedanon.leader.union
 from fedanon.algorithms.tds.engine import StepInfo
 from fedanon.leader.federation import PartyFailure
+from fedanon.leader.session import Session
 from fedanon.leader.sim import Federation
 from tests.distributed.conftest import Dataset, run_distributed, status
 
@@ -42,7 +44,11 @@ class KillAndRestart:
         self.fired_at: float | None = None
 
     def __call__(self, step: StepInfo) -> None:
-        if step.iteration < self.iteration or self.fired_at is not None:
+        if step.iteration >= self.iteration:
+            self.fire()
+
+    def fire(self) -> None:
+        if self.fired_at is not None:
             return
         daemon = self.fed.daemons[self.victim]
         self.fed.stop(daemon, signal.SIGKILL)  # returns once the process is gone
@@ -128,4 +134,73 @@ def test_a_party_that_does_not_come_back_fails_the_job_after_the_bound(
         assert 3 <= elapsed < 3 + RPC_SECONDS, elapsed
         assert not out.exists()
     finally:
+        ensure_running(fed)
+
+
+def kill_before_union_phase(
+    monkeypatch: pytest.MonkeyPatch, kill: KillAndRestart, phase: str
+) -> None:
+    """Fire `kill` right before the union phase `phase` (once): the hook runs in the leader's
+    thread, so that phase's first message is the first to meet the restarting party."""
+    if phase == "union (strip)":
+        ring_call = fedanon.leader.union._ring_call
+
+        def before_strip(*args: Any, **kwargs: Any) -> Any:
+            kill.fire()
+            return ring_call(*args, **kwargs)
+
+        monkeypatch.setattr(fedanon.leader.union, "_ring_call", before_strip)
+        return
+    fan_out = Session.fan_out
+
+    def before_phase(session: Session, name: str, call: Any, *rest: Any) -> Any:
+        if name == phase:
+            kill.fire()
+        return fan_out(session, name, call, *rest)
+
+    monkeypatch.setattr(Session, "fan_out", before_phase)
+
+
+@pytest.mark.parametrize(
+    ("victim", "phase", "union_mode"),
+    [
+        (1, "union (strip)", "layered"),  # the ring's pass: its predecessor relays the loss
+        pytest.param(0, "union (collect)", "layered", marks=pytest.mark.slow),
+        pytest.param(2, "union (share)", "shuffle", marks=pytest.mark.slow),
+    ],
+)
+def test_a_party_killed_during_the_union_rejoins_and_the_union_restarts(
+    hospital_federation: Federation,
+    hospital_data: Dataset,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    victim: int,
+    phase: str,
+    union_mode: str,
+) -> None:
+    """The union cannot resume mid-phase (its batches are sealed with keys drawn at random), so
+    after the lost party rejoined every party drops the interrupted union and it runs again
+    from its first phase, as the next round: the release is still the fault-free one."""
+    fed = hospital_federation
+    clean, faulty = tmp_path / "clean.csv", tmp_path / "faulty.csv"
+    try:
+        reference = run(fed, hospital_data, clean, union_mode=union_mode)
+        kill = KillAndRestart(fed, victim, iteration=0)
+        kill_before_union_phase(monkeypatch, kill, phase)
+        report = run(
+            fed,
+            hospital_data,
+            faulty,
+            union_mode=union_mode,
+            rejoin_seconds=REJOIN_SECONDS,
+        )
+        monkeypatch.undo()
+        assert kill.fired_at is not None
+        rounds = reference["iterations"]
+        assert report["rejoined"] == [{"party": fed.daemons[victim].name, "iteration": rounds}]
+        assert same_lines(faulty, clean)
+        for index in range(len(fed.daemons)):
+            assert status(fed, index).session_id == "", "a party still holds the session"
+    finally:
+        monkeypatch.undo()
         ensure_running(fed)
