@@ -58,6 +58,7 @@ def requests(session_id: str, job: pb.LKCJob, ring: list[str]) -> dict[str, Any]
         "C45Count": pb.C45CountRequest(ref=ref(session_id, 1)),
         "KactusStep": pb.KactusStepRequest(ref=ref(session_id, 1), step="encode"),
         "Status": pb.StatusRequest(),
+        "Rejoin": pb.RejoinRequest(ref=ref(session_id, 1)),
     }
 
 
