@@ -22,7 +22,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, cast
 
 import grpc
 import numpy as np
@@ -171,7 +171,7 @@ class RingSum(SumProtocol):
 
         def send() -> pb.SumReply:
             try:
-                return self.stubs[first].Sum(request, timeout=timeout)
+                return cast(pb.SumReply, self.stubs[first].Sum(request, timeout=timeout))
             except grpc.RpcError as exc:
                 raise describe_rpc_error(exc, first, phase) from exc
 
