@@ -50,6 +50,23 @@ def seal(shell: PartyServicer, session: RingSession, request: pb.ShareKeysReques
         log.warning(
             "cannot seal session %s (%s): no rejoin after a restart", state.session_id[:12], exc
         )
+        return
+    _seal_answers(shell, session)
+
+
+def _seal_answers(shell: PartyServicer, session: RingSession) -> None:
+    """Seal each iteration the session applies before its answer leaves (LKCSession.chain); a
+    failure to write ends the session's ability to rejoin, never the session."""
+    store, sid = shell.store, session.session_id
+
+    def applied(count: int, chain: bytes) -> None:
+        try:
+            store.applied(sid, count, chain)
+        except OSError as exc:
+            log.warning("cannot seal iteration %d of %s (%s): no rejoin", count, sid[:12], exc)
+            store.clear(sid)
+
+    session.on_applied = applied
 
 
 def awaiting(shell: PartyServicer, session_id: str) -> str | None:
@@ -152,7 +169,7 @@ def _restore(
         shell.refuse(context, grpc.StatusCode.FAILED_PRECONDITION, f"cannot rejoin: {exc}")
     ring.share_keys(shell, session, state.share_keys, context)
     try:
-        session.replay(list(request.instructions))
+        session.replay(list(request.instructions), (state.applied, state.chain))
         if session.next_iteration != request.ref.iteration:
             raise FedanonError(
                 f"{len(request.instructions)} instructions replayed, but the leader resumes "
@@ -161,4 +178,5 @@ def _restore(
     except (FedanonError, CryptoError, ValueError, IndexError) as exc:
         session.close()
         shell.refuse(context, grpc.StatusCode.FAILED_PRECONDITION, f"cannot rejoin: {exc}")
+    _seal_answers(shell, session)
     return session

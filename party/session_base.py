@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import ClassVar
 
 import numpy as np
@@ -99,6 +100,8 @@ class RingSession(SessionBase, ABC):
         # The union's round once a lost party made the leader restart it (party/rejoin.py);
         # None: the round after the last secure sum, as the protocol has it.
         self.union_round: int | None = None
+        # Hears (iterations applied, their chain) before an answer leaves: rejoin seals it.
+        self.on_applied: Callable[[int, bytes], None] | None = None
 
     @property
     def successor(self) -> str | None:
@@ -133,9 +136,10 @@ class RingSession(SessionBase, ABC):
         self.union_round = round_
         self.union.restart()
 
-    def replay(self, instructions: list[pb.Instruction]) -> None:
+    def replay(self, instructions: list[pb.Instruction], answered: tuple[int, bytes]) -> None:
         """Rejoin by replay (party/rejoin.py): run the secure sums' local steps of iterations
-        0..len(`instructions`) again, without answering any; only kinds with `replays` can."""
+        0..len(`instructions`) again, without answering any, checked against what the party
+        had `answered` (count, chain) before it restarted; only kinds with `replays` can."""
         raise FedanonError(f"a {self.kind} session cannot rejoin by replay")
 
     def close(self) -> None:

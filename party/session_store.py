@@ -19,7 +19,7 @@ import json
 import logging
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from cryptography.exceptions import InvalidTag
@@ -50,6 +50,10 @@ class SealedSession:
     share_keys: pb.ShareKeysRequest
     union_key: X25519PrivateKey
     sum_key: X25519PrivateKey | None  # the pairwise sum's (none for the ring sum)
+    # How many secure-sum iterations the party had answered, and the hash chain of their
+    # instructions (LKCSession.chain): a rejoin must replay exactly these (party/rejoin.py).
+    applied: int = 0
+    chain: bytes = b""
 
     def to_json(self) -> bytes:
         return json.dumps(
@@ -59,6 +63,8 @@ class SealedSession:
                 "share_keys": _b64(self.share_keys.SerializeToString()),
                 "union_key": _b64(_raw(self.union_key)),
                 "sum_key": None if self.sum_key is None else _b64(_raw(self.sum_key)),
+                "applied": self.applied,
+                "chain": _b64(self.chain),
             }
         ).encode()
 
@@ -74,6 +80,8 @@ class SealedSession:
             None
             if sum_key is None
             else X25519PrivateKey.from_private_bytes(base64.b64decode(sum_key)),
+            int(doc["applied"]),
+            base64.b64decode(doc["chain"]),
         )
 
 
@@ -106,29 +114,41 @@ class SessionStore:
         self.lease_seconds = lease_seconds
         self.started = time.monotonic()
         self.pending: SealedSession | None = self._load()
-        # The session whose file is on disk (a rejoined session's stays until its End).
-        self.sealed_id = None if self.pending is None else self.pending.session_id
+        # What the file holds (a rejoined session's stays until its End).
+        self.state: SealedSession | None = self.pending
 
     @property
     def enabled(self) -> bool:
         return self.path is not None
 
-    def save(self, state: SealedSession) -> None:
-        """Seal `state` atomically (the previous session's file, if any, is replaced)."""
+    def save(self, state: SealedSession, durable: bool = True) -> None:
+        """Seal `state` atomically (the previous session's file, if any, is replaced).
+
+        `durable` syncs it to the disk: the keys, once. The count of answered iterations is
+        rewritten at every iteration without a sync (the rename is atomic, and a killed process
+        loses nothing the kernel has; a host crash may lose the latest count)."""
         if self.path is None or self._aead is None:
             return
         nonce = os.urandom(_NONCE_BYTES)
         sealed = nonce + self._aead.encrypt(nonce, state.to_json(), self._aad)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.sealed_id = state.session_id
+        self.state = state
         with atomic_path(self.path) as tmp:
             fd = os.open(tmp, os.O_WRONLY | os.O_TRUNC)
             try:
                 os.fchmod(fd, 0o600)
                 os.write(fd, sealed)
-                os.fsync(fd)
+                if durable:
+                    os.fsync(fd)
             finally:
                 os.close(fd)
+
+    def applied(self, session_id: str, applied: int, chain: bytes) -> None:
+        """Record that the session answered `applied` iterations, their instructions hashed
+        to `chain` (before the answer leaves the party)."""
+        state = self.state
+        if state is not None and state.session_id == session_id:
+            self.save(replace(state, applied=applied, chain=chain), durable=False)
 
     def waiting(self, session_id: str) -> SealedSession | None:
         """The sealed session `session_id`, while the daemon's lease for it runs; a lapsed one
@@ -148,9 +168,10 @@ class SessionStore:
 
     def clear(self, session_id: str | None = None) -> None:
         """Delete the sealed file (only if it is `session_id`'s, when given)."""
-        if session_id is not None and session_id != self.sealed_id:
+        sealed = self.state
+        if session_id is not None and (sealed is None or sealed.session_id != session_id):
             return
-        self.pending = self.sealed_id = None
+        self.pending = self.state = None
         if self.path is not None:
             self.path.unlink(missing_ok=True)
 
