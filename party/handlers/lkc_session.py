@@ -53,9 +53,9 @@ class LKCSession(RingSession):
         self.released_columns = [c for c in columns if c not in spec.drop]
         engine = counting or LocalEngine(EngineSettings())
         self.local: PartyCounts = engine.open(schema, source, self.released_columns)
-        # The hash chain of the instructions applied so far: sealed before each answer leaves
-        # (`on_applied`), so that after a restart the party answers no iteration twice with
-        # different instructions (party/rejoin.py).
+        # The hash chain of the instructions applied so far and of this party's answers to them,
+        # sealed before each answer leaves (`on_applied`): after a restart the party answers no
+        # iteration twice with a different vector (party/rejoin.py).
         self.chain = hashlib.sha256(bytes.fromhex(session_id)).digest()
         self._expected: tuple[int, bytes] | None = None  # an answer given before a restart
 
@@ -116,15 +116,17 @@ class LKCSession(RingSession):
             n_link = self.local.partitions.link(ins.attr, ins.node).size
             step = from_instruction(ins, n_link, len(tax.children[ins.node]))
             stats = self.local.specialize(step)
-        self._chain(request)
+        self._chain(request, stats)
         return stats
 
-    def _chain(self, request: pb.SumRequest) -> None:
-        """Count the applied iteration into the chain; check it against an answer this party
-        gave before a restart; seal it before the vector leaves."""
+    def _chain(self, request: pb.SumRequest, stats: np.ndarray) -> None:
+        """Count the applied iteration (its instruction and this party's answer) into the
+        chain; check it against an answer this party gave before a restart; seal it before the
+        vector leaves."""
         instruction = request.instruction.SerializeToString(deterministic=True)
         iteration = request.ref.iteration.to_bytes(8, "big")
-        self.chain = hashlib.sha256(self.chain + iteration + instruction).digest()
+        answer = hashlib.sha256(np.ascontiguousarray(stats).tobytes()).digest()
+        self.chain = hashlib.sha256(self.chain + iteration + instruction + answer).digest()
         self.next_iteration += 1
         if self._expected is not None and self._expected[0] == self.next_iteration:
             expected, self._expected = self._expected[1], None
@@ -132,7 +134,8 @@ class LKCSession(RingSession):
                 self.ended = True  # nothing more is answered in this session
                 raise ProtocolError(
                     f"iteration {request.ref.iteration} differs from the one this party answered "
-                    "before its restart (its masks would reveal the difference)"
+                    "before its restart (another instruction, or its table changed: its masks "
+                    "would reveal the difference)"
                 )
         if self.on_applied is not None:
             self.on_applied(self.next_iteration, self.chain)
@@ -161,5 +164,5 @@ class LKCSession(RingSession):
             if self.next_iteration == count and self.chain != chain:
                 raise ProtocolError(
                     f"the leader's instructions up to iteration {iteration} differ from those "
-                    "this party answered before its restart"
+                    "this party answered before its restart, or its table changed"
                 )

@@ -122,3 +122,14 @@ def test_a_log_shorter_than_the_answers_is_refused(job: tuple) -> None:
     log, sealed = instructions(job, "infogain")
     with pytest.raises(ProtocolError, match="answered 4 iterations"):
         session(job).replay(log[:1], sealed[3])  # answered 0..3, the leader resumes at 2
+
+
+def test_a_table_changed_since_the_answers_is_refused(job: tuple) -> None:
+    """The hospital replaced its table while the daemon was down: the replayed answers differ
+    from those it gave, so it refuses to rejoin rather than answer with other counts."""
+    log, sealed = instructions(job, "infogain")
+    table, spec, schema = job
+    changed = table.iloc[40:].reset_index(drop=True)  # forty records fewer
+    party = LKCSession(SESSION, spec, schema, changed, ["a", "b", "c"], "a", pb.SUM_MODE_PAIRWISE)
+    with pytest.raises(ProtocolError, match="or its table changed"):
+        party.replay(log[:2], sealed[2])
