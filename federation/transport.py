@@ -31,10 +31,11 @@ _OPTIONS = [
 #: Options of the channels that may have to reach a party that restarts mid-session (the
 #: leader's session channels, a party's channel to its next hop; docs/distributed.md,
 #: "Rejoin"): gRPC's default reconnect backoff grows to minutes, so a party back after a few
-#: seconds could otherwise wait as long again before anyone reaches it.
+#: seconds could otherwise wait as long again before anyone reaches it. Not
+#: ``min_reconnect_backoff_ms``: gRPC takes it as the time one connection attempt may take (20 s
+#: by default), and a TLS handshake on a loaded machine can need more than a second.
 RECONNECT_OPTIONS = [
     ("grpc.initial_reconnect_backoff_ms", 200),
-    ("grpc.min_reconnect_backoff_ms", 200),
     ("grpc.max_reconnect_backoff_ms", 1000),
 ]
 # gRPC binds with SO_REUSEPORT by default: a second daemon on a live daemon's port would start
