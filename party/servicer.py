@@ -77,6 +77,10 @@ CONTROL_LIMITS = {
 }
 
 
+#: The longest wait between two tries to reach the next hop (docs/distributed.md, "Faults").
+MAX_RETRY_DELAY = 1.0
+
+
 def _abort(context: grpc.ServicerContext, code: grpc.StatusCode, text: str) -> NoReturn:
     """End the call; ``abort`` always raises, and saying so lets the checker narrow after it."""
     context.abort(code, text)
@@ -236,7 +240,8 @@ class PartyServicer(pb_grpc.PartyServicer):
     def _forward(
         self, method: str, request: object, context: grpc.ServicerContext, what: str
     ) -> object:
-        """Call the next hop; retry with exponential backoff while it is unreachable.
+        """Call the next hop; retry with exponential backoff (at most ``MAX_RETRY_DELAY``
+        apart) while it is unreachable.
 
         Only the next hop's own unavailability is retried, never an error it relays from
         further down the ring (those start with ``party NAME:``): retrying those re-ran the
@@ -272,7 +277,9 @@ class PartyServicer(pb_grpc.PartyServicer):
                     },
                 )
                 time.sleep(delay)
-                delay *= 2
+                # Doubling, but never past MAX_RETRY_DELAY (or the configured first delay): a hop
+                # that restarts is reached within a second of listening again (rejoin).
+                delay = min(2 * delay, max(MAX_RETRY_DELAY, self.config.backoff_seconds))
         raise AssertionError("unreachable")
 
     def _forward_failed(
