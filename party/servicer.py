@@ -187,9 +187,16 @@ class PartyServicer(pb_grpc.PartyServicer):
         return peers
 
     def request_limit(self, method: str) -> int:
-        """The largest request of `method` the open job can need (the gate refuses more)."""
+        """The largest request of `method` the open job can need (the gate refuses more).
+
+        A restarted party whose sealed session awaits its rejoin cannot bound its session's
+        sums yet (that needs the replayed state): it lets them through to be refused as
+        ``UNAVAILABLE`` (party/rejoin.py), which makes the leader rejoin it, where a size
+        refusal would end the job."""
         session = self.session
         limit = None if session is None else session.request_limit(method)
+        if session is None and method == "Sum" and self.store.pending is not None:
+            limit = self.max_message_bytes
         if limit is None:
             limit = CONTROL_LIMITS.get(method, self.max_message_bytes)
         return min(limit, self.max_message_bytes)

@@ -6,13 +6,16 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from fedanon.crypto.identity import create_ca, issue_identity
+from fedanon.party.servicer import PartyServicer
 from fedanon.party.session_store import FILE_NAME, SealedSession, SessionStore
 from fedanon.protos import fedanon_v1_pb2 as pb
+from tests.party.fakes import party_config
 
 SESSION = "ab" * 16
 
@@ -101,3 +104,23 @@ def test_without_a_state_dir_or_identity_nothing_is_written(
         assert not store.enabled
         store.save(sealed_state())
     assert not list(tmp_path.iterdir())
+
+
+def test_a_restarted_party_lets_its_sessions_large_sums_through_to_be_told_to_rejoin(
+    identities: tuple, tmp_path: Path
+) -> None:
+    """Found at 20 parties on all of Adult: the predecessor's forwarded Sum (120 kB) met the
+    restarted party's gate, which without an open session bounds a Sum at 64 KiB and refused it
+    (RESOURCE_EXHAUSTED): the job failed instead of rejoining. A party awaiting a rejoin lets
+    it through to its UNAVAILABLE refusal."""
+    me, _ = identities
+    SessionStore(tmp_path, me, 30).save(sealed_state())
+    config = party_config("hospital-a", state_dir=tmp_path)
+    idle = PartyServicer(
+        party_config("hospital-a"), pd.DataFrame({"a": ["1"]}), None, None, me, None
+    )
+    assert idle.request_limit("Sum") == 1 << 16
+    restarted = PartyServicer(config, pd.DataFrame({"a": ["1"]}), None, None, me, None)
+    assert restarted.store.pending is not None
+    assert restarted.request_limit("Sum") == restarted.max_message_bytes
+    assert restarted.request_limit("Status") == 1 << 16
