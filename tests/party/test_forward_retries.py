@@ -5,7 +5,7 @@ several seconds that the rejoin would then pay on top of the restart."""
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, cast
 
 import grpc
 import pandas as pd
@@ -13,11 +13,12 @@ import pytest
 
 from fedanon.federation.config import Hop
 from fedanon.party.servicer import MAX_RETRY_DELAY, PartyServicer
+from fedanon.party.shell import ForwardStub
 from fedanon.protos import fedanon_v1_pb2 as pb
 from tests.party.fakes import Aborted, Context, party_config
 
 
-class Unreachable(grpc.RpcError):  # type: ignore[misc]
+class Unreachable(grpc.RpcError):
     def code(self) -> grpc.StatusCode:
         return grpc.StatusCode.UNAVAILABLE
 
@@ -52,7 +53,8 @@ def test_retries_double_up_to_a_second_apart(
         backoff_seconds=first,
     )
     stub = DownStub()
-    shell = PartyServicer(config, pd.DataFrame({"a": ["1"]}), None, lambda: stub, None, None)
+    next_stub = cast(ForwardStub, lambda: stub)  # only its Sum is called
+    shell = PartyServicer(config, pd.DataFrame({"a": ["1"]}), None, next_stub, None, None)
     waits: list[float] = []
     monkeypatch.setattr(time, "sleep", waits.append)
     with pytest.raises(Aborted, match="unreachable"):
