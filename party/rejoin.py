@@ -17,7 +17,8 @@ party is still missing, which is what makes the leader rejoin it.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+import threading
+from typing import Protocol
 
 import grpc
 
@@ -25,18 +26,27 @@ from fedanon.crypto.errors import CryptoError
 from fedanon.errors import FedanonError
 from fedanon.party import ring
 from fedanon.party.errors import NotExpected
+from fedanon.party.handler import JobHandler
 from fedanon.party.policy import admit
 from fedanon.party.session_base import RingSession, SessionBase
-from fedanon.party.session_store import SealedSession
+from fedanon.party.session_store import SealedSession, SessionStore
+from fedanon.party.shell import PartyShell
 from fedanon.protos import fedanon_v1_pb2 as pb
-
-if TYPE_CHECKING:
-    from fedanon.party.servicer import PartyServicer
 
 log = logging.getLogger(__name__)
 
 
-def seal(shell: PartyServicer, session: RingSession, request: pb.ShareKeysRequest) -> None:
+class RejoinShell(PartyShell, Protocol):
+    """What a rejoin uses of the servicer (party/servicer.py), which imports this module."""
+
+    store: SessionStore
+    session: SessionBase | None
+    lock: threading.Lock
+    handlers: dict[str, JobHandler]
+    secure: bool
+
+
+def seal(shell: RejoinShell, session: RingSession, request: pb.ShareKeysRequest) -> None:
     """After ``ShareKeys``: seal what a restart needs (only kinds that can replay)."""
     opened_by = session.opened_by
     if not shell.store.enabled or not session.replays or opened_by is None:
@@ -54,7 +64,7 @@ def seal(shell: PartyServicer, session: RingSession, request: pb.ShareKeysReques
     _seal_answers(shell, session)
 
 
-def _seal_answers(shell: PartyServicer, session: RingSession) -> None:
+def _seal_answers(shell: RejoinShell, session: RingSession) -> None:
     """Seal each iteration the session applies before its answer leaves (LKCSession.chain); a
     failure to write ends the session's ability to rejoin, never the session."""
     store, sid = shell.store, session.session_id
@@ -69,7 +79,7 @@ def _seal_answers(shell: PartyServicer, session: RingSession) -> None:
     session.on_applied = applied
 
 
-def awaiting(shell: PartyServicer, session_id: str) -> str | None:
+def awaiting(shell: RejoinShell, session_id: str) -> str | None:
     """The refusal for a message of a session this restarted party holds sealed, or None."""
     if shell.session is not None or shell.store.waiting(session_id) is None:
         return None
@@ -77,7 +87,7 @@ def awaiting(shell: PartyServicer, session_id: str) -> str | None:
 
 
 def serve(
-    shell: PartyServicer, request: pb.RejoinRequest, context: grpc.ServicerContext
+    shell: RejoinShell, request: pb.RejoinRequest, context: grpc.ServicerContext
 ) -> pb.RejoinReply:
     """Answer the leader's ``Rejoin`` (the caller is authorized): confirm an open session is at
     the iteration the leader resumes, or restore the sealed one and replay the log."""
@@ -116,7 +126,7 @@ def serve(
 
 
 def _restart_union(
-    shell: PartyServicer,
+    shell: RejoinShell,
     session: SessionBase,
     request: pb.RejoinRequest,
     context: grpc.ServicerContext,
@@ -138,7 +148,7 @@ def _restart_union(
 
 
 def _restore(
-    shell: PartyServicer,
+    shell: RejoinShell,
     state: SealedSession,
     request: pb.RejoinRequest,
     context: grpc.ServicerContext,
