@@ -28,6 +28,16 @@ _OPTIONS = [
     ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
     ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
 ]
+#: Options of the channels that may have to reach a party that restarts mid-session (the
+#: leader's session channels, a party's channel to its next hop; docs/distributed.md,
+#: "Rejoin"): gRPC's default reconnect backoff grows to minutes, so a party back after a few
+#: seconds could otherwise wait as long again before anyone reaches it. Not
+#: ``min_reconnect_backoff_ms``: gRPC takes it as the time one connection attempt may take (20 s
+#: by default), and a TLS handshake on a loaded machine can need more than a second.
+RECONNECT_OPTIONS = [
+    ("grpc.initial_reconnect_backoff_ms", 200),
+    ("grpc.max_reconnect_backoff_ms", 1000),
+]
 # gRPC binds with SO_REUSEPORT by default: a second daemon on a live daemon's port would start
 # and silently take about half of the new connections. Binding exclusively makes it fail.
 _SERVER_OPTIONS = [("grpc.so_reuseport", 0)]

@@ -58,6 +58,8 @@ Example::
     [timeouts]
     rpc_seconds = 60                 # deadline of each call (a ring sum gets +25% per party)
     union_seconds = 600              # deadline of a union phase (encryption of every record)
+    rejoin_seconds = 0               # LKC: wait this long for a party that restarts during the
+                                     # specialization, then resume it (0: fail at once)
     [union]
     workers = 0                      # processes opening the union's records: 0 = one per CPU
                                      # (at most 16), 1 = none
@@ -162,6 +164,7 @@ def job_schema() -> Table:
                     {
                         "rpc_seconds": Key(Number(1, DAY)),
                         "union_seconds": Key(Number(1, 7 * DAY), default=600.0),
+                        "rejoin_seconds": Key(Number(0, DAY), default=0.0),
                     }
                 ),
                 default={},

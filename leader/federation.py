@@ -22,7 +22,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, TypeVar, cast
 
 import grpc
 import numpy as np
@@ -37,11 +37,24 @@ from fedanon.federation.wire import to_instruction
 from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
 
+T = TypeVar("T")
+
 
 class PartyFailure(FedanonError):
-    """A party failed or timed out; the message names the party and the phase."""
+    """A party failed or timed out; the message names the party and the phase.
+
+    `party` and `code` (when known) say who and how, for the leader's rejoin
+    (leader/rejoin.py): an unreachable party is waited for, any other failure is final.
+    """
 
     exit_code = 4
+
+    def __init__(
+        self, message: str, party: str | None = None, code: grpc.StatusCode | None = None
+    ) -> None:
+        super().__init__(message)
+        self.party = party
+        self.code = code
 
 
 def describe_rpc_error(exc: grpc.RpcError, default_party: str, phase: str) -> PartyFailure:
@@ -54,7 +67,38 @@ def describe_rpc_error(exc: grpc.RpcError, default_party: str, phase: str) -> Pa
         detail = f"party {default_party}: unreachable ({detail})"
     elif not detail.startswith("party "):
         detail = f"party {default_party}: {detail or code.name}"
-    return PartyFailure(f"{phase}: {detail}")
+    party = detail[len("party ") :].split(":", 1)[0]
+    return PartyFailure(f"{phase}: {detail}", party=party, code=code)
+
+
+class Resender(Protocol):
+    """How a secure sum sends one iteration again after a missing party rejoined
+    (leader/rejoin.py's ``Rejoiner``; :class:`NoRejoin` where a job kind cannot replay)."""
+
+    #: (party, iteration) of every rejoin so far, for the report.
+    rejoined: list[tuple[str, int]]
+
+    def resend(self, send: Callable[[], T], iteration: int) -> T: ...
+
+    def record(self, request: pb.SumRequest) -> None: ...
+
+    def union(self, run: Callable[[int], T], round_: int) -> T: ...
+
+
+class NoRejoin:
+    """Send once: any failure is final (the job kinds whose parties cannot replay)."""
+
+    def __init__(self) -> None:
+        self.rejoined: list[tuple[str, int]] = []
+
+    def resend(self, send: Callable[[], T], iteration: int) -> T:
+        return send()
+
+    def record(self, request: pb.SumRequest) -> None:
+        """Nothing to log."""
+
+    def union(self, run: Callable[[int], T], round_: int) -> T:
+        return run(round_)
 
 
 @dataclass
@@ -83,6 +127,7 @@ class RingCalls:
     fan_out: FanOut
     rpc_seconds: float
     sealed_totals: Callable[[], SealedTotalChannel]
+    rejoin: Resender = field(default_factory=NoRejoin)
 
 
 class SumProtocol(ABC):
@@ -103,16 +148,18 @@ class RingSum(SumProtocol):
         stubs: dict[str, pb_grpc.PartyStub],
         rpc_seconds: float,
         sealed_totals: SealedTotalChannel,
+        rejoin: Resender | None = None,
     ) -> None:
         self.ring = list(ring)
         self.stubs = stubs
         self.rpc_seconds = rpc_seconds
         self.sealed_totals = sealed_totals
+        self.rejoin = rejoin or NoRejoin()
 
     @classmethod
     def opened(cls, calls: RingCalls) -> RingSum:
         """For a session whose union keys are shared (the last party seals with them)."""
-        return cls(calls.ring, calls.stubs, calls.rpc_seconds, calls.sealed_totals())
+        return cls(calls.ring, calls.stubs, calls.rpc_seconds, calls.sealed_totals(), calls.rejoin)
 
     def total(self, request: pb.SumRequest, length: int, traffic: Traffic) -> np.ndarray:
         iteration = request.ref.iteration
@@ -121,10 +168,15 @@ class RingSum(SumProtocol):
         first, last = self.ring[0], self.ring[-1]
         phase = f"secure sum, iteration {iteration}"
         timeout = self.rpc_seconds * (1 + 0.25 * len(self.ring))
-        try:
-            reply = self.stubs[first].Sum(request, timeout=timeout)
-        except grpc.RpcError as exc:
-            raise describe_rpc_error(exc, first, phase) from exc
+
+        def send() -> pb.SumReply:
+            try:
+                return cast(pb.SumReply, self.stubs[first].Sum(request, timeout=timeout))
+            except grpc.RpcError as exc:
+                raise describe_rpc_error(exc, first, phase) from exc
+
+        reply = self.rejoin.resend(send, iteration)  # the same message (and mask) again
+        self.rejoin.record(request)
         try:
             payload = self.sealed_totals.open(iteration, length, reply.sealed_total)
         except (FedanonError, CryptoError) as exc:
@@ -137,20 +189,32 @@ class PairwiseSum(SumProtocol):
     """Send the request to every party at once; combine their pairwise-masked shares."""
 
     def __init__(
-        self, ring: Sequence[str], session_id: str, fan_out: FanOut, rpc_seconds: float
+        self,
+        ring: Sequence[str],
+        session_id: str,
+        fan_out: FanOut,
+        rpc_seconds: float,
+        rejoin: Resender | None = None,
     ) -> None:
         self.fan_out = fan_out
         self.rpc_seconds = rpc_seconds
         self.aggregator = PairwiseAggregator(list(ring), bytes.fromhex(session_id))
+        self.rejoin = rejoin or NoRejoin()
 
     @classmethod
     def opened(cls, calls: RingCalls) -> PairwiseSum:
         """For a session whose parties drew pairwise keys at the handshake."""
-        return cls(calls.ring, calls.session_id, calls.fan_out, calls.rpc_seconds)
+        return cls(calls.ring, calls.session_id, calls.fan_out, calls.rpc_seconds, calls.rejoin)
 
     def total(self, request: pb.SumRequest, length: int, traffic: Traffic) -> np.ndarray:
         phase = f"secure sum (pairwise), iteration {request.ref.iteration}"
-        replies = self.fan_out(phase, lambda n, s: s.Sum(request, timeout=self.rpc_seconds))
+        # After a rejoin the whole fan-out goes again: the parties that answered answer the
+        # same message from their replay cache, the resumed one for the first time.
+        replies = self.rejoin.resend(
+            lambda: self.fan_out(phase, lambda n, s: s.Sum(request, timeout=self.rpc_seconds)),
+            request.ref.iteration,
+        )
+        self.rejoin.record(request)
         try:
             total = self.aggregator.combine(
                 request.ref.iteration, {n: bytes(r.pairwise_share) for n, r in replies.items()}

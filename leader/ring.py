@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from fedanon.errors import FedanonError
-from fedanon.leader.federation import SUM_PROTOCOLS, RingCalls, SumProtocol
+from fedanon.leader.federation import SUM_PROTOCOLS, NoRejoin, Resender, RingCalls, SumProtocol
+from fedanon.leader.rejoin import Rejoiner
 from fedanon.leader.session import Session
 from fedanon.leader.union import UnionKeys
 from fedanon.protos import fedanon_v1_pb2 as pb
@@ -25,6 +26,7 @@ class RingOpened:
     columns: list[str]
     keys: UnionKeys
     sums: SumProtocol
+    rejoin: Resender
 
 
 def open_ring(
@@ -34,11 +36,14 @@ def open_ring(
     sum_mode: str,
     prepare_union: bool = False,
     pad_to: int = 0,
+    rejoin_seconds: float = 0.0,
 ) -> RingOpened:
     """Handshake with `request` (as :meth:`Session.handshake`), agree the released columns,
     share the union (and sum) keys, and choose the secure-sum protocol `sum_mode` names
     ("ring" or "pairwise"). `prepare_union` (with the union's `pad_to`) asks the parties to
-    prepare a layered union's keys while the loop runs."""
+    prepare a layered union's keys while the loop runs. `rejoin_seconds` > 0 (a kind whose
+    parties replay: LKC) waits that long for a party that went away during a secure sum
+    (leader/rejoin.py)."""
     request.sum_mode, protocol = SUM_PROTOCOLS[sum_mode]
     opened = session.handshake(items, request)
     columns = list(opened[session.ring[0]].columns)
@@ -49,6 +54,17 @@ def open_ring(
                 f"party {session.ring[0]} has {columns}"
             )
     keys = UnionKeys.exchange(session, opened, prepare_union=prepare_union, pad_to=pad_to)
+    rejoin: Resender = (
+        Rejoiner(
+            session.session_id,
+            session.ring,
+            session.stubs,
+            rejoin_seconds,
+            session.job.rpc_seconds,
+        )
+        if rejoin_seconds > 0
+        else NoRejoin()
+    )
     calls = RingCalls(
         session.session_id,
         session.ring,
@@ -56,5 +72,6 @@ def open_ring(
         session.fan_out,
         session.job.rpc_seconds,
         lambda: keys.sealed_totals(session.session_id),
+        rejoin,
     )
-    return RingOpened(opened, columns, keys, protocol(calls))
+    return RingOpened(opened, columns, keys, protocol(calls), rejoin)

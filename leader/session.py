@@ -24,7 +24,7 @@ from fedanon.errors import FedanonError
 from fedanon.federation.config import Hop
 from fedanon.federation.protocol import handshake_items
 from fedanon.federation.tls import TLSFiles
-from fedanon.federation.transport import make_channel
+from fedanon.federation.transport import RECONNECT_OPTIONS, make_channel
 from fedanon.fingerprint import fingerprint
 from fedanon.leader.federation import PartyFailure, describe_rpc_error
 from fedanon.leader.relay import relay_channels
@@ -82,7 +82,10 @@ class Session:
         self.session_id = secrets.token_hex(16)
         self.ring = [p.name for p in hops]
         self.channels: dict[str, Any] = (
-            {p.name: make_channel(p.address, p.name, job.tls) for p in hops}
+            {
+                p.name: make_channel(p.address, p.name, job.tls, options=RECONNECT_OPTIONS)
+                for p in hops
+            }
             if job.relay_listen is None
             else relay_channels(hops, job.tls, job.relay_listen, job.rpc_seconds)
         )

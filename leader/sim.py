@@ -319,6 +319,7 @@ def write_party_config(
         f'data = "{data}"',
         f'leader = "{LEADER_NAME}"',
         f'output_dir = "{path.parent / (name + "-out")}"',
+        f'state_dir = "{path.parent / (name + "-state")}"',
     ]
     if taxonomy is not None:
         lines.append(f'taxonomy = "{taxonomy}"')

@@ -10,6 +10,7 @@ Example::
     taxonomy = "hospital.toml"     # needed for LKC jobs; a DRBT-only party may omit it
     leader = "leader"              # certificate name of the only leader accepted
     output_dir = "out"             # DRBT cluster assignments sent by the leader go here
+    state_dir = "state"            # the sealed session a restart rejoins (absent: no rejoin)
     [next_hop]                     # the next party in the ring (absent on the last party)
     name = "hospital-b"
     address = "127.0.0.1:50052"
@@ -210,6 +211,7 @@ PARTY_SCHEMA = Table(
         "taxonomy": Key(InputFile()),
         "leader": Key(Text()),
         "output_dir": Key(OutputDir()),
+        "state_dir": Key(OutputDir()),
         "delimiter": Key(Character()),
         "next_hop": Key(Table({"name": Key(Text(), required=True), "address": Key(Address())})),
         "tls": Key(TLS_SCHEMA),
@@ -259,6 +261,7 @@ class PartyConfig:
     backoff_seconds: float = 0.2
     wait_next_hop_seconds: float = 0.0
     output_dir: Path | None = None
+    state_dir: Path | None = None  # the sealed session for rejoin (party/session_store.py)
     union_parallelism: Parallelism = field(default_factory=Parallelism.configured)
     max_message_mb: float = 128.0
     connections: ConnectionLimits = field(default_factory=ConnectionLimits)
@@ -304,6 +307,7 @@ class PartyConfig:
             backoff_seconds=timeouts["backoff_seconds"],
             wait_next_hop_seconds=timeouts["wait_next_hop_seconds"],
             output_dir=resolve(base, data["output_dir"]),
+            state_dir=resolve(base, data["state_dir"]),
             union_parallelism=union_parallelism(data["union"]),
             max_message_mb=data["limits"]["max_message_mb"],
             connections=ConnectionLimits(

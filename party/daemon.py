@@ -24,7 +24,12 @@ from fedanon.crypto.errors import CryptoError
 from fedanon.crypto.identity import load_identity_files
 from fedanon.errors import FedanonError
 from fedanon.federation.config import DIE_WITH_PARENT
-from fedanon.federation.transport import listen_port, make_channel, make_server
+from fedanon.federation.transport import (
+    RECONNECT_OPTIONS,
+    listen_port,
+    make_channel,
+    make_server,
+)
 from fedanon.party.config import PartyConfig
 from fedanon.party.gate import PartyGate
 from fedanon.party.servicer import PartyServicer
@@ -55,7 +60,7 @@ def build_servicer(config: PartyConfig) -> PartyServicer:
     next_stub = None
     if config.next_hop is not None and config.transport == "direct":
         hop = config.next_hop
-        channel = make_channel(hop.address, hop.name, config.tls)
+        channel = make_channel(hop.address, hop.name, config.tls, options=RECONNECT_OPTIONS)
         stub = pb_grpc.PartyStub(channel)
         next_stub = lambda: stub  # noqa: E731  (one channel, reconnecting on its own)
     identity = ca = None

@@ -10,8 +10,11 @@ union phase), the last call: its iteration, a digest of the request bytes and it
 * same iteration, same bytes: wait for the first call if it is still running, then answer with
   its reply or its error (same status code and text);
 * a refusal by this party itself (its message starts with ``party <own name>:``: nothing was
-  executed) is not remembered, so a refused message can never block the genuine one; failures
-  further down the ring are remembered;
+  executed) is not remembered, so a refused message can never block the genuine one; nor is a
+  party further down the ring being unreachable (``UNAVAILABLE``: it died or restarted): the
+  leader sends the message again once that party has rejoined (party/rejoin.py), and this hop
+  then forwards the same vector again (party/sums.py keeps its last one); other failures further
+  down the ring are remembered;
 * same iteration, other bytes: refused (a message for an iteration must never change);
 * a later iteration: a new call replaces the old one (only the latest is ever retried);
 * an earlier iteration: served without the cache, so the session refuses it as stale.
@@ -84,7 +87,10 @@ class AnswerOnce:
             try:
                 return self._run(call, context, work)
             finally:
-                if call.error is not None and call.error[1].startswith(self._own_prefix):
+                if call.error is not None and (
+                    call.error[1].startswith(self._own_prefix)
+                    or call.error[0] == grpc.StatusCode.UNAVAILABLE
+                ):
                     self._forget(kind, call, previous)
         if iteration < call.iteration:
             return work()  # stale: the session refuses it; nothing to cache

@@ -102,7 +102,7 @@ def serve_union(
     output: Packed | list[bytes]
     try:
         packed = unpacked(request)  # the gate refused one that cuts into no items (party/gate.py)
-        session.check_ref(request.ref)
+        session.check_ref(request.ref, session.union_round)
         if request.phase == pb.UNION_PHASE_FETCH:
             fetched = role.fetch(request.fetch_phase, request.step, request.chunk)
             reply = pb.UnionReply(packed=fetched.data, item_size=fetched.item_size)

@@ -43,13 +43,14 @@ from fedanon.crypto.tls import peer_identity
 from fedanon.errors import FedanonError
 from fedanon.federation.protocol import handshake_items
 from fedanon.fingerprint import fingerprint
-from fedanon.party import ring
+from fedanon.party import rejoin, ring
 from fedanon.party.config import PartyConfig
 from fedanon.party.errors import NotExpected, status_of
 from fedanon.party.handler import JobHandler
 from fedanon.party.handlers import HANDLERS
 from fedanon.party.policy import admit, audit_served, refuse_job
 from fedanon.party.session_base import RingSession, SessionBase
+from fedanon.party.session_store import SessionStore
 from fedanon.party.shell import ForwardStub
 from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
@@ -74,6 +75,10 @@ CONTROL_LIMITS = {
     "End": 1 << 16,
     "Status": 1 << 16,
 }
+
+
+#: The longest wait between two tries to reach the next hop (docs/distributed.md, "Faults").
+MAX_RETRY_DELAY = 1.0
 
 
 def _abort(context: grpc.ServicerContext, code: grpc.StatusCode, text: str) -> NoReturn:
@@ -114,6 +119,8 @@ class PartyServicer(pb_grpc.PartyServicer):
         self.max_message_bytes = int(config.max_message_mb * (1 << 20))
         # Filled by the running daemon (`serve` starts it); in-process servicers leave it empty.
         self.idle_keys = IdleKeyWorkers(config.union_parallelism.workers, config.idle_keys)
+        # The sealed session a restart can rejoin (party/rejoin.py): written at key sharing.
+        self.store = SessionStore(config.state_dir, identity, config.lease_seconds)
 
     @property
     def table(self) -> pd.DataFrame:
@@ -170,14 +177,26 @@ class PartyServicer(pb_grpc.PartyServicer):
         session = self.session
         if isinstance(session, RingSession) and session.predecessor is not None:
             peers.add(self._identity(session.predecessor))
+        sealed = self.store.pending if session is None else None
+        if sealed is not None:  # a restarted party: the predecessor learns it awaits rejoin
+            ring_names = list(sealed.open_request.ring)
+            if self.config.name in ring_names and ring_names.index(self.config.name) > 0:
+                peers.add(self._identity(ring_names[ring_names.index(self.config.name) - 1]))
         if method == "Status":
             peers.add(self._identity(self.config.name))
         return peers
 
     def request_limit(self, method: str) -> int:
-        """The largest request of `method` the open job can need (the gate refuses more)."""
+        """The largest request of `method` the open job can need (the gate refuses more).
+
+        A restarted party whose sealed session awaits its rejoin cannot bound its session's
+        sums yet (that needs the replayed state): it lets them through to be refused as
+        ``UNAVAILABLE`` (party/rejoin.py), which makes the leader rejoin it, where a size
+        refusal would end the job."""
         session = self.session
         limit = None if session is None else session.request_limit(method)
+        if session is None and method == "Sum" and self.store.pending is not None:
+            limit = self.max_message_bytes
         if limit is None:
             limit = CONTROL_LIMITS.get(method, self.max_message_bytes)
         return min(limit, self.max_message_bytes)
@@ -201,6 +220,9 @@ class PartyServicer(pb_grpc.PartyServicer):
 
     def _current(self, context: grpc.ServicerContext, ref: pb.SessionRef) -> SessionBase:
         session = self.session
+        waiting = rejoin.awaiting(self, ref.session_id)
+        if waiting is not None:  # to the leader and a relaying predecessor, still missing
+            self.refuse(context, grpc.StatusCode.UNAVAILABLE, waiting)
         if session is None:
             self.refuse(
                 context,
@@ -225,7 +247,8 @@ class PartyServicer(pb_grpc.PartyServicer):
     def _forward(
         self, method: str, request: object, context: grpc.ServicerContext, what: str
     ) -> object:
-        """Call the next hop; retry with exponential backoff while it is unreachable.
+        """Call the next hop; retry with exponential backoff (at most ``MAX_RETRY_DELAY``
+        apart) while it is unreachable.
 
         Only the next hop's own unavailability is retried, never an error it relays from
         further down the ring (those start with ``party NAME:``): retrying those re-ran the
@@ -261,7 +284,9 @@ class PartyServicer(pb_grpc.PartyServicer):
                     },
                 )
                 time.sleep(delay)
-                delay *= 2
+                # Doubling, but never past MAX_RETRY_DELAY (or the configured first delay): a hop
+                # that restarts is reached within a second of listening again (rejoin).
+                delay = min(2 * delay, max(MAX_RETRY_DELAY, self.config.backoff_seconds))
         raise AssertionError("unreachable")
 
     def _forward_failed(
@@ -331,6 +356,10 @@ class PartyServicer(pb_grpc.PartyServicer):
                 log.warning("%s", self.last_error, extra={"session": busy.session_id[:12]})
                 busy.close()
             session = opened.session
+            session.opened_by = request
+            # A sealed session is given up: this party cannot tell whether its leader still
+            # waits, and a stale file must never keep the daemon from new sessions.
+            self.store.clear()
             self.session = session
             self.idle_keys.busy()  # no key generation while a session runs
             self.sessions_served += 1
@@ -411,7 +440,14 @@ class PartyServicer(pb_grpc.PartyServicer):
         self._authorize(context, {self.config.leader})
         session = self._ring(context, request.ref)
         session.touch()
-        return ring.share_keys(self, session, request, context)
+        reply = ring.share_keys(self, session, request, context)
+        rejoin.seal(self, session, request)
+        return reply
+
+    def Rejoin(self, request: pb.RejoinRequest, context: grpc.ServicerContext) -> pb.RejoinReply:
+        """The leader resumes this party in its session (party/rejoin.py)."""
+        self._authorize(context, {self.config.leader})
+        return rejoin.serve(self, request, context)
 
     def Sum(self, request: pb.SumRequest, context: grpc.ServicerContext) -> pb.SumReply:
         session = self._ring(context, request.ref)
@@ -439,6 +475,7 @@ class PartyServicer(pb_grpc.PartyServicer):
         self._authorize(context, {self.config.leader})
         with self.lock:
             session = self.session
+            self.store.clear(request.ref.session_id)
             if session is None or session.session_id != request.ref.session_id:
                 return pb.EndReply()
             self.session = None

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import ClassVar
 
 import numpy as np
@@ -38,9 +39,12 @@ class SessionBase:
     """
 
     kind: ClassVar[str]
+    #: Whether a restarted party can rejoin this kind's session by replay (party/rejoin.py).
+    replays: ClassVar[bool] = False
 
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
+        self.opened_by: pb.OpenSessionRequest | None = None  # the handshake, sealed for rejoin
         self.ended = False
         self.last_seen = time.monotonic()
         self.bytes_received = 0
@@ -97,6 +101,11 @@ class RingSession(SessionBase, ABC):
         self.sums = SumProtocol.chosen(sum_mode)
         self.union: UnionRole
         self.answers = AnswerOnce(me)  # retried Sum and Union hops get the first answer
+        # The union's round once a lost party made the leader restart it (party/rejoin.py);
+        # None: the round after the last secure sum, as the protocol has it.
+        self.union_round: int | None = None
+        # Hears (iterations applied, their chain) before an answer leaves: rejoin seals it.
+        self.on_applied: Callable[[int, bytes], None] | None = None
 
     @property
     def successor(self) -> str | None:
@@ -127,6 +136,20 @@ class RingSession(SessionBase, ABC):
 
     def request_limit(self, method: str) -> int | None:
         return self.sum_request_limit() if method == "Sum" else None
+
+    def restart_union(self, round_: int) -> None:
+        """Start the union again as `round_` (a later round than any before: the replay cache
+        and every union context then see new messages)."""
+        if self.next_iteration == 0 or round_ <= (self.union_round or self.next_iteration):
+            raise NotExpected(f"union round {round_} is not after the current one")
+        self.union_round = round_
+        self.union.restart()
+
+    def replay(self, instructions: list[pb.Instruction], answered: tuple[int, bytes]) -> None:
+        """Rejoin by replay (party/rejoin.py): run the secure sums' local steps of iterations
+        0..len(`instructions`) again, without answering any, checked against what the party
+        had `answered` (count, chain) before it restarted; only kinds with `replays` can."""
+        raise FedanonError(f"a {self.kind} session cannot rejoin by replay")
 
     def close(self) -> None:
         super().close()

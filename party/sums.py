@@ -60,6 +60,9 @@ class RingSession(Protocol):
 class SumProtocol(ABC):
     """How the parties of one ring session add their statistics for the leader."""
 
+    #: This party's private key for the sum, sealed for rejoin (party/session_store.py).
+    key: X25519PrivateKey | None = None
+
     @staticmethod
     def chosen(sum_mode: int) -> SumProtocol:
         """The protocol the job's ``sum_mode`` names (ring unless it asks for pairwise)."""
@@ -103,6 +106,23 @@ class RingSum(SumProtocol):
 
     def __init__(self) -> None:
         self.sealed_totals: SealedTotalChannel | None = None  # the last party's
+        # The last iteration's (iteration, instruction bytes) and local vector: the leader's
+        # resent sum after a party further down rejoined is forwarded with the same vector
+        # (its instruction is applied once).
+        self._last: tuple[tuple[int, bytes], np.ndarray] | None = None
+
+    def _local(self, session: RingSession, request: pb.SumRequest) -> np.ndarray:
+        """The local vector for `request`: the last one again for a resent iteration."""
+        instruction = request.instruction if request.HasField("instruction") else None
+        key = (
+            request.ref.iteration,
+            b"" if instruction is None else instruction.SerializeToString(deterministic=True),
+        )
+        if self._last is not None and self._last[0] == key:
+            return self._last[1]
+        local = session.contribution(request)
+        self._last = (key, local)
+        return local
 
     def callers(self, predecessor: str | None, leader: str) -> set[str | None]:
         return {leader} if predecessor is None else {predecessor}
@@ -118,7 +138,7 @@ class RingSum(SumProtocol):
         try:
             if last and self.sealed_totals is None:
                 self.sealed_totals = session.union.total_channel(bytes.fromhex(session.session_id))
-            local = session.contribution(request)
+            local = self._local(session, request)
             if request.partial.length != local.size:
                 raise ProtocolError(
                     f"partial sum has {request.partial.length} elements, local statistics "

@@ -285,6 +285,16 @@ class UnionRole:
             raise NotExpected("shuffle step before the records were shared")
         return self.shuffle.step(step, items)
 
+    def restart(self) -> None:
+        """Forget a union that a lost party interrupted (party/rejoin.py): its inputs, outputs,
+        strip and shuffle; the next round starts from its first phase (keys and route stay)."""
+        self.stop_preparing()
+        self.stop_stripping()
+        self.inbox = Inbox()
+        self.shuffle = None
+        self._records = None
+        self._outbox = None
+
     def keep_output(self, phase: int, step: int, chunks: list[Packed]) -> None:
         """Hold a phase's output chunks for FETCH (only the latest output is kept)."""
         self._outbox = ((phase, step), chunks)

@@ -593,6 +593,24 @@ class StatusReply(_message.Message):
     sessions_served: int
     def __init__(self, party: _Optional[str] = ..., session_id: _Optional[str] = ..., iteration: _Optional[int] = ..., last_error: _Optional[str] = ..., sessions_served: _Optional[int] = ...) -> None: ...
 
+class RejoinRequest(_message.Message):
+    __slots__ = ("ref", "instructions", "union_round")
+    REF_FIELD_NUMBER: _ClassVar[int]
+    INSTRUCTIONS_FIELD_NUMBER: _ClassVar[int]
+    UNION_ROUND_FIELD_NUMBER: _ClassVar[int]
+    ref: SessionRef
+    instructions: _containers.RepeatedCompositeFieldContainer[Instruction]
+    union_round: int
+    def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ..., instructions: _Optional[_Iterable[_Union[Instruction, _Mapping]]] = ..., union_round: _Optional[int] = ...) -> None: ...
+
+class RejoinReply(_message.Message):
+    __slots__ = ("party", "restored")
+    PARTY_FIELD_NUMBER: _ClassVar[int]
+    RESTORED_FIELD_NUMBER: _ClassVar[int]
+    party: str
+    restored: bool
+    def __init__(self, party: _Optional[str] = ..., restored: _Optional[bool] = ...) -> None: ...
+
 class TunnelFrame(_message.Message):
     __slots__ = ("call", "reply", "hello_certificate")
     CALL_FIELD_NUMBER: _ClassVar[int]

@@ -104,6 +104,11 @@ class PartyStub:
                 request_serializer=fedanon_dot_protos_dot_fedanon__v1__pb2.StatusRequest.SerializeToString,
                 response_deserializer=fedanon_dot_protos_dot_fedanon__v1__pb2.StatusReply.FromString,
                 _registered_method=True)
+        self.Rejoin = channel.unary_unary(
+                '/fedanon.v1.Party/Rejoin',
+                request_serializer=fedanon_dot_protos_dot_fedanon__v1__pb2.RejoinRequest.SerializeToString,
+                response_deserializer=fedanon_dot_protos_dot_fedanon__v1__pb2.RejoinReply.FromString,
+                _registered_method=True)
 
 
 class PartyServicer:
@@ -193,6 +198,12 @@ class PartyServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Rejoin(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_PartyServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -265,6 +276,11 @@ def add_PartyServicer_to_server(servicer, server):
                     servicer.Status,
                     request_deserializer=fedanon_dot_protos_dot_fedanon__v1__pb2.StatusRequest.FromString,
                     response_serializer=fedanon_dot_protos_dot_fedanon__v1__pb2.StatusReply.SerializeToString,
+            ),
+            'Rejoin': grpc.unary_unary_rpc_method_handler(
+                    servicer.Rejoin,
+                    request_deserializer=fedanon_dot_protos_dot_fedanon__v1__pb2.RejoinRequest.FromString,
+                    response_serializer=fedanon_dot_protos_dot_fedanon__v1__pb2.RejoinReply.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -645,6 +661,33 @@ class Party:
             '/fedanon.v1.Party/Status',
             fedanon_dot_protos_dot_fedanon__v1__pb2.StatusRequest.SerializeToString,
             fedanon_dot_protos_dot_fedanon__v1__pb2.StatusReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Rejoin(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fedanon.v1.Party/Rejoin',
+            fedanon_dot_protos_dot_fedanon__v1__pb2.RejoinRequest.SerializeToString,
+            fedanon_dot_protos_dot_fedanon__v1__pb2.RejoinReply.FromString,
             options,
             channel_credentials,
             insecure,

@@ -33,7 +33,7 @@ from fedanon.federation.config import Hop
 from fedanon.federation.lkc_job import lkc_job_to_proto
 from fedanon.federation.tls import TLSFiles
 from fedanon.leader.exclusion import Attempt, run_excluding
-from fedanon.leader.federation import FederationSource, Traffic
+from fedanon.leader.federation import FederationSource, Resender, Traffic
 from fedanon.leader.kind import JobFile, LeaderKind, PhaseTimer, Progress, Report, Row
 from fedanon.leader.ring import RingOpened, open_ring
 from fedanon.leader.ring_settings import RingSettings, ring_settings
@@ -95,6 +95,9 @@ class LKCLeaderJob(RingSettings):
     report: Path | None = None
     extra_report: dict[str, Any] = field(default_factory=dict)
     relay_listen: str | None = None  # transport = "outbound": the relay's address
+    # [timeouts] rejoin_seconds: how long a party that went away mid-specialization is waited
+    # for before the job fails (0: not at all; leader/rejoin.py)
+    rejoin_seconds: float = 0.0
 
     def check(self) -> None:
         """Refuse jobs the protocol cannot run safely."""
@@ -155,6 +158,7 @@ def load_lkc_job(file: JobFile) -> LKCLeaderJob:
         tls=file.tls,
         out=file.required_path("out"),
         report=file.path("report"),
+        rejoin_seconds=data["timeouts"]["rejoin_seconds"],
         **ring_settings(data),
     )
 
@@ -233,6 +237,7 @@ def run_lkc(
                 "privacy_check": check.to_dict(),
                 "party_records": done.revealed or None,
                 **({"excluded": last.excluded, "attempts": last.number} if last.excluded else {}),
+                **rejoined_report(done.ring.rejoin),
                 "output": str(job.out),
                 **job.extra_report,
             }
@@ -281,6 +286,7 @@ def _attempt(
             job.sum_mode,
             prepare_union=job.union_mode == "layered",
             pad_to=job.union_pad_to,
+            rejoin_seconds=job.rejoin_seconds,
         )
         current.opened(ring.replies)
         timer.since_start("handshake")
@@ -298,16 +304,19 @@ def _attempt(
 
         union_seconds: dict[str, float] = {}
         with timer.phase("union"):
-            rows = run_union(
-                session,
-                ring.keys,
-                traffic,
-                job,
+            rows = ring.rejoin.union(
+                lambda round_: run_union(
+                    session,
+                    ring.keys,
+                    traffic,
+                    job,
+                    round_,
+                    result.suppressed_partitions.tolist(),
+                    on_phase,
+                    on_counts=revealed.update,
+                    seconds=union_seconds,
+                ),
                 source.iteration,
-                result.suppressed_partitions.tolist(),
-                on_phase,
-                on_counts=revealed.update,
-                seconds=union_seconds,
             )
         current.united()
         show(f"union: done; {len(rows):,} records")
@@ -316,6 +325,14 @@ def _attempt(
     return _Attempted(
         session, ring, result, rows, source.iteration, traffic, ended, union_seconds, revealed
     )
+
+
+def rejoined_report(rejoin: Resender) -> dict[str, Any]:
+    """The report's ``rejoined``: each party that rejoined and at which iteration (absent
+    when none did, so a fault-free run's report is unchanged)."""
+    if not rejoin.rejoined:
+        return {}
+    return {"rejoined": [{"party": name, "iteration": it} for name, it in rejoin.rejoined]}
 
 
 def step_text(step: StepInfo) -> str:

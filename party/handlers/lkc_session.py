@@ -7,6 +7,8 @@ touches the data.
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 import pandas as pd
 
@@ -27,6 +29,7 @@ class LKCSession(RingSession):
     """A party's state for one LKC session."""
 
     kind = "lkc"
+    replays = True
 
     def __init__(
         self,
@@ -51,6 +54,11 @@ class LKCSession(RingSession):
         self.released_columns = [c for c in columns if c not in spec.drop]
         engine = counting or LocalEngine(EngineSettings())
         self.local: PartyCounts = engine.open(schema, source, self.released_columns)
+        # The hash chain of the instructions applied so far and of this party's answers to them,
+        # sealed before each answer leaves (`on_applied`): after a restart the party answers no
+        # iteration twice with a different vector (party/rejoin.py).
+        self.chain = hashlib.sha256(bytes.fromhex(session_id)).digest()
+        self._expected: tuple[int, bytes] | None = None  # an answer given before a restart
 
     def close(self) -> None:
         super().close()
@@ -121,5 +129,53 @@ class LKCSession(RingSession):
             n_link = self.local.partitions.link(ins.attr, ins.node).size
             step = from_instruction(ins, n_link, len(tax.children[ins.node]))
             stats = self.local.specialize(step)
-        self.next_iteration += 1
+        self._chain(request, stats)
         return stats
+
+    def _chain(self, request: pb.SumRequest, stats: np.ndarray) -> None:
+        """Count the applied iteration (its instruction and this party's answer) into the
+        chain; check it against an answer this party gave before a restart; seal it before the
+        vector leaves."""
+        instruction = request.instruction.SerializeToString(deterministic=True)
+        iteration = request.ref.iteration.to_bytes(8, "big")
+        answer = hashlib.sha256(np.ascontiguousarray(stats).tobytes()).digest()
+        self.chain = hashlib.sha256(self.chain + iteration + instruction + answer).digest()
+        self.next_iteration += 1
+        if self._expected is not None and self._expected[0] == self.next_iteration:
+            expected, self._expected = self._expected[1], None
+            if expected != self.chain:
+                self.ended = True  # nothing more is answered in this session
+                raise ProtocolError(
+                    f"iteration {request.ref.iteration} differs from the one this party answered "
+                    "before its restart (another instruction, or its table changed: its masks "
+                    "would reveal the difference)"
+                )
+        if self.on_applied is not None:
+            self.on_applied(self.next_iteration, self.chain)
+
+    def replay(self, instructions: list[pb.Instruction], answered: tuple[int, bytes]) -> None:
+        """Rejoin by replay: iteration 0, then every instruction in order, each checked as
+        when it first came (the secure sums' answers are discarded: the others have them).
+
+        `answered` is what the party had sealed: (iterations answered, their chain). The log
+        must reproduce it exactly; if the party had answered one iteration more, the leader's
+        copy of that iteration must carry the same instruction (checked when it comes)."""
+        count, chain = answered
+        if count > len(instructions) + 2:
+            raise ProtocolError(
+                f"this party answered {count} iterations before its restart, the leader "
+                f"resumes at iteration {len(instructions) + 1}"
+            )
+        self._expected = answered if count == len(instructions) + 2 else None
+        for iteration in range(len(instructions) + 1):
+            request = pb.SumRequest(
+                ref=pb.SessionRef(session_id=self.session_id, iteration=iteration)
+            )
+            if iteration:
+                request.instruction.CopyFrom(instructions[iteration - 1])
+            self.contribution(request)
+            if self.next_iteration == count and self.chain != chain:
+                raise ProtocolError(
+                    f"the leader's instructions up to iteration {iteration} differ from those "
+                    "this party answered before its restart, or its table changed"
+                )

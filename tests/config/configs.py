@@ -89,7 +89,7 @@ def job_doc(material: Path, out_dir: Path) -> dict[str, Any]:
             {"name": f"hospital-{c}", "address": f"127.0.0.{i}:9"} for i, c in enumerate("abc", 1)
         ],
         "tls": tls(material, "leader"),
-        "timeouts": {"rpc_seconds": 60, "union_seconds": 600},
+        "timeouts": {"rpc_seconds": 60, "union_seconds": 600, "rejoin_seconds": 0},
         "union": {"workers": 1, "min_records": 4096, "pad_to": 0, "chunk_mb": 2},
     }
 
@@ -154,6 +154,7 @@ def party_doc(material: Path, out_dir: Path) -> dict[str, Any]:
         "taxonomy": str(hospital_taxonomy_path()),
         "leader": "leader",
         "output_dir": str(out_dir / "out"),
+        "state_dir": str(out_dir / "state"),
         "next_hop": {"name": "hospital-b", "address": "127.0.0.1:9"},
         "tls": tls(material, "hospital-a"),
         "timeouts": {

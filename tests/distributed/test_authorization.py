@@ -59,6 +59,7 @@ def requests(session_id: str, job: pb.LKCJob, ring: list[str]) -> dict[str, Any]
         "KactusStep": pb.KactusStepRequest(ref=ref(session_id, 1), step="encode"),
         "EvaluateClassify": pb.EvaluateClassifyRequest(ref=ref(session_id, 1), figure="CE"),
         "Status": pb.StatusRequest(),
+        "Rejoin": pb.RejoinRequest(ref=ref(session_id, 1)),
     }
 
 

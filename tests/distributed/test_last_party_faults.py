@@ -34,8 +34,8 @@ from tests.distributed.conftest import (
 LAST = 2  # ring index of the victim, hospital-3
 RPC_SECONDS = 10.0
 # From the kill to the leader's named failure. The forwarding party retries an unreachable
-# next hop 5 times with backoff from 0.2 s (6.2 s in all); the rest is slack for a loaded
-# machine. The old behaviour took 46 s for STRIP (43.6 s measured on this code base).
+# next hop 5 times with backoff from 0.2 s, at most 1 s apart (3.4 s in all); the rest is slack
+# for a loaded machine. The old behaviour took 46 s for STRIP (43.6 s measured on this code base).
 KILL_BOUND = 30.0
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -190,8 +190,13 @@ class ReplyRecorder(grpc.UnaryUnaryClientInterceptor):
 def recording_channel_factory(role: str, log: WireLog) -> Callable[..., grpc.Channel]:
     """A drop-in ``make_channel`` whose channels record every call `role` makes and its reply."""
 
-    def factory(address: str, expected_name: str, tls: TLSFiles | None) -> grpc.Channel:
-        channel = make_channel(address, expected_name, tls)
+    def factory(
+        address: str,
+        expected_name: str,
+        tls: TLSFiles | None,
+        options: Sequence[tuple[str, int]] = (),
+    ) -> grpc.Channel:
+        channel = make_channel(address, expected_name, tls, options)
         return grpc.intercept_channel(channel, ReplyRecorder(role, expected_name, log))
 
     return factory

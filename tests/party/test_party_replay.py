@@ -53,9 +53,13 @@ class Work:
     """Counts executions; optionally waits for a gate or fails."""
 
     def __init__(
-        self, reply: pb.SumReply, gate: threading.Event | None = None, fail: str | None = None
+        self,
+        reply: pb.SumReply,
+        gate: threading.Event | None = None,
+        fail: str | None = None,
+        code: grpc.StatusCode = grpc.StatusCode.UNAVAILABLE,
     ) -> None:
-        self.reply, self.gate, self.fail, self.runs = reply, gate, fail, 0
+        self.reply, self.gate, self.fail, self.code, self.runs = reply, gate, fail, code, 0
         self.started = threading.Event()
 
     def __call__(self, context: Context) -> pb.SumReply:
@@ -64,7 +68,7 @@ class Work:
         if self.gate is not None:
             self.gate.wait(5)
         if self.fail is not None:
-            context.abort(grpc.StatusCode.UNAVAILABLE, self.fail)
+            context.abort(self.code, self.fail)
         return self.reply
 
 
@@ -104,19 +108,33 @@ def test_a_copy_arriving_while_the_first_runs_waits_for_its_answer() -> None:
 
 def test_a_copy_of_a_failed_call_gets_the_same_error() -> None:
     answers = AnswerOnce("test")
-    work = Work(pb.SumReply(), fail="party hospital-3: unreachable (during iteration 2)")
+    failed = "party hospital-3: refused the partial sum (during iteration 2)"
+    work = Work(pb.SumReply(), fail=failed, code=grpc.StatusCode.FAILED_PRECONDITION)
     outcomes = []
     for _ in range(2):
         context = Context()
         with pytest.raises(Aborted):
             answers.answer("sum", 2, sum_request(2), context, refuse, partial(work, context))
         outcomes.append((context.code(), context.details()))
-    assert (
-        outcomes[0]
-        == outcomes[1]
-        == (grpc.StatusCode.UNAVAILABLE, b"party hospital-3: unreachable (during iteration 2)")
-    )
+    assert outcomes[0] == outcomes[1] == (grpc.StatusCode.FAILED_PRECONDITION, failed.encode())
     assert work.runs == 1
+
+
+def test_a_copy_after_a_party_down_the_ring_was_unreachable_runs_again() -> None:
+    """Rejoin (#28): the leader sends the sum again once the unreachable party rejoined; the
+    hop must forward it again (nothing past it ran), not replay the old failure."""
+    answers = AnswerOnce("test")
+    down = Work(pb.SumReply(), fail="party hospital-3: unreachable (during iteration 2)")
+    context = Context()
+    with pytest.raises(Aborted):
+        answers.answer("sum", 2, sum_request(2), context, refuse, partial(down, context))
+    assert context.code() == grpc.StatusCode.UNAVAILABLE
+    back = Work(pb.SumReply(sealed_total=b"after rejoin"))
+    again = answers.answer("sum", 2, sum_request(2), Context(), refuse, lambda: back(Context()))
+    assert again.sealed_total == b"after rejoin"
+    assert (down.runs, back.runs) == (1, 1)
+    copy = answers.answer("sum", 2, sum_request(2), Context(), refuse, lambda: back(Context()))
+    assert copy.sealed_total == b"after rejoin" and back.runs == 1  # answered once
 
 
 def test_another_message_for_the_same_iteration_is_refused() -> None:

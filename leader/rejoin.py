@@ -1,0 +1,141 @@
+"""Rejoin by replay at the leader: a party that went away mid-specialization is waited for,
+resumed, and asked again (docs/distributed.md, "Rejoin").
+
+The leader keeps the instruction log (the specializations it sent, its own messages, nothing
+secret). When a secure sum fails because a party is unreachable (``UNAVAILABLE``, from the
+party itself or relayed by its ring predecessor; a restarted party says so too until it is
+resumed), the leader waits for that party, at most ``[timeouts] rejoin_seconds`` from the
+failure, sends it ``Rejoin`` with the log, and sends the failed sum again, the same message:
+the parties that had answered it answer from their replay cache (or, in the ring, forward the
+same vector again) and the resumed party, whose sealed keys give it the same masks as before,
+answers it for the first time. The release is the one a run without the fault makes. A party
+that does not come back in time fails the job with the usual one-line failure.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+import grpc
+
+from fedanon.leader.federation import PartyFailure, describe_rpc_error
+from fedanon.protos import fedanon_v1_pb2 as pb
+from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
+
+T = TypeVar("T")
+
+#: Between two tries to reach a party that is not back yet.
+POLL_SECONDS = 0.2
+
+
+@dataclass
+class Rejoiner:
+    """The instruction log of one session and its parties' rejoins.
+
+    `stubs` reach the parties, `seconds` bounds the wait for one that went away (0: fail at
+    once, as without rejoin), `rpc_seconds` the replay at the party once it is back.
+    `rejoined` lists (party, iteration) of every rejoin, for the report.
+    """
+
+    session_id: str
+    ring: list[str]
+    stubs: dict[str, pb_grpc.PartyStub]
+    seconds: float
+    rpc_seconds: float
+    log: list[pb.Instruction] = field(default_factory=list)
+    rejoined: list[tuple[str, int]] = field(default_factory=list)
+
+    def record(self, request: pb.SumRequest) -> None:
+        """A sum every party answered: its instruction joins the log (iteration ``i`` holds
+        the ``i``-th instruction; iteration 0 has none)."""
+        if request.HasField("instruction") and request.ref.iteration == len(self.log) + 1:
+            self.log.append(request.instruction)
+
+    def resend(self, send: Callable[[], T], iteration: int) -> T:
+        """`send` (one iteration's secure sum), again after each missing party rejoined,
+        within `seconds` of the first failure; any other failure is raised as it is."""
+        deadline: float | None = None
+        while True:
+            try:
+                return send()
+            except PartyFailure as failure:
+                name = self.missing(failure)
+                if name is None or self.seconds <= 0:
+                    raise
+                if deadline is None:
+                    deadline = time.monotonic() + self.seconds
+                self._rejoin(name, iteration, deadline, failure)
+
+    def union(self, run: Callable[[int], T], round_: int) -> T:
+        """The union, `run` as round `round_` (the round after the last secure sum); after a
+        lost party rejoined, every party drops the interrupted union and it runs again from
+        its first phase as the next round (new contexts, fresh sealing: nothing of the broken
+        attempt is reused), within `seconds` of the first failure."""
+        deadline: float | None = None
+        attempt = round_
+        while True:
+            try:
+                if attempt > round_:
+                    self._restart_union(round_, attempt)
+                return run(attempt)
+            except PartyFailure as failure:
+                name = self.missing(failure)
+                if name is None or self.seconds <= 0:
+                    raise
+                if deadline is None:
+                    deadline = time.monotonic() + self.seconds
+                self._rejoin(name, round_, deadline, failure)
+                attempt += 1
+
+    def _restart_union(self, iteration: int, union_round: int) -> None:
+        """Tell every party at once that the union starts again as `union_round`."""
+        request = pb.RejoinRequest(
+            ref=pb.SessionRef(session_id=self.session_id, iteration=iteration),
+            union_round=union_round,
+        )
+        calls = {
+            name: self.stubs[name].Rejoin.future(request, timeout=self.rpc_seconds)
+            for name in self.ring
+        }
+        for name, call in calls.items():
+            try:
+                call.result()
+            except grpc.RpcError as exc:
+                raise describe_rpc_error(exc, name, f"union restart (round {union_round})") from exc
+
+    def missing(self, failure: PartyFailure) -> str | None:
+        """The party a failure says is unreachable (down or restarted), or None."""
+        if failure.code == grpc.StatusCode.UNAVAILABLE and failure.party in self.ring:
+            return failure.party
+        return None
+
+    def _rejoin(self, name: str, iteration: int, deadline: float, failure: PartyFailure) -> None:
+        """Wait for party `name` until `deadline`, then resume it at `iteration`."""
+        request = pb.RejoinRequest(
+            ref=pb.SessionRef(session_id=self.session_id, iteration=iteration),
+            instructions=self.log[: max(iteration - 1, 0)],
+        )
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise PartyFailure(
+                    f"{failure}; it did not rejoin within {self.seconds:g} s",
+                    party=name,
+                    code=failure.code,
+                ) from failure
+            try:
+                # Fails fast while the party is down (the session's channels reconnect within a
+                # second: federation/transport.py's RECONNECT_OPTIONS); the replay then gets
+                # rpc_seconds.
+                self.stubs[name].Rejoin(request, timeout=self.rpc_seconds)
+            except grpc.RpcError as exc:
+                if exc.code() == grpc.StatusCode.UNAVAILABLE:
+                    time.sleep(min(POLL_SECONDS, max(deadline - time.monotonic(), 0)))
+                    continue
+                detail = exc.details() or exc.code().name
+                raise PartyFailure(f"{failure}; rejoin refused: {detail}") from failure
+            self.rejoined.append((name, iteration))
+            return

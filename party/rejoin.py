@@ -1,0 +1,192 @@
+"""Rejoin by replay at the party: seal a session once its keys are shared, restore it after a
+restart when the leader asks (docs/distributed.md, "Rejoin").
+
+A daemon that died mid-session (killed, crashed, its host restarted) comes back with its table
+reloaded but no session. Its sealed file (party/session_store.py) still holds the handshake, the
+key shares and its own private keys. The leader, finding the party unreachable, waits for it
+(bounded) and sends ``Rejoin`` with the specializations so far; the party reopens the session
+from the sealed handshake, puts its old keys back (its pairwise masks, union layer and sealed
+totals are then the ones the others expect), accepts the sealed key shares again and replays
+the instructions against its table. The leader then sends the interrupted secure sum again.
+
+Until the leader's ``Rejoin`` comes, the session's other messages are refused as
+``UNAVAILABLE`` ("awaits rejoin"): to the leader, and to a ring predecessor that relays it, the
+party is still missing, which is what makes the leader rejoin it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Protocol
+
+import grpc
+
+from fedanon.crypto.errors import CryptoError
+from fedanon.errors import FedanonError
+from fedanon.party import ring
+from fedanon.party.errors import NotExpected
+from fedanon.party.handler import JobHandler
+from fedanon.party.policy import admit
+from fedanon.party.session_base import RingSession, SessionBase
+from fedanon.party.session_store import SealedSession, SessionStore
+from fedanon.party.shell import PartyShell
+from fedanon.protos import fedanon_v1_pb2 as pb
+
+log = logging.getLogger(__name__)
+
+
+class RejoinShell(PartyShell, Protocol):
+    """What a rejoin uses of the servicer (party/servicer.py), which imports this module."""
+
+    store: SessionStore
+    session: SessionBase | None
+    lock: threading.Lock
+    handlers: dict[str, JobHandler]
+    secure: bool
+
+
+def seal(shell: RejoinShell, session: RingSession, request: pb.ShareKeysRequest) -> None:
+    """After ``ShareKeys``: seal what a restart needs (only kinds that can replay)."""
+    opened_by = session.opened_by
+    if not shell.store.enabled or not session.replays or opened_by is None:
+        return
+    state = SealedSession(
+        session.session_id, opened_by, request, session.union.private_key, session.sums.key
+    )
+    try:
+        shell.store.save(state)
+    except OSError as exc:  # the session runs on; only a restart could not resume it
+        log.warning(
+            "cannot seal session %s (%s): no rejoin after a restart", state.session_id[:12], exc
+        )
+        return
+    _seal_answers(shell, session)
+
+
+def _seal_answers(shell: RejoinShell, session: RingSession) -> None:
+    """Seal each iteration the session applies before its answer leaves (LKCSession.chain); a
+    failure to write ends the session's ability to rejoin, never the session."""
+    store, sid = shell.store, session.session_id
+
+    def applied(count: int, chain: bytes) -> None:
+        try:
+            store.applied(sid, count, chain)
+        except OSError as exc:
+            log.warning("cannot seal iteration %d of %s (%s): no rejoin", count, sid[:12], exc)
+            store.clear(sid)
+
+    session.on_applied = applied
+
+
+def awaiting(shell: RejoinShell, session_id: str) -> str | None:
+    """The refusal for a message of a session this restarted party holds sealed, or None."""
+    if shell.session is not None or shell.store.waiting(session_id) is None:
+        return None
+    return f"restarted; session {session_id[:12]} awaits its leader's rejoin"
+
+
+def serve(
+    shell: RejoinShell, request: pb.RejoinRequest, context: grpc.ServicerContext
+) -> pb.RejoinReply:
+    """Answer the leader's ``Rejoin`` (the caller is authorized): confirm an open session is at
+    the iteration the leader resumes, or restore the sealed one and replay the log."""
+    sid, iteration = request.ref.session_id, request.ref.iteration
+    name = shell.config.name
+    with shell.lock:
+        session = shell.session
+        if session is not None and session.session_id == sid and not session.ended:
+            # Never went away (the leader only failed to reach it): nothing to replay; the
+            # resent sum is answered from the replay cache if it had arrived.
+            if session.next_iteration not in (iteration, iteration + 1):
+                shell.refuse(
+                    context,
+                    grpc.StatusCode.FAILED_PRECONDITION,
+                    f"rejoin at iteration {iteration}, but the session is at "
+                    f"{session.next_iteration}",
+                )
+            session.touch()
+            if request.union_round:
+                _restart_union(shell, session, request, context)
+            return pb.RejoinReply(party=name, restored=False)
+        state = shell.store.waiting(sid)
+        if state is None:
+            shell.refuse(
+                context,
+                grpc.StatusCode.FAILED_PRECONDITION,
+                f"cannot rejoin session {sid[:12]}: no sealed state for it (no state_dir, "
+                "a restart after its lease, or another session since)",
+            )
+        assert state is not None
+        restored = _restore(shell, state, request, context)
+        shell.session = restored
+        shell.store.pending = None  # the file stays: a second restart rejoins the same way
+        shell.idle_keys.busy()
+    return pb.RejoinReply(party=name, restored=True)
+
+
+def _restart_union(
+    shell: RejoinShell,
+    session: SessionBase,
+    request: pb.RejoinRequest,
+    context: grpc.ServicerContext,
+) -> None:
+    """The leader starts the union again after a lost party rejoined: every party, at the end
+    of the specialization, drops the interrupted union and expects round `union_round`."""
+    try:
+        if not isinstance(session, RingSession) or not session.replays:
+            raise FedanonError(f"a {session.kind} session cannot restart its union")
+        if session.next_iteration != request.ref.iteration:
+            raise NotExpected(
+                f"union restart at iteration {request.ref.iteration}, but the session is at "
+                f"{session.next_iteration}"
+            )
+        session.restart_union(request.union_round)
+    except FedanonError as exc:
+        shell.reject(context, exc, prefix="cannot restart the union: ")
+    log.info("union restarts as round %d", request.union_round)
+
+
+def _restore(
+    shell: RejoinShell,
+    state: SealedSession,
+    request: pb.RejoinRequest,
+    context: grpc.ServicerContext,
+) -> RingSession:
+    """The sealed session reopened with its old keys, at the leader's iteration."""
+    caller = shell.config.leader if shell.secure else None
+    admit(  # the policy read at this start must still admit the job
+        context,
+        shell.config.policy,
+        state.open_request,
+        shell.config.name,
+        shell.config.leader,
+        caller,
+        list(shell.source.columns),
+        {kind: handler.admission for kind, handler in shell.handlers.items()},
+    )
+    handler = shell.handlers.get(state.open_request.WhichOneof("job") or "")
+    try:
+        if handler is None:
+            raise FedanonError("this daemon has no handler for the sealed job kind")
+        session = handler.open(shell, state.open_request).session
+        if not isinstance(session, RingSession) or not session.replays:
+            raise FedanonError(f"a {handler.kind} session cannot rejoin")
+        session.opened_by = state.open_request
+        session.union.private_key = state.union_key
+        session.sums.key = state.sum_key
+    except (FedanonError, CryptoError) as exc:
+        shell.refuse(context, grpc.StatusCode.FAILED_PRECONDITION, f"cannot rejoin: {exc}")
+    ring.share_keys(shell, session, state.share_keys, context)
+    try:
+        session.replay(list(request.instructions), (state.applied, state.chain))
+        if session.next_iteration != request.ref.iteration:
+            raise FedanonError(
+                f"{len(request.instructions)} instructions replayed, but the leader resumes "
+                f"at iteration {request.ref.iteration}"
+            )
+    except (FedanonError, CryptoError, ValueError, IndexError) as exc:
+        session.close()
+        shell.refuse(context, grpc.StatusCode.FAILED_PRECONDITION, f"cannot rejoin: {exc}")
+    _seal_answers(shell, session)
+    return session

@@ -1,0 +1,67 @@
+"""A ring hop retries an unreachable next hop at most a second apart (#28, rejoin): a next hop
+that restarts is reached within a second of listening again, not after a doubling delay of
+several seconds that the rejoin would then pay on top of the restart."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, cast
+
+import grpc
+import pandas as pd
+import pytest
+
+from fedanon.federation.config import Hop
+from fedanon.party.servicer import MAX_RETRY_DELAY, PartyServicer
+from fedanon.party.shell import ForwardStub
+from fedanon.protos import fedanon_v1_pb2 as pb
+from tests.party.fakes import Aborted, Context, party_config
+
+
+class Unreachable(grpc.RpcError):
+    def code(self) -> grpc.StatusCode:
+        return grpc.StatusCode.UNAVAILABLE
+
+    def details(self) -> str:
+        return "connection refused"
+
+
+class DownStub:
+    """A next hop that refuses every call."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def Sum(self, request: Any, timeout: float) -> Any:
+        self.calls += 1
+        raise Unreachable()
+
+
+class Deadline(Context):
+    def time_remaining(self) -> float:
+        return 600.0
+
+
+@pytest.mark.parametrize(("retries", "first"), [(8, 0.2), (3, 2.5)])
+def test_retries_double_up_to_a_second_apart(
+    monkeypatch: pytest.MonkeyPatch, retries: int, first: float
+) -> None:
+    config = party_config(
+        "hospital-a",
+        next_hop=Hop("hospital-b", "127.0.0.1:9"),
+        connect_retries=retries,
+        backoff_seconds=first,
+    )
+    stub = DownStub()
+    next_stub = cast(ForwardStub, lambda: stub)  # only its Sum is called
+    shell = PartyServicer(config, pd.DataFrame({"a": ["1"]}), None, next_stub, None, None)
+    waits: list[float] = []
+    monkeypatch.setattr(time, "sleep", waits.append)
+    with pytest.raises(Aborted, match="unreachable"):
+        shell._forward("Sum", pb.SumRequest(), Deadline(), "iteration 1")
+    assert stub.calls == retries + 1
+    cap = max(MAX_RETRY_DELAY, first)  # a configured first delay above the cap is kept
+    expected = [min(first * 2**i, cap) for i in range(retries)]
+    assert waits == pytest.approx(expected)
+    if first < MAX_RETRY_DELAY:
+        assert max(waits) == MAX_RETRY_DELAY  # the old doubling reached 25.6 s here
