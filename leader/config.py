@@ -58,8 +58,8 @@ Example::
     [timeouts]
     rpc_seconds = 60                 # deadline of each call (a ring sum gets +25% per party)
     union_seconds = 600              # deadline of a union phase (encryption of every record)
-    rejoin_seconds = 0               # LKC: wait this long for a party that restarts during the
-                                     # specialization, then resume it (0: fail at once)
+    rejoin_seconds = 60              # LKC: wait this long for a party that restarts mid-job,
+                                     # then resume it by replay (0: fail at once)
     [union]
     workers = 0                      # processes opening the union's records: 0 = one per CPU
                                      # (at most 16), 1 = none
@@ -98,6 +98,7 @@ from fedanon.federation.config import DAY, MAX_MESSAGE_MB, TRANSPORTS, UNION_KEY
 from fedanon.federation.tls import TLS_SCHEMA, TLSFiles
 from fedanon.leader.kind import JobFile, LeaderJob, LeaderKind
 from fedanon.leader.kinds import LEADER_KINDS
+from fedanon.leader.rejoin import DEFAULT_REJOIN_SECONDS
 from fedanon.leader.ring_settings import SUM_MODES, UNION_MODES
 
 #: The most parties one job may name (each is a connection, a ring hop and a union layer).
@@ -164,7 +165,7 @@ def job_schema() -> Table:
                     {
                         "rpc_seconds": Key(Number(1, DAY)),
                         "union_seconds": Key(Number(1, 7 * DAY), default=600.0),
-                        "rejoin_seconds": Key(Number(0, DAY), default=0.0),
+                        "rejoin_seconds": Key(Number(0, DAY), default=DEFAULT_REJOIN_SECONDS),
                     }
                 ),
                 default={},

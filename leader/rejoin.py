@@ -28,6 +28,9 @@ from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
 T = TypeVar("T")
 
 #: Between two tries to reach a party that is not back yet.
+#: job.toml's [timeouts] rejoin_seconds by default: rejoin is the default recovery, and a minute
+#: covers a daemon's restart (its table read again) by an operator or a supervisor.
+DEFAULT_REJOIN_SECONDS = 60.0
 POLL_SECONDS = 0.2
 
 

@@ -35,6 +35,7 @@ from fedanon.federation.tls import TLSFiles
 from fedanon.leader.exclusion import Attempt, run_excluding
 from fedanon.leader.federation import FederationSource, Resender, Traffic
 from fedanon.leader.kind import JobFile, LeaderKind, PhaseTimer, Progress, Report, Row
+from fedanon.leader.rejoin import DEFAULT_REJOIN_SECONDS
 from fedanon.leader.ring import RingOpened, open_ring
 from fedanon.leader.ring_settings import RingSettings, ring_settings
 from fedanon.leader.session import Session
@@ -95,9 +96,9 @@ class LKCLeaderJob(RingSettings):
     report: Path | None = None
     extra_report: dict[str, Any] = field(default_factory=dict)
     relay_listen: str | None = None  # transport = "outbound": the relay's address
-    # [timeouts] rejoin_seconds: how long a party that went away mid-specialization is waited
-    # for before the job fails (0: not at all; leader/rejoin.py)
-    rejoin_seconds: float = 0.0
+    # [timeouts] rejoin_seconds: how long a party that went away mid-job is waited for before
+    # the job fails (0: not at all; leader/rejoin.py). Rejoin is the default recovery.
+    rejoin_seconds: float = DEFAULT_REJOIN_SECONDS
 
     def check(self) -> None:
         """Refuse jobs the protocol cannot run safely."""

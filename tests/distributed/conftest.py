@@ -135,6 +135,9 @@ def make_job(
     out: Path,
     **options: Any,
 ) -> LKCLeaderJob:
+    # The fault tests here assert that a party gone for good fails the job at once; the rejoin
+    # tests pass their own bound (the production default waits DEFAULT_REJOIN_SECONDS).
+    options.setdefault("rejoin_seconds", 0.0)
     return LKCLeaderJob(
         name="leader",
         taxonomy=dataset.taxonomy,
