@@ -221,11 +221,12 @@ def _give(counter: _Counter, channel: Channel, plan: Plan) -> None:
         )
 
 
-#: Points probed per search in one round of a secure-sum search (donation cut-offs, medians):
-#: each round narrows every search SEARCH_PROBES + 1 ways, so a 62-bit cut-off takes 11 rounds,
-#: not 62 as by bisection. The leader learns the totals at more points of the same monotone
-#: counts (of secret random tags, or of a group's values): docs/leakage.md.
-SEARCH_PROBES = 63
+#: Points probed per cut-off search in one round: each round narrows every search
+#: TAG_PROBES + 1 ways, so a 62-bit cut-off takes 11 rounds, not 62 as by bisection. The
+#: leader learns the count of secret uniform tags below more points, which says nothing of
+#: the records (docs/leakage.md). Medians stay a bisection (one probe): more probes would
+#: show more of a group's value distribution.
+TAG_PROBES = 63
 
 
 def smallest_reaching(
@@ -233,7 +234,7 @@ def smallest_reaching(
     hi: Sequence[int],
     target: np.ndarray,
     count: Callable[[np.ndarray], np.ndarray],
-    probes: int = SEARCH_PROBES,
+    probes: int,
 ) -> list[int]:
     """Per search i, the smallest x in [lo_i, hi_i] with count_i(x) >= target_i, where count_i
     is non-decreasing and hi_i reaches. Each round asks `count` once, at a (searches x probes)
@@ -272,7 +273,8 @@ def _cutoffs(counter: _Counter, channel: Channel, searches: list[tuple[int, int]
 
     while True:
         channel.tell(Step(TAG, children))
-        lo = smallest_reaching([0] * len(want), [2**TAG_BITS] * len(want), want, below)
+        everything = [2**TAG_BITS] * len(want)
+        lo = smallest_reaching([0] * len(want), everything, want, below, TAG_PROBES)
         if (below(np.array(lo, np.int64)[:, None]) == want).all():
             return lo
 
@@ -311,8 +313,8 @@ def _group_values(
 def _medians(
     counter: _Counter, agreed: list[QidColumn], wanted: list[tuple[int, int]], sizes: list[int]
 ) -> list[float]:
-    """The two middle ranks (equal for an odd size) searched over the agreed sorted values;
-    np.median averages their values, as centralized kACTUS does."""
+    """The two middle ranks (equal for an odd size) searched over the agreed sorted values by
+    bisection; np.median averages their values, as centralized kACTUS does."""
     domains = {j: np.unique(agreed[j].values) for _, j in wanted}
     ranks = np.array([[(sizes[g] - 1) // 2, sizes[g] // 2] for g, _ in wanted]).ravel()
     searched = [(g, j) for g, j in wanted for _ in range(2)]
@@ -329,6 +331,6 @@ def _medians(
         )
 
     highest = [len(domains[j]) - 1 for _, j in searched]
-    found = smallest_reaching([0] * len(searched), highest, ranks + 1, at_most)
+    found = smallest_reaching([0] * len(searched), highest, ranks + 1, at_most, probes=1)
     middle = np.array([domains[j][i] for (_, j), i in zip(searched, found, strict=True)])
     return [float(np.median(middle[2 * i : 2 * i + 2])) for i in range(len(wanted))]
