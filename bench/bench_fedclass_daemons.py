@@ -152,9 +152,7 @@ def _federated(kind: str, spec: dict[str, Any], out: Any) -> None:
                 "counts": 0,
             }
         result["wall"] = time.perf_counter() - wall
-        result["cpu"] = (
-            time.process_time() - cpu + sum(tree_cpu(p) for p in pids) - daemon_cpu
-        )
+        result["cpu"] = time.process_time() - cpu + sum(tree_cpu(p) for p in pids) - daemon_cpu
         result["phases"] = report["seconds"]
         result["startup"] = startup
         result["daemon_peak_mb"] = max(
