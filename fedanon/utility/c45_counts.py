@@ -567,27 +567,28 @@ class _Learner:
         a cut follows each value present at the node whose cumulative count leaves enough rows
         on both sides."""
         first, last = numeric_cut_range(n, self._k, self._min_leaf)
-        parts: list[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
-        if first <= last:
-            for a, (positions, values) in enumerate(numeric):
-                here = np.flatnonzero(values.sum(axis=1))
-                present = positions[here]
-                left = np.cumsum(values[here], axis=0)
-                left_n = left.sum(axis=1)
-                admissible = np.flatnonzero((left_n >= first) & (left_n <= last))
-                parts.append(
-                    (a, left_n[admissible], left[admissible], present[admissible],
-                     present[admissible + 1])
-                )  # fmt: skip
-        if not parts:
+        if first > last or not numeric:
             empty = np.zeros(0, dtype=np.intp)
             return NumericCuts(empty, empty, np.zeros((0, self._k), np.intp), empty, empty)
+        # Every attribute's (value x class) counts stacked, so one pass serves them all: the
+        # values present at the node, their running class counts within their attribute.
+        values = np.concatenate([v for _, v in numeric])
+        here = np.flatnonzero(values.sum(axis=1))
+        attr = np.repeat(np.arange(len(numeric)), [len(p) for p, _ in numeric])[here]
+        present = np.concatenate([p for p, _ in numeric])[here]
+        running = np.cumsum(values[here], axis=0)
+        before = np.vstack([np.zeros((1, self._k), running.dtype), running])
+        left = running - before[np.searchsorted(attr, attr)]
+        left_n = left.sum(axis=1)
+        # An attribute's last value holds all n rows (> last), so the next value present is
+        # always the same attribute's.
+        cut = np.flatnonzero((left_n >= first) & (left_n <= last))
         return NumericCuts(
-            np.concatenate([np.full(len(p[1]), p[0], dtype=np.intp) for p in parts]),
-            np.concatenate([p[1] for p in parts]).astype(np.intp),
-            np.concatenate([p[2] for p in parts]).astype(np.intp),
-            np.concatenate([p[3] for p in parts]).astype(np.intp),
-            np.concatenate([p[4] for p in parts]).astype(np.intp),
+            attr[cut].astype(np.intp),
+            left_n[cut].astype(np.intp),
+            left[cut].astype(np.intp),
+            present[cut].astype(np.intp),
+            present[cut + 1].astype(np.intp),
         )
 
     def _branch_table(self, histograms: _Histograms, feature: int, threshold: float) -> np.ndarray:
