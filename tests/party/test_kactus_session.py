@@ -123,7 +123,7 @@ def test_below_counts_tags_per_probe_and_refuses_uneven_probes() -> None:
     got = party.answer(Step("below", probes))
     tags = party.tags
     expected = [int((tags[i // 3] < p).sum()) for i, p in enumerate(probes)]
-    assert got.tolist() == expected
+    assert got is not None and got.tolist() == expected
     assert expected[2] == len(tags[0]) and expected[5] == len(tags[1])
     for uneven in (probes[:5], probes[:0]):
         with pytest.raises(FedanonError, match="same number of probes"):
