@@ -8,6 +8,7 @@ side imports the other.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import numpy as np
@@ -52,15 +53,22 @@ def fingerprint_items(job: pb.C45Job) -> list[str]:
     ]
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _condition(feature: int, branch: int, threshold: float | None) -> pb.C45Condition:
+    """One test outcome's message, made once: the paths of a level share their prefixes, and
+    a repeated field copies what it is given, so the cached message is never changed."""
+    return pb.C45Condition(
+        feature=feature,
+        branch=branch,
+        numeric=threshold is not None,
+        threshold=0.0 if threshold is None else threshold,
+    )
+
+
 def query_to_proto(query: Query) -> pb.C45Query:
     """One count query as the leader sends it."""
     message = pb.C45Query(
-        path=[
-            pb.C45Condition(
-                feature=f, branch=b, numeric=t is not None, threshold=0.0 if t is None else t
-            )
-            for f, b, t in query.path
-        ],
+        path=[_condition(f, b, t) for f, b, t in query.path],
         kind=query.kind,
         feature=query.feature,
         has_threshold=query.threshold is not None,
@@ -68,7 +76,7 @@ def query_to_proto(query: Query) -> pb.C45Query:
         narrowed=query.support is not None,
     )
     for positions in query.support or ():
-        message.support.add(positions=[int(p) for p in positions])
+        message.support.add(positions=np.asarray(positions, dtype=np.int64).tolist())
     return message
 
 

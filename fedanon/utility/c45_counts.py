@@ -567,27 +567,28 @@ class _Learner:
         a cut follows each value present at the node whose cumulative count leaves enough rows
         on both sides."""
         first, last = numeric_cut_range(n, self._k, self._min_leaf)
-        parts: list[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
-        if first <= last:
-            for a, (positions, values) in enumerate(numeric):
-                here = np.flatnonzero(values.sum(axis=1))
-                present = positions[here]
-                left = np.cumsum(values[here], axis=0)
-                left_n = left.sum(axis=1)
-                admissible = np.flatnonzero((left_n >= first) & (left_n <= last))
-                parts.append(
-                    (a, left_n[admissible], left[admissible], present[admissible],
-                     present[admissible + 1])
-                )  # fmt: skip
-        if not parts:
+        if first > last or not numeric:
             empty = np.zeros(0, dtype=np.intp)
             return NumericCuts(empty, empty, np.zeros((0, self._k), np.intp), empty, empty)
+        # Every attribute's (value x class) counts stacked, so one pass serves them all: the
+        # values present at the node, their running class counts within their attribute.
+        values = np.concatenate([v for _, v in numeric])
+        here = np.flatnonzero(values.sum(axis=1))
+        attr = np.repeat(np.arange(len(numeric)), [len(p) for p, _ in numeric])[here]
+        present = np.concatenate([p for p, _ in numeric])[here]
+        running = np.cumsum(values[here], axis=0)
+        before = np.vstack([np.zeros((1, self._k), running.dtype), running])
+        left = running - before[np.searchsorted(attr, attr)]
+        left_n = left.sum(axis=1)
+        # An attribute's last value holds all n rows (> last), so the next value present is
+        # always the same attribute's.
+        cut = np.flatnonzero((left_n >= first) & (left_n <= last))
         return NumericCuts(
-            np.concatenate([np.full(len(p[1]), p[0], dtype=np.intp) for p in parts]),
-            np.concatenate([p[1] for p in parts]).astype(np.intp),
-            np.concatenate([p[2] for p in parts]).astype(np.intp),
-            np.concatenate([p[3] for p in parts]).astype(np.intp),
-            np.concatenate([p[4] for p in parts]).astype(np.intp),
+            attr[cut].astype(np.intp),
+            left_n[cut].astype(np.intp),
+            left[cut].astype(np.intp),
+            present[cut].astype(np.intp),
+            present[cut + 1].astype(np.intp),
         )
 
     def _branch_table(self, histograms: _Histograms, feature: int, threshold: float) -> np.ndarray:
@@ -612,35 +613,58 @@ class _Learner:
     # ------------------------------------------------------------------ pruning
 
     def prune(self, root: _Node) -> None:
-        """`C45._estimate(root, all rows, update=True)`, with its queries batched by height.
+        """`C45._estimate(root, all rows, update=True)`, with its queries batched by height."""
+        self._decided: dict[tuple[int, Path], float] = {}
+        self._prune([(root, ())])
+
+    def _prune(self, tops: list[tuple[_Node, Path]]) -> list[float]:
+        """`C45._estimate(top, records matching path, update=True)` of each of disjoint
+        subtrees, their queries batched by height.
 
         The recursion decides a node once its subtree is decided, and the decisions of
-        disjoint subtrees do not interact, so deciding the grown tree's internal nodes in
-        order of height (children first) decides the same. All the nodes of one height need
-        their largest branch's counts on their own records at once: one batch per height.
+        disjoint subtrees do not interact, so deciding the internal nodes in order of height
+        (children first) decides the same. All the nodes of one height need their largest
+        branch's counts on their own records at once: one batch per height. The branches
+        whose raising wins at one height are re-pruned on their parents' records together the
+        same way: a round per height of the highest of them, not one per node in them.
         """
-        self._decided: dict[tuple[int, Path], float] = {}
         by_height: dict[int, list[tuple[_Node, Path]]] = {}
         height: dict[int, int] = {}
         order: list[tuple[_Node, Path]] = []
-        stack: list[tuple[_Node, Path]] = [(root, ())]
+        stack: list[tuple[_Node, Path]] = list(tops)
         while stack:
-            node, path = stack.pop()
-            order.append((node, path))
+            node, at = stack.pop()
+            order.append((node, at))
             key = None if node.attr < 0 else self._key(node)
-            stack.extend((c, (*path, (node.attr, b, key))) for b, c in node.children.items())
-        for node, path in reversed(order):  # children before parents
+            stack.extend((c, (*at, (node.attr, b, key))) for b, c in node.children.items())
+        for node, at in reversed(order):  # children before parents
             if node.attr >= 0:
                 height[id(node)] = 1 + max(height.get(id(c), 0) for c in node.children.values())
-                by_height.setdefault(height[id(node)], []).append((node, path))
+                by_height.setdefault(height[id(node)], []).append((node, at))
         for h in sorted(by_height):
-            level = by_height[h]
+            level = [(n, at) for n, at in by_height[h] if (id(n), at) not in self._decided]
             if self._raising:
                 self._fetch(
-                    [q for node, path in level for q in self._missing_for_raising(node, path)]
+                    [
+                        Query(at, SPLIT, node.attr, self._key(node))
+                        for node, at in level
+                        if (at, node.attr, self._key(node)) not in self._splits
+                    ]
                 )
-            for node, path in level:
-                self._decided[id(node), path] = self._estimate(node, path, update=True)
+                self._fetch([q for node, at in level for q in self._missing_for_raising(node, at)])
+            raising: list[tuple[_Node, Path, _Node]] = []
+            for node, at in level:
+                estimate, largest = self._judge(node, at, update=True)
+                if largest is None:
+                    self._decided[id(node), at] = estimate
+                else:
+                    raising.append((node, at, largest))
+            if raising:
+                raised = self._prune([(largest, at) for _, at, largest in raising])
+                for (node, at, largest), estimate in zip(raising, raised, strict=True):
+                    node.become(largest)
+                    self._decided[id(node), at] = estimate
+        return [self._estimate(top, at, update=True) for top, at in tops]
 
     def _key(self, node: _Node) -> float | None:
         return node.threshold if self._schema.is_numeric[node.attr] else None
@@ -706,6 +730,17 @@ class _Learner:
         `prune` decided on this path already returns its estimate)."""
         if update and (id(node), path) in self._decided:
             return self._decided[id(node), path]
+        estimate, largest = self._judge(node, path, update)
+        if largest is None:
+            return estimate
+        (raised,) = self._prune([(largest, path)])
+        node.become(largest)
+        return raised
+
+    def _judge(self, node: _Node, path: Path, update: bool) -> tuple[float, _Node | None]:
+        """`C45._estimate` of `node` on `path` whose subtree is decided: (its estimate,
+        None), or (nan, its largest branch) when raising that branch wins, which the caller
+        re-prunes on `path` before `node` becomes it."""
         counts = self._class_counts(path)
         n = int(counts.sum())
         best, leaf_estimate = leaf_estimate_of(node.best, counts, n, self._cf, self._z2)
@@ -713,7 +748,7 @@ class _Learner:
             node.counts = counts
             node.best = best
         if node.attr < 0:
-            return leaf_estimate
+            return leaf_estimate, None
 
         table = self._split_counts(path, node)
         sizes = table.sum(axis=1)
@@ -734,7 +769,7 @@ class _Learner:
                 largest, largest_n = child, int(sizes[b])
             tree_estimate += self._estimate(child, (*path, (node.attr, b, key)), update)
         if not update:
-            return tree_estimate
+            return tree_estimate, None
 
         assert largest is not None  # an internal node always has rows in some branch
         if not self._raising:
@@ -747,12 +782,10 @@ class _Learner:
         choice = prune_choice(leaf_estimate, branch_estimate, tree_estimate)
         if choice == LEAF:
             node.make_leaf()
-            return leaf_estimate
+            return leaf_estimate, None
         if choice == RAISE:
-            raised = self._estimate(largest, path, update=True)
-            node.become(largest)
-            return raised
-        return tree_estimate
+            return math.nan, largest
+        return tree_estimate, None
 
 
 def _new_node(counts: np.ndarray) -> _Node:

@@ -10,8 +10,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from fedanon.algorithms.kactus import federated_leader
 from fedanon.algorithms.kactus.api import anonymize_kactus
 from fedanon.algorithms.kactus.federated import anonymize_kactus_federated
+from fedanon.algorithms.kactus.federated_party import Step
 from fedanon.algorithms.kactus.phase2 import prune_and_release
 from fedanon.algorithms.kactus.tree import Condition, induce, place_records
 from fedanon.algorithms.tabular import encode_qid, generator
@@ -110,6 +112,34 @@ def test_german_donates_and_keeps_sizes_of_siblings() -> None:
     df = load_table("german")
     _, outcome = _check_against_central(df, [300, 300, 400], 10)
     assert outcome.donated > 0  # the case where a cut-off search chose records
+
+
+def test_cut_offs_narrow_many_ways_per_secure_sum(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The donation cut-offs (62-bit secret tags) are searched with many probes per secure
+    sum: a cut-off in at most 12 rounds (11 of 64 ways, then the check), not 63 by bisection.
+    Medians stay a bisection (more probes would show more of a group's values)."""
+    if not has_table("german"):
+        pytest.skip("shared german data not present")
+    asked: dict[str, int] = defaultdict(int)
+    searched: list[int] = []
+    ask, cutoffs = federated_leader._Counter.ask, federated_leader._cutoffs
+
+    def counting_ask(self: object, step: Step, length: int) -> np.ndarray:
+        asked[step.name] += 1
+        return ask(self, step, length)  # type: ignore[arg-type]
+
+    def counting_cutoffs(counter: object, channel: object, searches: list) -> list[int]:
+        searched.extend([1] if searches else [])
+        return cutoffs(counter, channel, searches)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(federated_leader._Counter, "ask", counting_ask)
+    monkeypatch.setattr(federated_leader, "_cutoffs", counting_cutoffs)
+    df = load_table("german")
+    _, outcome = _check_against_central(df, [300, 300, 400], 10)
+    assert outcome.donated > 0 and searched
+    assert asked["below"] <= 12 * len(searched)
+    domain = max(len(set(df[c])) for c in df.columns)
+    assert 0 < asked["median"] <= int(np.ceil(np.log2(domain)))
 
 
 def test_without_donations_the_release_is_the_centralized_one() -> None:

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from fedanon.errors import FedanonError
-from fedanon.federation.c45_job import c45_job_to_proto, query_to_proto
+from fedanon.federation.c45_job import c45_job_to_proto, queries_from_proto, query_to_proto
 from fedanon.party.errors import NotExpected, ProtocolError
 from fedanon.party.handlers.c45_session import C45Session
 from fedanon.party.policy import InvalidJob, Policy, PolicyRefusal, c45_request, check_job
@@ -164,3 +165,17 @@ def test_admission_refuses_a_task_it_cannot_read(
 ) -> None:
     with pytest.raises(InvalidJob, match=message):
         c45_request(_request(**job), columns)
+
+
+def test_queries_sharing_a_path_prefix_travel_and_decode_independently() -> None:
+    """Conditions are made once and shared between queries (the leader's cache): changing one
+    query's message leaves the next query built from the same conditions as it should be."""
+    prefix = ((0, 1, None), (1, 0, 41.5))
+    first = Query(prefix, SPLIT, 1, 35.0)
+    second = Query((*prefix, (0, 2, None)), HISTOGRAMS, support=(np.array([0, 3]),))
+    message = query_to_proto(first)
+    message.path[0].branch = 9  # a receiver's copy may be changed; the cache must not be
+    decoded = queries_from_proto([query_to_proto(first), query_to_proto(second)], 2, [False, True])
+    assert [q.path for q in decoded] == [first.path, second.path]
+    assert (decoded[0].kind, decoded[0].feature, decoded[0].threshold) == (SPLIT, 1, 35.0)
+    assert decoded[1].support is not None and decoded[1].support[0].tolist() == [0, 3]

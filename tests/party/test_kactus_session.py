@@ -104,6 +104,32 @@ def test_group_statistics_only_for_qids_the_group_tests_by_inequalities() -> Non
         party.answer(Step("mean", np.array([5, 1])))
 
 
+def test_below_counts_tags_per_probe_and_refuses_uneven_probes() -> None:
+    """The cut-off search sends the same number of probes for every tagged node, node by
+    node; each answer is that node's number of this party's tags below the probe (the tags
+    are the party's own: the oracle counts them directly)."""
+    session = _session()
+    party = session.party
+    party.answer(Step("encode", items=_items()))
+    columns = party.columns
+    ward = columns[0]
+    ints = [0, 0, len(ward.categories), *range(len(ward.categories))]
+    ints += [-1, 0, 0] * len(ward.categories)
+    tree = decode_tree(np.array(ints), np.full(1 + len(ward.categories), np.nan), columns)
+    root, party.residual = place_records(tree, columns)
+    party.nodes = pre_order(root)
+    party.answer(Step("tag", np.array([1, 2])))
+    probes = np.array([0, 2**61, 2**62, 5, 2**60, 2**62])
+    got = party.answer(Step("below", probes))
+    tags = party.tags
+    expected = [int((tags[i // 3] < p).sum()) for i, p in enumerate(probes)]
+    assert got is not None and got.tolist() == expected
+    assert expected[2] == len(tags[0]) and expected[5] == len(tags[1])
+    for uneven in (probes[:5], probes[:0]):
+        with pytest.raises(FedanonError, match="same number of probes"):
+            party.answer(Step("below", uneven))
+
+
 def test_a_malformed_tree_or_give_is_refused() -> None:
     columns = [encode_qid(TABLE["ward"], "ward"), encode_qid(TABLE["age"], "age")]
     with pytest.raises(FedanonError, match="wrong kind of test"):

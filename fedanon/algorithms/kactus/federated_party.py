@@ -47,7 +47,7 @@ ENCODE = "encode"  # items: the QID union -> [records]
 COUNT = "count"  # queries (+ the C4.5 domains' union items, first time) -> counts
 PLACE = "place"  # ints/floats: the tree -> every node's size, then the root residual
 TAG = "tag"  # ints: nodes whose records get fresh random tags
-BELOW = "below"  # ints: one probe per tagged node -> tags below it
+BELOW = "below"  # ints: P probes per tagged node, node by node -> tags below each
 GIVE = "give"  # ints: pruned parents, their complying children's cut-offs, failing children
 GROUPS = "groups"  # ints: released groups' nodes (-1: the root's rest)
 MEDIAN = "median"  # ints: (group, QID) pairs; floats: thresholds -> values at most them
@@ -154,6 +154,7 @@ class KactusParty:
         self.residual = np.empty(0, np.intp)
         self.tagged: list[int] = []
         self.tags: list[np.ndarray] = []
+        self.sorted_tags: list[np.ndarray] = []  # the same, each sorted (BELOW's probes)
         self.groups: list[Group] = []
         self.release: pd.DataFrame | None = None
 
@@ -238,12 +239,20 @@ class KactusParty:
             self.rng.integers(0, 2**TAG_BITS, len(self._node(i).rows), dtype=np.int64)
             for i in self.tagged
         ]
+        self.sorted_tags = [np.sort(t) for t in self.tags]
 
     def _on_below(self, step: Step) -> np.ndarray:
-        if len(step.ints) != len(self.tags):
-            raise FedanonError("one probe per tagged node")
-        counts = [int((t < x).sum()) for t, x in zip(self.tags, step.ints, strict=True)]
-        return np.array(counts, np.int64)
+        """Tags below each probe: the same number of probes for every tagged node, in node
+        order (the leader's many-way search)."""
+        if not self.tags or len(step.ints) == 0 or len(step.ints) % len(self.tags):
+            raise FedanonError("the same number of probes (at least one) per tagged node")
+        probes = np.asarray(step.ints, np.int64).reshape(len(self.tags), -1)
+        return np.concatenate(
+            [
+                np.searchsorted(t, row, side="left")
+                for t, row in zip(self.sorted_tags, probes, strict=True)
+            ]
+        ).astype(np.int64)
 
     def _on_give(self, step: Step) -> None:
         """Move the records below each cut-off, and the failing children's records, to their
@@ -262,7 +271,7 @@ class KactusParty:
             target = self._node(parent)
             target.rows = np.concatenate([np.empty(0, np.intp), *moved]).astype(np.intp)
             target.children = []
-        self.tagged, self.tags = [], []
+        self.tagged, self.tags, self.sorted_tags = [], [], []
 
     def _on_groups(self, step: Step) -> None:
         self.groups = []
