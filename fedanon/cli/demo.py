@@ -21,7 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from fedanon.cli.choices import TRANSPORTS
-from fedanon.cli.common import ProgressLine, check_ring_parties, print_summary, step_progress
+from fedanon.cli.common import (
+    ProgressLine,
+    check_ring_parties,
+    names,
+    print_summary,
+    step_progress,
+)
 from fedanon.cli.demo_families import FAMILIES, OUTPUTS, DemoRun, parse_families, run_families
 from fedanon.errors import FedanonError
 
@@ -52,6 +58,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--families",
+        type=names,
         default=",".join(FAMILIES),
         help=f"job families to run, comma-separated (default all: {','.join(FAMILIES)}; lkc "
         "always runs)",

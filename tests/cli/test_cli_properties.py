@@ -284,9 +284,24 @@ COMMANDS: dict[str, tuple[list[str], list[tuple[str, str | None, str]]]] = {
             ("--workdir", "out_dir", "wd"),
         ],
     ),
+    "sim evaluate": (
+        ["sim", "evaluate", "--quiet"],
+        [
+            ("--data", "table", "data.csv"),
+            ("--release", "table", "data.csv"),
+            ("--taxonomy", "taxonomy", "taxonomy.toml"),
+            ("--parties", "int", "3"),
+            ("--report", "out", "utility.json"),
+        ],
+    ),
     "demo": (
         ["demo", "--quiet"],
-        [("--rows", "int", "300"), ("--C", "int", "0.25"), ("--out-dir", "out_dir", "demo")],
+        [
+            ("--rows", "int", "300"),
+            ("--C", "int", "0.25"),
+            ("--out-dir", "out_dir", "demo"),
+            ("--families", None, "lkc"),
+        ],
     ),
 }
 # Arguments that are only ever hostile (the command would otherwise run for real).

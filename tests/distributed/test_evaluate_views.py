@@ -145,5 +145,6 @@ def _policy_table(table: dict[str, Any]) -> dict[str, Any]:
         "release_raw": None,
         "job_kinds": list(JOB_KINDS),
         "leader": None,
+        "allow_exclusion": False,
     }
     return {**base, **table}
