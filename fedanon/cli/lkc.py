@@ -72,10 +72,11 @@ def add_anonymize_lkc(methods: argparse._SubParsersAction) -> None:
     lkc.add_argument("--quiet", action="store_true", help="no progress display")
     lkc.add_argument(
         "--search",
-        choices=("greedy", "best-of"),
-        default="greedy",
-        help="greedy (default) or, with --suppress and --score discernibility, best-of: one "
-        "run per candidate order, keeping the lowest discernibility ratio (centralized only)",
+        choices=("auto", "greedy", "best-of"),
+        default="auto",
+        help="greedy, or, with --suppress and --score discernibility, best-of: one run per "
+        "candidate order, keeping the lowest discernibility ratio (centralized only); auto "
+        "(default): best-of where it applies, else greedy",
     )
     add_report_options(lkc)
     lkc.set_defaults(handler=run_lkc)

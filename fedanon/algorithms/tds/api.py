@@ -27,7 +27,7 @@ from fedanon.taxonomy.tree import Taxonomy
 from fedanon.text import as_numbers, as_text
 
 PRESETS = ("lkc", "k-anonymity", "confidence-bounding", "alpha-k")
-SEARCHES = ("greedy", "best-of")
+SEARCHES = ("auto", "greedy", "best-of")
 
 
 def resolve_params(
@@ -157,15 +157,19 @@ def anonymize_lkc(
     on_step: Callable[[StepInfo], None] | None = None,
     suppress: float | str | Fraction | None = None,
     suppressed_mode: str = "root",
-    search: str = "greedy",
+    search: str = "auto",
 ) -> LKCRelease:
     """Anonymize `table` centrally; ID columns in `drop` are removed before anything else.
 
     `suppress` is the share of records that may be suppressed (at the root, or removed with
     ``suppressed_mode="drop"``); see :mod:`fedanon.algorithms.tds.suppression`.
-    `search` is ``"greedy"`` (one top-down run, what the distributed mode runs too) or
+    `search` is ``"greedy"`` (one top-down run, what the distributed mode runs too),
     ``"best-of"`` (centralized only, discernibility score under a budget: one greedy run per
-    candidate order, keeping the release with the lowest discernibility ratio).
+    candidate order, keeping the release with the lowest discernibility ratio) or ``"auto"``
+    (the default): best-of where it applies (discernibility under a budget), else greedy. No
+    single candidate order wins at every k (docs/lkc.md, "Record suppression"), and the
+    second run costs less than the budget's search does in ARX, so a centralized run takes the
+    better of the two unasked.
     """
     share = parse_suppression_share(suppress)
     if suppressed_mode not in SUPPRESSED_MODES:
@@ -186,7 +190,7 @@ def anonymize_lkc(
     party = LocalParty(schema, table)
     encoded = time.perf_counter()
     result = LKCEngine(schema, params, score=score, on_step=on_step, suppress=share).run(party)
-    if search == "best-of" and share:
+    if share and search != "greedy" and score == "discernibility":  # best-of, or auto
         party, result = _better_order(schema, params, party, result, share)
     done = time.perf_counter()
     released = party.generalized_table(result.suppressed_partitions, suppressed_mode == "drop")
