@@ -1,6 +1,8 @@
 """Python API of centralized LKC anonymization: DataFrame in, DataFrame and report out.
 
-Mirrors ``fedanon anonymize lkc``; notebooks and the CLI both call :func:`anonymize_lkc`.
+Mirrors ``fedanon anonymize lkc``; notebooks and the CLI both call :func:`anonymize_lkc`. The
+CLI hands in the Arrow table it read and gets an Arrow table back (QIDs as dictionary columns
+over the cut labels), so that a whole run never imports pandas (fedanon.tables).
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from fedanon.algorithms.tds.engine import ORDERS, LKCEngine, LKCResult, StepInfo
 from fedanon.algorithms.tds.local_party import LocalParty
@@ -22,9 +23,10 @@ from fedanon.allocator import release_freed_memory
 from fedanon.errors import FedanonError
 from fedanon.readers.table_io import delimiter_hint
 from fedanon.schema import LKCParams, Schema, parse_confidence_bound
+from fedanon.tables import Table, column_names, drop_columns
 from fedanon.taxonomy.files import SensitiveValue, TaxonomyFile
 from fedanon.taxonomy.tree import Taxonomy
-from fedanon.text import as_numbers, as_text
+from fedanon.text import as_numbers, distinct_text, text_at
 
 PRESETS = ("lkc", "k-anonymity", "confidence-bounding", "alpha-k")
 SEARCHES = ("auto", "greedy", "best-of")
@@ -88,7 +90,7 @@ def parse_sensitive(specs: Sequence[str]) -> list[SensitiveValue]:
 
 def build_schema(
     taxonomy: TaxonomyFile,
-    table: pd.DataFrame,
+    table: Table,
     qids: Sequence[str] | None = None,
     sensitive: Sequence[SensitiveValue] | None = None,
     class_column: str | None = None,
@@ -105,8 +107,9 @@ def build_schema(
         raise FedanonError(f"{taxonomy.source}: no QIDs given (--qid) and the file lists none")
     if len(set(names)) != len(names):
         raise FedanonError("a QID is listed twice")
+    columns = column_names(table)
     for column in names:
-        if column not in table.columns:
+        if column not in columns:
             raise FedanonError(f"the table has no QID column '{column}'{delimiter_hint(table)}")
     trees: list[Taxonomy] = []
     for column in names:
@@ -117,23 +120,23 @@ def build_schema(
         else:
             raise FedanonError(f"{taxonomy.source}: QID '{column}' has no taxonomy")
     for s in sens:
-        if s.column not in table.columns:
+        if s.column not in columns:
             raise FedanonError(f"the table has no sensitive column '{s.column}'")
         if s.column in names:
             raise FedanonError(f"sensitive column '{s.column}' cannot also be a QID")
     values: list[str] = []
     if cls is not None:
-        if cls not in table.columns:
+        if cls not in columns:
             raise FedanonError(f"the table has no class column '{cls}'")
-        values = list(taxonomy.class_values or sorted(as_text(table[cls]).unique()))
+        values = list(taxonomy.class_values or sorted(distinct_text(table[cls])))
     return Schema(trees, sens, cls, values)
 
 
-def _numbers(table: pd.DataFrame, column: str) -> np.ndarray:
+def _numbers(table: Table, column: str) -> np.ndarray:
     values, bad_row = as_numbers(table[column])
     if bad_row is not None:
         raise FedanonError(
-            f"column '{column}': value '{table[column].iloc[bad_row]}' (first at row "
+            f"column '{column}': value '{text_at(table[column], bad_row)}' (first at row "
             f"{bad_row + 1}) is not a number"
         )
     return values
@@ -141,15 +144,16 @@ def _numbers(table: pd.DataFrame, column: str) -> np.ndarray:
 
 @dataclass
 class LKCRelease:
-    """The generalized table and everything the report says about it."""
+    """The generalized table (of the input's kind: DataFrame or Arrow) and everything the report
+    says about it."""
 
-    table: pd.DataFrame
+    table: Table
     result: LKCResult
     report: dict[str, Any]
 
 
 def anonymize_lkc(
-    table: pd.DataFrame,
+    table: Table,
     schema: Schema,
     params: LKCParams,
     score: str = "infogain",
@@ -179,11 +183,12 @@ def anonymize_lkc(
     if search == "best-of" and score != "discernibility":
         raise FedanonError("--search best-of ranks releases by discernibility: use that score")
     refuse_dropping_job_columns(drop, schema)
-    missing = [c for c in drop if c not in table.columns]
+    columns = column_names(table)
+    missing = [c for c in drop if c not in columns]
     if missing:
         raise FedanonError(f"the table has no ID column '{missing[0]}' to drop")
     if drop:
-        table = table.drop(columns=list(drop))
+        table = drop_columns(table, drop)
     if len(table) == 0:
         raise FedanonError("the table has no records")
     began = time.perf_counter()

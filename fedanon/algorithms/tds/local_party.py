@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
-import pandas as pd
+import pyarrow as pa
 
 from fedanon.algorithms.tds.layout import (
     DynamicSplit,
@@ -24,13 +25,16 @@ from fedanon.algorithms.tds.layout import (
 from fedanon.allocator import tune_for_rows
 from fedanon.errors import FedanonError
 from fedanon.schema import Schema
-from fedanon.text import as_text, lookup_codes
+from fedanon.tables import Table, arrow_of, column_names, keep_rows, strings_of
+from fedanon.text import equals_text, factorize, lookup_codes, text_at
 
 
 class LocalParty:
     """Counts over one party's records in the canonical layout; applies instructions."""
 
-    def __init__(self, schema: Schema, table: pd.DataFrame) -> None:
+    def __init__(self, schema: Schema, table: Table) -> None:
+        """`table` is a DataFrame or an Arrow table (fedanon.tables); the release is of the
+        same kind (:meth:`generalized_table`)."""
         tune_for_rows(len(table))  # each step frees and re-allocates arrays of the table's length
         self.schema = schema
         self.table = table
@@ -67,26 +71,27 @@ class LocalParty:
         self._block_of = np.zeros(16, dtype=np.int64)  # partition index -> block
 
     # ----------------------------------------------------------------- encoding
-    def _encode_class(self, table: pd.DataFrame) -> np.ndarray | None:
+    def _encode_class(self, table: Table) -> np.ndarray | None:
         column, values = self.schema.class_column, self.schema.class_values
         if column is None:
             return None
-        if column not in table.columns:
+        if column not in column_names(table):
             raise FedanonError(f"class column '{column}' is missing from the table")
         out, row = lookup_codes(table[column], {v: i for i, v in enumerate(values)})
         if row is not None:
             raise FedanonError(
-                f"class column '{column}': value '{as_text(table[column]).iloc[row]}' (first at "
+                f"class column '{column}': value '{text_at(table[column], row)}' (first at "
                 f"row {row + 1}) is not one of the class values {values}"
             )
         return out
 
-    def _encode_sensitive(self, table: pd.DataFrame) -> np.ndarray:
+    def _encode_sensitive(self, table: Table) -> np.ndarray:
         out = np.zeros((len(self.schema.sensitive), len(table)), dtype=bool)
+        columns = column_names(table)
         for j, s in enumerate(self.schema.sensitive):
-            if s.column not in table.columns:
+            if s.column not in columns:
                 raise FedanonError(f"sensitive column '{s.column}' is missing from the table")
-            out[j] = (as_text(table[s.column]) == s.value).to_numpy(dtype=bool)
+            out[j] = equals_text(table[s.column], s.value)
         return out
 
     # ----------------------------------------------------------------- counting
@@ -106,7 +111,7 @@ class LocalParty:
         for j in range(lay.n_sensitive):
             code = code * 2 + self.sensitive[j]
             if j % 32 == 31:  # keep the combined code small: re-number densely
-                code = pd.factorize(code)[0].astype(np.int64)
+                code = factorize(code)[0]
         _, first, profile = np.unique(code, return_index=True, return_inverse=True)
         channels = np.zeros((first.size, lay.channels), dtype=np.int64)
         channels[:, 0] = 1
@@ -329,30 +334,48 @@ class LocalParty:
     # ----------------------------------------------------------------- release
     def generalized_table(
         self, suppressed: np.ndarray | None = None, drop_suppressed: bool = False
-    ) -> pd.DataFrame:
+    ) -> Table:
         """The party's records with QIDs replaced by their cut labels; other columns unchanged.
 
         Records of the `suppressed` partitions get every QID at its root, or are left out with
-        `drop_suppressed` (record suppression, :mod:`fedanon.algorithms.tds.suppression`).
+        `drop_suppressed` (record suppression, :mod:`fedanon.algorithms.tds.suppression`). The
+        QIDs are codes over each taxonomy's distinct labels: Categoricals in a DataFrame,
+        dictionary columns in an Arrow table (both written as their labels).
         """
         keys = self.partitions.keys[self.record_partition]
         table = self.table
         if suppressed is not None and suppressed.size:
             hit = np.isin(self.record_partition, suppressed)
             if drop_suppressed:
-                keys, table = keys[~hit], table[~hit]
+                keys, table = keys[~hit], keep_rows(table, ~hit)
             else:
                 keys = keys.copy()
                 keys[hit] = [t.root for t in self.schema.taxonomies]
-        columns: dict[str, pd.Series | pd.Categorical] = {
-            name: table[name] for name in table.columns
-        }
+        coded = {}
         for a, tax in enumerate(self.schema.taxonomies):
-            label_codes, labels = pd.factorize(pd.Index(tax.labels))
-            columns[tax.attribute] = pd.Categorical.from_codes(
-                label_codes[keys[:, a]], categories=labels
-            )
+            label_codes, labels = factorize(np.asarray(tax.labels, dtype=object))
+            coded[tax.attribute] = (label_codes[keys[:, a]], labels)
+        if isinstance(table, pa.Table):
+            return _arrow_release(table, coded)
+        import pandas as pd  # the caller's table is a DataFrame: pandas is loaded
+
+        columns: dict[str, Any] = {name: table[name] for name in table.columns}
+        for name, (codes, labels) in coded.items():
+            columns[name] = pd.Categorical.from_codes(codes, categories=pd.Index(labels))
         return pd.DataFrame(columns, index=table.index)
+
+
+def _arrow_release(table: pa.Table, coded: dict[str, tuple[np.ndarray, np.ndarray]]) -> pa.Table:
+    """`table` with each coded QID as a dictionary column over its labels (in place)."""
+    columns = []
+    for name, column in zip(table.column_names, table.columns, strict=True):
+        if name in coded:
+            codes, labels = coded[name]
+            column = pa.DictionaryArray.from_arrays(
+                arrow_of(codes.astype(np.int32)), strings_of(labels.tolist())
+            )
+        columns.append(column)
+    return pa.Table.from_arrays(columns, names=table.column_names)
 
 
 def apply_splits(schema: Schema, splits: Sequence[DynamicSplit]) -> None:
