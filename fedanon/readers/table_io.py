@@ -107,7 +107,7 @@ def read_arrow(path: str | os.PathLike[str], delimiter: str | None = None) -> pa
         if path.suffix.lower() in PARQUET_SUFFIXES:
             import pyarrow.parquet as pq  # only for Parquet: CSV runs skip its import
 
-            table = pq.read_table(path)
+            table = pq.ParquetFile(path).read()  # read_table's dataset layer loads pandas
             table = table.cast(pa.schema([(n, pa.string()) for n in table.column_names]))
         else:
             sep = input_delimiter(path, delimiter)
