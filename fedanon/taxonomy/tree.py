@@ -143,13 +143,14 @@ class Taxonomy:
         The engine grows it with :meth:`split` (binary splits chosen by information gain).
         Non-numbers (including missing values) are input errors naming the first bad row.
         """
+        raw: np.ndarray | pd.Series
         if isinstance(values, np.ndarray) and values.dtype.kind == "f":
             raw, numbers = values, values  # numbers already (the LKC schema parses them)
         else:
             import pandas as pd
 
             raw = pd.Series(values).reset_index(drop=True)
-            numbers = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
+            numbers = np.asarray(pd.to_numeric(raw, errors="coerce"), dtype=float)
         bad = np.flatnonzero(~np.isfinite(numbers))
         if bad.size:
             row = int(bad[0])
