@@ -136,7 +136,14 @@ def text_codes(column: Column) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _arrow_text_codes(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """`text_codes` of an Arrow column: a null prints as pandas prints a missing text cell."""
+    """`text_codes` of an Arrow column: a null prints as pandas prints a missing text cell. A
+    dictionary column (a release's QID) costs its codes: its labels are encoded once and every
+    row takes its label's code, never its text."""
+    if pa.types.is_dictionary(column.type) and column.null_count == 0:
+        array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+        label_codes, labels = _arrow_text_codes(array.dictionary)
+        codes, first = factorize(label_codes[numbers_of(array.indices)])
+        return codes, labels[first]
     text = _arrow_text(column)
     if text.null_count:
         text = pc.fill_null(text, strings_of(["<NA>"])[0])

@@ -264,6 +264,16 @@ def cell_text_codes(column: Any) -> tuple[np.ndarray, np.ndarray]:
     and dictionary columns for the QIDs) is read as the text it holds, one hashing pass.
     """
     if isinstance(column, pa.ChunkedArray | pa.Array):
+        if pa.types.is_dictionary(column.type) and column.null_count == 0:
+            # a release's QID: its labels as text once, each row its label's code, renumbered
+            # in order of first occurrence
+            array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+            label_codes, labels = cell_text_codes(array.dictionary)
+            row_labels = label_codes[numbers_of(array.indices)]
+            codes = _dense_ids(row_labels)
+            label_of = np.zeros(codes.max(initial=-1) + 1, dtype=np.int64)
+            label_of[codes] = row_labels  # every row of one id holds the same label
+            return codes, labels[label_of]
         text = column if pa.types.is_string(column.type) else pc.cast(column, pa.string())
         if text.null_count:
             text = pc.fill_null(text, strings_of(["<NA>"])[0])

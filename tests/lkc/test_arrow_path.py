@@ -12,16 +12,23 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fedanon.algorithms.tds.api import anonymize_lkc, build_schema, resolve_params
 from fedanon.algorithms.tds.verified import verified_release
+from fedanon.models.lkc import cell_text_codes
 from fedanon.readers.table_io import read_table, write_table
 from fedanon.synth import generate_hospital, hospital_taxonomy_path
+from fedanon.tables import arrow_of, numbers_of, strings_of
 from fedanon.taxonomy.loader import load_taxonomy
+from fedanon.text import text_codes
 from tests.harness.cli import run_cli
 
 # Runs the CLI in a fresh interpreter, then says whether pandas was ever imported.
@@ -145,3 +152,39 @@ def test_the_command_releases_what_the_dataframe_api_releases(
     expected = tmp_path / f"api{suffix}"
     write_table(verified_release(release, schema, params).table, expected)
     assert out.read_bytes() == expected.read_bytes()
+
+
+@settings(deadline=None)
+@given(
+    labels=st.lists(st.sampled_from(["a", "b", "[1-2)", "", "é"]), min_size=1, max_size=6),
+    picks=st.lists(st.integers(0, 5), max_size=40),
+    chunks=st.integers(1, 3),
+)
+def test_a_dictionary_column_encodes_as_its_text(labels, picks, chunks):
+    """A release's QID (a dictionary column, labels possibly repeated or unused) gives the
+    codes and distinct texts its cells' text gives, to the report and to the checker."""
+    indices = np.array([p % len(labels) for p in picks], dtype=np.int32)
+    dictionary = strings_of(labels)
+    cut = np.array_split(indices, chunks)
+    column = pa.chunked_array(
+        [pa.DictionaryArray.from_arrays(arrow_of(part), dictionary) for part in cut]
+    )
+    text = pd.Series([labels[i] for i in indices], dtype=object)
+    for encode in (text_codes, cell_text_codes):
+        codes, distinct = encode(column)
+        want_codes, want_distinct = encode(text)
+        assert codes.tolist() == want_codes.tolist()
+        assert distinct.tolist() == want_distinct.tolist()
+
+
+@settings(deadline=None)
+@given(values=st.lists(st.integers(-5, 5), max_size=50), offset=st.integers(0, 5))
+def test_numbers_cross_between_arrow_and_numpy_unchanged(values, offset):
+    """The buffer crossings the command uses instead of pyarrow's conversions (which load
+    pandas): ints, floats, booleans, a sliced array (an offset into its buffer)."""
+    ints = np.array(values, dtype=np.int64)
+    for array in (ints, ints.astype(np.int32), ints.astype(np.float64), ints > 0):
+        arrow = arrow_of(array)
+        assert arrow.to_pylist() == array.tolist()
+        assert numbers_of(arrow).tolist() == array.tolist()
+        assert numbers_of(arrow.slice(offset)).tolist() == array[offset:].tolist()
