@@ -21,8 +21,8 @@ with the default search: the row named ``default``. ``infogain`` rows make
 job that optimizes class purity, not DM. The default search (``auto``) is best-of for the
 discernibility score under a budget (both candidate orders, the lower DR kept), greedy
 otherwise; ``/greedy`` names the one-order search. fedanon reads the extract with its own
-reader (the one ``fedanon anonymize`` uses: Arrow-backed text); ARX's reading is outside its
-timing too.
+reader (the one ``fedanon anonymize lkc`` uses: an Arrow table of text, ``read_arrow``);
+ARX's reading is outside its timing too.
 
     .venv/bin/python bench/bench_arx.py --reps 10 --warmup 10
     .venv/bin/python bench/bench_arx.py --rows 1000000 --reps 1 --warmup 1
@@ -46,20 +46,27 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from fedanon.algorithms.tds.api import anonymize_lkc, build_schema, resolve_params
 from fedanon.experiments import arx_adult
 from fedanon.readers.datadir import data_dir
-from fedanon.readers.table_io import read_table
+from fedanon.readers.table_io import read_arrow
+from fedanon.tables import Table
+from fedanon.text import factorize, text_codes
 
 QIDS = arx_adult.QIDS
 RESULT = re.compile(r"RESULT rep=(\d+) .*? anonymize_s=([0-9.]+) .*? suppressed=(\d+) ")
 
 
-def discernibility_ratio(release: pd.DataFrame) -> float:
-    """sum |E|^2 / n^2 over groups of identical QID strings."""
-    sizes = release.groupby(QIDS, observed=True, sort=False).size().to_numpy(dtype=float)
+def discernibility_ratio(release: Table) -> float:
+    """sum |E|^2 / n^2 over groups of identical QID strings (a DataFrame or an Arrow table)."""
+    key = np.zeros(len(release), dtype=np.int64)
+    for column in QIDS:
+        codes, distinct = text_codes(release[column])
+        key, _ = factorize(key * max(1, len(distinct)) + codes)
+    sizes = np.bincount(key).astype(float)
     return float((sizes * sizes).sum()) / float(len(release)) ** 2
 
 
@@ -108,7 +115,7 @@ def run_arx(
 
 
 def run_fedanon(
-    table: pd.DataFrame, k: int, supp: str, reps: int, score: str
+    table: Table, k: int, supp: str, reps: int, score: str
 ) -> tuple[float, float, float, int]:
     """fedanon's warm median seconds (wall, CPU of this process), DR of its release and its
     suppressed count.
@@ -175,7 +182,7 @@ def main() -> int:
         copies.iloc[: args.rows].to_csv(repeated / "arx_adult.csv", sep=";", index=False)
         (repeated / "arx_hierarchies").symlink_to(arx_adult.folder() / "arx_hierarchies")
         os.environ["FEDANON_DATA_DIR"] = keep.name  # both tools read the repeated extract
-    table = read_table(arx_adult.folder() / "arx_adult.csv")
+    table = read_arrow(arx_adult.folder() / "arx_adult.csv")
     print(f"{len(table):,} rows")
     print(f"medians of {args.reps} warm calls")
     print(
