@@ -46,9 +46,7 @@ _NUMPY_OF_ARROW = {"int8": np.int8, "int16": np.int16, "int32": np.int32, "int64
                    "uint8": np.uint8, "uint16": np.uint16, "uint32": np.uint32,
                    "uint64": np.uint64, "float": np.float32, "double": np.float64}  # fmt: skip
 _ARROW_OF_NUMPY = {
-    np.dtype(np.int32): pa.int32(),
-    np.dtype(np.int64): pa.int64(),
-    np.dtype(np.float64): pa.float64(),
+    np.dtype(dtype): pa.type_for_alias(name) for name, dtype in _NUMPY_OF_ARROW.items()
 }
 
 
@@ -72,8 +70,8 @@ def numbers_of(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
 
 
 def arrow_of(values: np.ndarray) -> pa.Array:
-    """A numpy array of int32, int64, float64 or bool values as an Arrow array (no copy but
-    for booleans, which Arrow packs into bits)."""
+    """A numpy array of integers, floats or booleans as an Arrow array (no copy but for
+    booleans, which Arrow packs into bits)."""
     if values.dtype == np.bool_:
         bits = np.packbits(values, bitorder="little")
         return pa.Array.from_buffers(pa.bool_(), values.size, [None, pa.py_buffer(bits)])

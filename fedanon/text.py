@@ -112,8 +112,7 @@ def text_codes(column: Column) -> tuple[np.ndarray, np.ndarray]:
 
     Columns whose distinct values could compare equal while printing differently (mixed Python
     objects such as 1 and 1.0, floats such as 0.0 and -0.0) take the cell-by-cell path. An
-    Arrow column without nulls (text, or a dictionary of text: a release's QIDs) is encoded by
-    Arrow itself.
+    Arrow column (text, or a dictionary of text: a release's QIDs) is encoded by Arrow itself.
     """
     if is_arrow(column):
         return _arrow_text_codes(column)
@@ -142,8 +141,8 @@ def _arrow_text_codes(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, n
     if pa.types.is_dictionary(column.type) and column.null_count == 0:
         array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
         label_codes, labels = _arrow_text_codes(array.dictionary)
-        codes, first = factorize(label_codes[numbers_of(array.indices)])
-        return codes, labels[first]
+        codes, label_of = factorize(label_codes[numbers_of(array.indices)])
+        return codes, labels[label_of]
     text = _arrow_text(column)
     if text.null_count:
         text = pc.fill_null(text, strings_of(["<NA>"])[0])
