@@ -371,9 +371,12 @@ def _arrow_release(table: pa.Table, coded: dict[str, tuple[np.ndarray, np.ndarra
     for name, column in zip(table.column_names, table.columns, strict=True):
         if name in coded:
             codes, labels = coded[name]
-            column = pa.DictionaryArray.from_arrays(
-                arrow_of(codes.astype(np.int32)), strings_of(labels.tolist())
+            width = (
+                np.int8 if len(labels) < 1 << 7 else np.int16 if len(labels) < 1 << 15 else np.int32
             )
+            column = pa.DictionaryArray.from_arrays(
+                arrow_of(codes.astype(width)), strings_of(labels.tolist())
+            )  # the narrowest codes, as a Categorical keeps them
         columns.append(column)
     return pa.Table.from_arrays(columns, names=table.column_names)
 
