@@ -354,7 +354,12 @@ class LocalParty:
         coded = {}
         for a, tax in enumerate(self.schema.taxonomies):
             label_codes, labels = factorize(np.asarray(tax.labels, dtype=object))
-            coded[tax.attribute] = (label_codes[keys[:, a]], labels)
+            # the narrowest codes, as a Categorical keeps them, and never a full-length int64
+            # column per QID at once (13 of them at 10M rows are a gigabyte)
+            width = (
+                np.int8 if len(labels) < 1 << 7 else np.int16 if len(labels) < 1 << 15 else np.int32
+            )
+            coded[tax.attribute] = (label_codes.astype(width)[keys[:, a]], labels)
         if isinstance(table, pa.Table):
             return _arrow_release(table, coded)
         import pandas as pd  # the caller's table is a DataFrame: pandas is loaded
@@ -371,12 +376,7 @@ def _arrow_release(table: pa.Table, coded: dict[str, tuple[np.ndarray, np.ndarra
     for name, column in zip(table.column_names, table.columns, strict=True):
         if name in coded:
             codes, labels = coded[name]
-            width = (
-                np.int8 if len(labels) < 1 << 7 else np.int16 if len(labels) < 1 << 15 else np.int32
-            )
-            column = pa.DictionaryArray.from_arrays(
-                arrow_of(codes.astype(width)), strings_of(labels.tolist())
-            )  # the narrowest codes, as a Categorical keeps them
+            column = pa.DictionaryArray.from_arrays(arrow_of(codes), strings_of(labels.tolist()))
         columns.append(column)
     return pa.Table.from_arrays(columns, names=table.column_names)
 
