@@ -253,6 +253,28 @@ def _cell(column: Any, row: int) -> str:
     return str(column.iat[row])
 
 
+def _arrow_cell_text_codes(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """`cell_text_codes` of an Arrow column: text, or a dictionary of text (a release's QID)."""
+    if pa.types.is_dictionary(column.type) and column.null_count == 0:
+        # a release's QID: its labels as text once, each row its label's code, renumbered
+        # in order of first occurrence
+        array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+        label_codes, labels = cell_text_codes(array.dictionary)
+        row_labels = label_codes[numbers_of(array.indices)]
+        codes = _dense_ids(row_labels)
+        label_of = np.zeros(codes.max(initial=-1) + 1, dtype=np.int64)
+        label_of[codes] = row_labels  # every row of one id holds the same label
+        return codes, labels[label_of]
+    text = column if pa.types.is_string(column.type) else pc.cast(column, pa.string())
+    if text.null_count:
+        text = pc.fill_null(text, strings_of(["<NA>"])[0])
+    encoded = pc.dictionary_encode(text)
+    if isinstance(encoded, pa.ChunkedArray):
+        encoded = encoded.combine_chunks()
+    codes = numbers_of(encoded.indices).astype(np.int64)
+    return codes, np.asarray(encoded.dictionary.to_pylist(), dtype=object)
+
+
 def cell_text_codes(column: Any) -> tuple[np.ndarray, np.ndarray]:
     """The codes and distinct strings of ``pd.factorize(column.astype(str))`` (codes in order
     of first occurrence), each distinct value turned into text once rather than each cell.
@@ -264,24 +286,7 @@ def cell_text_codes(column: Any) -> tuple[np.ndarray, np.ndarray]:
     and dictionary columns for the QIDs) is read as the text it holds, one hashing pass.
     """
     if isinstance(column, pa.ChunkedArray | pa.Array):
-        if pa.types.is_dictionary(column.type) and column.null_count == 0:
-            # a release's QID: its labels as text once, each row its label's code, renumbered
-            # in order of first occurrence
-            array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-            label_codes, labels = cell_text_codes(array.dictionary)
-            row_labels = label_codes[numbers_of(array.indices)]
-            codes = _dense_ids(row_labels)
-            label_of = np.zeros(codes.max(initial=-1) + 1, dtype=np.int64)
-            label_of[codes] = row_labels  # every row of one id holds the same label
-            return codes, labels[label_of]
-        text = column if pa.types.is_string(column.type) else pc.cast(column, pa.string())
-        if text.null_count:
-            text = pc.fill_null(text, strings_of(["<NA>"])[0])
-        encoded = pc.dictionary_encode(text)
-        if isinstance(encoded, pa.ChunkedArray):
-            encoded = encoded.combine_chunks()
-        codes = numbers_of(encoded.indices).astype(np.int64)
-        return codes, np.asarray(encoded.dictionary.to_pylist(), dtype=object)
+        return _arrow_cell_text_codes(column)
     import pandas as pd  # a Series: its caller has loaded pandas
 
     text_dtype = pd.api.types.is_string_dtype(column.dtype) and not pd.api.types.is_object_dtype(
