@@ -26,11 +26,10 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-import pandas as pd
-
 from fedanon.atomic import SYMLINK_REFUSED
 from fedanon.errors import FedanonError
 from fedanon.readers.table_io import write_table_to
+from fedanon.tables import Table
 
 PathLike = str | os.PathLike[str]
 
@@ -181,7 +180,7 @@ class StagedWrites:
                 raise FedanonError(f"{what} {target}: cannot write ({exc.strerror})") from None
         return self._temps[target]
 
-    def table(self, target: PathLike, table: pd.DataFrame, delimiter: str | None = None) -> None:
+    def table(self, target: PathLike, table: Table, delimiter: str | None = None) -> None:
         """Stage a table (CSV, TSV or Parquet by `target`'s suffix; CSV with `delimiter`)."""
         write_table_to(table, self.path(target), Path(target), delimiter)
 

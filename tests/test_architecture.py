@@ -397,6 +397,7 @@ CORE_LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "fedanon.logs",
             "fedanon.shares",
             "fedanon.synth",
+            "fedanon.tables",
             "fedanon.text",
             "fedanon.tomlconfig",
         ),

@@ -72,10 +72,11 @@ def add_anonymize_lkc(methods: argparse._SubParsersAction) -> None:
     lkc.add_argument("--quiet", action="store_true", help="no progress display")
     lkc.add_argument(
         "--search",
-        choices=("greedy", "best-of"),
-        default="greedy",
-        help="greedy (default) or, with --suppress and --score discernibility, best-of: one "
-        "run per candidate order, keeping the lowest discernibility ratio (centralized only)",
+        choices=("auto", "greedy", "best-of"),
+        default="auto",
+        help="greedy, or, with --suppress and --score discernibility, best-of: one run per "
+        "candidate order, keeping the lowest discernibility ratio (centralized only); auto "
+        "(default): best-of where it applies, else greedy",
     )
     add_report_options(lkc)
     lkc.set_defaults(handler=run_lkc)
@@ -90,12 +91,7 @@ def run_lkc(args: argparse.Namespace) -> int:
     )
     from fedanon.algorithms.tds.verified import verified_release
     from fedanon.outputs import CommandOutputs
-    from fedanon.readers.table_io import (
-        check_output_format,
-        input_delimiter,
-        read_table,
-        writes_text_as_is,
-    )
+    from fedanon.readers.table_io import check_output_format, input_delimiter, read_arrow
     from fedanon.report.build import record_release_file
     from fedanon.taxonomy.loader import load_taxonomy
 
@@ -104,9 +100,9 @@ def run_lkc(args: argparse.Namespace) -> int:
     outputs.claim("--report", args.report)
     outputs.claim("--html", args.html)
     check_output_format(args.out)
-    table = read_table(args.data, args.delimiter)
+    table = read_arrow(args.data, args.delimiter)  # Arrow to the end: pandas never loads
     out_delimiter = args.out_delimiter or input_delimiter(args.data, args.delimiter)
-    taxonomy = load_taxonomy(args.taxonomy, data_columns=list(table.columns))
+    taxonomy = load_taxonomy(args.taxonomy, data_columns=table.column_names)
     drop = split_list(args.drop)
     sensitive = parse_sensitive(args.sensitive) if args.sensitive else None
     schema = build_schema(
@@ -134,8 +130,8 @@ def run_lkc(args: argparse.Namespace) -> int:
             suppressed_mode=args.suppressed,
             search=args.search,
         )
-    # privacy_check; the engine's codes stay for the report and a text writer (same bytes)
-    release = verified_release(release, schema, params, text=not writes_text_as_is(args.out))
+    # privacy_check; the engine's codes stay for the report and the writer
+    release = verified_release(release, schema, params)
     report = {**release.report, "input": str(args.data), "output": str(args.out)}
     steward = lkc_release_report(
         args,

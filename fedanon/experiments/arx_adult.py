@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from fedanon.readers.datadir import data_dir, have_data
+from fedanon.tables import Table, column_names
 from fedanon.taxonomy.files import TaxonomyFile
 from fedanon.taxonomy.loader import load_taxonomy
 
@@ -40,6 +41,7 @@ def read_extract() -> pd.DataFrame:
     return pd.read_csv(folder() / "arx_adult.csv", sep=";", dtype=str)
 
 
-def load_hierarchies(table: pd.DataFrame) -> TaxonomyFile:
-    """ARX's hierarchies as a taxonomy file matched against `table`'s columns."""
-    return load_taxonomy(folder() / "arx_hierarchies", data_columns=list(table.columns))
+def load_hierarchies(table: Table) -> TaxonomyFile:
+    """ARX's hierarchies as a taxonomy file matched against `table`'s columns (a DataFrame or
+    an Arrow table)."""
+    return load_taxonomy(folder() / "arx_hierarchies", data_columns=column_names(table))

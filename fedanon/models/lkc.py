@@ -37,10 +37,12 @@ from math import comb
 from typing import Any
 
 import numpy as np
-import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from fedanon.errors import FedanonError, MissingColumnError
 from fedanon.shares import exact_share
+from fedanon.tables import Table, arrow_of, column_names, keep_rows, numbers_of, strings_of
 
 
 @dataclass(frozen=True)
@@ -159,7 +161,7 @@ def parse_confidence(value: Fraction | str | int) -> Fraction:
 
 
 def _validate(
-    df: pd.DataFrame, qids: Sequence[str], sensitive: Mapping[str, Sequence[str]], L: int, K: int
+    df: Table, qids: Sequence[str], sensitive: Mapping[str, Sequence[str]], L: int, K: int
 ) -> None:
     """Reject inputs for which "LKC holds" would be meaningless or vacuous."""
     if isinstance(L, bool) or not isinstance(L, int | np.integer) or L < 1:
@@ -171,7 +173,8 @@ def _validate(
     duplicates = sorted({q for q in qids if list(qids).count(q) > 1})
     if duplicates:
         raise FedanonError(f"QID column listed twice: {', '.join(duplicates)}")
-    missing = [c for c in [*qids, *sensitive] if c not in df.columns]
+    names = column_names(df)
+    missing = [c for c in [*qids, *sensitive] if c not in names]
     if missing:
         raise MissingColumnError(f"column not in the table: {', '.join(dict.fromkeys(missing))}")
     if len(df) == 0:
@@ -229,7 +232,7 @@ def _distinct_rows(
     combination's first row."""
     combination = codes[0]
     for code, card in zip(codes[1:], cards[1:], strict=True):
-        combination = pd.factorize(combination * card + code)[0].astype(np.int64)
+        combination = _dense_ids(combination * card + code)
     # Ids in order of first occurrence: a row holds a new id exactly where the running maximum
     # grows.
     running = np.maximum.accumulate(combination)
@@ -237,15 +240,55 @@ def _distinct_rows(
     return combination, first
 
 
-def cell_text_codes(column: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+def _dense_ids(key: np.ndarray) -> np.ndarray:
+    """Dense int64 ids of `key`'s values in order of first occurrence (``pd.factorize``), by
+    Arrow's hashing: the checker's own copy, not the engine's."""
+    return numbers_of(pc.dictionary_encode(arrow_of(key)).indices).astype(np.int64)
+
+
+def _cell(column: Any, row: int) -> str:
+    """One cell's text (a violation names its group by these)."""
+    if isinstance(column, pa.ChunkedArray | pa.Array):
+        return str(column[row].as_py())
+    return str(column.iat[row])
+
+
+def _arrow_cell_text_codes(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """`cell_text_codes` of an Arrow column: text, or a dictionary of text (a release's QID)."""
+    if pa.types.is_dictionary(column.type) and column.null_count == 0:
+        # a release's QID: its labels as text once, each row its label's code, renumbered
+        # in order of first occurrence
+        array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+        label_codes, labels = cell_text_codes(array.dictionary)
+        row_labels = label_codes[numbers_of(array.indices)]
+        codes = _dense_ids(row_labels)
+        label_of = np.zeros(codes.max(initial=-1) + 1, dtype=np.int64)
+        label_of[codes] = row_labels  # every row of one id holds the same label
+        return codes, labels[label_of]
+    text = column if pa.types.is_string(column.type) else pc.cast(column, pa.string())
+    if text.null_count:
+        text = pc.fill_null(text, strings_of(["<NA>"])[0])
+    encoded = pc.dictionary_encode(text)
+    if isinstance(encoded, pa.ChunkedArray):
+        encoded = encoded.combine_chunks()
+    codes = numbers_of(encoded.indices).astype(np.int64)
+    return codes, np.asarray(encoded.dictionary.to_pylist(), dtype=object)
+
+
+def cell_text_codes(column: Any) -> tuple[np.ndarray, np.ndarray]:
     """The codes and distinct strings of ``pd.factorize(column.astype(str))`` (codes in order
     of first occurrence), each distinct value turned into text once rather than each cell.
 
     The checker's own copy of this step (not the engine's helpers), so a fault in the engine's
     encoding cannot hide itself here. Columns of strings (Python or Arrow, without missing
     cells) or categories are encoded directly; anything else (numbers, mixed objects, whose
-    distinct values may print alike) cell by cell.
+    distinct values may print alike) cell by cell. An Arrow column (the CLI's release: text,
+    and dictionary columns for the QIDs) is read as the text it holds, one hashing pass.
     """
+    if isinstance(column, pa.ChunkedArray | pa.Array):
+        return _arrow_cell_text_codes(column)
+    import pandas as pd  # a Series: its caller has loaded pandas
+
     text_dtype = pd.api.types.is_string_dtype(column.dtype) and not pd.api.types.is_object_dtype(
         column.dtype
     )
@@ -333,8 +376,7 @@ def _scan_by_level(
             )
             span = parent_cards[parent_of[rows]] * cards_arr[last[rows]]  # keys < span per row
             offsets = np.concatenate(([0], np.cumsum(span)[:-1]))
-            flat, _ = pd.factorize((keys + offsets[:, None]).ravel())
-            ids = flat.astype(np.int64).reshape(keys.shape)
+            ids = _dense_ids((keys + offsets[:, None]).ravel()).reshape(keys.shape)
             ends = ids.max(axis=1) + 1  # each row's groups are one contiguous range of ids
             starts = np.concatenate(([0], ends[:-1]))
             counts = ends - starts
@@ -373,7 +415,7 @@ def _scan_by_level(
 
 
 def check_lkc(
-    df: pd.DataFrame,
+    df: Table,
     qids: Sequence[str],
     sensitive: Mapping[str, Sequence[str]],
     L: int,
@@ -414,7 +456,7 @@ def check_lkc(
             hit &= (q_text == str(suppressed[q]))[q_codes]
         if 0 < hit.sum() <= max_suppressed and not hit.all():
             exempt = int(hit.sum())
-            df, positions = df[~hit], np.flatnonzero(~hit)
+            df, positions = keep_rows(df, ~hit), np.flatnonzero(~hit)
     qids = list(qids)
     depth = min(int(L), len(qids))
     s_values = [(col, str(v)) for col, values in sensitive.items() for v in dict.fromkeys(values)]
@@ -471,7 +513,7 @@ def check_lkc(
 
     def describe(subset: tuple[int, ...], ids: np.ndarray, group: int) -> tuple[tuple, int]:
         row = int(first[np.argmax(ids == group)])  # the group's first row
-        return tuple(str(df[qids[i]].iat[row]) for i in subset), int(positions[row])
+        return tuple(_cell(df[qids[i]], row) for i in subset), int(positions[row])
 
     for subset in _subsets(len(qids), depth):
         last = subset[-1]
@@ -479,8 +521,7 @@ def check_lkc(
             key = codes[last]
         else:
             key = ids_at[len(subset) - 1] * cards[last] + codes[last]
-        ids, _ = pd.factorize(key)
-        ids = ids.astype(np.int64)
+        ids = _dense_ids(key)
         ids_at[len(subset)] = ids
         sizes = _weighted_counts(ids, weights)
         names = tuple(qids[i] for i in subset)

@@ -10,13 +10,17 @@ from __future__ import annotations
 import csv
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pa_csv
 
 from fedanon.atomic import atomic_path
 from fedanon.errors import FedanonError, MissingColumnError
+from fedanon.tables import Table, column_names
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 PARQUET_SUFFIXES = {".parquet", ".pq"}
 TAB_SUFFIXES = {".tsv", ".tab"}
@@ -72,13 +76,6 @@ def check_output_format(path: str | os.PathLike[str]) -> None:
         raise FedanonError(f"{path}: unknown output format ({named}); supported: {supported}")
 
 
-def writes_text_as_is(path: str | os.PathLike[str]) -> bool:
-    """True when a table written to `path` holds only its cells' text (CSV/TSV), so a
-    Categorical column and the same column as strings give the same file; Parquet also records
-    each column's pandas type."""
-    return Path(path).suffix.lower() not in PARQUET_SUFFIXES
-
-
 def _header(path: Path, delimiter: str) -> list[str]:
     with path.open(newline="", encoding="utf-8-sig") as handle:
         row = next(csv.reader(handle, delimiter=delimiter), None)
@@ -93,6 +90,14 @@ def read_table(path: str | os.PathLike[str], delimiter: str | None = None) -> pd
     Without `delimiter`, a text file's delimiter is the one its header uses
     (:func:`input_delimiter`).
     """
+    import pandas as pd
+
+    return read_arrow(path, delimiter).to_pandas(types_mapper=pd.ArrowDtype)
+
+
+def read_arrow(path: str | os.PathLike[str], delimiter: str | None = None) -> pa.Table:
+    """:func:`read_table`'s table before pandas: an Arrow table of text columns (what
+    `fedanon anonymize lkc` works on from reading to writing)."""
     path = Path(path)
     if not path.exists():
         raise FedanonError(f"{path}: file not found")
@@ -102,7 +107,7 @@ def read_table(path: str | os.PathLike[str], delimiter: str | None = None) -> pd
         if path.suffix.lower() in PARQUET_SUFFIXES:
             import pyarrow.parquet as pq  # only for Parquet: CSV runs skip its import
 
-            table = pq.read_table(path)
+            table = pq.ParquetFile(path).read()  # read_table's dataset layer loads pandas
             table = table.cast(pa.schema([(n, pa.string()) for n in table.column_names]))
         else:
             sep = input_delimiter(path, delimiter)
@@ -119,12 +124,12 @@ def read_table(path: str | os.PathLike[str], delimiter: str | None = None) -> pd
             )
     except (pa.ArrowInvalid, OSError, UnicodeDecodeError) as exc:
         raise FedanonError(f"{path}: cannot read table ({str(exc).splitlines()[0]})") from exc
-    return table.to_pandas(types_mapper=pd.ArrowDtype)
+    return table
 
 
-def delimiter_hint(table: pd.DataFrame) -> str:
+def delimiter_hint(table: Table) -> str:
     """A hint for 'missing column' errors when the whole header landed in one column."""
-    return header_hint(list(table.columns))
+    return header_hint(column_names(table))
 
 
 def header_hint(columns: list[str]) -> str:
@@ -157,17 +162,22 @@ def write_table(
         write_table_to(table, tmp, Path(path), delimiter)
 
 
-def write_table_to(
-    table: pd.DataFrame, path: Path, like: Path, delimiter: str | None = None
-) -> None:
+def write_table_to(table: Table, path: Path, like: Path, delimiter: str | None = None) -> None:
     """Write `table` to `path` in the format `like`'s suffix names (for staged temporaries).
 
     `delimiter` applies to ``.csv``/``.txt`` outputs (commands pass the input's, so a
     ``;``-separated table comes back ``;``-separated); ``.tsv``/``.tab`` are always tab.
+    `table` is a DataFrame or an Arrow table; a text file holds only the cells' text, so an
+    Arrow table is written as it is (a dictionary column as its labels).
     """
     check_output_format(like)
-    arrow = pa.Table.from_pandas(table, preserve_index=False)
-    if like.suffix.lower() in PARQUET_SUFFIXES:
+    parquet = like.suffix.lower() in PARQUET_SUFFIXES
+    if isinstance(table, pa.Table) and parquet:
+        table = _as_frame(table)  # a Parquet file records the pandas types it came from
+    arrow = (
+        table if isinstance(table, pa.Table) else pa.Table.from_pandas(table, preserve_index=False)
+    )
+    if parquet:
         import pyarrow.parquet as pq
 
         pq.write_table(arrow, path)
@@ -175,6 +185,24 @@ def write_table_to(
         _write_csv(arrow, path, "\t")
     else:
         _write_csv(arrow, path, _named_delimiter(delimiter) if delimiter else ",")
+
+
+def _as_frame(table: pa.Table) -> pd.DataFrame:
+    """The DataFrame an Arrow table stands for: text columns as Arrow-backed text (what
+    :func:`read_table` gives), dictionary columns as Python strings (what
+    :func:`fedanon.text.plain_text` makes of a release's Categoricals), so a Parquet file
+    written from either holds the same schema and pandas metadata."""
+    import numpy as np
+    import pandas as pd
+
+    columns: dict[str, pd.Series] = {}
+    for name, column in zip(table.column_names, table.columns, strict=True):
+        if pa.types.is_dictionary(column.type):
+            text = column.cast(pa.string()).to_numpy(zero_copy_only=False)
+            columns[name] = pd.Series(np.asarray(text, dtype=object), name=name)
+        else:
+            columns[name] = pd.Series(pd.arrays.ArrowExtensionArray(column), name=name)
+    return pd.DataFrame(columns)
 
 
 def _write_csv(arrow: pa.Table, path: Path, sep: str) -> None:

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from fedanon import __version__
 from fedanon.report.loss import AttributeLoss, overall_ncp, release_loss
@@ -30,6 +29,7 @@ from fedanon.report.risk import (
     size_distribution,
 )
 from fedanon.report.verdict import assess
+from fedanon.tables import Table, column_names
 from fedanon.taxonomy.tree import Taxonomy
 from fedanon.text import distinct_text_count, text_codes
 
@@ -67,7 +67,7 @@ def sha256_of(path: str | os.PathLike[str]) -> str | None:
 
 
 def build_release_report(
-    release: pd.DataFrame,
+    release: Table,
     job: JobDescription,
     qids: Sequence[str],
     sensitive: Sequence[tuple[str, str]],
@@ -76,7 +76,7 @@ def build_release_report(
     check: dict[str, Any] | None,
     risk_threshold: float = DEFAULT_RISK_THRESHOLD,
     losses: Sequence[AttributeLoss] | None = None,
-    original: pd.DataFrame | None = None,
+    original: Table | None = None,
     release_file: str | os.PathLike[str] | None = None,
 ) -> dict[str, Any]:
     """The report's JSON object (validated by the packaged JSON Schema in the tests).
@@ -100,6 +100,7 @@ def build_release_report(
     losses = list(losses)
     by_name = {x.attribute: x for x in losses}
     n = len(release)
+    input_columns = set(column_names(original)) if original is not None else set()
     return {
         "schema": SCHEMA_ID,
         "job": {
@@ -138,7 +139,7 @@ def build_release_report(
                 "ncp": by_name[q].ncp if q in by_name else None,
                 "suppressed_share": by_name[q].suppressed_share if q in by_name else None,
                 "input_distinct": distinct_text_count(original[q])
-                if original is not None and q in original.columns
+                if original is not None and q in input_columns
                 else None,
                 "release_distinct": release_distinct[q],
             }

@@ -19,13 +19,17 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from fedanon.errors import FedanonError
+from fedanon.tables import Table
 from fedanon.taxonomy.tree import Taxonomy
-from fedanon.text import text_codes
+from fedanon.text import Column, text_codes
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 _INTERVAL = re.compile(r"^[\[(]\s*(-?[0-9.eE+]+)\s*[-,]\s*(-?[0-9.eE+]+)\s*[\])]$")
 
@@ -83,7 +87,7 @@ def _cell_penalty_numeric(tax: Taxonomy, value: str) -> float:
 
 
 def attribute_loss(
-    column: pd.Series, tax: Taxonomy, coded: tuple[np.ndarray, np.ndarray] | None = None
+    column: Column, tax: Taxonomy, coded: tuple[np.ndarray, np.ndarray] | None = None
 ) -> AttributeLoss:
     """NCP of one released QID column: each distinct value is priced once, then weighted.
 
@@ -98,7 +102,7 @@ def attribute_loss(
 
 
 def release_loss(
-    release: pd.DataFrame,
+    release: Table,
     taxonomies: list[Taxonomy],
     coded: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None,
 ) -> list[AttributeLoss]:
@@ -119,6 +123,8 @@ def suppression_loss(release: pd.Series, raw: pd.Series, marker: str) -> Attribu
     The interval width is priced against the raw column's range (when the raw column is
     numeric); the suppressed share is the share of released cells equal to the marker.
     """
+    import pandas as pd  # the caller's columns are Series: pandas is loaded
+
     numbers = pd.to_numeric(raw.astype(str), errors="coerce")
     span = float(numbers.max() - numbers.min()) if numbers.notna().all() else float("nan")
     counts = release.astype(str).value_counts(sort=False)

@@ -20,18 +20,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
-from fedanon.text import text_codes
+from fedanon.tables import Table
+from fedanon.text import factorize, text_codes
 
 # Column -> (codes, distinct strings) of its cells as text (fedanon.text.text_codes): a report
 # encodes each column once and every figure reads the codes.
 Coded = Mapping[str, tuple[np.ndarray, np.ndarray]]
 
 
-def coded_column(
-    release: pd.DataFrame, column: str, coded: Coded | None
-) -> tuple[np.ndarray, np.ndarray]:
+def coded_column(release: Table, column: str, coded: Coded | None) -> tuple[np.ndarray, np.ndarray]:
     """The column's text codes from `coded` when there, else encoded now."""
     if coded is not None and column in coded:
         return coded[column]
@@ -60,15 +58,12 @@ class Classes:
     sizes: np.ndarray
 
 
-def equivalence_classes(
-    release: pd.DataFrame, qids: Sequence[str], coded: Coded | None = None
-) -> Classes:
+def equivalence_classes(release: Table, qids: Sequence[str], coded: Coded | None = None) -> Classes:
     """Group the records by their released QID strings (vectorized factorization)."""
     key = np.zeros(len(release), dtype=np.int64)
     for column in qids:
         codes, uniques = coded_column(release, column, coded)
-        key, _ = pd.factorize(key * max(1, len(uniques)) + codes)
-        key = key.astype(np.int64)
+        key, _ = factorize(key * max(1, len(uniques)) + codes)
     return Classes(key, np.bincount(key) if len(key) else np.zeros(0, dtype=np.int64))
 
 
@@ -103,7 +98,7 @@ def size_distribution(classes: Classes) -> list[dict[str, int | None]]:
 
 
 def max_confidence(
-    release: pd.DataFrame,
+    release: Table,
     classes: Classes,
     sensitive: Sequence[tuple[str, str]],
     coded: Coded | None = None,
@@ -130,7 +125,7 @@ def max_confidence(
 
 
 def class_purity_error(
-    release: pd.DataFrame, classes: Classes, class_column: str, coded: Coded | None = None
+    release: Table, classes: Classes, class_column: str, coded: Coded | None = None
 ) -> float:
     """Iyengar's classification metric: share of records not of their class's majority label.
 

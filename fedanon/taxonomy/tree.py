@@ -16,13 +16,16 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Literal, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 import numpy as np
-import pandas as pd
 
 from fedanon.errors import FedanonError
-from fedanon.text import as_numbers, as_text, lookup_codes
+from fedanon.tables import strings_of
+from fedanon.text import Column, as_numbers, distinct_text, factorize_column, lookup_codes, text_at
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 Kind = Literal["categorical", "numeric"]
 T = TypeVar("T")
@@ -140,13 +143,19 @@ class Taxonomy:
         The engine grows it with :meth:`split` (binary splits chosen by information gain).
         Non-numbers (including missing values) are input errors naming the first bad row.
         """
-        raw = pd.Series(values).reset_index(drop=True)
-        numbers = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
+        raw: np.ndarray | pd.Series
+        if isinstance(values, np.ndarray) and values.dtype.kind == "f":
+            raw, numbers = values, values  # numbers already (the LKC schema parses them)
+        else:
+            import pandas as pd
+
+            raw = pd.Series(values).reset_index(drop=True)
+            numbers = np.asarray(pd.to_numeric(raw, errors="coerce"), dtype=float)
         bad = np.flatnonzero(~np.isfinite(numbers))
         if bad.size:
             row = int(bad[0])
             raise FedanonError(
-                f"column '{attribute}': value '{raw.iloc[row]}' (first at row {row + 1}) "
+                f"column '{attribute}': value '{raw[row]}' (first at row {row + 1}) "
                 "is not a finite number"
             )
         distinct = np.unique(numbers)
@@ -291,7 +300,7 @@ class Taxonomy:
         return left, right
 
     # ----------------------------------------------------------------- encoding
-    def encode(self, column: pd.Series) -> np.ndarray:
+    def encode(self, column: Column) -> np.ndarray:
         """Map raw values to atom indices; unknown or out-of-range values are input errors."""
         if self.kind == "categorical":
             return self._encode_categorical(column)
@@ -301,41 +310,42 @@ class Taxonomy:
         """Match data values to leaves by numeric value (``39.0`` -> leaf ``39``), as ARX does
         for an integer or decimal attribute. Only when every leaf is a distinct finite number;
         returns whether the tree now matches that way."""
-        numbers, bad = as_numbers(pd.Series(self.atom_labels, dtype=object))
+        if not all(any(c.isdigit() for c in label) for label in self.atom_labels):
+            return False  # a leaf without a digit is no finite number to any parser
+        numbers, bad = as_numbers(strings_of(self.atom_labels))
         if bad is not None or not np.isfinite(numbers).all() or len(set(numbers)) < len(numbers):
             return False
         self.numeric_leaves = True
         self._leaf_numbers = dict(zip(numbers.tolist(), range(len(numbers)), strict=True))
         return True
 
-    def _encode_categorical(self, column: pd.Series) -> np.ndarray:
+    def _encode_categorical(self, column: Column) -> np.ndarray:
         lookup = self._atom_index
         if self.numeric_leaves:
-            distinct = pd.Series(pd.unique(as_text(column)), dtype=object)
-            unknown = distinct[~distinct.isin(list(self._atom_index))]
-            numbers, _ = as_numbers(unknown)
+            unknown = [text for text in distinct_text(column) if text not in self._atom_index]
+            numbers, _ = as_numbers(strings_of(unknown))
             lookup = {
                 **lookup,
                 **{
                     text: self._leaf_numbers[x]
-                    for text, x in zip(unknown.tolist(), numbers.tolist(), strict=True)
+                    for text, x in zip(unknown, numbers.tolist(), strict=True)
                     if x in self._leaf_numbers
                 },
             }
         atoms, row = lookup_codes(column, lookup)
         if row is not None:
             raise FedanonError(
-                f"column '{self.attribute}': value '{as_text(column).iloc[row]}' (first at row "
+                f"column '{self.attribute}': value '{text_at(column, row)}' (first at row "
                 f"{row + 1}) is not a leaf of its taxonomy"
             )
         return atoms.astype(np.int32)
 
-    def _encode_numeric(self, column: pd.Series) -> np.ndarray:
+    def _encode_numeric(self, column: Column) -> np.ndarray:
         """Atoms of a numerical column. Each distinct value is converted and placed once (a
         column of a million ages has under a hundred): one hash pass over the rows, instead of
         a parse, a binary search and the bounds tests per row."""
-        codes, uniques = pd.factorize(column)  # code -1: a missing value (not a number)
-        x, _ = as_numbers(pd.Series(uniques))
+        codes, uniques = factorize_column(column)  # code -1: a missing value (not a number)
+        x, _ = as_numbers(uniques)
         atoms, inside = self._atoms_of_numbers(x)
         # One more entry for code -1, so that every row indexes the per-value arrays.
         number, fits = np.append(~np.isnan(x), False), np.append(inside, False)
@@ -348,7 +358,7 @@ class Taxonomy:
                 else f"lies outside every leaf interval of its taxonomy (root {self.labels[0]})"
             )
             raise FedanonError(
-                f"column '{self.attribute}': value '{column.iloc[row]}' (first at row "
+                f"column '{self.attribute}': value '{text_at(column, row)}' (first at row "
                 f"{row + 1}) {problem}"
             )
         return atoms.astype(np.int32)[codes]

@@ -123,6 +123,7 @@ def centralized(dataset: Dataset, spec: LKCJobSpec) -> Centralized:
         spec.drop,
         suppress=spec.suppress,
         suppressed_mode=spec.suppressed_mode,
+        search="greedy",  # what a federation runs (best-of needs a second pass)
     )
     return Centralized(release.table, release.report)
 

@@ -1,6 +1,8 @@
 """Python API of centralized LKC anonymization: DataFrame in, DataFrame and report out.
 
-Mirrors ``fedanon anonymize lkc``; notebooks and the CLI both call :func:`anonymize_lkc`.
+Mirrors ``fedanon anonymize lkc``; notebooks and the CLI both call :func:`anonymize_lkc`. The
+CLI hands in the Arrow table it read and gets an Arrow table back (QIDs as dictionary columns
+over the cut labels), so that a whole run never imports pandas (fedanon.tables).
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from fedanon.algorithms.tds.engine import ORDERS, LKCEngine, LKCResult, StepInfo
 from fedanon.algorithms.tds.local_party import LocalParty
@@ -22,12 +23,13 @@ from fedanon.allocator import release_freed_memory
 from fedanon.errors import FedanonError
 from fedanon.readers.table_io import delimiter_hint
 from fedanon.schema import LKCParams, Schema, parse_confidence_bound
+from fedanon.tables import Table, column_names, drop_columns
 from fedanon.taxonomy.files import SensitiveValue, TaxonomyFile
 from fedanon.taxonomy.tree import Taxonomy
-from fedanon.text import as_numbers, as_text
+from fedanon.text import as_numbers, distinct_text, text_at
 
 PRESETS = ("lkc", "k-anonymity", "confidence-bounding", "alpha-k")
-SEARCHES = ("greedy", "best-of")
+SEARCHES = ("auto", "greedy", "best-of")
 
 
 def resolve_params(
@@ -88,7 +90,7 @@ def parse_sensitive(specs: Sequence[str]) -> list[SensitiveValue]:
 
 def build_schema(
     taxonomy: TaxonomyFile,
-    table: pd.DataFrame,
+    table: Table,
     qids: Sequence[str] | None = None,
     sensitive: Sequence[SensitiveValue] | None = None,
     class_column: str | None = None,
@@ -105,8 +107,9 @@ def build_schema(
         raise FedanonError(f"{taxonomy.source}: no QIDs given (--qid) and the file lists none")
     if len(set(names)) != len(names):
         raise FedanonError("a QID is listed twice")
+    columns = column_names(table)
     for column in names:
-        if column not in table.columns:
+        if column not in columns:
             raise FedanonError(f"the table has no QID column '{column}'{delimiter_hint(table)}")
     trees: list[Taxonomy] = []
     for column in names:
@@ -117,23 +120,23 @@ def build_schema(
         else:
             raise FedanonError(f"{taxonomy.source}: QID '{column}' has no taxonomy")
     for s in sens:
-        if s.column not in table.columns:
+        if s.column not in columns:
             raise FedanonError(f"the table has no sensitive column '{s.column}'")
         if s.column in names:
             raise FedanonError(f"sensitive column '{s.column}' cannot also be a QID")
     values: list[str] = []
     if cls is not None:
-        if cls not in table.columns:
+        if cls not in columns:
             raise FedanonError(f"the table has no class column '{cls}'")
-        values = list(taxonomy.class_values or sorted(as_text(table[cls]).unique()))
+        values = list(taxonomy.class_values or sorted(distinct_text(table[cls])))
     return Schema(trees, sens, cls, values)
 
 
-def _numbers(table: pd.DataFrame, column: str) -> np.ndarray:
+def _numbers(table: Table, column: str) -> np.ndarray:
     values, bad_row = as_numbers(table[column])
     if bad_row is not None:
         raise FedanonError(
-            f"column '{column}': value '{table[column].iloc[bad_row]}' (first at row "
+            f"column '{column}': value '{text_at(table[column], bad_row)}' (first at row "
             f"{bad_row + 1}) is not a number"
         )
     return values
@@ -141,15 +144,16 @@ def _numbers(table: pd.DataFrame, column: str) -> np.ndarray:
 
 @dataclass
 class LKCRelease:
-    """The generalized table and everything the report says about it."""
+    """The generalized table (of the input's kind: DataFrame or Arrow) and everything the report
+    says about it."""
 
-    table: pd.DataFrame
+    table: Table
     result: LKCResult
     report: dict[str, Any]
 
 
 def anonymize_lkc(
-    table: pd.DataFrame,
+    table: Table,
     schema: Schema,
     params: LKCParams,
     score: str = "infogain",
@@ -157,15 +161,19 @@ def anonymize_lkc(
     on_step: Callable[[StepInfo], None] | None = None,
     suppress: float | str | Fraction | None = None,
     suppressed_mode: str = "root",
-    search: str = "greedy",
+    search: str = "auto",
 ) -> LKCRelease:
     """Anonymize `table` centrally; ID columns in `drop` are removed before anything else.
 
     `suppress` is the share of records that may be suppressed (at the root, or removed with
     ``suppressed_mode="drop"``); see :mod:`fedanon.algorithms.tds.suppression`.
-    `search` is ``"greedy"`` (one top-down run, what the distributed mode runs too) or
+    `search` is ``"greedy"`` (one top-down run, what the distributed mode runs too),
     ``"best-of"`` (centralized only, discernibility score under a budget: one greedy run per
-    candidate order, keeping the release with the lowest discernibility ratio).
+    candidate order, keeping the release with the lowest discernibility ratio) or ``"auto"``
+    (the default): best-of where it applies (discernibility under a budget), else greedy. No
+    single candidate order wins at every k (docs/lkc.md, "Record suppression"), and the
+    second run costs less than the budget's search does in ARX, so a centralized run takes the
+    better of the two unasked.
     """
     share = parse_suppression_share(suppress)
     if suppressed_mode not in SUPPRESSED_MODES:
@@ -175,18 +183,19 @@ def anonymize_lkc(
     if search == "best-of" and score != "discernibility":
         raise FedanonError("--search best-of ranks releases by discernibility: use that score")
     refuse_dropping_job_columns(drop, schema)
-    missing = [c for c in drop if c not in table.columns]
+    columns = column_names(table)
+    missing = [c for c in drop if c not in columns]
     if missing:
         raise FedanonError(f"the table has no ID column '{missing[0]}' to drop")
     if drop:
-        table = table.drop(columns=list(drop))
+        table = drop_columns(table, drop)
     if len(table) == 0:
         raise FedanonError("the table has no records")
     began = time.perf_counter()
     party = LocalParty(schema, table)
     encoded = time.perf_counter()
     result = LKCEngine(schema, params, score=score, on_step=on_step, suppress=share).run(party)
-    if search == "best-of" and share:
+    if share and search != "greedy" and score == "discernibility":  # best-of, or auto
         party, result = _better_order(schema, params, party, result, share)
     done = time.perf_counter()
     released = party.generalized_table(result.suppressed_partitions, suppressed_mode == "drop")

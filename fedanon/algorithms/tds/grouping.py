@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from itertools import combinations
 
 import numpy as np
-import pandas as pd
+
+from fedanon.text import factorize
 
 _LIMIT = 1 << 62
 _CHUNK_ELEMENTS = 1 << 22
@@ -118,10 +119,10 @@ def group_chunks(
                 key = key * uniform + columns[cols[:, j]]
             if ids.size * span < _LIMIT:
                 key = key + (np.arange(ids.size, dtype=np.int64) * span)[:, None]
-                inverse, uniques = pd.factorize(key.reshape(-1))
+                inverse, uniques = factorize(key.reshape(-1))
                 yield GroupChunk(ids, inverse.reshape(ids.size, n_rows), len(uniques))
                 continue
-            parts = [pd.factorize(key[i]) for i in range(ids.size)]
+            parts = [factorize(key[i]) for i in range(ids.size)]
         else:
             parts = [
                 _factorize_wide(base, columns[cols[i]], radix[cols[i]]) for i in range(ids.size)
@@ -169,8 +170,8 @@ def _factorize_wide(
     key, bound = base.astype(np.int64), int(base.max()) + 1 if base.size else 1
     for j in range(ranks.shape[1]):
         if bound * int(radix[j]) >= _LIMIT:
-            key, uniq = pd.factorize(key)
+            key, uniq = factorize(key)
             bound = len(uniq)
         key = key * int(radix[j]) + ranks[:, j]
         bound *= int(radix[j])
-    return pd.factorize(key)
+    return factorize(key)

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 import numpy as np
-import pandas as pd
+import pyarrow as pa
 
 from fedanon.algorithms.tds.engines.records import (
     RELEASE_BATCH_RECORDS,
@@ -31,22 +32,25 @@ from fedanon.algorithms.tds.layout import (
 from fedanon.allocator import tune_for_rows
 from fedanon.errors import FedanonError
 from fedanon.schema import Schema
-from fedanon.text import as_text, lookup_codes
+from fedanon.tables import Table, arrow_of, column_names, drop_columns, keep_rows, strings_of
+from fedanon.text import equals_text, factorize, lookup_codes, text_at
 
 
 class LocalParty:
     """Counts over one party's records in the canonical layout; applies instructions."""
 
-    def __init__(self, schema: Schema, table: pd.DataFrame, shard: bool = False) -> None:
-        """`shard`: these records are one shard of a party's (the Dask engine) and the frame
-        is this party's own. Then it keeps only the columns the release copies (a QID's
-        values are its atom codes once encoded) and its partitions' statistics sparse
+    def __init__(self, schema: Schema, table: Table, shard: bool = False) -> None:
+        """`table` is a DataFrame or an Arrow table (fedanon.tables); the release is of the
+        same kind (:meth:`generalized_table`). `shard`: these records are one shard of a
+        party's (the Dask engine, a DataFrame) and the frame is this party's own. Then it keeps
+        only the columns the release copies (a QID's values are its atom codes once encoded)
+        and its partitions' statistics sparse
         (:mod:`fedanon.algorithms.tds.engines.shard_stats`): each shard would otherwise hold
         the text of every QID and the statistics of every partition, most of them zeros."""
         tune_for_rows(len(table))  # each step frees and re-allocates arrays of the table's length
         self.schema = schema
         self.table = table
-        self.columns = list(table.columns)  # the release's, in order
+        self.columns = column_names(table)  # the release's, in order
         self.sparse_parents = shard
         self.layout = StatsLayout.for_schema(schema)
         self.atoms = [tax.encode(table[tax.attribute]) for tax in schema.taxonomies]
@@ -54,7 +58,7 @@ class LocalParty:
         self.sensitive = self._encode_sensitive(table)
         self._profile, self._profile_channels = self._profiles()
         if shard:
-            self.table = table.drop(columns=[tax.attribute for tax in schema.taxonomies])
+            self.table = drop_columns(table, [tax.attribute for tax in schema.taxonomies])
         self._start_run()
 
     def restarted(self, schema: Schema) -> LocalParty:
@@ -86,26 +90,27 @@ class LocalParty:
         self._released: tuple[tuple[object, ...], ReleasedRows] | None = None
 
     # ----------------------------------------------------------------- encoding
-    def _encode_class(self, table: pd.DataFrame) -> np.ndarray | None:
+    def _encode_class(self, table: Table) -> np.ndarray | None:
         column, values = self.schema.class_column, self.schema.class_values
         if column is None:
             return None
-        if column not in table.columns:
+        if column not in column_names(table):
             raise FedanonError(f"class column '{column}' is missing from the table")
         out, row = lookup_codes(table[column], {v: i for i, v in enumerate(values)})
         if row is not None:
             raise FedanonError(
-                f"class column '{column}': value '{as_text(table[column]).iloc[row]}' (first at "
+                f"class column '{column}': value '{text_at(table[column], row)}' (first at "
                 f"row {row + 1}) is not one of the class values {values}"
             )
         return out
 
-    def _encode_sensitive(self, table: pd.DataFrame) -> np.ndarray:
+    def _encode_sensitive(self, table: Table) -> np.ndarray:
         out = np.zeros((len(self.schema.sensitive), len(table)), dtype=bool)
+        columns = column_names(table)
         for j, s in enumerate(self.schema.sensitive):
-            if s.column not in table.columns:
+            if s.column not in columns:
                 raise FedanonError(f"sensitive column '{s.column}' is missing from the table")
-            out[j] = (as_text(table[s.column]) == s.value).to_numpy(dtype=bool)
+            out[j] = equals_text(table[s.column], s.value)
         return out
 
     # ----------------------------------------------------------------- counting
@@ -125,7 +130,7 @@ class LocalParty:
         for j in range(lay.n_sensitive):
             code = code * 2 + self.sensitive[j]
             if j % 32 == 31:  # keep the combined code small: re-number densely
-                code = pd.factorize(code)[0].astype(np.int64)
+                code = factorize(code)[0]
         _, first, profile = np.unique(code, return_index=True, return_inverse=True)
         channels = np.zeros((first.size, lay.channels), dtype=np.int64)
         channels[:, 0] = 1
@@ -355,28 +360,45 @@ class LocalParty:
     # ----------------------------------------------------------------- release
     def generalized_table(
         self, suppressed: np.ndarray | None = None, drop_suppressed: bool = False
-    ) -> pd.DataFrame:
+    ) -> Table:
         """The party's records with QIDs replaced by their cut labels; other columns unchanged.
 
         Records of the `suppressed` partitions get every QID at its root, or are left out with
-        `drop_suppressed` (record suppression, :mod:`fedanon.algorithms.tds.suppression`).
+        `drop_suppressed` (record suppression, :mod:`fedanon.algorithms.tds.suppression`). The
+        QIDs are codes over each taxonomy's distinct labels: Categoricals in a DataFrame,
+        dictionary columns in an Arrow table (both written as their labels).
         """
         keys = self.partitions.keys[self.record_partition]
         table = self.table
         if suppressed is not None and suppressed.size:
             hit = np.isin(self.record_partition, suppressed)
             if drop_suppressed:
-                keys, table = keys[~hit], table[~hit]
+                keys, table = keys[~hit], keep_rows(table, ~hit)
             else:
                 keys = keys.copy()
                 keys[hit] = [t.root for t in self.schema.taxonomies]
-        generalized: dict[str, pd.Categorical] = {}
+        coded = {}
         for a, tax in enumerate(self.schema.taxonomies):
-            label_codes, labels = pd.factorize(pd.Index(tax.labels))
-            generalized[tax.attribute] = pd.Categorical.from_codes(
-                label_codes[keys[:, a]], categories=labels
+            label_codes, labels = factorize(np.asarray(tax.labels, dtype=object))
+            # the narrowest codes, as a Categorical keeps them, and never a full-length int64
+            # column per QID at once (13 of them at 10M rows are a gigabyte)
+            width = (
+                np.int8 if len(labels) < 1 << 7 else np.int16 if len(labels) < 1 << 15 else np.int32
             )
-        columns = {name: generalized.get(name, table.get(name)) for name in self.columns}
+            coded[tax.attribute] = (label_codes.astype(width)[keys[:, a]], labels)
+        if isinstance(table, pa.Table):
+            return _arrow_release(table, coded)
+        import pandas as pd  # the caller's table is a DataFrame: pandas is loaded
+
+        # a shard's frame lacks its QIDs (their codes stand for them): the release's columns
+        # are the ones the party was given, in order
+        columns: dict[str, Any] = {}
+        for name in self.columns:
+            if name in coded:
+                codes, labels = coded[name]
+                columns[name] = pd.Categorical.from_codes(codes, categories=pd.Index(labels))
+            else:
+                columns[name] = table[name]
         return pd.DataFrame(columns, index=table.index)
 
     def released(
@@ -406,6 +428,17 @@ class LocalParty:
         for part in range(whole.parts(RELEASE_BATCH_RECORDS)):
             start = part * RELEASE_BATCH_RECORDS
             yield whole.part(start, start + RELEASE_BATCH_RECORDS)
+
+
+def _arrow_release(table: pa.Table, coded: dict[str, tuple[np.ndarray, np.ndarray]]) -> pa.Table:
+    """`table` with each coded QID as a dictionary column over its labels (in place)."""
+    columns = []
+    for name, column in zip(table.column_names, table.columns, strict=True):
+        if name in coded:
+            codes, labels = coded[name]
+            column = pa.DictionaryArray.from_arrays(arrow_of(codes), strings_of(labels.tolist()))
+        columns.append(column)
+    return pa.Table.from_arrays(columns, names=table.column_names)
 
 
 def apply_splits(schema: Schema, splits: Sequence[DynamicSplit]) -> None:

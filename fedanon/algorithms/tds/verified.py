@@ -9,6 +9,8 @@ no code with the engine) verifies the release, and its verdict joins the report 
 
 from __future__ import annotations
 
+import pyarrow as pa
+
 from fedanon.algorithms.tds.api import LKCRelease
 from fedanon.errors import FedanonError
 from fedanon.models.lkc import check_lkc
@@ -16,15 +18,13 @@ from fedanon.schema import LKCParams, Schema
 from fedanon.text import plain_text
 
 
-def verified_release(
-    release: LKCRelease, schema: Schema, params: LKCParams, *, text: bool = True
-) -> LKCRelease:
+def verified_release(release: LKCRelease, schema: Schema, params: LKCParams) -> LKCRelease:
     """The release as text, checked by the independent checker; refused when the check fails.
 
-    The checker reads the engine's Categoricals as the text they print as (a category's label),
-    so it checks exactly the cells a release holds. With ``text=False`` the release keeps
-    them: a caller that only writes and reports the table (the CLI) reads codes, not strings,
-    at every later step; the written file is the same (fedanon.readers.table_io).
+    The checker reads the engine's Categoricals (dictionary columns in an Arrow release) as the
+    text they print as (a category's label), so it checks exactly the cells a release holds. A
+    DataFrame release leaves as plain strings; an Arrow release (the CLI's) keeps its codes for
+    the report and the writer, which writes each as its label (fedanon.readers.table_io).
     """
     table = release.table
     sensitive: dict[str, list[str]] = {}
@@ -51,4 +51,5 @@ def verified_release(
     if not check.ok:
         raise FedanonError(f"the release fails LKC-privacy ({check.worst}); nothing written")
     report = {**release.report, "privacy_check": check.to_dict()}
-    return LKCRelease(plain_text(table) if text else table, release.result, report)
+    text = table if isinstance(table, pa.Table) else plain_text(table)
+    return LKCRelease(text, release.result, report)
