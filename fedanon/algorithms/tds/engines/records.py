@@ -18,10 +18,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
+
+if TYPE_CHECKING:  # pandas loads with a party's DataFrame, never for the CLI's Arrow path
+    import pandas as pd
 
 #: Records per batch the union takes at a time (a shard's release is cut into parts this big):
 #: what the daemon holds of the release at once, whatever the shards' sizes.
@@ -60,6 +63,8 @@ def released_rows(table: pd.DataFrame, encode: Encode) -> ReleasedRows:
     table): each column's values are numbered, the running row number is combined with them
     and numbered again, so only the distinct rows' first occurrences are ever made text whole.
     """
+    import pandas as pd  # a DataFrame was given: pandas is loaded already
+
     if len(table) == 0:
         return ReleasedRows([], np.zeros(0, dtype=np.uint8))
     row_ids = np.zeros(len(table), dtype=np.int64)
@@ -80,6 +85,8 @@ def _narrow(codes: np.ndarray, rows: int) -> np.ndarray:
 def _text(column: pd.Series) -> pd.Series:
     """The column as the text the union serializes: an Arrow text column without nulls is its
     own text (numbered by Arrow, no Python string per record); any other is ``astype(str)``."""
+    import pandas as pd  # a DataFrame's column was given: pandas is loaded already
+
     dtype = column.dtype
     if (
         isinstance(dtype, pd.ArrowDtype)
