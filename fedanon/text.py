@@ -239,7 +239,8 @@ def lookup_codes(column: Column, lookup: dict[str, int]) -> tuple[np.ndarray, in
         import pandas as pd
 
         codes, uniques = pd.factorize(as_text(column), sort=False)
-    mapped = np.array([lookup.get(u, -1) for u in uniques], dtype=np.int64)
+    mapped = np.array([lookup.get(u, -1) for u in uniques] + [-1], dtype=np.int64)
+    # a missing cell (code -1) takes the appended -1: absent, never the last distinct value's
     return _first_absent(mapped[codes] if len(codes) else np.empty(0, dtype=np.int64))
 
 

@@ -91,3 +91,18 @@ def test_lookup_codes_by_arrow_matches_the_python_lookup(values):
     assert first_absent == (expected.index(-1) if -1 in expected else None)
     python_codes, python_absent = lookup_codes(python, lookup)
     assert python_codes.tolist() == codes.tolist() and python_absent == first_absent
+
+
+@pytest.mark.parametrize("kind", ["pandas-arrow", "arrow"])
+def test_a_missing_cell_is_absent_not_the_last_distinct_value(kind):
+    """Arrow text with a null: the null is absent (-1, reported as the first absent row), not
+    coded as whichever value happened to be distinct last."""
+    values = ["a", None, "c"]
+    column = (
+        pd.Series(values, dtype=pd.ArrowDtype(pa.string()))
+        if kind == "pandas-arrow"
+        else pa.chunked_array([pa.array(values, pa.string())])
+    )
+    codes, first_absent = lookup_codes(column, {"a": 4, "c": 2})
+    assert codes.tolist() == [4, -1, 2]
+    assert first_absent == 1
