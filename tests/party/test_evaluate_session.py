@@ -20,7 +20,7 @@ from fedanon.federation.evaluate_job import (
     tree_from_proto,
     tree_to_proto,
 )
-from fedanon.party.errors import NotExpected
+from fedanon.party.errors import NotExpected, ProtocolError
 from fedanon.party.handlers.evaluate_session import EvaluateSession
 from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.synth import generate_hospital, hospital_taxonomy_path
@@ -79,6 +79,16 @@ def test_a_tree_that_travels_classifies_as_the_fitted_tree() -> None:
     assert travelled.to_text() == model.to_text()
 
 
+def _testing(tree: pb.EvaluateTree, numeric: bool) -> pb.EvaluateNode:
+    """The first node of `tree` that tests a numeric (or a categorical) feature."""
+    return next(n for n in tree.nodes if n.feature >= 0 and tree.numeric[n.feature] == numeric)
+
+
+def _widen(node: pb.EvaluateNode) -> None:
+    """One branch more than the categorical feature has values (its children unchanged)."""
+    node.branches += 1
+
+
 @pytest.mark.parametrize(
     ("damage", "why"),
     [
@@ -91,6 +101,11 @@ def test_a_tree_that_travels_classifies_as_the_fitted_tree() -> None:
         (lambda t: t.nodes.add(feature=-1, counts=[1.0, 1.0]), "root does not reach"),
         (lambda t: t.numeric.__setitem__(0, False), "not the figure's"),
         (lambda t: t.values.append(b"\x00\x00\x00\x09s?"), "no categorical feature"),
+        (lambda t: t.nodes[0].counts.__setitem__(0, -1.0), "class counts are malformed"),
+        (lambda t: setattr(_testing(t, True), "threshold", float("nan")), "finite threshold"),
+        (lambda t: setattr(_testing(t, True), "threshold", float("inf")), "finite threshold"),
+        (lambda t: setattr(_testing(t, True), "branches", 3), "two branches"),
+        (lambda t: _widen(_testing(t, False)), "one branch per value"),
     ],
 )
 def test_a_malformed_tree_is_refused(damage: object, why: str) -> None:
@@ -156,3 +171,12 @@ def test_the_steps_come_in_order_and_a_test_leaves_errors_and_rows() -> None:
     items = session.release_table()  # now BE's domains
     assert list(items.columns) == ["item"] and len(items) > 0
     assert np.isin(["Any"], generalized["sex"]).all()
+
+
+def test_an_evaluation_union_refuses_a_suppression_list() -> None:
+    """An evaluation job has no suppression budget: a union request naming records to
+    suppress is refused, at the training rows' union as at the domains'."""
+    session = _session()
+    with pytest.raises(ProtocolError, match="no suppression budget"):
+        session.release_table([0])
+    assert len(session.release_table([])) == len(session.tables.released_train)
