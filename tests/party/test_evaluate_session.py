@@ -22,6 +22,7 @@ from fedanon.federation.evaluate_job import (
 )
 from fedanon.party.errors import NotExpected, ProtocolError
 from fedanon.party.handlers.evaluate_session import EvaluateSession
+from fedanon.party.policy import Policy, PolicyRefusal, check_job, evaluate_request
 from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.synth import generate_hospital, hospital_taxonomy_path
 from fedanon.taxonomy.loader import load_taxonomy
@@ -180,3 +181,15 @@ def test_an_evaluation_union_refuses_a_suppression_list() -> None:
     with pytest.raises(ProtocolError, match="no suppression budget"):
         session.release_table([0])
     assert len(session.release_table([])) == len(session.tables.released_train)
+
+
+def test_admission_counts_every_feature_and_the_class_as_released_raw() -> None:
+    """The union of BE's and UE's domains carries every feature's and the class's distinct
+    raw values: a party's never_raw on any of them (a QID included) refuses the job."""
+    request = pb.OpenSessionRequest(evaluate=task_to_proto(_task()), ring=["a", "b", "c"])
+    job = evaluate_request(request, [*FEATURES, CLASS])
+    assert job.kind == "evaluate" and set(job.raw) == set(job.released) == {*FEATURES, CLASS}
+    for column in ("age", "diagnosis", CLASS):
+        with pytest.raises(PolicyRefusal, match=f"'{column}' raw"):
+            check_job(Policy(never_raw=(column,)), job, "a", None, None)
+    check_job(Policy(), job, "a", None, None)
