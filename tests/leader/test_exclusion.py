@@ -4,12 +4,19 @@ excluded parties accumulate over reruns. No daemons: the rules are pure."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+from typing import Any, cast
+
+import grpc
 import pytest
 
+from fedanon.errors import FedanonError
 from fedanon.federation.config import Hop
-from fedanon.leader.exclusion import Attempt, Dropout, run_excluding
+from fedanon.leader.exclusion import Attempt, Dropout, probe, run_excluding
 from fedanon.leader.federation import PartyFailure
 from fedanon.leader.ring_settings import RingSettings
+from fedanon.party.exclusion import routed
+from fedanon.party.policy import Policy
 from fedanon.protos import fedanon_v1_pb2 as pb
 
 HOPS = [Hop(f"hospital-{i}", f"127.0.0.1:{5000 + i}") for i in range(1, 6)]
@@ -86,3 +93,73 @@ def test_run_excluding_reruns_until_an_attempt_finishes() -> None:
     assert last.excluded == ["hospital-5", "hospital-4"]
     assert seen[-1] == ["hospital-1", "hospital-2", "hospital-3"]
     assert len(lines) == 2 and "hospital-5 dropped out" in lines[0]
+
+
+def _party(allow_exclusion: bool) -> Any:
+    """The part of a party daemon `routed` reads: its policy."""
+    return SimpleNamespace(config=SimpleNamespace(policy=Policy(allow_exclusion=allow_exclusion)))
+
+
+def _rerun(**changes: Any) -> pb.OpenSessionRequest:
+    fields: dict[str, Any] = {
+        "ring": ["hospital-1", "hospital-3", "hospital-4"],
+        "excluded": ["hospital-2"],
+        "sum_mode": pb.SUM_MODE_PAIRWISE,
+        **changes,
+    }
+    return pb.OpenSessionRequest(**fields)
+
+
+def test_a_party_joins_a_rerun_only_under_its_own_rules() -> None:
+    """The party's side (party/exclusion.py), whatever the leader does: its own consent, the
+    pairwise sum, a roster without the excluded parties and of at least three."""
+    assert routed(_party(False), _rerun(excluded=[])) is True  # a first attempt: its route
+    assert routed(_party(True), _rerun()) is False
+    assert routed(_party(True), _rerun(sum_mode=pb.SUM_MODE_PAIRWISE_SPARSE)) is False
+    refusals = [
+        (_party(False), _rerun(), "does not allow exclusion"),
+        (_party(True), _rerun(sum_mode=pb.SUM_MODE_RING), "needs the pairwise sum"),
+        (_party(True), _rerun(ring=["hospital-1", "hospital-2", "hospital-3"]), "excludes"),
+        (_party(True), _rerun(ring=["hospital-1", "hospital-3"]), "at least 3 parties"),
+    ]
+    for party, request, why in refusals:
+        with pytest.raises(FedanonError, match=why):
+            routed(party, request)
+
+
+class _Refused(grpc.RpcError):
+    def __init__(self, code: grpc.StatusCode) -> None:
+        self._code = code
+
+    def code(self) -> grpc.StatusCode:
+        return self._code
+
+
+class _Status:
+    """A party's ``Status`` stub answering with `code` (None: a reply)."""
+
+    def __init__(self, code: grpc.StatusCode | None) -> None:
+        self.code = code
+
+    def future(self, request: pb.StatusRequest, timeout: float) -> _Status:
+        return self
+
+    def result(self) -> pb.StatusReply:
+        if self.code is not None:
+            raise _Refused(self.code)
+        return pb.StatusReply()
+
+
+def test_probe_counts_only_the_parties_that_do_not_answer_as_gone() -> None:
+    """A party that refuses (it still answers) is no reason to exclude it; one unreachable or
+    past the deadline is gone. In ring order."""
+    codes = {
+        "hospital-1": None,
+        "hospital-2": grpc.StatusCode.DEADLINE_EXCEEDED,
+        "hospital-3": grpc.StatusCode.PERMISSION_DENIED,
+        "hospital-4": grpc.StatusCode.UNAVAILABLE,
+        "hospital-5": grpc.StatusCode.FAILED_PRECONDITION,
+    }
+    stubs = {name: SimpleNamespace(Status=_Status(code)) for name, code in codes.items()}
+    session = SimpleNamespace(ring=list(codes), stubs=stubs)
+    assert probe(cast(Any, session), 1.0) == ["hospital-2", "hospital-4"]

@@ -20,8 +20,9 @@ from fedanon.federation.evaluate_job import (
     tree_from_proto,
     tree_to_proto,
 )
-from fedanon.party.errors import NotExpected
+from fedanon.party.errors import NotExpected, ProtocolError
 from fedanon.party.handlers.evaluate_session import EvaluateSession
+from fedanon.party.policy import Policy, PolicyRefusal, check_job, evaluate_request
 from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.synth import generate_hospital, hospital_taxonomy_path
 from fedanon.taxonomy.loader import load_taxonomy
@@ -79,6 +80,16 @@ def test_a_tree_that_travels_classifies_as_the_fitted_tree() -> None:
     assert travelled.to_text() == model.to_text()
 
 
+def _testing(tree: pb.EvaluateTree, numeric: bool) -> pb.EvaluateNode:
+    """The first node of `tree` that tests a numeric (or a categorical) feature."""
+    return next(n for n in tree.nodes if n.feature >= 0 and tree.numeric[n.feature] == numeric)
+
+
+def _widen(node: pb.EvaluateNode) -> None:
+    """One branch more than the categorical feature has values (its children unchanged)."""
+    node.branches += 1
+
+
 @pytest.mark.parametrize(
     ("damage", "why"),
     [
@@ -91,6 +102,11 @@ def test_a_tree_that_travels_classifies_as_the_fitted_tree() -> None:
         (lambda t: t.nodes.add(feature=-1, counts=[1.0, 1.0]), "root does not reach"),
         (lambda t: t.numeric.__setitem__(0, False), "not the figure's"),
         (lambda t: t.values.append(b"\x00\x00\x00\x09s?"), "no categorical feature"),
+        (lambda t: t.nodes[0].counts.__setitem__(0, -1.0), "class counts are malformed"),
+        (lambda t: setattr(_testing(t, True), "threshold", float("nan")), "finite threshold"),
+        (lambda t: setattr(_testing(t, True), "threshold", float("inf")), "finite threshold"),
+        (lambda t: setattr(_testing(t, True), "branches", 3), "two branches"),
+        (lambda t: _widen(_testing(t, False)), "one branch per value"),
     ],
 )
 def test_a_malformed_tree_is_refused(damage: object, why: str) -> None:
@@ -156,3 +172,24 @@ def test_the_steps_come_in_order_and_a_test_leaves_errors_and_rows() -> None:
     items = session.release_table()  # now BE's domains
     assert list(items.columns) == ["item"] and len(items) > 0
     assert np.isin(["Any"], generalized["sex"]).all()
+
+
+def test_an_evaluation_union_refuses_a_suppression_list() -> None:
+    """An evaluation job has no suppression budget: a union request naming records to
+    suppress is refused, at the training rows' union as at the domains'."""
+    session = _session()
+    with pytest.raises(ProtocolError, match="no suppression budget"):
+        session.release_table([0])
+    assert len(session.release_table([])) == len(session.tables.released_train)
+
+
+def test_admission_counts_every_feature_and_the_class_as_released_raw() -> None:
+    """The union of BE's and UE's domains carries every feature's and the class's distinct
+    raw values: a party's never_raw on any of them (a QID included) refuses the job."""
+    request = pb.OpenSessionRequest(evaluate=task_to_proto(_task()), ring=["a", "b", "c"])
+    job = evaluate_request(request, [*FEATURES, CLASS])
+    assert job.kind == "evaluate" and set(job.raw) == set(job.released) == {*FEATURES, CLASS}
+    for column in ("age", "diagnosis", CLASS):
+        with pytest.raises(PolicyRefusal, match=f"'{column}' raw"):
+            check_job(Policy(never_raw=(column,)), job, "a", None, None)
+    check_job(Policy(), job, "a", None, None)

@@ -187,13 +187,15 @@ def test_later_iterations_run_and_earlier_ones_reach_the_session() -> None:
     assert union.runs == 1
 
 
-def test_a_refusal_by_the_party_itself_is_not_remembered() -> None:
+@pytest.mark.parametrize("code", [grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.UNAVAILABLE])
+def test_a_refusal_by_the_party_itself_is_not_remembered(code: grpc.StatusCode) -> None:
     """A message this party refused (nothing executed) cannot block the genuine one: the next
-    message for that iteration is served, and the call it replaced is still answered."""
+    message for that iteration is served, and the call it replaced is still answered (whatever
+    the refusal's code: not only UNAVAILABLE, which is never remembered from anyone)."""
     answers = AnswerOnce("test")
     three = Work(pb.SumReply(sealed_total=b"3"))
     answers.answer("sum", 3, sum_request(3), Context(), refuse, lambda: three(Context()))
-    bogus = Work(pb.SumReply(), fail="party test: iteration 4 carries no instruction")
+    bogus = Work(pb.SumReply(), fail="party test: iteration 4 carries no instruction", code=code)
     context = Context()
     with pytest.raises(Aborted):
         answers.answer(

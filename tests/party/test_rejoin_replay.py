@@ -16,8 +16,9 @@ from fedanon.algorithms.tds.jobspec import LKCJobSpec
 from fedanon.algorithms.tds.layout import DynamicSplit, Specialization
 from fedanon.federation.wire import to_instruction
 from fedanon.leader.kinds.lkc import spec_from_table
-from fedanon.party.errors import ProtocolError
+from fedanon.party.errors import NotExpected, ProtocolError
 from fedanon.party.handlers.lkc_session import LKCSession
+from fedanon.party.sums import RingSum
 from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.synth import generate_hospital, hospital_taxonomy_path
 from fedanon.taxonomy.loader import load_taxonomy
@@ -133,3 +134,18 @@ def test_a_table_changed_since_the_answers_is_refused(job: tuple) -> None:
     party = LKCSession(SESSION, spec, schema, changed, ["a", "b", "c"], "a", pb.SUM_MODE_PAIRWISE)
     with pytest.raises(ProtocolError, match="or its table changed"):
         party.replay(log[:2], sealed[2])
+
+
+def test_a_ring_hop_forwards_a_resent_sum_with_the_vector_it_answered(job: tuple) -> None:
+    """After a party further down the ring rejoined, the leader resends the interrupted sum: a
+    hop that had applied it forwards the same vector without applying its instruction again;
+    the same iteration with another instruction reaches the session, which refuses it."""
+    ours, _ = instructions(job, "infogain")
+    theirs, _ = instructions(job, "discernibility")
+    party, ring = session(job), RingSum()
+    first = ring._local(party, sum_request(0))
+    assert ring._local(party, sum_request(0)) is first and party.next_iteration == 1
+    answer = ring._local(party, sum_request(1, ours[0]))
+    assert ring._local(party, sum_request(1, ours[0])) is answer and party.next_iteration == 2
+    with pytest.raises(NotExpected, match="stale or out-of-order"):
+        ring._local(party, sum_request(1, theirs[0]))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import grpc
 import pandas as pd
 import pytest
 from cryptography.hazmat.primitives import serialization
@@ -15,7 +16,7 @@ from fedanon.crypto.identity import create_ca, issue_identity
 from fedanon.party.servicer import PartyServicer
 from fedanon.party.session_store import FILE_NAME, SealedSession, SessionStore
 from fedanon.protos import fedanon_v1_pb2 as pb
-from tests.party.fakes import party_config
+from tests.party.fakes import Aborted, Context, party_config
 
 SESSION = "ab" * 16
 
@@ -124,3 +125,73 @@ def test_a_restarted_party_lets_its_sessions_large_sums_through_to_be_told_to_re
     assert restarted.store.pending is not None
     assert restarted.request_limit("Sum") == restarted.max_message_bytes
     assert restarted.request_limit("Status") == 1 << 16
+
+
+def test_answers_of_another_session_leave_the_sealed_count_alone(
+    identities: tuple, tmp_path: Path
+) -> None:
+    """`applied` rewrites the sealed count and chain of its own session only: another
+    session's answers must not become the replay check of the sealed one."""
+    me, _ = identities
+    store = SessionStore(tmp_path, me, 30)
+    store.save(sealed_state())
+    store.applied("cd" * 16, 5, b"\x01" * 32)
+    again = SessionStore(tmp_path, me, 30).waiting(SESSION)
+    assert again is not None and (again.applied, again.chain) == (0, b"")
+    store.applied(SESSION, 3, b"\x02" * 32)
+    again = SessionStore(tmp_path, me, 30).waiting(SESSION)
+    assert again is not None and (again.applied, again.chain) == (3, b"\x02" * 32)
+
+
+def test_end_of_the_sealed_session_deletes_the_file(identities: tuple, tmp_path: Path) -> None:
+    """The session's End (normal or abort) deletes its sealed keys from the disk, even when
+    the restarted daemon had not rejoined it; another session's End keeps them."""
+    me, _ = identities
+    SessionStore(tmp_path, me, 30).save(sealed_state())
+    config = party_config("hospital-a", state_dir=tmp_path)
+    restarted = PartyServicer(config, pd.DataFrame({"a": ["1"]}), None, None, me, None)
+    assert restarted.store.pending is not None
+    restarted.secure = False  # the leader's End without a TLS context (authorization not tested)
+    restarted.End(pb.EndRequest(ref=pb.SessionRef(session_id="cd" * 16)), Context())
+    assert (tmp_path / FILE_NAME).exists()
+    restarted.End(pb.EndRequest(ref=pb.SessionRef(session_id=SESSION), abort=True), Context())
+    assert not (tmp_path / FILE_NAME).exists()
+    assert restarted.store.pending is None
+
+
+def test_a_restarted_party_answers_its_sealed_sessions_messages_as_missing(
+    identities: tuple, tmp_path: Path
+) -> None:
+    """Until the leader's Rejoin, a message of the sealed session is refused UNAVAILABLE (the
+    party is still missing: the leader then rejoins it); another session's message is refused
+    as before (no open session), never as awaiting a rejoin; a Rejoin for a session this party
+    did not seal is refused, and so is one after the lease lapsed (the file is then deleted)."""
+    me, _ = identities
+    SessionStore(tmp_path, me, 30).save(sealed_state())
+    config = party_config("hospital-a", state_dir=tmp_path)
+    restarted = PartyServicer(config, pd.DataFrame({"a": ["1"]}), None, None, me, None)
+    restarted.secure = False  # the leader's calls without a TLS context (not tested here)
+
+    def refusal(session_id: str) -> tuple[grpc.StatusCode, str]:
+        with pytest.raises(Aborted) as refused:
+            restarted.Renew(pb.RenewRequest(ref=pb.SessionRef(session_id=session_id)), Context())
+        return refused.value.args
+
+    code, details = refusal(SESSION)
+    assert code == grpc.StatusCode.UNAVAILABLE and "awaits its leader's rejoin" in details
+    code, details = refusal("cd" * 16)
+    assert code == grpc.StatusCode.FAILED_PRECONDITION and "no open session" in details
+    rejoin = pb.RejoinRequest(ref=pb.SessionRef(session_id="cd" * 16, iteration=1))
+    with pytest.raises(Aborted) as refused:
+        restarted.Rejoin(rejoin, Context())
+    assert refused.value.args[0] == grpc.StatusCode.FAILED_PRECONDITION
+    assert "no sealed state" in refused.value.args[1]
+    assert (tmp_path / FILE_NAME).exists()
+    restarted.store.started = time.monotonic() - 31  # the lease lapsed
+    rejoin.ref.session_id = SESSION
+    with pytest.raises(Aborted) as refused:
+        restarted.Rejoin(rejoin, Context())
+    assert refused.value.args[0] == grpc.StatusCode.FAILED_PRECONDITION
+    assert not (tmp_path / FILE_NAME).exists()
+    code, details = refusal(SESSION)
+    assert code == grpc.StatusCode.FAILED_PRECONDITION and "no open session" in details

@@ -114,3 +114,22 @@ def test_record_bytes_serializes_every_row_in_order() -> None:
     ]
     assert record_bytes(table) == expected
     assert record_bytes(table.iloc[:0]) == []
+
+
+def test_packed_batches_hold_one_item_size_and_index_within_bounds() -> None:
+    """A packed batch is cut at multiples of its one item size: items of different sizes are
+    never packed or joined together, and an index past either end fails instead of wrapping
+    round to another item."""
+    with pytest.raises(PackingError, match="2 different sizes"):
+        Packed.of([b"ab", b"cde", b"fg"])
+    with pytest.raises(PackingError, match="items of 3 bytes, not 2"):
+        Packed.concat([Packed.of([b"ab"]), Packed.of([b"cde", b"fgh"])], 2)
+    joined = Packed.concat([Packed.of([b"ab"]), Packed.of([], 3), Packed.of([b"cd"])], 2)
+    assert joined.items() == [b"ab", b"cd"]
+    batch = Packed.of([b"ab", b"cd", b"ef"])
+    assert (batch[0], batch[-1], batch[-3]) == (b"ab", b"ef", b"ab")
+    for index in (3, 4, -4):
+        with pytest.raises(IndexError):
+            batch[index]
+    with pytest.raises(IndexError):
+        Packed.of([], 2)[0]

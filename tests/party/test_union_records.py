@@ -150,3 +150,15 @@ def test_a_batch_is_what_the_engine_hands_over() -> None:
     assert LocalRecords(lambda: [batch]).expand() == [
         pb.ReleasedRecord(values=[v]).SerializeToString() for v in "abba"
     ]
+
+
+def test_the_longest_record_is_measured_over_every_row_of_every_batch() -> None:
+    """The padded record size (measure) comes from the longest record: it may be any distinct
+    row of any batch, not the first of one."""
+    short, long_, longest = (encode_record((v,)) for v in ("a", "b" * 30, "c" * 50))
+    first = ReleasedRows([short, long_], np.array([0, 1, 0], dtype=np.uint8))
+    second = ReleasedRows([short, longest, long_], np.array([2, 0, 1], dtype=np.uint8))
+    records = LocalRecords(lambda: [first, second])
+    assert len(records) == 6 and records.longest == [longest]
+    assert LocalRecords(lambda: [first]).longest == [long_]
+    assert LocalRecords(lambda: []).longest == []
