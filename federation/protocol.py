@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import fedanon
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2  # 2: packed union items, Rejoin, exclusion, evaluate, OpenSession versions
 
 
 def handshake_items(items: Sequence[str]) -> list[str]:
