@@ -118,13 +118,15 @@ def test_leader_of_another_version_is_refused_by_the_party(
     item: str,
 ) -> None:
     fed = hospital_federation
-    ours = f"{item}:{fedanon.__version__ if item == 'fedanon_version' else protocol.PROTOCOL_VERSION}"
+    owner = fedanon if item == "fedanon_version" else protocol
     name, claimed = LEADER_CLAIMS[item]
-    monkeypatch.setattr(fedanon if item == "fedanon_version" else protocol, name, claimed)
+    ours = f"{item}:{getattr(owner, name)}"
+    monkeypatch.setattr(owner, name, claimed)
     logs = {d.name: d.log.stat().st_size for d in fed.daemons}
     out = tmp_path / "release.csv"
     with pytest.raises(FedanonError) as refused:
-        run_distributed(fed.hops, fed.leader_tls, hospital_data, hospital_data.spec(L=2, K=10, C="0.5"), out)
+        spec = hospital_data.spec(L=2, K=10, C="0.5")
+        run_distributed(fed.hops, fed.leader_tls, hospital_data, spec, out)
     first = fed.daemons[0].name
     message = str(refused.value)
     assert "\n" not in message
