@@ -34,13 +34,21 @@ from fedanon.protos import fedanon_v1_pb2 as pb
 log = logging.getLogger(__name__)
 
 #: The stream's keepalive from the party: a vanished relay (or a NAT that dropped the mapping)
-#: is noticed within keepalive time + timeout, and the party reconnects.
+#: is noticed within keepalive time + timeout, and the party reconnects. The timeout is the
+#: servers' (federation/limits.py): a relay that answers a ping late because its machine is
+#: loaded has not vanished, and dropping its stream for it would fail the job's next call.
 KEEPALIVE_OPTIONS = [
     ("grpc.keepalive_time_ms", 10_000),
-    ("grpc.keepalive_timeout_ms", 5_000),
+    ("grpc.keepalive_timeout_ms", 20_000),
     ("grpc.keepalive_permit_without_calls", 1),
     ("grpc.http2.max_pings_without_data", 0),
 ]
+#: The longest wait between two of a party's attempts to reach the relay (party/outbound.py).
+MAX_BACKOFF_SECONDS = 5.0
+#: How long the relay holds a call for a party whose stream is down (it broke, or the party's
+#: daemon restarts): the party redials within `MAX_BACKOFF_SECONDS`, as a direct party's
+#: listening port would take the call at once. A party still away after it is unreachable.
+RECONNECT_GRACE_SECONDS = MAX_BACKOFF_SECONDS + 2.0
 #: How often an endpoint fails calls past their deadline.
 REAP_SECONDS = 0.1
 _CODES = {code.value[0]: code for code in grpc.StatusCode}

@@ -10,7 +10,8 @@ else (docs/leakage.md, "The relay").
 
 A party that reconnects replaces its old stream (calls pending on the old one fail as
 ``UNAVAILABLE``, so a job aborts naming the party); the next call goes over the new stream,
-and the party's daemon still holds its session, so a job between calls resumes.
+and the party's daemon still holds its session, so a job between calls resumes. A call made
+while the party is redialling waits for it (``RECONNECT_GRACE_SECONDS`` at most).
 """
 
 from __future__ import annotations
@@ -33,7 +34,13 @@ from fedanon.federation.config import Hop
 from fedanon.federation.limits import DEFAULT_LIMITS
 from fedanon.federation.tls import TLSFiles
 from fedanon.federation.transport import make_server
-from fedanon.federation.tunnel import Endpoint, TunnelChannel, TunnelError, reply_error
+from fedanon.federation.tunnel import (
+    RECONNECT_GRACE_SECONDS,
+    Endpoint,
+    TunnelChannel,
+    TunnelError,
+    reply_error,
+)
 from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
 
@@ -164,35 +171,68 @@ class Relay(pb_grpc.RelayServicer):
                 self.changed.wait(min(remaining, 0.5))
 
     def channel(self, name: str) -> TunnelChannel:
-        """A channel to party `name` over whichever stream it has open when a call is made."""
+        """A channel to party `name` over whichever stream it has open when a call is made.
+
+        A party whose stream is down (it broke; the party redials) gets the call when it is
+        back, within `RECONNECT_GRACE_SECONDS` and the call's deadline; the wait runs on its own
+        thread, so a fan-out's calls to the other parties go out meanwhile."""
 
         def send(
             method: str, request: Any, serialize: Callable[[Any], bytes], timeout: float | None
         ) -> Future[bytes]:
             out: Future[bytes] = Future()
-            endpoint = self.endpoints.get(name)
-            if endpoint is None:
-                out.set_exception(
-                    TunnelError(
-                        grpc.StatusCode.UNAVAILABLE, f"not connected to the relay at {self.address}"
-                    )
-                )
-                return out
             frame = pb.TunnelFrame()
             frame.call.method, frame.call.request = method, serialize(request)
-            sent = endpoint.call(frame, timeout)
-
-            def done(reply: Future[pb.TunnelReply]) -> None:
-                error = reply.exception() or reply_error(reply.result())
-                if error is not None:
-                    out.set_exception(error)
-                else:
-                    out.set_result(reply.result().reply)
-
-            sent.add_done_callback(done)
+            deadline = time.monotonic() + (timeout if timeout is not None else 86400.0)
+            endpoint = self._open(name)
+            if endpoint is not None:
+                self._call(endpoint, frame, deadline, out)
+            else:
+                threading.Thread(
+                    target=self._call_when_back,
+                    args=(name, frame, deadline, out),
+                    name=f"relay-wait-{name}",
+                    daemon=True,
+                ).start()
             return out
 
         return TunnelChannel(send)
+
+    def _open(self, name: str) -> Endpoint | None:
+        endpoint = self.endpoints.get(name)
+        return None if endpoint is None or endpoint.closed.is_set() else endpoint
+
+    def _call_when_back(
+        self, name: str, frame: pb.TunnelFrame, deadline: float, out: Future[bytes]
+    ) -> None:
+        until = min(deadline, time.monotonic() + RECONNECT_GRACE_SECONDS)
+        with self.changed:
+            while (endpoint := self._open(name)) is None and time.monotonic() < until:
+                self.changed.wait(min(until - time.monotonic(), 0.5))
+        if endpoint is None:
+            out.set_exception(
+                TunnelError(
+                    grpc.StatusCode.UNAVAILABLE, f"not connected to the relay at {self.address}"
+                )
+            )
+        else:
+            self._call(endpoint, frame, deadline, out)
+
+    @staticmethod
+    def _call(
+        endpoint: Endpoint, frame: pb.TunnelFrame, deadline: float, out: Future[bytes]
+    ) -> None:
+        """Send `frame` on `endpoint`; `out` gets the reply's bytes or its failure."""
+        sent = endpoint.call(frame, max(deadline - time.monotonic(), 0.0))
+
+        def done(reply: Future[pb.TunnelReply]) -> None:
+            error = reply.exception() or reply_error(reply.result())
+            if error is not None:
+                out.set_exception(error)
+            else:
+                out.set_result(reply.result().reply)
+
+        sent.add_done_callback(done)
 
     def stop(self) -> None:
         with self.changed:

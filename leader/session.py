@@ -22,7 +22,7 @@ import grpc
 
 from fedanon.errors import FedanonError
 from fedanon.federation.config import Hop
-from fedanon.federation.protocol import handshake_items
+from fedanon.federation.protocol import handshake_items, version_items
 from fedanon.federation.tls import TLSFiles
 from fedanon.federation.transport import RECONNECT_OPTIONS, make_channel
 from fedanon.fingerprint import fingerprint
@@ -150,6 +150,7 @@ class Session:
         every party's fingerprint against the leader's `items`. Returns each party's reply."""
         request.ref.CopyFrom(self.ref())
         request.ring[:] = self.ring
+        request.versions[:] = version_items()
         opened = self.fan_out(
             "handshake", lambda n, s: s.OpenSession(request, timeout=self.job.rpc_seconds)
         )

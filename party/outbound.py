@@ -37,6 +37,7 @@ from fedanon.federation.relay_crypto import HopKeys
 from fedanon.federation.transport import MAX_MESSAGE_BYTES
 from fedanon.federation.tunnel import (
     KEEPALIVE_OPTIONS,
+    MAX_BACKOFF_SECONDS,
     Endpoint,
     LocalService,
     TunnelChannel,
@@ -62,8 +63,6 @@ from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
 log = logging.getLogger(__name__)
 
 HANDSHAKE = "hop-handshake"
-#: The longest wait between two attempts to reach the relay.
-MAX_BACKOFF_SECONDS = 5.0
 #: Calls served at once (the direct server's worker count).
 WORKERS = 8
 

@@ -41,7 +41,7 @@ from fedanon.crypto.identity import Identity, PeerIdentity
 from fedanon.crypto.idle_keys import IdleKeyWorkers
 from fedanon.crypto.tls import peer_identity
 from fedanon.errors import FedanonError
-from fedanon.federation.protocol import handshake_items
+from fedanon.federation.protocol import handshake_items, leader_version_difference
 from fedanon.fingerprint import fingerprint
 from fedanon.party import rejoin, ring
 from fedanon.party.config import PartyConfig
@@ -309,6 +309,15 @@ class PartyServicer(pb_grpc.PartyServicer):
     ) -> pb.OpenSessionReply:
         self._authorize(context, {self.config.leader})
         caller = peer_identity(context).name if self.secure else None
+        other_release = leader_version_difference(request.versions)
+        if other_release is not None:
+            refuse_job(
+                context,
+                request,
+                caller,
+                grpc.StatusCode.FAILED_PRECONDITION,
+                f"party {self.config.name} refused the leader: {other_release}",
+            )
         job = admit(
             context,
             self.config.policy,

@@ -29,6 +29,7 @@ from fedanon.leader.federation import PartyFailure
 from fedanon.leader.relay import Relay, serve_relay, stop_relay
 from fedanon.leader.sim import Federation, federation, split_table
 from fedanon.protos import fedanon_v1_pb2 as pb
+from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
 from tests.distributed.conftest import (
     LEASE_SECONDS,
     Dataset,
@@ -236,9 +237,9 @@ def test_relay_sees_hops_only_sealed(
     for call in sum_hops:
         assert len(call.request) == leader_sums[call.hop.iteration] + 16
     # The relay's best try: keys it could make up; they open nothing.
-    from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-    guess = HopKeys(session_id, "hospital-1", "hospital-2", *(ChaCha20Poly1305(bytes(32)),) * 2)
+    guess = HopKeys(session_id, "hospital-1", "hospital-2", *(AESGCM(bytes(32)),) * 2)
     first = next(call for sender, call in sealed if sender == "hospital-1")
     with pytest.raises(CryptoError, match="relayed frame refused"):
         guess.open_request(first.method, first.hop, first.request)
@@ -369,6 +370,19 @@ def test_streams_dropped_between_iterations_are_redialled_and_the_job_resumes(
     report = run_outbound(outbound_federation, hospital_data, out, on_step=drop)
     assert dropped
     assert_same_release(out, report, centralized(hospital_data, spec))
+
+
+def test_a_call_made_while_a_party_redials_waits_for_it(outbound_federation: Federation) -> None:
+    """The relay drops a party's stream and the leader calls the party at once: the call waits
+    for the party to redial (as a direct party's port would take it) instead of failing as
+    unreachable; that failure made a loaded machine's job end at its handshake."""
+    relay = relay_of(outbound_federation)
+    name = outbound_federation.daemons[0].name
+    old = relay.endpoints[name]
+    old.close()
+    reply = pb_grpc.PartyStub(relay.channel(name)).Status(pb.StatusRequest(), timeout=30)
+    assert reply.party == name
+    assert relay.endpoints[name] is not old
 
 
 @pytest.mark.slow
