@@ -100,6 +100,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--K", type=int, default=20)
     parser.add_argument("--C", default="0.2")
     parser.add_argument("--union-mode", choices=("layered", "shuffle"), default="layered")
+    parser.add_argument(
+        "--sum-mode",
+        choices=("ring", "pairwise", "sparse"),
+        default="ring",
+        help="pairwise/sparse: each party's masked vector goes to the leader (through its own "
+        "tunnel in outbound mode) instead of around the ring (through the relay, hop by hop)",
+    )
     parser.add_argument("--rpc-seconds", type=float, default=120.0)
     parser.add_argument(
         "--count-frames", action="store_true", help="print what crossed the relay per method"
@@ -116,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     taxonomy, spec = lkc_job(table, args)
     print(
         f"data: {args.data.name}, {len(table)} records, L={args.L} K={args.K} C={args.C}, "
-        f"union {args.union_mode}"
+        f"union {args.union_mode}, sum {args.sum_mode}"
     )
     work = Path(tempfile.mkdtemp(prefix="fedanon-bench-outbound-"))
     lines = []
@@ -147,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
                         out,
                         rpc_seconds=args.rpc_seconds,
                         union_mode=args.union_mode,
+                        sum_mode=args.sum_mode,
                     )
                     # Both federations idle, their key pools full: the union of either
                     # starts from the same state, and no refill runs beside the session.
