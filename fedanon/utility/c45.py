@@ -570,8 +570,8 @@ def xlogx_table(n: int) -> np.ndarray:
 def categorical_scores(
     table: np.ndarray,
     starts: np.ndarray,
-    n: int,
-    base: float,
+    n: int | np.ndarray,
+    base: float | np.ndarray,
     min_leaf: int,
     xlogx: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -579,7 +579,8 @@ def categorical_scores(
 
     `table` holds the node's (value x class) counts of all categorical attributes stacked,
     attribute a's values starting at row ``starts[a]``. A test is possible only when two of
-    its branches hold `min_leaf` rows (gain -EPSILON otherwise).
+    its branches hold `min_leaf` rows (gain -EPSILON otherwise). Several nodes' tables stacked
+    score in one call with `n` and `base` given per start (the federated learner's level).
     """
     per_value = table.sum(axis=1)
     value_info = xlogx[per_value] - xlogx[table].sum(axis=1)  # n_v * entropy(v)
@@ -625,36 +626,75 @@ def numeric_scores(
     xlogx: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """MDL-corrected gain, split information and threshold of the best cut of every numeric
-    attribute (gain -EPSILON where none is admissible); `total` is the node's class counts.
-
-    The gain of a cut is the information gain minus log2(T) / n, T the attribute's number
-    of admissible cuts (C4.5 release 8); the first best cut in value order wins.
-    """
+    attribute at one node (gain -EPSILON where none is admissible); `total` is the node's
+    class counts. :func:`grouped_numeric_scores` with one group per attribute."""
     m = len(values)
-    gain = np.full(m, -_EPSILON)
-    split_info = np.zeros(m)
-    thresholds = np.full(m, math.nan)
+    return grouped_numeric_scores(
+        cuts,
+        np.full(m, int(total.sum())),
+        np.tile(total, (m, 1)),
+        np.full(m, base),
+        np.arange(m),
+        values,
+        xlogx,
+    )
+
+
+def grouped_numeric_scores(
+    cuts: NumericCuts,
+    n: np.ndarray,
+    total: np.ndarray,
+    base: np.ndarray,
+    attribute: np.ndarray,
+    values: list[np.ndarray],
+    xlogx: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Best cut of each group of cuts: (MDL-corrected gain, split information, threshold)
+    per group, gain -EPSILON where a group has no admissible cut.
+
+    A group is one numeric attribute at one node: ``cuts.attr`` holds each cut's group (non-
+    decreasing), and per group `n` the node's rows, `total` its class counts, `base` its
+    entropy and `attribute` the attribute's position in `values`. So the federated learner
+    scores a whole level of nodes in one call with the very arithmetic of a single node. The
+    gain of a cut is the information gain minus log2(T) / n, T the group's number of
+    admissible cuts (C4.5 release 8); the first best cut in value order wins.
+    """
+    groups = len(n)
+    gain = np.full(groups, -_EPSILON)
+    split_info = np.zeros(groups)
+    thresholds = np.full(groups, math.nan)
     if len(cuts.attr) == 0:
         return gain, split_info, thresholds
-    n = int(total.sum())
+    group = cuts.attr
+    n_cut = n[group]
     left_n = cuts.left_n
-    info_n = xlogx[left_n] + xlogx[n - left_n]
-    for c in range(len(total)):
+    info_n = xlogx[left_n] + xlogx[n_cut - left_n]
+    for c in range(total.shape[1]):
         left = cuts.left[:, c]
-        info_n -= xlogx[left] + xlogx[total[c] - left]
-    bounds = np.searchsorted(cuts.attr, np.arange(m + 1))  # attr is sorted
+        info_n -= xlogx[left] + xlogx[total[group, c] - left]
+    bounds = np.searchsorted(group, np.arange(groups + 1))  # groups are sorted
     tries = np.diff(bounds)
-    corrected = base - info_n / n - np.log2(np.maximum(tries, 1))[cuts.attr] / n
-    for a in np.flatnonzero(tries):
-        # C4.5 scans cuts left to right and keeps the first best one.
-        cut = bounds[a] + int(np.argmax(corrected[bounds[a] : bounds[a + 1]]))
-        if corrected[cut] <= 0:
-            continue
-        gain[a] = corrected[cut]
-        split_info[a] = (xlogx[n] - xlogx[left_n[cut]] - xlogx[n - left_n[cut]]) / n
+    corrected = base[group] - info_n / n_cut - np.log2(np.maximum(tries, 1))[group] / n_cut
+    # C4.5 scans cuts left to right and keeps the first best one: per group, the first cut
+    # reaching the group's maximum.
+    some = np.flatnonzero(tries)
+    best = np.full(groups, -np.inf)
+    best[some] = np.maximum.reduceat(corrected, bounds[some])
+    at_best = np.flatnonzero(corrected == best[group])
+    firsts = at_best[np.r_[True, group[at_best[1:]] != group[at_best[:-1]]]]
+    firsts = firsts[corrected[firsts] > 0]
+    won = group[firsts]
+    gain[won] = corrected[firsts]
+    n_won = n[won]
+    split_info[won] = (
+        xlogx[n_won] - xlogx[left_n[firsts]] - xlogx[n_won - left_n[firsts]]
+    ) / n_won
+    for a in np.unique(attribute[won]):
+        mine = attribute[won] == a
+        cut = firsts[mine]
         low, high = values[a][cuts.low[cut]], values[a][cuts.high[cut]]
         middle = low + (high - low) / 2.0
-        thresholds[a] = middle if middle < high else low
+        thresholds[won[mine]] = np.where(middle < high, middle, low)
     return gain, split_info, thresholds
 
 
