@@ -686,9 +686,7 @@ def grouped_numeric_scores(
     won = group[firsts]
     gain[won] = corrected[firsts]
     n_won = n[won]
-    split_info[won] = (
-        xlogx[n_won] - xlogx[left_n[firsts]] - xlogx[n_won - left_n[firsts]]
-    ) / n_won
+    split_info[won] = (xlogx[n_won] - xlogx[left_n[firsts]] - xlogx[n_won - left_n[firsts]]) / n_won
     for a in np.unique(attribute[won]):
         mine = attribute[won] == a
         cut = firsts[mine]
@@ -707,15 +705,33 @@ def choose_split(
 ) -> tuple[int, float] | None:
     """C4.5's choice: the highest gain ratio among tests whose gain is at least the average
     gain of the possible tests (over the attributes marked `in_average`); None: no test."""
+    best, threshold = choose_splits(gain[None], split_info[None], thresholds[None], in_average)
+    return None if best[0] < 0 else (int(best[0]), float(threshold[0]))
+
+
+def choose_splits(
+    gain: np.ndarray, split_info: np.ndarray, thresholds: np.ndarray, in_average: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`choose_split` of every row (node) of (node x attribute) scores at once: per
+    node the chosen attribute (-1: no test) and its threshold.
+
+    The average gain is summed over each node's averaged gains packed to the left of a row
+    of their own count, which numpy sums as it sums the gathered 1-D array of one node, so the
+    choice is the same float for float."""
     possible = gain > -_EPSILON
     averaged = possible & in_average
-    average = gain[averaged].mean() if averaged.any() else 1e6
-    eligible = possible & (gain >= average - _EPSILON) & (split_info > _EPSILON)
+    count = averaged.sum(axis=1)
+    average = np.full(len(gain), 1e6)
+    for c in np.unique(count[count > 0]):
+        rows = np.flatnonzero(count == c)
+        packed = gain[rows][averaged[rows]].reshape(-1, c)  # row-major: each row's own, in order
+        average[rows] = packed.sum(axis=1) / c
+    eligible = possible & (gain >= average[:, None] - _EPSILON) & (split_info > _EPSILON)
     worth = np.where(eligible, gain / np.where(eligible, split_info, 1.0), -_EPSILON)
-    best = int(np.argmax(worth))
-    if worth[best] <= -_EPSILON:
-        return None
-    return best, float(thresholds[best])
+    best = np.argmax(worth, axis=1)
+    picked = np.arange(len(gain))
+    chosen = np.where(worth[picked, best] <= -_EPSILON, -1, best)
+    return chosen, thresholds[picked, best]
 
 
 def in_average_mask(is_numeric: np.ndarray, domain_sizes: np.ndarray, n: int) -> np.ndarray:
