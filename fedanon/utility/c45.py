@@ -626,18 +626,37 @@ def numeric_scores(
     xlogx: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """MDL-corrected gain, split information and threshold of the best cut of every numeric
-    attribute at one node (gain -EPSILON where none is admissible); `total` is the node's
-    class counts. :func:`grouped_numeric_scores` with one group per attribute."""
+    attribute (gain -EPSILON where none is admissible); `total` is the node's class counts.
+
+    The gain of a cut is the information gain minus log2(T) / n, T the attribute's number
+    of admissible cuts (C4.5 release 8); the first best cut in value order wins.
+    """
     m = len(values)
-    return grouped_numeric_scores(
-        cuts,
-        np.full(m, int(total.sum())),
-        np.tile(total, (m, 1)),
-        np.full(m, base),
-        np.arange(m),
-        values,
-        xlogx,
-    )
+    gain = np.full(m, -_EPSILON)
+    split_info = np.zeros(m)
+    thresholds = np.full(m, math.nan)
+    if len(cuts.attr) == 0:
+        return gain, split_info, thresholds
+    n = int(total.sum())
+    left_n = cuts.left_n
+    info_n = xlogx[left_n] + xlogx[n - left_n]
+    for c in range(len(total)):
+        left = cuts.left[:, c]
+        info_n -= xlogx[left] + xlogx[total[c] - left]
+    bounds = np.searchsorted(cuts.attr, np.arange(m + 1))  # attr is sorted
+    tries = np.diff(bounds)
+    corrected = base - info_n / n - np.log2(np.maximum(tries, 1))[cuts.attr] / n
+    for a in np.flatnonzero(tries):
+        # C4.5 scans cuts left to right and keeps the first best one.
+        cut = bounds[a] + int(np.argmax(corrected[bounds[a] : bounds[a + 1]]))
+        if corrected[cut] <= 0:
+            continue
+        gain[a] = corrected[cut]
+        split_info[a] = (xlogx[n] - xlogx[left_n[cut]] - xlogx[n - left_n[cut]]) / n
+        low, high = values[a][cuts.low[cut]], values[a][cuts.high[cut]]
+        middle = low + (high - low) / 2.0
+        thresholds[a] = middle if middle < high else low
+    return gain, split_info, thresholds
 
 
 def grouped_numeric_scores(
@@ -654,10 +673,10 @@ def grouped_numeric_scores(
 
     A group is one numeric attribute at one node: ``cuts.attr`` holds each cut's group (non-
     decreasing), and per group `n` the node's rows, `total` its class counts, `base` its
-    entropy and `attribute` the attribute's position in `values`. So the federated learner
-    scores a whole level of nodes in one call with the very arithmetic of a single node. The
-    gain of a cut is the information gain minus log2(T) / n, T the group's number of
-    admissible cuts (C4.5 release 8); the first best cut in value order wins.
+    entropy and `attribute` the attribute's position in `values`: :func:`numeric_scores` of
+    many nodes at once, element by element the same arithmetic (so the same floats), for the
+    federated learner's level; the record-level fit keeps the one-node function, which is
+    faster for one node (tests/utility/test_c45_counts.py pins the two trees equal).
     """
     groups = len(n)
     gain = np.full(groups, -_EPSILON)
@@ -705,15 +724,23 @@ def choose_split(
 ) -> tuple[int, float] | None:
     """C4.5's choice: the highest gain ratio among tests whose gain is at least the average
     gain of the possible tests (over the attributes marked `in_average`); None: no test."""
-    best, threshold = choose_splits(gain[None], split_info[None], thresholds[None], in_average)
-    return None if best[0] < 0 else (int(best[0]), float(threshold[0]))
+    possible = gain > -_EPSILON
+    averaged = possible & in_average
+    average = gain[averaged].mean() if averaged.any() else 1e6
+    eligible = possible & (gain >= average - _EPSILON) & (split_info > _EPSILON)
+    worth = np.where(eligible, gain / np.where(eligible, split_info, 1.0), -_EPSILON)
+    best = int(np.argmax(worth))
+    if worth[best] <= -_EPSILON:
+        return None
+    return best, float(thresholds[best])
 
 
 def choose_splits(
     gain: np.ndarray, split_info: np.ndarray, thresholds: np.ndarray, in_average: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`choose_split` of every row (node) of (node x attribute) scores at once: per
-    node the chosen attribute (-1: no test) and its threshold.
+    node the chosen attribute (-1: no test) and its threshold (the federated learner's level;
+    tests/utility/test_c45_counts.py pins it to the one-node rule).
 
     The average gain is summed over each node's averaged gains packed to the left of a row
     of their own count, which numpy sums as it sums the gathered 1-D array of one node, so the
