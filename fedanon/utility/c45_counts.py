@@ -513,7 +513,7 @@ class _Learner:
         The split search scores all the level's nodes at once (numpy over their stacked
         counts, `c45`'s very arithmetic per node, so the same floats), then chooses per node
         with `c45`'s `choose_split`."""
-        if not open_:
+        if not open_ or not self._schema.features:  # no feature: no test
             return []
         chosen, thresholds = choose_splits(*self._level_scores(open_, histograms), self._in_average)
         level = []
