@@ -570,8 +570,8 @@ def xlogx_table(n: int) -> np.ndarray:
 def categorical_scores(
     table: np.ndarray,
     starts: np.ndarray,
-    n: int,
-    base: float,
+    n: int | np.ndarray,
+    base: float | np.ndarray,
     min_leaf: int,
     xlogx: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -579,7 +579,8 @@ def categorical_scores(
 
     `table` holds the node's (value x class) counts of all categorical attributes stacked,
     attribute a's values starting at row ``starts[a]``. A test is possible only when two of
-    its branches hold `min_leaf` rows (gain -EPSILON otherwise).
+    its branches hold `min_leaf` rows (gain -EPSILON otherwise). Several nodes' tables stacked
+    score in one call with `n` and `base` given per start (the federated learner's level).
     """
     per_value = table.sum(axis=1)
     value_info = xlogx[per_value] - xlogx[table].sum(axis=1)  # n_v * entropy(v)
@@ -658,6 +659,62 @@ def numeric_scores(
     return gain, split_info, thresholds
 
 
+def grouped_numeric_scores(
+    cuts: NumericCuts,
+    n: np.ndarray,
+    total: np.ndarray,
+    base: np.ndarray,
+    attribute: np.ndarray,
+    values: list[np.ndarray],
+    xlogx: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Best cut of each group of cuts: (MDL-corrected gain, split information, threshold)
+    per group, gain -EPSILON where a group has no admissible cut.
+
+    A group is one numeric attribute at one node: ``cuts.attr`` holds each cut's group (non-
+    decreasing), and per group `n` the node's rows, `total` its class counts, `base` its
+    entropy and `attribute` the attribute's position in `values`: :func:`numeric_scores` of
+    many nodes at once, element by element the same arithmetic (so the same floats), for the
+    federated learner's level; the record-level fit keeps the one-node function, which is
+    faster for one node (tests/utility/test_c45_counts.py pins the two trees equal).
+    """
+    groups = len(n)
+    gain = np.full(groups, -_EPSILON)
+    split_info = np.zeros(groups)
+    thresholds = np.full(groups, math.nan)
+    if len(cuts.attr) == 0:
+        return gain, split_info, thresholds
+    group = cuts.attr
+    n_cut = n[group]
+    left_n = cuts.left_n
+    info_n = xlogx[left_n] + xlogx[n_cut - left_n]
+    for c in range(total.shape[1]):
+        left = cuts.left[:, c]
+        info_n -= xlogx[left] + xlogx[total[group, c] - left]
+    bounds = np.searchsorted(group, np.arange(groups + 1))  # groups are sorted
+    tries = np.diff(bounds)
+    corrected = base[group] - info_n / n_cut - np.log2(np.maximum(tries, 1))[group] / n_cut
+    # C4.5 scans cuts left to right and keeps the first best one: per group, the first cut
+    # reaching the group's maximum.
+    some = np.flatnonzero(tries)
+    best = np.full(groups, -np.inf)
+    best[some] = np.maximum.reduceat(corrected, bounds[some])
+    at_best = np.flatnonzero(corrected == best[group])
+    firsts = at_best[np.r_[True, group[at_best[1:]] != group[at_best[:-1]]]]
+    firsts = firsts[corrected[firsts] > 0]
+    won = group[firsts]
+    gain[won] = corrected[firsts]
+    n_won = n[won]
+    split_info[won] = (xlogx[n_won] - xlogx[left_n[firsts]] - xlogx[n_won - left_n[firsts]]) / n_won
+    for a in np.unique(attribute[won]):
+        mine = attribute[won] == a
+        cut = firsts[mine]
+        low, high = values[a][cuts.low[cut]], values[a][cuts.high[cut]]
+        middle = low + (high - low) / 2.0
+        thresholds[won[mine]] = np.where(middle < high, middle, low)
+    return gain, split_info, thresholds
+
+
 def _no_numeric_split(m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return np.full(m, -_EPSILON), np.zeros(m), np.full(m, math.nan)
 
@@ -676,6 +733,32 @@ def choose_split(
     if worth[best] <= -_EPSILON:
         return None
     return best, float(thresholds[best])
+
+
+def choose_splits(
+    gain: np.ndarray, split_info: np.ndarray, thresholds: np.ndarray, in_average: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`choose_split` of every row (node) of (node x attribute) scores at once: per
+    node the chosen attribute (-1: no test) and its threshold (the federated learner's level;
+    tests/utility/test_c45_counts.py pins it to the one-node rule).
+
+    The average gain is summed over each node's averaged gains packed to the left of a row
+    of their own count, which numpy sums as it sums the gathered 1-D array of one node, so the
+    choice is the same float for float."""
+    possible = gain > -_EPSILON
+    averaged = possible & in_average
+    count = averaged.sum(axis=1)
+    average = np.full(len(gain), 1e6)
+    for c in np.unique(count[count > 0]):
+        rows = np.flatnonzero(count == c)
+        packed = gain[rows][averaged[rows]].reshape(-1, c)  # row-major: each row's own, in order
+        average[rows] = packed.sum(axis=1) / c
+    eligible = possible & (gain >= average[:, None] - _EPSILON) & (split_info > _EPSILON)
+    worth = np.where(eligible, gain / np.where(eligible, split_info, 1.0), -_EPSILON)
+    best = np.argmax(worth, axis=1)
+    picked = np.arange(len(gain))
+    chosen = np.where(worth[picked, best] <= -_EPSILON, -1, best)
+    return chosen, thresholds[picked, best]
 
 
 def in_average_mask(is_numeric: np.ndarray, domain_sizes: np.ndarray, n: int) -> np.ndarray:

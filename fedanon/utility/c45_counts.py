@@ -45,14 +45,13 @@ from fedanon.utility.c45 import (
     _recursion_room,
     _reject_missing,
     _squared_deviate,
-    base_information,
     categorical_scores,
-    choose_split,
+    choose_splits,
     collapse_unhelpful,
+    grouped_numeric_scores,
     in_average_mask,
     leaf_estimate_of,
     numeric_cut_range,
-    numeric_scores,
     prune_choice,
     xlogx_table,
 )
@@ -484,9 +483,7 @@ class _Learner:
                 histograms = [root_histogram] if open_ else []
             else:
                 histograms = self._ask([Query(p, HISTOGRAMS, support=s) for _, p, s in open_])
-            level = []
-            for (node, path, support), histogram in zip(open_, histograms, strict=True):
-                level.extend(self._split_node(node, path, self._unpack(histogram, support)))
+            level = self._split_level(open_, histograms)
             depth += bool(level)
         collapse_unhelpful(created)
         return root, depth
@@ -508,83 +505,127 @@ class _Learner:
             start = end
         return _Histograms(histogram[:k], tables[: schema.cat_bins], numeric)
 
-    def _split_node(
-        self, node: _Node, path: Path, histograms: _Histograms
+    def _split_level(
+        self, open_: list[tuple[_Node, Path, Support]], histograms: list[np.ndarray]
     ) -> list[tuple[_Node, Path, Support]]:
-        split = self._best_split(node.counts, histograms)
-        if split is None:
+        """Split every open node of a level; the level's next frontier.
+
+        The split search scores all the level's nodes at once (numpy over their stacked
+        counts, `c45`'s very arithmetic per node, so the same floats), then chooses per node
+        with `c45`'s `choose_split`."""
+        if not open_ or not self._schema.features:  # no feature: no test
             return []
+        chosen, thresholds = choose_splits(*self._level_scores(open_, histograms), self._in_average)
+        level = []
+        for i in np.flatnonzero(chosen >= 0).tolist():
+            node, path, support = open_[i]
+            split = (int(chosen[i]), float(thresholds[i]))
+            level.extend(self._split_node(node, path, self._unpack(histograms[i], support), split))
+        return level
+
+    def _split_node(
+        self, node: _Node, path: Path, histograms: _Histograms, split: tuple[int, float]
+    ) -> list[tuple[_Node, Path, Support]]:
         feature, threshold = split
         node.attr = feature
         node.threshold = threshold
         node.n_branches = self._schema.branches(feature)
         key = None if not self._schema.is_numeric[feature] else threshold
         table = self._branch_table(histograms, feature, threshold)
-        self._remember(path, feature, key, table)
+        branches = self._remember(path, feature, key, table)
         # With narrowing, a child counts each numeric feature over the values present here.
         support = (
             tuple(positions[t.sum(axis=1) > 0] for positions, t in histograms.numeric)
             if self._narrow
             else None
         )
+        as_float = table.astype(np.float64)
+        best = as_float.argmax(axis=1).tolist()  # the first largest class, as `_new_node`
         children = []
-        for branch in np.flatnonzero(table.sum(axis=1)):
-            child = _new_node(table[branch])
-            node.children[int(branch)] = child
-            children.append((child, (*path, (feature, int(branch), key)), support))
+        for branch in branches:
+            child = _Node(as_float[branch], best[branch])
+            node.children[branch] = child
+            children.append((child, (*path, (feature, branch, key)), support))
         return children
 
-    def _best_split(self, counts: np.ndarray, histograms: _Histograms) -> tuple[int, float] | None:
-        schema = self._schema
-        n_feat = len(schema.features)
-        if n_feat == 0:
-            return None
-        k = self._k
-        n = int(counts.sum())
-        base = base_information(counts, self._xlogx)
-        gain = np.full(n_feat, -1e-3)
-        split_info = np.zeros(n_feat)
-        thresholds = np.full(n_feat, math.nan)
+    def _level_scores(
+        self, open_: list[tuple[_Node, Path, Support]], histograms: list[np.ndarray]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(gain, split information, threshold), each (node x feature), of a level's nodes."""
+        schema, k, xlogx = self._schema, self._k, self._xlogx
+        nodes, n_feat = len(open_), len(schema.features)
+        gain = np.full((nodes, n_feat), -1e-3)
+        split_info = np.zeros((nodes, n_feat))
+        thresholds = np.full((nodes, n_feat), math.nan)
+        classes = np.stack([h[:k] for h in histograms]).astype(np.intp)
+        n = classes.sum(axis=1)
+        base = (xlogx[n] - xlogx[classes].sum(axis=1)) / n  # `base_information` per node
         cat = np.flatnonzero(~schema.is_numeric)
         num = np.flatnonzero(schema.is_numeric)
         if len(cat):
-            table = histograms.categorical.reshape(-1, k)
+            table = np.stack([h[k : k + schema.cat_bins] for h in histograms]).astype(np.intp)
+            starts = (
+                np.arange(nodes)[:, None] * int(schema.cat_sizes.sum()) + schema.cat_starts
+            ).ravel()
             g, s = categorical_scores(
-                table, schema.cat_starts, n, base, self._min_leaf, self._xlogx
+                table.reshape(-1, k),
+                starts,
+                np.repeat(n, len(cat)),
+                np.repeat(base, len(cat)),
+                self._min_leaf,
+                xlogx,
             )
-            gain[cat] = g
-            split_info[cat] = s
+            gain[:, cat] = g.reshape(nodes, -1)
+            split_info[:, cat] = s.reshape(nodes, -1)
         if len(num):
-            cuts = self._cuts(histograms.numeric, n)
-            g, s, t = numeric_scores(cuts, histograms.classes, base, schema.values, self._xlogx)
-            gain[num] = g
-            split_info[num] = s
-            thresholds[num] = t
-        return choose_split(gain, split_info, thresholds, self._in_average)
+            m = len(num)
+            cuts = self._level_cuts(open_, histograms, n)
+            g, s, t = grouped_numeric_scores(
+                cuts,
+                np.repeat(n, m),
+                np.repeat(classes, m, axis=0),
+                np.repeat(base, m),
+                np.tile(np.arange(m), nodes),
+                schema.values,
+                xlogx,
+            )
+            gain[:, num] = g.reshape(nodes, m)
+            split_info[:, num] = s.reshape(nodes, m)
+            thresholds[:, num] = t.reshape(nodes, m)
+        return gain, split_info, thresholds
 
-    def _cuts(self, numeric: list[tuple[np.ndarray, np.ndarray]], n: int) -> NumericCuts:
-        """Every admissible cut of every numeric attribute, from its (value x class) counts:
-        a cut follows each value present at the node whose cumulative count leaves enough rows
-        on both sides."""
-        first, last = numeric_cut_range(n, self._k, self._min_leaf)
-        if first > last or not numeric:
-            empty = np.zeros(0, dtype=np.intp)
-            return NumericCuts(empty, empty, np.zeros((0, self._k), np.intp), empty, empty)
-        # Every attribute's (value x class) counts stacked, so one pass serves them all: the
-        # values present at the node, their running class counts within their attribute.
-        values = np.concatenate([v for _, v in numeric])
+    def _level_cuts(
+        self, open_: list[tuple[_Node, Path, Support]], histograms: list[np.ndarray], n: np.ndarray
+    ) -> NumericCuts:
+        """Every admissible cut of every numeric attribute at every node of a level, from
+        their (value x class) counts stacked, grouped by (node, attribute): a cut follows each
+        value present at the node whose cumulative count leaves enough rows on both sides."""
+        schema, k = self._schema, self._k
+        m = len(schema.values)
+        head = k + schema.cat_bins
+        values = np.concatenate([h[head:] for h in histograms]).reshape(-1, k)
+        every = tuple(np.arange(size) for size in schema.num_sizes)
+        parts = [every if support is None else support for _, _, support in open_]
+        positions = np.concatenate([p for part in parts for p in part])
+        sizes = [len(p) for part in parts for p in part]
+        # One running count over the whole stack: the values present at each node, their
+        # running class counts within their (node, attribute) group.
         here = np.flatnonzero(values.sum(axis=1))
-        attr = np.repeat(np.arange(len(numeric)), [len(p) for p, _ in numeric])[here]
-        present = np.concatenate([p for p, _ in numeric])[here]
+        group = np.repeat(np.arange(len(sizes)), sizes)[here]
+        present = positions[here]
         running = np.cumsum(values[here], axis=0)
-        before = np.vstack([np.zeros((1, self._k), running.dtype), running])
-        left = running - before[np.searchsorted(attr, attr)]
+        before = np.vstack([np.zeros((1, k), running.dtype), running])
+        left = running - before[np.searchsorted(group, group)]
         left_n = left.sum(axis=1)
-        # An attribute's last value holds all n rows (> last), so the next value present is
-        # always the same attribute's.
-        cut = np.flatnonzero((left_n >= first) & (left_n <= last))
+        ranges = np.array(
+            [numeric_cut_range(int(rows), k, self._min_leaf) for rows in n], dtype=np.intp
+        ).reshape(-1, 2)
+        node = group // m
+        # A group's last value holds all its node's rows (> the most a cut may leave), so
+        # the next value present is always the same group's.
+        cut = np.flatnonzero((left_n >= ranges[node, 0]) & (left_n <= ranges[node, 1]))
         return NumericCuts(
-            attr[cut].astype(np.intp),
+            group[cut].astype(np.intp),
             left_n[cut].astype(np.intp),
             left[cut].astype(np.intp),
             present[cut].astype(np.intp),
@@ -603,12 +644,17 @@ class _Learner:
         cut = int(np.searchsorted(schema.values[col][positions], threshold, side="right"))
         return np.stack([values[:cut].sum(axis=0), values[cut:].sum(axis=0)])
 
-    def _remember(self, path: Path, feature: int, key: float | None, table: np.ndarray) -> None:
-        """Cache a test's branch counts, and so the class counts at the path and below."""
+    def _remember(
+        self, path: Path, feature: int, key: float | None, table: np.ndarray
+    ) -> list[int]:
+        """Cache a test's branch counts, and so the class counts at the path and below; the
+        branches that hold rows."""
         self._splits[path, feature, key] = table
         self._classes[path] = table.sum(axis=0)
-        for branch in np.flatnonzero(table.sum(axis=1)):
-            self._classes[(*path, (feature, int(branch), key))] = table[branch]
+        branches: list[int] = np.flatnonzero(table.sum(axis=1)).tolist()
+        for branch in branches:
+            self._classes[(*path, (feature, branch, key))] = table[branch]
+        return branches
 
     # ------------------------------------------------------------------ pruning
 

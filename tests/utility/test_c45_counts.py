@@ -288,3 +288,61 @@ def test_adult_tree_equals_the_pooled_fit(sizes: str) -> None:
     _assert_same_tree(X, y, numeric, model)
     kactus_like, _, _ = _federated(X, y, numeric, split, min_leaf=50, narrow=True)
     _assert_same_tree(X, y, numeric, kactus_like, min_leaf=50)
+
+
+def test_the_leader_chooses_a_whole_level_in_one_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Growing decides every open node of a level in one vectorized choice, not node by node:
+    one call per level that has a node to split, over all of that level's nodes."""
+    if not has_table("german"):
+        pytest.skip("shared german data not present")
+    from fedanon.utility import c45_counts
+
+    X, y, numeric = _table("german")
+    n = len(X)
+    calls: list[int] = []
+    choose = c45_counts.choose_splits
+
+    def counting(gain: np.ndarray, *rest: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        calls.append(len(gain))
+        return choose(gain, *rest)
+
+    monkeypatch.setattr(c45_counts, "choose_splits", counting)
+    model, _, _ = _federated(X, y, numeric, [n // 3, n // 3, n - 2 * (n // 3)], prune=False)
+    grown = C45(prune=False).fit(X, y, numeric)
+    _assert_same_tree(X, y, numeric, model, prune=False)
+    assert len(calls) <= grown.depth + 1
+    assert max(calls) > 1  # a level's nodes together
+    assert sum(calls) >= grown.n_nodes - grown.n_leaves  # every split node was examined
+
+
+def test_a_level_wide_choice_is_each_node_choice_float_for_float() -> None:
+    """`choose_splits` over many nodes picks, per node, what C4.5's rule picks on that node
+    alone (the record-level fit's original one-node arithmetic, written out here): the
+    average gain over 8 and more attributes (numpy sums those in blocks) and exact ties
+    included."""
+    from fedanon.utility.c45 import choose_splits
+
+    def choose_split(
+        gain: np.ndarray, split_info: np.ndarray, thresholds: np.ndarray, in_average: np.ndarray
+    ) -> tuple[int, float] | None:
+        possible = gain > -1e-3
+        averaged = possible & in_average
+        average = gain[averaged].mean() if averaged.any() else 1e6
+        eligible = possible & (gain >= average - 1e-3) & (split_info > 1e-3)
+        worth = np.where(eligible, gain / np.where(eligible, split_info, 1.0), -1e-3)
+        best = int(np.argmax(worth))
+        return None if worth[best] <= -1e-3 else (best, float(thresholds[best]))
+
+    rng = np.random.default_rng(7)
+    nodes, features = 400, 14
+    gain = rng.choice([-1e-3, 0.01, 0.02, 0.1 / 3, 0.2, 0.7], size=(nodes, features))
+    gain[::3] += rng.random((len(gain[::3]), features)) * 1e-9
+    split_info = rng.choice([0.0, 0.5, 1.0, 1 / 3, 2.0], size=(nodes, features))
+    thresholds = rng.random((nodes, features))
+    in_average = rng.random(features) < 0.8
+    chosen, picked = choose_splits(gain, split_info, thresholds, in_average)
+    for i in range(nodes):
+        alone = choose_split(gain[i].copy(), split_info[i].copy(), thresholds[i], in_average)
+        together = None if chosen[i] < 0 else (int(chosen[i]), float(picked[i]))
+        assert together == alone
+    assert (chosen < 0).any() and (chosen >= 0).any()
