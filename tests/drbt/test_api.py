@@ -61,15 +61,26 @@ def test_release_replaces_ids_and_keeps_a_private_map() -> None:
     assert release.report["d"] == 4 and release.report["k"] == 2
 
 
-@pytest.mark.flaky(reruns=1)  # failed once in a loaded full run (session 8); cause not found yet
-def test_seed_reproduces_values_but_not_tokens() -> None:
+def _values(release: Any) -> np.ndarray:
+    """The released values as a multiset of rows (the row order is shuffled)."""
+    block = release.table.drop(columns="pid").to_numpy()
+    return block[np.lexsort(block.T[::-1])]
+
+
+@pytest.mark.parametrize("matrix", ["sparse", "gaussian"])
+def test_seed_reproduces_values_but_not_tokens(matrix: str) -> None:
     table = _patients()
-    a = anonymize_drbt(table, n_components=3, columns=COLUMNS, id_column="pid", seed=11)
-    b = anonymize_drbt(table, n_components=3, columns=COLUMNS, id_column="pid", seed=11)
+    options: dict[str, Any] = {"n_components": 3, "columns": COLUMNS, "id_column": "pid"}
+    a = anonymize_drbt(table, matrix=matrix, seed=11, **options)
+    b = anonymize_drbt(table, matrix=matrix, seed=11, **options)
     pd.testing.assert_frame_equal(a.table.drop(columns="pid"), b.table.drop(columns="pid"))
     assert not set(a.table["pid"]) & set(b.table["pid"])
-    c = anonymize_drbt(table, n_components=3, columns=COLUMNS, id_column="pid")
-    assert not np.allclose(a.table["att1"].sort_values(), c.table["att1"].sort_values())
+    # Without a seed R comes from `secrets`. A sparse R has a small discrete support (entries
+    # in {-sqrt 3, 0, sqrt 3}), so one fresh column equals the seeded one in about 3 % of the
+    # draws (the flake of session 8): compare whole releases, two of them (about 1e-9 together
+    # for sparse, never for gaussian).
+    fresh = [anonymize_drbt(table, matrix=matrix, **options) for _ in range(2)]
+    assert any(not np.allclose(_values(a), _values(c)) for c in fresh)
 
 
 def test_without_ids_there_is_no_id_column_and_no_map() -> None:

@@ -14,6 +14,7 @@ The leader is not judged here: the joined projection of every party's block is i
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +63,14 @@ def view(log: WireLog, party: str) -> dict[tuple[str, int, str], bytes]:
     return out
 
 
-def _run(parts: list[pd.DataFrame], workdir: Path) -> tuple[WireLog, list[int], list[str]]:
+@dataclass(frozen=True)
+class Run:
+    log: WireLog
+    labels: list[int]
+    matrices: dict[tuple[str, ...], np.ndarray]  # each party's secret R (the oracle)
+
+
+def _run(parts: list[pd.DataFrame], workdir: Path) -> Run:
     labels: list[list[int]] = []
     with (
         pytest.MonkeyPatch.context() as monkeypatch,
@@ -80,8 +88,24 @@ def _run(parts: list[pd.DataFrame], workdir: Path) -> tuple[WireLog, list[int], 
             on_clusters=lambda ids, found: labels.append([int(x) for x in found]),
         )
         assert not fed.log.calls_made, "a party talked to another party"
-    ids = [c for c in parts[0]["pid"]]
-    return fed.log, labels[0], ids
+    matrices = {key: p.matrix for key, p in fed.projections.by_attributes().items()}
+    return Run(fed.log, labels[0], matrices)
+
+
+def _independent_run(parts: list[pd.DataFrame], workdir: Path, first: Run, observer: int) -> Run:
+    """A second run whose observer R differs from `first`'s.
+
+    The parts of the view equal in two runs are taken as the ones randomness does not hide. A
+    sparse R has a small discrete support (d_i = 3, k_i = 2: the same R in about 1 run in 180,
+    the flake of session 8), and a coinciding R would make the observer's projected block look
+    data-determined; so a run that drew the observer's R again is redrawn.
+    """
+    key = tuple(c for c in parts[observer].columns if c != "pid")
+    for attempt in range(4):
+        run = _run(parts, workdir / f"try{attempt}")
+        if not np.array_equal(run.matrices[key], first.matrices[key]):
+            return run
+    raise AssertionError("four runs drew the observer's matrix of the first run")
 
 
 def nudged(parts: list[pd.DataFrame], keep: int) -> list[pd.DataFrame]:
@@ -98,19 +122,18 @@ def nudged(parts: list[pd.DataFrame], keep: int) -> list[pd.DataFrame]:
     return out
 
 
-@pytest.mark.flaky(reruns=1)  # failed once in a loaded full run (session 8); cause not found yet
 @pytest.mark.parametrize("observer", range(PARTIES))
 def test_drbt_party_view_depends_only_on_the_outputs(tmp_path: Path, observer: int) -> None:
     table, _ = clustered_table(m=240, d=9, seed=3)
     parts = split_columns(table, PARTIES, "pid")
     name = f"hospital-{observer + 1}"
-    first, first_labels, _ = _run(parts, tmp_path / "a")
-    again, again_labels, _ = _run(parts, tmp_path / "a2")
-    moved, moved_labels, _ = _run(nudged(parts, observer), tmp_path / "b")
-    assert partition(first_labels) == partition(again_labels) == partition(moved_labels), (
+    first = _run(parts, tmp_path / "a")
+    again = _independent_run(parts, tmp_path / "a2", first, observer)
+    moved = _run(nudged(parts, observer), tmp_path / "b")
+    assert partition(first.labels) == partition(again.labels) == partition(moved.labels), (
         "the outputs changed: no view test"
     )
-    a, a2, b = view(first, name), view(again, name), view(moved, name)
+    a, a2, b = view(first.log, name), view(again.log, name), view(moved.log, name)
     stable = {k: v for k, v in a.items() if a2.get(k) == v}
     assert {("Assign", 0, "received"), ("Ids", 0, "received")} <= set(stable)
     differ = [k for k, v in stable.items() if b.get(k) != v]
