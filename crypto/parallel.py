@@ -179,12 +179,20 @@ class Stream(Generic[T]):
         self._kept: list[Sequence[bytes]] = []
         self._pool = None
         if pooled:  # start the workers now, before the first chunk arrives
-            with _signals_deferred():
-                self._pool = ProcessPoolExecutor(
-                    parallelism.workers, mp_context=_context(), initializer=_die_with_parent
-                )
-                for _ in range(parallelism.workers):
-                    self._pool.submit(_started)
+            try:
+                with _signals_deferred():
+                    self._pool = ProcessPoolExecutor(
+                        parallelism.workers, mp_context=_context(), initializer=_die_with_parent
+                    )
+                    for _ in range(parallelism.workers):
+                        self._pool.submit(_started)
+            except BaseException:
+                # A SIGTERM held back during the launch is raised here, so no caller ever holds
+                # this pool: shut it down now. Left to the garbage collector, it shut itself
+                # down while the interpreter exited, and the two raced ("Exception ignored in
+                # threading ... Bad file descriptor" after the one line, under load).
+                self.close()
+                raise
 
     def __enter__(self) -> Stream[T]:
         return self

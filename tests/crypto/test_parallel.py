@@ -134,3 +134,42 @@ def test_workers_exit_when_the_process_that_made_the_pool_is_killed(tmp_path: Pa
     for pid in left:
         os.kill(pid, signal.SIGKILL)
     assert left == [], "pool workers outlived the process that made the pool"
+
+
+_SIGNALLED_LAUNCH = """
+import multiprocessing, signal
+import fedanon.crypto.parallel as parallel
+
+class Stop(Exception):
+    pass
+
+def stop(_number, _frame):
+    raise Stop
+
+class Signalled(parallel.ProcessPoolExecutor):
+    def submit(self, *args, **kwargs):
+        future = super().submit(*args, **kwargs)
+        signal.raise_signal(signal.SIGTERM)  # while the workers launch: held back till the end
+        return future
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, stop)
+    parallel.ProcessPoolExecutor = Signalled
+    try:
+        parallel.Stream(parallel.Parallelism(2, 1), list, 8)
+    except Stop:
+        print(len(multiprocessing.active_children()), flush=True)
+"""
+
+
+def test_a_signal_during_the_workers_launch_leaves_no_pool_behind(tmp_path: Path) -> None:
+    """SIGTERM while a stream launches its workers is raised once they are launched, out of the
+    constructor, so no caller holds the pool: the stream shuts it down itself (before, the
+    orphaned pool shut itself down while the interpreter exited, and under load the two raced
+    into a traceback after the leader's ``fedanon: terminated``)."""
+    script = tmp_path / "launch.py"
+    script.write_text(_SIGNALLED_LAUNCH, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=120
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (0, "0\n", "")
