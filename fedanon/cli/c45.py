@@ -8,16 +8,17 @@ report says whether they are equal. Heavy imports stay inside the handler.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from fedanon.cli.common import (
+    add_sim_options,
     add_sum_mode_option,
     add_transport_option,
     check_ring_parties,
     names,
     print_summary,
     sim_federation,
+    sim_outputs,
     split_list,
     step_progress,
 )
@@ -65,32 +66,19 @@ def add_sim_c45(methods: argparse._SubParsersAction) -> None:
         action="store_true",
         help="accept 2 parties (each learns the other's class counts at every node)",
     )
-    parser.add_argument("--insecure", action="store_true", help="no TLS (local experiments only)")
-    parser.add_argument("--workdir", help="keep configs, certificates and logs here")
-    parser.add_argument("--out", required=True, help="the tree, C4.5's text form (atomic)")
-    parser.add_argument("--report", help="JSON report path")
-    parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    parser.add_argument("--quiet", action="store_true", help="no progress display")
+    add_sim_options(parser, out_help="the tree, C4.5's text form (atomic)")
     parser.set_defaults(handler=run_sim_c45)
 
 
 def run_sim_c45(args: argparse.Namespace) -> int:
     from fedanon.atomic import write_json_atomic
-    from fedanon.federation.tls import insecure_warning
     from fedanon.leader.kinds.c45 import C45LeaderJob, c45_summary, run_c45
     from fedanon.leader.sim import split_table
-    from fedanon.outputs import CommandOutputs
     from fedanon.readers.table_io import read_table, require_columns
     from fedanon.utility.c45 import C45
 
     check_ring_parties(args.parties, args.allow_two_parties)
-    outputs = CommandOutputs(inputs=[args.data])
-    outputs.claim("--out", args.out)
-    outputs.claim("--report", args.report)
-    if args.workdir:
-        outputs.claim_directory("--workdir", args.workdir)
-    if args.insecure:
-        print(insecure_warning("--insecure"), file=sys.stderr)
+    sim_outputs(args, [args.data], ("--out", "--report"))
     table = read_table(args.data, args.delimiter)
     require_columns(table, [args.class_column], args.data)
     features = split_list(args.features) or [c for c in table.columns if c != args.class_column]

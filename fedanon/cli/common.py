@@ -18,6 +18,8 @@ from fedanon.errors import FedanonError
 if TYPE_CHECKING:  # imported where used: building the parser must stay light (start-up time)
     from rich.console import Console
 
+    from fedanon.outputs import CommandOutputs
+
 
 def add_sum_mode_option(parser: argparse.ArgumentParser) -> None:
     """``--sum-mode`` of every simulated ring job (LKC and randomization)."""
@@ -38,6 +40,61 @@ def add_transport_option(parser: argparse.ArgumentParser) -> None:
         default="direct",
         help="direct: every party listens and the ring's hops dial each other; outbound: the "
         "parties listen on no port and dial the leader's relay (docs/leakage.md, The relay)",
+    )
+
+
+SIM_WORKDIR_HELP = "keep configs, certificates and logs here"
+
+
+def add_sim_options(
+    parser: argparse.ArgumentParser,
+    *,
+    workdir_help: str = SIM_WORKDIR_HELP,
+    out_help: str | None = None,
+    out_required: bool = True,
+    reports: bool = True,
+) -> None:
+    """The options every ``fedanon sim`` command shares, in this order: ``--insecure``,
+    ``--workdir``, then ``--out`` (with `out_help`: the command's release), ``--report``,
+    ``--json`` and ``--quiet`` (unless `reports` is false: the command adds its own).
+    :func:`sim_outputs` claims what they name."""
+    parser.add_argument("--insecure", action="store_true", help="no TLS (local experiments only)")
+    parser.add_argument("--workdir", help=workdir_help)
+    if out_help is not None:
+        parser.add_argument("--out", required=out_required, help=out_help)
+    if reports:
+        parser.add_argument("--report", help="JSON report path")
+        parser.add_argument("--json", action="store_true", help="print the report as JSON")
+        parser.add_argument("--quiet", action="store_true", help="no progress display")
+
+
+def sim_outputs(
+    args: argparse.Namespace, inputs: list[str | None], claims: tuple[str, ...] = ()
+) -> CommandOutputs:
+    """A ``sim`` command's outputs claimed before any daemon starts (the file options named in
+    `claims`, e.g. ``("--out", "--report")``, then a ``--workdir``), then the ``--insecure``
+    warning: a bad output path is the command's only line on stderr."""
+    from fedanon.federation.tls import insecure_warning
+    from fedanon.outputs import CommandOutputs
+
+    outputs = CommandOutputs(inputs=inputs)
+    for option in claims:
+        outputs.claim(option, getattr(args, option.removeprefix("--").replace("-", "_")))
+    if args.workdir:
+        outputs.claim_directory("--workdir", args.workdir)
+    if args.insecure:
+        print(insecure_warning("--insecure"), file=sys.stderr)
+    return outputs
+
+
+def add_evaluation_options(parser: argparse.ArgumentParser) -> None:
+    """What an LKC release's evaluation reads besides the tables (``evaluate lkc`` and
+    ``sim evaluate``): the taxonomy, the QIDs, the class and the tables' delimiter."""
+    parser.add_argument("--taxonomy", required=True, help="gives QIDs, numeric QIDs and the class")
+    parser.add_argument("--qid", type=names, help="QIDs a,b (default: the taxonomy's)")
+    parser.add_argument("--class", dest="class_column", help="class column (default: taxonomy's)")
+    parser.add_argument(
+        "--delimiter", help="CSV delimiter of both tables (default ',' or tab for .tsv)"
     )
 
 

@@ -6,7 +6,15 @@ from __future__ import annotations
 import argparse
 
 from fedanon.cli.choices import LKC_SCORES
-from fedanon.cli.common import int_list, ints, names, print_summary, split_list, step_progress
+from fedanon.cli.common import (
+    add_evaluation_options,
+    int_list,
+    ints,
+    names,
+    print_summary,
+    split_list,
+    step_progress,
+)
 from fedanon.cli.reporting import evaluation_rows
 from fedanon.errors import FedanonError
 
@@ -27,12 +35,7 @@ def add_evaluate_lkc(kinds: argparse._SubParsersAction) -> None:
         required=True,
         help="the first N rows train the classifier, the rest test it",
     )
-    one.add_argument("--taxonomy", required=True, help="gives QIDs, numeric QIDs and the class")
-    one.add_argument("--qid", type=names, help="QIDs a,b (default: the taxonomy's)")
-    one.add_argument("--class", dest="class_column", help="class column (default: taxonomy's)")
-    one.add_argument(
-        "--delimiter", help="CSV delimiter of both tables (default ',' or tab for .tsv)"
-    )
+    add_evaluation_options(one)
     one.add_argument("--report", help="JSON report path")
     one.add_argument("--json", action="store_true", help="print the report as JSON")
     one.add_argument("--quiet", action="store_true", help="no progress display")

@@ -7,10 +7,10 @@ Heavy imports (pandas, the algorithm, the federation) stay inside the handlers s
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 from fedanon.cli.common import (
+    add_sim_options,
     add_sum_mode_option,
     add_transport_option,
     check_ring_parties,
@@ -18,6 +18,7 @@ from fedanon.cli.common import (
     per_item_numbers,
     print_summary,
     sim_federation,
+    sim_outputs,
     split_list,
     step_progress,
 )
@@ -168,13 +169,13 @@ def add_sim_randomize(methods: argparse._SubParsersAction) -> None:
         metavar="N",
         help="pad every party's union batch to N items",
     )
-    parser.add_argument("--insecure", action="store_true", help="no TLS (local experiments only)")
     add_transport_option(parser)
-    parser.add_argument("--workdir", help="keep configs, certificates, logs and kept tables here")
-    parser.add_argument("--out", help="integrated release (required unless --keep-at-parties)")
-    parser.add_argument("--report", help="JSON report path")
-    parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    parser.add_argument("--quiet", action="store_true", help="no progress display")
+    add_sim_options(
+        parser,
+        workdir_help="keep configs, certificates, logs and kept tables here",
+        out_help="integrated release (required unless --keep-at-parties)",
+        out_required=False,
+    )
     parser.set_defaults(handler=run_sim)
 
 
@@ -274,10 +275,8 @@ def run_sim(args: argparse.Namespace) -> int:
     from fedanon.algorithms.randomization.api import anonymize_randomize
     from fedanon.algorithms.randomization.coding import encode, observed_domain
     from fedanon.algorithms.randomization.jobspec import RandomizeSpec
-    from fedanon.federation.tls import insecure_warning
     from fedanon.leader.kinds.randomize import RandomizeLeaderJob, run_randomize
     from fedanon.leader.sim import split_table
-    from fedanon.outputs import CommandOutputs
     from fedanon.readers.table_io import read_table
 
     if args.keep_at_parties and not args.workdir:
@@ -288,13 +287,9 @@ def run_sim(args: argparse.Namespace) -> int:
     if not args.keep_at_parties and not args.out:
         raise FedanonError("--out is required unless --keep-at-parties")
     check_ring_parties(args.parties, args.allow_two_parties)
-    outputs = CommandOutputs(inputs=[args.data])
-    outputs.claim("--out", None if args.keep_at_parties else args.out)
-    outputs.claim("--report", args.report)
-    if args.workdir:
-        outputs.claim_directory("--workdir", args.workdir)
-    if args.insecure:
-        print(insecure_warning("--insecure"), file=sys.stderr)
+    # With --keep-at-parties no release is written: --out is not claimed.
+    claims = ("--report",) if args.keep_at_parties else ("--out", "--report")
+    outputs = sim_outputs(args, [args.data], claims)
     table = read_table(args.data, args.delimiter)
     qids = split_list(args.qid)
     coded = encode(table, qids)
@@ -315,7 +310,10 @@ def run_sim(args: argparse.Namespace) -> int:
         # The leader writes the release into the staged temporary; it and the report are
         # renamed onto their targets together once both are complete.
         out = staged.path(args.out) if args.out and not args.keep_at_parties else None
-        with sim_federation(args, parts, None) as fed:
+        with (
+            step_progress("federated randomization", args.quiet or args.json) as show,
+            sim_federation(args, parts, None, show) as fed,
+        ):
             job = RandomizeLeaderJob(
                 fed.hops,
                 fed.leader_tls,
@@ -327,8 +325,9 @@ def run_sim(args: argparse.Namespace) -> int:
                 union_pad_to=args.pad_to,
                 relay_listen=fed.relay_listen,
             )
-            with step_progress("federated randomization", args.quiet or args.json):
-                report = run_randomize(job, on_plan=plans.append)
+            show.phase("run: secure sums of the histograms, randomization at the parties")
+            report = run_randomize(job, on_plan=plans.append)
+            show.phase("run: done")
         if out is not None:
             report["output"] = str(args.out)
         exact = all(

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from fedanon.algorithms.tds.engines import ENGINES, EngineSettings
 from fedanon.cli.c45 import add_sim_c45
 from fedanon.cli.choices import DRBT_MATRICES
 from fedanon.cli.common import (
+    add_sim_options,
     add_sum_mode_option,
     add_transport_option,
     check_parties,
@@ -17,6 +17,7 @@ from fedanon.cli.common import (
     names,
     print_summary,
     sim_federation,
+    sim_outputs,
     split_list,
     step_progress,
 )
@@ -85,12 +86,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         type=int,
         help="row shards per party with --engine dask (default 2; party.toml [table] shards)",
     )
-    lkc.add_argument("--insecure", action="store_true", help="no TLS (local experiments only)")
-    lkc.add_argument("--workdir", help="keep configs, certificates and logs here")
-    lkc.add_argument("--out", required=True, help="integrated release (written atomically)")
-    lkc.add_argument("--report", help="JSON report path")
-    lkc.add_argument("--json", action="store_true", help="print the report as JSON")
-    lkc.add_argument("--quiet", action="store_true", help="no progress display")
+    add_sim_options(lkc, out_help="integrated release (written atomically)")
     add_report_options(lkc)
     lkc.set_defaults(handler=run_sim_lkc)
 
@@ -129,13 +125,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     drbt.add_argument("--seed", type=int, help="seed of K-means (projections stay secret)")
     drbt.add_argument("--delimiter", help="CSV delimiter")
-    drbt.add_argument("--insecure", action="store_true", help="no TLS (local experiments only)")
     add_transport_option(drbt)
-    drbt.add_argument("--workdir", help="keep configs, logs and the parties' assignment files")
-    drbt.add_argument("--out", required=True, help="projected, clustered release")
-    drbt.add_argument("--report", help="JSON report path")
-    drbt.add_argument("--json", action="store_true", help="print the report as JSON")
-    drbt.add_argument("--quiet", action="store_true", help="no progress display")
+    add_sim_options(
+        drbt,
+        workdir_help="keep configs, logs and the parties' assignment files",
+        out_help="projected, clustered release",
+    )
     drbt.set_defaults(handler=run_sim_drbt)
     add_sim_randomize(methods)
     add_sim_c45(methods)
@@ -171,10 +166,8 @@ def lkc_section(args: argparse.Namespace) -> dict:
 
 def run_sim_lkc(args: argparse.Namespace) -> int:
     from fedanon.algorithms.tds.api import refuse_dropping_job_columns
-    from fedanon.federation.tls import insecure_warning
     from fedanon.leader.kinds.lkc import lkc_summary, run_lkc, spec_from_table, step_text
     from fedanon.leader.sim import check_job_columns, split_table
-    from fedanon.outputs import CommandOutputs
     from fedanon.readers.table_io import read_table
     from fedanon.taxonomy.loader import load_taxonomy
 
@@ -182,14 +175,7 @@ def run_sim_lkc(args: argparse.Namespace) -> int:
         raise FedanonError("--dynamic is not available in distributed mode")
     check_ring_parties(args.parties, args.allow_two_parties)
     engine = sim_engine(args.engine, args.shards)
-    outputs = CommandOutputs(inputs=[args.data, args.taxonomy])
-    outputs.claim("--out", args.out)
-    outputs.claim("--report", args.report)
-    outputs.claim("--html", args.html)
-    if args.workdir:
-        outputs.claim_directory("--workdir", args.workdir)
-    if args.insecure:
-        print(insecure_warning("--insecure"), file=sys.stderr)
+    sim_outputs(args, [args.data, args.taxonomy], ("--out", "--report", "--html"))
     table = read_table(args.data, args.delimiter)
     taxonomy = load_taxonomy(args.taxonomy, data_columns=list(table.columns))
     spec = spec_from_table(lkc_section(args), taxonomy, "options")
@@ -224,21 +210,13 @@ def run_sim_drbt(args: argparse.Namespace) -> int:
     from fedanon.algorithms.drbt.fmeasure import overall_f_measure
     from fedanon.algorithms.drbt.kmeans import kmeans
     from fedanon.algorithms.drbt.projection import check_projection, zscore
-    from fedanon.federation.tls import insecure_warning
     from fedanon.leader.kinds.drbt import DRBTLeaderJob, run_drbt
     from fedanon.leader.sim import split_columns
-    from fedanon.outputs import CommandOutputs
     from fedanon.readers.table_io import read_table, require_columns
     from fedanon.text import as_numbers
 
     check_parties(args.parties, 2, "vertical DRBT needs at least 2 parties")
-    if args.insecure:
-        print(insecure_warning("--insecure"), file=sys.stderr)
-    outputs = CommandOutputs(inputs=[args.data])
-    outputs.claim("--out", args.out)
-    outputs.claim("--report", args.report)
-    if args.workdir:
-        outputs.claim_directory("--workdir", args.workdir)
+    sim_outputs(args, [args.data], ("--out", "--report"))
     table = read_table(args.data, args.delimiter)
     id_column = args.id_column or "object_id"
     if args.id_column is None:

@@ -10,16 +10,17 @@ centralized protocol's on the whole table split the same way. Heavy imports stay
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from fedanon.cli.common import (
+    add_evaluation_options,
+    add_sim_options,
     add_sum_mode_option,
     add_transport_option,
     check_ring_parties,
-    names,
     print_summary,
     sim_federation,
+    sim_outputs,
     split_list,
     step_progress,
 )
@@ -36,12 +37,7 @@ def add_sim_evaluate(methods: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--data", required=True, help="the raw table to split over the parties")
     parser.add_argument("--release", required=True, help="its release (rows in any order)")
-    parser.add_argument("--taxonomy", required=True, help="gives QIDs, numeric QIDs and the class")
-    parser.add_argument("--qid", type=names, help="QIDs a,b (default: the taxonomy's)")
-    parser.add_argument("--class", dest="class_column", help="class column (default: taxonomy's)")
-    parser.add_argument(
-        "--delimiter", help="CSV delimiter of both tables (default ',' or tab for .tsv)"
-    )
+    add_evaluation_options(parser)
     parser.add_argument(
         "--test-fraction",
         type=float,
@@ -62,32 +58,21 @@ def add_sim_evaluate(methods: argparse._SubParsersAction) -> None:
         action="store_true",
         help="accept 2 parties (each learns the other's error and class counts)",
     )
-    parser.add_argument("--insecure", action="store_true", help="no TLS (local experiments only)")
-    parser.add_argument("--workdir", help="keep configs, certificates and logs here")
-    parser.add_argument("--report", help="JSON report path")
-    parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    parser.add_argument("--quiet", action="store_true", help="no progress display")
+    add_sim_options(parser)
     parser.set_defaults(handler=run_sim_evaluate)
 
 
 def run_sim_evaluate(args: argparse.Namespace) -> int:
     from fedanon.atomic import write_json_atomic
     from fedanon.cli.reporting import evaluation_rows
-    from fedanon.federation.tls import insecure_warning
     from fedanon.leader.kind import Progress
     from fedanon.leader.kinds.evaluate import FIGURE_KEYS, federated_figures
     from fedanon.leader.sim import split_table
     from fedanon.leader.simulate_evaluation import equals, evaluation_setup
-    from fedanon.outputs import CommandOutputs
     from fedanon.readers.table_io import read_table
 
     check_ring_parties(args.parties, args.allow_two_parties)
-    outputs = CommandOutputs(inputs=[args.data, args.release, args.taxonomy])
-    outputs.claim("--report", args.report)
-    if args.workdir:
-        outputs.claim_directory("--workdir", args.workdir)
-    if args.insecure:
-        print(insecure_warning("--insecure"), file=sys.stderr)
+    sim_outputs(args, [args.data, args.release, args.taxonomy], ("--report",))
     raw = read_table(args.data, args.delimiter)
     try:
         job, expected = evaluation_setup(

@@ -10,16 +10,17 @@ handler.
 from __future__ import annotations
 
 import argparse
-import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fedanon.cli.common import (
+    add_sim_options,
     add_sum_mode_option,
     add_transport_option,
     check_ring_parties,
     sim_federation,
+    sim_outputs,
     step_progress,
 )
 from fedanon.cli.kactus import add_kactus_options
@@ -62,24 +63,17 @@ def add_sim_kactus(methods: argparse._SubParsersAction) -> None:
         action="store_true",
         help="accept 2 parties (each learns the other's counts at every node and group)",
     )
-    parser.add_argument("--insecure", action="store_true", help="no TLS (local experiments only)")
-    parser.add_argument("--workdir", help="keep configs, certificates and logs here")
+    add_sim_options(parser, reports=False)  # --out, --report, ...: add_release_options
     parser.set_defaults(handler=run_sim_kactus)
 
 
 def run_sim_kactus(args: argparse.Namespace) -> int:
     from fedanon.federation.kactus_job import KactusOptions
-    from fedanon.federation.tls import insecure_warning
 
     check_ring_parties(args.parties, args.allow_two_parties)
     if args.k < 2:
         raise FedanonError(f"--k must be at least 2, got {args.k}")
-    if args.workdir:
-        from fedanon.outputs import CommandOutputs
-
-        CommandOutputs(inputs=[args.data]).claim_directory("--workdir", args.workdir)
-    if args.insecure:
-        print(insecure_warning("--insecure"), file=sys.stderr)
+    sim_outputs(args, [args.data])  # run_release claims --out and --report
 
     def federated(
         table: pd.DataFrame,

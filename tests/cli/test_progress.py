@@ -115,11 +115,14 @@ def test_a_step_becomes_a_line_only_after_a_pause(capsys, monkeypatch) -> None:
     assert capsys.readouterr().err == ""
 
 
-STARTUP = [
+DAEMONS_START = [
     r"start-up: issuing certificates for 3 parties and the leader$",
     r"start-up: starting 3 party daemons$",
     r"start-up: waiting for the 3 parties \(listening on loopback\) to be ready, at most \d+ s$",
     *(rf"start-up: hospital-[123] ready \({i}/3\)$" for i in (1, 2, 3)),
+]
+STARTUP = [
+    *DAEMONS_START,
     r"handshake: connecting to 3 parties: hospital-1 \(127\.0\.0\.1:\d+\), hospital-2 ",
     r"handshake: done; 3 parties agreed",
     r"specialize: ",
@@ -153,6 +156,17 @@ def test_demo_logs_its_start_up_and_every_union_phase(tmp_path: Path) -> None:
             r"compare: done; the same releases$",
         ],
     )
+
+
+def test_sim_randomize_logs_its_start_up_like_every_sim(small_table: Path, tmp_path: Path) -> None:
+    """`sim randomize` said nothing while its daemons started (the other sims log each step)."""
+    done = run(
+        "sim", "randomize", "--data", str(small_table), "--qid", "job,city",
+        "--out", str(tmp_path / "r.csv"),
+    )  # fmt: skip
+    assert done.code == 0, done.err
+    texts = phase_lines(done.err, "federated randomization")
+    in_order(texts, [*DAEMONS_START, r"run: secure sums of the histograms", r"run: done$"])
 
 
 @pytest.mark.slow
