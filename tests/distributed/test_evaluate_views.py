@@ -123,28 +123,13 @@ def test_a_party_that_serves_no_evaluation_refuses_it(
 
 
 def _with_policy(config: Any, table: dict[str, Any]) -> Any:
+    """`config` with party.toml's ``[policy]`` set to `table`, read as the daemon reads it (its
+    schema fills in every default, so a new key cannot break this)."""
     from dataclasses import replace
 
-    from fedanon.party.policy import Policy
+    from fedanon.configschema import validate
+    from fedanon.party.policy import POLICY_SCHEMA, Policy
 
-    return replace(config, policy=Policy.from_table(_policy_table(table)))
-
-
-def _policy_table(table: dict[str, Any]) -> dict[str, Any]:
-    from fractions import Fraction
-
-    from fedanon.party.policy import JOB_KINDS
-
-    base = {
-        "min_L": 1,
-        "min_K": 1,
-        "max_C": Fraction(1),
-        "qids": None,
-        "never_release": [],
-        "never_raw": [],
-        "release_raw": None,
-        "job_kinds": list(JOB_KINDS),
-        "leader": None,
-        "allow_exclusion": False,
-    }
-    return {**base, **table}
+    return replace(
+        config, policy=Policy.from_table(validate(table, POLICY_SCHEMA, "test [policy]"))
+    )

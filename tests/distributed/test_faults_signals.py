@@ -33,12 +33,13 @@ from tests.distributed.conftest import (
     wait_until_stopped,
 )
 from tests.distributed.test_faults import ensure_running
-from tests.distributed.test_lease import _write_job
+from tests.distributed.test_lease import RPC_SECONDS, _write_job
 from tests.harness.cli import FEDANON
 
 # The daemon's grace for in-flight calls (none here) is 5 s; it stops well within this.
 STOP_SECONDS = 8.0
 TRIALS = 4  # the race hit about every second try on the old code
+SLACK_SECONDS = 120.0
 
 
 # Slow: 4 daemon restarts (about 20 s). The quick subset keeps the daemon's SIGTERM stop in
@@ -127,10 +128,15 @@ def _leader_group(pid: int) -> list[int]:
 
 
 def _union_job(fed: Federation, data: Dataset, tmp_path: Path) -> Path:
-    """`_write_job`'s job with two union worker processes (started once the union begins)."""
+    """`_write_job`'s job with two union worker processes (started once the union begins) and
+    a deadline no phase meets on a loaded machine: the signals, not the deadlines, end these
+    jobs (10 s failed a fault-free key sharing once under a load of 50)."""
     job = _write_job(fed, data, tmp_path)
+    text = job.read_text(encoding="utf-8")
+    assert f"rpc_seconds = {RPC_SECONDS}\n" in text
     job.write_text(
-        job.read_text(encoding="utf-8") + "[union]\nworkers = 2\nmin_records = 16\n",
+        text.replace(f"rpc_seconds = {RPC_SECONDS}\n", f"rpc_seconds = {SLACK_SECONDS}\n")
+        + "[union]\nworkers = 2\nmin_records = 16\n",
         encoding="utf-8",
     )
     return job
@@ -168,7 +174,6 @@ def _assert_group_gone(pid: int) -> None:
     assert _leader_group(pid) == [], "a worker of the leader outlived it"
 
 
-@pytest.mark.flaky(reruns=1)  # failed once in a loaded full run (session 8); cause not found yet
 def test_leader_terminated_during_the_union_stops_in_one_line_and_leaves_nothing(
     hospital_federation: Federation, hospital_data: Dataset, tmp_path: Path
 ) -> None:
