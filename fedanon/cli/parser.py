@@ -17,8 +17,8 @@ EXIT_CODES: tuple[tuple[int, str], ...] = (
     (2, "usage or input error: bad option or value, unreadable or invalid file, refused output"),
     (3, "infeasible: even the fully generalized table cannot meet the privacy requirement"),
     (4, "a party failed, refused the session or did not answer (leader run, sim, demo)"),
-    (130, "interrupted (Ctrl-C); no output was written"),
-    (143, "terminated (SIGTERM); no output was written"),
+    (130, "interrupted (Ctrl-C); no output was written, or all were before it came"),
+    (143, "terminated (SIGTERM); no output was written, or all were before it came"),
 )
 
 

@@ -6,6 +6,7 @@ leaves: exactly what was there before, and no temporary file.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 from pathlib import Path
@@ -194,3 +195,28 @@ def test_signal_during_write_removes_the_partial_file(work, monkeypatch, sig, co
     assert snapshot(work) == before
     assert not ignored
     assert handler_after is fallback  # main put back the handler it found
+
+
+def test_sigterm_after_the_outputs_are_written_keeps_them_whole(work, monkeypatch):
+    """The signal comes while the summary prints, after the release and the report were both
+    committed: exit 143 with the one line (the command did not finish) and both outputs kept,
+    the same bytes as a run without the signal (docs/cli.md, Exit codes)."""
+    import fedanon.cli.lkc
+
+    assert anonymize_lkc("plain.csv", "--report", "plain.json").code == 0
+    ignored: list[int] = []  # a CLI that forgot its handler must not kill the test process
+    handler_before = signal.signal(signal.SIGTERM, lambda signum, _frame: ignored.append(signum))
+
+    def terminated(*_args, **_kwargs):
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    monkeypatch.setattr(fedanon.cli.lkc, "print_summary", terminated)
+    try:
+        done = anonymize_lkc("r.csv", "--report", "r.json")
+    finally:
+        signal.signal(signal.SIGTERM, handler_before)
+    assert (done.code, done.err_lines, ignored) == (143, ["fedanon: terminated"], [])
+    assert Path("r.csv").read_bytes() == Path("plain.csv").read_bytes()
+    plain, kept = (json.loads(Path(name).read_text()) for name in ("plain.json", "r.json"))
+    assert kept.keys() == plain.keys()  # the whole report (times and paths differ per run)
+    assert not [p for p in work.iterdir() if ".tmp" in p.name]
