@@ -166,13 +166,15 @@ def _before_fan_out(phase: str) -> Hook:
 
 
 def _before_measure(monkeypatch: pytest.MonkeyPatch, fault: Fault) -> None:
-    """MEASURE's deadline is taken when the union starts: the fault fires before it is."""
+    """The union hands MEASURE the deadline it read when it started: the faulted MEASURE gets
+    the job's deadline as it is once the fault fired (the short one)."""
     measure = fedanon.leader.union._measure
 
     def faulty(*args: Any) -> Any:
         fault.fire()
         assert fault.job is not None
-        return measure(*args[:-1], fault.job.rpc_seconds)
+        session, ref, pad_to, suppressed, chunk_bytes, _rpc_seconds = args
+        return measure(session, ref, pad_to, suppressed, chunk_bytes, fault.job.rpc_seconds)
 
     monkeypatch.setattr(fedanon.leader.union, "_measure", faulty)
 
