@@ -41,6 +41,7 @@ from fedanon.federation.chunks import DEFAULT_CHUNK_BYTES
 from fedanon.leader.federation import PartyFailure
 from fedanon.leader.kinds.lkc import LKCLeaderJob, run_lkc
 from fedanon.leader.kinds.randomize import RandomizeLeaderJob, run_randomize
+from fedanon.leader.ring_settings import RingSettings
 from fedanon.leader.session import Session
 from fedanon.leader.sim import Federation
 from tests.distributed.conftest import (
@@ -85,7 +86,7 @@ class Fault:
     fed: Federation
     victim: int
     kind: str  # "freeze", "trickle" or "kill"
-    job: LKCLeaderJob | None = None  # its deadlines become the short ones at `arm`
+    job: RingSettings | None = None  # its deadlines become the short ones at `arm`
     fired_at: float | None = None
     _stop_trickle: threading.Event = field(default_factory=threading.Event)
     _trickler: threading.Thread | None = None
@@ -463,8 +464,9 @@ def test_frozen_party_in_the_randomize_phase_is_named_and_the_next_job_runs(
     table = hospital_data.table
     spec = RandomizeSpec(qids, tuple(observed_domain(table[q]) for q in qids), p="optimal")
     out = tmp_path / "randomized.csv"
-    job = RandomizeLeaderJob(fed.hops, fed.leader_tls, spec, out, rpc_seconds=RPC_SECONDS)
+    job = RandomizeLeaderJob(fed.hops, fed.leader_tls, spec, out, rpc_seconds=SLACK_SECONDS)
     fault = fault_of("freeze", 1)
+    fault.job = job  # its randomize phase reads the deadline as it starts
     with monkeypatch.context() as patched:
         _before_fan_out("randomize")(patched, fault)
         with pytest.raises(PartyFailure) as failure:
@@ -476,4 +478,5 @@ def test_frozen_party_in_the_randomize_phase_is_named_and_the_next_job_runs(
     assert elapsed < RPC_SECONDS + AFTER_DEADLINE_SECONDS + MARGIN_SECONDS, elapsed
     assert not out.exists()
     fault.recover()
+    job.rpc_seconds = SLACK_SECONDS
     assert run_randomize(job)["released_records"] == len(table)
