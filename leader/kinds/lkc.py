@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+import numpy as np
 import pyarrow as pa
 
 from fedanon.algorithms.tds.api import PRESETS, build_report, resolve_params
@@ -46,7 +47,7 @@ from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.readers.table_io import PARQUET_SUFFIXES
 from fedanon.report.summary import seconds_text, summary_rows
 from fedanon.schema import Schema
-from fedanon.tables import strings_of
+from fedanon.tables import arrow_of, strings_of
 from fedanon.taxonomy.files import SensitiveValue, TaxonomyFile
 from fedanon.taxonomy.loader import load_taxonomy
 
@@ -259,8 +260,22 @@ def _release_table(rows: list[list[str]], columns: list[str], out: Path) -> Any:
         import pandas as pd
 
         return pd.DataFrame(rows, columns=columns)
-    cells = list(zip(*rows, strict=True)) if rows else [()] * len(columns)
-    return pa.Table.from_arrays([strings_of(column) for column in cells], names=list(columns))
+    # A generalized release repeats few distinct records: each column's text is built once
+    # per distinct record and gathered by the rows' record numbers.
+    distinct: dict[tuple[str, ...], int] = {}
+    numbers = np.fromiter(
+        (distinct.setdefault(tuple(row), len(distinct)) for row in rows), np.int64, len(rows)
+    )
+    wrong = next((record for record in distinct if len(record) != len(columns)), None)
+    if wrong is not None:  # a DataFrame refused such a row too; here in one line
+        raise FedanonError(
+            f"union: a released record has {len(wrong)} values, not the {len(columns)} "
+            "agreed columns"
+        )
+    cells = list(zip(*distinct, strict=True)) if distinct else [()] * len(columns)
+    order = arrow_of(numbers)
+    arrays = [strings_of(column).take(order) for column in cells]
+    return pa.Table.from_arrays(arrays, names=list(columns))
 
 
 @dataclass
