@@ -18,7 +18,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from fedanon.errors import FedanonError
+from fedanon.leader.kinds.lkc import _release_table
 from fedanon.leader.sim import Federation
+from fedanon.readers.table_io import write_table_to
 from tests.distributed.conftest import Dataset, assert_same_release, centralized
 
 # Runs the CLI in a fresh interpreter, then says which of the watched modules it imported.
@@ -100,3 +103,30 @@ def test_leader_run_loads_only_its_kind_and_releases_the_centralized_table(
         pd.read_csv(out, sep="\t", dtype=str, keep_default_na=False).to_csv(csv, index=False)
         out = csv
     assert_same_release(out, report, reference)
+
+
+# Cells a CSV writer must quote or escape, repeats, an empty cell, non-ASCII text.
+ROWS = [
+    ["[30-40)", "a,b", 'say "hi"', ""],
+    ["[30-40)", "a,b", 'say "hi"', ""],
+    ["Any", "Zürich", "line\nbreak", "x"],
+    ["[30-40)", "a,b", "plain", "y"],
+]
+COLUMNS = ["age", "place", "note", "flag"]
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".tsv", ".parquet"])
+def test_the_release_file_is_the_one_a_dataframe_of_the_rows_gives(
+    tmp_path: Path, suffix: str
+) -> None:
+    """What the leader writes from its release table is, byte for byte, what it wrote from
+    ``pd.DataFrame(rows, columns=columns)`` before (the releases stay identical)."""
+    theirs, ours = tmp_path / f"frame{suffix}", tmp_path / f"leader{suffix}"
+    write_table_to(pd.DataFrame(ROWS, columns=COLUMNS), theirs, theirs)
+    write_table_to(_release_table(ROWS, COLUMNS, ours), ours, ours)
+    assert ours.read_bytes() == theirs.read_bytes()
+
+
+def test_a_record_of_the_wrong_width_is_one_line_naming_the_union() -> None:
+    with pytest.raises(FedanonError, match=r"^union: a released record has 3 values, not the 4"):
+        _release_table([*ROWS, ["a", "b", "c"]], COLUMNS, Path("release.csv"))
