@@ -21,6 +21,12 @@ the child process (with its reaped children, ``RUSAGE_CHILDREN``) plus the daemo
     .venv/bin/python bench/bench_union_modes.py --repeat 3
     .venv/bin/python bench/bench_union_modes.py --whole-process --repeat 5
     .venv/bin/python bench/bench_union_modes.py --whole-process --repeat 5 --idle-keys 0
+
+``--base DIR`` (with ``--whole-process``) also runs each union mode's ``leader run`` with another
+version of fedanon, side by side in the same rounds ("layered base", "shuffle base"): DIR holds
+a ``fedanon/`` package tree (a checkout's ``fedanon/`` with its ``crypto``, ``federation``,
+``leader``, ``party`` and ``protos`` folders copied in), put first on that process's
+``PYTHONPATH``. The daemons run this checkout for both.
 """
 
 from __future__ import annotations
@@ -180,9 +186,11 @@ def children_cpu() -> float:
 
 def whole_process(
     args: argparse.Namespace, fed: Federation, work: Path, mode: str, r: int
-) -> tuple[float, float, Path, dict[str, Any]]:
-    """One run as its own process: wall seconds, CPU seconds (child + daemons), release path
-    and the leader's JSON report (empty for the centralized run)."""
+) -> tuple[float, float, float, Path, dict[str, Any]]:
+    """One run as its own process: wall seconds, CPU seconds (child + daemons), the part of
+    that CPU the daemons spent after the run refilling their idle key pools (while idle:
+    outside the wall time), release path and the leader's JSON report (empty for the
+    centralized run)."""
     if mode == "centralized":
         out = work / f"{mode}-{r}.csv"
         command = [
@@ -192,22 +200,27 @@ def whole_process(
             *("--out", str(out), "--quiet", "--json"),
         ]
     else:
-        out = write_job_toml(work / f"{mode}-{r}.toml", fed, args, mode)
+        name = mode.replace(" ", "-")
+        out = write_job_toml(work / f"{name}-{r}.toml", fed, args, mode.split()[0])
         command = [
             *fedanon_command(),
-            *("leader", "run", "--config", str(work / f"{mode}-{r}.toml"), "--quiet", "--json"),
+            *("leader", "run", "--config", str(work / f"{name}-{r}.toml"), "--quiet", "--json"),
         ]
+    env = dict(os.environ)
+    if mode.endswith(" base"):
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(args.base), env.get("PYTHONPATH")]))
     daemons = [d.process.pid for d in fed.daemons if d.process is not None]
     daemon_cpu = sum(tree_cpu(pid) for pid in daemons)
     cpu_began, began = children_cpu(), time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    done = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
     wall = time.perf_counter() - began
+    ran = children_cpu() - cpu_began + sum(tree_cpu(pid) for pid in daemons) - daemon_cpu
     settle(fed, args)
     cpu = children_cpu() - cpu_began + sum(tree_cpu(pid) for pid in daemons) - daemon_cpu
     if done.returncode != 0:
         raise SystemExit(f"{mode}: exit {done.returncode}: {done.stderr.strip()[-500:]}")
     report = json.loads(done.stdout)
-    return wall, cpu, out, report if mode != "centralized" else {}
+    return wall, cpu, cpu - ran, out, report if mode != "centralized" else {}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -231,7 +244,19 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="the daemons' [union] idle_keys (default: theirs, one per record; 0: none)",
     )
+    parser.add_argument(
+        "--base",
+        type=Path,
+        default=None,
+        help="with --whole-process: also run each union mode with the fedanon package tree "
+        "in this folder (see the module's docstring)",
+    )
     args = parser.parse_args(argv)
+    if args.base is not None and not args.whole_process:
+        parser.error("--base needs --whole-process")
+    modes: tuple[str, ...] = MODES
+    if args.base is not None:
+        modes = ("centralized", "layered base", "layered", "shuffle base", "shuffle")
     if not args.data.exists() or not args.taxonomy.exists():
         print(f"data not found: {args.data} / {args.taxonomy}", file=sys.stderr)
         return 2
@@ -245,11 +270,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     work = Path(tempfile.mkdtemp(prefix="fedanon-union-modes-"))
     parts = split_table(table, args.parties, "random", seed=args.parties)
-    wall: dict[str, list[float]] = {m: [] for m in MODES}
-    cpu: dict[str, list[float]] = {m: [] for m in MODES}
-    phases: dict[str, list[dict[str, float]]] = {m: [] for m in MODES[1:]}
-    union: dict[str, list[dict[str, float]]] = {m: [] for m in MODES[1:]}
-    hops: dict[str, list[dict[str, dict[int, float]]]] = {m: [] for m in MODES[1:]}
+    wall: dict[str, list[float]] = {m: [] for m in modes}
+    cpu: dict[str, list[float]] = {m: [] for m in modes}
+    refill: dict[str, list[float]] = {m: [] for m in modes}
+    phases: dict[str, list[dict[str, float]]] = {m: [] for m in modes[1:]}
+    union: dict[str, list[dict[str, float]]] = {m: [] for m in modes[1:]}
+    hops: dict[str, list[dict[str, dict[int, float]]]] = {m: [] for m in modes[1:]}
     reference: dict[str, Counter[tuple[str, ...]]] = {}
 
     def check_release(out: Path, mode: str, r: int) -> bool:
@@ -264,12 +290,13 @@ def main(argv: list[str] | None = None) -> int:
     with federation(parts, args.taxonomy, idle_keys=args.idle_keys) as fed:
         settle(fed, args)
         for r in range(args.repeat):
-            for mode in MODES:
+            for mode in modes:
                 marks = log_marks(fed)
                 if args.whole_process:
-                    w, c, out, report = whole_process(args, fed, work, mode, r)
+                    w, c, idle, out, report = whole_process(args, fed, work, mode, r)
                     wall[mode].append(w)
                     cpu[mode].append(c)
+                    refill[mode].append(idle)
                     if report:
                         phases[mode].append(report["seconds"])
                         union[mode].append(report["union_seconds"])
@@ -318,17 +345,18 @@ def main(argv: list[str] | None = None) -> int:
     print(
         "| run | wall | "
         + " | ".join(parts_of_run)
-        + " | CPU (all processes) | wall ratio | CPU ratio |"
+        + " | CPU (all processes) | of which idle refill | wall ratio | CPU ratio |"
     )
-    print("|---|---|" + "---|" * len(parts_of_run) + "---|---|---|")
-    for mode in MODES:
+    print("|---|---|" + "---|" * len(parts_of_run) + "---|---|---|---|")
+    for mode in modes:
         w, c = statistics.median(wall[mode]), statistics.median(cpu[mode])
         split = [
             f"{statistics.median(p[k] for p in phases[mode]):.3f}" if phases.get(mode) else "-"
             for k in parts_of_run
         ]
+        refilled = f"{statistics.median(refill[mode]):.3f}" if refill[mode] else "-"
         print(
-            f"| {mode} | {w:.3f} | " + " | ".join(split) + f" | {c:.3f} | "
+            f"| {mode} | {w:.3f} | " + " | ".join(split) + f" | {c:.3f} | {refilled} | "
             f"{w / central:.1f}x | {c / central_cpu:.1f}x |"
         )
     print_critical_path(union, hops)

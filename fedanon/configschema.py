@@ -529,10 +529,15 @@ def check_files(data: dict[str, Any], schema: Table, config: Path) -> None:
         raise ConfigError(str(exc)) from None
 
 
-def load(path: str | Path, schema: Table) -> tuple[dict[str, Any], Path]:
+def load(
+    path: str | Path, schema: Table | Callable[[dict[str, Any]], Table]
+) -> tuple[dict[str, Any], Path]:
     """Read the TOML file `path`, validate it against `schema` and check its paths: the
-    validated document and the directory its relative paths are resolved against."""
+    validated document and the directory its relative paths are resolved against. `schema`
+    may be made from the parsed document (a job file's schema loads only the kind it names)."""
     raw, base = read_toml(path)
+    if not isinstance(schema, Table):
+        schema = schema(raw)
     data = validate(raw, schema, str(path))
     check_files(data, schema, Path(path))
     return data, base

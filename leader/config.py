@@ -73,6 +73,7 @@ Example::
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +86,7 @@ from fedanon.configschema import (
     Key,
     Number,
     OutputFile,
+    Rule,
     Table,
     Tables,
     Text,
@@ -134,8 +136,27 @@ def _transport(data: dict[str, Any], path: str, where: str) -> None:
     check_transport(where, data, addressed, ("relay_listen", data["relay_listen"] is not None))
 
 
-def job_schema() -> Table:
-    """The schema of job.toml: the keys every job has and one section per registered kind."""
+class _Absent(Rule):
+    """The rule of a kind's section that the file does not give (never applied)."""
+
+    def check(self, value: Any, path: str, source: str) -> Any:
+        raise AssertionError(f"{path}: the section's kind was not loaded")
+
+
+_ABSENT = _Absent()
+
+
+def job_schema(raw: Mapping[str, Any] | None = None) -> Table:
+    """The schema of job.toml: the keys every job has and one section per registered kind.
+
+    Given the parsed file `raw`, only the kinds whose sections it gives are loaded (their
+    modules import their algorithms and pandas); the others' sections keep their place in the
+    schema, so naming none or two, or a misspelt one, reads as before, but as they are absent
+    their rules are never applied."""
+    kinds = {
+        section: Key(LEADER_KINDS[section].schema if raw is None or section in raw else _ABSENT)
+        for section in LEADER_KINDS
+    }
     return Table(
         {
             "name": Key(Text(), default="leader"),
@@ -146,7 +167,7 @@ def job_schema() -> Table:
             "transport": Key(Text(choices=TRANSPORTS), default="direct"),
             "relay_listen": Key(Address()),
             "allow_two_parties": Key(Flag(), default=False),
-            **{kind.section: Key(kind.schema) for kind in LEADER_KINDS.values()},
+            **kinds,
             "parties": Key(
                 Tables(
                     Table(
@@ -193,13 +214,13 @@ def job_schema() -> Table:
 
 def _kind(data: dict[str, Any], where: str) -> LeaderKind:
     """The job kind: exactly one of the registered kinds' sections, with the keys it needs."""
-    given = [kind for kind in LEADER_KINDS.values() if data[kind.section] is not None]
+    given = [section for section in LEADER_KINDS if data[section] is not None]
     if len(given) != 1:
         raise ConfigError(
             f"{where}: give exactly one of the sections "
             + ", ".join(f"[{section}]" for section in LEADER_KINDS)
         )
-    kind = given[0]
+    kind = LEADER_KINDS[given[0]]
     for key, why in kind.required.items():
         if data[key] is None:
             raise ConfigError(f"{where}: missing key '{key}' ({why})")
@@ -230,7 +251,7 @@ def load_job(path: str | Path) -> LeaderJob:
     [drbt], randomization's [randomize]), checked completely (form, ranges, files, certificate,
     cross-key rules) before any connection is made; every problem is one line naming the file."""
     where = str(path)
-    data, base = load(path, job_schema())
+    data, base = load(path, job_schema)
     kind = _kind(data, where)
     tls = leader_tls(data, base, where)
     try:

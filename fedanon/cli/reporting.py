@@ -192,9 +192,9 @@ def finish_distributed_reports(
     replaced, atomically, by the same report with ``release_report`` added.
     """
     from fedanon.atomic import write_json_atomic
-    from fedanon.readers.table_io import read_table
+    from fedanon.readers.table_io import read_arrow
 
-    release = read_table(job.out).astype(object)  # Arrow text without nulls: the same str
+    release = read_arrow(job.out)  # text columns, as `anonymize lkc` reports (no pandas)
     revealed = report.get("party_records") or {}
     steward = lkc_release_report(
         args,

@@ -12,12 +12,14 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from fractions import Fraction
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from fedanon.errors import FedanonError
 from fedanon.schema import LKCParams, Schema
 from fedanon.taxonomy.files import SensitiveValue, TaxonomyFile
+
+if TYPE_CHECKING:
+    import pandas as pd  # a leader, which has no table, does not load it
 
 
 @dataclass(frozen=True)
