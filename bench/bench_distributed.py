@@ -51,12 +51,11 @@ from measure import lkc_job
 from fedanon.algorithms.tds.api import anonymize_lkc, build_schema
 from fedanon.algorithms.tds.jobspec import LKCJobSpec
 from fedanon.crypto.parallel import Parallelism
-from fedanon.leader.kinds.lkc import run_lkc, spec_from_table
+from fedanon.leader.kinds.lkc import run_lkc
 from fedanon.leader.sim import federation, split_table
 from fedanon.readers.datadir import data_dir
 from fedanon.readers.table_io import write_table
 from fedanon.taxonomy.files import TaxonomyFile
-from fedanon.taxonomy.loader import load_taxonomy
 
 PHASES = ("setup", "loop", "integrate", "total")
 

@@ -193,7 +193,8 @@ def main(argv: list[str] | None = None) -> int:
             slope(sizes, [federation_cpu[n, mode][p] for n in sizes]) for p in columns
         )
         print(f"| {mode} | **slope CPU s/party** | {fits} | |")
-        first, last = federation_cpu[sizes[0], mode]["total"], federation_cpu[sizes[-1], mode]["total"]
+        first = federation_cpu[sizes[0], mode]["total"]
+        last = federation_cpu[sizes[-1], mode]["total"]
         print(
             f"| {mode} | {sizes[-1]} / {sizes[0]} parties | total CPU x{last / first:.2f} "
             f"(linear would be x{sizes[-1] / sizes[0]:.2f}) |" + " |" * len(columns)

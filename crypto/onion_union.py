@@ -538,7 +538,8 @@ class ChunkedPeel(_ChunkedLayer[Packed]):
         ``keyed_permutation``)."""
         peeled = Packed.concat(self.results(), self._ctx.item_size(self._hop + 1))
         n = len(peeled)
-        return peeled.permuted(secure_permutation(n) if seed is None else keyed_permutation(n, seed))
+        order = secure_permutation(n) if seed is None else keyed_permutation(n, seed)
+        return peeled.permuted(order)
 
 
 def pack_batch(items: Sequence[bytes]) -> bytes:

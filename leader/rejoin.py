@@ -36,8 +36,9 @@ DEFAULT_REJOIN_SECONDS = 60.0
 class Rejoiner:
     """The instruction log of one session and its parties' rejoins.
 
-    `stubs` reach the parties over `channels` (waited on for a lost party), `seconds` bounds the wait for one that went away (0: fail at
-    once, as without rejoin), `rpc_seconds` the replay at the party once it is back.
+    `stubs` reach the parties over `channels` (waited on for a lost party), `seconds` bounds
+    the wait for one that went away (0: fail at once, as without rejoin), `rpc_seconds` the
+    replay at the party once it is back.
     `rejoined` lists (party, iteration) of every rejoin, for the report.
     """
 

@@ -321,8 +321,7 @@ class UnionRole:
         forwarded again. Anything else would be a second batch in the round: refused."""
         if chunk != chunks - 1 or chunks != kept.chunks or chunk_digest(items) != kept.last:
             raise ProtocolError(
-                f"a second batch to strip in round {kept.round} (a hop peels one batch per "
-                "round)"
+                f"a second batch to strip in round {kept.round} (a hop peels one batch per round)"
             )
         return kept.output
 
