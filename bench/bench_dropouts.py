@@ -18,7 +18,8 @@ listens (its own start-up: importing its libraries, reading its table), which no
 save; ``rejoin overhead`` is the extra wall time minus that.
 
 ``--recovery exclusion`` (every party with ``[policy] allow_exclusion = true``, the pairwise
-sum and the shuffle union, what a rerun needs):
+sum and the shuffle union, what a rerun needs, and ``rejoin_seconds = 0``: the exclusion's own
+cost, without the rejoin's wait that precedes it by default):
 
 * ``clean``: all parties, no failure;
 * ``1 dropout``: the last party is SIGKILLed right after iteration ``--at``'s secure sum; the
@@ -57,7 +58,7 @@ from unittest import mock
 
 import pandas as pd
 from bench_distributed import centralized, machine, rows
-from measure import adult_arguments, adult_lkc_job, own_cpu
+from measure import adult_arguments, adult_lkc_job, own_cpu, tree_cpu
 
 import fedanon.leader.union
 from fedanon.algorithms.tds.engine import StepInfo
@@ -70,18 +71,30 @@ SCENARIOS = {
 }
 REJOIN_SECONDS = 300.0
 RPC_SECONDS = 300.0
-#: What a rerun without a party needs (leader/exclusion.py).
-EXCLUSION_JOB = {"sum_mode": "pairwise", "union_mode": "shuffle"}
+#: What a rerun without a party needs (leader/exclusion.py); no wait for a rejoin first (with
+#: the default ``rejoin_seconds`` a party gone for good is waited for that long, then excluded).
+EXCLUSION_JOB: dict[str, Any] = {
+    "sum_mode": "pairwise",
+    "union_mode": "shuffle",
+    "rejoin_seconds": 0.0,
+}
 
 
 class Dropout:
     """Kill daemon #`victim` (once); with `restart`, start it again at once and time how long
-    the new daemon took to say it listens."""
+    the new daemon took to say it listens (`restart`) and the CPU its start-up took until then
+    (`restart_cpu`: its imports, its table read, no protocol).
+
+    `jump` is how much the federation's CPU count (``measure.own_cpu``) moved at the kill
+    itself: the killed daemon's worker processes (its idle key pool) die unreaped with it and
+    leave the count with their whole lifetime, which is no cost of the run."""
 
     def __init__(self, fed: Federation, victim: int, restart: bool = True) -> None:
         self.fed, self.daemon = fed, fed.daemons[victim]
         self.again = restart
         self.restart: float | None = None if restart else 0.0
+        self.restart_cpu = 0.0
+        self.jump = 0.0
         self._watch: threading.Thread | None = None
         self.fired = False
 
@@ -90,7 +103,9 @@ class Dropout:
             return
         self.fired = True
         heard = listening(self.daemon)
+        before = own_cpu()
         self.fed.stop(self.daemon, signal.SIGKILL)
+        self.jump = own_cpu() - before
         if not self.again:
             return
         killed = time.perf_counter()
@@ -102,13 +117,15 @@ class Dropout:
         while listening(self.daemon) == heard:
             time.sleep(0.02)
         self.restart = time.perf_counter() - killed
+        process = self.daemon.process
+        self.restart_cpu = 0.0 if process is None else tree_cpu(process.pid)
 
-    def join(self) -> float:
-        """Seconds the restart took (0 without one); the watch ended."""
+    def join(self) -> tuple[float, float]:
+        """Seconds the restart took and its CPU seconds (0 without one); the watch ended."""
         if self._watch is not None:
             self._watch.join(120)
         assert self.restart is not None, "the restarted daemon never said it listens"
-        return self.restart
+        return self.restart, self.restart_cpu
 
 
 def listening(daemon: Daemon) -> int:
@@ -137,10 +154,13 @@ def run_once(
     began = time.perf_counter()
     with mock.patch.object(fedanon.leader.union, "_ring_call", before_strip):
         report = run_lkc(job, on_step=on_step)
-    return time.perf_counter() - began, own_cpu() - cpu_before, report
+    wall, cpu = time.perf_counter() - began, own_cpu() - cpu_before
+    return wall, cpu - sum(d.jump for d in (in_sum, in_union) if d is not None), report
 
 
-Runner = Callable[[str, int, Path], tuple[float, float, float, Counter[tuple[str, ...]]]]
+#: One run: wall s, CPU s, restart s, restart CPU s, the released rows.
+Result = tuple[float, float, float, float, Counter[tuple[str, ...]]]
+Runner = Callable[[str, int, Path], Result]
 
 
 def rejoin_runner(
@@ -151,7 +171,7 @@ def rejoin_runner(
     iterations = [0]
     clean: list[Counter[tuple[str, ...]]] = []
 
-    def run(scenario: str, _r: int, out: Path) -> tuple[float, float, float, Any]:
+    def run(scenario: str, _r: int, out: Path) -> Result:
         job = fed.leader_job(
             taxonomy, spec, out, rpc_seconds=RPC_SECONDS, rejoin_seconds=REJOIN_SECONDS
         )
@@ -168,7 +188,8 @@ def rejoin_runner(
         released = rows(pd.read_csv(out, dtype=str, keep_default_na=False))
         if not clean:
             clean.append(released)
-        return wall, cpu, sum(d.join() for d in dropouts), released
+        restarts = [d.join() for d in dropouts]
+        return wall, cpu, sum(r[0] for r in restarts), sum(r[1] for r in restarts), released
 
     return run, lambda _scenario: clean[0] if clean else None
 
@@ -184,7 +205,7 @@ def exclusion_runner(
     without = rows(centralized(survivors, taxonomy, spec, work / "s.csv")[1])
     victim = len(fed.daemons) - 1
 
-    def run(scenario: str, _r: int, out: Path) -> tuple[float, float, float, Any]:
+    def run(scenario: str, _r: int, out: Path) -> Result:
         job = fed.leader_job(taxonomy, spec, out, rpc_seconds=RPC_SECONDS, **EXCLUSION_JOB)
         if scenario == "survivors":
             job.parties = job.parties[:-1]
@@ -195,7 +216,7 @@ def exclusion_runner(
                 raise SystemExit(f"the victim was not excluded ({report.get('excluded')})")
             fed.start(fed.daemons[victim])
             fed.wait_ready(fed.daemons[victim])
-        return wall, cpu, 0.0, rows(pd.read_csv(out, dtype=str, keep_default_na=False))
+        return wall, cpu, 0.0, 0.0, rows(pd.read_csv(out, dtype=str, keep_default_na=False))
 
     return run, lambda scenario: everyone if scenario == "clean" else without
 
@@ -220,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="fedanon-bench-dropouts-"))
     parts = split_table(table, args.parties, "random", seed=args.seed)
     scenarios = SCENARIOS[args.recovery]
-    results: dict[str, list[tuple[float, float, float]]] = {s: [] for s in scenarios}
+    results: dict[str, list[tuple[float, float, float, float]]] = {s: [] for s in scenarios}
     policy = "allow_exclusion = true" if args.recovery == "exclusion" else None
     with federation(parts, args.taxonomy, rpc_seconds=RPC_SECONDS, policy=policy) as fed:
         if args.recovery == "rejoin":
@@ -231,16 +252,16 @@ def main(argv: list[str] | None = None) -> int:
             for scenario in scenarios:
                 fed.wait_idle_keys()
                 out = work / f"{scenario.replace(' ', '-')}-{r}.csv"
-                wall, cpu, restart, released = run(scenario, r, out)
+                wall, cpu, restart, restart_cpu, released = run(scenario, r, out)
                 want = expected(scenario)
                 if want is not None and released != want:
                     print(f"{scenario}: the release differs from the expected one")
                     return 1
                 if r >= 0:
-                    results[scenario].append((wall, cpu, restart))
+                    results[scenario].append((wall, cpu, restart, restart_cpu))
                 print(
                     f"run {r}, {scenario}: wall {wall:.2f} s, CPU {cpu:.2f} s, "
-                    f"restarts {restart:.2f} s",
+                    f"restarts {restart:.2f} s, {restart_cpu:.2f} CPU s",
                     flush=True,
                 )
     report(args, scenarios, results)
@@ -250,14 +271,15 @@ def main(argv: list[str] | None = None) -> int:
 def report(
     args: argparse.Namespace,
     scenarios: tuple[str, ...],
-    results: dict[str, list[tuple[float, float, float]]],
+    results: dict[str, list[tuple[float, float, float, float]]],
 ) -> None:
-    """The medians, and the extra wall and CPU time per dropout relative to the clean run."""
+    """The medians, and the extra wall and CPU time per dropout relative to the clean run,
+    with and without the restarted daemons' own start-up."""
     median = {
-        s: tuple(statistics.median(run[i] for run in results[s]) for i in range(3))
+        s: tuple(statistics.median(run[i] for run in results[s]) for i in range(4))
         for s in scenarios
     }
-    clean_wall, clean_cpu, _ = median["clean"]
+    clean_wall, clean_cpu, _, _ = median["clean"]
     print()
     print(
         f"{args.parties} parties, {args.recovery}; median of {args.repeat} runs per scenario; "
@@ -266,25 +288,24 @@ def report(
     print()
     print(
         "| scenario | wall s | CPU s | extra wall per dropout | extra CPU per dropout | "
-        "restart s per dropout | extra wall - restart per dropout |"
+        "restart s / CPU s per dropout | extra wall - restart | extra CPU - restart CPU |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     for scenario in scenarios:
-        wall, cpu, restart = median[scenario]
+        wall, cpu, restart, restart_cpu = median[scenario]
         count = {"1 dropout": 1, "2 dropouts": 2}.get(scenario, 0)
         if count == 0:
-            print(f"| {scenario} | {wall:.2f} | {cpu:.2f} | - | - | - | - |")
+            print(f"| {scenario} | {wall:.2f} | {cpu:.2f} | - | - | - | - | - |")
             continue
-        extra, extra_cpu, restart = (
-            (wall - clean_wall) / count,
-            (cpu - clean_cpu) / count,
-            restart / count,
-        )
+        extra, extra_cpu = (wall - clean_wall) / count, (cpu - clean_cpu) / count
+        restart, restart_cpu = restart / count, restart_cpu / count
         print(
             f"| {scenario} | {wall:.2f} | {cpu:.2f} | {extra:.2f} s "
             f"({100 * extra / clean_wall:+.1f} %) | {extra_cpu:.2f} s "
-            f"({100 * extra_cpu / clean_cpu:+.1f} %) | {restart:.2f} | {extra - restart:.2f} s "
-            f"({100 * (extra - restart) / clean_wall:+.1f} %) |"
+            f"({100 * extra_cpu / clean_cpu:+.1f} %) | {restart:.2f} / {restart_cpu:.2f} | "
+            f"{extra - restart:.2f} s ({100 * (extra - restart) / clean_wall:+.1f} %) | "
+            f"{extra_cpu - restart_cpu:.2f} s "
+            f"({100 * (extra_cpu - restart_cpu) / clean_cpu:+.1f} %) |"
         )
 
 

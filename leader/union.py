@@ -26,7 +26,7 @@ the leader sends an input chunk by chunk, and fetches an output's chunks after t
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
 import grpc
@@ -124,8 +124,9 @@ class UnionProgress:
             self.round, self.sizes, self.batches = round_, {}, {}
         return self
 
-    def missing(self, done: dict[str, object], ring: Sequence[str]) -> list[str]:
-        """The parties of `ring` without an entry in `done`."""
+    @staticmethod
+    def missing(done: Collection[str], ring: Sequence[str]) -> list[str]:
+        """The parties of `ring` not in `done`."""
         return [name for name in ring if name not in done]
 
 
@@ -519,7 +520,8 @@ def _measure(
     )
 
     def measured(name: str, stub: pb_grpc.PartyStub) -> pb.UnionReply:
-        reply = progress.sizes[name] = stub.Union(request, timeout=rpc_seconds)
+        reply: pb.UnionReply = stub.Union(request, timeout=rpc_seconds)
+        progress.sizes[name] = reply
         return reply
 
     missing = progress.missing(progress.sizes, session.ring)
