@@ -56,10 +56,10 @@ class SealedSession:
     chain: bytes = b""
     # The union, resumable in its round after a restart (party/union.py): the secret this
     # party's shuffles are drawn from, the round whose COLLECT output left it, and the round
-    # and digest of the batch it peeled (0: none).
+    # and digest of the batch it peeled (-1: none; a union's first round can be 0).
     strip_secret: bytes = b""
-    collected: int = 0
-    stripped_round: int = 0
+    collected: int = -1
+    stripped_round: int = -1
     stripped_digest: bytes = b""
 
     def to_json(self) -> bytes:

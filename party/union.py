@@ -109,6 +109,10 @@ class Inbox:
         return self._key is None
 
 
+#: "No round" in what a hop sealed (rounds start at 0: a union without a secure sum before it).
+NO_ROUND = -1
+
+
 @dataclass(frozen=True)
 class Peeled:
     """The batch a hop peeled in one round, kept while its session may resume the union: the
@@ -158,8 +162,8 @@ class UnionRole:
         self.strip_secret = secrets.token_bytes(32)
         self.on_peeled: Callable[[int, bytes], None] | None = None
         self.on_collected: Callable[[int], None] | None = None
-        self.sealed_strip: tuple[int, bytes] = (0, b"")
-        self.sealed_collect = 0
+        self.sealed_strip: tuple[int, bytes] = (NO_ROUND, b"")
+        self.sealed_collect = NO_ROUND
         self._peeled: Peeled | None = None
         self._strip_digests: list[bytes] = []
 

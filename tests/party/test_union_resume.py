@@ -137,3 +137,15 @@ def test_the_keyed_permutation_is_a_permutation_fixed_by_its_seed() -> None:
     assert keyed_permutation(1000, b"seee").tolist() != order.tolist()
     assert keyed_permutation(1, b"seed").tolist() == [0]
     assert keyed_permutation(0, b"seed").tolist() == []
+
+
+def test_a_hop_that_never_restarted_takes_round_zero(keys: list[X25519PrivateKey]) -> None:
+    """A union right after the handshake runs as round 0 (the evaluate kind's): nothing sealed
+    before is "round 0", so a live hop seals its records and peels its batch there."""
+    role = hop(keys, Sealed())
+    role.check_collect(0)
+    route = tuple(key.public_key().public_bytes_raw() for key in keys)
+    ctx = UnionContext(b"session-resume", 0, route, RECORD_SIZE)
+    sealed = Packed.of(seal_records([b"r0", b"r1", b"r2"], ctx))
+    peeled = role.strip_chunk(0, 1, sealed, ctx)
+    assert peeled is not None and len(peeled) == 3
