@@ -46,16 +46,16 @@ from typing import Any
 
 import pandas as pd
 from machine_info import describe
+from measure import lkc_job
 
 from fedanon.algorithms.tds.api import anonymize_lkc, build_schema
 from fedanon.algorithms.tds.jobspec import LKCJobSpec
 from fedanon.crypto.parallel import Parallelism
-from fedanon.leader.kinds.lkc import run_lkc, spec_from_table
+from fedanon.leader.kinds.lkc import run_lkc
 from fedanon.leader.sim import federation, split_table
 from fedanon.readers.datadir import data_dir
 from fedanon.readers.table_io import write_table
 from fedanon.taxonomy.files import TaxonomyFile
-from fedanon.taxonomy.loader import load_taxonomy
 
 PHASES = ("setup", "loop", "integrate", "total")
 
@@ -67,14 +67,6 @@ def machine() -> str:
 
 def rows(table: pd.DataFrame) -> Counter[tuple[str, ...]]:
     return Counter(map(tuple, table.astype(str).itertuples(index=False, name=None)))
-
-
-def lkc_job(table: pd.DataFrame, args: argparse.Namespace) -> tuple[TaxonomyFile, LKCJobSpec]:
-    """`args.taxonomy` loaded against `table`, and the LKC job (`args.L`, `K`, `C`, the table's
-    class values) every distributed bench runs."""
-    taxonomy = load_taxonomy(args.taxonomy, data_columns=list(table.columns))
-    spec = spec_from_table({"L": args.L, "K": args.K, "C": args.C}, taxonomy, "bench")
-    return taxonomy, spec.with_class_values_of(table)
 
 
 def centralized(

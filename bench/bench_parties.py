@@ -12,6 +12,11 @@ before a number is printed. The table gives medians per size and the per-party s
 least-squares line of seconds over parties (``statistics.linear_regression``), with the ratio
 of the largest size to the smallest.
 
+A second table gives the whole federation's CPU seconds per phase (the leader process and every
+daemon with their worker processes, ``measure.own_cpu``), read at each phase's first progress
+line: on a machine with fewer cores than daemons the wall clock mostly measures the contention
+between the daemons, the CPU sum the work the protocol adds per party.
+
     .venv/bin/python bench/bench_parties.py                                  # 3,10,20; 4,000 rows
     .venv/bin/python bench/bench_parties.py --parties 3,10,20 --rows 4000 --repeat 3
     .venv/bin/python bench/bench_parties.py --rows 0 --L 4 --K 20 --C 0.2    # all of Adult
@@ -35,17 +40,40 @@ from pathlib import Path
 
 import pandas as pd
 from bench_distributed import centralized, machine, rows
+from measure import adult_arguments, adult_lkc_job, own_cpu
 
-from fedanon.leader.kinds.lkc import run_lkc, spec_from_table
+from fedanon.leader.kinds.lkc import run_lkc
 from fedanon.leader.ring_settings import SUM_MODES
 from fedanon.leader.sim import federation, split_table
-from fedanon.readers.datadir import data_dir
-from fedanon.taxonomy.loader import load_taxonomy
 
 MODES = ("layered", "shuffle")
 #: Report phases shown per mode (``seconds`` of the leader's report), then the session total
 #: (wall) and the leader process's CPU seconds of the session.
 PHASES = ("handshake", "specialize", "union", "total", "CPU")
+#: The phases of the whole federation's CPU table (the progress lines' first word).
+CPU_PHASES = ("handshake", "specialize", "union", "check", "write")
+
+
+class PhaseCPU:
+    """The federation's CPU seconds per phase of one session: `line` hears the progress lines
+    (``run_lkc``'s `on_phase`), a phase runs from its first line to the next phase's first."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._phase: str | None = None
+        self._since = own_cpu()
+
+    def line(self, text: str) -> None:
+        phase = text.split(":", 1)[0]
+        if phase != self._phase:
+            self.stop()
+            self._phase = phase
+
+    def stop(self) -> None:
+        now = own_cpu()
+        if self._phase is not None:
+            self.seconds[self._phase] = self.seconds.get(self._phase, 0.0) + now - self._since
+        self._since = now
 
 
 def slope(sizes: list[int], seconds: list[float]) -> str:
@@ -56,22 +84,13 @@ def slope(sizes: list[int], seconds: list[float]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    adult = data_dir() / "adult"
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--parties", default="3,10,20", help="federation sizes, comma-separated")
-    parser.add_argument("--rows", type=int, default=4000, help="first N rows of Adult (0: all)")
     parser.add_argument("--repeat", type=int, default=3, help="sessions per size and mode")
     parser.add_argument("--modes", default=",".join(MODES), help="union modes, comma-separated")
     parser.add_argument("--sums", default="ring", help="sum modes, comma-separated")
-    parser.add_argument("--L", type=int, default=2)
-    parser.add_argument("--K", type=int, default=10)
-    parser.add_argument("--C", default="0.5")
-    parser.add_argument("--data", type=Path, default=adult / "adult_all.csv")
-    parser.add_argument("--taxonomy", type=Path, default=adult / "lkc_paper_taxonomy.hchy")
+    adult_arguments(parser)
     args = parser.parse_args(argv)
-    if not args.data.exists() or not args.taxonomy.exists():
-        print(f"data not found: {args.data} / {args.taxonomy} (FEDANON_DATA_DIR)", file=sys.stderr)
-        return 2
     sizes = sorted({int(p) for p in args.parties.split(",")})
     sums = [m for m in args.sums.split(",") if m]
     unions = [m for m in args.modes.split(",") if m]
@@ -91,25 +110,21 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"machine: {machine()}")
     print(f"command: {' '.join([Path(sys.executable).name, *sys.argv])}")
-    table = pd.read_csv(args.data, dtype=str, keep_default_na=False)
-    if args.rows:
-        table = table.iloc[: args.rows].reset_index(drop=True)
-    taxonomy = load_taxonomy(args.taxonomy, data_columns=list(table.columns))
-    spec = spec_from_table({"L": args.L, "K": args.K, "C": args.C}, taxonomy, "bench")
-    spec = spec.with_class_values_of(table)
-    print(f"data: {args.data.name}, {len(table):,} records, L={args.L} K={args.K} C={args.C}")
+    table, taxonomy, spec = adult_lkc_job(args)
 
     work = Path(tempfile.mkdtemp(prefix="fedanon-bench-parties-"))
     _, reference_table, reference_report = centralized(table, taxonomy, spec, work / "c.csv")
     reference = rows(reference_table)
     start: dict[int, float] = {}
     seconds: dict[tuple[int, str], dict[str, float]] = {}
+    federation_cpu: dict[tuple[int, str], dict[str, float]] = {}
     for n in sizes:
         parts = split_table(table, n, "random", seed=n)
         began = time.perf_counter()
         with federation(parts, args.taxonomy, rpc_seconds=300.0) as fed:
             start[n] = time.perf_counter() - began
             runs: dict[str, list[dict[str, float]]] = {m: [] for m in modes}
+            cpus: dict[str, list[dict[str, float]]] = {m: [] for m in modes}
             for r in range(-1, args.repeat):  # -1: one untimed warm-up session per mode
                 for mode in modes:
                     if not fed.wait_idle_keys():
@@ -117,7 +132,9 @@ def main(argv: list[str] | None = None) -> int:
                     out = work / f"release-{n}-{mode}-{r}.csv"
                     job = fed.leader_job(taxonomy, spec, out, **variants[mode], rpc_seconds=300.0)
                     began, cpu_began = time.perf_counter(), time.process_time()
-                    report = run_lkc(job)
+                    phases = PhaseCPU()
+                    report = run_lkc(job, on_phase=phases.line)
+                    phases.stop()
                     wall = time.perf_counter() - began
                     cpu = time.process_time() - cpu_began
                     released = pd.read_csv(out, dtype=str, keep_default_na=False)
@@ -129,9 +146,15 @@ def main(argv: list[str] | None = None) -> int:
                         return 1
                     if r >= 0:
                         runs[mode].append({**report["seconds"], "total": wall, "CPU": cpu})
+                        total = sum(phases.seconds.values())
+                        cpus[mode].append({**phases.seconds, "total": total})
         for mode in modes:
             seconds[n, mode] = {
                 p: statistics.median(run.get(p, 0.0) for run in runs[mode]) for p in PHASES
+            }
+            federation_cpu[n, mode] = {
+                p: statistics.median(run.get(p, 0.0) for run in cpus[mode])
+                for p in (*CPU_PHASES, "total")
             }
             shown = ", ".join(f"{p} {seconds[n, mode][p]:.2f} s" for p in PHASES)
             print(f"{n} parties, {mode}: daemons up in {start[n]:.1f} s; {shown}", flush=True)
@@ -152,6 +175,29 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"| {mode} | {sizes[-1]} / {sizes[0]} parties | total x{last / first:.2f} "
             f"(linear would be x{sizes[-1] / sizes[0]:.2f}) |" + " |" * len(PHASES)
+        )
+    print()
+    print(
+        f"Median CPU seconds of the whole federation (leader + every daemon, with their worker "
+        f"processes) per phase, {args.repeat} sessions; slope = CPU seconds per added party (fit)"
+    )
+    print()
+    columns = (*CPU_PHASES, "total")
+    print("| union | parties | " + " | ".join(columns) + " | total per party |")
+    print("|---|---|" + "---|" * (len(columns) + 1))
+    for mode in modes:
+        for n in sizes:
+            cells = " | ".join(f"{federation_cpu[n, mode][p]:.3f}" for p in columns)
+            print(f"| {mode} | {n} | {cells} | {federation_cpu[n, mode]['total'] / n:.3f} |")
+        fits = " | ".join(
+            slope(sizes, [federation_cpu[n, mode][p] for n in sizes]) for p in columns
+        )
+        print(f"| {mode} | **slope CPU s/party** | {fits} | |")
+        first = federation_cpu[sizes[0], mode]["total"]
+        last = federation_cpu[sizes[-1], mode]["total"]
+        print(
+            f"| {mode} | {sizes[-1]} / {sizes[0]} parties | total CPU x{last / first:.2f} "
+            f"(linear would be x{sizes[-1] / sizes[0]:.2f}) |" + " |" * len(columns)
         )
     return 0
 

@@ -44,7 +44,7 @@ from fedanon.crypto.errors import IdentityError, IntegrityError, MissingPartyErr
 from fedanon.crypto.keyshare import X25519_KEY_BYTES, PeerKey
 from fedanon.crypto.packed import Packed
 from fedanon.crypto.parallel import SEQUENTIAL, Parallelism, Stream
-from fedanon.crypto.shuffle import secure_permutation
+from fedanon.crypto.shuffle import keyed_permutation, secure_permutation
 from fedanon.crypto.wire import each_once, pack_frames, u32, u64, unpack_frames
 
 _LABEL = b"fedanon/onion-union/v2"  # v2: X9.63 KDF instead of HKDF
@@ -532,10 +532,14 @@ class ChunkedPeel(_ChunkedLayer[Packed]):
         peeler = partial(_peel_items, private_key.private_bytes_raw(), hop, astuple(ctx))
         super().__init__(private_key, hop, ctx, parallelism, expected, peeler)
 
-    def batch(self) -> Packed:
-        """The peeled items, shuffled (rows of one buffer, permuted at once)."""
+    def batch(self, seed: bytes | None = None) -> Packed:
+        """The peeled items, shuffled (rows of one buffer, permuted at once): from the OS, or
+        from a secret `seed` (a hop that must shuffle a re-sent batch as before its restart:
+        ``keyed_permutation``)."""
         peeled = Packed.concat(self.results(), self._ctx.item_size(self._hop + 1))
-        return peeled.permuted(secure_permutation(len(peeled)))
+        n = len(peeled)
+        order = secure_permutation(n) if seed is None else keyed_permutation(n, seed)
+        return peeled.permuted(order)
 
 
 def pack_batch(items: Sequence[bytes]) -> bytes:

@@ -12,6 +12,7 @@ redrawn, so the result is exactly uniform. One vectorized sort replaces n calls 
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 from typing import TypeVar
 
@@ -36,3 +37,19 @@ def secure_shuffle(items: list[T]) -> None:
         return
     order = secure_permutation(len(items)).tolist()
     items[:] = [items[i] for i in order]
+
+
+def keyed_permutation(n: int, seed: bytes) -> np.ndarray:
+    """A permutation of range(n) drawn as `secure_permutation` draws it, its keys from
+    SHAKE-256 of a secret `seed` instead of the OS: uniform and unpredictable to whoever does
+    not know the seed, and the same again for the same seed. A union hop seeds it from a secret
+    it seals to disk, so that after a restart it shuffles a re-sent batch exactly as before
+    (party/union.py); the seed must never serve two different batches."""
+    for attempt in range(1 << 16):
+        stream = hashlib.shake_256(seed + attempt.to_bytes(4, "big")).digest(8 * n)
+        keys = np.frombuffer(stream, dtype=np.uint64)
+        order = np.argsort(keys, kind="stable")
+        ordered = keys[order]
+        if n < 2 or bool(np.all(ordered[1:] != ordered[:-1])):
+            return order
+    raise AssertionError("unreachable: 2^16 draws with repeated 64-bit keys")

@@ -82,7 +82,7 @@ class Resender(Protocol):
 
     def record(self, request: pb.SumRequest) -> None: ...
 
-    def union(self, run: Callable[[int], T], round_: int) -> T: ...
+    def union(self, run: Callable[[int], T], round_: int, resumable: bool = False) -> T: ...
 
 
 class NoRejoin:
@@ -97,7 +97,7 @@ class NoRejoin:
     def record(self, request: pb.SumRequest) -> None:
         """Nothing to log."""
 
-    def union(self, run: Callable[[int], T], round_: int) -> T:
+    def union(self, run: Callable[[int], T], round_: int, resumable: bool = False) -> T:
         return run(round_)
 
 

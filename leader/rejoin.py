@@ -15,7 +15,7 @@ that does not come back in time fails the job with the usual one-line failure.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -27,19 +27,18 @@ from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
 
 T = TypeVar("T")
 
-#: Between two tries to reach a party that is not back yet.
 #: job.toml's [timeouts] rejoin_seconds by default: rejoin is the default recovery, and a minute
 #: covers a daemon's restart (its table read again) by an operator or a supervisor.
 DEFAULT_REJOIN_SECONDS = 60.0
-POLL_SECONDS = 0.2
 
 
 @dataclass
 class Rejoiner:
     """The instruction log of one session and its parties' rejoins.
 
-    `stubs` reach the parties, `seconds` bounds the wait for one that went away (0: fail at
-    once, as without rejoin), `rpc_seconds` the replay at the party once it is back.
+    `stubs` reach the parties over `channels` (waited on for a lost party), `seconds` bounds
+    the wait for one that went away (0: fail at once, as without rejoin), `rpc_seconds` the
+    replay at the party once it is back.
     `rejoined` lists (party, iteration) of every rejoin, for the report.
     """
 
@@ -48,6 +47,7 @@ class Rejoiner:
     stubs: dict[str, pb_grpc.PartyStub]
     seconds: float
     rpc_seconds: float
+    channels: Mapping[str, object] = field(default_factory=dict)
     log: list[pb.Instruction] = field(default_factory=list)
     rejoined: list[tuple[str, int]] = field(default_factory=list)
 
@@ -72,36 +72,51 @@ class Rejoiner:
                     deadline = time.monotonic() + self.seconds
                 self._rejoin(name, iteration, deadline, failure)
 
-    def union(self, run: Callable[[int], T], round_: int) -> T:
-        """The union, `run` as round `round_` (the round after the last secure sum); after a
-        lost party rejoined, every party drops the interrupted union and it runs again from
-        its first phase as the next round (new contexts, fresh sealing: nothing of the broken
-        attempt is reused), within `seconds` of the first failure."""
+    def union(self, run: Callable[[int], T], round_: int, resumable: bool = False) -> T:
+        """The union, `run` as round `round_` (the round after the last secure sum), within
+        `seconds` of the first failure that a lost party rejoined from.
+
+        `resumable` (the layered union): after the rejoin `run` goes on in the same round,
+        the caller keeping what the other parties already gave (leader/union.py's
+        ``UnionProgress``); they answer what they had answered again from their replay cache
+        and a hop forwards the batch it peeled again (party/union.py). A party that cannot
+        resume (it already let its sealed records go in this round: ``ABORTED``) makes the
+        union start again as the next round. Not `resumable` (the shuffle mode, whose shares
+        live only in the parties' memory): every party drops the interrupted union and it runs
+        again from its first phase as the next round (new contexts, fresh sealing)."""
         deadline: float | None = None
         attempt = round_
+        restart = False
         while True:
             try:
-                if attempt > round_:
-                    self._restart_union(round_, attempt)
+                if restart:
+                    attempt += 1
+                    self._restart_union(round_, attempt, self.ring)
                 return run(attempt)
             except PartyFailure as failure:
+                restart = not resumable
+                if resumable and deadline is not None and failure.code == grpc.StatusCode.ABORTED:
+                    restart = True
+                    continue
                 name = self.missing(failure)
                 if name is None or self.seconds <= 0:
                     raise
                 if deadline is None:
                     deadline = time.monotonic() + self.seconds
-                self._rejoin(name, round_, deadline, failure)
-                attempt += 1
+                restored = self._rejoin(name, round_, deadline, failure)
+                if restored and attempt > round_ and not restart:
+                    # Resumed at the end of the specialization: it takes the round up there.
+                    self._restart_union(round_, attempt, [name])
 
-    def _restart_union(self, iteration: int, union_round: int) -> None:
-        """Tell every party at once that the union starts again as `union_round`."""
+    def _restart_union(self, iteration: int, union_round: int, names: list[str]) -> None:
+        """Tell parties `names` at once that the union runs as `union_round` from its start."""
         request = pb.RejoinRequest(
             ref=pb.SessionRef(session_id=self.session_id, iteration=iteration),
             union_round=union_round,
         )
         calls = {
             name: self.stubs[name].Rejoin.future(request, timeout=self.rpc_seconds)
-            for name in self.ring
+            for name in names
         }
         for name, call in calls.items():
             try:
@@ -115,8 +130,15 @@ class Rejoiner:
             return failure.party
         return None
 
-    def _rejoin(self, name: str, iteration: int, deadline: float, failure: PartyFailure) -> None:
-        """Wait for party `name` until `deadline`, then resume it at `iteration`."""
+    def _rejoin(self, name: str, iteration: int, deadline: float, failure: PartyFailure) -> bool:
+        """Wait for party `name` until `deadline`, then resume it at `iteration`; whether it
+        was restored from its sealed state (it had restarted) rather than found still open.
+
+        No polling: the leader waits for the party's channel to be ready (the session's
+        channels try to reconnect within a second: federation/transport.py's
+        RECONNECT_OPTIONS; a relay's tunnel waits for its party's stream itself), so the
+        ``Rejoin`` leaves as soon as the restarted daemon listens, and then gets
+        ``rpc_seconds`` for the replay."""
         request = pb.RejoinRequest(
             ref=pb.SessionRef(session_id=self.session_id, iteration=iteration),
             instructions=self.log[: max(iteration - 1, 0)],
@@ -129,16 +151,20 @@ class Rejoiner:
                     party=name,
                     code=failure.code,
                 ) from failure
+            channel = self.channels.get(name)
+            if isinstance(channel, grpc.Channel):  # a relay's tunnel waits for its party itself
+                try:
+                    grpc.channel_ready_future(channel).result(timeout=left)
+                except grpc.FutureTimeoutError:
+                    continue  # not back within the bound: its failure above
             try:
-                # Fails fast while the party is down (the session's channels reconnect within a
-                # second: federation/transport.py's RECONNECT_OPTIONS); the replay then gets
-                # rpc_seconds.
-                self.stubs[name].Rejoin(request, timeout=self.rpc_seconds)
+                reply = self.stubs[name].Rejoin(
+                    request, timeout=self.rpc_seconds, wait_for_ready=True
+                )
             except grpc.RpcError as exc:
                 if exc.code() == grpc.StatusCode.UNAVAILABLE:
-                    time.sleep(min(POLL_SECONDS, max(deadline - time.monotonic(), 0)))
-                    continue
+                    continue  # gone again, or the relay's wait for it ended: wait once more
                 detail = exc.details() or exc.code().name
                 raise PartyFailure(f"{failure}; rejoin refused: {detail}") from failure
             self.rejoined.append((name, iteration))
-            return
+            return bool(reply.restored)

@@ -61,6 +61,7 @@ def open_ring(
             session.stubs,
             rejoin_seconds,
             session.job.rpc_seconds,
+            session.channels,
         )
         if rejoin_seconds > 0
         else NoRejoin()

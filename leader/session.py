@@ -14,7 +14,7 @@ import contextlib
 import secrets
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any, Protocol
 
@@ -102,13 +102,19 @@ class Session:
         phase: str,
         call: Callable[[str, pb_grpc.PartyStub], Any],
         seconds: float | None = None,
+        parties: Collection[str] | None = None,
     ) -> dict[str, Any]:
-        """Call every party in parallel; the first failure (in ring order) is raised.
+        """Call every party (or those of `parties`) in parallel; the first failure (in ring
+        order) is raised.
 
         `seconds` is the phase's deadline (default: the job's ``rpc_seconds``), the one every
         `call` carries; :meth:`gather` enforces it on the whole phase.
         """
-        futures = {n: self.pool.submit(call, n, s) for n, s in self.stubs.items()}
+        futures = {
+            n: self.pool.submit(call, n, s)
+            for n, s in self.stubs.items()
+            if parties is None or n in parties
+        }
         return self.gather(phase, futures, self.job.rpc_seconds if seconds is None else seconds)
 
     def gather(

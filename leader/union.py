@@ -26,8 +26,8 @@ the leader sends an input chunk by chunk, and fetches an output's chunks after t
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, field
 
 import grpc
 from cryptography import x509
@@ -48,6 +48,7 @@ from fedanon.leader.kind import PhaseTimer
 from fedanon.leader.ring_settings import RingSettings
 from fedanon.leader.session import Session
 from fedanon.protos import fedanon_v1_pb2 as pb
+from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
 
 
 @dataclass
@@ -101,6 +102,32 @@ class UnionKeys:
         return SealedTotalChannel.for_leader(
             self.private_key, self.route[-2], bytes.fromhex(session_id)
         )
+
+
+@dataclass
+class UnionProgress:
+    """What the parties gave in a layered union's round, kept while it may resume there.
+
+    A party lost mid-union rejoins (leader/rejoin.py) and the union goes on in the same round:
+    MEASURE and COLLECT only ask the parties not in `sizes` and `batches` (the others' answers
+    stay as they were, so nobody seals twice), and the strip is sent again as it was (the
+    hops before the lost one forward the batch they peeled again, party/union.py). `for_round`
+    starts afresh when the union itself starts again as a new round."""
+
+    round: int = -1
+    sizes: dict[str, pb.UnionReply] = field(default_factory=dict)
+    batches: dict[str, tuple[list[Packed], int, int]] = field(default_factory=dict)
+
+    def for_round(self, round_: int) -> UnionProgress:
+        """This progress, emptied first if it was another round's."""
+        if round_ != self.round:
+            self.round, self.sizes, self.batches = round_, {}, {}
+        return self
+
+    @staticmethod
+    def missing(done: Collection[str], ring: Sequence[str]) -> list[str]:
+        """The parties of `ring` not in `done`."""
+        return [name for name in ring if name not in done]
 
 
 @dataclass(frozen=True)
@@ -226,6 +253,7 @@ def run_union(
     on_phase: Callable[[str], None] | None = None,
     on_counts: Callable[[dict[str, int]], None] | None = None,
     seconds: dict[str, float] | None = None,
+    progress: UnionProgress | None = None,
 ) -> list[list[str]]:
     """Integrate the release: returns the records (as lists of column values), shuffled.
 
@@ -241,12 +269,14 @@ def run_union(
     `seconds` receives the union's critical path as the leader sees it, in seconds per phase
     (layered: measure, collect, strip (the ring's whole pass, hop after hop), open (the fetch
     of the peeled batch and its opening); shuffle: measure, share, each step, open). Each party
-    logs its own hop's part of the strip.
+    logs its own hop's part of the strip. `progress` keeps what the parties gave in the
+    layered mode, for a resumption of the round after a lost party rejoined.
     """
     timer = PhaseTimer()
+    kept = (progress or UnionProgress()).for_round(round_)
     try:
         return _run_union(
-            session, keys, traffic, settings, round_, suppressed, on_phase, on_counts, timer
+            session, keys, traffic, settings, round_, suppressed, on_phase, on_counts, timer, kept
         )
     finally:
         if seconds is not None:
@@ -263,8 +293,10 @@ def _run_union(
     on_phase: Callable[[str], None] | None,
     on_counts: Callable[[dict[str, int]], None] | None,
     timer: PhaseTimer,
+    progress: UnionProgress,
 ) -> list[list[str]]:
-    """`run_union`, each phase timed by `timer`."""
+    """`run_union`, each phase timed by `timer`, the layered mode's answers kept in
+    `progress`."""
     rpc_seconds, union_seconds = settings.rpc_seconds, settings.union_seconds
     pad_to, mode, chunk_bytes = (
         settings.union_pad_to,
@@ -276,7 +308,7 @@ def _run_union(
     ref = session.ref(round_)
     show(f"union: measure: {len(session.ring)} parties measure their records")
     with timer.phase("measure"):
-        sizes = _measure(session, ref, pad_to, suppressed, chunk_bytes, rpc_seconds)
+        sizes = _measure(session, ref, pad_to, suppressed, chunk_bytes, rpc_seconds, progress)
     record_size = max(r.record_size for r in sizes.values())
     show(f"union: measure: done; records of {record_size:,} bytes")
     calls = _Calls(session, ref, chunk_bytes, union_seconds)
@@ -299,16 +331,22 @@ def _run_union(
         suppressed=suppressed,
     )
     show(f"union: collect: {len(session.ring)} parties seal their records in layers")
+
+    def collected(name: str, _stub: object) -> tuple[list[Packed], int, int]:
+        batch = progress.batches[name] = calls.exchange(name, collect)
+        return batch
+
     with timer.phase("collect"):
-        batches = session.fan_out(
-            "union (collect)", lambda n, s: calls.exchange(n, collect), union_seconds
-        )
+        missing = progress.missing(progress.batches, session.ring)
+        session.fan_out("union (collect)", collected, union_seconds, missing)
+    batches = progress.batches
     ctx = UnionContext(bytes.fromhex(session.session_id), round_, keys.route, record_size)
     items = _collected(batches, session.ring, ctx.item_size(0))
     if pad_to == 0 and on_counts is not None:
         on_counts({name: sum(map(len, batches[name][0])) for name in session.ring})
     show(f"union: collect: done; {len(items):,} sealed items")
-    traffic.add("union", sum(b[1] for b in batches.values()), sum(b[2] for b in batches.values()))
+    new = [batches[name] for name in missing]  # the batches moved by this try
+    traffic.add("union", sum(b[1] for b in new), sum(b[2] for b in new))
     last = session.ring[-1]
     strip = pb.UnionRequest(
         ref=ref, phase=pb.UNION_PHASE_STRIP, record_size=record_size, pad_to=pad_to
@@ -469,19 +507,23 @@ def _measure(
     suppressed: Sequence[int],
     chunk_bytes: int,
     rpc_seconds: float,
+    progress: UnionProgress,
 ) -> dict[str, pb.UnionReply]:
-    """MEASURE at every party at once: each one's padded record size (and count, unpadded)."""
-    return session.fan_out(
-        "union (measure)",
-        lambda n, s: s.Union(
-            pb.UnionRequest(
-                ref=ref,
-                phase=pb.UNION_PHASE_MEASURE,
-                pad_to=pad_to,
-                suppressed=suppressed,
-                chunk_bytes=chunk_bytes,
-            ),
-            timeout=rpc_seconds,
-        ),
-        rpc_seconds,
+    """MEASURE at every party at once (those that have not answered it in this round): each
+    one's padded record size (and count, unpadded)."""
+    request = pb.UnionRequest(
+        ref=ref,
+        phase=pb.UNION_PHASE_MEASURE,
+        pad_to=pad_to,
+        suppressed=suppressed,
+        chunk_bytes=chunk_bytes,
     )
+
+    def measured(name: str, stub: pb_grpc.PartyStub) -> pb.UnionReply:
+        reply: pb.UnionReply = stub.Union(request, timeout=rpc_seconds)
+        progress.sizes[name] = reply
+        return reply
+
+    missing = progress.missing(progress.sizes, session.ring)
+    session.fan_out("union (measure)", measured, rpc_seconds, missing)
+    return progress.sizes

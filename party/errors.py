@@ -17,8 +17,17 @@ class NotExpected(ProtocolError):
     ``reject``), where other errors of a step are the open session's recorded failures."""
 
 
+class CannotResume(NotExpected):
+    """A restarted party cannot take up the interrupted union in its round (it already let
+    something leave for that round that it must not make twice): answered ``ABORTED``, which
+    tells the leader to start the union again as a new round (leader/rejoin.py)."""
+
+
 def status_of(exc: Exception) -> grpc.StatusCode:
-    """The status a refused step answers: out of order, or a request whose content is wrong."""
+    """The status a refused step answers: out of order, or a request whose content is wrong
+    (``ABORTED``: the union must start again, `CannotResume`)."""
+    if isinstance(exc, CannotResume):
+        return grpc.StatusCode.ABORTED
     if isinstance(exc, ProtocolError):
         return grpc.StatusCode.FAILED_PRECONDITION
     return grpc.StatusCode.INVALID_ARGUMENT

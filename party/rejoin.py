@@ -52,7 +52,12 @@ def seal(shell: RejoinShell, session: RingSession, request: pb.ShareKeysRequest)
     if not shell.store.enabled or not session.replays or opened_by is None:
         return
     state = SealedSession(
-        session.session_id, opened_by, request, session.union.private_key, session.sums.key
+        session.session_id,
+        opened_by,
+        request,
+        session.union.private_key,
+        session.sums.key,
+        strip_secret=session.union.strip_secret,
     )
     try:
         shell.store.save(state)
@@ -65,18 +70,28 @@ def seal(shell: RejoinShell, session: RingSession, request: pb.ShareKeysRequest)
 
 
 def _seal_answers(shell: RejoinShell, session: RingSession) -> None:
-    """Seal each iteration the session applies before its answer leaves (LKCSession.chain); a
-    failure to write ends the session's ability to rejoin, never the session."""
+    """Seal each iteration the session applies before its answer leaves (LKCSession.chain),
+    and the union's progress before its outputs leave (the round whose records left sealed,
+    the batch peeled: party/union.py); a failure to write ends the session's ability to
+    rejoin, never the session."""
     store, sid = shell.store, session.session_id
 
-    def applied(count: int, chain: bytes) -> None:
+    def sealing(what: str, **changes: object) -> None:
         try:
-            store.applied(sid, count, chain)
+            store.update(sid, **changes)
         except OSError as exc:
-            log.warning("cannot seal iteration %d of %s (%s): no rejoin", count, sid[:12], exc)
+            log.warning("cannot seal %s of %s (%s): no rejoin", what, sid[:12], exc)
             store.clear(sid)
 
-    session.on_applied = applied
+    session.on_applied = lambda count, chain: sealing(
+        f"iteration {count}", applied=count, chain=chain
+    )
+    session.union.on_collected = lambda round_: sealing(
+        f"union round {round_}'s records", collected=round_
+    )
+    session.union.on_peeled = lambda round_, digest: sealing(
+        f"union round {round_}'s strip", stripped_round=round_, stripped_digest=digest
+    )
 
 
 def awaiting(shell: RejoinShell, session_id: str) -> str | None:
@@ -174,6 +189,9 @@ def _restore(
             raise FedanonError(f"a {handler.kind} session cannot rejoin")
         session.opened_by = state.open_request
         session.union.private_key = state.union_key
+        session.union.strip_secret = state.strip_secret
+        session.union.sealed_collect = state.collected
+        session.union.sealed_strip = (state.stripped_round, state.stripped_digest)
         session.sums.key = state.sum_key
     except (FedanonError, CryptoError) as exc:
         shell.refuse(context, grpc.StatusCode.FAILED_PRECONDITION, f"cannot rejoin: {exc}")

@@ -189,9 +189,11 @@ def _output(
         )
     if request.phase != pb.UNION_PHASE_COLLECT:
         raise ValueError("unknown union phase")
+    role.check_collect(request.ref.iteration)
     ctx = role.context(session_id, request.ref.iteration, request.record_size)
     began = time.perf_counter()
     sealed = role.seal(records, ctx, request.pad_to or None)
+    role.collected(request.ref.iteration)
     log.info(
         "union collect at hop %d: sealed %d items in %.3f s",
         session.position,

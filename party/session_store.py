@@ -54,6 +54,13 @@ class SealedSession:
     # instructions (LKCSession.chain): a rejoin must replay exactly these (party/rejoin.py).
     applied: int = 0
     chain: bytes = b""
+    # The union, resumable in its round after a restart (party/union.py): the secret this
+    # party's shuffles are drawn from, the round whose COLLECT output left it, and the round
+    # and digest of the batch it peeled (-1: none; a union's first round can be 0).
+    strip_secret: bytes = b""
+    collected: int = -1
+    stripped_round: int = -1
+    stripped_digest: bytes = b""
 
     def to_json(self) -> bytes:
         return json.dumps(
@@ -65,6 +72,10 @@ class SealedSession:
                 "sum_key": None if self.sum_key is None else _b64(_raw(self.sum_key)),
                 "applied": self.applied,
                 "chain": _b64(self.chain),
+                "strip_secret": _b64(self.strip_secret),
+                "collected": self.collected,
+                "stripped_round": self.stripped_round,
+                "stripped_digest": _b64(self.stripped_digest),
             }
         ).encode()
 
@@ -82,6 +93,10 @@ class SealedSession:
             else X25519PrivateKey.from_private_bytes(base64.b64decode(sum_key)),
             int(doc["applied"]),
             base64.b64decode(doc["chain"]),
+            base64.b64decode(doc["strip_secret"]),
+            int(doc["collected"]),
+            int(doc["stripped_round"]),
+            base64.b64decode(doc["stripped_digest"]),
         )
 
 
@@ -146,9 +161,13 @@ class SessionStore:
     def applied(self, session_id: str, applied: int, chain: bytes) -> None:
         """Record that the session answered `applied` iterations, their instructions hashed
         to `chain` (before the answer leaves the party)."""
+        self.update(session_id, applied=applied, chain=chain)
+
+    def update(self, session_id: str, **changes: object) -> None:
+        """Seal `changes` to session `session_id`'s state (progress, no sync: see `save`)."""
         state = self.state
         if state is not None and state.session_id == session_id:
-            self.save(replace(state, applied=applied, chain=chain), durable=False)
+            self.save(replace(state, **changes), durable=False)  # type: ignore[arg-type]
 
     def waiting(self, session_id: str) -> SealedSession | None:
         """The sealed session `session_id`, while the daemon's lease for it runs; a lapsed one

@@ -19,9 +19,13 @@ relayed back around the ring carry only the number of chunks.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import logging
+import secrets
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import pandas as pd
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
@@ -40,7 +44,7 @@ from fedanon.crypto.prepared_keys import PreparedLeaderKeys
 from fedanon.crypto.sealed_total import SealedTotalChannel
 from fedanon.crypto.share_shuffle import PairKeys, ShuffleContext, ShuffleParty
 from fedanon.federation.chunks import DEFAULT_CHUNK_BYTES, MIN_CHUNK_BYTES
-from fedanon.party.errors import NotExpected
+from fedanon.party.errors import CannotResume, NotExpected, ProtocolError
 from fedanon.party.records import LocalRecords, table_batches
 from fedanon.protos import fedanon_v1_pb2 as pb
 
@@ -99,6 +103,31 @@ class Inbox:
             whole, self._key, self._items = self._items, None, []
             return whole
 
+    @property
+    def idle(self) -> bool:
+        """No phase's input is arriving (none begun, or the last one complete)."""
+        return self._key is None
+
+
+#: "No round" in what a hop sealed (rounds start at 0: a union without a secure sum before it).
+NO_ROUND = -1
+
+
+@dataclass(frozen=True)
+class Peeled:
+    """The batch a hop peeled in one round, kept while its session may resume the union: the
+    round, its chunk count, the digest of its last chunk, and the shuffled output."""
+
+    round: int
+    chunks: int
+    last: bytes
+    output: Packed
+
+
+def chunk_digest(items: Packed) -> bytes:
+    """SHA-256 of one chunk of a STRIP input (its item size, then its bytes)."""
+    return hashlib.sha256(items.item_size.to_bytes(8, "big") + items.data).digest()
+
 
 class UnionRole:
     """Keys and context of one party for one session's union."""
@@ -123,6 +152,20 @@ class UnionRole:
         self.strip_began = 0.0  # when STRIP's first chunk arrived (the party's log only)
         # The last output, for the leader to fetch: (phase, step), its chunks.
         self._outbox: tuple[tuple[int, int], list[Packed]] | None = None
+        # Resuming an interrupted union in its round (party/rejoin.py; docs/distributed.md,
+        # "Rejoin"), only where the session can rejoin (`on_peeled` set): the secret this hop's
+        # shuffles are drawn from (sealed with the session's keys, so that a restarted hop
+        # shuffles a re-sent batch exactly as before), the batch peeled this round (forwarded
+        # again when the leader resends the strip), and what the hop sealed before a restart:
+        # the (round, digest) of the batch it peeled and the round whose COLLECT left it. Each
+        # round a hop peels one batch and seals its records once, never two.
+        self.strip_secret = secrets.token_bytes(32)
+        self.on_peeled: Callable[[int, bytes], None] | None = None
+        self.on_collected: Callable[[int], None] | None = None
+        self.sealed_strip: tuple[int, bytes] = (NO_ROUND, b"")
+        self.sealed_collect = NO_ROUND
+        self._peeled: Peeled | None = None
+        self._strip_digests: list[bytes] = []
 
     def prepare(self, count: int) -> None:
         """Start preparing `count` leader-layer keys (the route must be known)."""
@@ -223,11 +266,18 @@ class UnionRole:
     ) -> Packed | None:
         """One chunk of STRIP's input: its layer comes off as it arrives, on the party's worker
         processes (the predecessor sends the next chunk meanwhile); the whole batch, shuffled,
-        once the last chunk is in, else None. The chunks' order is checked as for any phase."""
+        once the last chunk is in, else None. The chunks' order is checked as for any phase.
+
+        A batch this hop already peeled in the round, re-sent after a lost party rejoined,
+        gets the kept output (`_again`); a restarted hop peels only the batch it sealed."""
+        kept = self._peeled
+        if kept is not None and kept.round == ctx.round and self.inbox.idle:
+            return self._again(kept, chunk, chunks, items)
         whole = self.inbox.receive(pb.UNION_PHASE_STRIP, 0, chunk, chunks, [])
         try:
             if chunk == 0:
                 self.stop_stripping()
+                self._strip_digests = []
                 expected = len(items) * chunks  # every chunk but the last is as full
                 self._peeling = ChunkedPeel(
                     self.private_key, self.position, ctx, self._peel_parallelism(), expected
@@ -235,15 +285,65 @@ class UnionRole:
             if self._peeling is None:
                 raise NotExpected("union strip chunk before the first")
             self._peeling.add(items)
+            if self.on_peeled is not None:
+                self._strip_digests.append(chunk_digest(items))
             if whole is None:
                 return None
-            return self._peeling.batch()
+            if self.on_peeled is None:  # no rejoin: nothing to resume, nothing kept
+                return self._peeling.batch()
+            return self._peeled_once(ctx.round, chunks)
         except BaseException:
             self.stop_stripping()
             raise
         finally:
             if whole is not None:
                 self.stop_stripping()
+
+    def _peeled_once(self, round_: int, chunks: int) -> Packed:
+        """The whole batch peeled in a session that can rejoin: checked against the one this
+        hop sealed before a restart, shuffled by the keyed permutation of (round, batch),
+        sealed (`on_peeled`) before it leaves, and kept for a resend."""
+        assert self._peeling is not None and self.on_peeled is not None
+        digest = hashlib.sha256(b"".join(self._strip_digests)).digest()
+        sealed_round, sealed_digest = self.sealed_strip
+        if sealed_round == round_ and not hmac.compare_digest(sealed_digest, digest):
+            raise ProtocolError(
+                f"a different batch to strip in round {round_} than the one this party peeled "
+                "before its restart (a hop peels one batch per round)"
+            )
+        seed = hmac.digest(self.strip_secret, round_.to_bytes(8, "big") + digest, "sha256")
+        output = self._peeling.batch(seed)
+        self.on_peeled(round_, digest)
+        self._peeled = Peeled(round_, chunks, self._strip_digests[-1], output)
+        return output
+
+    @staticmethod
+    def _again(kept: Peeled, chunk: int, chunks: int, items: Packed) -> Packed:
+        """The batch of `kept`'s round re-sent after a lost party rejoined: its chunks before
+        the last were answered from the replay cache (party/replay.py: the same bytes or a
+        refusal), so the last one, if it is the same, completes the same batch; its output is
+        forwarded again. Anything else would be a second batch in the round: refused."""
+        if chunk != chunks - 1 or chunks != kept.chunks or chunk_digest(items) != kept.last:
+            raise ProtocolError(
+                f"a second batch to strip in round {kept.round} (a hop peels one batch per round)"
+            )
+        return kept.output
+
+    def check_collect(self, round_: int) -> None:
+        """Refuse to seal this party's records a second time in `round_`: after a restart, a
+        round whose COLLECT output already left (`sealed_collect`) can only start again as
+        a new round (two sealings of the same records in one round would let the leader
+        link them to this party by their duplicates)."""
+        if round_ == self.sealed_collect:
+            raise CannotResume(
+                f"this party's records left sealed for union round {round_} before its "
+                "restart; the union must start again as a new round"
+            )
+
+    def collected(self, round_: int) -> None:
+        """COLLECT's output is about to leave: sealed first where the session can rejoin."""
+        if self.on_collected is not None:
+            self.on_collected(round_)
 
     def _peel_parallelism(self) -> Parallelism:
         """The party's worker processes for peeling, from `PEEL_MIN_RECORDS` items on: a party
@@ -294,6 +394,7 @@ class UnionRole:
         self.shuffle = None
         self._records = None
         self._outbox = None
+        self._peeled = None
 
     def keep_output(self, phase: int, step: int, chunks: list[Packed]) -> None:
         """Hold a phase's output chunks for FETCH (only the latest output is kept)."""

@@ -40,7 +40,7 @@ from fedanon.leader.rejoin import DEFAULT_REJOIN_SECONDS
 from fedanon.leader.ring import RingOpened, open_ring
 from fedanon.leader.ring_settings import RingSettings, ring_settings
 from fedanon.leader.session import Session
-from fedanon.leader.union import run_union
+from fedanon.leader.union import UnionProgress, run_union
 from fedanon.models.lkc import check_lkc
 from fedanon.outputs import CommandOutputs
 from fedanon.protos import fedanon_v1_pb2 as pb
@@ -334,6 +334,7 @@ def _attempt(
         show(f"specialize: done; {source.iteration} iterations")
 
         union_seconds: dict[str, float] = {}
+        progress = UnionProgress()  # what a resumed union keeps (leader/rejoin.py)
         with timer.phase("union"):
             rows = ring.rejoin.union(
                 lambda round_: run_union(
@@ -346,8 +347,10 @@ def _attempt(
                     on_phase,
                     on_counts=revealed.update,
                     seconds=union_seconds,
+                    progress=progress,
                 ),
                 source.iteration,
+                resumable=job.union_mode == "layered",
             )
         current.united()
         show(f"union: done; {len(rows):,} records")

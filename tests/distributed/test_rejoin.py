@@ -170,15 +170,26 @@ def kill_before_union_phase(
     monkeypatch.setattr(Session, "fan_out", before_phase)
 
 
+def log_counts(fed: Federation, text: str) -> list[int]:
+    """How many lines of each daemon's log (all its lives) hold `text`."""
+    return [d.log.read_text(errors="replace").count(text) for d in fed.daemons]
+
+
+SEALED = "union collect at hop"  # a party sealed its records (party/ring.py's log)
+RESTARTED = "union restarts as round"  # a party dropped the union to run it again
+
+
 @pytest.mark.parametrize(
     ("victim", "phase", "union_mode"),
     [
         (1, "union (strip)", "layered"),  # the ring's pass: its predecessor relays the loss
+        pytest.param(2, "union (strip)", "layered", marks=pytest.mark.slow),  # the last hop
         pytest.param(0, "union (collect)", "layered", marks=pytest.mark.slow),
+        pytest.param(1, "union (measure)", "layered", marks=pytest.mark.slow),
         pytest.param(2, "union (share)", "shuffle", marks=pytest.mark.slow),
     ],
 )
-def test_a_party_killed_during_the_union_rejoins_and_the_union_restarts(
+def test_a_party_killed_during_the_union_rejoins_and_the_union_goes_on(
     hospital_federation: Federation,
     hospital_data: Dataset,
     tmp_path: Path,
@@ -187,13 +198,16 @@ def test_a_party_killed_during_the_union_rejoins_and_the_union_restarts(
     phase: str,
     union_mode: str,
 ) -> None:
-    """The union cannot resume mid-phase (its batches are sealed with keys drawn at random), so
-    after the lost party rejoined every party drops the interrupted union and it runs again
-    from its first phase, as the next round: the release is still the fault-free one."""
+    """The layered union resumes in its round: the parties that gave their part keep it (each
+    party seals its records exactly once, the lost one included, and nobody drops the union);
+    the hops before the lost one forward the batch they peeled again. The shuffle mode's
+    shares live only in the parties' memory, so there the union runs again from its first
+    phase as the next round. Either way the release is the fault-free one."""
     fed = hospital_federation
     clean, faulty = tmp_path / "clean.csv", tmp_path / "faulty.csv"
     try:
         reference = run(fed, hospital_data, clean, union_mode=union_mode)
+        sealed, restarted = log_counts(fed, SEALED), log_counts(fed, RESTARTED)
         kill = KillAndRestart(fed, victim, iteration=0)
         kill_before_union_phase(monkeypatch, kill, phase)
         report = run(
@@ -208,8 +222,64 @@ def test_a_party_killed_during_the_union_rejoins_and_the_union_restarts(
         rounds = reference["iterations"]
         assert report["rejoined"] == [{"party": fed.daemons[victim].name, "iteration": rounds}]
         assert same_lines(faulty, clean)
+        if union_mode == "layered":
+            now = log_counts(fed, SEALED)
+            assert [b - a for a, b in zip(sealed, now, strict=True)] == [1, 1, 1]
+            assert log_counts(fed, RESTARTED) == restarted
+        else:
+            survivors = [i for i in range(len(fed.daemons)) if i != victim]
+            now = log_counts(fed, RESTARTED)
+            assert all(now[i] == restarted[i] + 1 for i in survivors), (restarted, now)
         for index in range(len(fed.daemons)):
             assert status(fed, index).session_id == "", "a party still holds the session"
+    finally:
+        monkeypatch.undo()
+        ensure_running(fed)
+
+
+def test_a_restarted_party_asked_to_seal_again_in_the_round_refuses_and_the_union_restarts(
+    hospital_federation: Federation,
+    hospital_data: Dataset,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A party whose sealed records already left in a round never seals them again in that
+    round (two sealings of the same records would let the leader link them to it by their
+    duplicates): here the leader, after the rejoin, forgets the batch the lost party gave
+    before it was killed and asks it again; the restarted party refuses (``ABORTED``), and the
+    union starts again as the next round at every party, with the fault-free release."""
+    fed = hospital_federation
+    victim = 1
+    name = fed.daemons[victim].name
+    clean, faulty = tmp_path / "clean.csv", tmp_path / "faulty.csv"
+    try:
+        run(fed, hospital_data, clean)
+        restarted = log_counts(fed, RESTARTED)
+        kill = KillAndRestart(fed, victim, iteration=0)
+        kill_before_union_phase(monkeypatch, kill, "union (strip)")
+        for_round = fedanon.leader.union.UnionProgress.for_round
+        forgot: list[str] = []
+
+        def forgetful(progress: Any, round_: int) -> Any:
+            kept = for_round(progress, round_)
+            if kill.fired_at is not None and not forgot:
+                forgot.append(name)
+                del kept.batches[name]
+            return kept
+
+        monkeypatch.setattr(fedanon.leader.union.UnionProgress, "for_round", forgetful)
+        report = run(fed, hospital_data, faulty, rejoin_seconds=REJOIN_SECONDS)
+        monkeypatch.undo()
+        assert forgot == [name]
+        assert [r["party"] for r in report["rejoined"]] == [name]
+        assert same_lines(faulty, clean)
+        refusal = "records left sealed for union round"
+        assert log_counts(fed, refusal)[victim] == 1
+        assert [b - a for a, b in zip(restarted, log_counts(fed, RESTARTED), strict=True)] == [
+            1,
+            1,
+            1,
+        ]
     finally:
         monkeypatch.undo()
         ensure_running(fed)
