@@ -7,7 +7,7 @@ import os
 
 source = os.environ.get("FEDANON_SRC")
 if source:
-    import __editable___fedanon_0_1_0_finder as finder  # type: ignore[import-not-found]
+    import __editable___fedanon_0_1_0_finder as finder  # type: ignore[import-untyped]
 
     root = os.path.dirname(finder.MAPPING["fedanon"])
     for name, path in list(finder.MAPPING.items()):

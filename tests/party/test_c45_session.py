@@ -8,6 +8,7 @@ own table's counts); everything else is a refusal the party must make before it 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -103,9 +104,9 @@ def test_the_party_refuses_out_of_order_rounds_and_sums_without_queries() -> Non
         session.release_table()
 
 
-def _batch(**columns: object) -> pb.C45QueryBatch:
+def _batch(**columns: Any) -> pb.C45QueryBatch:
     """One query at the root (histograms) unless `columns` say otherwise."""
-    fields: dict[str, object] = {"path": [-1], "kind": [0], "feature": [-1], "threshold": [0.0]}
+    fields: dict[str, Any] = {"path": [-1], "kind": [0], "feature": [-1], "threshold": [0.0]}
     return pb.C45QueryBatch(**{**fields, **columns})
 
 
