@@ -55,3 +55,59 @@ def add_vector(payload: bytes, vector: ArrayLike) -> bytes:
     """Member role: add this party's count vector to the running masked total (mod 2^64)."""
     counts = as_counts(vector)
     return counts_to_bytes(bytes_to_counts(payload, counts.size) + counts)
+
+
+#: The widest field worth packing: wider fields leave one per word, as unpacked.
+MAX_PACKED_BITS = 32
+
+
+def fields_per_word(bits: int) -> int:
+    """How many `bits`-bit fields share one uint64 word (1: `bits` 0 or wider than 32)."""
+    if not 0 <= bits <= 64:
+        raise ValueError(f"a count field of {bits} bits does not fit a uint64 word")
+    return 1 if bits == 0 or bits > MAX_PACKED_BITS else 64 // bits
+
+
+def packed_length(length: int, bits: int) -> int:
+    """Words of a `length`-count vector packed in `bits`-bit fields."""
+    per = fields_per_word(bits)
+    return -(-length // per)
+
+
+def pack_fields(vector: ArrayLike, bits: int) -> np.ndarray:
+    """Several counts per uint64 word, `bits` bits each (counts i*f .. i*f+f-1 in word i).
+
+    Why this sums exactly: the words add mod 2^64 like any vector, and as long as every
+    field's *total* over the parties stays below 2^bits no carry crosses a field, so the
+    summed words unpack to the summed counts. The caller picks `bits` from a bound on every
+    total (federated C4.5: the global record count); a count that does not fit alone is
+    refused here.
+    """
+    counts = as_counts(vector)
+    per = fields_per_word(bits)
+    if per == 1:
+        return counts
+    if counts.size and int(counts.max()) >> bits:
+        raise ValueError(f"a count does not fit {bits} bits")
+    padded = np.zeros(packed_length(counts.size, bits) * per, dtype=np.uint64)
+    padded[: counts.size] = counts
+    fields = padded.reshape(-1, per)
+    words = fields[:, 0].copy()
+    for i in range(1, per):  # a strided pass per field: numpy's reduce over a short axis is slow
+        words |= fields[:, i] << np.uint64(i * bits)
+    return words
+
+
+def unpack_fields(words: np.ndarray, bits: int, length: int) -> np.ndarray:
+    """The `length` counts `pack_fields` (or a sum of packed vectors) holds."""
+    per = fields_per_word(bits)
+    if words.size != packed_length(length, bits):
+        raise ValueError(f"{words.size} words do not hold {length} counts of {bits} bits")
+    if per == 1:
+        return words
+    fields = np.empty((words.size, per), dtype=np.uint64)
+    low = np.uint64((1 << bits) - 1)
+    for i in range(per):
+        fields[:, i] = (words >> np.uint64(i * bits)) & low
+    counts: np.ndarray = fields.reshape(-1)[:length]
+    return counts

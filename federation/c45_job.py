@@ -1,5 +1,5 @@
 """The federated C4.5 job on the wire: ``C45Job`` <-> the learning task, count queries <->
-``C45Query``, and the order of a session's iterations, which the leader and the party share.
+``C45QueryBatch``, and the order of a session's iterations, which the leader and the party share.
 
 One proto-conversion module per job kind (federation/lkc_job.py, drbt_job.py, this one): the
 party's handler reads the job and the queries with it and the leader writes them, so neither
@@ -8,14 +8,21 @@ side imports the other.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 
 import numpy as np
 
 from fedanon.errors import FedanonError
 from fedanon.protos import fedanon_v1_pb2 as pb
-from fedanon.utility.c45_counts import CLASSES, HISTOGRAMS, SPLIT, FeatureKinds, Query
+from fedanon.utility.c45_counts import (
+    CLASSES,
+    HISTOGRAMS,
+    SPLIT,
+    Condition,
+    FeatureKinds,
+    Path,
+    Query,
+)
 
 #: The secure set union of the agreed domains is iteration 0; count round r (r >= 1) is one
 #: ``C45Count`` then one ``Sum``, both at iteration r.
@@ -53,61 +60,126 @@ def fingerprint_items(job: pb.C45Job) -> list[str]:
     ]
 
 
-@functools.lru_cache(maxsize=1 << 16)
-def _condition(feature: int, branch: int, threshold: float | None) -> pb.C45Condition:
-    """One test outcome's message, made once: the paths of a level share their prefixes, and
-    a repeated field copies what it is given, so the cached message is never changed."""
-    return pb.C45Condition(
-        feature=feature,
-        branch=branch,
-        numeric=threshold is not None,
-        threshold=0.0 if threshold is None else threshold,
+def queries_to_batch(queries: Sequence[Query]) -> pb.C45QueryBatch:
+    """A round's count queries as the leader sends them: each distinct path prefix once."""
+    entries: dict[Path, int] = {}
+    parent: list[int] = []
+    tests: list[Condition] = []
+
+    def entry(path: Path) -> int:
+        if not path:
+            return -1
+        found = entries.get(path)
+        if found is None:
+            above = entry(path[:-1])
+            found = entries[path] = len(parent)
+            parent.append(above)
+            tests.append(path[-1])
+        return found
+
+    paths = [entry(q.path) for q in queries]
+    narrowed = [q.support is not None for q in queries]
+    supports = [positions for q in queries for positions in q.support or ()]
+    return pb.C45QueryBatch(
+        parent=parent,
+        test_feature=[f for f, _, _ in tests],
+        test_branch=[b for _, b, _ in tests],
+        test_threshold=[0.0 if t is None else t for _, _, t in tests],
+        path=paths,
+        kind=[QUERY_KINDS.index(q.kind) for q in queries],
+        feature=[q.feature for q in queries],
+        threshold=[0.0 if q.threshold is None else q.threshold for q in queries],
+        narrowed=narrowed if any(narrowed) else [],
+        support_sizes=[len(positions) for positions in supports],
+        support=np.concatenate(supports).astype(np.int64).tolist() if supports else [],
     )
 
 
-def query_to_proto(query: Query) -> pb.C45Query:
-    """One count query as the leader sends it."""
-    message = pb.C45Query(
-        path=[_condition(f, b, t) for f, b, t in query.path],
-        kind=query.kind,
-        feature=query.feature,
-        has_threshold=query.threshold is not None,
-        threshold=0.0 if query.threshold is None else query.threshold,
-        narrowed=query.support is not None,
-    )
-    for positions in query.support or ():
-        message.support.add(positions=np.asarray(positions, dtype=np.int64).tolist())
-    return message
-
-
-def queries_from_proto(
-    messages: Sequence[pb.C45Query], features: int, numeric: Sequence[bool]
+def queries_from_batch(
+    batch: pb.C45QueryBatch, features: int, numeric: Sequence[bool]
 ) -> list[Query]:
-    """The leader's queries, checked against the task's shape (a feature out of range or a
-    support for a categorical feature is refused, not indexed); branches and positions are
-    checked against the agreed domains when counted."""
+    """The leader's queries, checked against the task's shape (a column of the wrong length,
+    a parent that is not an earlier entry, a feature out of range or a support for a
+    categorical feature is refused, not indexed); branches and positions are checked against
+    the agreed domains when counted."""
+    entries = len(batch.parent)
+    if (
+        not len(batch.test_feature)
+        == len(batch.test_branch)
+        == len(batch.test_threshold)
+        == entries
+    ):
+        raise FedanonError("C4.5 queries: the path table's columns differ in length")
+    count = len(batch.path)
+    if not len(batch.kind) == len(batch.feature) == len(batch.threshold) == count:
+        raise FedanonError("C4.5 queries: the query columns differ in length")
+    if len(batch.narrowed) not in (0, count):
+        raise FedanonError("C4.5 queries: the narrowed column differs in length")
+    is_numeric = np.asarray(numeric, dtype=bool)
+    parent = np.asarray(batch.parent, dtype=np.int64)
+    test_feature = np.asarray(batch.test_feature, dtype=np.int64)
+    if entries and not ((parent >= -1) & (parent < np.arange(entries))).all():
+        raise FedanonError("C4.5 queries: a path entry's parent is not an earlier entry")
+    for feature in np.unique(test_feature).tolist():
+        _feature_in_range(feature, features)
+    path_of = np.asarray(batch.path, dtype=np.int64)
+    if count and not ((path_of >= -1) & (path_of < entries)).all():
+        raise FedanonError("C4.5 queries: a query names a path entry that is not there")
+    kinds = np.asarray(batch.kind, dtype=np.int64)
+    if count and not ((kinds >= 0) & (kinds < len(QUERY_KINDS))).all():
+        raise FedanonError("C4.5 queries: unknown query kind")
+    paths: list[Path] = []
+    numeric_test = is_numeric[test_feature].tolist() if entries else []
+    for i, (up, f, b, t) in enumerate(
+        zip(
+            parent.tolist(),
+            test_feature.tolist(),
+            batch.test_branch,
+            batch.test_threshold,
+            strict=True,
+        )
+    ):
+        test = (f, b, t if numeric_test[i] else None)
+        paths.append((*paths[up], test) if up >= 0 else (test,))
+    return _queries(batch, paths, path_of.tolist(), kinds.tolist(), features, numeric)
+
+
+def _queries(
+    batch: pb.C45QueryBatch,
+    paths: list[Path],
+    path_of: list[int],
+    kinds: list[int],
+    features: int,
+    numeric: Sequence[bool],
+) -> list[Query]:
+    """The queries of a checked path table."""
+    sizes = iter(batch.support_sizes)
+    positions = np.asarray(batch.support, dtype=np.intp)
+    start, numbers = 0, sum(numeric)
     queries = []
-    for message in messages:
-        if message.kind not in QUERY_KINDS:
-            raise FedanonError(f"unknown C4.5 query kind '{message.kind}'")
-        path = []
-        for c in message.path:
-            _feature_in_range(c.feature, features)
-            if c.numeric != numeric[c.feature]:
-                raise FedanonError(f"condition on feature {c.feature}: wrong kind of test")
-            path.append((c.feature, c.branch, c.threshold if c.numeric else None))
+    for j, (at, kind, feature, threshold) in enumerate(
+        zip(path_of, kinds, batch.feature, batch.threshold, strict=True)
+    ):
+        name = QUERY_KINDS[kind]
         support: tuple[np.ndarray, ...] | None = None
-        if message.narrowed:
-            if message.kind != HISTOGRAMS or len(message.support) != sum(numeric):
+        if batch.narrowed and batch.narrowed[j]:
+            if name != HISTOGRAMS:
                 raise FedanonError("a narrowed query is a histogram with one support per number")
-            support = tuple(np.asarray(s.positions, dtype=np.intp) for s in message.support)
-        feature, threshold = -1, None
-        if message.kind == SPLIT:
-            feature = _feature_in_range(message.feature, features)
-            if message.has_threshold != numeric[feature]:
-                raise FedanonError(f"split on feature {feature}: wrong kind of test")
-            threshold = message.threshold if message.has_threshold else None
-        queries.append(Query(tuple(path), message.kind, feature, threshold, support))
+            parts = []
+            for _ in range(numbers):
+                size = next(sizes, None)
+                if size is None or start + size > len(positions):
+                    raise FedanonError("C4.5 queries: the supports are shorter than their sizes")
+                parts.append(positions[start : start + size])
+                start += size
+            support = tuple(parts)
+        split_on, split_at = -1, None
+        if name == SPLIT:
+            split_on = _feature_in_range(feature, features)
+            split_at = threshold if numeric[split_on] else None
+        queries.append(Query(paths[at] if at >= 0 else (), name, split_on, split_at, support))
+    if next(sizes, None) is not None or start != len(positions):
+        raise FedanonError("C4.5 queries: supports left over after the narrowed queries")
     return queries
 
 

@@ -16,7 +16,7 @@ import numpy as np
 from fedanon.algorithms.kactus.api import NUMERIC_RULES
 from fedanon.algorithms.kactus.federated_party import STEPS, Step
 from fedanon.errors import FedanonError
-from fedanon.federation.c45_job import queries_from_proto, query_to_proto
+from fedanon.federation.c45_job import queries_from_batch, queries_to_batch
 from fedanon.protos import fedanon_v1_pb2 as pb
 
 #: The secure set union of the parties' QID texts.
@@ -90,7 +90,7 @@ def step_to_proto(step: Step, ref: pb.SessionRef) -> pb.KactusStepRequest:
         ints=[int(v) for v in step.ints],
         floats=[float(v) for v in step.floats],
         items=step.items,
-        queries=[query_to_proto(q) for q in step.queries],
+        batch=queries_to_batch(step.queries) if step.queries else None,
     )
 
 
@@ -103,5 +103,5 @@ def step_from_proto(request: pb.KactusStepRequest, numeric: list[bool]) -> Step:
         np.array(request.ints, dtype=np.int64),
         np.array(request.floats, dtype=np.float64),
         list(request.items),
-        queries_from_proto(request.queries, len(numeric), numeric) if request.queries else [],
+        queries_from_batch(request.batch, len(numeric), numeric),
     )

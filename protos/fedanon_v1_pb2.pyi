@@ -145,51 +145,43 @@ class C45Job(_message.Message):
     class_column: str
     def __init__(self, features: _Optional[_Iterable[str]] = ..., numeric: _Optional[_Iterable[str]] = ..., class_column: _Optional[str] = ...) -> None: ...
 
-class C45Condition(_message.Message):
-    __slots__ = ("feature", "branch", "numeric", "threshold")
-    FEATURE_FIELD_NUMBER: _ClassVar[int]
-    BRANCH_FIELD_NUMBER: _ClassVar[int]
-    NUMERIC_FIELD_NUMBER: _ClassVar[int]
-    THRESHOLD_FIELD_NUMBER: _ClassVar[int]
-    feature: int
-    branch: int
-    numeric: bool
-    threshold: float
-    def __init__(self, feature: _Optional[int] = ..., branch: _Optional[int] = ..., numeric: _Optional[bool] = ..., threshold: _Optional[float] = ...) -> None: ...
-
-class C45Support(_message.Message):
-    __slots__ = ("positions",)
-    POSITIONS_FIELD_NUMBER: _ClassVar[int]
-    positions: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, positions: _Optional[_Iterable[int]] = ...) -> None: ...
-
-class C45Query(_message.Message):
-    __slots__ = ("path", "kind", "feature", "has_threshold", "threshold", "narrowed", "support")
+class C45QueryBatch(_message.Message):
+    __slots__ = ("parent", "test_feature", "test_branch", "test_threshold", "path", "kind", "feature", "threshold", "narrowed", "support_sizes", "support")
+    PARENT_FIELD_NUMBER: _ClassVar[int]
+    TEST_FEATURE_FIELD_NUMBER: _ClassVar[int]
+    TEST_BRANCH_FIELD_NUMBER: _ClassVar[int]
+    TEST_THRESHOLD_FIELD_NUMBER: _ClassVar[int]
     PATH_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
     FEATURE_FIELD_NUMBER: _ClassVar[int]
-    HAS_THRESHOLD_FIELD_NUMBER: _ClassVar[int]
     THRESHOLD_FIELD_NUMBER: _ClassVar[int]
     NARROWED_FIELD_NUMBER: _ClassVar[int]
+    SUPPORT_SIZES_FIELD_NUMBER: _ClassVar[int]
     SUPPORT_FIELD_NUMBER: _ClassVar[int]
-    path: _containers.RepeatedCompositeFieldContainer[C45Condition]
-    kind: str
-    feature: int
-    has_threshold: bool
-    threshold: float
-    narrowed: bool
-    support: _containers.RepeatedCompositeFieldContainer[C45Support]
-    def __init__(self, path: _Optional[_Iterable[_Union[C45Condition, _Mapping]]] = ..., kind: _Optional[str] = ..., feature: _Optional[int] = ..., has_threshold: _Optional[bool] = ..., threshold: _Optional[float] = ..., narrowed: _Optional[bool] = ..., support: _Optional[_Iterable[_Union[C45Support, _Mapping]]] = ...) -> None: ...
+    parent: _containers.RepeatedScalarFieldContainer[int]
+    test_feature: _containers.RepeatedScalarFieldContainer[int]
+    test_branch: _containers.RepeatedScalarFieldContainer[int]
+    test_threshold: _containers.RepeatedScalarFieldContainer[float]
+    path: _containers.RepeatedScalarFieldContainer[int]
+    kind: _containers.RepeatedScalarFieldContainer[int]
+    feature: _containers.RepeatedScalarFieldContainer[int]
+    threshold: _containers.RepeatedScalarFieldContainer[float]
+    narrowed: _containers.RepeatedScalarFieldContainer[bool]
+    support_sizes: _containers.RepeatedScalarFieldContainer[int]
+    support: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, parent: _Optional[_Iterable[int]] = ..., test_feature: _Optional[_Iterable[int]] = ..., test_branch: _Optional[_Iterable[int]] = ..., test_threshold: _Optional[_Iterable[float]] = ..., path: _Optional[_Iterable[int]] = ..., kind: _Optional[_Iterable[int]] = ..., feature: _Optional[_Iterable[int]] = ..., threshold: _Optional[_Iterable[float]] = ..., narrowed: _Optional[_Iterable[bool]] = ..., support_sizes: _Optional[_Iterable[int]] = ..., support: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class C45CountRequest(_message.Message):
-    __slots__ = ("ref", "queries", "domain_items")
+    __slots__ = ("ref", "domain_items", "count_bits", "batch")
     REF_FIELD_NUMBER: _ClassVar[int]
-    QUERIES_FIELD_NUMBER: _ClassVar[int]
     DOMAIN_ITEMS_FIELD_NUMBER: _ClassVar[int]
+    COUNT_BITS_FIELD_NUMBER: _ClassVar[int]
+    BATCH_FIELD_NUMBER: _ClassVar[int]
     ref: SessionRef
-    queries: _containers.RepeatedCompositeFieldContainer[C45Query]
     domain_items: _containers.RepeatedScalarFieldContainer[bytes]
-    def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ..., queries: _Optional[_Iterable[_Union[C45Query, _Mapping]]] = ..., domain_items: _Optional[_Iterable[bytes]] = ...) -> None: ...
+    count_bits: int
+    batch: C45QueryBatch
+    def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ..., domain_items: _Optional[_Iterable[bytes]] = ..., count_bits: _Optional[int] = ..., batch: _Optional[_Union[C45QueryBatch, _Mapping]] = ...) -> None: ...
 
 class C45CountReply(_message.Message):
     __slots__ = ("length",)
@@ -216,20 +208,20 @@ class KactusJob(_message.Message):
     def __init__(self, qids: _Optional[_Iterable[str]] = ..., class_column: _Optional[str] = ..., k: _Optional[int] = ..., marker: _Optional[str] = ..., numeric: _Optional[str] = ..., prune: _Optional[bool] = ..., narrow: _Optional[bool] = ...) -> None: ...
 
 class KactusStepRequest(_message.Message):
-    __slots__ = ("ref", "step", "ints", "floats", "items", "queries")
+    __slots__ = ("ref", "step", "ints", "floats", "items", "batch")
     REF_FIELD_NUMBER: _ClassVar[int]
     STEP_FIELD_NUMBER: _ClassVar[int]
     INTS_FIELD_NUMBER: _ClassVar[int]
     FLOATS_FIELD_NUMBER: _ClassVar[int]
     ITEMS_FIELD_NUMBER: _ClassVar[int]
-    QUERIES_FIELD_NUMBER: _ClassVar[int]
+    BATCH_FIELD_NUMBER: _ClassVar[int]
     ref: SessionRef
     step: str
     ints: _containers.RepeatedScalarFieldContainer[int]
     floats: _containers.RepeatedScalarFieldContainer[float]
     items: _containers.RepeatedScalarFieldContainer[bytes]
-    queries: _containers.RepeatedCompositeFieldContainer[C45Query]
-    def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ..., step: _Optional[str] = ..., ints: _Optional[_Iterable[int]] = ..., floats: _Optional[_Iterable[float]] = ..., items: _Optional[_Iterable[bytes]] = ..., queries: _Optional[_Iterable[_Union[C45Query, _Mapping]]] = ...) -> None: ...
+    batch: C45QueryBatch
+    def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ..., step: _Optional[str] = ..., ints: _Optional[_Iterable[int]] = ..., floats: _Optional[_Iterable[float]] = ..., items: _Optional[_Iterable[bytes]] = ..., batch: _Optional[_Union[C45QueryBatch, _Mapping]] = ...) -> None: ...
 
 class KactusStepReply(_message.Message):
     __slots__ = ("length",)

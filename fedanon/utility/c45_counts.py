@@ -424,6 +424,8 @@ def fit_pooled(X: pd.DataFrame, y: pd.Series, numeric: Iterable[str], **options:
 
 
 Support = tuple[np.ndarray, ...] | None
+# A split node whose children may all split: its counts laid out as theirs, its children.
+_Family = tuple[np.ndarray, list[tuple[_Node, Path, Support]]]
 
 
 @dataclass
@@ -475,6 +477,7 @@ class _Learner:
         root = _new_node(counts)
         created: list[_Node] = []
         level: list[tuple[_Node, Path, Support]] = [(root, (), None)]
+        families: list[_Family] = []
         depth = 0
         while level:
             created.extend(node for node, _, _ in level)
@@ -482,11 +485,34 @@ class _Learner:
             if level[0][0] is root:
                 histograms = [root_histogram] if open_ else []
             else:
-                histograms = self._ask([Query(p, HISTOGRAMS, support=s) for _, p, s in open_])
-            level = self._split_level(open_, histograms)
+                histograms = self._level_histograms(open_, families)
+            level, families = self._split_level(open_, histograms)
             depth += bool(level)
         collapse_unhelpful(created)
         return root, depth
+
+    def _level_histograms(
+        self, open_: list[tuple[_Node, Path, Support]], families: list[_Family]
+    ) -> list[np.ndarray]:
+        """The HISTOGRAMS answers of a level's open nodes, in order, in one round; the last
+        child of each family is not asked but computed: its parent's counts minus its
+        siblings' (every record of the parent is in exactly one child), the very counts its
+        query would answer."""
+        derived = {id(children[-1][0]): (counts, children) for counts, children in families}
+        asked = [(node, p, s) for node, p, s in open_ if id(node) not in derived]
+        answers = dict(
+            zip(
+                (id(node) for node, _, _ in asked),
+                self._ask([Query(p, HISTOGRAMS, support=s) for _, p, s in asked]),
+                strict=True,
+            )
+        )
+        for last, (counts, children) in derived.items():
+            answer = counts - np.sum([answers[id(c)] for c, _, _ in children[:-1]], axis=0)
+            if (answer < 0).any():
+                raise FedanonError("count oracle answered a child more records than its parent")
+            answers[last] = answer
+        return [answers[id(node)] for node, _, _ in open_]
 
     def _may_split(self, node: _Node) -> bool:
         n = node.counts.sum()
@@ -507,21 +533,35 @@ class _Learner:
 
     def _split_level(
         self, open_: list[tuple[_Node, Path, Support]], histograms: list[np.ndarray]
-    ) -> list[tuple[_Node, Path, Support]]:
-        """Split every open node of a level; the level's next frontier.
+    ) -> tuple[list[tuple[_Node, Path, Support]], list[_Family]]:
+        """Split every open node of a level; the level's next frontier, and the families
+        in it whose last child's histograms the next round need not ask (every child of the
+        split node may split: its counts in its children's layout, the children).
 
         The split search scores all the level's nodes at once (numpy over their stacked
         counts, `c45`'s very arithmetic per node, so the same floats), then chooses per node
         with `c45`'s `choose_split`."""
         if not open_ or not self._schema.features:  # no feature: no test
-            return []
+            return [], []
         chosen, thresholds = choose_splits(*self._level_scores(open_, histograms), self._in_average)
-        level = []
+        level, families = [], []
         for i in np.flatnonzero(chosen >= 0).tolist():
             node, path, support = open_[i]
             split = (int(chosen[i]), float(thresholds[i]))
-            level.extend(self._split_node(node, path, self._unpack(histograms[i], support), split))
-        return level
+            children = self._split_node(node, path, self._unpack(histograms[i], support), split)
+            level.extend(children)
+            if len(children) > 1 and all(self._may_split(c) for c, _, _ in children):
+                families.append((self._in_child_layout(histograms[i], support), children))
+        return level, families
+
+    def _in_child_layout(self, histogram: np.ndarray, support: Support) -> np.ndarray:
+        """A node's HISTOGRAMS answer laid out as its children's (with narrowing, each
+        numeric feature restricted to the values present at the node, their support)."""
+        if not self._narrow:
+            return histogram
+        unpacked = self._unpack(histogram, support)
+        numeric = [t[t.sum(axis=1) > 0].ravel() for _, t in unpacked.numeric]
+        return np.concatenate([unpacked.classes, unpacked.categorical, *numeric])
 
     def _split_node(
         self, node: _Node, path: Path, histograms: _Histograms, split: tuple[int, float]

@@ -21,8 +21,9 @@ import numpy as np
 
 from fedanon.atomic import write_json_atomic, write_text_atomic
 from fedanon.configschema import ConfigError, Flag, Integer, Key, Names, Number, Table, Text
+from fedanon.crypto.secure_sum import fields_per_word, packed_length, unpack_fields
 from fedanon.errors import FedanonError
-from fedanon.federation.c45_job import UNION_ROUND, c45_job_to_proto, query_to_proto
+from fedanon.federation.c45_job import UNION_ROUND, c45_job_to_proto, queries_to_batch
 from fedanon.federation.c45_job import fingerprint_items as c45_fingerprint_items
 from fedanon.federation.config import Hop
 from fedanon.federation.tls import TLSFiles
@@ -34,7 +35,15 @@ from fedanon.leader.session import Session
 from fedanon.leader.union import run_union
 from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.utility.c45 import C45
-from fedanon.utility.c45_counts import FeatureKinds, Query, Schema, agree_schema, fit_from_counts
+from fedanon.utility.c45_counts import (
+    CLASSES,
+    HISTOGRAMS,
+    FeatureKinds,
+    Query,
+    Schema,
+    agree_schema,
+    fit_from_counts,
+)
 
 
 def _c45_task(section: dict[str, Any], path: str, where: str) -> None:
@@ -99,10 +108,10 @@ class C45LeaderJob(RingSettings):
             raise FedanonError(f"[c45] {exc}") from None
 
 
-#: The most counts one round sums (8 bytes each: a 32 MiB ``Sum``, well under a party's default
-#: ``max_message_mb`` of 128, which must hold about three times a request while it is parsed).
-#: A larger batch of queries is split over several rounds; one query larger than this (a
-#: histogram over a huge agreed domain) still goes alone.
+#: The most words one round sums (8 bytes each: a 32 MiB ``Sum``, well under a party's default
+#: ``max_message_mb`` of 128, which must hold about three times a request while it is parsed;
+#: packed counts fit several to a word). A larger batch of queries is split over several
+#: rounds; one query larger than this (a histogram over a huge agreed domain) still goes alone.
 MAX_ROUND_COUNTS = 4_000_000
 
 
@@ -110,7 +119,12 @@ class SecureSumOracle:
     """The learner's count oracle at the leader: one round per batch of queries (or per part
     of a batch, at most :data:`MAX_ROUND_COUNTS` counts), the queries to every party, then
     one secure sum (ring or pairwise) of their count vectors, so the leader holds only the
-    totals. The first round also carries the agreed domains."""
+    totals. The first round also carries the agreed domains.
+
+    Once a round has answered the root's class counts (the learner's first query), every
+    later count is at most their sum N, the global record count: the parties then pack their
+    counts in fields of N's bit length, several per uint64 word (``count_bits``), which the sum
+    adds field by field without a carry, so the rounds move a fraction of the words."""
 
     def __init__(
         self,
@@ -129,9 +143,11 @@ class SecureSumOracle:
         self.traffic = traffic
         self.rounds = 0  # secure-sum rounds run so far
         self.counts_summed = 0  # length of the vectors summed so far
+        self.bits = 0  # count_bits of the next rounds (0: one count per word)
 
     def count(self, queries: Sequence[Query]) -> np.ndarray:
-        totals = [self._round(part) for part in _parts(queries, self.schema)]
+        limit = MAX_ROUND_COUNTS * fields_per_word(self.bits)
+        totals = [self._round(part) for part in _parts(queries, self.schema, limit)]
         return np.concatenate(totals) if totals else np.zeros(0, dtype=np.int64)
 
     def _round(self, queries: Sequence[Query]) -> np.ndarray:
@@ -139,10 +155,12 @@ class SecureSumOracle:
         ref = self.session.ref(self.start + self.rounds)
         request = pb.C45CountRequest(
             ref=ref,
-            queries=[query_to_proto(q) for q in queries],
+            batch=queries_to_batch(queries),
             domain_items=self.domain_items if self.rounds == 1 else [],
+            count_bits=self.bits,
         )
-        length = sum(self.schema.size(q) for q in queries)
+        counts = sum(self.schema.size(q) for q in queries)
+        length = packed_length(counts, self.bits)
         seconds = self.session.job.rpc_seconds
         replies = self.session.fan_out(
             f"count queries, round {self.rounds}",
@@ -155,18 +173,30 @@ class SecureSumOracle:
                 f"{replies[wrong[0]].length} counts, expected {length}"
             )
         self.traffic.add("queries", request.ByteSize() * len(replies), 0)
-        total = self.sums.total(pb.SumRequest(ref=ref), length, self.traffic)
-        self.counts_summed += length
-        return total.astype(np.int64)
+        words = self.sums.total(pb.SumRequest(ref=ref), length, self.traffic)
+        total = unpack_fields(words, self.bits, counts).astype(np.int64)
+        self.counts_summed += counts
+        if not self.bits:
+            self._bound(queries, total)
+        return total
+
+    def _bound(self, queries: Sequence[Query], total: np.ndarray) -> None:
+        """Set `bits` from the root's class counts if this round answered them."""
+        k, start = len(self.schema.classes), 0
+        for query in queries:
+            if query.path == () and query.kind in (HISTOGRAMS, CLASSES):
+                self.bits = max(1, int(total[start : start + k].sum()).bit_length())
+                return
+            start += self.schema.size(query)
 
 
-def _parts(queries: Sequence[Query], schema: Schema) -> list[list[Query]]:
-    """`queries` in order, cut into runs of at most MAX_ROUND_COUNTS counts each."""
+def _parts(queries: Sequence[Query], schema: Schema, limit: int) -> list[list[Query]]:
+    """`queries` in order, cut into runs of at most `limit` counts each."""
     parts: list[list[Query]] = []
     size = 0
     for query in queries:
         length = schema.size(query)
-        if not parts or size + length > MAX_ROUND_COUNTS:
+        if not parts or size + length > limit:
             parts.append([])
             size = 0
         parts[-1].append(query)

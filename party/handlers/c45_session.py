@@ -9,18 +9,19 @@ Order inside one session (each step checks the session id and the iteration numb
   union, not who holds a value.
 * C45Count (iteration r >= 1): the count queries of round r (the first also carries the
   agreed domains, the union's items); the party counts them over its own table and keeps the
-  vector, answering only its length.
+  vector (packed in ``count_bits``-bit fields when the leader asks), answering only its
+  length.
 * Sum (iteration r, the session's ring or pairwise secure sum): that vector is this party's
   contribution; it never leaves the party in the clear.
 """
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
+from fedanon.crypto.secure_sum import pack_fields
 from fedanon.errors import FedanonError
-from fedanon.federation.c45_job import UNION_ROUND, queries_from_proto
+from fedanon.federation.c45_job import UNION_ROUND, queries_from_batch
 from fedanon.party.errors import NotExpected, ProtocolError
 from fedanon.party.session_base import PendingVectorSession
 from fedanon.protos import fedanon_v1_pb2 as pb
@@ -81,15 +82,19 @@ class C45Session(PendingVectorSession):
         elif request.domain_items:
             raise ProtocolError("the agreed domains come once, with the first count round")
         schema = self.schema
-        queries = queries_from_proto(
-            request.queries, len(schema.features), [bool(b) for b in schema.is_numeric]
+        queries = queries_from_batch(
+            request.batch, len(schema.features), [bool(b) for b in schema.is_numeric]
         )
         vector = self.oracle.count(queries)
         if vector.size != sum(schema.size(q) for q in queries):
             raise ProtocolError("a query's support does not fit the agreed domain")
+        try:
+            packed = pack_fields(vector, request.count_bits)
+        except ValueError as exc:
+            raise ProtocolError(f"count_bits {request.count_bits}: {exc}") from None
         self.next_iteration = request.ref.iteration
-        self.pending = vector.astype(np.uint64)
-        return int(vector.size)
+        self.pending = packed
+        return int(packed.size)
 
     def _schema(self, items: list[bytes]) -> Schema:
         """The agreed schema from the union's items; it must hold every value of ours."""

@@ -6,7 +6,13 @@ import numpy as np
 import pytest
 
 from fedanon.crypto.errors import WireFormatError
-from fedanon.crypto.secure_sum import add_vector, start_round
+from fedanon.crypto.secure_sum import (
+    add_vector,
+    pack_fields,
+    packed_length,
+    start_round,
+    unpack_fields,
+)
 from fedanon.crypto.simulate import Stopwatch, ring_sum
 from fedanon.crypto.wire import bytes_to_counts
 
@@ -89,3 +95,35 @@ def test_stopwatch_charges_every_role() -> None:
     ring_sum(random_vectors(3, 100, seed=1, full_range=False), clock)
     assert set(clock.phase("round")) == {"leader", "p0", "p1", "p2"}
     assert all(seconds >= 0 for seconds in clock.seconds.values())
+
+
+@pytest.mark.parametrize("bits", [1, 2, 7, 15, 16, 20, 21, 32])
+def test_packed_vectors_sum_field_by_field_without_a_carry(bits: int) -> None:
+    """Parties' packed vectors, added mod 2^64 through a masked ring, unpack to the plain sum
+    of their counts whenever every total fits its field (the largest total included)."""
+    rng = np.random.default_rng(bits)
+    length = 1001  # not a multiple of any field count: the last word is padded
+    totals = rng.integers(0, 1 << bits, length, dtype=np.uint64)
+    totals[-1] = (1 << bits) - 1
+    first = rng.integers(0, totals + np.uint64(1), dtype=np.uint64)
+    second = rng.integers(0, totals - first + np.uint64(1), dtype=np.uint64)
+    parts = [first, second, totals - first - second]
+    summed = ring_sum([pack_fields(p, bits) for p in parts])
+    assert summed.size == packed_length(length, bits) == -(-length // (64 // bits))
+    assert unpack_fields(summed, bits, length).tolist() == totals.tolist()
+
+
+def test_unpacked_widths_leave_one_count_per_word() -> None:
+    vector = np.array([3, 2**40, 7], dtype=np.uint64)
+    for bits in (0, 33, 64):
+        assert pack_fields(vector, bits).tolist() == vector.tolist()
+        assert unpack_fields(vector, bits, 3).tolist() == vector.tolist()
+
+
+def test_a_count_wider_than_its_field_is_refused() -> None:
+    with pytest.raises(ValueError, match="4 bits"):
+        pack_fields(np.array([15, 16]), 4)
+    with pytest.raises(ValueError):
+        pack_fields(np.array([1]), 65)
+    with pytest.raises(ValueError):
+        unpack_fields(np.zeros(2, dtype=np.uint64), 16, 9)  # 9 counts need 3 words

@@ -135,6 +135,10 @@ def test_the_federated_tree_is_the_pooled_tree_and_the_leader_sees_only_sums(
     for party, vector in vectors.items:
         if vector.size >= 4 and np.count_nonzero(vector) >= 2:
             assert not any(vector.tobytes() in data for data in wire), party
+    # Round 1 counts one per word; from round 2 on, fields of the record count's bit length.
+    sent = [r.message.count_bits for r in log.of(method="C45Count", kind="request")]
+    rows = sum(len(part) for part in parts)
+    assert sent[:3] == [0, 0, 0] and set(sent[3:]) == {rows.bit_length()}
     # C45Count is answered with a length only, the same at every party.
     for reply in log.of(role=LEADER_NAME, method="C45Count", kind="reply"):
         assert reply.message.ListFields() == [
@@ -214,9 +218,9 @@ def test_a_batch_larger_than_a_round_is_summed_over_several_rounds(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """With a cap of 40 counts per round (a histogram here holds 3 x (4 + 2 + numeric values)
-    counts, far above it), every round holds at most 40 counts or a single query, and the tree
-    is unchanged."""
+    """With a cap of 40 words per round (a histogram here holds 3 x (4 + 2 + numeric values)
+    counts, packed several to a word after the first round, far above it), every round holds
+    at most 40 words or a single query, and the tree is unchanged."""
     fed, log, _vectors, parts = recorded
     out = tmp_path / "tree.txt"
     whole = run_c45(_job(fed, out))
@@ -226,8 +230,8 @@ def test_a_batch_larger_than_a_round_is_summed_over_several_rounds(
     assert split["counts_summed"] == whole["counts_summed"]
     assert split["rounds"] > whole["rounds"]
     served = log.of(method="C45Count", kind="request")[-3 * split["rounds"] :]
-    assert all(r.answer.length <= 40 or len(r.message.queries) == 1 for r in served)
-    assert any(len(r.message.queries) == 1 and r.answer.length > 40 for r in served)
+    assert all(r.answer.length <= 40 or len(r.message.batch.path) == 1 for r in served)
+    assert any(len(r.message.batch.path) == 1 and r.answer.length > 40 for r in served)
 
 
 def test_leader_run_prints_the_kinds_summary_under_its_title(

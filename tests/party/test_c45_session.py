@@ -8,13 +8,15 @@ own table's counts); everything else is a refusal the party must make before it 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from fedanon.crypto.secure_sum import unpack_fields
 from fedanon.errors import FedanonError
-from fedanon.federation.c45_job import c45_job_to_proto, queries_from_proto, query_to_proto
+from fedanon.federation.c45_job import c45_job_to_proto, queries_from_batch, queries_to_batch
 from fedanon.party.errors import NotExpected, ProtocolError
 from fedanon.party.handlers.c45_session import C45Session
 from fedanon.party.policy import InvalidJob, Policy, PolicyRefusal, c45_request, check_job
@@ -62,7 +64,7 @@ def _count(session: C45Session, iteration: int, queries: list[Query], items: lis
     return session.count(
         pb.C45CountRequest(
             ref=pb.SessionRef(session_id=SID, iteration=iteration),
-            queries=[query_to_proto(q) for q in queries],
+            batch=queries_to_batch(queries),
             domain_items=items,
         )
     )
@@ -102,21 +104,47 @@ def test_the_party_refuses_out_of_order_rounds_and_sums_without_queries() -> Non
         session.release_table()
 
 
+def _batch(**columns: Any) -> pb.C45QueryBatch:
+    """One query at the root (histograms) unless `columns` say otherwise."""
+    fields: dict[str, Any] = {"path": [-1], "kind": [0], "feature": [-1], "threshold": [0.0]}
+    return pb.C45QueryBatch(**{**fields, **columns})
+
+
 @pytest.mark.parametrize(
-    "query",
+    "batch",
     [
-        pb.C45Query(kind="histograms", path=[pb.C45Condition(feature=7, branch=0)]),
-        pb.C45Query(kind="split", feature=-1),
-        pb.C45Query(kind="split", feature=0, has_threshold=True, threshold=1.0),
-        pb.C45Query(kind="everything"),
-        pb.C45Query(kind="histograms", narrowed=True),
-        pb.C45Query(kind="histograms", path=[pb.C45Condition(feature=1, branch=0)]),
+        # a test on a feature out of range
+        _batch(parent=[-1], test_feature=[7], test_branch=[0], test_threshold=[0.0], path=[0]),
+        # a path entry whose parent is itself, or a later entry
+        _batch(parent=[0], test_feature=[0], test_branch=[0], test_threshold=[0.0], path=[0]),
+        _batch(
+            parent=[1, -1],
+            test_feature=[0, 0],
+            test_branch=[0, 1],
+            test_threshold=[0.0, 0.0],
+            path=[0],
+        ),
+        # a path table whose columns differ in length
+        _batch(parent=[-1], test_feature=[0], test_branch=[], test_threshold=[0.0], path=[0]),
+        # a query naming a path entry that is not there
+        _batch(path=[3]),
+        # query columns of different lengths
+        _batch(kind=[0, 0]),
+        # a split on no feature, an unknown kind
+        _batch(kind=[1], feature=[-1]),
+        _batch(kind=[1], feature=[2]),
+        _batch(kind=[9]),
+        # narrowed without its support, a narrowed split, supports left over
+        _batch(narrowed=[True]),
+        _batch(kind=[1], feature=[0], narrowed=[True], support_sizes=[1], support=[0]),
+        _batch(support_sizes=[1], support=[0]),
+        _batch(narrowed=[True, False]),
     ],
 )
-def test_malformed_queries_are_refused_before_counting(query: pb.C45Query) -> None:
+def test_malformed_queries_are_refused_before_counting(batch: pb.C45QueryBatch) -> None:
     session = _session()
     request = pb.C45CountRequest(
-        ref=pb.SessionRef(session_id=SID, iteration=1), queries=[query], domain_items=_items(TABLE)
+        ref=pb.SessionRef(session_id=SID, iteration=1), batch=batch, domain_items=_items(TABLE)
     )
     with pytest.raises(FedanonError):
         session.count(request)
@@ -167,15 +195,50 @@ def test_admission_refuses_a_task_it_cannot_read(
         c45_request(_request(**job), columns)
 
 
-def test_queries_sharing_a_path_prefix_travel_and_decode_independently() -> None:
-    """Conditions are made once and shared between queries (the leader's cache): changing one
-    query's message leaves the next query built from the same conditions as it should be."""
+def test_a_batch_sends_each_path_prefix_once_and_decodes_every_query() -> None:
+    """Queries sharing prefixes travel as one path table (a row per distinct prefix) and come
+    back as the very queries sent, supports and thresholds included."""
     prefix = ((0, 1, None), (1, 0, 41.5))
-    first = Query(prefix, SPLIT, 1, 35.0)
-    second = Query((*prefix, (0, 2, None)), HISTOGRAMS, support=(np.array([0, 3]),))
-    message = query_to_proto(first)
-    message.path[0].branch = 9  # a receiver's copy may be changed; the cache must not be
-    decoded = queries_from_proto([query_to_proto(first), query_to_proto(second)], 2, [False, True])
-    assert [q.path for q in decoded] == [first.path, second.path]
-    assert (decoded[0].kind, decoded[0].feature, decoded[0].threshold) == (SPLIT, 1, 35.0)
-    assert decoded[1].support is not None and decoded[1].support[0].tolist() == [0, 3]
+    queries = [
+        Query(prefix, SPLIT, 1, 35.0),
+        Query((*prefix, (0, 2, None)), HISTOGRAMS, support=(np.array([0, 3]),)),
+        Query((*prefix, (0, 0, None)), HISTOGRAMS, support=(np.array([5]),)),
+        Query(prefix[:1], SPLIT, 0),
+        Query((), "classes"),
+    ]
+    batch = queries_to_batch(queries)
+    assert len(batch.parent) == 4  # (0,1), (0,1)(1,0), and the two children: not 8 tests
+    decoded = queries_from_batch(batch, 2, [False, True])
+    assert decoded == queries  # paths, kinds, features, thresholds (support is not compared)
+    assert [None if q.support is None else [s.tolist() for s in q.support] for q in decoded] == [
+        None,
+        [[0, 3]],
+        [[5]],
+        None,
+        None,
+    ]
+
+
+def test_counts_travel_packed_in_the_leaders_field_width() -> None:
+    """With ``count_bits`` the party's vector holds 64 // bits counts per word, which unpack
+    to its own counts; a count wider than the field is refused before anything is pending."""
+    session = _session()
+    items = _items(TABLE, OTHER)
+    queries = [Query((), HISTOGRAMS), Query(((1, 1, 40.0),), SPLIT, 0)]
+    schema = agree_schema(KINDS, [], lambda _sets: items)
+    expected = LocalOracle(TABLE[KINDS.features], TABLE["outcome"], schema).count(queries)
+    ref = pb.SessionRef(session_id=SID, iteration=1)
+    request = pb.C45CountRequest(
+        ref=ref, batch=queries_to_batch(queries), domain_items=items, count_bits=3
+    )
+    assert session.count(request) == -(-expected.size // 21)
+    words = session.contribution(_sum(session, 1))
+    assert unpack_fields(words, 3, expected.size).tolist() == expected.tolist()
+    narrow = pb.C45CountRequest(
+        ref=pb.SessionRef(session_id=SID, iteration=2),
+        batch=queries_to_batch(queries),
+        count_bits=1,  # the root's class counts (2 and 3) do not fit 1 bit
+    )
+    with pytest.raises(ProtocolError, match="count_bits 1"):
+        session.count(narrow)
+    assert session.pending is None and session.next_iteration == 1

@@ -126,10 +126,32 @@ def test_subtree_raising_asks_for_counts_the_grown_tree_never_had() -> None:
     # Growing asked histograms only; the raised branch's test (b) at the root's path was
     # never a grown node's test, so pruning had to ask for its branch counts there.
     kinds = [q.kind for q in parties[0].queries]
-    # The root, a=x and its two impure children (no admissible test there); a=y is pure.
-    assert kinds.count(HISTOGRAMS) == 4
+    # The root, a=x and the first of its two impure children (no admissible test there):
+    # the second's histograms are a=x's minus the first's; a=y is pure.
+    assert kinds.count(HISTOGRAMS) == 3
+    assert Query(((0, 0, None), (1, 1, None)), HISTOGRAMS) not in parties[0].queries
     assert Query((), SPLIT, 1, None) in parties[0].queries
     assert all(p.queries == parties[0].queries for p in parties)  # same questions to all
+
+
+def test_a_child_counted_above_its_parent_is_refused_not_subtracted() -> None:
+    """The last child's histograms are its parent's minus its siblings': an oracle whose
+    first child holds more records than the parent (inconsistent counts) is refused instead
+    of growing a tree from negative counts."""
+    X, y = _raising_table()
+    kinds = FeatureKinds(["a", "b"], frozenset())
+    schema = agree_schema(kinds, [local_domains(X, y, kinds)])
+    honest = LocalOracle(X, y, schema)
+
+    class Inflating:
+        def count(self, queries: Sequence[Query]) -> np.ndarray:
+            answer = honest.count(queries)
+            if queries and queries[0].path == ((0, 0, None), (1, 0, None)):
+                answer = answer + 100  # the first child of a=x: 100 more of everything
+            return answer
+
+    with pytest.raises(FedanonError, match="more records than its parent"):
+        fit_from_counts(Inflating(), schema)
 
 
 def test_without_raising_no_count_beyond_growing_is_needed() -> None:
