@@ -20,6 +20,7 @@ phase gets the short ones. The shared federation's lease is 5 s.
 
 from __future__ import annotations
 
+import inspect
 import os
 import signal
 import threading
@@ -171,11 +172,12 @@ def _before_measure(monkeypatch: pytest.MonkeyPatch, fault: Fault) -> None:
     the job's deadline as it is once the fault fired (the short one)."""
     measure = fedanon.leader.union._measure
 
-    def faulty(*args: Any) -> Any:
+    def faulty(*args: Any, **kwargs: Any) -> Any:
         fault.fire()
         assert fault.job is not None
-        session, ref, pad_to, suppressed, chunk_bytes, _rpc_seconds = args
-        return measure(session, ref, pad_to, suppressed, chunk_bytes, fault.job.rpc_seconds)
+        bound = inspect.signature(measure).bind(*args, **kwargs)
+        bound.arguments["rpc_seconds"] = fault.job.rpc_seconds
+        return measure(*bound.args, **bound.kwargs)
 
     monkeypatch.setattr(fedanon.leader.union, "_measure", faulty)
 
