@@ -57,6 +57,8 @@ class LocalParty:
         self.classes = self._encode_class(table)
         self.sensitive = self._encode_sensitive(table)
         self._profile, self._profile_channels = self._profiles()
+        # the initial partition's statistics, shared with restarted copies (see start)
+        self._first_stats: np.ndarray | None = None
         if shard:
             self.table = drop_columns(table, [tax.attribute for tax in schema.taxonomies])
         self._start_run()
@@ -186,7 +188,7 @@ class LocalParty:
     def _count_blocks(
         self,
         cell: np.ndarray,
-        rows: np.ndarray,
+        rows: np.ndarray | slice,
         nodes: np.ndarray,
         attrs: Sequence[int],
         out: np.ndarray,
@@ -269,16 +271,24 @@ class LocalParty:
         """Statistics of the single initial partition (every record at the roots)."""
         apply_splits(self.schema, splits)
         self._steps += 1
-        n = len(self.table)
-        rows = np.arange(n, dtype=np.int64)
+        everyone = slice(None)  # every record: views of the arrays, no gather by an index
         self._slot = [
-            self._slots_at(a, tax.depth[tax.root], rows)
+            self._slot_table(a)[tax.depth[tax.root] + 1][self.atoms[a]]
             for a, tax in enumerate(self.schema.taxonomies)
         ]
-        out = np.zeros((1, self.layout.slots, self.layout.channels), dtype=np.int64)
-        out[:, 0, :] = self._own_counts(self._profile, 1)
-        roots = self.partitions.keys[:1]
-        self._count_blocks(self._profile, rows, roots, range(len(self.schema.taxonomies)), out)
+        # Without dynamic trees every run starts from the same counts: a restarted party
+        # (another search order, `restarted`) reuses them instead of counting every record.
+        fixed = not any(tax.is_dynamic for tax in self.schema.taxonomies)
+        if fixed and self._first_stats is not None:
+            out = self._first_stats.copy()
+        else:
+            out = np.zeros((1, self.layout.slots, self.layout.channels), dtype=np.int64)
+            out[:, 0, :] = self._own_counts(self._profile, 1)
+            roots = self.partitions.keys[:1]
+            attrs = range(len(self.schema.taxonomies))
+            self._count_blocks(self._profile, everyone, roots, attrs, out)
+            if fixed:
+                self._first_stats = out.copy()
         self._remember(0, out)
         return _frozen_vector(out)
 
@@ -371,7 +381,9 @@ class LocalParty:
         keys = self.partitions.keys[self.record_partition]
         table = self.table
         if suppressed is not None and suppressed.size:
-            hit = np.isin(self.record_partition, suppressed)
+            flag = np.zeros(self.partitions.size, dtype=bool)  # one gather, not isin's sort
+            flag[suppressed] = True
+            hit = flag[self.record_partition]
             if drop_suppressed:
                 keys, table = keys[~hit], keep_rows(table, ~hit)
             else:
