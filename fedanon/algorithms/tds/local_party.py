@@ -391,7 +391,7 @@ class LocalParty:
                 keys[hit] = [t.root for t in self.schema.taxonomies]
         coded = {}
         for a, tax in enumerate(self.schema.taxonomies):
-            label_codes, labels = factorize(np.asarray(tax.labels, dtype=object))
+            label_codes, labels = _label_codes(tax.labels)
             # the narrowest codes, as a Categorical keeps them, and never a full-length int64
             # column per QID at once (13 of them at 10M rows are a gigabyte)
             width = (
@@ -451,6 +451,16 @@ def _arrow_release(table: pa.Table, coded: dict[str, tuple[np.ndarray, np.ndarra
             column = pa.DictionaryArray.from_arrays(arrow_of(codes), strings_of(labels.tolist()))
         columns.append(column)
     return pa.Table.from_arrays(columns, names=table.column_names)
+
+
+def _label_codes(labels: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Each node's code over the distinct labels (numbered in order of first occurrence, as
+    :func:`fedanon.text.factorize` numbers them) and those labels. A taxonomy has few nodes, so
+    a dict is cheaper here than a hashing pass in Arrow, which costs more to set up than the
+    few hundred labels take."""
+    index: dict[str, int] = {}
+    codes = [index.setdefault(label, len(index)) for label in labels]
+    return np.array(codes, dtype=np.int64), np.array(list(index), dtype=object)
 
 
 def apply_splits(schema: Schema, splits: Sequence[DynamicSplit]) -> None:
