@@ -270,11 +270,11 @@ def main() -> int:
     print("| k | suppression | fedanon score | wall | CPU |")
     print("|---|---|---|---|---|")
     for (supp, k, score), values in ratios.items():
-        wall = [w for w, _ in values]
-        cpu = [c for _, c in values]
+        walls = [w for w, _ in values]
+        cpus = [c for _, c in values]
         print(
-            f"| {k} | {float(supp):.0%} | {score} | {statistics.median(wall):.2f} "
-            f"({max(wall):.2f}) | {statistics.median(cpu):.2f} ({max(cpu):.2f}) |"
+            f"| {k} | {float(supp):.0%} | {score} | {statistics.median(walls):.2f} "
+            f"({max(walls):.2f}) | {statistics.median(cpus):.2f} ({max(cpus):.2f}) |"
         )
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"\nthis process's peak RSS (fedanon's runs, its table, ARX's releases): {peak:.0f} MB")

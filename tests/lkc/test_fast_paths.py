@@ -125,7 +125,7 @@ def test_a_restarted_party_starts_from_the_first_runs_counts_without_counting(ca
     def counted(*_args: object) -> None:
         raise AssertionError("the restarted party counted the records again")
 
-    restarted._count_blocks = counted  # type: ignore[method-assign]
+    restarted._count_blocks = counted
     again = restarted.start()
     assert np.array_equal(again, fresh) and np.array_equal(first, fresh)
 
@@ -143,6 +143,6 @@ def test_a_restarted_party_with_a_dynamic_tree_counts_again():
     calls: list[int] = []
     restarted = party.restarted(schema)
     original = restarted._count_blocks
-    restarted._count_blocks = lambda *a: calls.append(1) or original(*a)  # type: ignore[method-assign]
+    restarted._count_blocks = lambda *a: calls.append(1) or original(*a)
     restarted.start()
     assert calls
