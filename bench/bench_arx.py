@@ -24,8 +24,15 @@ otherwise; ``/greedy`` names the one-order search. fedanon reads the extract wit
 reader (the one ``fedanon anonymize lkc`` uses: an Arrow table of text, ``read_arrow``);
 ARX's reading is outside its timing too.
 
-    .venv/bin/python bench/bench_arx.py --reps 10 --warmup 10
+    .venv/bin/python bench/bench_arx.py --reps 10 --warmup 10 --rounds 3
     .venv/bin/python bench/bench_arx.py --rows 1000000 --reps 1 --warmup 1
+
+``--rounds N`` runs the whole table N times (ARX and fedanon alternating setting by setting in
+every round) and ends with one row per setting: the median and the worst of the N ratios, of
+wall time and of CPU time. CPU time: fedanon's is this process's (``time.process_time``, every
+thread); ARX's is its JVM's process CPU time over ``anonymizer.anonymize`` (every thread, its
+collector and compiler included), read by a copy of the driver that this script compiles with
+two more fields in its ``RESULT`` line (the driver itself is left as it is).
 
 ``--rows N`` runs the same job on the extract repeated to N records (every record copied as it
 is, so ARX's hierarchies cover every value), written once to a temporary data folder that both
@@ -47,7 +54,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from fedanon.algorithms.tds.api import anonymize_lkc, build_schema, resolve_params
 from fedanon.experiments import arx_adult
@@ -57,7 +63,26 @@ from fedanon.tables import Table
 from fedanon.text import factorize, text_codes
 
 QIDS = arx_adult.QIDS
-RESULT = re.compile(r"RESULT rep=(\d+) .*? anonymize_s=([0-9.]+) .*? suppressed=(\d+) ")
+RESULT = re.compile(
+    r"RESULT rep=(\d+) .*? anonymize_s=([0-9.]+) cpu_s=([0-9.]+) .*? suppressed=(\d+) "
+)
+# The driver's lines that the compiled copy extends with the JVM's CPU time over the search.
+CPU_PATCH = (
+    (
+        "long ta0 = System.nanoTime();",
+        "long tc0 = ((com.sun.management.OperatingSystemMXBean) java.lang.management"
+        ".ManagementFactory.getOperatingSystemMXBean()).getProcessCpuTime(); "
+        "long ta0 = System.nanoTime();",
+    ),
+    (
+        "long ta1 = System.nanoTime();",
+        "long ta1 = System.nanoTime(); long tc1 = ((com.sun.management.OperatingSystemMXBean)"
+        " java.lang.management.ManagementFactory.getOperatingSystemMXBean())"
+        ".getProcessCpuTime();",
+    ),
+    ("anonymize_s=%.4f ", "anonymize_s=%.4f cpu_s=%.4f "),
+    ("(ta1-ta0)/1e9, ", "(ta1-ta0)/1e9, (tc1-tc0)/1e9, "),
+)
 
 
 def discernibility_ratio(release: Table) -> float:
@@ -70,24 +95,50 @@ def discernibility_ratio(release: Table) -> float:
     return float((sizes * sizes).sum()) / float(len(release)) ** 2
 
 
+def repeat_extract(source: Path, target: Path, rows: int) -> None:
+    """`source`'s records repeated to `rows` records in `target` (its header once), written
+    by streaming the bytes: this process keeps no copy of the larger table, so its peak memory
+    is fedanon's."""
+    with source.open("rb") as f:
+        header = f.readline()
+        body = f.read()
+    records = body.splitlines(keepends=True)
+    if records and not records[-1].endswith(b"\n"):
+        records[-1] += b"\n"
+    with target.open("wb") as out:
+        out.write(header)
+        left = rows
+        while left > 0:
+            part = records[:left]
+            out.writelines(part)
+            left -= len(part)
+
+
 def build_arx(arx: Path, work: Path) -> str:
     """Compile ArxBench.java into `work`; return the java class path."""
     if shutil.which("javac") is None:
         sys.exit("bench_arx: javac not found (Java 17 JDK needed)")
     classes = work / "classes"
     classpath = f"{arx / 'lib'}/*"
+    source = (arx / "ArxBench.java").read_text(encoding="utf-8")
+    for old, new in CPU_PATCH:
+        if source.count(old) != 1:
+            sys.exit(f"bench_arx: {arx / 'ArxBench.java'}: expected one '{old}' (driver changed)")
+        source = source.replace(old, new)
+    (work / "ArxBench.java").write_text(source, encoding="utf-8")
     subprocess.run(
-        ["javac", "-d", str(classes), "-cp", classpath, str(arx / "ArxBench.java")], check=True
+        ["javac", "-d", str(classes), "-cp", classpath, str(work / "ArxBench.java")], check=True
     )
     return f"{classes}:{classpath}"
 
 
 def run_arx(
     classpath: str, k: int, supp: str, reps: int, warmup: int, work: Path
-) -> tuple[float, float, int, float]:
-    """ARX's median seconds over `reps` calls after `warmup` calls in one JVM, DR of its
-    release, its suppressed count and the largest child's peak RSS so far (MB: the JVMs run
-    one after another, and ARX's grows with k and the budget only slightly)."""
+) -> tuple[float, float, float, int, float]:
+    """ARX's median seconds (wall, the JVM's CPU) over `reps` calls after `warmup` calls in
+    one JVM, DR of its release, its suppressed count and the largest child's peak RSS so far
+    (MB: the JVMs run one after another, and ARX's grows with k and the budget only
+    slightly)."""
     out = work / "releases"
     out.mkdir(exist_ok=True)
     command = ["java", "-cp", classpath, "ArxBench", str(k), supp, "dm", str(warmup + reps)]
@@ -98,16 +149,16 @@ def run_arx(
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)  # the largest child so far
     if proc.returncode != 0:
         sys.exit(f"ArxBench k={k} supp={supp}: exit {proc.returncode}")
-    warm, suppressed = [], 0
+    warm, warm_cpu, suppressed = [], [], 0
     for match in RESULT.finditer(stdout):
         if int(match.group(1)) >= warmup:
             warm.append(float(match.group(2)))
-        suppressed = int(match.group(3))
-    release = pd.read_csv(
-        out / f"arx-dm-s{supp}-k{k}.csv", sep=";", dtype=str, keep_default_na=False
-    )
+            warm_cpu.append(float(match.group(3)))
+        suppressed = int(match.group(4))
+    release = read_arrow(out / f"arx-dm-s{supp}-k{k}.csv", ";")  # no pandas copy of 1M rows
     return (
         statistics.median(warm),
+        statistics.median(warm_cpu),
         discernibility_ratio(release),
         suppressed,
         usage.ru_maxrss / 1024,
@@ -171,45 +222,62 @@ def main() -> int:
         help="folder with ArxBench.java and lib/*.jar",
     )
     parser.add_argument("--rows", type=int, help="the extract repeated to this many records")
+    parser.add_argument("--rounds", type=int, default=1, help="the whole table this many times")
     args = parser.parse_args()
     arx_dir = args.arx
     keep = tempfile.TemporaryDirectory(prefix="bench-arx-data-") if args.rows else None
     if keep is not None:
         repeated = Path(keep.name) / "adult"
         repeated.mkdir()
-        base = arx_adult.read_extract()
-        copies = pd.concat([base] * -(-args.rows // len(base)), ignore_index=True)
-        copies.iloc[: args.rows].to_csv(repeated / "arx_adult.csv", sep=";", index=False)
+        repeat_extract(arx_adult.folder() / "arx_adult.csv", repeated / "arx_adult.csv", args.rows)
         (repeated / "arx_hierarchies").symlink_to(arx_adult.folder() / "arx_hierarchies")
         os.environ["FEDANON_DATA_DIR"] = keep.name  # both tools read the repeated extract
     table = read_arrow(arx_adult.folder() / "arx_adult.csv")
-    print(f"{len(table):,} rows")
-    print(f"medians of {args.reps} warm calls")
+    print(f"{len(table):,} rows, medians of {args.reps} warm calls, {args.rounds} round(s)")
     print(
-        "| k | suppression | fedanon score | ARX ms | fedanon ms (CPU) | fedanon/ARX | ARX DR "
-        "| fedanon DR | suppressed ARX / fedanon | ARX peak MB |"
+        "| round | k | suppression | fedanon score | ARX ms (CPU) | fedanon ms (CPU) "
+        "| fedanon/ARX wall | CPU | ARX DR | fedanon DR | suppressed ARX / fedanon "
+        "| ARX peak MB |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    ratios: dict[tuple[str, int, str], list[tuple[float, float]]] = {}
     with tempfile.TemporaryDirectory(prefix="bench-arx-") as tmp:
         work = Path(tmp)
         classpath = build_arx(arx_dir, work)
-        for supp in args.supps.split(","):
-            for k in (int(x) for x in args.ks.split(",")):
-                arx_s, arx_dr, arx_sup, arx_mb = run_arx(
-                    classpath, k, supp, args.reps, args.warmup, work
-                )
-                for score in args.scores.split(","):
-                    if "/" in score and float(supp) == 0:
-                        continue
-                    ours_s, ours_cpu, ours_dr, ours_sup = run_fedanon(
-                        table, k, supp, args.reps, score
+        for round_ in range(1, args.rounds + 1):
+            for supp in args.supps.split(","):
+                for k in (int(x) for x in args.ks.split(",")):
+                    arx_s, arx_cpu, arx_dr, arx_sup, arx_mb = run_arx(
+                        classpath, k, supp, args.reps, args.warmup, work
                     )
-                    print(
-                        f"| {k} | {float(supp):.0%} | {score} | {arx_s * 1000:.0f} | "
-                        f"{ours_s * 1000:.0f} ({ours_cpu * 1000:.0f}) | {ours_s / arx_s:.2f} | "
-                        f"{arx_dr:.5f} | {ours_dr:.5f} | {arx_sup} / {ours_sup} | {arx_mb:.0f} |",
-                        flush=True,
-                    )
+                    for score in args.scores.split(","):
+                        if "/" in score and float(supp) == 0:
+                            continue
+                        ours_s, ours_cpu, ours_dr, ours_sup = run_fedanon(
+                            table, k, supp, args.reps, score
+                        )
+                        wall, cpu = ours_s / arx_s, ours_cpu / arx_cpu
+                        ratios.setdefault((supp, k, score), []).append((wall, cpu))
+                        print(
+                            f"| {round_} | {k} | {float(supp):.0%} | {score} | "
+                            f"{arx_s * 1000:.0f} ({arx_cpu * 1000:.0f}) | "
+                            f"{ours_s * 1000:.0f} ({ours_cpu * 1000:.0f}) | {wall:.2f} | "
+                            f"{cpu:.2f} | {arx_dr:.5f} | {ours_dr:.5f} | "
+                            f"{arx_sup} / {ours_sup} | {arx_mb:.0f} |",
+                            flush=True,
+                        )
+    print(f"\nfedanon/ARX over {args.rounds} round(s): median (worst)")
+    print("| k | suppression | fedanon score | wall | CPU |")
+    print("|---|---|---|---|---|")
+    for (supp, k, score), values in ratios.items():
+        walls = [w for w, _ in values]
+        cpus = [c for _, c in values]
+        print(
+            f"| {k} | {float(supp):.0%} | {score} | {statistics.median(walls):.2f} "
+            f"({max(walls):.2f}) | {statistics.median(cpus):.2f} ({max(cpus):.2f}) |"
+        )
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"\nthis process's peak RSS (fedanon's runs, its table, ARX's releases): {peak:.0f} MB")
     return 0
 
 

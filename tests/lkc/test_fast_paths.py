@@ -106,3 +106,43 @@ def test_a_missing_cell_is_absent_not_the_last_distinct_value(kind):
     codes, first_absent = lookup_codes(column, {"a": 4, "c": 2})
     assert codes.tolist() == [4, -1, 2]
     assert first_absent == 1
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=lkc_case())
+def test_a_restarted_party_starts_from_the_first_runs_counts_without_counting(case):
+    """best-of's later runs (`LocalParty.restarted`) start from the counts of the initial
+    partition that the first run made: the same vector as a fresh party's, and no record
+    counted again (with fixed trees every run starts from the same cut)."""
+    import copy
+
+    schema, table, _L, _K, _C = case
+    fresh = LocalParty(copy.deepcopy(schema), table).start().copy()
+    used = LocalParty(schema, table)
+    first = used.start().copy()
+    restarted = used.restarted(copy.deepcopy(schema))
+
+    def counted(*_args: object) -> None:
+        raise AssertionError("the restarted party counted the records again")
+
+    restarted._count_blocks = counted
+    again = restarted.start()
+    assert np.array_equal(again, fresh) and np.array_equal(first, fresh)
+
+
+def test_a_restarted_party_with_a_dynamic_tree_counts_again():
+    """A dynamic tree's first split is decided per run: such a party's start counts anew."""
+    from fedanon.schema import Schema
+    from fedanon.taxonomy.tree import Taxonomy
+
+    table = pd.DataFrame({"age": ["1", "5", "7", "9", "3", "2"], "c": list("yynnyn")})
+    numbers = table["age"].astype(float).to_numpy()
+    schema = Schema([Taxonomy.dynamic("age", numbers)], [], "c", ["n", "y"])
+    party = LocalParty(schema, table)
+    party.start()
+    calls: list[int] = []
+    restarted = party.restarted(schema)
+    original = restarted._count_blocks
+    restarted._count_blocks = lambda *a: calls.append(1) or original(*a)
+    restarted.start()
+    assert calls

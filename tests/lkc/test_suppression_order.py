@@ -118,3 +118,50 @@ def test_a_restarted_party_runs_as_a_freshly_built_one(case):
     (fresh, fresh_result), (restarted, restarted_result) = runs
     pd.testing.assert_frame_equal(restarted, fresh)
     assert restarted_result.discernibility_ratio == fresh_result.discernibility_ratio
+
+
+def _repeated_table(copies: int) -> tuple[pd.DataFrame, object]:
+    """Two QIDs whose every leaf combination holds `copies` records."""
+    from fedanon.schema import Schema
+    from fedanon.taxonomy.tree import Spec, Taxonomy
+
+    colour = Taxonomy.categorical(
+        "colour", Spec("*", [Spec("warm", [Spec("red"), Spec("orange")]), Spec("blue")])
+    )
+    size = Taxonomy.categorical("size", Spec("*", [Spec("S"), Spec("L")]))
+    rows = [(c, s) for c in ("red", "orange", "blue") for s in ("S", "L")] * copies
+    return pd.DataFrame(rows, columns=["colour", "size"]), Schema([colour, size])
+
+
+def test_best_of_stops_after_a_release_at_the_leaves_with_nothing_suppressed(monkeypatch):
+    """The first order's release has every QID at its leaves and suppresses nothing: the
+    finest groups, so no other order can have a lower ratio, and none is run (the 1M-row ARX
+    job at k <= 20 is such a case)."""
+    table, schema = _repeated_table(copies=5)
+    runs: list[str] = []
+    real_run = LKCEngine.run
+
+    def counted(engine, source):
+        runs.append(engine.order)
+        return real_run(engine, source)
+
+    monkeypatch.setattr(LKCEngine, "run", counted)
+    release = anonymize_lkc(table, schema, LKCParams.of(2, 5, 1), "discernibility", suppress="0.1")
+    assert release.result.suppressed == 0
+    assert release.result.discernibility_ratio == 6 * 5**2 / 30**2  # six groups of five
+    assert runs == ["per-record"]
+
+
+def test_best_of_still_tries_the_other_order_short_of_the_leaves(monkeypatch):
+    """k above the leaf groups' size: the first release is coarser, so the other order runs."""
+    table, schema = _repeated_table(copies=5)
+    runs: list[str] = []
+    real_run = LKCEngine.run
+
+    def counted(engine, source):
+        runs.append(engine.order)
+        return real_run(engine, source)
+
+    monkeypatch.setattr(LKCEngine, "run", counted)
+    anonymize_lkc(table, schema, LKCParams.of(2, 6, 1), "discernibility", suppress="0.1")
+    assert runs == ["per-record", "free-first"]

@@ -57,6 +57,8 @@ class LocalParty:
         self.classes = self._encode_class(table)
         self.sensitive = self._encode_sensitive(table)
         self._profile, self._profile_channels = self._profiles()
+        # the initial partition's statistics, shared with restarted copies (see start)
+        self._first_stats: np.ndarray | None = None
         if shard:
             self.table = drop_columns(table, [tax.attribute for tax in schema.taxonomies])
         self._start_run()
@@ -186,7 +188,7 @@ class LocalParty:
     def _count_blocks(
         self,
         cell: np.ndarray,
-        rows: np.ndarray,
+        rows: np.ndarray | slice,
         nodes: np.ndarray,
         attrs: Sequence[int],
         out: np.ndarray,
@@ -269,16 +271,24 @@ class LocalParty:
         """Statistics of the single initial partition (every record at the roots)."""
         apply_splits(self.schema, splits)
         self._steps += 1
-        n = len(self.table)
-        rows = np.arange(n, dtype=np.int64)
+        everyone = slice(None)  # every record: views of the arrays, no gather by an index
         self._slot = [
-            self._slots_at(a, tax.depth[tax.root], rows)
+            self._slot_table(a)[tax.depth[tax.root] + 1][self.atoms[a]]
             for a, tax in enumerate(self.schema.taxonomies)
         ]
-        out = np.zeros((1, self.layout.slots, self.layout.channels), dtype=np.int64)
-        out[:, 0, :] = self._own_counts(self._profile, 1)
-        roots = self.partitions.keys[:1]
-        self._count_blocks(self._profile, rows, roots, range(len(self.schema.taxonomies)), out)
+        # Without dynamic trees every run starts from the same counts: a restarted party
+        # (another search order, `restarted`) reuses them instead of counting every record.
+        fixed = not any(tax.is_dynamic for tax in self.schema.taxonomies)
+        if fixed and self._first_stats is not None:
+            out = self._first_stats.copy()
+        else:
+            out = np.zeros((1, self.layout.slots, self.layout.channels), dtype=np.int64)
+            out[:, 0, :] = self._own_counts(self._profile, 1)
+            roots = self.partitions.keys[:1]
+            attrs = range(len(self.schema.taxonomies))
+            self._count_blocks(self._profile, everyone, roots, attrs, out)
+            if fixed:
+                self._first_stats = out.copy()
         self._remember(0, out)
         return _frozen_vector(out)
 
@@ -371,7 +381,9 @@ class LocalParty:
         keys = self.partitions.keys[self.record_partition]
         table = self.table
         if suppressed is not None and suppressed.size:
-            hit = np.isin(self.record_partition, suppressed)
+            flag = np.zeros(self.partitions.size, dtype=bool)  # one gather, not isin's sort
+            flag[suppressed] = True
+            hit = flag[self.record_partition]
             if drop_suppressed:
                 keys, table = keys[~hit], keep_rows(table, ~hit)
             else:
@@ -379,7 +391,7 @@ class LocalParty:
                 keys[hit] = [t.root for t in self.schema.taxonomies]
         coded = {}
         for a, tax in enumerate(self.schema.taxonomies):
-            label_codes, labels = factorize(np.asarray(tax.labels, dtype=object))
+            label_codes, labels = _label_codes(tax.labels)
             # the narrowest codes, as a Categorical keeps them, and never a full-length int64
             # column per QID at once (13 of them at 10M rows are a gigabyte)
             width = (
@@ -439,6 +451,16 @@ def _arrow_release(table: pa.Table, coded: dict[str, tuple[np.ndarray, np.ndarra
             column = pa.DictionaryArray.from_arrays(arrow_of(codes), strings_of(labels.tolist()))
         columns.append(column)
     return pa.Table.from_arrays(columns, names=table.column_names)
+
+
+def _label_codes(labels: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Each node's code over the distinct labels (numbered in order of first occurrence, as
+    :func:`fedanon.text.factorize` numbers them) and those labels. A taxonomy has few nodes, so
+    a dict is cheaper here than a hashing pass in Arrow, which costs more to set up than the
+    few hundred labels take."""
+    index: dict[str, int] = {}
+    codes = [index.setdefault(label, len(index)) for label in labels]
+    return np.array(codes, dtype=np.int64), np.array(list(index), dtype=object)
 
 
 def apply_splits(schema: Schema, splits: Sequence[DynamicSplit]) -> None:
