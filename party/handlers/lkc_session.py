@@ -140,7 +140,8 @@ class LKCSession(RingSession):
         partitions, layout = self.local.partitions, self.local.layout
         new = stats.size // (layout.slots * layout.channels)
         keys = partitions.keys[partitions.size - new : partitions.size]
-        return stats[carried(layout, self.schema, keys)]
+        kept: np.ndarray = stats[carried(layout, self.schema, keys)]
+        return kept
 
     def _chain(self, request: pb.SumRequest, stats: np.ndarray) -> None:
         """Count the applied iteration (its instruction and this party's answer) into the
