@@ -22,7 +22,7 @@ from bench_distributed import lkc_job
 from bench_outbound import blow_up
 
 from fedanon.algorithms.tds.api import anonymize_lkc, build_schema
-from fedanon.algorithms.tds.layout import carried
+from fedanon.algorithms.tds.layout import Specialization, carried
 from fedanon.algorithms.tds.local_party import LocalParty
 from fedanon.readers.datadir import data_dir
 
@@ -44,8 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     counted: list[tuple[int, int, int]] = []  # (full, carried, non-zero) per iteration
     specialize = LocalParty.specialize
 
-    def counting(party: LocalParty, step: object) -> np.ndarray:
-        flat: np.ndarray = specialize(party, step)  # type: ignore[arg-type]
+    def counting(party: LocalParty, step: Specialization) -> np.ndarray:
+        flat = specialize(party, step)
         layout, table_ = party.layout, party.partitions
         new = flat.size // (layout.slots * layout.channels)
         keys = table_.keys[table_.size - new : table_.size]
@@ -53,11 +53,14 @@ def main(argv: list[str] | None = None) -> int:
         counted.append((flat.size, int(mask.sum()), int(np.count_nonzero(flat))))
         return flat
 
-    LocalParty.specialize = counting  # type: ignore[method-assign]
+    setattr(LocalParty, "specialize", counting)  # noqa: B010 - count every step of the run
     schema = build_schema(taxonomy, table, spec.qids, spec.sensitive, spec.class_column)
     anonymize_lkc(table, schema, spec.params, spec.score, spec.drop, search="greedy")
     full, kept, nonzero = (sum(c[i] for c in counted) for i in range(3))
-    print(f"{len(table):,} records, L={args.L} K={args.K} C={args.C}: {len(counted)} specializations (the start aside)")
+    print(
+        f"{len(table):,} records, L={args.L} K={args.K} C={args.C}: "
+        f"{len(counted)} specializations (the start aside)"
+    )
     print(f"entries summed over the run: full layout {full:,} ({8 * full / 1e6:.1f} MB)")
     print(f"  carried {kept:,} ({8 * kept / 1e6:.1f} MB, {100 * kept / full:.1f} %)")
     print(f"  non-zero in the total {nonzero:,} ({100 * nonzero / full:.1f} %)")
