@@ -27,7 +27,13 @@ from typing import Any, Protocol, TypeVar, cast
 import grpc
 import numpy as np
 
-from fedanon.algorithms.tds.layout import DynamicSplit, Specialization, StatsLayout
+from fedanon.algorithms.tds.layout import (
+    CarriedMasks,
+    DynamicSplit,
+    Specialization,
+    StatsLayout,
+    restored,
+)
 from fedanon.crypto.errors import CryptoError
 from fedanon.crypto.pairwise import PairwiseAggregator
 from fedanon.crypto.sealed_total import SealedTotalChannel
@@ -36,6 +42,7 @@ from fedanon.errors import FedanonError
 from fedanon.federation.wire import to_instruction
 from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
+from fedanon.schema import Schema
 
 T = TypeVar("T")
 
@@ -251,9 +258,14 @@ class FederationSource:
         sums: SumProtocol,
         traffic: Traffic,
         on_round: Callable[[int, int], None] | None = None,
+        schema: Schema | None = None,
     ) -> None:
+        """`schema` (LKC): sum only the entries the new partitions' cut values can make
+        non-zero (layout.py's ``carried``), tracking T_g in a copy of its own to know them;
+        without it every entry of the layout is summed."""
         self.session_id = session_id
         self.layout = layout
+        self.masks = None if schema is None else CarriedMasks(layout, schema)
         self.sums = sums
         self.traffic = traffic
         self.on_round = on_round
@@ -266,22 +278,31 @@ class FederationSource:
     def start(self, splits: Sequence[DynamicSplit]) -> np.ndarray:
         if splits:
             raise FedanonError("dynamic numerical splits are not available in distributed mode")
-        return self._sum(None, 1)
+        return self._sum(None, 1, None if self.masks is None else self.masks.start())
 
     def specialize(self, step: Specialization) -> np.ndarray:
         if step.splits:
             raise FedanonError("dynamic numerical splits are not available in distributed mode")
-        return self._sum(to_instruction(step), int(np.count_nonzero(step.nonempty)))
+        mask = None if self.masks is None else self.masks.specialize(step)
+        return self._sum(to_instruction(step), int(np.count_nonzero(step.nonempty)), mask)
 
-    def _sum(self, instruction: pb.Instruction | None, n_partitions: int) -> np.ndarray:
+    def _sum(
+        self, instruction: pb.Instruction | None, n_partitions: int, mask: np.ndarray | None
+    ) -> np.ndarray:
+        """The summed statistics of `n_partitions` new partitions; with a `mask`, only its
+        entries are summed and the rest restored as zeros."""
         began = time.perf_counter()
         length = self.layout.vector_length(n_partitions)
+        if mask is not None:
+            length = int(np.count_nonzero(mask))
         request = pb.SumRequest(
             ref=pb.SessionRef(session_id=self.session_id, iteration=self.iteration)
         )
         if instruction is not None:
             request.instruction.CopyFrom(instruction)
         total = self.sums.total(request, length, self.traffic)
+        if mask is not None:
+            total = restored(total, mask)
         if self.on_round is not None:
             self.on_round(self.iteration, length)
         self.iteration += 1

@@ -326,7 +326,11 @@ def _attempt(
 
         with timer.phase("specialize"):
             source = FederationSource(
-                session.session_id, StatsLayout.for_schema(schema), ring.sums, traffic
+                session.session_id,
+                StatsLayout.for_schema(schema),
+                ring.sums,
+                traffic,
+                schema=schema,
             )
             result = LKCEngine(
                 schema, spec.params, score=spec.score, on_step=on_step, suppress=spec.suppress

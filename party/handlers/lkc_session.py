@@ -15,6 +15,7 @@ import pandas as pd
 from fedanon.algorithms.tds.engines import EngineSettings
 from fedanon.algorithms.tds.engines.base import CountingEngine, LocalEngine, PartyCounts
 from fedanon.algorithms.tds.jobspec import LKCJobSpec
+from fedanon.algorithms.tds.layout import carried
 from fedanon.errors import FedanonError
 from fedanon.federation.wire import from_instruction
 from fedanon.party.errors import NotExpected, ProtocolError
@@ -129,8 +130,18 @@ class LKCSession(RingSession):
             n_link = self.local.partitions.link(ins.attr, ins.node).size
             step = from_instruction(ins, n_link, len(tax.children[ins.node]))
             stats = self.local.specialize(step)
+        stats = self._carried(stats)
         self._chain(request, stats)
         return stats
+
+    def _carried(self, stats: np.ndarray) -> np.ndarray:
+        """The entries of the new partitions' statistics that the secure sum carries (the
+        ones their cut values can make non-zero; layout.py's ``carried``)."""
+        partitions, layout = self.local.partitions, self.local.layout
+        new = stats.size // (layout.slots * layout.channels)
+        keys = partitions.keys[partitions.size - new : partitions.size]
+        kept: np.ndarray = stats[carried(layout, self.schema, keys)]
+        return kept
 
     def _chain(self, request: pb.SumRequest, stats: np.ndarray) -> None:
         """Count the applied iteration (its instruction and this party's answer) into the

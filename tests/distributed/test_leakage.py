@@ -423,11 +423,18 @@ def test_pairwise_parties_receive_nothing_from_each_other(pairwise_session: Reco
 
 def test_instructions_carry_only_the_cut_decision(ring_session: Recorded) -> None:
     """Instructions carry only the cut's decision (attribute, node, non-empty bitmap), which
-    the release reveals anyway; the bitmap has exactly one bit per (Link partition, child)."""
-    spec = ring_session.dataset.spec(L=3, K=20, C="0.2")
-    layout = StatsLayout.for_schema(spec.schema(ring_session.dataset.taxonomy))
+    the release reveals anyway; the bitmap has exactly one bit per (Link partition, child).
+    The partial sum's length is a function of T_g alone: per new group, its own slot and one
+    slot per child of its value on each QID (the rest of the layout's width is zero in every
+    vector and is not sent), each slot one count per channel; smaller than the full layout
+    wherever a group's value has fewer children than the widest node."""
+    schema = ring_session.dataset.spec(L=3, K=20, C="0.2").schema(ring_session.dataset.taxonomy)
+    layout = StatsLayout.for_schema(schema)
     requests = ring_session.fed.log.of(role=ring_session.ring[0], method="Sum", kind="request")
     assert not requests[0].message.HasField("instruction")
+    groups = [tuple(t.root for t in schema.taxonomies)]  # T_g's live groups, node ids per QID
+    expected = [layout.channels * (1 + sum(len(t.children[t.root]) for t in schema.taxonomies))]
+    full = [layout.slots * layout.channels]
     for r in requests[1:]:
         ins = r.message.instruction
         assert set(f.name for f, _ in ins.ListFields()) <= {
@@ -437,7 +444,24 @@ def test_instructions_carry_only_the_cut_decision(ring_session: Recorded) -> Non
             "nonempty_bits",
         }
         assert len(ins.nonempty) == -(-ins.nonempty_bits // 8)
-        assert words(r.message.partial).size % (layout.slots * layout.channels) == 0
+        children = schema.taxonomies[ins.attr].children[ins.node]
+        link = [g for g in groups if g[ins.attr] == ins.node]
+        bits = np.unpackbits(np.frombuffer(ins.nonempty, np.uint8), bitorder="little")
+        new = [
+            (*g[: ins.attr], child, *g[ins.attr + 1 :])
+            for i, g in enumerate(link)
+            for j, child in enumerate(children)
+            if bits[i * len(children) + j]
+        ]
+        groups = [g for g in groups if g[ins.attr] != ins.node] + new
+        slots = sum(
+            1 + sum(len(t.children[node]) for t, node in zip(schema.taxonomies, g, strict=True))
+            for g in new
+        )
+        expected.append(slots * layout.channels)
+        full.append(len(new) * layout.slots * layout.channels)
+    assert [words(r.message.partial).size for r in requests] == expected
+    assert sum(expected) < sum(full)
 
 
 def test_secret_scan_detects_a_planted_value(ring_session: Recorded) -> None:

@@ -217,7 +217,8 @@ def LKCSession_stats(shell: FakeShell) -> np.ndarray:
     """The statistics a fresh copy of this party's session contributes at iteration 0."""
     session: LKCSession = shell.sessions["open"]
     fresh = LKCSession(SESSION, session.spec, session.schema, shell.table, session.ring, "a", 0)
-    return np.asarray(fresh.local.start(), dtype=np.uint64)
+    request = pb.SumRequest(ref=pb.SessionRef(session_id=SESSION, iteration=0))
+    return np.asarray(fresh.contribution(request), dtype=np.uint64)
 
 
 def test_the_sum_protocol_is_chosen_once_and_pairwise_refuses_a_sum_before_its_keys(

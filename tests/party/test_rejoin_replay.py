@@ -13,7 +13,12 @@ import pytest
 
 from fedanon.algorithms.tds.engine import LKCEngine
 from fedanon.algorithms.tds.jobspec import LKCJobSpec
-from fedanon.algorithms.tds.layout import DynamicSplit, Specialization
+from fedanon.algorithms.tds.layout import (
+    CarriedMasks,
+    DynamicSplit,
+    Specialization,
+    restored,
+)
 from fedanon.federation.wire import to_instruction
 from fedanon.leader.kinds.lkc import spec_from_table
 from fedanon.party.errors import NotExpected, ProtocolError
@@ -27,22 +32,25 @@ SESSION = "ab" * 16
 
 
 class Recorder:
-    """The engine's count source over one party's session: records every instruction."""
+    """The engine's count source over one party's session: records every instruction and
+    answer (the carried entries), and hands the engine the full statistics as the leader
+    restores them."""
 
     def __init__(self, session: LKCSession) -> None:
         self.session = session
         self.instructions: list[pb.Instruction] = []
         self.answers: list[np.ndarray] = []
+        self.masks = CarriedMasks(session.local.layout, session.schema)
 
     def start(self, splits: Sequence[DynamicSplit]) -> np.ndarray:
         self.answers.append(self.session.contribution(sum_request(0)))
-        return self.answers[-1]
+        return restored(self.answers[-1], self.masks.start())
 
     def specialize(self, step: Specialization) -> np.ndarray:
         self.instructions.append(to_instruction(step))
         request = sum_request(len(self.instructions), self.instructions[-1])
         self.answers.append(self.session.contribution(request))
-        return self.answers[-1]
+        return restored(self.answers[-1], self.masks.specialize(step))
 
     def atom_histogram(self, attr: int, node: int) -> np.ndarray:
         raise AssertionError("no dynamic splits")
