@@ -16,6 +16,7 @@ from fedanon.algorithms.tds.api import build_schema
 from fedanon.algorithms.tds.engine import LKCEngine
 from fedanon.algorithms.tds.engines.shard_stats import SparseBlock
 from fedanon.algorithms.tds.local_party import LocalParty
+from fedanon.readers.sources import FrameShard
 from fedanon.schema import LKCParams
 from fedanon.synth import generate_hospital, hospital_taxonomy_path
 from fedanon.taxonomy.loader import load_taxonomy
@@ -26,7 +27,8 @@ def _parties(rows: int = 4000) -> tuple[LocalParty, LocalParty]:
     taxonomy = load_taxonomy(hospital_taxonomy_path(), data_columns=list(table.columns))
     schema = build_schema(taxonomy, table, dynamic=["length_of_stay"])
     whole, shard = copy.deepcopy(schema), copy.deepcopy(schema)
-    parties = LocalParty(whole, table), LocalParty(shard, table.copy(), shard=True)
+    columns = list(table.columns)
+    parties = LocalParty(whole, table), LocalParty.from_shard(shard, FrameShard(table), columns)
     for party in parties:
         LKCEngine(party.schema, LKCParams.of(2, 10, "0.5")).run(party)
     return parties

@@ -48,7 +48,7 @@ class ReleasedRows:
         """Records `start` to `stop`, with only the rows they use (renumbered)."""
         used, codes = np.unique(self.codes[start:stop], return_inverse=True)
         return ReleasedRows(
-            [self.rows[u] for u in used.tolist()], _narrow(codes.reshape(-1), len(used))
+            [self.rows[u] for u in used.tolist()], narrow(codes.reshape(-1), len(used))
         )
 
     def parts(self, limit: int) -> int:
@@ -69,20 +69,20 @@ def released_rows(table: pd.DataFrame, encode: Encode) -> ReleasedRows:
         return ReleasedRows([], np.zeros(0, dtype=np.uint8))
     row_ids = np.zeros(len(table), dtype=np.int64)
     for column in table.columns:
-        codes, uniques = pd.factorize(_text(table[column]))
+        codes, uniques = pd.factorize(text_of(table[column]))
         row_ids = pd.factorize(row_ids * len(uniques) + codes)[0]
     firsts = np.unique(row_ids, return_index=True)[1]
     text = table.iloc[firsts].astype(str).itertuples(index=False, name=None)
     rows = [encode(row) for row in text]
-    return ReleasedRows(rows, _narrow(row_ids, len(rows)))
+    return ReleasedRows(rows, narrow(row_ids, len(rows)))
 
 
-def _narrow(codes: np.ndarray, rows: int) -> np.ndarray:
+def narrow(codes: np.ndarray, rows: int) -> np.ndarray:
     """`codes` in the narrowest unsigned type that holds `rows` - 1."""
-    return codes.astype(np.min_scalar_type(max(rows - 1, 0)))
+    return codes.astype(np.min_scalar_type(max(rows - 1, 0)), copy=False)
 
 
-def _text(column: pd.Series) -> pd.Series:
+def text_of(column: pd.Series) -> pd.Series:
     """The column as the text the union serializes: an Arrow text column without nulls is its
     own text (numbered by Arrow, no Python string per record); any other is ``astype(str)``."""
     import pandas as pd  # a DataFrame's column was given: pandas is loaded already

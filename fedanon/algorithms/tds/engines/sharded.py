@@ -78,7 +78,7 @@ class ShardLost(Exception):
 def _open_shard(key: str, shard: Shard, schema: Schema, columns: list[str]) -> int:
     """Load the shard's rows and build its counting state (its own copy of the schema: the
     dynamic trees grow in place, and the shards of one in-process worker must not share them)."""
-    _SHARDS[key] = _ShardState(LocalParty(copy.deepcopy(schema), shard.load(columns), shard=True))
+    _SHARDS[key] = _ShardState(LocalParty.from_shard(copy.deepcopy(schema), shard, columns))
     return len(_SHARDS[key].party.table)
 
 
