@@ -32,7 +32,7 @@ from fedanon.synth import hospital_taxonomy_path
 from fedanon.taxonomy.loader import load_taxonomy
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_dask_party import PARAMS, _dataset  # noqa: E402
+from bench_dask_party import PARAMS, _dataset
 
 
 def _status(field: str) -> int:
@@ -58,9 +58,11 @@ def _nbytes(value: Any, seen: set[int]) -> int:
         if base is not value and id(base) in seen:
             return 0
         seen.add(id(base))
-        return int(value.nbytes if value.dtype != object else value.size * 8 + sum(
-            sys.getsizeof(v) for v in value.reshape(-1).tolist()
-        ))
+        return int(
+            value.nbytes
+            if value.dtype != object
+            else value.size * 8 + sum(sys.getsizeof(v) for v in value.reshape(-1).tolist())
+        )
     if isinstance(value, pd.DataFrame | pd.Series):
         return int(value.memory_usage(deep=True, index=True).sum())
     if isinstance(value, pa.Array | pa.ChunkedArray | pa.Table):

@@ -18,10 +18,11 @@ import pyarrow as pa
 from fedanon.algorithms.tds.engines.coded import CodedColumn, CodedTable
 from fedanon.algorithms.tds.engines.records import (
     RELEASE_BATCH_RECORDS,
+    CodedRelease,
     Encode,
     ReleasedRows,
+    TextColumn,
     narrow,
-    released_rows,
 )
 from fedanon.algorithms.tds.engines.shard_stats import SparseBlock
 from fedanon.algorithms.tds.layout import (
@@ -35,7 +36,7 @@ from fedanon.allocator import tune_for_rows
 from fedanon.errors import FedanonError
 from fedanon.schema import Schema
 from fedanon.tables import Table, arrow_of, column_names, keep_rows, strings_of
-from fedanon.text import Column, equals_text, factorize, lookup_codes, text_at
+from fedanon.text import Column, equals_text, factorize, lookup_codes, text_at, text_codes
 
 if TYPE_CHECKING:
     from fedanon.readers.sources import Shard
@@ -65,7 +66,9 @@ class LocalParty:
         index = shard.index
         party._encode(schema, shard.column, columns, len(index))
         qids = {tax.attribute for tax in schema.taxonomies}
-        released = {name: CodedColumn.of(shard.column(name)) for name in columns if name not in qids}
+        released = {
+            name: CodedColumn.of(shard.column(name)) for name in columns if name not in qids
+        }
         party.table = CodedTable(released, index)
         party.sparse_parents = True
         party._start_run()
@@ -115,12 +118,10 @@ class LocalParty:
         self._block_first: list[int] = []  # index of each block's first partition
         self._block_of = np.zeros(16, dtype=np.int64)  # partition index -> block
         self._steps = 0  # start and specializations applied: what the release depends on
-        self._released: tuple[tuple[object, ...], ReleasedRows] | None = None
+        self._released: tuple[tuple[object, ...], CodedRelease] | None = None
 
     # ----------------------------------------------------------------- encoding
-    def _encode_class(
-        self, column: Callable[[str], Column], names: list[str]
-    ) -> np.ndarray | None:
+    def _encode_class(self, column: Callable[[str], Column], names: list[str]) -> np.ndarray | None:
         name, values = self.schema.class_column, self.schema.class_values
         if name is None:
             return None
@@ -402,13 +403,8 @@ class LocalParty:
         QIDs are codes over each taxonomy's distinct labels: Categoricals in a DataFrame,
         dictionary columns in an Arrow table (both written as their labels).
         """
-        partition, table = self.record_partition, self.table
-        hit = keep = None
-        if suppressed is not None and suppressed.size:
-            hit = np.isin(partition, suppressed)
-            if drop_suppressed:
-                keep, hit = ~hit, None
-                partition = partition[keep]
+        partition, hit, keep = self._released_records(suppressed, drop_suppressed)
+        table = self.table
         if isinstance(table, CodedTable):  # a shard: its other columns rebuilt from codes
             table = table.frame(keep)
         elif keep is not None:
@@ -421,10 +417,7 @@ class LocalParty:
             width = (
                 np.int8 if len(labels) < 1 << 7 else np.int16 if len(labels) < 1 << 15 else np.int32
             )
-            # one QID at a time: never every QID's node of every record at once
-            node = self.partitions.keys[:, a][partition]
-            if hit is not None:
-                node[hit] = tax.root
+            node = self._released_nodes(a, partition, hit)
             coded[tax.attribute] = (label_codes.astype(width)[node], labels)
         if isinstance(table, pa.Table):
             return _arrow_release(table, coded)
@@ -441,12 +434,38 @@ class LocalParty:
                 columns[name] = table[name]
         return pd.DataFrame(columns, index=table.index)
 
+    def _released_records(
+        self, suppressed: np.ndarray | None, drop_suppressed: bool
+    ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+        """The released records' partitions, which of them are released at the roots (None:
+        none) and which records are kept (None: all)."""
+        partition = self.record_partition
+        if suppressed is None or not suppressed.size:
+            return partition, None, None
+        hit = np.isin(partition, suppressed)
+        if drop_suppressed:
+            return partition[~hit], None, ~hit
+        return partition, hit, None
+
+    def _released_nodes(
+        self, attr: int, partition: np.ndarray, hit: np.ndarray | None
+    ) -> np.ndarray:
+        """Each released record's cut node on `attr` (the root where `hit`): one QID at a
+        time, never every QID's node of every record at once."""
+        node = self.partitions.keys[:, attr][partition]
+        if hit is not None:
+            node[hit] = self.schema.taxonomies[attr].root
+        return node
+
     def released(
         self, encode: Encode, suppressed: np.ndarray | None = None, drop_suppressed: bool = False
-    ) -> ReleasedRows:
+    ) -> CodedRelease:
         """The generalized records (:meth:`generalized_table`) as distinct rows, each encoded
-        by `encode`, and a code per record. The union reads them twice (to measure, to seal),
-        so the last are kept for their cut, suppressed partitions, mode and encoding."""
+        by `encode` when a part of them is read, and a code per record, made from codes: a
+        QID's text is its cut node's label, another column's its distinct values' (a shard's
+        codes, or the table's column numbered by text), never a table of text. The union reads
+        them twice (to measure, to seal), so the last are kept for their cut, suppressed
+        partitions, mode and encoding."""
         wanted = (
             self._steps,
             None if suppressed is None else suppressed.tobytes(),
@@ -455,9 +474,35 @@ class LocalParty:
         )
         if self._released is None or self._released[0] != wanted:
             self._released = None  # the old ones go before the new ones are made
-            table = self.generalized_table(suppressed, drop_suppressed)
-            self._released = (wanted, released_rows(table, encode))
+            self._released = (
+                wanted,
+                CodedRelease(self._text_columns(suppressed, drop_suppressed), encode),
+            )
         return self._released[1]
+
+    def _text_columns(
+        self, suppressed: np.ndarray | None, drop_suppressed: bool
+    ) -> list[TextColumn]:
+        """The released columns, in order, as a code per record and each code's text."""
+        partition, hit, keep = self._released_records(suppressed, drop_suppressed)
+        attrs = {tax.attribute: a for a, tax in enumerate(self.schema.taxonomies)}
+        table = self.table
+        if keep is not None and not isinstance(table, CodedTable):
+            table = keep_rows(table, keep)
+        columns = []
+        for name in self.columns:
+            if name in attrs:
+                labels = np.asarray(self.schema.taxonomies[attrs[name]].labels, dtype=object)
+                columns.append(
+                    TextColumn(self._released_nodes(attrs[name], partition, hit), labels)
+                )
+            elif isinstance(table, CodedTable):
+                column = table.columns[name]
+                codes = column.codes if keep is None else column.codes[keep]
+                columns.append(TextColumn(codes, column.texts))
+            else:
+                columns.append(TextColumn(*text_codes(table[name])))
+        return columns
 
     def released_rows(
         self, encode: Encode, suppressed: np.ndarray | None = None, drop_suppressed: bool = False

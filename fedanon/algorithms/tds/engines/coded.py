@@ -14,11 +14,12 @@ keep separate codes.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from fedanon.algorithms.tds.engines.records import narrow, text_of
+from fedanon.text import text_codes
 
 if TYPE_CHECKING:  # pandas loads with a shard's columns, never for the CLI's Arrow path
     import pandas as pd
@@ -26,27 +27,30 @@ if TYPE_CHECKING:  # pandas loads with a shard's columns, never for the CLI's Ar
 
 @dataclass(frozen=True)
 class CodedColumn:
-    """One column: `values.take(codes)` is the column."""
+    """One column: `values.take(codes)` is the column, `texts[codes]` its text."""
 
     codes: np.ndarray  # per row: its distinct value (the narrowest unsigned type)
-    values: pd.Index  # the distinct values, in the column's own dtype (a missing one included)
+    values: Any  # the distinct values, as the column's own array (a missing one included)
+    texts: np.ndarray  # each distinct value's text, ``astype(str)`` (objects: a few strings)
 
     @classmethod
     def of(cls, column: pd.Series) -> CodedColumn:
         import pandas as pd  # a column was given: pandas is loaded already
 
-        text = text_of(column)
-        if text is column:  # Arrow text without nulls: a value is its text
+        if text_of(column) is column:  # Arrow text without nulls: a value is its text
             codes, values = pd.factorize(column)
-            return cls(narrow(codes, len(values)), values)
-        value_codes, values = pd.factorize(column, use_na_sentinel=False)
-        text_codes, texts = pd.factorize(text)
-        pairs, firsts = pd.factorize(value_codes.astype(np.int64) * len(texts) + text_codes)
-        return cls(narrow(pairs, len(firsts)), values.take(firsts // len(texts)))
+            texts = np.asarray(values, dtype=object)
+            return cls(narrow(codes, len(values)), values.array, texts)
+        # Distinct by value and by text; each kept as its first cell holds it.
+        value_codes = pd.factorize(column, use_na_sentinel=False)[0]
+        cell_texts, texts = text_codes(column)
+        pairs, _ = pd.factorize(value_codes.astype(np.int64) * len(texts) + cell_texts)
+        firsts = np.unique(pairs, return_index=True)[1]  # codes number first appearances
+        return cls(narrow(pairs, len(firsts)), column.array.take(firsts), texts[cell_texts[firsts]])
 
     @property
     def nbytes(self) -> int:
-        return int(self.codes.nbytes + self.values.memory_usage(deep=True))
+        return int(self.codes.nbytes + self.values.nbytes)
 
 
 @dataclass(frozen=True)

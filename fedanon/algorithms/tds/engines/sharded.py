@@ -157,8 +157,9 @@ def _sum(*parts: Any) -> Any:
 def _release_parts(
     key: str, done: int, encode: Encode, suppressed: np.ndarray | None, drop: bool
 ) -> int:
-    """How many parts the shard's release is cut into (made, its rows encoded, and kept by
-    its ``LocalParty`` for the union's passes)."""
+    """How many parts the shard's release is cut into (numbered from the shard's codes and
+    kept by its ``LocalParty`` for the union's passes; a part's rows are encoded when it is
+    asked for)."""
     whole = _current(key, done).party.released(encode, suppressed, drop)
     return whole.parts(RELEASE_BATCH_RECORDS)
 
