@@ -6,6 +6,8 @@ reads its release as the union does (every part, twice). Prints, per phase, this
 peak resident memory above what it held before the phase (VmHWM, reset per phase through
 /proc/self/clear_refs) and what the shard's state holds afterwards, attribute by attribute
 (numpy/Arrow buffers and frames; Python objects by ``sys.getsizeof``), all in bytes per row.
+The search phase's peak includes the search's own statistics of every partition (reported
+apart: a worker does not hold them; the daemon, or the leader in a federation, does).
 
     nice .venv/bin/python bench/bench_shard_memory.py --rows 2000000 --files 2 --shard-files 1
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import ctypes
 import sys
 import time
 from pathlib import Path
@@ -22,6 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from fedanon.algorithms.tds.api import build_schema
 from fedanon.algorithms.tds.engine import LKCEngine
@@ -43,7 +47,10 @@ def _status(field: str) -> int:
 
 
 def _reset_peak() -> int:
-    """Reset VmHWM to the current RSS (Linux), which is returned."""
+    """Hand the free heap back (else a phase reuses what the last one freed, unseen), then
+    reset VmHWM to the current RSS (Linux), which is returned."""
+    pa.default_memory_pool().release_unused()
+    ctypes.CDLL(None).malloc_trim(0)
     Path("/proc/self/clear_refs").write_text("5")
     return _status("VmRSS")
 
@@ -63,8 +70,10 @@ def _nbytes(value: Any, seen: set[int]) -> int:
             if value.dtype != object
             else value.size * 8 + sum(sys.getsizeof(v) for v in value.reshape(-1).tolist())
         )
-    if isinstance(value, pd.DataFrame | pd.Series):
+    if isinstance(value, pd.DataFrame):
         return int(value.memory_usage(deep=True, index=True).sum())
+    if isinstance(value, pd.Series):
+        return int(value.memory_usage(deep=True, index=True))
     if isinstance(value, pa.Array | pa.ChunkedArray | pa.Table):
         return int(value.nbytes)
     if isinstance(value, list | tuple):
@@ -99,9 +108,9 @@ def main() -> None:
     source = ParquetSource(_dataset(args.rows, args.files, Path(args.cache)))
     taxonomy = load_taxonomy(hospital_taxonomy_path(), data_columns=source.columns)
     shard = FilesShard(tuple(source.files[: args.shard_files]))
-    first = FilesShard((source.files[0],)).load(source.columns)
-    schema = copy.deepcopy(build_schema(taxonomy, first))
-    del first
+    head = next(pq.ParquetFile(source.files[0]).iter_batches(batch_size=100_000))
+    schema = copy.deepcopy(build_schema(taxonomy, head.to_pandas(types_mapper=pd.ArrowDtype)))
+    del head
     report: dict[str, Any] = {}
     before = _reset_peak()
     began = time.process_time()
@@ -115,10 +124,14 @@ def main() -> None:
     report["state_after_open"] = _components(party, rows)
     before = _reset_peak()
     began = time.process_time()
-    result = LKCEngine(party.schema, PARAMS).run(party)
+    engine = LKCEngine(party.schema, PARAMS)
+    result = engine.run(party)
     report["search"] = {
         "steps": len(result.specializations),
+        "partitions": int(party.partitions.size),
         "cpu_s": round(time.process_time() - began, 2),
+        # the search's own statistics (the leader's in a federation, the daemon's here)
+        "search_state_B_per_row": round(sum(b.nbytes for b in engine.stats.blocks) / rows, 1),
         "peak_B_per_row": round((_status("VmHWM") - before) / rows, 1),
         "held_B_per_row": round((_status("VmRSS") - before) / rows, 1),
     }

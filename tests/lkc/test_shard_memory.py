@@ -159,7 +159,9 @@ def test_coded_columns_give_back_the_values_and_the_text_the_union_serializes() 
         {
             "a": ["x1", "x2", "y", "y"] * 3,
             "mixed": [1, 1.0, "1", None, float("nan"), True, 1, 1.0, "x", None, 0.0, -0.0],
-            "text": pd.array(["p", None, "q", "p"] * 3, dtype=pd.ArrowDtype(pa.string())),
+            "text": pd.Series(
+                pd.arrays.ArrowExtensionArray(pa.array(["p", None, "q", "p"] * 3, pa.string()))
+            ),
             "number": np.arange(n) % 5,
             "c": ["p", "q"] * 6,
         },
