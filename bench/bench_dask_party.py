@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from fedanon.algorithms.tds.api import build_schema
@@ -38,7 +39,7 @@ from fedanon.crypto.onion_union import UnionContext
 from fedanon.crypto.parallel import SEQUENTIAL
 from fedanon.party.records import LocalRecords, encode_record
 from fedanon.party.union import SEAL_PIECE_RECORDS, UnionRole, measured_size
-from fedanon.readers.sources import FilesShard, ParquetSource
+from fedanon.readers.sources import ParquetSource
 from fedanon.schema import LKCParams
 from fedanon.synth import generate_hospital, hospital_taxonomy_path
 from fedanon.taxonomy.loader import load_taxonomy
@@ -113,6 +114,7 @@ def _run(
     shards: int,
     workers: int,
     sample: int,
+    release: bool,
     out: multiprocessing.Queue,
 ) -> None:
     source = ParquetSource(data)
@@ -131,17 +133,23 @@ def _run(
 
         cluster = local_cluster(workers, shards)
         client = Client(cluster)
-        first = FilesShard((source.files[0],)).load(source.columns)  # the dynamic/class checks
-        schema = copy.deepcopy(build_schema(taxonomy, first))
-        del first
+        # the schema's checks on the first rows (the shards encode and check their own)
+        head = next(pq.ParquetFile(source.files[0]).iter_batches(batch_size=100_000))
+        schema = copy.deepcopy(build_schema(taxonomy, head.to_pandas(types_mapper=pd.ArrowDtype)))
+        del head
         party = ShardedParty(client, schema, source.shards(shards), source.columns)
     opened = time.perf_counter()
     result = LKCEngine(schema, PARAMS).run(party)
     searched = time.perf_counter()
-    records = LocalRecords(lambda: party.released_rows(encode_record))  # count, longest
-    expanded = sum(len(piece) for piece in records.pieces(SEAL_PIECE_RECORDS))  # the second
+    search_cpu = _cpu_s()
+    worker_search_cpu = sum(client.run(_cpu_s).values()) if client is not None else 0.0
+    expanded, seal_s = 0, 0.0
+    if release:
+        records = LocalRecords(lambda: party.released_rows(encode_record))  # count, longest
+        expanded = sum(len(piece) for piece in records.pieces(SEAL_PIECE_RECORDS))  # the second
+        assert len(records) == expanded == source.n_rows
+        seal_s = _seal_seconds_per_record(records, sample) if sample else 0.0
     done = time.perf_counter()
-    seal_s = _seal_seconds_per_record(records, sample) if sample else 0.0
     worker_peak, worker_cpu = 0, 0.0
     if client is not None:
         worker_peak = sum(client.run(_peak_mb).values())
@@ -153,8 +161,8 @@ def _run(
     out.put(
         {
             "engine": engine,
-            "rows": len(records),
-            "expanded": expanded,
+            "rows": source.n_rows,
+            "released": expanded,
             "steps": len(result.specializations),
             "open_s": round(opened - began, 2),
             "search_s": round(searched - opened, 2),
@@ -163,6 +171,8 @@ def _run(
             "counting_s": round(result.seconds_counting, 2),
             "daemon_cpu_s": round(_cpu_s(), 1),
             "workers_cpu_s": round(worker_cpu, 1),
+            "daemon_search_cpu_s": round(search_cpu, 1),
+            "workers_search_cpu_s": round(worker_search_cpu, 1),
             "daemon_peak_mb": _peak_mb(),
             "workers_peak_mb": worker_peak,
             "seal_us_per_record": round(seal_s * 1e6, 1),
@@ -178,38 +188,48 @@ def main() -> None:
     parser.add_argument("--engines", default="local,dask")
     parser.add_argument("--files", type=int, default=8, help="Parquet partitions")
     parser.add_argument("--cache", default="/tmp/fedanon-bench-dask", help="dataset cache")
+    parser.add_argument("--data", help="an existing Parquet dataset (directory) instead")
+    parser.add_argument(
+        "--release",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also read the union's input (both passes) and time sealing a sample of it",
+    )
     parser.add_argument(
         "--seal-sample", type=int, default=20_000, help="records sealed to time the union"
     )
     args = parser.parse_args()
-    data = _dataset(args.rows, args.files, Path(args.cache))
+    data = Path(args.data) if args.data else _dataset(args.rows, args.files, Path(args.cache))
     results = []
     context = multiprocessing.get_context("spawn")
     for engine in args.engines.split(","):
         queue = context.Queue()
         child = context.Process(
             target=_run,
-            args=(engine, data, args.shards, args.workers, args.seal_sample, queue),
+            args=(engine, data, args.shards, args.workers, args.seal_sample, args.release, queue),
         )
         child.start()
         results.append(queue.get())
         child.join()
         print(json.dumps(results[-1]), flush=True)
+    files = len(ParquetSource(data).files)
     print(
-        f"\n{args.rows:,} rows in {args.files} Parquet files, {args.shards} shards, "
+        f"\n{results[0]['rows']:,} rows in {files} Parquet files, {args.shards} shards, "
         f"{args.workers} worker processes\n"
     )
     print(
-        "| engine | steps | open s | search s | records s | counting s | daemon CPU s | "
-        "workers CPU s | daemon peak MB | workers' peaks MB | seal us/record |"
+        "| engine | steps | open s | search s | records s | counting s | daemon CPU s "
+        "(search) | workers CPU s (search) | daemon peak MB | workers' peaks MB | "
+        "seal us/record |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         print(
             f"| {r['engine']} | {r['steps']} | {r['open_s']} | {r['search_s']} | "
-            f"{r['records_s']} | {r['counting_s']} | {r['daemon_cpu_s']} | "
-            f"{r['workers_cpu_s']} | {r['daemon_peak_mb']} | {r['workers_peak_mb']} | "
-            f"{r['seal_us_per_record']} |"
+            f"{r['records_s']} | {r['counting_s']} | {r['daemon_cpu_s']} "
+            f"({r['daemon_search_cpu_s']}) | {r['workers_cpu_s']} "
+            f"({r['workers_search_cpu_s']}) | {r['daemon_peak_mb']} | "
+            f"{r['workers_peak_mb']} | {r['seal_us_per_record']} |"
         )
     if len(results) == 2 and results[0]["steps"]:
         extra = (results[1]["counting_s"] - results[0]["counting_s"]) / results[0]["steps"]

@@ -7,7 +7,9 @@ group of a Parquet dataset's files, read by the worker itself. The daemon itself
 source's column names and row count, which a Parquet dataset gives from its footers.
 
 Shards keep the source's row order (shard 0's rows first), so the concatenation of the shards'
-generalized rows is the one-process party's release, row for row.
+generalized rows is the one-process party's release, row for row. A worker reads its shard one
+column at a time (:meth:`Shard.column`) and keeps each as integer codes, so the whole shard is
+never held as text (docs/engines.md, "Memory").
 """
 
 from __future__ import annotations
@@ -18,10 +20,11 @@ from typing import Protocol
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from fedanon.errors import FedanonError
-from fedanon.readers.table_io import PARQUET_SUFFIXES, read_table
+from fedanon.readers.table_io import PARQUET_SUFFIXES, read_arrow, read_table
 
 
 class Shard(Protocol):
@@ -29,6 +32,15 @@ class Shard(Protocol):
 
     def load(self, columns: list[str]) -> pd.DataFrame:
         """The slice's rows, restricted to `columns` (in that order)."""
+        ...
+
+    def column(self, name: str) -> pd.Series:
+        """One column of the slice (read alone: the others are not loaded for it)."""
+        ...
+
+    @property
+    def index(self) -> pd.Index:
+        """The slice's row labels (those its release keeps)."""
         ...
 
 
@@ -41,6 +53,13 @@ class FrameShard:
     def load(self, columns: list[str]) -> pd.DataFrame:
         return self.frame[columns]
 
+    def column(self, name: str) -> pd.Series:
+        return self.frame[name]
+
+    @property
+    def index(self) -> pd.Index:
+        return self.frame.index
+
 
 @dataclass(frozen=True)
 class FilesShard:
@@ -51,6 +70,16 @@ class FilesShard:
     def load(self, columns: list[str]) -> pd.DataFrame:
         parts = [read_table(path)[columns] for path in self.files]
         return parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
+
+    def column(self, name: str) -> pd.Series:
+        """The column from every file, as Arrow text (one chunk per file: no copy)."""
+        parts = [read_arrow(path, columns=[name]).column(0) for path in self.files]
+        chunks = pa.chunked_array([c for part in parts for c in part.chunks], type=pa.string())
+        return pd.Series(pd.arrays.ArrowExtensionArray(chunks), name=name)
+
+    @property
+    def index(self) -> pd.Index:
+        return pd.RangeIndex(sum(pq.read_metadata(path).num_rows for path in self.files))
 
 
 class TableSource(Protocol):

@@ -9,17 +9,20 @@ specialization moves only the records of the partitions on Link_Best.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 
+from fedanon.algorithms.tds.engines.coded import CodedColumn, CodedTable
 from fedanon.algorithms.tds.engines.records import (
     RELEASE_BATCH_RECORDS,
+    CodedRelease,
     Encode,
     ReleasedRows,
-    released_rows,
+    TextColumn,
+    narrow,
 )
 from fedanon.algorithms.tds.engines.shard_stats import SparseBlock
 from fedanon.algorithms.tds.layout import (
@@ -32,36 +35,62 @@ from fedanon.algorithms.tds.layout import (
 from fedanon.allocator import tune_for_rows
 from fedanon.errors import FedanonError
 from fedanon.schema import Schema
-from fedanon.tables import Table, arrow_of, column_names, drop_columns, keep_rows, strings_of
-from fedanon.text import equals_text, factorize, lookup_codes, text_at
+from fedanon.tables import Table, arrow_of, column_names, keep_rows, strings_of
+from fedanon.text import Column, equals_text, factorize, lookup_codes, text_at, text_codes
+
+if TYPE_CHECKING:
+    from fedanon.readers.sources import Shard
 
 
 class LocalParty:
     """Counts over one party's records in the canonical layout; applies instructions."""
 
-    def __init__(self, schema: Schema, table: Table, shard: bool = False) -> None:
+    def __init__(self, schema: Schema, table: Table) -> None:
         """`table` is a DataFrame or an Arrow table (fedanon.tables); the release is of the
-        same kind (:meth:`generalized_table`). `shard`: these records are one shard of a
-        party's (the Dask engine, a DataFrame) and the frame is this party's own. Then it keeps
-        only the columns the release copies (a QID's values are its atom codes once encoded)
-        and its partitions' statistics sparse
-        (:mod:`fedanon.algorithms.tds.engines.shard_stats`): each shard would otherwise hold
-        the text of every QID and the statistics of every partition, most of them zeros."""
-        tune_for_rows(len(table))  # each step frees and re-allocates arrays of the table's length
-        self.schema = schema
+        same kind (:meth:`generalized_table`)."""
         self.table = table
-        self.columns = column_names(table)  # the release's, in order
-        self.sparse_parents = shard
+        self._encode(schema, lambda name: table[name], column_names(table), len(table))
+        self.sparse_parents = False
+        self._start_run()
+
+    @classmethod
+    def from_shard(cls, schema: Schema, shard: Shard, columns: list[str]) -> LocalParty:
+        """One shard of a party's records (the Dask engine), released as `columns`, held as
+        integer codes only: the shard is read one column at a time, each QID kept as its
+        atoms, every other released column as codes over its distinct values
+        (:mod:`fedanon.algorithms.tds.engines.coded`), no text nor Python object per row. Its
+        partitions' statistics are kept sparse
+        (:mod:`fedanon.algorithms.tds.engines.shard_stats`): each shard would otherwise hold
+        the statistics of every partition, most of them zeros. docs/engines.md, "Memory"."""
+        party = cls.__new__(cls)
+        index = shard.index
+        party._encode(schema, shard.column, columns, len(index))
+        qids = {tax.attribute for tax in schema.taxonomies}
+        released = {
+            name: CodedColumn.of(shard.column(name)) for name in columns if name not in qids
+        }
+        party.table = CodedTable(released, index)
+        party.sparse_parents = True
+        party._start_run()
+        return party
+
+    def _encode(
+        self, schema: Schema, column: Callable[[str], Column], names: list[str], rows: int
+    ) -> None:
+        """The records as the counting needs them: atoms per QID, class, sensitive flags and
+        profile, each in the narrowest integer type (an array per column: no table held)."""
+        tune_for_rows(rows)  # each step frees and re-allocates arrays of the table's length
+        self.schema = schema
+        self.columns = list(names)  # the release's, in order
         self.layout = StatsLayout.for_schema(schema)
-        self.atoms = [tax.encode(table[tax.attribute]) for tax in schema.taxonomies]
-        self.classes = self._encode_class(table)
-        self.sensitive = self._encode_sensitive(table)
-        self._profile, self._profile_channels = self._profiles()
+        self.atoms = [
+            narrow(tax.encode(column(tax.attribute)), tax.n_atoms) for tax in schema.taxonomies
+        ]
+        self.classes = self._encode_class(column, names)
+        self.sensitive = self._encode_sensitive(column, names, rows)
+        self._profile, self._profile_channels = self._profiles(rows)
         # the initial partition's statistics, shared with restarted copies (see start)
         self._first_stats: np.ndarray | None = None
-        if shard:
-            self.table = drop_columns(table, [tax.attribute for tax in schema.taxonomies])
-        self._start_run()
 
     def restarted(self, schema: Schema) -> LocalParty:
         """This party's records, ready for another run under `schema` (a deep copy of this
@@ -79,7 +108,9 @@ class LocalParty:
         self.partitions = PartitionTable.with_roots([t.root for t in schema.taxonomies])
         self.record_partition = np.zeros(len(self.table), dtype=np.int32)  # half the bytes
         widest = max((t.max_children for t in schema.taxonomies), default=0)
-        self._slot_dtype = np.int16 if widest < (1 << 15) else np.int64
+        self._slot_dtype: type[np.integer] = (
+            np.uint8 if widest < (1 << 8) else np.int16 if widest < (1 << 15) else np.int64
+        )
         # attr -> (node count, slot table, which nodes have children), see _slot_table
         self._slot_tables: dict[int, tuple[int, np.ndarray, np.ndarray]] = {}
         self._slot: list[np.ndarray] = []  # per QID: each record's child position + 1, 0 at a leaf
@@ -89,45 +120,47 @@ class LocalParty:
         self._block_first: list[int] = []  # index of each block's first partition
         self._block_of = np.zeros(16, dtype=np.int64)  # partition index -> block
         self._steps = 0  # start and specializations applied: what the release depends on
-        self._released: tuple[tuple[object, ...], ReleasedRows] | None = None
+        self._released: tuple[tuple[object, ...], CodedRelease] | None = None
 
     # ----------------------------------------------------------------- encoding
-    def _encode_class(self, table: Table) -> np.ndarray | None:
-        column, values = self.schema.class_column, self.schema.class_values
-        if column is None:
+    def _encode_class(self, column: Callable[[str], Column], names: list[str]) -> np.ndarray | None:
+        name, values = self.schema.class_column, self.schema.class_values
+        if name is None:
             return None
-        if column not in column_names(table):
-            raise FedanonError(f"class column '{column}' is missing from the table")
-        out, row = lookup_codes(table[column], {v: i for i, v in enumerate(values)})
+        if name not in names:
+            raise FedanonError(f"class column '{name}' is missing from the table")
+        cells = column(name)
+        out, row = lookup_codes(cells, {v: i for i, v in enumerate(values)})
         if row is not None:
             raise FedanonError(
-                f"class column '{column}': value '{text_at(table[column], row)}' (first at "
+                f"class column '{name}': value '{text_at(cells, row)}' (first at "
                 f"row {row + 1}) is not one of the class values {values}"
             )
-        return out
+        return narrow(out, len(values))
 
-    def _encode_sensitive(self, table: Table) -> np.ndarray:
-        out = np.zeros((len(self.schema.sensitive), len(table)), dtype=bool)
-        columns = column_names(table)
+    def _encode_sensitive(
+        self, column: Callable[[str], Column], names: list[str], rows: int
+    ) -> np.ndarray:
+        out = np.zeros((len(self.schema.sensitive), rows), dtype=bool)
         for j, s in enumerate(self.schema.sensitive):
-            if s.column not in columns:
+            if s.column not in names:
                 raise FedanonError(f"sensitive column '{s.column}' is missing from the table")
-            out[j] = equals_text(table[s.column], s.value)
+            out[j] = equals_text(column(s.column), s.value)
         return out
 
     # ----------------------------------------------------------------- counting
-    def _profiles(self) -> tuple[np.ndarray, np.ndarray]:
+    def _profiles(self, n: int) -> tuple[np.ndarray, np.ndarray]:
         """Each record's *profile* (class and sensitive flags, densely numbered) and the channel
         counts one record of each profile adds.
 
         One bincount over profiles and a small matrix product replace one bincount per channel.
         """
-        lay, n = self.layout, len(self.table)
+        lay = self.layout
         classes = self.classes if self.classes is not None and lay.n_class else None
         if classes is None and lay.n_sensitive == 0:  # one profile: every record counts 1
             channels = np.zeros((1, lay.channels), dtype=np.int64)
             channels[0, 0] = 1
-            return np.zeros(n, dtype=np.int32), channels
+            return np.zeros(n, dtype=np.uint8), channels
         code = np.zeros(n, np.int64) if classes is None else classes.astype(np.int64)
         for j in range(lay.n_sensitive):
             code = code * 2 + self.sensitive[j]
@@ -137,10 +170,11 @@ class LocalParty:
         channels = np.zeros((first.size, lay.channels), dtype=np.int64)
         channels[:, 0] = 1
         if classes is not None:
-            channels[np.arange(first.size), 1 + classes[first]] = 1
+            channels[np.arange(first.size), 1 + classes[first].astype(np.int64)] = 1
         for j in range(lay.n_sensitive):
             channels[:, 1 + lay.n_class + j] = self.sensitive[j, first]
-        return profile.astype(np.int32), channels  # int32: half the bytes each step gathers
+        # the narrowest codes: the fewer bytes each step gathers
+        return narrow(profile.reshape(-1), first.size), channels
 
     def _slot_table(self, attr: int) -> np.ndarray:
         """``table[depth + 1, atom]`` = 1 + child position, below a node at `depth`, of the
@@ -264,7 +298,8 @@ class LocalParty:
         rows = np.flatnonzero((atoms >= lo) & (atoms < hi))
         n_class = max(1, self.layout.n_class)
         cls = self.classes[rows] if self.classes is not None else np.zeros(rows.size, np.int64)
-        hist = np.bincount((atoms[rows] - lo) * n_class + cls, minlength=(hi - lo) * n_class)
+        key = (atoms[rows].astype(np.int64) - lo) * n_class + cls
+        hist = np.bincount(key, minlength=(hi - lo) * n_class)
         return hist.reshape(hi - lo, n_class)
 
     def start(self, splits: Sequence[DynamicSplit] = ()) -> np.ndarray:
@@ -378,17 +413,12 @@ class LocalParty:
         QIDs are codes over each taxonomy's distinct labels: Categoricals in a DataFrame,
         dictionary columns in an Arrow table (both written as their labels).
         """
-        keys = self.partitions.keys[self.record_partition]
+        partition, hit, keep = self._released_records(suppressed, drop_suppressed)
         table = self.table
-        if suppressed is not None and suppressed.size:
-            flag = np.zeros(self.partitions.size, dtype=bool)  # one gather, not isin's sort
-            flag[suppressed] = True
-            hit = flag[self.record_partition]
-            if drop_suppressed:
-                keys, table = keys[~hit], keep_rows(table, ~hit)
-            else:
-                keys = keys.copy()
-                keys[hit] = [t.root for t in self.schema.taxonomies]
+        if isinstance(table, CodedTable):  # a shard: its other columns rebuilt from codes
+            table = table.frame(keep)
+        elif keep is not None:
+            table = keep_rows(table, keep)
         coded = {}
         for a, tax in enumerate(self.schema.taxonomies):
             label_codes, labels = _label_codes(tax.labels)
@@ -397,7 +427,8 @@ class LocalParty:
             width = (
                 np.int8 if len(labels) < 1 << 7 else np.int16 if len(labels) < 1 << 15 else np.int32
             )
-            coded[tax.attribute] = (label_codes.astype(width)[keys[:, a]], labels)
+            node = self._released_nodes(a, partition, hit)
+            coded[tax.attribute] = (label_codes.astype(width)[node], labels)
         if isinstance(table, pa.Table):
             return _arrow_release(table, coded)
         import pandas as pd  # the caller's table is a DataFrame: pandas is loaded
@@ -413,12 +444,40 @@ class LocalParty:
                 columns[name] = table[name]
         return pd.DataFrame(columns, index=table.index)
 
+    def _released_records(
+        self, suppressed: np.ndarray | None, drop_suppressed: bool
+    ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+        """The released records' partitions, which of them are released at the roots (None:
+        none) and which records are kept (None: all)."""
+        partition = self.record_partition
+        if suppressed is None or not suppressed.size:
+            return partition, None, None
+        flag = np.zeros(self.partitions.size, dtype=bool)  # one gather, not isin's sort
+        flag[suppressed] = True
+        hit = flag[partition]
+        if drop_suppressed:
+            return partition[~hit], None, ~hit
+        return partition, hit, None
+
+    def _released_nodes(
+        self, attr: int, partition: np.ndarray, hit: np.ndarray | None
+    ) -> np.ndarray:
+        """Each released record's cut node on `attr` (the root where `hit`): one QID at a
+        time, never every QID's node of every record at once."""
+        node = self.partitions.keys[:, attr][partition]
+        if hit is not None:
+            node[hit] = self.schema.taxonomies[attr].root
+        return node
+
     def released(
         self, encode: Encode, suppressed: np.ndarray | None = None, drop_suppressed: bool = False
-    ) -> ReleasedRows:
+    ) -> CodedRelease:
         """The generalized records (:meth:`generalized_table`) as distinct rows, each encoded
-        by `encode`, and a code per record. The union reads them twice (to measure, to seal),
-        so the last are kept for their cut, suppressed partitions, mode and encoding."""
+        by `encode` when a part of them is read, and a code per record, made from codes: a
+        QID's text is its cut node's label, another column's its distinct values' (a shard's
+        codes, or the table's column numbered by text), never a table of text. The union reads
+        them twice (to measure, to seal), so the last are kept for their cut, suppressed
+        partitions, mode and encoding."""
         wanted = (
             self._steps,
             None if suppressed is None else suppressed.tobytes(),
@@ -427,9 +486,35 @@ class LocalParty:
         )
         if self._released is None or self._released[0] != wanted:
             self._released = None  # the old ones go before the new ones are made
-            table = self.generalized_table(suppressed, drop_suppressed)
-            self._released = (wanted, released_rows(table, encode))
+            self._released = (
+                wanted,
+                CodedRelease(self._text_columns(suppressed, drop_suppressed), encode),
+            )
         return self._released[1]
+
+    def _text_columns(
+        self, suppressed: np.ndarray | None, drop_suppressed: bool
+    ) -> list[TextColumn]:
+        """The released columns, in order, as a code per record and each code's text."""
+        partition, hit, keep = self._released_records(suppressed, drop_suppressed)
+        attrs = {tax.attribute: a for a, tax in enumerate(self.schema.taxonomies)}
+        table = self.table
+        if keep is not None and not isinstance(table, CodedTable):
+            table = keep_rows(table, keep)
+        columns = []
+        for name in self.columns:
+            if name in attrs:
+                labels = np.asarray(self.schema.taxonomies[attrs[name]].labels, dtype=object)
+                columns.append(
+                    TextColumn(self._released_nodes(attrs[name], partition, hit), labels)
+                )
+            elif isinstance(table, CodedTable):
+                column = table.columns[name]
+                codes = column.codes if keep is None else column.codes[keep]
+                columns.append(TextColumn(codes, column.texts))
+            else:
+                columns.append(TextColumn(*text_codes(table[name])))
+        return columns
 
     def released_rows(
         self, encode: Encode, suppressed: np.ndarray | None = None, drop_suppressed: bool = False

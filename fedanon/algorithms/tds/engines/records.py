@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
+from fedanon.text import text_codes
+
 if TYPE_CHECKING:  # pandas loads with a party's DataFrame, never for the CLI's Arrow path
     import pandas as pd
 
@@ -48,7 +50,7 @@ class ReleasedRows:
         """Records `start` to `stop`, with only the rows they use (renumbered)."""
         used, codes = np.unique(self.codes[start:stop], return_inverse=True)
         return ReleasedRows(
-            [self.rows[u] for u in used.tolist()], _narrow(codes.reshape(-1), len(used))
+            [self.rows[u] for u in used.tolist()], narrow(codes.reshape(-1), len(used))
         )
 
     def parts(self, limit: int) -> int:
@@ -56,33 +58,66 @@ class ReleasedRows:
         return max(1, -(-len(self) // limit))
 
 
+@dataclass(frozen=True)
+class TextColumn:
+    """One released column as the union serializes it: a code per record, and the text of
+    each code (``astype(str)``; two codes may print alike)."""
+
+    codes: np.ndarray
+    texts: np.ndarray  # object array of str
+
+
+class CodedRelease:
+    """A release as distinct rows numbered by first appearance, made text and encoded only for
+    the part of the records asked for (:meth:`part`): what is kept between the union's passes
+    is a code per record and each distinct row's code per column, never the rows' text."""
+
+    def __init__(self, columns: list[TextColumn], encode: Encode) -> None:
+        """One column's text codes at a time: the running row number is combined with them
+        and numbered again (a whole table of Python strings would cost far more)."""
+        import pandas as pd  # numbering by first appearance is pandas' hashing
+
+        self._encode = encode
+        records = len(columns[0].codes) if columns else 0
+        row_ids = np.zeros(records, dtype=np.int64)
+        cells: list[tuple[np.ndarray, np.ndarray]] = []
+        for column in columns:
+            merged, texts = pd.factorize(column.texts)  # codes that print alike: one code
+            codes = narrow(merged, len(texts))[column.codes]
+            row_ids = pd.factorize(row_ids * len(texts) + codes)[0]
+            cells.append((codes, np.asarray(texts, dtype=object)))
+        firsts = np.unique(row_ids, return_index=True)[1]
+        self._row_ids = narrow(row_ids, len(firsts))
+        del row_ids
+        self._rows = [(codes[firsts], texts) for codes, texts in cells]  # per distinct row
+
+    def __len__(self) -> int:
+        return len(self._row_ids)
+
+    def part(self, start: int, stop: int) -> ReleasedRows:
+        """Records `start` to `stop`: the distinct rows they use, each encoded once."""
+        used, codes = np.unique(self._row_ids[start:stop], return_inverse=True)
+        cells = [texts[first[used]] for first, texts in self._rows]
+        rows = [self._encode(row) for row in zip(*cells, strict=True)] if cells else []
+        return ReleasedRows(rows, narrow(codes.reshape(-1), len(used)))
+
+    def parts(self, limit: int) -> int:
+        """How many parts of at most `limit` records (one for no records)."""
+        return max(1, -(-len(self) // limit))
+
+
 def released_rows(table: pd.DataFrame, encode: Encode) -> ReleasedRows:
-    """`table`'s records as distinct rows, each encoded once, and a code per record.
-
-    One column's text at a time (a whole table of Python strings would cost far more than the
-    table): each column's values are numbered, the running row number is combined with them
-    and numbered again, so only the distinct rows' first occurrences are ever made text whole.
-    """
-    import pandas as pd  # a DataFrame was given: pandas is loaded already
-
-    if len(table) == 0:
-        return ReleasedRows([], np.zeros(0, dtype=np.uint8))
-    row_ids = np.zeros(len(table), dtype=np.int64)
-    for column in table.columns:
-        codes, uniques = pd.factorize(_text(table[column]))
-        row_ids = pd.factorize(row_ids * len(uniques) + codes)[0]
-    firsts = np.unique(row_ids, return_index=True)[1]
-    text = table.iloc[firsts].astype(str).itertuples(index=False, name=None)
-    rows = [encode(row) for row in text]
-    return ReleasedRows(rows, _narrow(row_ids, len(rows)))
+    """`table`'s records as distinct rows, each encoded once, and a code per record."""
+    columns = [TextColumn(*text_codes(table[name])) for name in table.columns]
+    return CodedRelease(columns, encode).part(0, len(table))
 
 
-def _narrow(codes: np.ndarray, rows: int) -> np.ndarray:
+def narrow(codes: np.ndarray, rows: int) -> np.ndarray:
     """`codes` in the narrowest unsigned type that holds `rows` - 1."""
-    return codes.astype(np.min_scalar_type(max(rows - 1, 0)))
+    return codes.astype(np.min_scalar_type(max(rows - 1, 0)), copy=False)
 
 
-def _text(column: pd.Series) -> pd.Series:
+def text_of(column: pd.Series) -> pd.Series:
     """The column as the text the union serializes: an Arrow text column without nulls is its
     own text (numbered by Arrow, no Python string per record); any other is ``astype(str)``."""
     import pandas as pd  # a DataFrame's column was given: pandas is loaded already

@@ -78,7 +78,7 @@ class ShardLost(Exception):
 def _open_shard(key: str, shard: Shard, schema: Schema, columns: list[str]) -> int:
     """Load the shard's rows and build its counting state (its own copy of the schema: the
     dynamic trees grow in place, and the shards of one in-process worker must not share them)."""
-    _SHARDS[key] = _ShardState(LocalParty(copy.deepcopy(schema), shard.load(columns), shard=True))
+    _SHARDS[key] = _ShardState(LocalParty.from_shard(copy.deepcopy(schema), shard, columns))
     return len(_SHARDS[key].party.table)
 
 
@@ -157,8 +157,9 @@ def _sum(*parts: Any) -> Any:
 def _release_parts(
     key: str, done: int, encode: Encode, suppressed: np.ndarray | None, drop: bool
 ) -> int:
-    """How many parts the shard's release is cut into (made, its rows encoded, and kept by
-    its ``LocalParty`` for the union's passes)."""
+    """How many parts the shard's release is cut into (numbered from the shard's codes and
+    kept by its ``LocalParty`` for the union's passes; a part's rows are encoded when it is
+    asked for)."""
     whole = _current(key, done).party.released(encode, suppressed, drop)
     return whole.parts(RELEASE_BATCH_RECORDS)
 
