@@ -15,7 +15,9 @@ from collections.abc import Sequence
 
 import fedanon
 
-PROTOCOL_VERSION = 2  # 2: packed union items, Rejoin, exclusion, evaluate, OpenSession versions
+# 3: LKC sums carry only the possible entries, C45QueryBatch, packed C4.5 counts;
+# 2: packed union items, Rejoin, exclusion, evaluate, OpenSession versions
+PROTOCOL_VERSION = 3
 
 
 def handshake_items(items: Sequence[str]) -> list[str]:
