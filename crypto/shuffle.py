@@ -24,10 +24,8 @@ T = TypeVar("T")
 def secure_permutation(n: int) -> np.ndarray:
     """A uniformly random permutation of range(n), from the OS CSPRNG."""
     while True:
-        keys = np.frombuffer(secrets.token_bytes(8 * n), dtype=np.uint64)
-        order = np.argsort(keys, kind="stable")
-        ordered = keys[order]
-        if n < 2 or bool(np.all(ordered[1:] != ordered[:-1])):
+        order = _order_without_ties(np.frombuffer(secrets.token_bytes(8 * n), dtype=np.uint64))
+        if order is not None:
             return order
 
 
@@ -47,9 +45,17 @@ def keyed_permutation(n: int, seed: bytes) -> np.ndarray:
     (party/union.py); the seed must never serve two different batches."""
     for attempt in range(1 << 16):
         stream = hashlib.shake_256(seed + attempt.to_bytes(4, "big")).digest(8 * n)
-        keys = np.frombuffer(stream, dtype=np.uint64)
-        order = np.argsort(keys, kind="stable")
-        ordered = keys[order]
-        if n < 2 or bool(np.all(ordered[1:] != ordered[:-1])):
+        order = _order_without_ties(np.frombuffer(stream, dtype=np.uint64))
+        if order is not None:
             return order
     raise AssertionError("unreachable: 2^16 draws with repeated 64-bit keys")
+
+
+def _order_without_ties(keys: np.ndarray) -> np.ndarray | None:
+    """The order that sorts `keys`, or None where two keys are equal: a stable sort orders
+    ties by index, so a draw with ties is not exactly uniform and is drawn again."""
+    order = np.argsort(keys, kind="stable")
+    ordered = keys[order]
+    if len(keys) < 2 or bool(np.all(ordered[1:] != ordered[:-1])):
+        return order
+    return None

@@ -103,9 +103,11 @@ class Fault:
         return process.pid
 
     def arm(self) -> None:
-        """The job's deadlines from now on: the short ones under test."""
-        assert self.job is not None, "the fault's job is not running"
-        self.job.rpc_seconds, self.job.union_seconds = RPC_SECONDS, UNION_SECONDS
+        """The job's deadlines from now on: the short ones under test. A fault without a
+        `job` is one whose job ran under the short deadlines from its start (the
+        classification kinds' tests), so there is nothing to shorten."""
+        if self.job is not None:
+            self.job.rpc_seconds, self.job.union_seconds = RPC_SECONDS, UNION_SECONDS
 
     def fire(self) -> None:
         if self.fired_at is not None:

@@ -33,18 +33,28 @@ def terminated(_number, _frame):
     raise Terminated
 
 signal.signal(signal.SIGTERM, terminated)
-pause = time.sleep
+announced = []
 
-def announced(seconds):  # the wait's first pause between tries: it is waiting now
-    if not announced.done:
-        announced.done = True
+def announce():  # the wait has begun (its first pause, or its wait for the channel)
+    if not announced:
+        announced.append(True)
         print("waiting", flush=True)
+
+pause, ready = time.sleep, grpc.channel_ready_future
+
+def paused(seconds):
+    announce()
     pause(seconds)
 
-announced.done = False
-time.sleep = announced
+def readiness(channel):
+    future = ready(channel)
+    announce()
+    return future
+
+time.sleep, grpc.channel_ready_future = paused, readiness
 channel = grpc.insecure_channel(sys.argv[1], options=RECONNECT_OPTIONS)
-rejoin = Rejoiner("ab" * 16, ["p"], {"p": pb_grpc.PartyStub(channel)}, 60.0, 30.0)
+stubs, channels = {"p": pb_grpc.PartyStub(channel)}, {"p": channel}
+rejoin = Rejoiner("ab" * 16, ["p"], stubs, 60.0, 30.0, channels=channels)
 gone = PartyFailure("sum: party p: unreachable", party="p", code=grpc.StatusCode.UNAVAILABLE)
 try:
     rejoin._rejoin("p", 2, time.monotonic() + 60.0, gone)
