@@ -16,7 +16,7 @@ import os
 from concurrent.futures import Future, ProcessPoolExecutor
 
 from fedanon.crypto.onion_union import prepare_leader_ephemeral
-from fedanon.crypto.parallel import _context
+from fedanon.crypto.parallel import _context, _die_with_parent
 
 CHUNK = 512  # keys per task: small enough that little work is lost when the union starts
 
@@ -31,7 +31,11 @@ class PreparedLeaderKeys:
     """`count` leader-layer keys made in the background until `take` is called."""
 
     def __init__(self, leader_key: bytes, count: int) -> None:
-        self._pool: ProcessPoolExecutor | None = ProcessPoolExecutor(1, mp_context=_context())
+        # The worker exits with its owner: a daemon killed (or stopped) before the union took
+        # the keys left it waiting forever on its task queue, and its fork server with it.
+        self._pool: ProcessPoolExecutor | None = ProcessPoolExecutor(
+            1, mp_context=_context(), initializer=_die_with_parent
+        )
         self._futures: list[Future[list[tuple[bytes, bytes]]]] = [
             self._pool.submit(_prepare_chunk, leader_key, min(CHUNK, count - start))
             for start in range(0, count, CHUNK)

@@ -110,18 +110,40 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-def test_workers_exit_when_the_process_that_made_the_pool_is_killed(tmp_path: Path) -> None:
+_KILLED_KEYS_OWNER = """
+import time
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+from fedanon.crypto.prepared_keys import PreparedLeaderKeys
+
+if __name__ == "__main__":
+    leader = X25519PrivateKey.generate().public_key().public_bytes_raw()
+    keys = PreparedLeaderKeys(leader, 10_000_000)  # still preparing when the owner is killed
+    keys._futures[0].result()
+    print(*keys._pool._processes, "-", flush=True)
+    time.sleep(600)
+"""
+
+
+@pytest.mark.parametrize(
+    ("owner_script", "pool_size"),
+    [(_KILLED_OWNER, 2), (_KILLED_KEYS_OWNER, 1)],
+    ids=["stream", "prepared-keys"],
+)
+def test_workers_exit_when_the_process_that_made_the_pool_is_killed(
+    owner_script: str, pool_size: int, tmp_path: Path
+) -> None:
     """SIGKILL to the pool's owner (a leader or daemon): its workers exit, none waits forever
-    on its task queue (each holds both ends of that pipe, so it never saw the end of it)."""
+    on its task queue (each holds both ends of that pipe, so it never saw the end of it). The
+    union's streams and the owners' leader-layer key preparation both hold such pools."""
     script = tmp_path / "owner.py"
-    script.write_text(_KILLED_OWNER, encoding="utf-8")
+    script.write_text(owner_script, encoding="utf-8")
     owner = subprocess.Popen(
         [sys.executable, str(script)], stdout=subprocess.PIPE, text=True, cwd=tmp_path
     )
     try:
         assert owner.stdout is not None
-        workers = [int(pid) for pid in owner.stdout.readline().split()]
-        assert len(workers) == 2 and all(_alive(pid) for pid in workers)
+        workers = [int(pid) for pid in owner.stdout.readline().split() if pid != "-"]
+        assert len(workers) == pool_size and all(_alive(pid) for pid in workers)
         owner.send_signal(signal.SIGKILL)
         owner.wait()
         deadline = time.monotonic() + 20
