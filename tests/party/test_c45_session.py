@@ -139,6 +139,13 @@ def _batch(**columns: Any) -> pb.C45QueryBatch:
         _batch(kind=[1], feature=[0], narrowed=[True], support_sizes=[1], support=[0]),
         _batch(support_sizes=[1], support=[0]),
         _batch(narrowed=[True, False]),
+        # a narrowed column shorter than the queries, a path entry one past the (empty)
+        # table, the first kind past the known ones
+        _batch(path=[-1, -1], kind=[0, 0], feature=[-1, -1], threshold=[0.0, 0.0], narrowed=[False]),
+        _batch(path=[0]),
+        _batch(kind=[3]),
+        # a narrowed query (one number: one support) with a position beyond its support
+        _batch(narrowed=[True], support_sizes=[1], support=[0, 1]),
     ],
 )
 def test_malformed_queries_are_refused_before_counting(batch: pb.C45QueryBatch) -> None:
