@@ -141,7 +141,9 @@ def _batch(**columns: Any) -> pb.C45QueryBatch:
         _batch(narrowed=[True, False]),
         # a narrowed column shorter than the queries, a path entry one past the (empty)
         # table, the first kind past the known ones
-        _batch(path=[-1, -1], kind=[0, 0], feature=[-1, -1], threshold=[0.0, 0.0], narrowed=[False]),
+        _batch(
+            path=[-1, -1], kind=[0, 0], feature=[-1, -1], threshold=[0.0, 0.0], narrowed=[False]
+        ),
         _batch(path=[0]),
         _batch(kind=[3]),
     ],
