@@ -127,3 +127,14 @@ def test_a_count_wider_than_its_field_is_refused() -> None:
         pack_fields(np.array([1]), 65)
     with pytest.raises(ValueError):
         unpack_fields(np.zeros(2, dtype=np.uint64), 16, 9)  # 9 counts need 3 words
+
+
+def test_a_packed_vector_with_words_to_spare_is_refused() -> None:
+    """A summed vector longer than its counts need (another round's, or padding a peer
+    added) is refused, not read from its first words."""
+    words = pack_fields(np.arange(9, dtype=np.uint64), 16)
+    assert unpack_fields(words, 16, 9).tolist() == list(range(9))
+    with pytest.raises(ValueError, match="do not hold 9 counts"):
+        unpack_fields(np.concatenate([words, words]), 16, 9)
+    with pytest.raises(ValueError, match="do not hold 3 counts"):
+        unpack_fields(np.zeros(4, dtype=np.uint64), 0, 3)  # one count per word

@@ -13,9 +13,10 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from fedanon.algorithms.tds.engine import LKCEngine
-from fedanon.algorithms.tds.layout import DynamicSplit, Specialization, carried
+from fedanon.algorithms.tds.layout import DynamicSplit, Specialization, carried, restored
 from fedanon.algorithms.tds.local_party import LocalParty
 from fedanon.schema import LKCParams, Schema
 from fedanon.taxonomy.files import SensitiveValue
@@ -90,3 +91,13 @@ def test_every_count_outside_the_carried_entries_is_zero() -> None:
     assert source.carried[0] < source.full[0] == (1 + 3 + 2) * channels
     assert all(c <= f for c, f in zip(source.carried, source.full, strict=True))
     assert sum(source.carried) < sum(source.full)
+
+
+def test_a_summed_vector_of_the_wrong_length_is_refused_not_spread() -> None:
+    """The leader puts a summed carried vector back at its mask's entries; one of another
+    length (a single entry included, which numpy would spread over every entry) is refused."""
+    mask = np.array([True, False, True, True, False])
+    assert restored(np.array([4, 5, 6], dtype=np.uint64), mask).tolist() == [4, 0, 5, 6, 0]
+    for wrong in ([7], [1, 2], [1, 2, 3, 4]):
+        with pytest.raises(ValueError, match="carried vector"):
+            restored(np.array(wrong, dtype=np.uint64), mask)

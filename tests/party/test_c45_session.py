@@ -139,6 +139,13 @@ def _batch(**columns: Any) -> pb.C45QueryBatch:
         _batch(kind=[1], feature=[0], narrowed=[True], support_sizes=[1], support=[0]),
         _batch(support_sizes=[1], support=[0]),
         _batch(narrowed=[True, False]),
+        # a narrowed column shorter than the queries, a path entry one past the (empty)
+        # table, the first kind past the known ones
+        _batch(
+            path=[-1, -1], kind=[0, 0], feature=[-1, -1], threshold=[0.0, 0.0], narrowed=[False]
+        ),
+        _batch(path=[0]),
+        _batch(kind=[3]),
     ],
 )
 def test_malformed_queries_are_refused_before_counting(batch: pb.C45QueryBatch) -> None:
@@ -242,3 +249,14 @@ def test_counts_travel_packed_in_the_leaders_field_width() -> None:
     with pytest.raises(ProtocolError, match="count_bits 1"):
         session.count(narrow)
     assert session.pending is None and session.next_iteration == 1
+
+
+def test_support_positions_beyond_the_declared_sizes_are_refused() -> None:
+    """A narrowed histogram takes one support per number, each as long as its size says; a
+    position past the last size is refused, not dropped."""
+    exact = _batch(narrowed=[True], support_sizes=[1], support=[0])
+    (query,) = queries_from_batch(exact, 2, [False, True])
+    assert query.support is not None and [s.tolist() for s in query.support] == [[0]]
+    extra = _batch(narrowed=[True], support_sizes=[1], support=[0, 1])
+    with pytest.raises(FedanonError, match="supports left over"):
+        queries_from_batch(extra, 2, [False, True])
