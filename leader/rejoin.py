@@ -152,11 +152,10 @@ class Rejoiner:
                     code=failure.code,
                 ) from failure
             channel = self.channels.get(name)
-            if isinstance(channel, grpc.Channel):  # a relay's tunnel waits for its party itself
-                try:
-                    grpc.channel_ready_future(channel).result(timeout=left)
-                except grpc.FutureTimeoutError:
-                    continue  # not back within the bound: its failure above
+            # A relay's tunnel waits for its party itself; a channel not back within the bound
+            # meets the failure above.
+            if isinstance(channel, grpc.Channel) and not _ready_within(channel, left):
+                continue
             try:
                 reply = self.stubs[name].Rejoin(
                     request, timeout=self.rpc_seconds, wait_for_ready=True
@@ -168,3 +167,29 @@ class Rejoiner:
                 raise PartyFailure(f"{failure}; rejoin refused: {detail}") from failure
             self.rejoined.append((name, iteration))
             return bool(reply.restored)
+
+
+#: The longest the leader's main thread waits at once for a channel to be ready: a signal
+#: delivered to one of gRPC's threads runs its Python handler (the CLI's SIGTERM, Ctrl-C) only
+#: when the main thread runs Python code again, so a wait of a whole rejoin bound held a
+#: terminated leader for up to a minute.
+READY_SLICE_SECONDS = 0.25
+
+
+def _ready_within(channel: grpc.Channel, seconds: float) -> bool:
+    """Whether `channel` becomes ready within `seconds`, waited in slices of
+    ``READY_SLICE_SECONDS`` so that a signal ends the wait at once."""
+    ready = grpc.channel_ready_future(channel)
+    deadline = time.monotonic() + seconds
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            try:
+                ready.result(timeout=min(left, READY_SLICE_SECONDS))
+                return True
+            except grpc.FutureTimeoutError:
+                continue
+    finally:
+        ready.cancel()
