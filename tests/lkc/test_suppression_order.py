@@ -133,11 +133,8 @@ def _repeated_table(copies: int) -> tuple[pd.DataFrame, object]:
     return pd.DataFrame(rows, columns=["colour", "size"]), Schema([colour, size])
 
 
-def test_best_of_stops_after_a_release_at_the_leaves_with_nothing_suppressed(monkeypatch):
-    """The first order's release has every QID at its leaves and suppresses nothing: the
-    finest groups, so no other order can have a lower ratio, and none is run (the 1M-row ARX
-    job at k <= 20 is such a case)."""
-    table, schema = _repeated_table(copies=5)
+def _counted_runs(monkeypatch) -> list[str]:
+    """The search orders `LKCEngine.run` is called with, in call order, from now on."""
     runs: list[str] = []
     real_run = LKCEngine.run
 
@@ -146,6 +143,15 @@ def test_best_of_stops_after_a_release_at_the_leaves_with_nothing_suppressed(mon
         return real_run(engine, source)
 
     monkeypatch.setattr(LKCEngine, "run", counted)
+    return runs
+
+
+def test_best_of_stops_after_a_release_at_the_leaves_with_nothing_suppressed(monkeypatch):
+    """The first order's release has every QID at its leaves and suppresses nothing: the
+    finest groups, so no other order can have a lower ratio, and none is run (the 1M-row ARX
+    job at k <= 20 is such a case)."""
+    table, schema = _repeated_table(copies=5)
+    runs = _counted_runs(monkeypatch)
     release = anonymize_lkc(table, schema, LKCParams.of(2, 5, 1), "discernibility", suppress="0.1")
     assert release.result.suppressed == 0
     assert release.result.discernibility_ratio == 6 * 5**2 / 30**2  # six groups of five
@@ -155,13 +161,6 @@ def test_best_of_stops_after_a_release_at_the_leaves_with_nothing_suppressed(mon
 def test_best_of_still_tries_the_other_order_short_of_the_leaves(monkeypatch):
     """k above the leaf groups' size: the first release is coarser, so the other order runs."""
     table, schema = _repeated_table(copies=5)
-    runs: list[str] = []
-    real_run = LKCEngine.run
-
-    def counted(engine, source):
-        runs.append(engine.order)
-        return real_run(engine, source)
-
-    monkeypatch.setattr(LKCEngine, "run", counted)
+    runs = _counted_runs(monkeypatch)
     anonymize_lkc(table, schema, LKCParams.of(2, 6, 1), "discernibility", suppress="0.1")
     assert runs == ["per-record", "free-first"]
