@@ -13,6 +13,12 @@ Wall seconds, and CPU seconds of every process of the run (this one, plus the da
 worker processes, from /proc): on a shared machine the wall ratio carries the other tenants'
 load, the CPU ratio does not.
 
+The leader's union workers come from a fork server, which its parent never waits for: when the
+leader exits, the fork server (whose CPU includes its reaped workers') is handed to the nearest
+subreaper. This process makes itself one (Linux ``PR_SET_CHILD_SUBREAPER``) and waits for those
+orphans, so their CPU counts to the run ("leader workers"); before session 10 it counted to
+nobody, and the layered run's CPU left out the leader's whole opening.
+
 ``--whole-process`` measures what a user runs instead (the issue's own reading): one
 ``fedanon anonymize lkc`` process against one ``fedanon leader run --config job.toml`` process,
 the daemons already up; interpreter start, imports, reading and writing count in both. CPU is
@@ -32,6 +38,7 @@ a ``fedanon/`` package tree (a checkout's ``fedanon/`` with its ``crypto``, ``fe
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import os
 import re
@@ -42,6 +49,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +92,47 @@ _HOP_LINES = {
         r"union strip at hop (\d+): forwarded in ([\d.]+) s"
     ),
 }
+
+
+# Where each owner's leader-layer keys came from (party/union.py `_log_keys`).
+_KEY_LINE = re.compile(
+    r"leader-layer keys for (\d+) items: (\d+) prepared during the loop, (\d+) made while idle, "
+    r"(\d+) made now"
+)
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+def become_subreaper() -> bool:
+    """Adopt the orphans of the processes this one starts (Linux), so that `reap_orphans` can
+    count their CPU; False where the system has no such call."""
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def own_children() -> set[int]:
+    """The process ids of this process's live children (every thread's, from /proc)."""
+    return {
+        int(child)
+        for task in Path("/proc/self/task").iterdir()
+        for child in (task / "children").read_text().split()
+    }
+
+
+def reap_orphans(keep: set[int], timeout: float = 30.0) -> float:
+    """Wait for the children this process adopted (a finished run's fork server and workers:
+    every child not in `keep`) and return their CPU seconds, theirs and their reaped children's."""
+    seconds, deadline = 0.0, time.monotonic() + timeout
+    while orphans := own_children() - keep:
+        for pid in orphans:
+            done, _status, usage = os.wait4(pid, os.WNOHANG)
+            if done:
+                seconds += usage.ru_utime + usage.ru_stime
+        if time.monotonic() > deadline:
+            raise SystemExit(f"processes {sorted(orphans)} of a finished run did not exit")
+        time.sleep(0.01)
+    return seconds
 
 
 def log_marks(fed: Federation) -> list[int]:
@@ -186,11 +235,11 @@ def children_cpu() -> float:
 
 def whole_process(
     args: argparse.Namespace, fed: Federation, work: Path, mode: str, r: int
-) -> tuple[float, float, float, Path, dict[str, Any]]:
-    """One run as its own process: wall seconds, CPU seconds (child + daemons), the part of
-    that CPU the daemons spent after the run refilling their idle key pools (while idle:
-    outside the wall time), release path and the leader's JSON report (empty for the
-    centralized run)."""
+) -> tuple[float, dict[str, float], Path, dict[str, Any]]:
+    """One run as its own process: wall seconds, CPU seconds by process (`CPU_PARTS`: the
+    process with the children it reaped, its orphaned workers, the daemons during the run,
+    the daemons after it refilling their idle key pools, which is outside the wall time),
+    release path and the leader's JSON report (empty for the centralized run)."""
     if mode == "centralized":
         out = work / f"{mode}-{r}.csv"
         command = [
@@ -214,13 +263,49 @@ def whole_process(
     cpu_began, began = children_cpu(), time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
     wall = time.perf_counter() - began
-    ran = children_cpu() - cpu_began + sum(tree_cpu(pid) for pid in daemons) - daemon_cpu
+    process = children_cpu() - cpu_began
+    ran = sum(tree_cpu(pid) for pid in daemons) - daemon_cpu
+    workers = reap_orphans(set(daemons))
     settle(fed, args)
-    cpu = children_cpu() - cpu_began + sum(tree_cpu(pid) for pid in daemons) - daemon_cpu
+    refill = sum(tree_cpu(pid) for pid in daemons) - daemon_cpu - ran
     if done.returncode != 0:
         raise SystemExit(f"{mode}: exit {done.returncode}: {done.stderr.strip()[-500:]}")
     report = json.loads(done.stdout)
-    return wall, cpu, cpu - ran, out, report if mode != "centralized" else {}
+    parts = dict(zip(CPU_PARTS, (process, workers, ran, refill), strict=True))
+    return wall, parts, out, report if mode != "centralized" else {}
+
+
+#: A whole-process run's CPU, by process.
+CPU_PARTS = ("process", "its workers", "daemons", "idle refill")
+
+
+def print_cpu_parts(modes: Sequence[str], parts: dict[str, list[dict[str, float]]]) -> None:
+    """Where each run's CPU went, by process (medians over the rounds)."""
+    print()
+    print("CPU by process (median seconds): the run's own process (with the children it waited")
+    print("for), its orphaned workers (the leader's union pool), the daemons during the run, and")
+    print("the daemons refilling their idle key pools after it")
+    print()
+    print("| run | " + " | ".join(CPU_PARTS) + " | total |")
+    print("|---|" + "---|" * (len(CPU_PARTS) + 1))
+    for mode in modes:
+        if not parts[mode]:
+            continue
+        medians = [statistics.median(p[k] for p in parts[mode]) for k in CPU_PARTS]
+        total = statistics.median(sum(p.values()) for p in parts[mode])
+        print(f"| {mode} | " + " | ".join(f"{m:.3f}" for m in medians) + f" | {total:.3f} |")
+
+
+def key_sources(fed: Federation, marks: list[int]) -> list[tuple[int, ...]]:
+    """Each owner's leader-layer keys in the run since `marks`: (items, prepared during the
+    loop, made while idle, made at the seal), from the daemons' logs."""
+    found = []
+    for daemon, mark in zip(fed.daemons, marks, strict=True):
+        with daemon.log.open("rb") as log:
+            log.seek(mark)
+            text = log.read().decode(errors="replace")
+        found += [tuple(map(int, m.groups())) for m in _KEY_LINE.finditer(text)]
+    return found
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -277,6 +362,10 @@ def main(argv: list[str] | None = None) -> int:
     union: dict[str, list[dict[str, float]]] = {m: [] for m in modes[1:]}
     hops: dict[str, list[dict[str, dict[int, float]]]] = {m: [] for m in modes[1:]}
     reference: dict[str, Counter[tuple[str, ...]]] = {}
+    by_process: dict[str, list[dict[str, float]]] = {m: [] for m in modes}
+    keys: dict[str, list[tuple[int, ...]]] = {m: [] for m in modes}
+    if args.whole_process and not become_subreaper():
+        print("note: no subreaper here; the leader's union workers' CPU is not counted")
 
     def check_release(out: Path, mode: str, r: int) -> bool:
         """Every release must equal the first (centralized) one; print the round's time."""
@@ -293,14 +382,16 @@ def main(argv: list[str] | None = None) -> int:
             for mode in modes:
                 marks = log_marks(fed)
                 if args.whole_process:
-                    w, c, idle, out, report = whole_process(args, fed, work, mode, r)
+                    w, split_cpu, out, report = whole_process(args, fed, work, mode, r)
                     wall[mode].append(w)
-                    cpu[mode].append(c)
-                    refill[mode].append(idle)
+                    cpu[mode].append(sum(split_cpu.values()))
+                    refill[mode].append(split_cpu["idle refill"])
+                    by_process[mode].append(split_cpu)
                     if report:
                         phases[mode].append(report["seconds"])
                         union[mode].append(report["union_seconds"])
                         hops[mode].append(hop_seconds(fed, marks))
+                        keys[mode] += key_sources(fed, marks)
                     if not check_release(out, mode, r):
                         return 1
                     continue
@@ -359,7 +450,16 @@ def main(argv: list[str] | None = None) -> int:
             f"| {mode} | {w:.3f} | " + " | ".join(split) + f" | {c:.3f} | {refilled} | "
             f"{w / central:.1f}x | {c / central_cpu:.1f}x |"
         )
+    if args.whole_process:
+        print_cpu_parts(modes, by_process)
     print_critical_path(union, hops)
+    for mode, found in keys.items():
+        if found:
+            items, loop, idle, now = (sum(k[i] for k in found) for i in range(4))
+            print(
+                f"{mode}: leader-layer keys of {items:,} owner items over the rounds: {loop:,} "
+                f"exchanged during the loop, {idle:,} generated while idle, {now:,} at the seal"
+            )
     return 0
 
 
