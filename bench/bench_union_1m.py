@@ -27,7 +27,7 @@ from pathlib import Path
 import pandas as pd
 from bench_distributed import fmt_bytes, rows, wire
 from bench_lkc import blow_up
-from bench_union_modes import hop_seconds, log_marks, print_critical_path, tree_cpu
+from bench_union_modes import helpers_cpu, hop_seconds, log_marks, print_critical_path, tree_cpu
 from machine_info import describe
 
 from fedanon.algorithms.tds.api import anonymize_lkc, build_schema
@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
                 return 1
             daemons = [d.process.pid for d in fed.daemons if d.process is not None]
             marks = log_marks(fed)
-            daemon_cpu = sum(tree_cpu(pid) for pid in daemons)
+            daemon_cpu = sum(tree_cpu(pid) for pid in daemons) + helpers_cpu(daemons)
             cpu_began = time.process_time()
             out = work / f"{mode}.csv"
             job = fed.leader_job(
@@ -102,7 +102,13 @@ def main(argv: list[str] | None = None) -> int:
                 union_mode=mode,
             )
             report = run_lkc(job)
-            cpu = time.process_time() - cpu_began + sum(map(tree_cpu, daemons)) - daemon_cpu
+            cpu = (
+                time.process_time()
+                - cpu_began
+                + sum(map(tree_cpu, daemons))
+                + helpers_cpu(daemons)
+                - daemon_cpu
+            )
             if rows(pd.read_csv(out, dtype=str, keep_default_na=False)) != reference:
                 print(f"{mode}: the release differs from the centralized one", file=sys.stderr)
                 return 1

@@ -120,6 +120,12 @@ def own_children() -> set[int]:
     }
 
 
+def helpers_cpu(daemons: Sequence[int]) -> float:
+    """CPU seconds of this process's live children other than `daemons` and their descendants:
+    an in-process leader's fork server, whose CPU includes the union workers it reaped."""
+    return sum(tree_cpu(pid) for pid in own_children() - set(daemons))
+
+
 def reap_orphans(keep: set[int], timeout: float = 30.0) -> float:
     """Wait for the children this process adopted (a finished run's fork server and workers:
     every child not in `keep`) and return their CPU seconds, theirs and their reaped children's."""
@@ -397,7 +403,7 @@ def main(argv: list[str] | None = None) -> int:
                     continue
                 out = work / f"{mode}-{r}.csv"
                 daemons = [d.process.pid for d in fed.daemons if d.process is not None]
-                daemon_cpu = sum(tree_cpu(pid) for pid in daemons)
+                daemon_cpu = sum(tree_cpu(pid) for pid in daemons) + helpers_cpu(daemons)
                 began, cpu_began = time.perf_counter(), time.process_time()
                 if mode == "centralized":
                     schema = build_schema(
@@ -422,6 +428,7 @@ def main(argv: list[str] | None = None) -> int:
                     time.process_time()
                     - cpu_began
                     + sum(tree_cpu(pid) for pid in daemons)
+                    + helpers_cpu(daemons)
                     - daemon_cpu
                 )
                 if not check_release(out, mode, r):
