@@ -13,6 +13,10 @@ process (`Parallelism.start`), with the crypto code preloaded, so under the `fed
 each pool forks from it in about 30 ms (see `_PRELOAD` for callers with a heavy main script). A
 batch below `min_records` stays in-process because pool start-up would cost more than it saves.
 
+`multiprocessing` and the process pool are imported when a pool or the fork server is first
+needed, not with this module: every leader and party imports it (for `Parallelism` in its
+configuration), and a shuffle union or a small layered one never starts a worker.
+
 Only bytes, ints and tuples of them go to a worker (keys as raw bytes, rebuilt there), through
 a local pipe to the process's own workers. Nothing here touches the wire. Results come back
 in input order, and an error raised in a worker is re-raised in the caller unchanged (same type,
@@ -23,17 +27,16 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import multiprocessing
-import multiprocessing.connection
-import multiprocessing.context
-import multiprocessing.forkserver
 import os
 import signal
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
+
+if TYPE_CHECKING:
+    import multiprocessing.context
+    from concurrent.futures import Future, ProcessPoolExecutor
 
 T = TypeVar("T")
 
@@ -59,6 +62,8 @@ def default_workers() -> int:
 @functools.cache
 def _context() -> multiprocessing.context.ForkServerContext:
     """The fork-server context, with the preload set before the server first starts."""
+    import multiprocessing
+
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(_PRELOAD)
     return context
@@ -91,6 +96,8 @@ class Parallelism:
     def start(self) -> None:
         """Start the fork server now (it boots in the background), not on the critical path."""
         if self.workers > 1:
+            import multiprocessing.forkserver
+
             _context()
             with _signals_deferred():
                 multiprocessing.forkserver.ensure_running()
@@ -116,6 +123,8 @@ def _die_with_parent() -> None:
     or daemon killed with SIGKILL left its workers waiting forever (and, through them, its fork
     server). The parent's sentinel becomes readable when the parent dies.
     """
+    import multiprocessing.connection
+
     parent = multiprocessing.parent_process()
     if parent is None:
         return
@@ -177,8 +186,10 @@ class Stream(Generic[T]):
         pooled = parallelism.workers > 1 and expected >= parallelism.min_records
         self._pieces: list[Future[list[T]]] = []
         self._kept: list[Sequence[bytes]] = []
-        self._pool = None
+        self._pool: ProcessPoolExecutor | None = None
         if pooled:  # start the workers now, before the first chunk arrives
+            from concurrent.futures import ProcessPoolExecutor
+
             try:
                 with _signals_deferred():
                     self._pool = ProcessPoolExecutor(

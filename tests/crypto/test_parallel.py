@@ -159,7 +159,7 @@ def test_workers_exit_when_the_process_that_made_the_pool_is_killed(
 
 
 _SIGNALLED_LAUNCH = """
-import multiprocessing, signal
+import concurrent.futures, concurrent.futures.process, multiprocessing, signal
 import fedanon.crypto.parallel as parallel
 
 class Stop(Exception):
@@ -168,7 +168,7 @@ class Stop(Exception):
 def stop(_number, _frame):
     raise Stop
 
-class Signalled(parallel.ProcessPoolExecutor):
+class Signalled(concurrent.futures.process.ProcessPoolExecutor):
     def submit(self, *args, **kwargs):
         future = super().submit(*args, **kwargs)
         signal.raise_signal(signal.SIGTERM)  # while the workers launch: held back till the end
@@ -176,7 +176,7 @@ class Signalled(parallel.ProcessPoolExecutor):
 
 if __name__ == "__main__":
     signal.signal(signal.SIGTERM, stop)
-    parallel.ProcessPoolExecutor = Signalled
+    concurrent.futures.ProcessPoolExecutor = Signalled  # the pool class a stream imports
     try:
         parallel.Stream(parallel.Parallelism(2, 1), list, 8)
     except Stop:
@@ -195,3 +195,19 @@ def test_a_signal_during_the_workers_launch_leaves_no_pool_behind(tmp_path: Path
         [sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=120
     )
     assert (done.returncode, done.stdout, done.stderr) == (0, "0\n", "")
+
+
+def test_importing_the_module_loads_no_process_machinery() -> None:
+    """Every leader and party imports this module for its configuration; `multiprocessing` and
+    the process pool (about 20 ms of CPU at each start) load only when a pool or the fork server
+    is first needed, which a shuffle union never does."""
+    probe = (
+        "import sys, fedanon.crypto.parallel as p\n"
+        "assert p.Parallelism.configured().workers >= 1\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('multiprocessing', "
+        "'concurrent.futures.process'))))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stdout.strip() == "[]"

@@ -5,7 +5,8 @@ pandas, whose import alone costs about as much CPU as a whole centralized ``anon
 Adult: a third of the shuffle union's whole-process overhead. The leader of an LKC job with a
 CSV or TSV release now never imports pandas nor another kind's module, in either union mode,
 and its release still equals the centralized one (a Parquet release keeps the DataFrame it was
-written from, so its file's recorded types are unchanged).
+written from, so its file's recorded types are unchanged). A shuffle union starts no worker
+process, so its leader does not import `multiprocessing` either (session 10).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import json, sys
 from fedanon.cli.main import main
 code = main(sys.argv[1:])
 watched = ["pandas", *(f"fedanon.leader.kinds.{k}" for k in ("c45", "drbt", "evaluate", "kactus",
-           "randomize"))]
+           "randomize")), "multiprocessing"]
 print(json.dumps({"code": code, "loaded": [m for m in watched if m in sys.modules]}))
 """
 
@@ -87,8 +88,10 @@ def test_leader_run_loads_only_its_kind_and_releases_the_centralized_table(
     )
     assert done.returncode == 0, done.stderr
     probe = json.loads(done.stdout.strip().splitlines()[-1])
-    # A Parquet release is written from a DataFrame (its file records pandas' types).
+    # A Parquet release is written from a DataFrame (its file records pandas' types); only the
+    # layered union starts worker processes (its fork server), so only it loads multiprocessing.
     expected = ["pandas"] if suffix == ".parquet" else []
+    expected += ["multiprocessing"] if mode == "layered" else []
     assert probe == {"code": 0, "loaded": expected}
     report = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
     assert report["union_mode"] == mode
