@@ -19,12 +19,15 @@ from cryptography.hazmat.primitives.serialization import Encoding
 
 from fedanon.crypto.errors import IdentityError, IntegrityError
 from fedanon.crypto.identity import Identity, verify_certificate, verify_signature
+
+# X25519_KEY_BYTES lives in `wire` (the union's workers import that without this module's x509);
+# the key-share users import it from here.
+from fedanon.crypto.wire import X25519_KEY_BYTES as X25519_KEY_BYTES
 from fedanon.crypto.wire import pack_frames, unpack_frames
 
 PAIRWISE_SUM = "pairwise-sum"
 ONION_UNION = "onion-union"
 PURPOSES = (PAIRWISE_SUM, ONION_UNION)
-X25519_KEY_BYTES = 32
 _STATEMENT_TAG = b"FKS1"
 _MESSAGE_TAG = b"FKM1"
 

@@ -14,7 +14,7 @@ import secrets
 import numpy as np
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
-from fedanon.crypto.wire import COUNT_DTYPE
+from fedanon.crypto.wire import COUNT_BYTES, COUNT_DTYPE
 
 MASK_KEY_BYTES = 32
 _ZERO_COUNTER = bytes(16)
@@ -31,7 +31,7 @@ def keyed_mask(key: bytes, length: int) -> np.ndarray:
     if length < 0:
         raise ValueError("mask length must be non-negative")
     encryptor = Cipher(algorithms.AES(key), modes.CTR(_ZERO_COUNTER)).encryptor()
-    stream = encryptor.update(bytes(length * COUNT_DTYPE.itemsize)) + encryptor.finalize()
+    stream = encryptor.update(bytes(length * COUNT_BYTES)) + encryptor.finalize()
     return np.frombuffer(stream, dtype=COUNT_DTYPE)
 
 

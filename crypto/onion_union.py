@@ -34,18 +34,19 @@ import struct
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import astuple, dataclass
 from functools import partial
-from typing import Generic, Self, TypeVar
+from typing import TYPE_CHECKING, Generic, Self, TypeVar
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from fedanon.crypto.errors import IdentityError, IntegrityError, MissingPartyError, WireFormatError
-from fedanon.crypto.keyshare import X25519_KEY_BYTES, PeerKey
 from fedanon.crypto.packed import Packed
 from fedanon.crypto.parallel import SEQUENTIAL, Parallelism, Stream
-from fedanon.crypto.shuffle import keyed_permutation, secure_permutation
-from fedanon.crypto.wire import each_once, pack_frames, u32, u64, unpack_frames
+from fedanon.crypto.wire import X25519_KEY_BYTES, each_once, pack_frames, u32, u64, unpack_frames
+
+if TYPE_CHECKING:
+    from fedanon.crypto.keyshare import PeerKey
 
 _LABEL = b"fedanon/onion-union/v2"  # v2: X9.63 KDF instead of HKDF
 _AAD_TAG = b"FOA1"
@@ -536,6 +537,8 @@ class ChunkedPeel(_ChunkedLayer[Packed]):
         """The peeled items, shuffled (rows of one buffer, permuted at once): from the OS, or
         from a secret `seed` (a hop that must shuffle a re-sent batch as before its restart:
         ``keyed_permutation``)."""
+        from fedanon.crypto.shuffle import keyed_permutation, secure_permutation
+
         peeled = Packed.concat(self.results(), self._ctx.item_size(self._hop + 1))
         n = len(peeled)
         order = secure_permutation(n) if seed is None else keyed_permutation(n, seed)

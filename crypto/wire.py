@@ -4,19 +4,29 @@ Everything a protocol step emits is plain bytes so that any transport can carry 
 cover all messages: a vector of counts (little-endian uint64, fixed width so a length mismatch is
 detectable) and a tagged list of length-prefixed frames. Parsing is field by field and strict:
 trailing bytes, short frames or a wrong tag are errors, never guesses. No pickle anywhere.
+
+numpy is imported by the count-vector functions, not with the module: the layered union's
+worker processes import this module for its frames and never handle a count vector (their fork
+server boots faster without numpy).
 """
 
 from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Iterable
-
-import numpy as np
-from numpy.typing import ArrayLike
+from typing import TYPE_CHECKING
 
 from fedanon.crypto.errors import WireFormatError
 
-COUNT_DTYPE = np.dtype("<u8")
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import ArrayLike
+
+#: A count's encoding: little-endian uint64 (a numpy dtype string), 8 bytes.
+COUNT_DTYPE = "<u8"
+COUNT_BYTES = 8
+#: An X25519 public key's size on the wire (key shares, the union's ephemeral keys).
+X25519_KEY_BYTES = 32
 TAG_BYTES = 4
 _U32 = struct.Struct(">I")
 _U64 = struct.Struct(">Q")
@@ -28,6 +38,8 @@ def as_counts(vector: ArrayLike) -> np.ndarray:
     Negative or non-integer input is refused rather than wrapped: a count vector that silently
     became 2^64-1 would corrupt every global sum it enters.
     """
+    import numpy as np
+
     arr = np.asarray(vector)
     if arr.ndim != 1:
         raise ValueError(f"count vectors are 1-D, got shape {arr.shape}")
@@ -44,12 +56,16 @@ def as_counts(vector: ArrayLike) -> np.ndarray:
 
 def counts_to_bytes(vector: np.ndarray) -> bytes:
     """Encode a uint64 vector as little-endian bytes (8 per element)."""
+    import numpy as np
+
     return np.ascontiguousarray(vector, dtype=COUNT_DTYPE).tobytes()
 
 
 def bytes_to_counts(data: bytes, length: int | None = None) -> np.ndarray:
     """Decode little-endian uint64 bytes; `length`, when given, must match exactly."""
-    if len(data) % COUNT_DTYPE.itemsize:
+    import numpy as np
+
+    if len(data) % COUNT_BYTES:
         raise WireFormatError(f"count vector of {len(data)} bytes is not a whole number of uint64")
     vector = np.frombuffer(data, dtype=COUNT_DTYPE).astype(np.uint64)
     if length is not None and vector.size != length:

@@ -237,7 +237,7 @@ def test_pooled_open_gives_the_same_records_in_the_same_order() -> None:
 def test_pooled_seal_keeps_order_and_the_per_record_leader_keys(monkeypatch) -> None:
     """Chunks sealed in different workers still get distinct leader keys (no RNG state forked
     into two workers) and one party key per owner batch; the records come out in order."""
-    monkeypatch.setattr("fedanon.crypto.onion_union.secure_permutation", np.arange)
+    monkeypatch.setattr("fedanon.crypto.shuffle.secure_permutation", np.arange)  # a hop's shuffle
     ring = Ring()
     records = [b"record %d" % i for i in range(15)]
     batch = seal_records(records, ring.ctx, pad_to=17, parallelism=POOLED)
