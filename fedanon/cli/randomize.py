@@ -276,6 +276,7 @@ def run_sim(args: argparse.Namespace) -> int:
     from fedanon.algorithms.randomization.coding import encode, observed_domain
     from fedanon.algorithms.randomization.jobspec import RandomizeSpec
     from fedanon.leader.kinds.randomize import RandomizeLeaderJob, run_randomize
+    from fedanon.leader.ring_settings import given_sum_mode
     from fedanon.leader.sim import split_table
     from fedanon.readers.table_io import read_table
 
@@ -320,7 +321,7 @@ def run_sim(args: argparse.Namespace) -> int:
                 spec,
                 out,
                 report=None,
-                sum_mode=args.sum_mode,
+                **given_sum_mode(args.sum_mode),
                 allow_two_parties=args.allow_two_parties,
                 union_pad_to=args.pad_to,
                 relay_listen=fed.relay_listen,

@@ -14,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from fedanon.cli.choices import CLASSIFICATION_SUM_MODE
 from fedanon.cli.common import (
     add_sim_options,
     add_sum_mode_option,
@@ -56,7 +57,7 @@ def add_sim_kactus(methods: argparse._SubParsersAction) -> None:
         help="count numeric histograms over the values present at the parent node only "
         "(fewer counts; the parties learn those values: docs/federated_classification.md)",
     )
-    add_sum_mode_option(parser)
+    add_sum_mode_option(parser, CLASSIFICATION_SUM_MODE)
     add_transport_option(parser)
     parser.add_argument(
         "--allow-two-parties",
@@ -101,6 +102,7 @@ def _run(
     QIDs are filled in here (the class's default: every other column)."""
     from fedanon.algorithms.tabular import validate_columns
     from fedanon.leader.kinds.kactus import KactusLeaderJob, federated_kactus
+    from fedanon.leader.ring_settings import given_sum_mode
     from fedanon.leader.sim import split_table
 
     # Before any daemon starts: the columns, and no cell equal to the marker.
@@ -118,7 +120,7 @@ def _run(
             options=options,
             out=Path(args.out),
             seed=seed,
-            sum_mode=args.sum_mode,
+            **given_sum_mode(args.sum_mode),
             allow_two_parties=args.allow_two_parties,
         )
         release, _report = federated_kactus(job)
