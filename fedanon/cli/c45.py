@@ -74,7 +74,6 @@ def add_sim_c45(methods: argparse._SubParsersAction) -> None:
 def run_sim_c45(args: argparse.Namespace) -> int:
     from fedanon.atomic import write_json_atomic
     from fedanon.leader.kinds.c45 import C45LeaderJob, c45_summary, run_c45
-    from fedanon.leader.ring_settings import given_sum_mode
     from fedanon.leader.sim import split_table
     from fedanon.readers.table_io import read_table, require_columns
     from fedanon.utility.c45 import C45
@@ -113,7 +112,7 @@ def run_sim_c45(args: argparse.Namespace) -> int:
             prune=not args.no_prune,
             subtree_raising=not args.no_subtree_raising,
             narrow=args.narrow,
-            **given_sum_mode(args.sum_mode),
+            sum_mode=args.sum_mode or C45LeaderJob.sum_mode,  # unset: the kind's
             allow_two_parties=args.allow_two_parties,
         )
         report = run_c45(job)

@@ -22,9 +22,9 @@ if TYPE_CHECKING:  # imported where used: building the parser must stay light (s
 
 
 def add_sum_mode_option(parser: argparse.ArgumentParser, default: str = RING_SUM_MODE) -> None:
-    """``--sum-mode`` of every simulated ring job. Left out, it is None and the job's class
-    picks its kind's default (fedanon.leader.ring_settings.given_sum_mode), which `default`
-    names for the help only: ring for LKC and randomization, pairwise for classification."""
+    """``--sum-mode`` of every simulated ring job. Left out, it is None and the kind's default
+    applies (the job class's ``sum_mode``), which `default` names for the help only: ring for
+    LKC and randomization, pairwise for the classification kinds."""
     parser.add_argument(
         "--sum-mode",
         choices=SUM_MODES,

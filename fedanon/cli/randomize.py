@@ -276,7 +276,6 @@ def run_sim(args: argparse.Namespace) -> int:
     from fedanon.algorithms.randomization.coding import encode, observed_domain
     from fedanon.algorithms.randomization.jobspec import RandomizeSpec
     from fedanon.leader.kinds.randomize import RandomizeLeaderJob, run_randomize
-    from fedanon.leader.ring_settings import given_sum_mode
     from fedanon.leader.sim import split_table
     from fedanon.readers.table_io import read_table
 
@@ -321,7 +320,7 @@ def run_sim(args: argparse.Namespace) -> int:
                 spec,
                 out,
                 report=None,
-                **given_sum_mode(args.sum_mode),
+                sum_mode=args.sum_mode or RandomizeLeaderJob.sum_mode,  # unset: the kind's
                 allow_two_parties=args.allow_two_parties,
                 union_pad_to=args.pad_to,
                 relay_listen=fed.relay_listen,

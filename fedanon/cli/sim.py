@@ -167,8 +167,8 @@ def lkc_section(args: argparse.Namespace) -> dict:
 def run_sim_lkc(args: argparse.Namespace) -> int:
     from fedanon.algorithms.tds.api import refuse_dropping_job_columns
     from fedanon.leader.kinds.lkc import lkc_summary, run_lkc, spec_from_table, step_text
-    from fedanon.leader.sim import check_job_columns, split_table
     from fedanon.leader.ring_settings import given_sum_mode
+    from fedanon.leader.sim import check_job_columns, split_table
     from fedanon.readers.table_io import read_table
     from fedanon.taxonomy.loader import load_taxonomy
 

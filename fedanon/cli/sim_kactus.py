@@ -102,7 +102,6 @@ def _run(
     QIDs are filled in here (the class's default: every other column)."""
     from fedanon.algorithms.tabular import validate_columns
     from fedanon.leader.kinds.kactus import KactusLeaderJob, federated_kactus
-    from fedanon.leader.ring_settings import given_sum_mode
     from fedanon.leader.sim import split_table
 
     # Before any daemon starts: the columns, and no cell equal to the marker.
@@ -120,7 +119,7 @@ def _run(
             options=options,
             out=Path(args.out),
             seed=seed,
-            **given_sum_mode(args.sum_mode),
+            sum_mode=args.sum_mode or KactusLeaderJob.sum_mode,  # unset: the kind's
             allow_two_parties=args.allow_two_parties,
         )
         release, _report = federated_kactus(job)

@@ -409,7 +409,8 @@ def fit_from_counts(
     learner = _Learner(oracle, schema, model)
     root, depth = learner.grow(narrow)
     if prune:
-        with _recursion_room(depth):
+        # Pruning's tasks nest three frames a level (a task, its children's, their advance).
+        with _recursion_room(3 * depth):
             learner.prune(root)
     return model._install(
         schema.features, schema.is_numeric, schema.domains, schema.values, schema.classes, root

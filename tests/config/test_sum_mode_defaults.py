@@ -62,13 +62,11 @@ def test_a_sum_mode_the_job_toml_names_wins(
 
 
 def test_the_python_classes_default_to_their_kinds_sum_mode() -> None:
-    c45 = {"parties": HOPS, "tls": None, "features": ["a"], "class_column": "c", "out": None}
-    assert C45LeaderJob(**c45).sum_mode == "pairwise"
-    assert C45LeaderJob(**c45, sum_mode="ring").sum_mode == "ring"
+    assert C45LeaderJob(HOPS, None, ["a"], "c", None).sum_mode == "pairwise"
+    assert C45LeaderJob(HOPS, None, ["a"], "c", None, sum_mode="ring").sum_mode == "ring"
     options = KactusOptions(["a"], "c", 5, "?", "median")
-    kactus = {"parties": HOPS, "tls": None, "options": options, "out": None}
-    assert KactusLeaderJob(**kactus).sum_mode == "pairwise"
-    assert KactusLeaderJob(**kactus, sum_mode="sparse").sum_mode == "sparse"
+    assert KactusLeaderJob(HOPS, None, options, None).sum_mode == "pairwise"
+    assert KactusLeaderJob(HOPS, None, options, None, sum_mode="sparse").sum_mode == "sparse"
 
 
 @pytest.mark.parametrize(
@@ -90,7 +88,8 @@ def test_the_sim_commands_leave_an_unset_sum_mode_to_the_kind_and_say_its_defaul
     with pytest.raises(SystemExit):
         parser.parse_args([*command, "--help"])
     assert " ".join(capsys.readouterr().out.split()).count(f"per party); default: {default}") == 1
-    subparsers = parser._subparsers._group_actions[0].choices  # type: ignore[union-attr]
-    sub = subparsers[command[0]]._subparsers._group_actions[0].choices[command[1]]
+    sub: Any = parser
+    for word in command:
+        sub = sub._subparsers._group_actions[0].choices[word]
     (option,) = [a for a in sub._actions if "--sum-mode" in a.option_strings]
     assert option.default is None and option.dest == "sum_mode"
