@@ -15,6 +15,8 @@ party see the running total before and after it, so together they learn its vect
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from numpy.typing import ArrayLike
 
@@ -75,7 +77,7 @@ def packed_length(length: int, bits: int) -> int:
 
 
 #: Little-endian unsigned dtypes of the field widths a word splits into by a plain view.
-_VIEWS = {8: np.dtype("<u1"), 16: np.dtype("<u2"), 32: np.dtype("<u4")}
+_VIEWS: dict[int, np.dtype[Any]] = {8: np.dtype("<u1"), 16: np.dtype("<u2"), 32: np.dtype("<u4")}
 
 
 def field_width(bits: int) -> int:
@@ -105,12 +107,15 @@ def pack_fields(vector: ArrayLike, bits: int) -> np.ndarray:
         raise ValueError(f"a count does not fit {bits} bits")
     width = field_width(bits)
     view = _VIEWS.get(width)
-    padded = np.zeros(packed_length(counts.size, bits) * per, dtype=view or np.uint64)
+    padded: np.ndarray = np.zeros(
+        packed_length(counts.size, bits) * per, dtype=np.uint64 if view is None else view
+    )
     padded[: counts.size] = counts  # every count fits its field (checked above)
     if view is not None:  # the fields laid out little-endian are the words' bytes
-        return padded.view("<u8").astype(np.uint64, copy=False)
+        packed: np.ndarray = padded.view("<u8").astype(np.uint64, copy=False)
+        return packed
     fields = padded.reshape(-1, per)
-    words = fields[:, 0].copy()
+    words: np.ndarray = fields[:, 0].copy()
     for i in range(1, per):  # a strided pass per field: numpy's reduce over a short axis is slow
         words |= fields[:, i] << np.uint64(i * width)
     return words
@@ -127,7 +132,8 @@ def unpack_fields(words: np.ndarray, bits: int, length: int) -> np.ndarray:
     view = _VIEWS.get(width)
     if view is not None:
         little = np.ascontiguousarray(words, dtype="<u8")
-        return little.view(view)[:length].astype(np.uint64)
+        cells: np.ndarray = little.view(view)[:length].astype(np.uint64)
+        return cells
     fields = np.empty((words.size, per), dtype=np.uint64)
     low = np.uint64((1 << width) - 1)
     for i in range(per):
