@@ -655,17 +655,41 @@ class _Learner:
         schema, k = self._schema, self._k
         m = len(schema.values)
         head = k + schema.cat_bins
-        values = np.concatenate([h[head:] for h in histograms]).reshape(-1, k)
-        every = tuple(np.arange(size) for size in schema.num_sizes)
-        parts = [every if support is None else support for _, _, support in open_]
-        positions = np.concatenate([p for part in parts for p in part])
-        sizes = [len(p) for part in parts for p in part]
-        # One running count over the whole stack: the values present at each node, their
-        # running class counts within their (node, attribute) group.
-        here = np.flatnonzero(values.sum(axis=1))
-        group = np.repeat(np.arange(len(sizes)), sizes)[here]
-        present = positions[here]
-        running = np.cumsum(values[here], axis=0)
+        sizes = np.array(
+            [
+                size
+                for _, _, support in open_
+                for size in (schema.num_sizes if support is None else [len(p) for p in support])
+            ],
+            dtype=np.intp,
+        )
+        ends = np.cumsum(sizes)
+        # One running count over the whole stack of the level's (value x class) counts: the
+        # values present at each node, their running class counts within their (node,
+        # attribute) group. Only the present values are gathered (their index in the stack,
+        # their group by its end, their position within it): over full agreed domains the
+        # stack holds tens of millions of cells, mostly empty, read once each here.
+        found: list[np.ndarray] = []
+        cells: list[np.ndarray] = []
+        start = 0
+        for histogram in histograms:
+            table = histogram[head:].reshape(-1, k)
+            rows = table[:, 0].copy()
+            for j in range(1, k):  # a pass per class: numpy's reduce over a short axis is slow
+                rows += table[:, j]
+            at = np.flatnonzero(rows)
+            found.append(at + start)
+            cells.append(table[at])
+            start += len(table)
+        here = np.concatenate(found)
+        group = np.searchsorted(ends, here, side="right")
+        if all(support is None for _, _, support in open_):
+            present = here - (ends - sizes)[group]  # the value's index in the agreed domain
+        else:
+            every = tuple(np.arange(size) for size in schema.num_sizes)
+            parts = [every if support is None else support for _, _, support in open_]
+            present = np.concatenate([p for part in parts for p in part])[here]
+        running = np.cumsum(np.concatenate(cells), axis=0)
         before = np.vstack([np.zeros((1, k), running.dtype), running])
         left = running - before[np.searchsorted(group, group)]
         left_n = left.sum(axis=1)
