@@ -12,9 +12,16 @@ Per table and kind, each in its own child process (so each peak memory is its ow
 
 Reported: wall and CPU seconds (CPU: the leader process plus every daemon and its workers during
 the session), the ratio to the centralized fit, rounds, and peak resident memory (VmHWM) of the
-centralized process, the leader process and the largest daemon.
+centralized process, the leader process and the largest daemon; for C4.5 also the tree phase
+alone (`fit_from_counts` at the leader: every count round, wall and CPU of leader + daemons).
+
+`--sum-mode` lists the secure sums to compare (``default``: the job names none, so the kind's
+default applies), run one after the other `--repeat` times (A B C A B C), each repeat after its
+own centralized fit, so the sides of a comparison share the machine's load.
 
     nice .venv/bin/python bench/bench_fedclass_daemons.py --table adult --kind c45,kactus
+    nice .venv/bin/python bench/bench_fedclass_daemons.py --table adult --kind c45 \
+        --sum-mode default,ring,pairwise --repeat 2
     nice .venv/bin/python bench/bench_fedclass_daemons.py --table hospital --rows 1000000
 """
 
@@ -98,6 +105,30 @@ def _central(kind: str, spec: dict[str, Any], out: Any) -> None:
     out.put(result)
 
 
+def _sum_mode(spec: dict[str, Any], default: str) -> str:
+    """The job's sum mode: for ``default``, its class's own (the job names none)."""
+    return default if spec["sum_mode"] == "default" else str(spec["sum_mode"])
+
+
+def _timing_the_tree(pids: list[int], times: dict[str, float]) -> None:
+    """Wrap the C4.5 kind's `fit_from_counts` to record the tree phase's wall and CPU
+    (this process plus every daemon's process tree) in `times`."""
+    import fedanon.leader.kinds.c45 as c45_kind
+
+    fit = getattr(c45_kind, "fit_from_counts")  # noqa: B009 (patched below)
+
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        cpu0 = time.process_time() + sum(tree_cpu(p) for p in pids)
+        wall0 = time.perf_counter()
+        try:
+            return fit(*args, **kwargs)
+        finally:
+            times["tree_wall"] = time.perf_counter() - wall0
+            times["tree_cpu"] = time.process_time() + sum(tree_cpu(p) for p in pids) - cpu0
+
+    setattr(c45_kind, "fit_from_counts", timed)  # noqa: B010 (the kind's own name)
+
+
 def _federated(kind: str, spec: dict[str, Any], out: Any) -> None:
     from fedanon.leader.sim import federation, split_table
 
@@ -112,9 +143,11 @@ def _federated(kind: str, spec: dict[str, Any], out: Any) -> None:
         daemon_cpu = sum(tree_cpu(p) for p in pids)
         wall, cpu = time.perf_counter(), time.process_time()
         tree_out = Path(spec["where"]) / f"{kind}-out"
+        times: dict[str, float] = {}
         if kind == "c45":
             from fedanon.leader.kinds.c45 import C45LeaderJob, run_c45
 
+            _timing_the_tree(pids, times)
             job = C45LeaderJob(
                 parties=fed.hops,
                 tls=fed.leader_tls,
@@ -123,7 +156,7 @@ def _federated(kind: str, spec: dict[str, Any], out: Any) -> None:
                 class_column=spec["class"],
                 out=tree_out,
                 narrow=spec["narrow"],
-                sum_mode=spec["sum_mode"],
+                sum_mode=_sum_mode(spec, C45LeaderJob.sum_mode),
             )
             report = run_c45(job)
             result: dict[str, Any] = {
@@ -142,7 +175,7 @@ def _federated(kind: str, spec: dict[str, Any], out: Any) -> None:
                 options=KactusOptions(qids, spec["class"], spec["k"], narrow=spec["narrow"]),
                 out=tree_out,
                 seed=1,
-                sum_mode=spec["sum_mode"],
+                sum_mode=_sum_mode(spec, KactusLeaderJob.sum_mode),
             )
             release, report = federated_kactus(kjob)
             result = {
@@ -154,6 +187,8 @@ def _federated(kind: str, spec: dict[str, Any], out: Any) -> None:
         result["wall"] = time.perf_counter() - wall
         result["cpu"] = time.process_time() - cpu + sum(tree_cpu(p) for p in pids) - daemon_cpu
         result["phases"] = report["seconds"]
+        result["mode"] = report["sum_mode"]
+        result.update(times)
         result["startup"] = startup
         result["daemon_peak_mb"] = max(
             max([_peak_mb(p), *(_peak_mb(c) for c in _descendants(p))]) for p in pids
@@ -179,7 +214,10 @@ def main() -> None:
     parser.add_argument("--kind", default="c45,kactus")
     parser.add_argument("--parties", type=int, default=3)
     parser.add_argument("--narrow", action="store_true")
-    parser.add_argument("--sum-mode", default="ring")
+    parser.add_argument(
+        "--sum-mode", default="default", help="comma-separated: default, ring, pairwise, sparse"
+    )
+    parser.add_argument("--repeat", type=int, default=1, help="rounds of every mode (A B A B)")
     parser.add_argument("--k", type=int, default=50, help="kACTUS's k")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-fedclass-") as where:
@@ -187,29 +225,36 @@ def main() -> None:
         rows = sum(1 for _ in path.open()) - 1
         spec = {
             "path": str(path), "class": klass, "features": features, "numeric": numeric,
-            "parties": args.parties, "narrow": args.narrow, "sum_mode": args.sum_mode,
-            "k": args.k, "where": where,
+            "parties": args.parties, "narrow": args.narrow, "k": args.k, "where": where,
         }  # fmt: skip
         print(f"{args.table}: {rows:,} rows, {len(features)} features ({len(numeric)} numeric), "
-              f"{args.parties} parties, {args.sum_mode} sum, narrow {args.narrow}, "
+              f"{args.parties} parties, sums {args.sum_mode}, narrow {args.narrow}, "
               f"load {os.getloadavg()[0]:.1f}")  # fmt: skip
-        print("| kind | centralized s (CPU) | federated s (CPU) | x wall | x CPU | rounds | "
-              "counts summed | start-up s | phases s | peak MB central / leader / daemon "
-              "| same |")  # fmt: skip
-        print("|---|---|---|---|---|---|---|---|---|---|---|")
+        print("| kind | sum (used) | centralized s (CPU) | federated s (CPU) | x wall | x CPU | "
+              "tree s (CPU) | rounds | counts summed | start-up s | phases s | "
+              "peak MB central / leader / daemon | same |")  # fmt: skip
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for kind in args.kind.split(","):
-            central = _child(_central, kind, spec)
-            fed = _child(_federated, kind, spec)
-            if kind == "c45":
-                same = fed["text"] == central["text"]
-            else:
-                same = (fed["groups"], fed["rows"]) == (central["groups"], central["rows"])
-            print(f"| {kind} | {central['wall']:.2f} ({central['cpu']:.2f}) | "
-                  f"{fed['wall']:.2f} ({fed['cpu']:.2f}) | {fed['wall'] / central['wall']:.2f} | "
-                  f"{fed['cpu'] / central['cpu']:.2f} | {fed['rounds']} | {fed['counts']:,} | "
-                  f"{fed['startup']:.1f} | {json.dumps(fed['phases'])} | "
-                  f"{central['peak_mb']} / {fed['peak_mb']} / {fed['daemon_peak_mb']} | "
-                  f"{'yes' if same else 'NO'} |", flush=True)  # fmt: skip
+            for _ in range(args.repeat):
+                central = _child(_central, kind, spec)
+                for mode in args.sum_mode.split(","):
+                    fed = _child(_federated, kind, {**spec, "sum_mode": mode})
+                    _row(kind, mode, central, fed)
+
+
+def _row(kind: str, mode: str, central: dict[str, Any], fed: dict[str, Any]) -> None:
+    if kind == "c45":
+        same = fed["text"] == central["text"]
+        tree = f"{fed['tree_wall']:.2f} ({fed['tree_cpu']:.2f})"
+    else:
+        same = (fed["groups"], fed["rows"]) == (central["groups"], central["rows"])
+        tree = "-"
+    print(f"| {kind} | {mode} ({fed['mode']}) | {central['wall']:.2f} ({central['cpu']:.2f}) | "
+          f"{fed['wall']:.2f} ({fed['cpu']:.2f}) | {fed['wall'] / central['wall']:.2f} | "
+          f"{fed['cpu'] / central['cpu']:.2f} | {tree} | {fed['rounds']} | {fed['counts']:,} | "
+          f"{fed['startup']:.1f} | {json.dumps(fed['phases'])} | "
+          f"{central['peak_mb']} / {fed['peak_mb']} / {fed['daemon_peak_mb']} | "
+          f"{'yes' if same else 'NO'} |", flush=True)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -91,6 +91,7 @@ def step_to_proto(step: Step, ref: pb.SessionRef) -> pb.KactusStepRequest:
         floats=[float(v) for v in step.floats],
         items=step.items,
         batch=queries_to_batch(step.queries) if step.queries else None,
+        count_bits=step.count_bits,
     )
 
 
@@ -104,4 +105,5 @@ def step_from_proto(request: pb.KactusStepRequest, numeric: list[bool]) -> Step:
         np.array(request.floats, dtype=np.float64),
         list(request.items),
         queries_from_batch(request.batch, len(numeric), numeric),
+        request.count_bits,
     )

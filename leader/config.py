@@ -7,7 +7,8 @@ Example::
     out = "release.csv"
     report = "report.json"
     sum_mode = "ring"                # or "pairwise" (collusion-resistant), "sparse" (pairwise,
-                                     # 2*ceil(log2 n) mask partners per party)
+                                     # 2*ceil(log2 n) mask partners per party); absent: the
+                                     # kind's default (ring; pairwise for c45, kactus, evaluate)
     # transport = "outbound"         # parties dial this leader's relay and listen on no port;
     # relay_listen = "0.0.0.0:50050" # then [[parties]] have no address
     allow_two_parties = false        # two parties learn each other's counts from the sums
@@ -163,7 +164,7 @@ def job_schema(raw: Mapping[str, Any] | None = None) -> Table:
             "taxonomy": Key(InputFile()),
             "out": Key(OutputFile()),  # each kind says whether it needs one (LeaderKind.required)
             "report": Key(OutputFile()),
-            "sum_mode": Key(Text(choices=SUM_MODES), default="ring"),
+            "sum_mode": Key(Text(choices=SUM_MODES)),  # absent: the kind's (RingSettings)
             "transport": Key(Text(choices=TRANSPORTS), default="direct"),
             "relay_listen": Key(Address()),
             "allow_two_parties": Key(Flag(), default=False),

@@ -21,12 +21,22 @@ from fedanon.leader.federation import SUM_PROTOCOLS
 SUM_MODES = tuple(SUM_PROTOCOLS)  # "ring", "pairwise", "sparse"
 UNION_MODES = ("layered", "shuffle")
 
+#: The secure sum of a kind whose job does not name one. The ring is the LKC and randomization
+#: default; the classification kinds (c45, kactus, evaluate) sum histograms of tens of millions
+#: of counts, which the ring moves through every party in turn and the pairwise masks send
+#: once, straight to the leader, so they default to pairwise, the collusion-resistant mode.
+RING_SUM_MODE = "ring"
+CLASSIFICATION_SUM_MODE = "pairwise"
+
 
 @dataclass(kw_only=True)
 class RingSettings:
-    """The secure sum, the two-party consent, the deadlines and the union of one ring job."""
+    """The secure sum, the two-party consent, the deadlines and the union of one ring job.
 
-    sum_mode: str = "ring"
+    `sum_mode` defaults to the kind's (a kind's class may give another default, as the
+    classification kinds do: :data:`CLASSIFICATION_SUM_MODE`); an explicit value wins."""
+
+    sum_mode: str = RING_SUM_MODE
     allow_two_parties: bool = False
     rpc_seconds: float = 60.0
     union_seconds: float = 600.0
@@ -69,12 +79,28 @@ class RingSettings:
             )
 
 
+@dataclass(kw_only=True)
+class ClassificationSettings(RingSettings):
+    """The ring settings of a classification kind (c45, kactus, evaluate): the same, but the
+    secure sum is pairwise unless the job names another (:data:`CLASSIFICATION_SUM_MODE`)."""
+
+    sum_mode: str = CLASSIFICATION_SUM_MODE
+
+
+def given_sum_mode(sum_mode: str | None) -> dict[str, str]:
+    """`sum_mode` as a keyword argument of a ring job's class, none when it is not given (a
+    job.toml without ``sum_mode``, a command line without ``--sum-mode``): the job's class then
+    picks its kind's default."""
+    return {} if sum_mode is None else {"sum_mode": sum_mode}
+
+
 def ring_settings(data: dict[str, Any], rpc_seconds: float = 60.0) -> dict[str, Any]:
     """A validated job.toml's ring settings, as keyword arguments of a ring job's class
-    (`rpc_seconds`: the deadline when ``[timeouts] rpc_seconds`` is absent)."""
+    (`rpc_seconds`: the deadline when ``[timeouts] rpc_seconds`` is absent; no `sum_mode`
+    when the file gives none, so the kind's default applies)."""
     union = data["union"]
     return {
-        "sum_mode": data["sum_mode"],
+        **given_sum_mode(data["sum_mode"]),
         "allow_two_parties": data["allow_two_parties"],
         "rpc_seconds": data["timeouts"]["rpc_seconds"] or rpc_seconds,
         "union_seconds": data["timeouts"]["union_seconds"],

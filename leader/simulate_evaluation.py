@@ -21,6 +21,7 @@ from fedanon.arguments import require_frame, require_int
 from fedanon.errors import FedanonError
 from fedanon.leader.kind import Progress
 from fedanon.leader.kinds.evaluate import FIGURE_KEYS, EvaluateLeaderJob, federated_figures
+from fedanon.leader.ring_settings import given_sum_mode
 from fedanon.leader.sim import federation, split_table
 from fedanon.taxonomy.loader import load_taxonomy
 from fedanon.utility.federated_evaluation import pooled_figures
@@ -90,19 +91,20 @@ def simulate_evaluation(
     seed: int = 1,
     split: str = "random",
     split_seed: int = 0,
-    sum_mode: str = "ring",
+    sum_mode: str | None = None,
     on_phase: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Split `df` over `parties` hospitals and compute CE, BE, UE, DR (and cost, benefit, the
     row counts) of `release` without pooling: the leader's report, with ``equals_centralized``
-    (the figures of ``fedanon evaluate lkc``'s protocol on `df` split the same way)."""
+    (the figures of ``fedanon evaluate lkc``'s protocol on `df` split the same way).
+    `sum_mode` None: the kind's default, pairwise."""
     df, parties = require_frame(df), require_int(parties, "parties")
     release = require_frame(release)
     if not isinstance(taxonomy, str | os.PathLike):
         raise FedanonError("taxonomy: give the file's path (each party daemon reads it)")
     job, expected = evaluation_setup(
         df, release, taxonomy, qids, class_column, test_fraction, seed, "release",
-        sum_mode=sum_mode,
+        **given_sum_mode(sum_mode),
     )  # fmt: skip
     with federation(
         split_table(df, parties, split, split_seed), Path(taxonomy), on_phase=on_phase

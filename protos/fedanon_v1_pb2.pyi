@@ -208,20 +208,22 @@ class KactusJob(_message.Message):
     def __init__(self, qids: _Optional[_Iterable[str]] = ..., class_column: _Optional[str] = ..., k: _Optional[int] = ..., marker: _Optional[str] = ..., numeric: _Optional[str] = ..., prune: _Optional[bool] = ..., narrow: _Optional[bool] = ...) -> None: ...
 
 class KactusStepRequest(_message.Message):
-    __slots__ = ("ref", "step", "ints", "floats", "items", "batch")
+    __slots__ = ("ref", "step", "ints", "floats", "items", "batch", "count_bits")
     REF_FIELD_NUMBER: _ClassVar[int]
     STEP_FIELD_NUMBER: _ClassVar[int]
     INTS_FIELD_NUMBER: _ClassVar[int]
     FLOATS_FIELD_NUMBER: _ClassVar[int]
     ITEMS_FIELD_NUMBER: _ClassVar[int]
     BATCH_FIELD_NUMBER: _ClassVar[int]
+    COUNT_BITS_FIELD_NUMBER: _ClassVar[int]
     ref: SessionRef
     step: str
     ints: _containers.RepeatedScalarFieldContainer[int]
     floats: _containers.RepeatedScalarFieldContainer[float]
     items: _containers.RepeatedScalarFieldContainer[bytes]
     batch: C45QueryBatch
-    def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ..., step: _Optional[str] = ..., ints: _Optional[_Iterable[int]] = ..., floats: _Optional[_Iterable[float]] = ..., items: _Optional[_Iterable[bytes]] = ..., batch: _Optional[_Union[C45QueryBatch, _Mapping]] = ...) -> None: ...
+    count_bits: int
+    def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ..., step: _Optional[str] = ..., ints: _Optional[_Iterable[int]] = ..., floats: _Optional[_Iterable[float]] = ..., items: _Optional[_Iterable[bytes]] = ..., batch: _Optional[_Union[C45QueryBatch, _Mapping]] = ..., count_bits: _Optional[int] = ...) -> None: ...
 
 class KactusStepReply(_message.Message):
     __slots__ = ("length",)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from fedanon.cli.choices import CLASSIFICATION_SUM_MODE
 from fedanon.cli.common import (
     add_sim_options,
     add_sum_mode_option,
@@ -59,7 +60,7 @@ def add_sim_c45(methods: argparse._SubParsersAction) -> None:
     parser.add_argument("--parties", type=int, default=3, help="number of hospitals (default 3)")
     parser.add_argument("--split", default="random", help="random (default) or by-column=COL")
     parser.add_argument("--seed", type=int, default=1, help="seed of the random split")
-    add_sum_mode_option(parser)
+    add_sum_mode_option(parser, CLASSIFICATION_SUM_MODE)
     add_transport_option(parser)
     parser.add_argument(
         "--allow-two-parties",
@@ -111,7 +112,7 @@ def run_sim_c45(args: argparse.Namespace) -> int:
             prune=not args.no_prune,
             subtree_raising=not args.no_subtree_raising,
             narrow=args.narrow,
-            sum_mode=args.sum_mode,
+            sum_mode=args.sum_mode or C45LeaderJob.sum_mode,  # unset: the kind's
             allow_two_parties=args.allow_two_parties,
         )
         report = run_c45(job)

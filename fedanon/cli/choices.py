@@ -17,4 +17,6 @@ RULE_SUPPORTS = ("itemset", "antecedent", "apriori")  # fedanon.utility.miner.RU
 MINING_MAX_ITEMSETS = 1_000_000  # fedanon.utility.miner.MAX_ITEMSETS
 CERT_ROLES = ("party", "leader")  # fedanon.crypto.identity.ROLES
 SUM_MODES = ("ring", "pairwise", "sparse")  # fedanon.leader.config.SUM_MODES
+RING_SUM_MODE = "ring"  # fedanon.leader.ring_settings.RING_SUM_MODE
+CLASSIFICATION_SUM_MODE = "pairwise"  # fedanon.leader.ring_settings.CLASSIFICATION_SUM_MODE
 TRANSPORTS = ("direct", "outbound")  # fedanon.federation.config.TRANSPORTS

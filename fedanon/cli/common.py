@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from fedanon.cli.choices import SUM_MODES, TRANSPORTS
+from fedanon.cli.choices import RING_SUM_MODE, SUM_MODES, TRANSPORTS
 from fedanon.errors import FedanonError
 
 if TYPE_CHECKING:  # imported where used: building the parser must stay light (start-up time)
@@ -21,14 +21,16 @@ if TYPE_CHECKING:  # imported where used: building the parser must stay light (s
     from fedanon.outputs import CommandOutputs
 
 
-def add_sum_mode_option(parser: argparse.ArgumentParser) -> None:
-    """``--sum-mode`` of every simulated ring job (LKC and randomization)."""
+def add_sum_mode_option(parser: argparse.ArgumentParser, default: str = RING_SUM_MODE) -> None:
+    """``--sum-mode`` of every simulated ring job. Left out, it is None and the kind's default
+    applies (the job class's ``sum_mode``), which `default` names for the help only: ring for
+    LKC and randomization, pairwise for the classification kinds."""
     parser.add_argument(
         "--sum-mode",
         choices=SUM_MODES,
-        default="ring",
+        default=None,
         help="secure sum: ring (masked token passing), pairwise (masks per pair) or sparse "
-        "(pairwise with 2*ceil(log2 n) partners per party)",
+        f"(pairwise with 2*ceil(log2 n) partners per party); default: {default}",
     )
 
 

@@ -320,7 +320,7 @@ def run_sim(args: argparse.Namespace) -> int:
                 spec,
                 out,
                 report=None,
-                sum_mode=args.sum_mode,
+                sum_mode=args.sum_mode or RandomizeLeaderJob.sum_mode,  # unset: the kind's
                 allow_two_parties=args.allow_two_parties,
                 union_pad_to=args.pad_to,
                 relay_listen=fed.relay_listen,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from fedanon.cli.choices import CLASSIFICATION_SUM_MODE
 from fedanon.cli.common import (
     add_evaluation_options,
     add_sim_options,
@@ -51,7 +52,7 @@ def add_sim_evaluate(methods: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--split-seed", type=int, default=1, help="seed of the random split (default 1)"
     )
-    add_sum_mode_option(parser)
+    add_sum_mode_option(parser, CLASSIFICATION_SUM_MODE)
     add_transport_option(parser)
     parser.add_argument(
         "--allow-two-parties",
@@ -67,6 +68,7 @@ def run_sim_evaluate(args: argparse.Namespace) -> int:
     from fedanon.cli.reporting import evaluation_rows
     from fedanon.leader.kind import Progress
     from fedanon.leader.kinds.evaluate import FIGURE_KEYS, federated_figures
+    from fedanon.leader.ring_settings import given_sum_mode
     from fedanon.leader.sim import split_table
     from fedanon.leader.simulate_evaluation import equals, evaluation_setup
     from fedanon.readers.table_io import read_table
@@ -84,7 +86,7 @@ def run_sim_evaluate(args: argparse.Namespace) -> int:
             args.test_fraction,
             args.seed,
             args.release,
-            sum_mode=args.sum_mode,
+            **given_sum_mode(args.sum_mode),
             allow_two_parties=args.allow_two_parties,
         )
     except FedanonError as exc:

@@ -14,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from fedanon.cli.choices import CLASSIFICATION_SUM_MODE
 from fedanon.cli.common import (
     add_sim_options,
     add_sum_mode_option,
@@ -56,7 +57,7 @@ def add_sim_kactus(methods: argparse._SubParsersAction) -> None:
         help="count numeric histograms over the values present at the parent node only "
         "(fewer counts; the parties learn those values: docs/federated_classification.md)",
     )
-    add_sum_mode_option(parser)
+    add_sum_mode_option(parser, CLASSIFICATION_SUM_MODE)
     add_transport_option(parser)
     parser.add_argument(
         "--allow-two-parties",
@@ -118,7 +119,7 @@ def _run(
             options=options,
             out=Path(args.out),
             seed=seed,
-            sum_mode=args.sum_mode,
+            sum_mode=args.sum_mode or KactusLeaderJob.sum_mode,  # unset: the kind's
             allow_two_parties=args.allow_two_parties,
         )
         release, _report = federated_kactus(job)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 import struct
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -409,7 +409,8 @@ def fit_from_counts(
     learner = _Learner(oracle, schema, model)
     root, depth = learner.grow(narrow)
     if prune:
-        with _recursion_room(depth):
+        # Pruning's tasks nest three frames a level (a task, its children's, their advance).
+        with _recursion_room(3 * depth):
             learner.prune(root)
     return model._install(
         schema.features, schema.is_numeric, schema.domains, schema.values, schema.classes, root
@@ -421,6 +422,17 @@ def fit_pooled(X: pd.DataFrame, y: pd.Series, numeric: Iterable[str], **options:
     kinds = FeatureKinds([str(c) for c in X.columns], frozenset(numeric))
     schema = agree_schema(kinds, [local_domains(X, y, kinds)])
     return fit_from_counts(LocalOracle(X, y, schema), schema, **options)  # type: ignore[arg-type]
+
+
+#: A pruning task (`_Learner._decide`): yields the queries it needs next, returns its estimate.
+_Task = Generator[list[Query], None, float]
+
+
+def _asking(queries: list[Query]) -> Generator[list[Query], None, float]:
+    """A task that only asks `queries` (once, if any)."""
+    if queries:
+        yield queries
+    return math.nan
 
 
 Support = tuple[np.ndarray, ...] | None
@@ -643,17 +655,41 @@ class _Learner:
         schema, k = self._schema, self._k
         m = len(schema.values)
         head = k + schema.cat_bins
-        values = np.concatenate([h[head:] for h in histograms]).reshape(-1, k)
-        every = tuple(np.arange(size) for size in schema.num_sizes)
-        parts = [every if support is None else support for _, _, support in open_]
-        positions = np.concatenate([p for part in parts for p in part])
-        sizes = [len(p) for part in parts for p in part]
-        # One running count over the whole stack: the values present at each node, their
-        # running class counts within their (node, attribute) group.
-        here = np.flatnonzero(values.sum(axis=1))
-        group = np.repeat(np.arange(len(sizes)), sizes)[here]
-        present = positions[here]
-        running = np.cumsum(values[here], axis=0)
+        sizes = np.array(
+            [
+                size
+                for _, _, support in open_
+                for size in (schema.num_sizes if support is None else [len(p) for p in support])
+            ],
+            dtype=np.intp,
+        )
+        ends = np.cumsum(sizes)
+        # One running count over the whole stack of the level's (value x class) counts: the
+        # values present at each node, their running class counts within their (node,
+        # attribute) group. Only the present values are gathered (their index in the stack,
+        # their group by its end, their position within it): over full agreed domains the
+        # stack holds tens of millions of cells, mostly empty, read once each here.
+        found: list[np.ndarray] = []
+        cells: list[np.ndarray] = []
+        start = 0
+        for histogram in histograms:
+            table = histogram[head:].reshape(-1, k)
+            rows = table[:, 0].copy()
+            for j in range(1, k):  # a pass per class: numpy's reduce over a short axis is slow
+                rows += table[:, j]
+            at = np.flatnonzero(rows)
+            found.append(at + start)
+            cells.append(table[at])
+            start += len(table)
+        here = np.concatenate(found)
+        group = np.searchsorted(ends, here, side="right")
+        if all(support is None for _, _, support in open_):
+            present = here - (ends - sizes)[group]  # the value's index in the agreed domain
+        else:
+            every = tuple(np.arange(size) for size in schema.num_sizes)
+            parts = [every if support is None else support for _, _, support in open_]
+            present = np.concatenate([p for part in parts for p in part])[here]
+        running = np.cumsum(np.concatenate(cells), axis=0)
         before = np.vstack([np.zeros((1, k), running.dtype), running])
         left = running - before[np.searchsorted(group, group)]
         left_n = left.sum(axis=1)
@@ -699,58 +735,66 @@ class _Learner:
     # ------------------------------------------------------------------ pruning
 
     def prune(self, root: _Node) -> None:
-        """`C45._estimate(root, all rows, update=True)`, with its queries batched by height."""
+        """`C45._estimate(root, all rows, update=True)`, its queries batched across the tree:
+        each round asks what every subtree whose pruning is waiting on counts needs next."""
         self._decided: dict[tuple[int, Path], float] = {}
-        self._prune([(root, ())])
+        task = self._decide(root, ())
+        try:
+            while True:
+                self._fetch(task.send(None))
+        except StopIteration:
+            pass
 
-    def _prune(self, tops: list[tuple[_Node, Path]]) -> list[float]:
-        """`C45._estimate(top, records matching path, update=True)` of each of disjoint
-        subtrees, their queries batched by height.
+    def _decide(self, node: _Node, at: Path) -> _Task:
+        """`C45._estimate(node, records matching at, update=True)` as a task that yields the
+        queries it needs next and returns the estimate once `node` is decided.
 
         The recursion decides a node once its subtree is decided, and the decisions of
-        disjoint subtrees do not interact, so deciding the internal nodes in order of height
-        (children first) decides the same. All the nodes of one height need their largest
-        branch's counts on their own records at once: one batch per height. The branches
-        whose raising wins at one height are re-pruned on their parents' records together the
-        same way: a round per height of the highest of them, not one per node in them.
-        """
-        by_height: dict[int, list[tuple[_Node, Path]]] = {}
-        height: dict[int, int] = {}
-        order: list[tuple[_Node, Path]] = []
-        stack: list[tuple[_Node, Path]] = list(tops)
-        while stack:
-            node, at = stack.pop()
-            order.append((node, at))
-            key = None if node.attr < 0 else self._key(node)
-            stack.extend((c, (*at, (node.attr, b, key))) for b, c in node.children.items())
-        for node, at in reversed(order):  # children before parents
-            if node.attr >= 0:
-                height[id(node)] = 1 + max(height.get(id(c), 0) for c in node.children.values())
-                by_height.setdefault(height[id(node)], []).append((node, at))
-        for h in sorted(by_height):
-            level = [(n, at) for n, at in by_height[h] if (id(n), at) not in self._decided]
-            if self._raising:
-                self._fetch(
-                    [
-                        Query(at, SPLIT, node.attr, self._key(node))
-                        for node, at in level
-                        if (at, node.attr, self._key(node)) not in self._splits
-                    ]
-                )
-                self._fetch([q for node, at in level for q in self._missing_for_raising(node, at)])
-            raising: list[tuple[_Node, Path, _Node]] = []
-            for node, at in level:
-                estimate, largest = self._judge(node, at, update=True)
-                if largest is None:
-                    self._decided[id(node), at] = estimate
-                else:
-                    raising.append((node, at, largest))
-            if raising:
-                raised = self._prune([(largest, at) for _, at, largest in raising])
-                for (node, at, largest), estimate in zip(raising, raised, strict=True):
-                    node.become(largest)
-                    self._decided[id(node), at] = estimate
-        return [self._estimate(top, at, update=True) for top, at in tops]
+        disjoint subtrees do not interact, so the children's tasks run side by side
+        (:meth:`_together`): a round carries every waiting subtree's next queries, so the
+        rounds follow the longest chain of dependent decisions, not the sum over heights.
+        The node's own test counts ride in its children's first round; the counts judging
+        the raising of its largest branch follow once the children are decided; a raised
+        branch is re-decided on `at`'s records before `node` becomes it. The queries are
+        those the recursive `_estimate` asks, in fewer rounds."""
+        if node.attr < 0 or (id(node), at) in self._decided:
+            return self._estimate(node, at, update=True)
+        key = self._key(node)
+        own = [] if (at, node.attr, key) in self._splits else [Query(at, SPLIT, node.attr, key)]
+        children = [self._decide(c, (*at, (node.attr, b, key))) for b, c in node.children.items()]
+        yield from self._together([_asking(own), *children])
+        if self._raising:
+            yield self._missing_for_raising(node, at)
+        estimate, largest = self._judge(node, at, update=True)
+        if largest is not None:
+            estimate = yield from self._decide(largest, at)
+            node.become(largest)
+        self._decided[id(node), at] = estimate
+        return estimate
+
+    @staticmethod
+    def _together(tasks: list[_Task]) -> Generator[list[Query], None, list[float]]:
+        """Run `tasks` side by side: each round, the queries every unfinished one asks next
+        (a task asking none is advanced at once); their results, in order."""
+        results: list[float] = [math.nan] * len(tasks)
+
+        def advance(i: int) -> list[Query] | None:
+            try:
+                while not (queries := tasks[i].send(None)):
+                    pass
+                return queries
+            except StopIteration as done:
+                results[i] = done.value
+                return None
+
+        waiting = {i: q for i in range(len(tasks)) if (q := advance(i)) is not None}
+        while waiting:
+            merged = {
+                (q.path, q.kind, q.feature, q.threshold): q for qs in waiting.values() for q in qs
+            }
+            yield list(merged.values())
+            waiting = {i: q for i in waiting if (q := advance(i)) is not None}
+        return results
 
     def _key(self, node: _Node) -> float | None:
         return node.threshold if self._schema.is_numeric[node.attr] else None
@@ -817,11 +861,9 @@ class _Learner:
         if update and (id(node), path) in self._decided:
             return self._decided[id(node), path]
         estimate, largest = self._judge(node, path, update)
-        if largest is None:
-            return estimate
-        (raised,) = self._prune([(largest, path)])
-        node.become(largest)
-        return raised
+        # Raising wins only where `_decide` judges an undecided internal node, never here.
+        assert largest is None
+        return estimate
 
     def _judge(self, node: _Node, path: Path, update: bool) -> tuple[float, _Node | None]:
         """`C45._estimate` of `node` on `path` whose subtree is decided: (its estimate,

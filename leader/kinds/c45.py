@@ -30,7 +30,7 @@ from fedanon.federation.tls import TLSFiles
 from fedanon.leader.federation import PartyFailure, SumProtocol, Traffic
 from fedanon.leader.kind import JobFile, LeaderKind, PhaseTimer, Progress, Report, Row
 from fedanon.leader.ring import open_ring
-from fedanon.leader.ring_settings import RingSettings, ring_settings
+from fedanon.leader.ring_settings import ClassificationSettings, ring_settings
 from fedanon.leader.session import Session
 from fedanon.leader.union import run_union
 from fedanon.protos import fedanon_v1_pb2 as pb
@@ -72,9 +72,10 @@ C45_SCHEMA = Table(
 
 
 @dataclass
-class C45LeaderJob(RingSettings):
+class C45LeaderJob(ClassificationSettings):
     """A federated C4.5 run: parties, the learning task, C4.5's options and the outputs (the
-    ring settings are keyword arguments: :class:`RingSettings`; its union is always layered)."""
+    ring settings are keyword arguments: :class:`ClassificationSettings`, whose sum is pairwise
+    by default; its union is always layered)."""
 
     kind: ClassVar[str] = "c45"
 

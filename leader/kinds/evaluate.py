@@ -48,7 +48,7 @@ from fedanon.leader.federation import PartyFailure, Traffic
 from fedanon.leader.kind import JobFile, LeaderKind, PhaseTimer, Progress, Report, Row
 from fedanon.leader.kinds.c45 import SecureSumOracle
 from fedanon.leader.ring import RingOpened, open_ring
-from fedanon.leader.ring_settings import RingSettings, ring_settings
+from fedanon.leader.ring_settings import ClassificationSettings, ring_settings
 from fedanon.leader.session import Session
 from fedanon.leader.union import run_union
 from fedanon.outputs import CommandOutputs
@@ -73,9 +73,10 @@ EVALUATE_SCHEMA = Table(
 
 
 @dataclass
-class EvaluateLeaderJob(RingSettings):
+class EvaluateLeaderJob(ClassificationSettings):
     """A federated BE/CE/UE run: the release (held here), its taxonomy, the split and the
-    outputs (the ring settings are keyword arguments: :class:`RingSettings`)."""
+    outputs (the ring settings are keyword arguments: :class:`ClassificationSettings`, whose
+    sum is pairwise by default)."""
 
     kind: ClassVar[str] = "evaluate"
 

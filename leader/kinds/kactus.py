@@ -40,7 +40,7 @@ from fedanon.federation.tls import TLSFiles
 from fedanon.leader.federation import PartyFailure, SumProtocol, Traffic
 from fedanon.leader.kind import JobFile, LeaderKind, PhaseTimer, Progress, Report, Row
 from fedanon.leader.ring import RingOpened, open_ring
-from fedanon.leader.ring_settings import RingSettings, ring_settings
+from fedanon.leader.ring_settings import ClassificationSettings, ring_settings
 from fedanon.leader.session import Session
 from fedanon.leader.union import run_union
 from fedanon.outputs import CommandOutputs
@@ -72,9 +72,10 @@ KACTUS_SCHEMA = Table(
 
 
 @dataclass
-class KactusLeaderJob(RingSettings):
+class KactusLeaderJob(ClassificationSettings):
     """A federated kACTUS run: parties, kACTUS's options and the outputs (the ring settings
-    are keyword arguments: :class:`RingSettings`; its unions are always layered)."""
+    are keyword arguments: :class:`ClassificationSettings`, whose sum is pairwise by default;
+    its unions are always layered)."""
 
     kind: ClassVar[str] = "kactus"
 

@@ -10,7 +10,7 @@ from fedanon.algorithms.tds.scores import SCORES
 from fedanon.cli import choices
 from fedanon.crypto.identity import ROLES
 from fedanon.federation.config import TRANSPORTS
-from fedanon.leader.ring_settings import SUM_MODES
+from fedanon.leader.ring_settings import CLASSIFICATION_SUM_MODE, RING_SUM_MODE, SUM_MODES
 from fedanon.utility.miner import MAX_ITEMSETS, RULE_SUPPORTS
 
 
@@ -26,4 +26,6 @@ def test_cli_choices_match_the_library():
     assert choices.MINING_MAX_ITEMSETS == MAX_ITEMSETS
     assert choices.CERT_ROLES == ROLES
     assert choices.SUM_MODES == SUM_MODES
+    assert choices.RING_SUM_MODE == RING_SUM_MODE
+    assert choices.CLASSIFICATION_SUM_MODE == CLASSIFICATION_SUM_MODE
     assert choices.TRANSPORTS == TRANSPORTS

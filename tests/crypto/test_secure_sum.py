@@ -113,6 +113,28 @@ def test_packed_vectors_sum_field_by_field_without_a_carry(bits: int) -> None:
     assert unpack_fields(summed, bits, length).tolist() == totals.tolist()
 
 
+@pytest.mark.parametrize(("bits", "width"), [(15, 16), (16, 16), (13, 16), (8, 8), (20, 21)])
+def test_fields_take_the_widest_width_that_keeps_their_number_per_word(
+    bits: int, width: int
+) -> None:
+    """A 15-bit bound packs four counts to the word, as 16 bits would: each field then takes
+    16 bits, so the words are the counts' little-endian 16-bit cells (packed and unpacked by
+    a view); a 20-bit bound keeps three 21-bit fields."""
+    counts = np.arange(1, 10, dtype=np.int64) * 97 % (1 << bits)
+    per = 64 // width
+    words = pack_fields(counts, bits)
+    cells = np.zeros(len(words) * per, dtype=np.uint64)
+    cells[: len(counts)] = counts
+    expected = [
+        sum(int(c) << (i * width) for i, c in enumerate(cells[w * per : (w + 1) * per]))
+        for w in range(len(words))
+    ]
+    assert words.dtype == np.uint64 and words.tolist() == expected
+    assert unpack_fields(words, bits, len(counts)).tolist() == counts.tolist()
+    with pytest.raises(ValueError, match="non-negative"):
+        pack_fields(np.array([1, -1]), bits)
+
+
 def test_unpacked_widths_leave_one_count_per_word() -> None:
     vector = np.array([3, 2**40, 7], dtype=np.uint64)
     for bits in (0, 33, 64):

@@ -28,11 +28,12 @@ from tests.harness.cli import run_cli
 pytestmark = pytest.mark.slow
 
 
-def _job_toml(path: Path, fed: object, out: Path, sum_mode: str) -> Path:
+def _job_toml(path: Path, fed: object, out: Path, sum_mode: str | None) -> Path:
+    """A [c45] job.toml over `fed`'s daemons; `sum_mode` None: the file names none."""
     tls = fed.leader_tls  # type: ignore[attr-defined]
     lines = [
         f'out = "{out}"',
-        f'sum_mode = "{sum_mode}"',
+        *([] if sum_mode is None else [f'sum_mode = "{sum_mode}"']),
         "[c45]",
         f"features = {json.dumps(FEATURES)}",
         f"numeric = {json.dumps(NUMERIC)}",
@@ -52,8 +53,14 @@ def _job_toml(path: Path, fed: object, out: Path, sum_mode: str) -> Path:
     return path
 
 
-@pytest.mark.parametrize("sum_mode", ["ring", "pairwise"])
-def test_leader_run_with_a_c45_section_grows_the_pooled_tree(tmp_path: Path, sum_mode: str) -> None:
+@pytest.mark.parametrize(
+    ("sum_mode", "used"), [("ring", "ring"), ("pairwise", "pairwise"), (None, "pairwise")]
+)
+def test_leader_run_with_a_c45_section_grows_the_pooled_tree(
+    tmp_path: Path, sum_mode: str | None, used: str
+) -> None:
+    """A job.toml naming no sum_mode sums pairwise (C4.5's default): the report says so and
+    so does every party's audit line of the job it served (the mode its session runs)."""
     parts = [_table(n, seed) for seed, n in enumerate((300, 120, 45))]  # three, skewed
     pooled = pd.concat(parts, ignore_index=True)
     expected = C45(min_leaf=3).fit(pooled[FEATURES], pooled["outcome"], NUMERIC).to_text()
@@ -61,11 +68,21 @@ def test_leader_run_with_a_c45_section_grows_the_pooled_tree(tmp_path: Path, sum
     with federation(parts, None, workdir=tmp_path / "fed") as fed:
         config = _job_toml(tmp_path / "job.toml", fed, out, sum_mode)
         result = run_cli("leader", "run", "--config", config, "--json")
+        audits = [_served_sum_mode(d.log) for d in fed.daemons]
     assert result.code == 0, result.err
     report = json.loads(result.out)
     assert out.read_text(encoding="utf-8") == expected + "\n"
     assert report["parties"] == ["hospital-1", "hospital-2", "hospital-3"]
-    assert report["sum_mode"] == sum_mode and report["rounds"] >= 2
+    assert report["sum_mode"] == used and report["rounds"] >= 2
+    assert audits == [f"SUM_MODE_{used.upper()}"] * 3
+
+
+def _served_sum_mode(log: Path) -> str:
+    """The sum mode of the one job a party daemon's log says it served."""
+    lines = [x for x in log.read_text(encoding="utf-8").splitlines() if "audit: job served " in x]
+    assert len(lines) == 1, lines
+    served = json.loads(lines[0].split("audit: job served ", 1)[1])
+    return str(served["parameters"]["sum_mode"])
 
 
 @requires_adult
@@ -77,7 +94,7 @@ def test_sim_c45_on_adult_with_five_parties_equals_the_pooled_tree(tmp_path: Pat
     out, report = tmp_path / "tree.txt", tmp_path / "report.json"
     result = run_cli(
         "sim", "c45", "--data", data, "--class", "class", "--numeric", numeric,
-        "--parties", "5", "--sum-mode", "pairwise", "--out", out, "--report", report, "--quiet",
+        "--parties", "5", "--out", out, "--report", report, "--quiet",
     )  # fmt: skip
     assert result.code == 0, result.err
     features = [c for c in adult.columns if c != "class"]
@@ -85,6 +102,7 @@ def test_sim_c45_on_adult_with_five_parties_equals_the_pooled_tree(tmp_path: Pat
     assert out.read_text(encoding="utf-8") == expected + "\n"
     written = json.loads(report.read_text(encoding="utf-8"))
     assert written["equals_centralized"] is True and len(written["parties"]) == 5
+    assert written["sum_mode"] == "pairwise"  # no --sum-mode: the kind's default
 
 
 @pytest.mark.parametrize(("victim", "at_round"), [("hospital-2", 1), ("hospital-3", 3)])

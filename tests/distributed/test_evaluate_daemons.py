@@ -173,11 +173,11 @@ def test_sim_evaluate_equals_the_centralized_protocol(
     common: list[str | Path] = ["--data", data, "--release", release_file]
     common += ["--taxonomy", hospital_data.taxonomy_path, "--quiet"]
     result = run_cli(
-        "sim", "evaluate", *common, "--test-fraction", "0.4", "--seed", "9",
-        "--sum-mode", "pairwise", "--report", report,
+        "sim", "evaluate", *common, "--test-fraction", "0.4", "--seed", "9", "--report", report,
     )  # fmt: skip
     assert result.code == 0, result.err
     written = json.loads(report.read_text("utf-8"))
+    assert written["sum_mode"] == "pairwise"  # no --sum-mode: the kind's default
     expected = pooled_figures(hospital_data, release_file, tmp_path, 0.4, 9)
     assert {k: written[k] for k in FIGURES} == expected
     assert written["equals_centralized"] is True
@@ -204,3 +204,4 @@ def test_simulate_evaluation_from_python(hospital_data: Dataset, release_file: P
     assert report["equals_centralized"] is True
     assert report["n_train"] + report["n_test"] == 900
     assert report["parties"] == ["hospital-1", "hospital-2", "hospital-3"]
+    assert report["sum_mode"] == "pairwise"  # no sum_mode given: the kind's default

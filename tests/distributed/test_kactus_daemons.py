@@ -118,6 +118,7 @@ def test_sim_kactus_with_donations_passes_the_checker(tmp_path: Path) -> None:
     assert result.code == 0, result.err
     written = json.loads(report.read_text(encoding="utf-8"))
     assert written["donated"] > 0
+    assert written["sum_mode"] == "pairwise"  # no --sum-mode: the kind's default
     released = pd.read_csv(out, dtype=str, keep_default_na=False)
     qids = written["parameters"]["qids"]
     assert check_k_anonymity(released, qids, 10).ok

@@ -13,7 +13,7 @@ import pytest
 from fedanon.algorithms.kactus import federated_leader
 from fedanon.algorithms.kactus.api import anonymize_kactus
 from fedanon.algorithms.kactus.federated import anonymize_kactus_federated
-from fedanon.algorithms.kactus.federated_party import Step
+from fedanon.algorithms.kactus.federated_party import KactusParty, Step
 from fedanon.algorithms.kactus.phase2 import prune_and_release
 from fedanon.algorithms.kactus.tree import Condition, induce, place_records
 from fedanon.algorithms.tabular import encode_qid, generator
@@ -24,6 +24,7 @@ from fedanon.experiments.k_anonymizers import Prepared
 from fedanon.models.k_anonymity import check_k_anonymity
 from fedanon.utility.benchmark_tables import has_table, load_table
 from fedanon.utility.c45 import TreeNode
+from fedanon.utility.c45_counts import CLASSES, Query
 
 
 def _parts(df: pd.DataFrame, sizes: Sequence[int], seed: int = 0) -> list[pd.DataFrame]:
@@ -140,6 +141,51 @@ def test_cut_offs_narrow_many_ways_per_secure_sum(monkeypatch: pytest.MonkeyPatc
     assert asked["below"] <= 12 * len(searched)
     domain = max(len(set(df[c])) for c in df.columns)
     assert 0 < asked["median"] <= int(np.ceil(np.log2(domain)))
+
+
+def test_count_rounds_move_counts_packed_by_the_record_counts_bit_length(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every count is at most the record count n (1,000 on German: 10 bits), so every count
+    step asks the parties to pack 6 counts per word: each sum moves ceil(counts / 6) words,
+    and the tree and groups are still centralized kACTUS's."""
+    if not has_table("german"):
+        pytest.skip("shared german data not present")
+    rounds: list[tuple[int, int, int]] = []  # (count_bits, words summed, counts answered)
+    ask, count = federated_leader._Counter.ask, federated_leader._Oracle.count
+    words: list[int] = []
+
+    def recording_ask(self: object, step: Step, length: int) -> np.ndarray:
+        if step.name == "count":
+            words.append(length)
+        return ask(self, step, length)  # type: ignore[arg-type]
+
+    def recording_count(self: federated_leader._Oracle, queries: list) -> np.ndarray:
+        answer = count(self, queries)
+        rounds.append((self.bits, words[-1], len(answer)))
+        return answer
+
+    monkeypatch.setattr(federated_leader._Counter, "ask", recording_ask)
+    monkeypatch.setattr(federated_leader._Oracle, "count", recording_count)
+    df = load_table("german")
+    _check_against_central(df, [300, 300, 400], 10)
+    assert rounds and all(bits == 10 for bits, _, _ in rounds)
+    assert all(summed == -(-counts // 6) for _, summed, counts in rounds)
+
+
+def test_a_party_packs_only_count_steps_and_refuses_a_count_too_wide() -> None:
+    df = pd.DataFrame({"a": ["x", "y", "y", "z"] * 3, "class": ["P", "N", "P", "P"] * 3})
+    party = KactusParty(df, class_column="class", qids=None, marker="?", rng=generator(1))
+    party.answer(Step("encode", items=party.qid_items()))
+    with pytest.raises(FedanonError, match="count_bits on the place step"):
+        party.answer(Step("place", count_bits=4))
+    root = [Query((), CLASSES)]
+    with pytest.raises(FedanonError, match="count_bits 3: a count does not fit 3 bits"):
+        party.answer(Step("count", items=party.domain_items(), queries=root, count_bits=3))
+    party = KactusParty(df, class_column="class", qids=None, marker="?", rng=generator(1))
+    party.answer(Step("encode", items=party.qid_items()))
+    packed = party.answer(Step("count", items=party.domain_items(), queries=root, count_bits=4))
+    assert packed is not None and packed.tolist() == [3 | 9 << 4]  # N = 3, P = 9
 
 
 def test_without_donations_the_release_is_the_centralized_one() -> None:

@@ -39,6 +39,7 @@ from fedanon.algorithms.kactus.federated_party import (
 from fedanon.algorithms.kactus.phase2 import gift_size
 from fedanon.algorithms.kactus.tree import Condition, place_records
 from fedanon.algorithms.tabular import QidColumn
+from fedanon.crypto.secure_sum import packed_length, unpack_fields
 from fedanon.errors import FedanonError
 from fedanon.utility.c45 import TreeNode
 from fedanon.utility.c45_counts import FeatureKinds, Query, Schema, agree_schema, fit_from_counts
@@ -101,17 +102,24 @@ class _Counter:
 
 class _Oracle:
     """C4.5's count oracle through the channel: one COUNT step and one sum per batch; the
-    first carries the agreed domains."""
+    first carries the agreed domains.
 
-    def __init__(self, counter: _Counter, schema: Schema, items: list[bytes]) -> None:
+    Every count is at most the record count n (the encode step's sum), so the parties pack
+    their counts in fields of n's bit length (`count_bits`), several per uint64 word, as
+    federated C4.5's do: the sum adds field by field without a carry and moves fewer words."""
+
+    def __init__(self, counter: _Counter, schema: Schema, items: list[bytes], n: int) -> None:
         self.counter = counter
         self.schema = schema
         self.items: list[bytes] | None = items
+        self.bits = max(1, n.bit_length())
 
     def count(self, queries: Sequence[Query]) -> np.ndarray:
-        step = Step(COUNT, items=self.items or [], queries=list(queries))
+        step = Step(COUNT, items=self.items or [], queries=list(queries), count_bits=self.bits)
         self.items = None
-        return self.counter.ask(step, sum(self.schema.size(q) for q in queries))
+        counts = sum(self.schema.size(q) for q in queries)
+        words = self.counter.ask(step, packed_length(counts, self.bits))
+        return unpack_fields(words.astype(np.uint64), self.bits, counts).astype(np.int64)
 
 
 def lead_kactus(
@@ -131,7 +139,7 @@ def lead_kactus(
     n = int(counter.ask(Step(ENCODE, items=items), 1)[0])
     if k > n:
         raise FedanonError(f"k must be between 2 and the number of records ({n}), got {k}")
-    tree = _phase1(counter, channel, agreed, names, k, prune, narrow)
+    tree = _phase1(counter, channel, agreed, names, k, prune, narrow, n)
     ints, floats = encode_tree(tree, names)
     # The tree's nodes and paths, numbered as the parties number them (no record placed).
     empty = [encode_like(pd.Series([], dtype=object), c.name, c) for c in agreed]
@@ -155,6 +163,7 @@ def _phase1(
     k: int,
     prune: bool,
     narrow: bool,
+    n: int,
 ) -> TreeNode:
     """The tree `induce` fits on the pooled complete records, from secure sums of counts."""
     kinds = FeatureKinds(names, frozenset(c.name for c in agreed if c.numeric))
@@ -162,7 +171,7 @@ def _phase1(
     schema = agree_schema(kinds, [], lambda _sets: items)
     if len(schema.classes) < 2:
         raise FedanonError("the class column holds a single value: nothing to learn")
-    oracle = _Oracle(counter, schema, items)
+    oracle = _Oracle(counter, schema, items, n)
     return fit_from_counts(oracle, schema, min_leaf=k, prune=prune, narrow=narrow).tree()
 
 

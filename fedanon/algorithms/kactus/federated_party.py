@@ -27,6 +27,7 @@ from fedanon.algorithms.tabular import (
     require_labels,
     validate_columns,
 )
+from fedanon.crypto.secure_sum import pack_fields
 from fedanon.errors import FedanonError
 from fedanon.utility.c45 import TreeNode
 from fedanon.utility.c45_counts import (
@@ -67,6 +68,9 @@ class Step:
     floats: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
     items: list[bytes] = field(default_factory=list)
     queries: list[Query] = field(default_factory=list)
+    # COUNT only, > 0: pack the counts in fields of this many bits (crypto/secure_sum.py
+    # pack_fields), several per word of the sum; the leader sets it from the record count.
+    count_bits: int = 0
 
 
 def qid_item(j: int, text: str) -> bytes:
@@ -192,6 +196,8 @@ class KactusParty:
         """Run one step; the vector for the secure sum, or None for a step without one."""
         if step.name not in STEPS:
             raise FedanonError(f"unknown kACTUS step '{step.name}'")
+        if step.count_bits and step.name != COUNT:
+            raise FedanonError(f"count_bits on the {step.name} step (count only)")
         handler: Callable[[Step], np.ndarray | None] = getattr(self, f"_on_{step.name}")
         return handler(step)
 
@@ -218,7 +224,10 @@ class KactusParty:
             self.oracle = LocalOracle(x, y, schema)
         elif step.items:
             raise FedanonError("the agreed domains come once, with the first count round")
-        return self.oracle.count(step.queries)
+        try:
+            return pack_fields(self.oracle.count(step.queries), step.count_bits)
+        except ValueError as exc:
+            raise FedanonError(f"count_bits {step.count_bits}: {exc}") from None
 
     def _on_place(self, step: Step) -> np.ndarray:
         if self.oracle is None or self.nodes:
