@@ -96,6 +96,9 @@ def _overhead_per_step(stream: list[dict[str, Any]], calls: list[tuple[float, fl
     if not over:
         return {}
     return {
+        "step_wall_and_overhead_s": [
+            (round(e - b, 2), round(o, 2)) for (b, e), o in zip(calls, over, strict=True)
+        ],
         "step_overhead_median_s": round(float(np.median(over)), 3),
         "step_overhead_max_s": round(max(over), 3),
         "step_wall_median_s": round(float(np.median([e - b for b, e in calls])), 3),
