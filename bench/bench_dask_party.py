@@ -1,15 +1,17 @@
 """One party's LKC run on the one-process engine and on the Dask engine (row shards).
 
 The synthetic hospital table of `--rows` rows is written once as a Parquet dataset of
-`--files` partitions (generated 1M rows at a time, cached under --cache). The local engine
-reads it whole; the Dask engine's daemon reads only its footers, each worker its own files.
-Prints: wall time of the whole run (encode +
+`--files` partitions (`fedanon.synth.write_hospital_parquet`: streamed, one chunk of rows at a
+time, cached under --cache). The local engine reads it whole; the Dask engine's daemon reads
+only its footers, each worker its own files. Prints: wall time of the whole run (encode +
 specializations + the union's input: the released records read batch by batch, as the daemon
 reads them to measure and to seal, `party/records.py`), the number of steps, the Dask engine's
-overhead per step (its counting time minus the local engine's, per step), the peak resident
-memory of the process (the party's daemon, with the search's own state, the leader's in a
-federation) and of the worker processes, CPU seconds of both, and the union's cost per record:
-sealing `--seal-sample` records for a ring of three parties, per core. The two engines run in
+overhead per step (its counting time minus the local engine's, per step; and, measured in the
+Dask run alone, the daemon's wall time of a step minus the busiest worker's compute in it,
+from Dask's task stream), the peak resident memory of the process (the party's daemon, with
+the search's own state, the leader's in a federation) and of the worker processes, CPU
+seconds of both, and the union's cost per record on one core: sealing `--seal-sample` records
+for a ring of three parties, each hop's peel and the leader's open. The two engines run in
 separate child processes so that each peak is its own. bench/RESULTS.md has the numbers and
 the projection.
 
@@ -24,6 +26,7 @@ import json
 import multiprocessing
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -35,40 +38,71 @@ from fedanon.algorithms.tds.engine import LKCEngine
 from fedanon.algorithms.tds.engines.records import ReleasedRows
 from fedanon.algorithms.tds.engines.sharded import ShardedParty
 from fedanon.algorithms.tds.local_party import LocalParty
-from fedanon.crypto.onion_union import UnionContext
+from fedanon.crypto.onion_union import UnionContext, open_records, peel_layer
 from fedanon.crypto.parallel import SEQUENTIAL
 from fedanon.party.records import LocalRecords, encode_record
 from fedanon.party.union import SEAL_PIECE_RECORDS, UnionRole, measured_size
 from fedanon.readers.sources import ParquetSource
 from fedanon.schema import LKCParams
-from fedanon.synth import generate_hospital, hospital_taxonomy_path
+from fedanon.synth import hospital_taxonomy_path, write_hospital_parquet
 from fedanon.taxonomy.loader import load_taxonomy
 
 PARAMS = LKCParams.of(3, 20, "0.2")
 
 
-CHUNK = 1_000_000
-
-
 def _dataset(rows: int, files: int, cache: Path) -> Path:
-    """The table as `files` Parquet partitions (written once; chunk i uses seed i)."""
+    """The table as `files` Parquet partitions (written once, streamed: one chunk at a time)."""
     where = cache / f"hospital-{rows}-{files}"
-    if (where / "done").exists():
-        return where
-    where.mkdir(parents=True, exist_ok=True)
-    per_file = -(-rows // files)
-    written = 0
-    for index in range(files):
-        size = min(per_file, rows - written)
-        parts = [
-            generate_hospital(min(CHUNK, size - at), seed=index * 1000 + at // CHUNK)
-            for at in range(0, size, CHUNK)
-        ]
-        frame = pd.concat(parts, ignore_index=True).drop(columns=["patient_id"]).astype(str)
-        frame.to_parquet(where / f"part-{index:04d}.parquet", index=False)
-        written += size
-    (where / "done").write_text("ok")
+    if not (where / "done").exists():
+        write_hospital_parquet(where, rows, files)
+        (where / "done").write_text("ok")
     return where
+
+
+def _step_overheads(party: ShardedParty, client: Any) -> tuple[Any, list[tuple[float, float]]]:
+    """Times every mutating call of `party` (a specialization step, or the start): its wall
+    time at the daemon, paired with the task stream's record of the workers' compute, from
+    which `_overhead_per_step` takes the critical path."""
+    from distributed import get_task_stream
+
+    calls: list[tuple[float, float]] = []
+    call = party._call
+
+    def timed(name: str, *args: Any) -> Any:
+        began = time.time()
+        out = call(name, *args)
+        if name in ("start", "specialize"):
+            calls.append((began, time.time()))
+        return out
+
+    party._call = timed  # type: ignore[method-assign]
+    return get_task_stream(client), calls
+
+
+def _overhead_per_step(stream: list[dict[str, Any]], calls: list[tuple[float, float]]) -> dict:
+    """Per step: the daemon's wall time minus the busiest worker's compute inside it (its
+    tasks run one at a time: one thread per worker), i.e. what sharding adds to a step
+    (scheduling, transfers, packing, the daemon's wait), as the median and the maximum."""
+    over = []
+    for began, ended in calls:
+        busy: dict[str, float] = {}
+        for task in stream:
+            for part in task["startstops"]:
+                if part["action"] == "compute" and began <= part["start"] and part["stop"] <= ended:
+                    busy[task["worker"]] = (
+                        busy.get(task["worker"], 0.0) + part["stop"] - part["start"]
+                    )
+        over.append((ended - began) - max(busy.values(), default=0.0))
+    if not over:
+        return {}
+    return {
+        "step_wall_and_overhead_s": [
+            (round(e - b, 2), round(o, 2)) for (b, e), o in zip(calls, over, strict=True)
+        ],
+        "step_overhead_median_s": round(float(np.median(over)), 3),
+        "step_overhead_max_s": round(max(over), 3),
+        "step_wall_median_s": round(float(np.median([e - b for b, e in calls])), 3),
+    }
 
 
 def _peak_mb() -> int:
@@ -88,9 +122,11 @@ def _cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _seal_seconds_per_record(records: LocalRecords, sample: int) -> float:
-    """CPU seconds per record to seal `sample` of the records for a ring of three parties and
-    the leader, on one core, no keys prepared ahead (the union's COLLECT at this party)."""
+def _union_seconds_per_record(records: LocalRecords, sample: int) -> dict[str, float]:
+    """CPU seconds per record, on one core, of each step of the layered union for `sample` of
+    the records in a ring of three parties and the leader, no keys prepared ahead: sealing
+    (the union's COLLECT at this party), each hop's peel (its layer off, and its shuffle) and
+    the leader's open; the opened records must be the sample's."""
     keys = [X25519PrivateKey.generate() for _ in range(4)]
     route = tuple(k.public_key().public_bytes_raw() for k in keys)
     ctx = UnionContext(b"b" * 16, 1, route, measured_size(records.longest))
@@ -99,8 +135,17 @@ def _seal_seconds_per_record(records: LocalRecords, sample: int) -> float:
     first = next(records.pieces(min(sample, SEAL_PIECE_RECORDS)))
     held = first
     began = _cpu_s()
-    role.seal(LocalRecords(lambda: [_as_batch(held)]), ctx, None)
-    return (_cpu_s() - began) / max(1, len(first))
+    batch = role.seal(LocalRecords(lambda: [_as_batch(held)]), ctx, None)
+    costs = {"seal": _cpu_s() - began}
+    for hop in range(3):
+        began = _cpu_s()
+        batch = peel_layer(batch, keys[hop], hop, ctx)
+        costs[f"peel{hop}"] = _cpu_s() - began
+    began = _cpu_s()
+    opened = open_records(batch, keys[3], ctx)
+    costs["open"] = _cpu_s() - began
+    assert sorted(opened) == sorted(first)
+    return {name: seconds / max(1, len(first)) for name, seconds in costs.items()}
 
 
 def _as_batch(records: list[bytes]) -> ReleasedRows:
@@ -139,16 +184,23 @@ def _run(
         del head
         party = ShardedParty(client, schema, source.shards(shards), source.columns)
     opened = time.perf_counter()
-    result = LKCEngine(schema, PARAMS).run(party)
+    steps: dict = {}
+    if client is not None and isinstance(party, ShardedParty):
+        stream, calls = _step_overheads(party, client)
+        with stream:
+            result = LKCEngine(schema, PARAMS).run(party)
+        steps = _overhead_per_step(stream.data, calls)
+    else:
+        result = LKCEngine(schema, PARAMS).run(party)
     searched = time.perf_counter()
     search_cpu = _cpu_s()
     worker_search_cpu = sum(client.run(_cpu_s).values()) if client is not None else 0.0
-    expanded, seal_s = 0, 0.0
+    expanded, union = 0, {}
     if release:
         records = LocalRecords(lambda: party.released_rows(encode_record))  # count, longest
         expanded = sum(len(piece) for piece in records.pieces(SEAL_PIECE_RECORDS))  # the second
         assert len(records) == expanded == source.n_rows
-        seal_s = _seal_seconds_per_record(records, sample) if sample else 0.0
+        union = _union_seconds_per_record(records, sample) if sample else {}
     done = time.perf_counter()
     worker_peak, worker_cpu = 0, 0.0
     if client is not None:
@@ -175,7 +227,9 @@ def _run(
             "workers_search_cpu_s": round(worker_search_cpu, 1),
             "daemon_peak_mb": _peak_mb(),
             "workers_peak_mb": worker_peak,
-            "seal_us_per_record": round(seal_s * 1e6, 1),
+            "seal_us_per_record": round(union.get("seal", 0.0) * 1e6, 1),
+            **{f"{k}_us_per_record": round(v * 1e6, 1) for k, v in union.items() if k != "seal"},
+            **steps,
         }
     )
 
@@ -231,6 +285,19 @@ def main() -> None:
             f"({r['workers_search_cpu_s']}) | {r['daemon_peak_mb']} | "
             f"{r['workers_peak_mb']} | {r['seal_us_per_record']} |"
         )
+    for r in results:
+        if "step_overhead_median_s" in r:
+            print(
+                f"\n{r['engine']}: per step, wall {r['step_wall_median_s']} s (median), of which "
+                f"sharding adds {r['step_overhead_median_s']} s (median; "
+                f"max {r['step_overhead_max_s']} s)"
+            )
+        if r.get("open_us_per_record"):
+            hops = [r[f"peel{h}_us_per_record"] for h in range(3)]
+            print(
+                f"{r['engine']}: union us/record on one core: seal {r['seal_us_per_record']}, "
+                f"peel {hops}, open {r['open_us_per_record']}"
+            )
     if len(results) == 2 and results[0]["steps"]:
         extra = (results[1]["counting_s"] - results[0]["counting_s"]) / results[0]["steps"]
         print(f"\nDask overhead per step (counting time difference / steps): {extra:.3f} s")

@@ -13,11 +13,14 @@ The trees, QIDs, sensitive values and class live in the package file ``fedanon/d
 
 from __future__ import annotations
 
+import os
 from importlib.resources import files
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from fedanon.errors import FedanonError
 
@@ -167,6 +170,56 @@ def generate_hospital(n_rows: int = DEFAULT_ROWS, seed: int = 7) -> pd.DataFrame
         },
         columns=COLUMNS,
     )
+
+
+#: Rows generated (and held) at a time by :func:`write_hospital_parquet`: ~1 GB of Python strings.
+PARQUET_CHUNK_ROWS = 500_000
+#: The columns of the Parquet dataset: every column but ``patient_id`` (a counter that restarts
+#: in every chunk, so not an identifier of the dataset), all as text.
+PARQUET_SCHEMA = pa.schema([(name, pa.string()) for name in COLUMNS if name != "patient_id"])
+
+
+def write_hospital_parquet(
+    where: Path, rows: int, files: int, chunk: int = PARQUET_CHUNK_ROWS, seed: int = 0
+) -> list[Path]:
+    """The synthetic table of `rows` rows as a Parquet dataset of `files` files in `where`.
+
+    Streams: each chunk of at most `chunk` rows is generated, written as its own row group and
+    dropped before the next, so memory is one chunk's whatever `rows` is (100M rows in one
+    frame do not fit a machine's memory). Chunk ``c`` of the dataset (numbered across files)
+    uses seed ``seed + c``, so no two chunks repeat each other and the dataset is deterministic.
+    Files are ``part-NNNN.parquet``, each written under a temporary name and renamed when
+    complete (and removed on an error): an interrupted run leaves no partial file.
+    """
+    if rows < files or files < 1 or chunk < 1:
+        raise FedanonError(f"cannot write {rows} rows as {files} files in chunks of {chunk}")
+    where.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    first_chunk = 0
+    for index in range(files):
+        size = rows // files + (index < rows % files)
+        path = where / f"part-{index:04d}.parquet"
+        _write_hospital_file(path, size, seed + first_chunk, chunk)
+        first_chunk += -(-size // chunk)
+        written.append(path)
+    return written
+
+
+def _write_hospital_file(path: Path, rows: int, seed: int, chunk: int) -> None:
+    partial = path.with_name(path.name + ".partial")
+    try:
+        with pq.ParquetWriter(partial, PARQUET_SCHEMA) as writer:
+            for number, at in enumerate(range(0, rows, chunk)):
+                frame = generate_hospital(min(chunk, rows - at), seed=seed + number)
+                frame = frame.drop(columns=["patient_id"]).astype(str)
+                writer.write_table(
+                    pa.Table.from_pandas(frame, PARQUET_SCHEMA, preserve_index=False)
+                )
+                del frame
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    os.replace(partial, path)
 
 
 def _pick(rng: np.random.Generator, weights: np.ndarray) -> np.ndarray:

@@ -123,3 +123,69 @@ def test_stay_and_life_stage_follow_age(table: pd.DataFrame) -> None:
     assert (table.loc[children, "employment"] == "Child").all()
     assert (table.loc[children, "marital_status"] == "Never-married").all()
     assert (table.loc[table["age"] >= 80, "employment"] == "Retired").mean() > 0.9
+
+
+def test_parquet_dataset_is_exact_distinct_and_streamed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every chunk is written before the next is generated (memory is one chunk's), the row
+    counts are exact, and chunk c is the table of seed `seed + c`: no chunk repeats another."""
+    import pyarrow.parquet as pq
+
+    from fedanon import synth
+
+    events: list[tuple[str, int]] = []
+    generate, write = synth.generate_hospital, pq.ParquetWriter.write_table
+
+    def generating(n_rows: int, seed: int) -> pd.DataFrame:
+        events.append(("generate", n_rows))
+        return generate(n_rows, seed)
+
+    def writing(self: pq.ParquetWriter, table: object, *args: object, **kw: object) -> None:
+        events.append(("write", table.num_rows))  # type: ignore[attr-defined]
+        write(self, table, *args, **kw)
+
+    monkeypatch.setattr(synth, "generate_hospital", generating)
+    monkeypatch.setattr(pq.ParquetWriter, "write_table", writing)
+    paths = synth.write_hospital_parquet(tmp_path, 2503, 3, chunk=400, seed=50)
+    assert [p.name for p in paths] == [
+        "part-0000.parquet",
+        "part-0001.parquet",
+        "part-0002.parquet",
+    ]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [p.name for p in paths]
+    # 835 + 834 + 834 rows, in chunks of at most 400, each written before the next is made
+    sizes = [400, 400, 35, 400, 400, 34, 400, 400, 34]
+    assert events == [e for n in sizes for e in (("generate", n), ("write", n))]
+    files = [pq.ParquetFile(p) for p in paths]
+    assert [f.metadata.num_rows for f in files] == [835, 834, 834]
+    assert [f.metadata.num_row_groups for f in files] == [3, 3, 3]
+    chunks = [
+        generate(n, 50 + c).drop(columns=["patient_id"]).astype(str) for c, n in enumerate(sizes)
+    ]
+    whole = pd.concat([f.read().to_pandas() for f in files], ignore_index=True)
+    assert whole.equals(pd.concat(chunks, ignore_index=True))
+    firsts = {tuple(chunk.iloc[:50].itertuples(index=False)) for chunk in chunks}
+    assert len(firsts) == len(chunks)  # distinct seeds, distinct rows
+
+
+def test_parquet_dataset_leaves_no_partial_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fedanon import synth
+
+    generate = synth.generate_hospital
+    calls: list[int] = []
+
+    def failing(n_rows: int, seed: int) -> pd.DataFrame:
+        calls.append(n_rows)
+        if len(calls) == 4:
+            raise MemoryError("killed")
+        return generate(n_rows, seed)
+
+    monkeypatch.setattr(synth, "generate_hospital", failing)
+    with pytest.raises(MemoryError):
+        synth.write_hospital_parquet(tmp_path, 1200, 2, chunk=200)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["part-0000.parquet"]
+    with pytest.raises(FedanonError, match="cannot write 1 rows as 2 files"):
+        synth.write_hospital_parquet(tmp_path, 1, 2)

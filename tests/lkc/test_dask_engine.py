@@ -343,3 +343,37 @@ def test_a_shard_whose_state_is_gone_or_stale_is_reloaded_and_replayed(client, d
         assert _csv(party.generalized_table()) == release
     finally:
         party.close()
+
+
+def test_the_release_is_read_with_a_bounded_number_of_parts_ahead(client, monkeypatch):
+    """A computed part waits in its worker's memory until the daemon takes it: the daemon
+    keeps at most ``TASKS_AHEAD`` parts submitted beyond the one it takes (all of them at
+    once held a 100M-row release in the workers), and the records are unchanged."""
+    monkeypatch.setattr(sharded, "RELEASE_BATCH_RECORDS", 400)
+    monkeypatch.setattr(sharded, "TASKS_AHEAD", 2)
+    schema, table = _case()
+    local_schema = copy.deepcopy(schema)
+    local = LocalParty(local_schema, table)
+    LKCEngine(local_schema, PARAMS).run(local)
+    sharded_schema = copy.deepcopy(schema)
+    party = ShardedParty(client, sharded_schema, FrameSource(table).shards(2), list(table.columns))
+    submitted: list[int] = []
+    pinned = party._pinned
+
+    def counting(i: int, func, *args):
+        if func is sharded._release_part:
+            submitted.append(i)
+        return pinned(i, func, *args)
+
+    monkeypatch.setattr(party, "_pinned", counting)
+    try:
+        LKCEngine(sharded_schema, PARAMS).run(party)
+        batches = []
+        for taken, batch in enumerate(party.released_rows(encode_record)):
+            assert len(submitted) == min(8, taken + 1 + 2)
+            batches.append(batch)
+        assert submitted == [0, 0, 0, 0, 1, 1, 1, 1]
+        assert [len(b) for b in batches] == [400, 400, 400, 300] * 2
+        assert LocalRecords(lambda: batches).expand() == record_bytes(local.generalized_table())
+    finally:
+        party.close()

@@ -54,6 +54,11 @@ CONNECT_SECONDS = 30
 CLOSE_SECONDS = 10.0
 #: Recoveries of one call before giving up (a cluster that loses workers faster than it replays).
 MAX_RECOVERIES = 16
+#: Tasks of an ordered read (the release's parts) submitted ahead of the one the daemon takes:
+#: a computed part waits in its worker's memory until taken, so submitting them all at once
+#: held the whole release there (100M records: 14 GB in the workers, bench/RESULTS.md "#29
+#: session 10"); this many keep the workers busy while the daemon seals one part.
+TASKS_AHEAD = 4
 
 # ----------------------------------------------------------------- worker side
 
@@ -355,8 +360,8 @@ class ShardedParty:
     ) -> Iterator[ReleasedRows]:
         """The shards' released records, made and encoded on their workers (`encode` travels
         there by reference: a module's function), in shard (= row) order and in parts of
-        ``RELEASE_BATCH_RECORDS``: the daemon takes one part at a time (the others wait on
-        their workers)."""
+        ``RELEASE_BATCH_RECORDS``: the daemon takes one part at a time (at most
+        ``TASKS_AHEAD`` others made ahead wait on their workers)."""
         done = len(self._log)
         args = (encode, suppressed, drop_suppressed)
         shards = [(i, ()) for i in range(len(self._keys))]
@@ -374,11 +379,16 @@ class ShardedParty:
         self, tasks: list[tuple[int, tuple[Any, ...]]], submit: Any, done: int
     ) -> Iterator[Any]:
         """The result of `submit(shard, extra)` (a future) for every task (shard, extra), in
-        order: all submitted at once, taken from the workers one at a time. A shard lost
-        before its tasks' results were taken is recovered (replayed up to `done` steps) and
-        its tasks submitted again."""
-        futures = {t: submit(*task) for t, task in enumerate(tasks)}
+        order, taken from the workers one at a time, with at most ``TASKS_AHEAD`` tasks
+        submitted beyond the one being taken (so at most that many results wait in the
+        workers' memory). A shard lost before its tasks' results were taken is recovered
+        (replayed up to `done` steps) and its submitted tasks submitted again."""
+        futures: dict[int, Future] = {}
+        submitted = 0
         for t in range(len(tasks)):
+            while submitted < min(len(tasks), t + 1 + TASKS_AHEAD):
+                futures[submitted] = submit(*tasks[submitted])
+                submitted += 1
             for _attempt in range(MAX_RECOVERIES):
                 watched = {tasks[u][0]: future for u, future in futures.items()}
                 watched[tasks[t][0]] = futures[t]  # its shard's error is this task's
