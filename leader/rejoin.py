@@ -17,10 +17,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TypeVar
 
 import grpc
 
+from fedanon.interrupts import wait_in_slices
 from fedanon.leader.federation import PartyFailure, describe_rpc_error
 from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
@@ -169,27 +171,19 @@ class Rejoiner:
             return bool(reply.restored)
 
 
-#: The longest the leader's main thread waits at once for a channel to be ready: a signal
-#: delivered to one of gRPC's threads runs its Python handler (the CLI's SIGTERM, Ctrl-C) only
-#: when the main thread runs Python code again, so a wait of a whole rejoin bound held a
-#: terminated leader for up to a minute.
-READY_SLICE_SECONDS = 0.25
-
-
 def _ready_within(channel: grpc.Channel, seconds: float) -> bool:
-    """Whether `channel` becomes ready within `seconds`, waited in slices of
-    ``READY_SLICE_SECONDS`` so that a signal ends the wait at once."""
+    """Whether `channel` becomes ready within `seconds`, waited in slices (`wait_in_slices`: a
+    wait of a whole rejoin bound held a terminated leader for up to a minute)."""
     ready = grpc.channel_ready_future(channel)
-    deadline = time.monotonic() + seconds
     try:
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return False
-            try:
-                ready.result(timeout=min(left, READY_SLICE_SECONDS))
-                return True
-            except grpc.FutureTimeoutError:
-                continue
+        return wait_in_slices(partial(_ready_in, ready), seconds)
     finally:
         ready.cancel()
+
+
+def _ready_in(ready: grpc.Future, seconds: float) -> bool:
+    try:
+        ready.result(timeout=seconds)
+    except grpc.FutureTimeoutError:
+        return False
+    return True

@@ -2,38 +2,31 @@
 leader promptly in every phase, and the rejoin wait lasts up to ``[timeouts] rejoin_seconds``,
 a minute by default).
 
-The wait runs in a process of its own, as in ``fedanon leader run``: the SIGTERM handler raises
-(the CLI's ``Terminated``), the party is unreachable (a closed loopback port), and the bound is
-60 s. The process must leave the wait within a few seconds of the signal, wherever the kernel
-delivers it (gRPC's threads included).
+The wait runs in a process of its own, with the SIGTERM handler of ``fedanon leader run`` (it
+raises the CLI's ``Terminated`` where no lock is left held), the party is unreachable (a closed
+loopback port), and the bound is 60 s. The process must leave the wait within a few seconds of
+the signal, wherever the kernel delivers it (gRPC's threads included).
 """
 
 from __future__ import annotations
 
-import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import pytest
+from tests.harness.cli import owned, stop_with
 
 _WAITING = """
 import signal, sys, time
 import grpc
 from fedanon.federation.transport import RECONNECT_OPTIONS
 from fedanon.leader.federation import PartyFailure
+from fedanon.cli.main import Terminated, raise_terminated
 from fedanon.leader.rejoin import Rejoiner
 from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
 
-class Terminated(BaseException):
-    pass
-
-def terminated(_number, _frame):
-    raise Terminated
-
-signal.signal(signal.SIGTERM, terminated)
+signal.signal(signal.SIGTERM, raise_terminated)
 announced = []
 
 def announce():  # the wait has begun (its first pause, or its wait for the channel)
@@ -64,34 +57,18 @@ except Terminated:
 """
 
 
-# One rerun: it failed twice under load (a CI run and a local run beside the rejoin tests; the
-# waiting process outlived the SIGTERM by 60 s); the party's port is now held by this test, so
-# no daemon of a test running beside it can take it; named in the session note.
-@pytest.mark.flaky(reruns=1)
 def test_a_leader_waiting_for_a_rejoin_stops_at_once_on_sigterm(tmp_path: Path) -> None:
     script = tmp_path / "waiting.py"
     script.write_text(_WAITING, encoding="utf-8")
     # A bound port that never listens: connections to it are refused, and no process started
     # beside this test can listen on it meanwhile (a free port could be taken by one).
-    held = socket.socket()
-    held.bind(("127.0.0.1", 0))
-    waiting = subprocess.Popen(
-        [sys.executable, str(script), f"127.0.0.1:{held.getsockname()[1]}"],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert waiting.stdout is not None
-        assert waiting.stdout.readline() == "waiting\n"
-        waiting.send_signal(signal.SIGTERM)
-        began = time.monotonic()
-        out, _ = waiting.communicate(timeout=60)
-        stopped = time.monotonic() - began
-    finally:
-        if waiting.poll() is None:
-            waiting.kill()
-            waiting.communicate()
-        held.close()
-    assert out == "terminated\n"
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        command = [sys.executable, str(script), f"127.0.0.1:{held.getsockname()[1]}"]
+        with owned(subprocess.Popen(command, stdout=subprocess.PIPE, text=True)) as waiting:
+            assert waiting.stdout is not None
+            assert waiting.stdout.readline() == "waiting\n"
+            stopped = stop_with(waiting)
+    assert stopped.out == "terminated\n"
     # The interpreter's own exit takes seconds on a loaded machine; the 60 s wait is gone.
-    assert stopped < 20, f"the rejoin wait held the process {stopped:.1f} s after SIGTERM"
+    assert stopped.seconds < 20, f"the rejoin wait held the process {stopped.seconds:.1f} s"

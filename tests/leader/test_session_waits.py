@@ -1,0 +1,47 @@
+"""The session's waits on the way out end on their own: the abort that a failure or a signal
+runs gives up after its bound even when a call never completes (a ``leader run`` terminated
+while gRPC could not complete calls waited in the abort until it was killed)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from types import SimpleNamespace
+
+import grpc
+
+from fedanon.federation.config import Hop
+from fedanon.leader.session import ABORT_SECONDS, DEADLINE_GRACE_SECONDS, Session
+
+
+class _Never:
+    """``stub.End``: its call is a real gRPC future that never completes (a channel to a port
+    that refuses connections never becomes ready)."""
+
+    def __init__(self, channel: grpc.Channel) -> None:
+        self.channel = channel
+
+    def future(self, _request: object, timeout: float) -> grpc.Future:
+        assert timeout == ABORT_SECONDS
+        return grpc.channel_ready_future(self.channel)
+
+
+def test_the_abort_gives_up_after_its_bound_when_a_call_never_completes() -> None:
+    with socket.socket() as held:  # bound, never listening: connections are refused
+        held.bind(("127.0.0.1", 0))
+        job = SimpleNamespace(
+            parties=[Hop("p", f"127.0.0.1:{held.getsockname()[1]}")],
+            tls=None,
+            name="job",
+            rpc_seconds=5.0,
+            relay_listen=None,
+        )
+        session = Session(job)
+        try:
+            session.stubs = {"p": SimpleNamespace(End=_Never(session.channels["p"]))}
+            aborting = threading.Thread(target=session.abort, args=("stop",), daemon=True)
+            aborting.start()
+            aborting.join(ABORT_SECONDS + DEADLINE_GRACE_SECONDS + 20)  # slack for a loaded CPU
+            assert not aborting.is_alive(), "the abort still waits for a call that never ends"
+        finally:
+            session.close()
