@@ -17,12 +17,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from functools import partial
 from typing import TypeVar
 
 import grpc
+from grpc_health.v1.health_pb2 import HealthCheckRequest
+from grpc_health.v1.health_pb2_grpc import HealthStub
 
-from fedanon.interrupts import wait_in_slices
 from fedanon.leader.federation import PartyFailure, describe_rpc_error
 from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
@@ -136,7 +136,7 @@ class Rejoiner:
         """Wait for party `name` until `deadline`, then resume it at `iteration`; whether it
         was restored from its sealed state (it had restarted) rather than found still open.
 
-        No polling: the leader waits for the party's channel to be ready (the session's
+        No polling: the leader waits for the party's channel to connect (the session's
         channels try to reconnect within a second: federation/transport.py's
         RECONNECT_OPTIONS; a relay's tunnel waits for its party's stream itself), so the
         ``Rejoin`` leaves as soon as the restarted daemon listens, and then gets
@@ -172,18 +172,19 @@ class Rejoiner:
 
 
 def _ready_within(channel: grpc.Channel, seconds: float) -> bool:
-    """Whether `channel` becomes ready within `seconds`, waited in slices (`wait_in_slices`: a
-    wait of a whole rejoin bound held a terminated leader for up to a minute)."""
-    ready = grpc.channel_ready_future(channel)
-    try:
-        return wait_in_slices(partial(_ready_in, ready), seconds)
-    finally:
-        ready.cancel()
+    """Whether `channel` connects within `seconds`: a health check that waits for the
+    connection (``wait_for_ready``); an answer, or a failure other than the time running out,
+    says the party listens again (its ``Rejoin`` then says the rest). gRPC looks for signals
+    while a blocking call waits, so a SIGTERM ends this wait at once.
 
-
-def _ready_in(ready: grpc.Future, seconds: float) -> bool:
+    Not ``grpc.channel_ready_future``: it subscribes to the channel's connectivity, which starts
+    a gRPC polling thread that takes the channel's connectivity lock; a process that ended while
+    that daemon thread held the lock (a terminated leader exits at once) blocked forever in the
+    channel's finalizer (a faulthandler dump of a hung exit)."""
     try:
-        ready.result(timeout=seconds)
-    except grpc.FutureTimeoutError:
-        return False
+        HealthStub(channel).Check(
+            HealthCheckRequest(service=""), timeout=seconds, wait_for_ready=True
+        )
+    except grpc.RpcError as exc:
+        return bool(exc.code() != grpc.StatusCode.DEADLINE_EXCEEDED)
     return True

@@ -13,8 +13,12 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
+import grpc
+
+from fedanon.leader.rejoin import _ready_within
 from tests.harness.cli import owned, stop_with
 
 _WAITING = """
@@ -23,35 +27,24 @@ import grpc
 from fedanon.federation.transport import RECONNECT_OPTIONS
 from fedanon.leader.federation import PartyFailure
 from fedanon.cli.main import Terminated, raise_terminated
+from fedanon.leader import rejoin
 from fedanon.leader.rejoin import Rejoiner
 from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
 
 signal.signal(signal.SIGTERM, raise_terminated)
-announced = []
+ready_within = rejoin._ready_within
 
-def announce():  # the wait has begun (its first pause, or its wait for the channel)
-    if not announced:
-        announced.append(True)
-        print("waiting", flush=True)
+def announced(channel, seconds):  # the wait for the party has begun
+    print("waiting", flush=True)
+    return ready_within(channel, seconds)
 
-pause, ready = time.sleep, grpc.channel_ready_future
-
-def paused(seconds):
-    announce()
-    pause(seconds)
-
-def readiness(channel):
-    future = ready(channel)
-    announce()
-    return future
-
-time.sleep, grpc.channel_ready_future = paused, readiness
+rejoin._ready_within = announced
 channel = grpc.insecure_channel(sys.argv[1], options=RECONNECT_OPTIONS)
 stubs, channels = {"p": pb_grpc.PartyStub(channel)}, {"p": channel}
-rejoin = Rejoiner("ab" * 16, ["p"], stubs, 60.0, 30.0, channels=channels)
+rejoiner = Rejoiner("ab" * 16, ["p"], stubs, 60.0, 30.0, channels=channels)
 gone = PartyFailure("sum: party p: unreachable", party="p", code=grpc.StatusCode.UNAVAILABLE)
 try:
-    rejoin._rejoin("p", 2, time.monotonic() + 60.0, gone)
+    rejoiner._rejoin("p", 2, time.monotonic() + 60.0, gone)
 except Terminated:
     print("terminated", flush=True)
 """
@@ -72,3 +65,19 @@ def test_a_leader_waiting_for_a_rejoin_stops_at_once_on_sigterm(tmp_path: Path) 
     assert stopped.out == "terminated\n"
     # The interpreter's own exit takes seconds on a loaded machine; the 60 s wait is gone.
     assert stopped.seconds < 20, f"the rejoin wait held the process {stopped.seconds:.1f} s"
+
+
+def test_the_wait_for_a_party_leaves_no_thread_of_grpc_running() -> None:
+    """A wait through ``grpc.channel_ready_future`` started gRPC's connectivity polling thread,
+    a daemon thread that takes the channel's lock and outlives the wait: a leader that exited
+    while that thread held the lock (a SIGTERM ends the leader at once) blocked forever in the
+    channel's finalizer."""
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        channel = grpc.insecure_channel(f"127.0.0.1:{held.getsockname()[1]}")
+        try:
+            before = set(threading.enumerate())
+            assert not _ready_within(channel, 0.5)  # refused: never ready
+            assert [t.name for t in set(threading.enumerate()) - before] == []
+        finally:
+            channel.close()

@@ -12,18 +12,20 @@ import grpc
 
 from fedanon.federation.config import Hop
 from fedanon.leader.session import ABORT_SECONDS, DEADLINE_GRACE_SECONDS, Session
+from fedanon.protos import fedanon_v1_pb2 as pb
+from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
 
 
 class _Never:
-    """``stub.End``: its call is a real gRPC future that never completes (a channel to a port
-    that refuses connections never becomes ready)."""
+    """``stub.End``: its call is a real gRPC call that does not complete within the test (it
+    waits for a connection to a port that refuses them, for ten minutes)."""
 
     def __init__(self, channel: grpc.Channel) -> None:
         self.channel = channel
 
-    def future(self, _request: object, timeout: float) -> grpc.Future:
+    def future(self, request: pb.EndRequest, timeout: float) -> grpc.Future:
         assert timeout == ABORT_SECONDS
-        return grpc.channel_ready_future(self.channel)
+        return pb_grpc.PartyStub(self.channel).End.future(request, timeout=600, wait_for_ready=True)
 
 
 def test_the_abort_gives_up_after_its_bound_when_a_call_never_completes() -> None:
