@@ -188,8 +188,8 @@ def test_leader_terminated_during_the_union_stops_in_one_line_and_leaves_nothing
     for delay in (0.0, 0.05, 0.2, 0.4):
         with owned(_leader_in_the_union(job, last)) as leader:
             time.sleep(delay)
-            stopped = stop_with(leader)
-        err = stopped.err
+            ended = stop_with(leader)
+        err = ended.err
         release = tmp_path / "release.csv"
         if release.exists():
             # The job won the race: its outputs were committed (atomically, all together)
@@ -204,7 +204,7 @@ def test_leader_terminated_during_the_union_stops_in_one_line_and_leaves_nothing
         stopped += 1
         assert leader.returncode == 143, err
         assert err.splitlines() == ["fedanon: terminated"], err
-        assert stopped.seconds < 10, f"the leader took {stopped.seconds:.1f} s to stop"
+        assert ended.seconds < 10, f"the leader took {ended.seconds:.1f} s to stop"
         assert not (tmp_path / "release.csv").exists()
         assert list(tmp_path.iterdir()) == [job], list(tmp_path.iterdir())
         _assert_group_gone(leader.pid)

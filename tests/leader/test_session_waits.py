@@ -40,7 +40,8 @@ def test_the_abort_gives_up_after_its_bound_when_a_call_never_completes() -> Non
         )
         session = Session(job)
         try:
-            session.stubs = {"p": SimpleNamespace(End=_Never(session.channels["p"]))}
+            stub = SimpleNamespace(End=_Never(session.channels["p"]))
+            session.stubs = {"p": stub}  # type: ignore[dict-item]  # only End is called
             aborting = threading.Thread(target=session.abort, args=("stop",), daemon=True)
             aborting.start()
             aborting.join(ABORT_SECONDS + DEADLINE_GRACE_SECONDS + 20)  # slack for a loaded CPU
