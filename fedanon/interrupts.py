@@ -11,8 +11,9 @@ process outlived the SIGTERM (a flaky CI test, ended at last by SIGKILL).
 
 So the handlers that unwind the main thread (the CLI's SIGTERM and SIGINT, the sim's) raise
 through :func:`raise_safely`: at once where the main thread runs code outside the modules that
-take locks this way, else at the next line (or call) that runs outside them, which comes as soon
-as the lock's own code returns (the main thread's waits are timed, so it always does).
+take locks this way, else at the next line that its interrupted code runs outside them, which
+comes as soon as the lock's own code returns (the main thread's waits are timed, so it always
+does). The waits are timed with :func:`wait_in_slices` where no library times them.
 """
 
 from __future__ import annotations
