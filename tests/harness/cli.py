@@ -5,7 +5,8 @@ under the command; a separate process (:func:`run_cli_process`, or :data:`FEDANO
 the test signals or keeps running) is for what only a real process shows: the exit status the
 shell sees, signal handling, the import of the entry point, pipes instead of terminals. Both
 return a :class:`CliResult`, and :func:`assert_one_line_error` checks the house rule for a
-user-facing error on either.
+user-facing error on either. A test that signals a process it started holds it in :func:`owned`
+(killed on every way out) and signals it with :func:`stop_with` (its output, how long it took).
 """
 
 from __future__ import annotations
