@@ -178,9 +178,9 @@ def _ready_within(channel: grpc.Channel, seconds: float) -> bool:
     while a blocking call waits, so a SIGTERM ends this wait at once.
 
     Not ``grpc.channel_ready_future``: it subscribes to the channel's connectivity, which starts
-    a gRPC polling thread that takes the channel's connectivity lock; a process that ended while
-    that daemon thread held the lock (a terminated leader exits at once) blocked forever in the
-    channel's finalizer (a faulthandler dump of a hung exit)."""
+    a gRPC polling thread (a daemon thread, alive past the wait) that takes the channel's
+    connectivity lock; a process that exited at once after the wait (a terminated leader) hung
+    in the channel's finalizer, waiting for that lock (a faulthandler dump of the hung exit)."""
     try:
         HealthStub(channel).Check(
             HealthCheckRequest(service=""), timeout=seconds, wait_for_ready=True
