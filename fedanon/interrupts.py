@@ -54,28 +54,41 @@ def _in_locking_code(frame: FrameType) -> bool:
     return frame.f_code.co_filename in _LOCKING_FILES
 
 
+#: The error a trace function raises at the main thread's next line outside the locking modules
+#: (at most one: a later signal's replaces it).
+_deferred: list[BaseException | type[BaseException]] = []
+
+
 def raise_safely(error: BaseException | type[BaseException], frame: FrameType | None) -> None:
     """Raise `error` now if the main thread was stopped at `frame` (a handler's second
     argument) outside the locking modules; else at the next line that one of the frames then
     running (`frame` and its callers) runs outside them, from a trace function (an error raised
     by a trace function ends tracing). Frames called after the signal are not traced: one may
     be a callback (of a weak reference, of the garbage collector) whose errors Python ignores."""
+    if _deferred:  # an earlier signal still waits for its line: this one takes its place
+        _deferred.clear()
+        sys.settrace(None)
     if frame is None or not _in_locking_code(frame):
         raise error
-    pending = [error]
-
-    def on_line(current: FrameType, event: str, _arg: Any) -> Any:
-        if not pending:  # raised already (a tracer set later must not raise it again)
-            return None
-        if event == "line" and not _in_locking_code(current):
-            raise pending.pop()
-        return on_line
-
-    sys.settrace(lambda _frame, _event, _arg: None)  # tracing on, new frames untraced
+    _deferred.append(error)
+    sys.settrace(_untraced)  # tracing on, for the frames below; new frames untraced
     caller: FrameType | None = frame
     while caller is not None:
-        caller.f_trace = on_line
+        caller.f_trace = _on_line
         caller = caller.f_back
+
+
+def _untraced(_frame: FrameType, _event: str, _arg: Any) -> None:
+    return None
+
+
+def _on_line(current: FrameType, event: str, _arg: Any) -> Any:
+    """The trace function of the frames running at a deferred signal."""
+    if not _deferred:  # raised already: a trace function set later must not raise it again
+        return None
+    if event == "line" and not _in_locking_code(current):
+        raise _deferred.pop()
+    return _on_line
 
 
 #: The longest the main thread blocks in one wait. A signal that the kernel hands to another
