@@ -17,6 +17,7 @@ import threading
 from pathlib import Path
 
 import grpc
+import pytest
 
 from fedanon.leader.rejoin import _ready_within
 from tests.harness.cli import owned, stop_with
@@ -50,6 +51,13 @@ except Terminated:
 """
 
 
+# One rerun, for a hang after the interpreter has finished: about 2 runs in 100 under load (-n 2
+# beside tests/distributed/test_rejoin.py; 3 in 60 before the fixes of session 10, none in 210
+# standalone) the process printed "terminated", finalized, and then waited forever in exit(),
+# in OpenBLAS's library destructor (gotoblas_quit -> blas_thread_shutdown_ -> pthread_join of a
+# BLAS server thread that no longer existed; gdb stack in the session-10 note). Not a wait of
+# fedanon's; named in bench/RESULTS.md (h-debt, session 10).
+@pytest.mark.flaky(reruns=1)
 def test_a_leader_waiting_for_a_rejoin_stops_at_once_on_sigterm(tmp_path: Path) -> None:
     script = tmp_path / "waiting.py"
     script.write_text(_WAITING, encoding="utf-8")
