@@ -48,6 +48,8 @@ try:
     rejoiner._rejoin("p", 2, time.monotonic() + 60.0, gone)
 except Terminated:
     print("terminated", flush=True)
+finally:
+    channel.close()  # as the leader's session closes its channels on the way out
 """
 
 
