@@ -53,12 +53,12 @@ finally:
 """
 
 
-# One rerun, for a hang after the interpreter has finished: about 2 runs in 100 under load (-n 2
+# One rerun, for a hang after the interpreter had run the script: 4 runs in 140 under load (-n 2
 # beside tests/distributed/test_rejoin.py; 3 in 60 before the fixes of session 10, none in 210
-# standalone) the process printed "terminated", finalized, and then waited forever in exit(),
-# in OpenBLAS's library destructor (gotoblas_quit -> blas_thread_shutdown_ -> pthread_join of a
-# BLAS server thread that no longer existed; gdb stack in the session-10 note). Not a wait of
-# fedanon's; named in bench/RESULTS.md (h-debt, session 10).
+# standalone) printed "terminated" and then never exited: in exit(), in OpenBLAS's destructor
+# joining a thread that was gone, or in the final garbage collection looping over the heap
+# (gdb stacks in bench/RESULTS.md, h-debt session 10). None in 70 since the script closes its
+# channel (as the leader's session does); the rerun stays until that is shown over more runs.
 @pytest.mark.flaky(reruns=1)
 def test_a_leader_waiting_for_a_rejoin_stops_at_once_on_sigterm(tmp_path: Path) -> None:
     script = tmp_path / "waiting.py"
