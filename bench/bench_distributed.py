@@ -46,7 +46,7 @@ from typing import Any
 
 import pandas as pd
 from machine_info import describe
-from measure import lkc_job
+from measure import Reference, check_release, lkc_job
 
 from fedanon.algorithms.tds.api import anonymize_lkc, build_schema
 from fedanon.algorithms.tds.jobspec import LKCJobSpec
@@ -180,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="fedanon-bench-"))
     runs = [centralized(table, taxonomy, spec, work / "central.csv") for _ in range(3)]
     central = {p: min(r[0][p] for r in runs) for p in PHASES}
-    reference_rows, reference_report = rows(runs[0][1]), runs[0][2]
+    reference = Reference.of("the centralized one", runs[0][1], runs[0][2])
     print("centralized (best of 3): " + ", ".join(f"{p} {central[p]:.3f} s" for p in PHASES))
 
     results: dict[tuple[int, int], dict[str, Any]] = {}
@@ -202,16 +202,7 @@ def main(argv: list[str] | None = None) -> int:
                         union_parallelism=union,
                     )
                     report = run_lkc(job)
-                    released = pd.read_csv(out, dtype=str, keep_default_na=False)
-                    if (
-                        rows(released) != reference_rows
-                        or report["final_cut"] != reference_report["final_cut"]
-                    ):
-                        print(
-                            f"{n} parties: the release differs from the centralized one",
-                            file=sys.stderr,
-                        )
-                        return 1
+                    check_release(out, report, reference, f"{n} parties")
                     reports.append(report)
             phases = [distributed_phases(r) for r in reports]
             key = (n, union.workers)

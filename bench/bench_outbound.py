@@ -42,18 +42,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 from bench_distributed import distributed_phases, lkc_job, machine
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script: `tools`
+from measure import Reference, check_release, federation_cpu
 
 from fedanon.federation.config import TRANSPORTS
 from fedanon.leader.kinds.lkc import run_lkc
 from fedanon.leader.relay import serve_relay
 from fedanon.leader.sim import federation, split_table
 from fedanon.readers.datadir import data_dir
-from tools.processes import descendants
 
 PHASES = ("setup", "loop", "integrate", "total")
 
@@ -62,26 +59,6 @@ def blow_up(table: pd.DataFrame, rows_wanted: int) -> pd.DataFrame:
     """`table` repeated (and cut) to `rows_wanted` records (the 1M-row benches' data)."""
     copies = -(-rows_wanted // len(table))
     return pd.concat([table] * copies, ignore_index=True).iloc[:rows_wanted]
-
-
-def release_digest(path: Path) -> np.ndarray:
-    """The release's rows as a multiset, small enough to keep at a million rows: the sorted
-    64-bit hashes of its rows (the rows themselves as Python tuples took about a gigabyte)."""
-    table = pd.read_csv(path, dtype=str, keep_default_na=False)
-    return np.sort(pd.util.hash_pandas_object(table, index=False).to_numpy())
-
-
-def federation_cpu(pids: list[int]) -> float:
-    """CPU seconds of this process and of `pids` with their descendants, so far."""
-    ticks = os.sysconf("SC_CLK_TCK")
-    total = sum(os.times()[:2])
-    for pid in (p for root in pids for p in descendants(root)):
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
-    return total
 
 
 def count_frame(
@@ -169,7 +146,7 @@ def _measure(args: argparse.Namespace, table: pd.DataFrame, n: int, work: Path) 
     )
     parts = split_table(table, n, "random", seed=n)
     timings: dict[str, list[dict[str, float]]] = {t: [] for t in TRANSPORTS}
-    reference: tuple[Any, ...] | None = None  # the first release; every other must equal it
+    reference: Reference | None = None  # the first release; every other must equal it
     with contextlib.ExitStack() as stack:
         feds = {
             t: stack.enter_context(
@@ -216,13 +193,10 @@ def _measure(args: argparse.Namespace, table: pd.DataFrame, n: int, work: Path) 
                     f"load {os.getloadavg()[0]:.1f}",
                     flush=True,
                 )
-                released = (release_digest(out), report["final_cut"])
                 if reference is None:
-                    reference = released
-                elif not (
-                    np.array_equal(released[0], reference[0]) and released[1] == reference[1]
-                ):
-                    raise SystemExit(f"{n} parties: {transport} release differs")
+                    released = pd.read_csv(out, dtype=str, keep_default_na=False)
+                    reference = Reference.of("the first one", released, report)
+                check_release(out, report, reference, f"{n} parties, {transport}")
                 out.unlink()
     if args.count_frames:
         for (what, unit), value in sorted(frames.items()):

@@ -38,9 +38,15 @@ import tempfile
 import time
 from pathlib import Path
 
-import pandas as pd
-from bench_distributed import centralized, machine, rows
-from measure import adult_arguments, adult_lkc_job, own_cpu
+from bench_distributed import centralized, machine
+from measure import (
+    Reference,
+    adult_arguments,
+    adult_lkc_job,
+    check_release,
+    growth_table,
+    own_cpu,
+)
 
 from fedanon.leader.kinds.lkc import run_lkc
 from fedanon.leader.ring_settings import SUM_MODES
@@ -76,13 +82,6 @@ class PhaseCPU:
         self._since = now
 
 
-def slope(sizes: list[int], seconds: list[float]) -> str:
-    """Seconds per party of the least-squares line through (parties, seconds)."""
-    if len(sizes) < 2:
-        return "-"
-    return f"{statistics.linear_regression(sizes, seconds).slope:.3f}"
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--parties", default="3,10,20", help="federation sizes, comma-separated")
@@ -113,11 +112,12 @@ def main(argv: list[str] | None = None) -> int:
     table, taxonomy, spec = adult_lkc_job(args)
 
     work = Path(tempfile.mkdtemp(prefix="fedanon-bench-parties-"))
-    _, reference_table, reference_report = centralized(table, taxonomy, spec, work / "c.csv")
-    reference = rows(reference_table)
+    reference = Reference.of(
+        "the centralized one", *centralized(table, taxonomy, spec, work / "c.csv")[1:]
+    )
     start: dict[int, float] = {}
     seconds: dict[tuple[int, str], dict[str, float]] = {}
-    federation_cpu: dict[tuple[int, str], dict[str, float]] = {}
+    cpu_seconds: dict[tuple[int, str], dict[str, float]] = {}
     for n in sizes:
         parts = split_table(table, n, "random", seed=n)
         began = time.perf_counter()
@@ -137,13 +137,7 @@ def main(argv: list[str] | None = None) -> int:
                     phases.stop()
                     wall = time.perf_counter() - began
                     cpu = time.process_time() - cpu_began
-                    released = pd.read_csv(out, dtype=str, keep_default_na=False)
-                    if (
-                        rows(released) != reference
-                        or report["final_cut"] != reference_report["final_cut"]
-                    ):
-                        print(f"{n} parties, {mode}: release differs from the centralized one")
-                        return 1
+                    check_release(out, report, reference, f"{n} parties, {mode}")
                     if r >= 0:
                         runs[mode].append({**report["seconds"], "total": wall, "CPU": cpu})
                         total = sum(phases.seconds.values())
@@ -152,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
             seconds[n, mode] = {
                 p: statistics.median(run.get(p, 0.0) for run in runs[mode]) for p in PHASES
             }
-            federation_cpu[n, mode] = {
+            cpu_seconds[n, mode] = {
                 p: statistics.median(run.get(p, 0.0) for run in cpus[mode])
                 for p in (*CPU_PHASES, "total")
             }
@@ -162,43 +156,18 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(f"Median wall seconds of {args.repeat} sessions; slope = seconds per party (fit)")
     print()
-    print("| union | parties | " + " | ".join(PHASES) + " | daemon start-up |")
-    print("|---|---|" + "---|" * (len(PHASES) + 1))
-    for mode in modes:
-        for n in sizes:
-            cells = " | ".join(f"{seconds[n, mode][p]:.3f}" for p in PHASES)
-            print(f"| {mode} | {n} | {cells} | {start[n]:.1f} |")
-        fits = " | ".join(slope(sizes, [seconds[n, mode][p] for n in sizes]) for p in PHASES)
-        started = slope(sizes, [start[n] for n in sizes])
-        print(f"| {mode} | **slope s/party** | {fits} | {started} |")
-        first, last = seconds[sizes[0], mode]["total"], seconds[sizes[-1], mode]["total"]
-        print(
-            f"| {mode} | {sizes[-1]} / {sizes[0]} parties | total x{last / first:.2f} "
-            f"(linear would be x{sizes[-1] / sizes[0]:.2f}) |" + " |" * len(PHASES)
-        )
+    started = ("daemon start-up", lambda n, _mode: start[n], True)
+    print("\n".join(growth_table(modes, sizes, seconds, PHASES, started, "s", "total")))
     print()
     print(
         f"Median CPU seconds of the whole federation (leader + every daemon, with their worker "
         f"processes) per phase, {args.repeat} sessions; slope = CPU seconds per added party (fit)"
     )
     print()
+    per_party = ("total per party", lambda n, mode: cpu_seconds[n, mode]["total"] / n, False)
     columns = (*CPU_PHASES, "total")
-    print("| union | parties | " + " | ".join(columns) + " | total per party |")
-    print("|---|---|" + "---|" * (len(columns) + 1))
-    for mode in modes:
-        for n in sizes:
-            cells = " | ".join(f"{federation_cpu[n, mode][p]:.3f}" for p in columns)
-            print(f"| {mode} | {n} | {cells} | {federation_cpu[n, mode]['total'] / n:.3f} |")
-        fits = " | ".join(
-            slope(sizes, [federation_cpu[n, mode][p] for n in sizes]) for p in columns
-        )
-        print(f"| {mode} | **slope CPU s/party** | {fits} | |")
-        first = federation_cpu[sizes[0], mode]["total"]
-        last = federation_cpu[sizes[-1], mode]["total"]
-        print(
-            f"| {mode} | {sizes[-1]} / {sizes[0]} parties | total CPU x{last / first:.2f} "
-            f"(linear would be x{sizes[-1] / sizes[0]:.2f}) |" + " |" * len(columns)
-        )
+    cpu_table = growth_table(modes, sizes, cpu_seconds, columns, per_party, "CPU s", "total CPU")
+    print("\n".join(cpu_table))
     return 0
 
 

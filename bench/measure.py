@@ -1,15 +1,20 @@
 """Helpers the benchmarks share: best-of-N CPU time, a markdown table, the Adult LKC job of the
-distributed benches and the federation's CPU seconds."""
+distributed benches, the federation's CPU seconds, the check of a release against a reference
+and the growth table over federation sizes."""
 
 from __future__ import annotations
 
 import argparse
 import os
 import resource
+import statistics
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from fedanon.algorithms.tds.jobspec import LKCJobSpec
@@ -109,3 +114,77 @@ def own_cpu() -> float:
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     live = sum(tree_cpu(child) for child in _children(os.getpid()))
     return me.ru_utime + me.ru_stime + children.ru_utime + children.ru_stime + live
+
+
+def federation_cpu(pids: Sequence[int]) -> float:
+    """CPU seconds of this process and of the processes `pids` with their descendants, so far:
+    one federation's, where this process runs several side by side (`own_cpu` counts them all)."""
+    return sum(os.times()[:2]) + sum(tree_cpu(pid) for pid in pids)
+
+
+# --- A release checked against a reference before any number is printed.
+
+
+def release_digest(table: pd.DataFrame) -> np.ndarray:
+    """A release's rows (as text) as a multiset, small enough to keep at a million rows: the
+    sorted 64-bit hashes of its rows (the rows as Python tuples took about a gigabyte)."""
+    return np.sort(pd.util.hash_pandas_object(table.astype(str), index=False).to_numpy())
+
+
+@dataclass(frozen=True)
+class Reference:
+    """The release every run must reproduce: its rows (`release_digest`) and its final cut."""
+
+    name: str  # "the centralized one", "the first one"
+    digest: np.ndarray
+    final_cut: object
+
+    @classmethod
+    def of(cls, name: str, table: pd.DataFrame, report: dict[str, Any]) -> Reference:
+        return cls(name, release_digest(table), report["final_cut"])
+
+
+def check_release(out: Path, report: dict[str, Any], reference: Reference, what: str) -> None:
+    """Exit (one line naming `what`, code 1) unless the release written to `out` and its
+    `report` equal `reference`: rows as a multiset, final cut."""
+    released = release_digest(pd.read_csv(out, dtype=str, keep_default_na=False))
+    if not np.array_equal(released, reference.digest) or report["final_cut"] != reference.final_cut:
+        raise SystemExit(f"{what}: the release differs from {reference.name}")
+
+
+def growth_table(
+    modes: Sequence[str],
+    sizes: Sequence[int],
+    values: dict[tuple[int, str], dict[str, float]],
+    columns: Sequence[str],
+    extra: tuple[str, Callable[[int, str], float], bool],
+    unit: str,
+    total: str,
+) -> list[str]:
+    """The markdown rows of a growth table: per mode, one row per federation size (`values`
+    of `columns`, then the `extra` column: its header, its value, whether it gets a slope too),
+    the least-squares slope per party (in `unit` per party), and the largest size's total over
+    the smallest's (named `total`)."""
+    header, extra_value, extra_slope = extra
+    lines = ["| union | parties | " + " | ".join(columns) + f" | {header} |"]
+    lines.append("|---|---|" + "---|" * (len(columns) + 1))
+    for mode in modes:
+        for n in sizes:
+            cells = " | ".join(f"{values[n, mode][c]:.3f}" for c in columns)
+            lines.append(f"| {mode} | {n} | {cells} | {extra_value(n, mode):.3f} |")
+        fits = " | ".join(slope(sizes, [values[n, mode][c] for n in sizes]) for c in columns)
+        last = slope(sizes, [extra_value(n, mode) for n in sizes]) if extra_slope else ""
+        lines.append(f"| {mode} | **slope {unit}/party** | {fits} | {last} |")
+        first, final = values[sizes[0], mode]["total"], values[sizes[-1], mode]["total"]
+        lines.append(
+            f"| {mode} | {sizes[-1]} / {sizes[0]} parties | {total} x{final / first:.2f} "
+            f"(linear would be x{sizes[-1] / sizes[0]:.2f}) |" + " |" * len(columns)
+        )
+    return lines
+
+
+def slope(sizes: Sequence[int], seconds: Sequence[float]) -> str:
+    """Seconds per party of the least-squares line through (parties, seconds)."""
+    if len(sizes) < 2:
+        return "-"
+    return f"{statistics.linear_regression(sizes, seconds).slope:.3f}"

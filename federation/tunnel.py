@@ -25,10 +25,12 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
+from functools import partial
 from typing import Any, NamedTuple, NoReturn
 
 import grpc
 
+from fedanon.interrupts import future_done_within, wait_in_slices
 from fedanon.protos import fedanon_v1_pb2 as pb
 
 log = logging.getLogger(__name__)
@@ -171,7 +173,11 @@ class _UnaryCall:
         self.serialize, self.deserialize = serialize, deserialize
 
     def __call__(self, request: Any, timeout: float | None = None, **_options: Any) -> Any:
-        return self.deserialize(self.send(self.method, request, self.serialize, timeout).result())
+        """The blocking call, waited in slices (the leader's main thread makes it: a wait with
+        no timeout would hold a SIGTERM delivered to another thread until the reply)."""
+        sent = self.send(self.method, request, self.serialize, timeout)
+        wait_in_slices(partial(future_done_within, sent))
+        return self.deserialize(sent.result())
 
     def future(self, request: Any, timeout: float | None = None, **_options: Any) -> Future[Any]:
         raw = self.send(self.method, request, self.serialize, timeout)

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 import grpc
+from grpc_health.v1.health_pb2 import HealthCheckRequest
+from grpc_health.v1.health_pb2_grpc import HealthStub
 
 from fedanon.leader.federation import PartyFailure, describe_rpc_error
 from fedanon.protos import fedanon_v1_pb2 as pb
@@ -134,7 +136,7 @@ class Rejoiner:
         """Wait for party `name` until `deadline`, then resume it at `iteration`; whether it
         was restored from its sealed state (it had restarted) rather than found still open.
 
-        No polling: the leader waits for the party's channel to be ready (the session's
+        No polling: the leader waits for the party's channel to connect (the session's
         channels try to reconnect within a second: federation/transport.py's
         RECONNECT_OPTIONS; a relay's tunnel waits for its party's stream itself), so the
         ``Rejoin`` leaves as soon as the restarted daemon listens, and then gets
@@ -169,27 +171,20 @@ class Rejoiner:
             return bool(reply.restored)
 
 
-#: The longest the leader's main thread waits at once for a channel to be ready: a signal
-#: delivered to one of gRPC's threads runs its Python handler (the CLI's SIGTERM, Ctrl-C) only
-#: when the main thread runs Python code again, so a wait of a whole rejoin bound held a
-#: terminated leader for up to a minute.
-READY_SLICE_SECONDS = 0.25
-
-
 def _ready_within(channel: grpc.Channel, seconds: float) -> bool:
-    """Whether `channel` becomes ready within `seconds`, waited in slices of
-    ``READY_SLICE_SECONDS`` so that a signal ends the wait at once."""
-    ready = grpc.channel_ready_future(channel)
-    deadline = time.monotonic() + seconds
+    """Whether `channel` connects within `seconds`: a health check that waits for the
+    connection (``wait_for_ready``); an answer, or a failure other than the time running out,
+    says the party listens again (its ``Rejoin`` then says the rest). gRPC looks for signals
+    while a blocking call waits, so a SIGTERM ends this wait at once.
+
+    Not ``grpc.channel_ready_future``: it subscribes to the channel's connectivity, which starts
+    a gRPC polling thread (a daemon thread, alive past the wait) that takes the channel's
+    connectivity lock; a process that exited at once after the wait (a terminated leader) hung
+    in the channel's finalizer, waiting for that lock (a faulthandler dump of the hung exit)."""
     try:
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return False
-            try:
-                ready.result(timeout=min(left, READY_SLICE_SECONDS))
-                return True
-            except grpc.FutureTimeoutError:
-                continue
-    finally:
-        ready.cancel()
+        HealthStub(channel).Check(
+            HealthCheckRequest(service=""), timeout=seconds, wait_for_ready=True
+        )
+    except grpc.RpcError as exc:
+        return bool(exc.code() != grpc.StatusCode.DEADLINE_EXCEEDED)
+    return True

@@ -41,6 +41,7 @@ from fedanon.federation.tunnel import (
     TunnelError,
     reply_error,
 )
+from fedanon.interrupts import wait_in_slices
 from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
 
@@ -240,7 +241,7 @@ class Relay(pb_grpc.RelayServicer):
         for endpoint in endpoints:
             endpoint.close()
         if self.server is not None:
-            self.server.stop(1).wait()
+            wait_in_slices(self.server.stop(1).wait)  # the main thread's wait: a signal ends it
 
 
 _RELAYS: dict[str, Relay] = {}

@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
+from functools import partial
 from typing import Any, Protocol
 
 import grpc
@@ -26,6 +27,7 @@ from fedanon.federation.protocol import handshake_items, version_items
 from fedanon.federation.tls import TLSFiles
 from fedanon.federation.transport import RECONNECT_OPTIONS, make_channel
 from fedanon.fingerprint import fingerprint
+from fedanon.interrupts import thread_done_within, wait_in_slices
 from fedanon.leader.federation import PartyFailure, describe_rpc_error
 from fedanon.leader.relay import relay_channels
 from fedanon.protos import fedanon_v1_pb2 as pb
@@ -212,9 +214,14 @@ class Session:
         for stub in self.stubs.values():
             with contextlib.suppress(grpc.RpcError, ValueError):
                 calls.append(stub.End.future(request, timeout=ABORT_SECONDS))
+        # Bounded here too (the calls carry their deadline): the abort runs on the way out of
+        # a failure or a signal, and must end even where gRPC could not complete a call.
+        until = time.monotonic() + ABORT_SECONDS + DEADLINE_GRACE_SECONDS
         for sent in calls:
-            with contextlib.suppress(grpc.RpcError, grpc.FutureCancelledError):
-                sent.result()
+            with contextlib.suppress(
+                grpc.RpcError, grpc.FutureCancelledError, grpc.FutureTimeoutError
+            ):
+                sent.result(timeout=max(until - time.monotonic(), 0.0))
 
     def __enter__(self) -> Session:
         return self
@@ -232,5 +239,5 @@ class Session:
         self.pool.shutdown(wait=False, cancel_futures=True)
         for channel in self.channels.values():
             channel.close()
-        if self.heartbeat is not None:
-            self.heartbeat.join()
+        if self.heartbeat is not None:  # its calls end with the channels
+            wait_in_slices(partial(thread_done_within, self.heartbeat))

@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import numpy as np
@@ -34,6 +35,7 @@ from fedanon.crypto.parallel import Parallelism
 from fedanon.errors import FedanonError
 from fedanon.federation.config import DIE_WITH_PARENT, Hop
 from fedanon.federation.tls import TLSFiles
+from fedanon.interrupts import raise_safely
 from fedanon.leader.kinds.lkc import LKCLeaderJob
 from fedanon.leader.relay import serve_relay, stop_relay
 from fedanon.leader.startup import HealthProbe, startup_seconds
@@ -358,9 +360,10 @@ def issue_federation_certificates(cert_dir: Path, parties: list[str], common_nam
     save_identity(issue_identity(ca, LEADER_NAME, "leader"), cert_dir)
 
 
-def _interrupt(_signum: int, _frame: object) -> None:
-    """SIGTERM ends the sim like Ctrl-C does, so the daemons are stopped on the way out."""
-    raise KeyboardInterrupt
+def _interrupt(_signum: int, frame: FrameType | None) -> None:
+    """SIGTERM ends the sim like Ctrl-C does, so the daemons are stopped on the way out (raised
+    where no lock is left held: `raise_safely`)."""
+    raise_safely(KeyboardInterrupt, frame)
 
 
 @contextlib.contextmanager

@@ -393,6 +393,7 @@ CORE_LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "fedanon.errors",
             "fedanon.fingerprint",
             "fedanon.frames",
+            "fedanon.interrupts",
             "fedanon.keywords",
             "fedanon.logs",
             "fedanon.shares",

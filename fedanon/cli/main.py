@@ -16,12 +16,14 @@ import shlex
 import signal
 import sys
 from collections.abc import Iterator, Sequence
+from types import FrameType
 
 from fedanon import __version__
 from fedanon.cli.deprecated import rewrite_deprecated
 from fedanon.cli.parser import OneLineParser, RawDescriptionDefaultsFormatter, exit_code_epilog
 from fedanon.crypto.errors import CryptoError
 from fedanon.errors import FedanonError, one_line
+from fedanon.interrupts import raise_safely
 
 COMMAND_MODULES = (
     "fedanon.cli.anonymize",
@@ -41,18 +43,32 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM, raised where the program is so that `finally` blocks remove temporary files."""
 
 
-def _raise_terminated(_signum: int, _frame: object) -> None:
-    raise Terminated
+def raise_terminated(_signum: int, frame: FrameType | None) -> None:
+    """The SIGTERM handler of a command: :class:`Terminated`, raised where no lock is left
+    held (`raise_safely`)."""
+    raise_safely(Terminated, frame)
+
+
+def _raise_interrupted(_signum: int, frame: FrameType | None) -> None:
+    raise_safely(KeyboardInterrupt, frame)
 
 
 @contextlib.contextmanager
-def _sigterm_unwinds() -> Iterator[None]:
-    """Turn SIGTERM into :class:`Terminated` while a command runs (daemons set their own)."""
-    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+def signals_unwind() -> Iterator[None]:
+    """Turn SIGTERM into :class:`Terminated` while a command runs (daemons set their own), and
+    Ctrl-C into KeyboardInterrupt as Python does, both raised through `raise_safely` (Python's
+    own Ctrl-C handler raises anywhere, gRPC's lock entry included). A SIGINT that the shell
+    ignores (a background job) stays ignored."""
+    previous = signal.signal(signal.SIGTERM, raise_terminated)
+    interrupt = signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    if interrupt:
+        signal.signal(signal.SIGINT, _raise_interrupted)
     try:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+        if interrupt:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def os_error_text(exc: OSError) -> str:
@@ -84,7 +100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(rewrite_deprecated(argv, sys.stderr))
     args.command_line = shlex.join(["fedanon", *argv])  # quoted in the steward's report
     try:
-        with _sigterm_unwinds():
+        with signals_unwind():
             code = args.handler(args)
     except (FedanonError, CryptoError) as exc:
         if args.debug:

@@ -22,10 +22,12 @@ from tests.harness.cli import (
     FEDANON,
     TAXONOMY,
     lkc_options,
+    owned,
     run_cli,
     run_cli_process,
     small_table,
     snapshot,
+    stop_with,
 )
 
 from .test_cli_output_safety import NUMERIC
@@ -244,29 +246,24 @@ def _children(pid: int) -> list[int]:
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_sigterm_while_mining_ends_the_command_at_once(tmp_path, sig):
     (tmp_path / "rules.txt").write_text("10307 => 10311\n")
-    process = subprocess.Popen(
+    popen = subprocess.Popen(
         [*FEDANON, "evaluate", "sanitize", "--quiet", "--data", str(BMS), "--rules",
          str(tmp_path / "rules.txt"), "--support", "0.00001", "--max-itemsets", "1000000000",
          "--algorithms", "iga", "--psi", "0", "--report", str(tmp_path / "r.json")],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    try:
+    with owned(popen) as process:
         deadline = time.monotonic() + 120
         while not (miners := _children(process.pid)):  # FP-growth runs in this child
             assert process.poll() is None, process.communicate()
             assert time.monotonic() < deadline, "mining never started"
             time.sleep(0.02)
         time.sleep(0.5)  # well inside the C call by now
-        sent = time.monotonic()
-        process.send_signal(sig)
-        _out, err = process.communicate(timeout=60)
-        seconds = time.monotonic() - sent
-    finally:
-        process.kill()
-        process.wait()
+        stopped = stop_with(process, sig)
+    err = stopped.err
     code, line = (143, "terminated") if sig == signal.SIGTERM else (130, "interrupted")
     assert (process.returncode, err.splitlines()) == (code, [f"fedanon: {line}"]), err
-    assert seconds < 3, seconds  # it used to take 12-20 s
+    assert stopped.seconds < 3, stopped.seconds  # it used to take 12-20 s
     assert not any(Path(f"/proc/{pid}").exists() for pid in miners)
     assert list(tmp_path.iterdir()) == [tmp_path / "rules.txt"]
 

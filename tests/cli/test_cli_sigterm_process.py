@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import errno
 import os
-import signal
 import subprocess
 import time
 from pathlib import Path
 
-from tests.harness.cli import FEDANON, TAXONOMY, lkc_options
+from tests.harness.cli import FEDANON, TAXONOMY, lkc_options, owned, stop_with
 
 
 def open_when_read(fifo: Path, process: subprocess.Popen, seconds: float = 120) -> int:
@@ -39,25 +38,18 @@ def test_sigterm_ends_a_running_command_cleanly(tmp_path: Path):
     os.mkfifo(fifo)
     out = tmp_path / "out"
     out.mkdir()
-    process = subprocess.Popen(
-        [
-            *FEDANON,
-            *("anonymize", "lkc", "--quiet"),
-            *lkc_options(fifo, tmp_path / "taxonomy.toml"),
-            *("--out", str(out / "release.csv"), "--report", str(out / "report.json")),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    writer = None
-    try:
+    command = [
+        *FEDANON,
+        *("anonymize", "lkc", "--quiet"),
+        *lkc_options(fifo, tmp_path / "taxonomy.toml"),
+        *("--out", str(out / "release.csv"), "--report", str(out / "report.json")),
+    ]
+    popen = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    with owned(popen) as process:
         writer = open_when_read(fifo, process)
-        process.send_signal(signal.SIGTERM)
-        _out, err = process.communicate(timeout=60)
-    finally:
-        process.kill()
-        if writer is not None:
+        try:
+            err = stop_with(process).err
+        finally:
             os.close(writer)
     assert process.returncode == 143, err
     assert err.splitlines() == ["fedanon: terminated"]

@@ -5,7 +5,8 @@ under the command; a separate process (:func:`run_cli_process`, or :data:`FEDANO
 the test signals or keeps running) is for what only a real process shows: the exit status the
 shell sees, signal handling, the import of the entry point, pipes instead of terminals. Both
 return a :class:`CliResult`, and :func:`assert_one_line_error` checks the house rule for a
-user-facing error on either.
+user-facing error on either. A test that signals a process it started holds it in :func:`owned`
+(killed on every way out) and signals it with :func:`stop_with` (its output, how long it took).
 """
 
 from __future__ import annotations
@@ -13,9 +14,11 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import signal
 import subprocess
 import sys
-from collections.abc import Mapping
+import time
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,6 +72,38 @@ def run_cli_process(
         check=False,
     )
     return CliResult(done.returncode, done.stdout, done.stderr)
+
+
+@contextlib.contextmanager
+def owned(process: subprocess.Popen[str]) -> Iterator[subprocess.Popen[str]]:
+    """`process`, killed and reaped on the way out of the block if it still runs (a test owns
+    the processes it starts on every exit path, a failed assertion's included)."""
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+
+
+@dataclass
+class Stopped:
+    """What a process printed after a signal, and how long it ran on after it."""
+
+    out: str
+    err: str
+    seconds: float
+
+
+def stop_with(
+    process: subprocess.Popen[str], sig: int = signal.SIGTERM, timeout: float = 60.0
+) -> Stopped:
+    """Send `sig` to `process` and wait for it to exit, at most `timeout` seconds (then
+    ``subprocess.TimeoutExpired``; the process is left to :func:`owned`)."""
+    process.send_signal(sig)
+    began = time.monotonic()
+    out, err = process.communicate(timeout=timeout)
+    return Stopped(out, err, time.monotonic() - began)
 
 
 def snapshot(directory: Path) -> dict[str, bytes | str]:

@@ -2,96 +2,92 @@
 leader promptly in every phase, and the rejoin wait lasts up to ``[timeouts] rejoin_seconds``,
 a minute by default).
 
-The wait runs in a process of its own, as in ``fedanon leader run``: the SIGTERM handler raises
-(the CLI's ``Terminated``), the party is unreachable (a closed loopback port), and the bound is
-60 s. The process must leave the wait within a few seconds of the signal, wherever the kernel
-delivers it (gRPC's threads included).
+The wait runs in a process of its own, with the SIGTERM handler of ``fedanon leader run`` (it
+raises the CLI's ``Terminated`` where no lock is left held), the party is unreachable (a closed
+loopback port), and the bound is 60 s. The process must leave the wait within a few seconds of
+the signal, wherever the kernel delivers it (gRPC's threads included).
 """
 
 from __future__ import annotations
 
-import signal
 import socket
 import subprocess
 import sys
-import time
+import threading
 from pathlib import Path
 
+import grpc
 import pytest
+
+from fedanon.leader.rejoin import _ready_within
+from tests.harness.cli import owned, stop_with
 
 _WAITING = """
 import signal, sys, time
 import grpc
 from fedanon.federation.transport import RECONNECT_OPTIONS
 from fedanon.leader.federation import PartyFailure
+from fedanon.cli.main import Terminated, raise_terminated
+from fedanon.leader import rejoin
 from fedanon.leader.rejoin import Rejoiner
 from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
 
-class Terminated(BaseException):
-    pass
+signal.signal(signal.SIGTERM, raise_terminated)
+ready_within = rejoin._ready_within
 
-def terminated(_number, _frame):
-    raise Terminated
+def announced(channel, seconds):  # the wait for the party has begun
+    print("waiting", flush=True)
+    return ready_within(channel, seconds)
 
-signal.signal(signal.SIGTERM, terminated)
-announced = []
-
-def announce():  # the wait has begun (its first pause, or its wait for the channel)
-    if not announced:
-        announced.append(True)
-        print("waiting", flush=True)
-
-pause, ready = time.sleep, grpc.channel_ready_future
-
-def paused(seconds):
-    announce()
-    pause(seconds)
-
-def readiness(channel):
-    future = ready(channel)
-    announce()
-    return future
-
-time.sleep, grpc.channel_ready_future = paused, readiness
+rejoin._ready_within = announced
 channel = grpc.insecure_channel(sys.argv[1], options=RECONNECT_OPTIONS)
 stubs, channels = {"p": pb_grpc.PartyStub(channel)}, {"p": channel}
-rejoin = Rejoiner("ab" * 16, ["p"], stubs, 60.0, 30.0, channels=channels)
+rejoiner = Rejoiner("ab" * 16, ["p"], stubs, 60.0, 30.0, channels=channels)
 gone = PartyFailure("sum: party p: unreachable", party="p", code=grpc.StatusCode.UNAVAILABLE)
 try:
-    rejoin._rejoin("p", 2, time.monotonic() + 60.0, gone)
+    rejoiner._rejoin("p", 2, time.monotonic() + 60.0, gone)
 except Terminated:
     print("terminated", flush=True)
+finally:
+    channel.close()  # as the leader's session closes its channels on the way out
 """
 
 
-# One rerun: it failed twice under load (a CI run and a local run beside the rejoin tests; the
-# waiting process outlived the SIGTERM by 60 s); the party's port is now held by this test, so
-# no daemon of a test running beside it can take it; named in the session note.
+# One rerun, for a hang after the interpreter had run the script: 4 runs in 140 under load (-n 2
+# beside tests/distributed/test_rejoin.py; 3 in 60 before the fixes of session 10, none in 210
+# standalone) printed "terminated" and then never exited: in exit(), in OpenBLAS's destructor
+# joining a thread that was gone, or in the final garbage collection looping over the heap
+# (gdb stacks in bench/RESULTS.md, h-debt session 10). None in 70 since the script closes its
+# channel (as the leader's session does); the rerun stays until that is shown over more runs.
 @pytest.mark.flaky(reruns=1)
 def test_a_leader_waiting_for_a_rejoin_stops_at_once_on_sigterm(tmp_path: Path) -> None:
     script = tmp_path / "waiting.py"
     script.write_text(_WAITING, encoding="utf-8")
     # A bound port that never listens: connections to it are refused, and no process started
     # beside this test can listen on it meanwhile (a free port could be taken by one).
-    held = socket.socket()
-    held.bind(("127.0.0.1", 0))
-    waiting = subprocess.Popen(
-        [sys.executable, str(script), f"127.0.0.1:{held.getsockname()[1]}"],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert waiting.stdout is not None
-        assert waiting.stdout.readline() == "waiting\n"
-        waiting.send_signal(signal.SIGTERM)
-        began = time.monotonic()
-        out, _ = waiting.communicate(timeout=60)
-        stopped = time.monotonic() - began
-    finally:
-        if waiting.poll() is None:
-            waiting.kill()
-            waiting.communicate()
-        held.close()
-    assert out == "terminated\n"
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        command = [sys.executable, str(script), f"127.0.0.1:{held.getsockname()[1]}"]
+        with owned(subprocess.Popen(command, stdout=subprocess.PIPE, text=True)) as waiting:
+            assert waiting.stdout is not None
+            assert waiting.stdout.readline() == "waiting\n"
+            stopped = stop_with(waiting)
+    assert stopped.out == "terminated\n"
     # The interpreter's own exit takes seconds on a loaded machine; the 60 s wait is gone.
-    assert stopped < 20, f"the rejoin wait held the process {stopped:.1f} s after SIGTERM"
+    assert stopped.seconds < 20, f"the rejoin wait held the process {stopped.seconds:.1f} s"
+
+
+def test_the_wait_for_a_party_leaves_no_thread_of_grpc_running() -> None:
+    """A wait through ``grpc.channel_ready_future`` started gRPC's connectivity polling thread,
+    a daemon thread that takes the channel's lock and outlives the wait: a leader that exited
+    while that thread held the lock (a SIGTERM ends the leader at once) blocked forever in the
+    channel's finalizer."""
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        channel = grpc.insecure_channel(f"127.0.0.1:{held.getsockname()[1]}")
+        try:
+            before = set(threading.enumerate())
+            assert not _ready_within(channel, 0.5)  # refused: never ready
+            assert [t.name for t in set(threading.enumerate()) - before] == []
+        finally:
+            channel.close()
