@@ -111,7 +111,7 @@ def test_retiring_changes_no_choice_and_no_live_count(case):
                 vectors.append(vector.copy())
                 return vector
 
-            party.specialize = record  # type: ignore[method-assign]
+            party.specialize = record
             try:
                 result = engine.run(party)
             except Exception as exc:  # infeasible starts are covered elsewhere
@@ -155,7 +155,7 @@ def test_a_steps_records_are_those_of_the_partitions_on_link_best(case):
         checked.append(found.size)
         return specialize(step)
 
-    party.specialize = check  # type: ignore[method-assign]
+    party.specialize = check
     try:
         LKCEngine(schema, LKCParams.of(L, K, C), score="infogain").run(party)
     except Exception as exc:  # infeasible starts are covered elsewhere
