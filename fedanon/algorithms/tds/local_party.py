@@ -367,6 +367,8 @@ class LocalParty:
         for a in attrs:
             offset = self.layout.offsets[a]
             retired[offset : offset + self.layout.widths[a]] = True
+            # never specialized again: its records' order by atom goes (4 bytes a record)
+            self._by_atom = {q: v for q, v in self._by_atom.items() if q != a}
         self._retired_slots = retired
 
     def _count_others(
