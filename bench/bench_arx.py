@@ -26,6 +26,7 @@ ARX's reading is outside its timing too.
 
     .venv/bin/python bench/bench_arx.py --reps 10 --warmup 10 --rounds 3
     .venv/bin/python bench/bench_arx.py --rows 1000000 --reps 1 --warmup 1
+    .venv/bin/python bench/bench_arx.py --rows 10000000 --reps 1 --warmup 0 --jvm-heap 12g
 
 ``--rounds N`` runs the whole table N times (ARX and fedanon alternating setting by setting in
 every round) and ends with one row per setting: the median and the worst of the N ratios, of
@@ -133,7 +134,7 @@ def build_arx(arx: Path, work: Path) -> str:
 
 
 def run_arx(
-    classpath: str, k: int, supp: str, reps: int, warmup: int, work: Path
+    classpath: str, k: int, supp: str, reps: int, warmup: int, work: Path, heap: str | None
 ) -> tuple[float, float, float, int, float]:
     """ARX's median seconds (wall, the JVM's CPU) over `reps` calls after `warmup` calls in
     one JVM, DR of its release, its suppressed count and the largest child's peak RSS so far
@@ -141,7 +142,8 @@ def run_arx(
     slightly)."""
     out = work / "releases"
     out.mkdir(exist_ok=True)
-    command = ["java", "-cp", classpath, "ArxBench", str(k), supp, "dm", str(warmup + reps)]
+    java = ["java", f"-Xmx{heap}"] if heap else ["java"]  # the JVM's default: 1/4 of memory
+    command = [*java, "-cp", classpath, "ArxBench", str(k), supp, "dm", str(warmup + reps)]
     proc = subprocess.Popen(
         [*command, str(data_dir()), str(out)], stdout=subprocess.PIPE, text=True
     )
@@ -223,6 +225,9 @@ def main() -> int:
     )
     parser.add_argument("--rows", type=int, help="the extract repeated to this many records")
     parser.add_argument("--rounds", type=int, default=1, help="the whole table this many times")
+    parser.add_argument(
+        "--jvm-heap", help="ARX's JVM maximum heap (java -Xmx), e.g. 12g for 10M rows"
+    )
     args = parser.parse_args()
     arx_dir = args.arx
     keep = tempfile.TemporaryDirectory(prefix="bench-arx-data-") if args.rows else None
@@ -248,7 +253,7 @@ def main() -> int:
             for supp in args.supps.split(","):
                 for k in (int(x) for x in args.ks.split(",")):
                     arx_s, arx_cpu, arx_dr, arx_sup, arx_mb = run_arx(
-                        classpath, k, supp, args.reps, args.warmup, work
+                        classpath, k, supp, args.reps, args.warmup, work, args.jvm_heap
                     )
                     for score in args.scores.split(","):
                         if "/" in score and float(supp) == 0:

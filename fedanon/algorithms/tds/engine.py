@@ -204,6 +204,8 @@ class LKCEngine:
         self.cut: list[list[int]] = [[t.root] for t in schema.taxonomies]
         self.history: list[dict[str, Any]] = []
         self._counting = 0.0
+        self._live: set[int] = set()  # attributes with a valid candidate (set by _best)
+        self._retired: set[int] = set()  # attributes whose blocks the source stopped counting
         self._progress_min = 0  # smallest group so far, for StepInfo (progress display)
 
     # ----------------------------------------------------------------- helpers
@@ -378,11 +380,13 @@ class LKCEngine:
 
     def _best(self) -> Candidate | None:
         best, best_key = None, None
+        self._live = set()
         for (attr, node), cand in self.candidates.items():
             if cand.valid and self.suppress and self.suppressed + cand.suppression > self.budget:
                 cand.valid = False  # dropped for good, like any invalid candidate
             if not cand.valid:
                 continue
+            self._live.add(attr)
             # InfoGain ignores what suppression costs, so under a budget it first performs what
             # suppresses nothing more (order "free-first"); order "per-record" ranks by the
             # budget-aware value of _per_record instead.
@@ -432,6 +436,7 @@ class LKCEngine:
         iteration = 0
         while (best := self._best()) is not None:
             iteration += 1
+            self._retire_dead(source)
             self._specialize(best, source)
             if self.on_step is not None:
                 self.on_step(self._step_info(iteration, best))
@@ -469,6 +474,22 @@ class LKCEngine:
             suppressed_partitions=suppressed_parts,
             order=self.order,
         )
+
+    def _retire_dead(self, source: CountSource) -> None:
+        """Drop the candidates of attributes that have no valid candidate left, and tell a
+        source that offers ``retire`` (the in-process party) to stop counting their children
+        blocks. An invalid candidate is dropped for good and only a specialized node adds
+        candidates, so such an attribute is never specialized again: its candidates' counts
+        choose nothing and its blocks are read by no later choice. A federation's source has
+        no ``retire``: its vector layout is the protocol's."""
+        dead = set(range(len(self.taxonomies))) - self._live - self._retired
+        if not dead:
+            return
+        self._retired |= dead
+        self.candidates = {key: c for key, c in self.candidates.items() if key[0] not in dead}
+        retire = getattr(source, "retire", None)
+        if retire is not None:
+            retire(sorted(dead))
 
     def _step_info(self, iteration: int, best: Candidate) -> StepInfo:
         tax = self.taxonomies[best.attr]

@@ -26,6 +26,7 @@ from fedanon.algorithms.tds.engines.records import (
 )
 from fedanon.algorithms.tds.engines.shard_stats import SparseBlock
 from fedanon.algorithms.tds.layout import (
+    AppliedSpecialization,
     DynamicSplit,
     PartitionTable,
     Specialization,
@@ -40,6 +41,13 @@ from fedanon.text import Column, equals_text, factorize, lookup_codes, text_at, 
 
 if TYPE_CHECKING:
     from fedanon.readers.sources import Shard
+
+# Up to this many records a step finds its records as a slice of the records ordered by atom
+# (_records_under): the per-record arrays sit in the processor's cache, so gathering them in
+# atom order costs what gathering them in record order does, and no pass over every record is
+# made. Beyond it the slice's scattered gathers and writes cost more than that pass (300,000
+# records, ARX's job at k = 10: 253 against 198 ms of counting), so the pass finds them.
+_SLICED_RECORDS = 1 << 17
 
 
 class LocalParty:
@@ -91,6 +99,9 @@ class LocalParty:
         self._profile, self._profile_channels = self._profiles(rows)
         # the initial partition's statistics, shared with restarted copies (see start)
         self._first_stats: np.ndarray | None = None
+        # per QID: the records ordered by atom and where each atom's run begins, built when
+        # the QID is first specialized (see _records_under); shared with restarted copies
+        self._by_atom: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
     def restarted(self, schema: Schema) -> LocalParty:
         """This party's records, ready for another run under `schema` (a deep copy of this
@@ -120,6 +131,7 @@ class LocalParty:
         self._block_first: list[int] = []  # index of each block's first partition
         self._block_of = np.zeros(16, dtype=np.int64)  # partition index -> block
         self._steps = 0  # start and specializations applied: what the release depends on
+        self._retired_slots: np.ndarray | None = None  # children slots left uncounted, see retire
         self._released: tuple[tuple[object, ...], CodedRelease] | None = None
 
     # ----------------------------------------------------------------- encoding
@@ -207,6 +219,22 @@ class LocalParty:
         `node_depth` (the roots at the start; Best's children after a step); 0 at a leaf."""
         return self._slot_table(attr)[node_depth + 1][self.atoms[attr][rows]]
 
+    def _records_under(self, attr: int, node: int) -> np.ndarray:
+        """The records whose value on `attr` lies under `node`: a node covers a contiguous run
+        of atoms, so they are one slice of the records ordered by atom (sorted once per QID),
+        where finding a step's records by their partitions took a pass over every record on
+        every step. Within one atom the records keep their order."""
+        cached = self._by_atom.get(attr)
+        if cached is None:
+            atoms = self.atoms[attr]
+            order = np.argsort(atoms, kind="stable").astype(np.int32)
+            runs = np.bincount(atoms, minlength=self.schema.taxonomies[attr].n_atoms)
+            cached = (order, np.concatenate([[0], np.cumsum(runs)]))
+            self._by_atom[attr] = cached
+        order, begins = cached
+        tax = self.schema.taxonomies[attr]
+        return order[begins[tax.atom_lo[node]] : begins[tax.atom_hi[node]]]
+
     def _histogram(
         self, cell: np.ndarray, slot: np.ndarray, n_parts: int, width: int
     ) -> np.ndarray:
@@ -260,23 +288,29 @@ class LocalParty:
         self._block_of[first:need] = block
 
     def _parents(self, link: np.ndarray) -> np.ndarray:
-        """This party's statistics of the partitions `link` (live until now), then forget them.
+        """This party's statistics of the partitions `link` (live until now), then forget them."""
+        out = np.empty((link.size, self.layout.slots, self.layout.channels), dtype=np.int64)
+        self._forget(link, out)
+        return out
+
+    def _forget(self, link: np.ndarray, out: np.ndarray | None = None) -> None:
+        """Forget the statistics of the partitions `link` (live until now), gathered into `out`
+        first when given (a step with every other block retired needs none of them).
 
         `link` is ascending and blocks cover ascending index ranges, so the partitions of each
         block form one run of `link`: one contiguous ``take`` per block, no boolean masks.
         """
         blocks = self._block_of[link]
-        out = np.empty((link.size, self.layout.slots, self.layout.channels), dtype=np.int64)
-        if link.size == 0:
-            return out
         begin = 0
-        for end in run_ends(blocks):
+        for end in run_ends(blocks) if link.size else ():
             block = int(blocks[begin])
             local = link[begin:end] - self._block_first[block]
             kept = self._blocks[block]
             if local[0] < 0 or local[-1] >= kept.shape[0]:
                 raise FedanonError("internal error: a partition's statistics were forgotten")
-            if isinstance(kept, SparseBlock):
+            if out is None:
+                pass
+            elif isinstance(kept, SparseBlock):
                 kept.take(local, out[begin:end])
             else:
                 # Ascending, so the two ends bound every index: "clip" never clips here, and
@@ -287,7 +321,6 @@ class LocalParty:
             if self._block_live[block] == 0:
                 self._blocks[block] = np.empty((0, *kept.shape[1:]), dtype=np.int64)
             begin = end
-        return out
 
     # ----------------------------------------------------------------- protocol steps
     def atom_histogram(self, attr: int, node: int) -> np.ndarray:
@@ -327,16 +360,71 @@ class LocalParty:
         self._remember(0, out)
         return _frozen_vector(out)
 
+    def retire(self, attrs: Sequence[int]) -> None:
+        """Count no more children blocks of `attrs`: the engine reads none of them again (none
+        of their candidates is valid, and an invalid candidate is dropped for good, so such an
+        attribute is never specialized again and its blocks choose nothing). Later steps leave
+        those blocks zero. On Adult's ARX job at k = 10 one attribute stays live after the
+        second of 32 steps, so the other seven would be counted for nothing. Only the
+        centralized engine calls this: a federation's parties count every block, as the
+        protocol's vector layout says (docs/lkc.md, "Retired attributes")."""
+        retired = np.zeros(self.layout.slots, dtype=bool)
+        if self._retired_slots is not None:
+            retired |= self._retired_slots
+        for a in attrs:
+            offset = self.layout.offsets[a]
+            retired[offset : offset + self.layout.widths[a]] = True
+            # never specialized again: its records' order by atom goes (4 bytes a record)
+            self._by_atom = {q: v for q, v in self._by_atom.items() if q != a}
+        self._retired_slots = retired
+
+    def _count_others(
+        self,
+        applied: AppliedSpecialization,
+        attr: int,
+        rel: np.ndarray,
+        rows: np.ndarray,
+        cell: np.ndarray,
+        others: list[int],
+        out: np.ndarray,
+    ) -> None:
+        """Fill the blocks of `others` in `out` (the new partitions' statistics, their own and
+        the specialized attribute's already counted) for the records `rows` (partitions `rel`,
+        cells `cell`) a step moved.
+
+        For an attribute other than the specialized one a child partition has its parent's
+        value, so the counts of a parent's children add up to the parent's own: each parent's
+        largest child (by local records) is derived as parent minus its siblings, and only
+        the other children's records are counted (the histogram-subtraction trick; exact
+        integer arithmetic, so the vector is unchanged)."""
+        n_new = applied.n_new
+        offset, width = self.layout.offsets[attr], self.layout.widths[attr]
+        # The largest child of every parent is derived; count the records of the others.
+        n_children = (applied.new_index >= 0).sum(axis=1)  # >= 1: a link partition has records
+        starts = np.cumsum(n_children) - n_children
+        heavy = _largest_of_runs(out[:, 0, 0], starts, n_children)
+        light = np.ones(n_new, dtype=bool)
+        light[heavy] = False
+        counted = light[rel]
+        nodes = self.partitions.keys[applied.first_new : applied.first_new + n_new]
+        self._count_blocks(cell[counted], rows[counted], nodes, others, out)
+        # Only the derived slots of a heavy child are still zero, so summing all its siblings
+        # and itself sums the siblings there; its own and `attr` slots were counted directly.
+        siblings = _sum_of_runs(out, starts, n_children)
+        parents = self._parents(applied.link)  # heavy[i] is the child of link[i]
+        own, block = out[heavy, 0, :], out[heavy, offset : offset + width, :]
+        out[heavy] = np.subtract(parents, siblings, out=parents)
+        out[heavy, 0, :], out[heavy, offset : offset + width, :] = own, block
+        if self._retired_slots is not None:  # a parent's block, counted before it retired
+            out[:, self._retired_slots, :] = 0
+
     def specialize(self, step: Specialization) -> np.ndarray:
         """Apply Best to T_g and to the records; return the statistics of the new partitions.
 
         Only the specialized attribute needs every moved record counted; that one pass also
         gives each new partition's own counts (a record at a leaf is counted for its partition
-        only). For any other attribute a child partition has its parent's value, so the counts
-        of a parent's children add up to the parent's own: each parent's largest child (by
-        local records) is derived as parent minus its siblings, and only the other children's
-        records are counted (the histogram-subtraction trick; exact integer arithmetic, so the
-        vector is unchanged).
+        only). The other attributes' blocks: :meth:`_count_others`, but for those retired
+        (:meth:`retire`), which stay zero.
         """
         apply_splits(self.schema, step.splits)
         self._steps += 1
@@ -347,17 +435,25 @@ class LocalParty:
         out = np.zeros((n_new, self.layout.slots, self.layout.channels), dtype=np.int64)
         if n_new == 0:  # no record lies on Link_Best: nothing moves (no pass over records)
             return _frozen_vector(out)
-        position = np.full(self.partitions.size, -1, dtype=np.int32)
+        # Index into link; off Link_Best the row after the last.
+        position = np.full(self.partitions.size, applied.link.size, dtype=np.int32)
         position[applied.link] = np.arange(applied.link.size)
-        # Index into link, -1 off Link_Best; ``take`` gathers with int32 indices directly.
-        parent_all = np.take(position, self.record_partition)
-        rows = np.flatnonzero(parent_all >= 0)
-        # Column 0 (a record at a leaf, which no partition on Link_Best holds) maps nowhere.
-        lookup = np.hstack([np.full((applied.link.size, 1), -1), applied.new_index]).reshape(-1)
-        index = parent_all[rows].astype(np.int64)
+        if self.record_partition.size <= _SLICED_RECORDS:
+            # the records of the partitions on Link_Best; one off it (a party out of step)
+            # maps to the last row
+            rows = self._records_under(attr, step.node)
+            index = position[self.record_partition[rows]].astype(np.int64)
+        else:
+            parent_all = np.take(position, self.record_partition)  # int32 indices directly
+            rows = np.flatnonzero(parent_all < applied.link.size)
+            index = parent_all[rows].astype(np.int64)
+        # Column 0 (a record at a leaf, which no partition on Link_Best holds) and the last row
+        # map nowhere.
+        lookup = np.full((applied.link.size + 1, len(children) + 1), -1, dtype=np.int64)
+        lookup[:-1, 1:] = applied.new_index
         index *= len(children) + 1
         index += self._slot[attr][rows]
-        target = lookup[index]
+        target = lookup.reshape(-1)[index]
         if (target < 0).any():
             raise FedanonError(
                 "instruction marks a child group empty that holds local records "
@@ -378,23 +474,13 @@ class LocalParty:
         out[:, offset : offset + width, :] = (hist[1:] @ self._profile_channels).swapaxes(0, 1)
         out[:, 0, :] = hist.sum(axis=0) @ self._profile_channels
 
-        # The largest child of every parent is derived; count the records of the others.
-        n_children = (applied.new_index >= 0).sum(axis=1)  # >= 1: a link partition has records
-        starts = np.cumsum(n_children) - n_children
-        heavy = _largest_of_runs(out[:, 0, 0], starts, n_children)
-        light = np.ones(n_new, dtype=bool)
-        light[heavy] = False
-        counted = light[rel]
         others = [a for a in range(len(self.schema.taxonomies)) if a != attr]
-        nodes = self.partitions.keys[first : first + n_new]
-        self._count_blocks(cell[counted], rows[counted], nodes, others, out)
-        # Only the derived slots of a heavy child are still zero, so summing all its siblings
-        # and itself sums the siblings there; its own and `attr` slots were counted directly.
-        siblings = _sum_of_runs(out, starts, n_children)
-        parents = self._parents(applied.link)  # heavy[i] is the child of link[i]
-        own, block = out[heavy, 0, :], out[heavy, offset : offset + width, :]
-        out[heavy] = np.subtract(parents, siblings, out=parents)
-        out[heavy, 0, :], out[heavy, offset : offset + width, :] = own, block
+        if self._retired_slots is not None:  # retired blocks stay zero: no record counted
+            others = [a for a in others if not self._retired_slots[self.layout.offsets[a]]]
+        if not others:  # every other block retired: nothing to derive from the parents
+            self._forget(applied.link)
+        else:
+            self._count_others(applied, attr, rel, rows, cell, others, out)
         self._remember(first, out)
         return _frozen_vector(out)
 
