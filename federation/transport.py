@@ -7,6 +7,7 @@ server, and the --insecure variants (no TLS at all, for local experiments only).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from concurrent import futures
 
@@ -34,10 +35,19 @@ _OPTIONS = [
 #: seconds could otherwise wait as long again before anyone reaches it. Not
 #: ``min_reconnect_backoff_ms``: gRPC takes it as the time one connection attempt may take (20 s
 #: by default), and a TLS handshake on a loaded machine can need more than a second.
+#: The interval between connection attempts while someone waits (an RPC, or `ready_within`)
+#: bounds how long after a party listens again it is reached: a quarter second (an attempt to a
+#: closed port is refused at once and costs nothing; one to a silent host lasts gRPC's 20 s
+#: connect timeout, so attempts never pile up).
 RECONNECT_OPTIONS = [
-    ("grpc.initial_reconnect_backoff_ms", 200),
-    ("grpc.max_reconnect_backoff_ms", 1000),
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 250),
 ]
+#: The longest one wait in `ready_within` blocks at once: a signal delivered to one of gRPC's
+#: threads runs its Python handler (the CLI's SIGTERM, Ctrl-C) only when the main thread runs
+#: Python code again, so a wait of a whole rejoin bound held a terminated leader for up to a
+#: minute.
+READY_SLICE_SECONDS = 0.25
 # gRPC binds with SO_REUSEPORT by default: a second daemon on a live daemon's port would start
 # and silently take about half of the new connections. Binding exclusively makes it fail.
 _SERVER_OPTIONS = [("grpc.so_reuseport", 0)]
@@ -113,3 +123,24 @@ def make_channel(
 def peer_name(context: grpc.ServicerContext) -> str | None:
     """The certificate name of the (TLS-authenticated) caller."""
     return peer_identity(context).name
+
+
+def ready_within(channel: grpc.Channel, seconds: float) -> bool:
+    """Whether `channel` becomes ready within `seconds`: the wait for a party that went away
+    (the leader's rejoin, a ring hop's retry of its next hop) ends as soon as the channel's
+    next connection attempt (``RECONNECT_OPTIONS``) finds it listening, not after a fixed
+    delay. Waited in slices of ``READY_SLICE_SECONDS`` so that a signal ends the wait."""
+    ready = grpc.channel_ready_future(channel)
+    deadline = time.monotonic() + seconds
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            try:
+                ready.result(timeout=min(left, READY_SLICE_SECONDS))
+                return True
+            except grpc.FutureTimeoutError:
+                continue
+    finally:
+        ready.cancel()

@@ -21,6 +21,7 @@ from typing import TypeVar
 
 import grpc
 
+from fedanon.federation.transport import ready_within
 from fedanon.leader.federation import PartyFailure, describe_rpc_error
 from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
@@ -154,7 +155,7 @@ class Rejoiner:
             channel = self.channels.get(name)
             # A relay's tunnel waits for its party itself; a channel not back within the bound
             # meets the failure above.
-            if isinstance(channel, grpc.Channel) and not _ready_within(channel, left):
+            if isinstance(channel, grpc.Channel) and not ready_within(channel, left):
                 continue
             try:
                 reply = self.stubs[name].Rejoin(
@@ -167,29 +168,3 @@ class Rejoiner:
                 raise PartyFailure(f"{failure}; rejoin refused: {detail}") from failure
             self.rejoined.append((name, iteration))
             return bool(reply.restored)
-
-
-#: The longest the leader's main thread waits at once for a channel to be ready: a signal
-#: delivered to one of gRPC's threads runs its Python handler (the CLI's SIGTERM, Ctrl-C) only
-#: when the main thread runs Python code again, so a wait of a whole rejoin bound held a
-#: terminated leader for up to a minute.
-READY_SLICE_SECONDS = 0.25
-
-
-def _ready_within(channel: grpc.Channel, seconds: float) -> bool:
-    """Whether `channel` becomes ready within `seconds`, waited in slices of
-    ``READY_SLICE_SECONDS`` so that a signal ends the wait at once."""
-    ready = grpc.channel_ready_future(channel)
-    deadline = time.monotonic() + seconds
-    try:
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return False
-            try:
-                ready.result(timeout=min(left, READY_SLICE_SECONDS))
-                return True
-            except grpc.FutureTimeoutError:
-                continue
-    finally:
-        ready.cancel()
