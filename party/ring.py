@@ -112,8 +112,8 @@ def serve_union(
         if request.phase == pb.UNION_PHASE_STRIP and not session.routed:
             raise NotExpected("a rerun without excluded parties has no ring to strip around")
         if request.phase == pb.UNION_PHASE_STRIP and request.forward_kept:
-            if session.successor is None:
-                raise NotExpected("the last hop has no next hop to forward its batch to")
+            if session.successor is None or len(packed):
+                raise NotExpected("a resumed strip carries no items, to a hop with a next hop")
             output = role.kept(request.ref.iteration)  # the leader resumes the strip here
         elif request.phase == pb.UNION_PHASE_STRIP:
             stripped = _strip(session, request, packed)
