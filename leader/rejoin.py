@@ -136,7 +136,7 @@ class Rejoiner:
         was restored from its sealed state (it had restarted) rather than found still open.
 
         No polling: the leader waits for the party's channel to be ready (the session's
-        channels try to reconnect within a second: federation/transport.py's
+        channels try to reconnect every quarter second: federation/transport.py's
         RECONNECT_OPTIONS; a relay's tunnel waits for its party's stream itself), so the
         ``Rejoin`` leaves as soon as the restarted daemon listens, and then gets
         ``rpc_seconds`` for the replay."""

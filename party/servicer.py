@@ -295,8 +295,8 @@ class PartyServicer(pb_grpc.PartyServicer):
                     },
                 )
                 self.next_ready(delay)
-                # Doubling, but never past MAX_RETRY_DELAY (or the configured first delay): a hop
-                # that restarts is reached within a second of listening again (rejoin).
+                # Doubling, but never past MAX_RETRY_DELAY (or the configured first delay); the
+                # wait itself ends once the hop listens again (`next_ready`: rejoin).
                 delay = min(2 * delay, max(MAX_RETRY_DELAY, self.config.backoff_seconds))
         raise AssertionError("unreachable")
 

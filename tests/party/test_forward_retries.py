@@ -1,6 +1,7 @@
-"""A ring hop retries an unreachable next hop at most a second apart (#28, rejoin): a next hop
-that restarts is reached within a second of listening again, not after a doubling delay of
-several seconds that the rejoin would then pay on top of the restart."""
+"""A ring hop retries an unreachable next hop at most a second apart, and sooner once the hop
+listens again (#28, rejoin): a next hop that restarts is reached as soon as its channel finds it
+listening, not after a doubling delay of several seconds that the rejoin would then pay on top
+of the restart."""
 
 from __future__ import annotations
 
