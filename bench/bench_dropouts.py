@@ -37,6 +37,10 @@ is (dropout - clean) / clean.
     .venv/bin/python bench/bench_dropouts.py --parties 10 --rows 0 --repeat 3
     .venv/bin/python bench/bench_dropouts.py --recovery exclusion --parties 10 --rows 0 --at 2
 
+``--breakdown`` prints, for every run, where its CPU went (the leader process, the daemons not
+killed, each victim's old and new process) and its timeline (the progress lines; when the
+leader found a party lost and rejoined it).
+
 The data is read from FEDANON_DATA_DIR (``adult/adult_all.csv``, ``adult/lkc_paper_taxonomy.hchy``).
 """
 
