@@ -37,6 +37,10 @@ is (dropout - clean) / clean.
     .venv/bin/python bench/bench_dropouts.py --parties 10 --rows 0 --repeat 3
     .venv/bin/python bench/bench_dropouts.py --recovery exclusion --parties 10 --rows 0 --at 2
 
+``--breakdown`` prints, for every run, where its CPU went (the leader process, the daemons not
+killed, each victim's old and new process) and its timeline (the progress lines; when the
+leader found a party lost and rejoined it).
+
 The data is read from FEDANON_DATA_DIR (``adult/adult_all.csv``, ``adult/lkc_paper_taxonomy.hchy``).
 """
 
@@ -44,6 +48,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import resource
 import signal
 import statistics
 import sys
@@ -60,6 +65,7 @@ import pandas as pd
 from bench_distributed import centralized, machine, rows
 from measure import adult_arguments, adult_lkc_job, own_cpu, tree_cpu
 
+import fedanon.leader.rejoin
 import fedanon.leader.union
 from fedanon.algorithms.tds.engine import StepInfo
 from fedanon.leader.kinds.lkc import run_lkc
@@ -95,6 +101,9 @@ class Dropout:
         self.restart: float | None = None if restart else 0.0
         self.restart_cpu = 0.0
         self.jump = 0.0
+        self.killed_cpu = 0.0
+        self.killed_pid: int | None = None
+        self.killed_at = 0.0
         self._watch: threading.Thread | None = None
         self.fired = False
 
@@ -104,6 +113,10 @@ class Dropout:
         self.fired = True
         heard = listening(self.daemon)
         before = own_cpu()
+        process = self.daemon.process
+        self.killed_cpu = 0.0 if process is None else tree_cpu(process.pid)
+        self.killed_pid = None if process is None else process.pid
+        self.killed_at = time.perf_counter()
         self.fed.stop(self.daemon, signal.SIGKILL)
         self.jump = own_cpu() - before
         if not self.again:
@@ -150,12 +163,69 @@ def run_once(
             in_union.fire()
         return ring_call(*args, **kwargs)
 
+    daemons = FED[0].daemons if BREAKDOWN and FED else []
+    pids = {d.name: d.process.pid for d in daemons if d.process is not None}
+    daemons_before = {name: tree_cpu(pid) for name, pid in pids.items()}
+    leader_before = _self_cpu()
+    timeline: list[tuple[float, str]] = []
     cpu_before = own_cpu()
     began = time.perf_counter()
-    with mock.patch.object(fedanon.leader.union, "_ring_call", before_strip):
-        report = run_lkc(job, on_step=on_step)
+    rejoin = fedanon.leader.rejoin.Rejoiner._rejoin
+
+    def timed_rejoin(self: Any, name: str, *args: Any) -> bool:
+        timeline.append((time.perf_counter() - began, f"(leader: {name} lost, waiting)"))
+        try:
+            return bool(rejoin(self, name, *args))
+        finally:
+            timeline.append((time.perf_counter() - began, f"(leader: {name} rejoined)"))
+
+    with (
+        mock.patch.object(fedanon.leader.union, "_ring_call", before_strip),
+        mock.patch.object(fedanon.leader.rejoin.Rejoiner, "_rejoin", timed_rejoin),
+    ):
+        report = run_lkc(
+            job,
+            on_step=on_step,
+            on_phase=lambda text: timeline.append((time.perf_counter() - began, text)),
+        )
     wall, cpu = time.perf_counter() - began, own_cpu() - cpu_before
+    if daemons:
+        lost = [d for d in (in_sum, in_union) if d is not None and d.fired]
+        victims = {d.daemon.name: d for d in lost}
+        rest = 0.0
+        for daemon in daemons:
+            old = daemons_before.get(daemon.name, 0.0)
+            if daemon.name in victims:
+                dropout = victims[daemon.name]
+                now = daemon.process.pid if daemon.process is not None else None
+                new = tree_cpu(now) if now is not None and now != pids.get(daemon.name) else 0.0
+                print(
+                    f"  victim {daemon.name}: listening again {dropout.killed_at - began:.2f} "
+                    f"+ {dropout.restart or 0:.2f} s; "
+                    f"old process {dropout.killed_cpu - old:.2f} CPU s "
+                    f"until its kill at {dropout.killed_at - began:.2f} s; new process "
+                    f"{new:.2f} CPU s (start-up included)"
+                )
+            else:
+                rest += tree_cpu(pids[daemon.name]) - old
+        print(
+            f"  leader process {_self_cpu() - leader_before:.2f} CPU s; other daemons "
+            f"{rest:.2f} CPU s; phases {report.get('seconds')}"
+        )
+        for at, text in timeline:
+            print(f"    {at:7.2f} s  {text[:110]}")
     return wall, cpu - sum(d.jump for d in (in_sum, in_union) if d is not None), report
+
+
+#: ``--breakdown``: print each run's CPU per process (leader, survivors, victims) and timeline.
+BREAKDOWN = False
+FED: list[Federation] = []
+
+
+def _self_cpu() -> float:
+    """This process's own CPU seconds (the leader's, with the bench's threads)."""
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    return me.ru_utime + me.ru_stime
 
 
 #: One run: wall s, CPU s, restart s, restart CPU s, the released rows.
@@ -229,7 +299,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=28, help="rejoin: draws victims, iteration")
     parser.add_argument("--at", type=int, default=2, help="exclusion: kill after this sum")
     adult_arguments(parser)
+    parser.add_argument(
+        "--breakdown", action="store_true", help="each run's CPU per process and its timeline"
+    )
     args = parser.parse_args(argv)
+    global BREAKDOWN
+    BREAKDOWN = args.breakdown
     least = 3 if args.recovery == "rejoin" else 4  # a rerun needs 3 survivors
     if args.parties < least or args.repeat < 1 or args.at < 1:
         print(f"--parties: at least {least}; --repeat, --at: at least 1", file=sys.stderr)
@@ -244,6 +319,7 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, list[tuple[float, float, float, float]]] = {s: [] for s in scenarios}
     policy = "allow_exclusion = true" if args.recovery == "exclusion" else None
     with federation(parts, args.taxonomy, rpc_seconds=RPC_SECONDS, policy=policy) as fed:
+        FED[:] = [fed]
         if args.recovery == "rejoin":
             run, expected = rejoin_runner(fed, args, taxonomy, spec)
         else:

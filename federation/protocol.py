@@ -15,9 +15,11 @@ from collections.abc import Sequence
 
 import fedanon
 
+# 4: kACTUS count steps' count_bits, packed fields at the widest width of their count per
+#    word, UnionRequest.forward_kept (a resumed strip);
 # 3: LKC sums carry only the possible entries, C45QueryBatch, packed C4.5 counts;
 # 2: packed union items, Rejoin, exclusion, evaluate, OpenSession versions
-PROTOCOL_VERSION = 3
+PROTOCOL_VERSION = 4
 
 
 def handshake_items(items: Sequence[str]) -> list[str]:

@@ -12,6 +12,8 @@ from concurrent import futures
 
 import grpc
 from cryptography import x509
+from grpc_health.v1.health_pb2 import HealthCheckRequest
+from grpc_health.v1.health_pb2_grpc import HealthStub
 
 from fedanon.crypto.identity import load_identity_files
 from fedanon.crypto.tls import (
@@ -34,9 +36,13 @@ _OPTIONS = [
 #: seconds could otherwise wait as long again before anyone reaches it. Not
 #: ``min_reconnect_backoff_ms``: gRPC takes it as the time one connection attempt may take (20 s
 #: by default), and a TLS handshake on a loaded machine can need more than a second.
+#: The interval between connection attempts while someone waits (an RPC, or `ready_within`)
+#: bounds how long after a party listens again it is reached: a quarter second (an attempt to a
+#: closed port is refused at once and costs nothing; one to a silent host lasts gRPC's 20 s
+#: connect timeout, so attempts never pile up).
 RECONNECT_OPTIONS = [
-    ("grpc.initial_reconnect_backoff_ms", 200),
-    ("grpc.max_reconnect_backoff_ms", 1000),
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 250),
 ]
 # gRPC binds with SO_REUSEPORT by default: a second daemon on a live daemon's port would start
 # and silently take about half of the new connections. Binding exclusively makes it fail.
@@ -113,3 +119,24 @@ def make_channel(
 def peer_name(context: grpc.ServicerContext) -> str | None:
     """The certificate name of the (TLS-authenticated) caller."""
     return peer_identity(context).name
+
+
+def ready_within(channel: grpc.Channel, seconds: float) -> bool:
+    """Whether `channel` connects within `seconds`: the wait for a party that went away (the
+    leader's rejoin, a ring hop's retry of its next hop) ends as soon as the channel's next
+    connection attempt (``RECONNECT_OPTIONS``) finds it listening, not after a fixed delay.
+
+    A health check that waits for the connection (``wait_for_ready``): an answer, or a failure
+    other than the time running out, says the party listens again (its next RPC says the rest).
+    gRPC looks for signals while a blocking call waits, so a SIGTERM ends this wait at once.
+    Not ``grpc.channel_ready_future``: it subscribes to the channel's connectivity, which starts
+    a gRPC polling thread (a daemon thread, alive past the wait) that takes the channel's
+    connectivity lock; a process that exited at once after the wait (a terminated leader) hung
+    in the channel's finalizer, waiting for that lock (a faulthandler dump of the hung exit)."""
+    try:
+        HealthStub(channel).Check(
+            HealthCheckRequest(service=""), timeout=seconds, wait_for_ready=True
+        )
+    except grpc.RpcError as exc:
+        return bool(exc.code() != grpc.StatusCode.DEADLINE_EXCEEDED)
+    return True

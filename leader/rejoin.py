@@ -20,9 +20,8 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 import grpc
-from grpc_health.v1.health_pb2 import HealthCheckRequest
-from grpc_health.v1.health_pb2_grpc import HealthStub
 
+from fedanon.federation.transport import ready_within
 from fedanon.leader.federation import PartyFailure, describe_rpc_error
 from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
@@ -136,8 +135,8 @@ class Rejoiner:
         """Wait for party `name` until `deadline`, then resume it at `iteration`; whether it
         was restored from its sealed state (it had restarted) rather than found still open.
 
-        No polling: the leader waits for the party's channel to connect (the session's
-        channels try to reconnect within a second: federation/transport.py's
+        No polling: the leader waits for the party's channel to be ready (the session's
+        channels try to reconnect every quarter second: federation/transport.py's
         RECONNECT_OPTIONS; a relay's tunnel waits for its party's stream itself), so the
         ``Rejoin`` leaves as soon as the restarted daemon listens, and then gets
         ``rpc_seconds`` for the replay."""
@@ -156,7 +155,7 @@ class Rejoiner:
             channel = self.channels.get(name)
             # A relay's tunnel waits for its party itself; a channel not back within the bound
             # meets the failure above.
-            if isinstance(channel, grpc.Channel) and not _ready_within(channel, left):
+            if isinstance(channel, grpc.Channel) and not ready_within(channel, left):
                 continue
             try:
                 reply = self.stubs[name].Rejoin(
@@ -169,22 +168,3 @@ class Rejoiner:
                 raise PartyFailure(f"{failure}; rejoin refused: {detail}") from failure
             self.rejoined.append((name, iteration))
             return bool(reply.restored)
-
-
-def _ready_within(channel: grpc.Channel, seconds: float) -> bool:
-    """Whether `channel` connects within `seconds`: a health check that waits for the
-    connection (``wait_for_ready``); an answer, or a failure other than the time running out,
-    says the party listens again (its ``Rejoin`` then says the rest). gRPC looks for signals
-    while a blocking call waits, so a SIGTERM ends this wait at once.
-
-    Not ``grpc.channel_ready_future``: it subscribes to the channel's connectivity, which starts
-    a gRPC polling thread (a daemon thread, alive past the wait) that takes the channel's
-    connectivity lock; a process that exited at once after the wait (a terminated leader) hung
-    in the channel's finalizer, waiting for that lock (a faulthandler dump of the hung exit)."""
-    try:
-        HealthStub(channel).Check(
-            HealthCheckRequest(service=""), timeout=seconds, wait_for_ready=True
-        )
-    except grpc.RpcError as exc:
-        return bool(exc.code() != grpc.StatusCode.DEADLINE_EXCEEDED)
-    return True

@@ -43,7 +43,7 @@ from fedanon.crypto.share_shuffle import ShuffleContext, open_shuffled
 from fedanon.errors import FedanonError
 from fedanon.federation.chunks import split, unpacked
 from fedanon.federation.keyshares import new_share, union_route
-from fedanon.leader.federation import Traffic, describe_rpc_error
+from fedanon.leader.federation import PartyFailure, Traffic, describe_rpc_error
 from fedanon.leader.kind import PhaseTimer
 from fedanon.leader.ring_settings import RingSettings
 from fedanon.leader.session import Session
@@ -110,19 +110,32 @@ class UnionProgress:
 
     A party lost mid-union rejoins (leader/rejoin.py) and the union goes on in the same round:
     MEASURE and COLLECT only ask the parties not in `sizes` and `batches` (the others' answers
-    stay as they were, so nobody seals twice), and the strip is sent again as it was (the
-    hops before the lost one forward the batch they peeled again, party/union.py). `for_round`
-    starts afresh when the union itself starts again as a new round."""
+    stay as they were, so nobody seals twice), and the strip resumes at the hop before the
+    lost one (`resume_at`), which forwards the batch it peeled again (party/union.py); the
+    hops before it are not asked again. Where that hop kept nothing (or the first hop was
+    lost) the strip is sent again as it was. `for_round` starts afresh when the union itself
+    starts again as a new round."""
 
     round: int = -1
     sizes: dict[str, pb.UnionReply] = field(default_factory=dict)
     batches: dict[str, tuple[list[Packed], int, int]] = field(default_factory=dict)
+    resume_at: str | None = None
 
     def for_round(self, round_: int) -> UnionProgress:
         """This progress, emptied first if it was another round's."""
         if round_ != self.round:
-            self.round, self.sizes, self.batches = round_, {}, {}
+            self.round, self.sizes, self.batches, self.resume_at = round_, {}, {}, None
         return self
+
+    def lost(self, failure: PartyFailure, ring: Sequence[str]) -> PartyFailure:
+        """Note where the strip resumes after `failure` (the hop before the party it says is
+        unreachable, which the leader rejoins; none for the first hop or another failure);
+        returns `failure`."""
+        name = failure.party
+        unreachable = failure.code == grpc.StatusCode.UNAVAILABLE and name in ring
+        at = ring.index(name) if unreachable else 0
+        self.resume_at = ring[at - 1] if at > 0 else None
+        return failure
 
     @staticmethod
     def missing(done: Collection[str], ring: Sequence[str]) -> list[str]:
@@ -357,7 +370,7 @@ def _run_union(
             deadline = calls.deadline()  # the ring's pass and the fetch: one phase
             show(f"union: strip: {len(session.ring)} parties peel {len(items):,} items in turn")
             with timer.phase("strip"):
-                stripped, sent, received = _ring_call(calls, strip, items, deadline)
+                stripped, sent, received = _ring_call(calls, strip, items, deadline, progress)
             traffic.add("union", sent, received)
             show("union: strip: done")
             show(f"union: opening {len(items):,} peeled items as they arrive from {last}")
@@ -367,7 +380,8 @@ def _run_union(
                         last, stripped, pb.UNION_PHASE_STRIP, 0, deadline, on_chunk=opening.add
                     )
                 except grpc.RpcError as exc:
-                    raise describe_rpc_error(exc, last, "union (fetch the peeled batch)") from exc
+                    failure = describe_rpc_error(exc, last, "union (fetch the peeled batch)")
+                    raise progress.lost(failure, session.ring) from exc
                 traffic.add("union", sent, received)
                 count = sum(map(len, peeled))
                 if count != len(items):
@@ -398,16 +412,33 @@ def _collected(
 
 
 def _ring_call(
-    calls: _Calls, request: pb.UnionRequest, items: Sequence[bytes], deadline: float
+    calls: _Calls,
+    request: pb.UnionRequest,
+    items: Sequence[bytes],
+    deadline: float,
+    progress: UnionProgress,
 ) -> tuple[pb.UnionReply, int, int]:
     """STRIP: the batch to the ring's first party, which forwards it around the ring (each hop
     within what is left of the leader's `deadline`); the reply names the chunks the last party
-    holds."""
-    first = calls.session.ring[0]
+    holds. After a lost party rejoined, the hop before it forwards its kept batch instead
+    (`progress.resume_at`); where it kept none, the whole pass again."""
+    ring = calls.session.ring
+    hop = progress.resume_at
+    if hop is not None:
+        again = pb.UnionRequest()
+        again.CopyFrom(request)
+        again.forward_kept = True
+        try:
+            return calls.send(hop, again, (), deadline)
+        except grpc.RpcError as exc:
+            failure = describe_rpc_error(exc, hop, "union (strip, resumed)")
+            refused = failure.code == grpc.StatusCode.FAILED_PRECONDITION
+            if failure.party != hop or not refused:  # else it kept nothing: the whole pass
+                raise progress.lost(failure, ring) from exc
     try:
-        return calls.send(first, request, items, deadline)
+        return calls.send(ring[0], request, items, deadline)
     except grpc.RpcError as exc:
-        raise describe_rpc_error(exc, first, "union (strip)") from exc
+        raise progress.lost(describe_rpc_error(exc, ring[0], "union (strip)"), ring) from exc
 
 
 def _decoded(plain: list[bytes]) -> list[list[str]]:

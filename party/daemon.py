@@ -9,6 +9,7 @@ within a short grace period, then the port is released.
 from __future__ import annotations
 
 import ctypes
+import functools
 import logging
 import os
 import signal
@@ -29,6 +30,7 @@ from fedanon.federation.transport import (
     listen_port,
     make_channel,
     make_server,
+    ready_within,
 )
 from fedanon.party.config import PartyConfig
 from fedanon.party.gate import PartyGate
@@ -58,11 +60,13 @@ def build_servicer(config: PartyConfig) -> PartyServicer:
         else load_taxonomy(config.taxonomy, data_columns=source.columns)
     )
     next_stub = None
+    next_ready = None
     if config.next_hop is not None and config.transport == "direct":
         hop = config.next_hop
         channel = make_channel(hop.address, hop.name, config.tls, options=RECONNECT_OPTIONS)
         stub = pb_grpc.PartyStub(channel)
         next_stub = lambda: stub  # noqa: E731  (one channel, reconnecting on its own)
+        next_ready = functools.partial(ready_within, channel)
     identity = ca = None
     if config.tls is not None:
         identity = load_identity_files(config.tls.cert, config.tls.key)
@@ -73,7 +77,10 @@ def build_servicer(config: PartyConfig) -> PartyServicer:
             )
         ca = x509.load_pem_x509_certificate(config.tls.ca.read_bytes())
     counting = counting_engine(config.engine)
-    return PartyServicer(config, source, taxonomy, next_stub, identity, ca, counting=counting)
+    servicer = PartyServicer(config, source, taxonomy, next_stub, identity, ca, counting=counting)
+    if next_ready is not None:
+        servicer.next_ready = next_ready
+    return servicer
 
 
 def build_server(config: PartyConfig) -> tuple[grpc.Server, int, PartyServicer]:

@@ -111,7 +111,11 @@ def serve_union(
         chunk_bytes = chunk_bytes_of(request, servicer.max_message_bytes)
         if request.phase == pb.UNION_PHASE_STRIP and not session.routed:
             raise NotExpected("a rerun without excluded parties has no ring to strip around")
-        if request.phase == pb.UNION_PHASE_STRIP:
+        if request.phase == pb.UNION_PHASE_STRIP and request.forward_kept:
+            if session.successor is None or len(packed):
+                raise NotExpected("a resumed strip carries no items, to a hop with a next hop")
+            output = role.kept(request.ref.iteration)  # the leader resumes the strip here
+        elif request.phase == pb.UNION_PHASE_STRIP:
             stripped = _strip(session, request, packed)
             if stripped is None:
                 return pb.UnionReply()  # more of the input to come

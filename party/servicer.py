@@ -30,6 +30,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 import grpc
@@ -81,6 +82,12 @@ CONTROL_LIMITS = {
 MAX_RETRY_DELAY = 1.0
 
 
+def _sleep(seconds: float) -> bool:
+    """Wait `seconds` (a next hop whose channel this servicer does not hold: no readiness)."""
+    time.sleep(seconds)
+    return False
+
+
 def _abort(context: grpc.ServicerContext, code: grpc.StatusCode, text: str) -> NoReturn:
     """End the call; ``abort`` always raises, and saying so lets the checker narrow after it."""
     context.abort(code, text)
@@ -108,6 +115,9 @@ class PartyServicer(pb_grpc.PartyServicer):
         self.counting = counting  # where LKC counting runs ([table]; None: in this process)
         self.taxonomy = taxonomy
         self.next_stub = next_stub
+        # How a retry of the next hop waits (`_forward`): a plain sleep, or, where the daemon
+        # holds the channel itself, until that channel is ready again (party/daemon.py).
+        self.next_ready: Callable[[float], bool] = _sleep
         self.identity = identity
         self.ca_certificate = ca_certificate
         self.secure = identity is not None
@@ -248,7 +258,8 @@ class PartyServicer(pb_grpc.PartyServicer):
         self, method: str, request: object, context: grpc.ServicerContext, what: str
     ) -> object:
         """Call the next hop; retry with exponential backoff (at most ``MAX_RETRY_DELAY``
-        apart) while it is unreachable.
+        apart) while it is unreachable, each wait ending early once the next hop's channel is
+        ready again (`next_ready`): a hop that restarts is retried as soon as it listens.
 
         Only the next hop's own unavailability is retried, never an error it relays from
         further down the ring (those start with ``party NAME:``): retrying those re-ran the
@@ -283,9 +294,9 @@ class PartyServicer(pb_grpc.PartyServicer):
                         "peer": self.config.next_hop.name if self.config.next_hop else None,
                     },
                 )
-                time.sleep(delay)
-                # Doubling, but never past MAX_RETRY_DELAY (or the configured first delay): a hop
-                # that restarts is reached within a second of listening again (rejoin).
+                self.next_ready(delay)
+                # Doubling, but never past MAX_RETRY_DELAY (or the configured first delay); the
+                # wait itself ends once the hop listens again (`next_ready`: rejoin).
                 delay = min(2 * delay, max(MAX_RETRY_DELAY, self.config.backoff_seconds))
         raise AssertionError("unreachable")
 
@@ -466,13 +477,19 @@ class PartyServicer(pb_grpc.PartyServicer):
 
     def Union(self, request: pb.UnionRequest, context: grpc.ServicerContext) -> pb.UnionReply:
         session = self._ring(context, request.ref)
-        from_leader = request.phase != pb.UNION_PHASE_STRIP or session.predecessor is None
+        # A resumed strip (`forward_kept`) comes from the leader to the hop before a party
+        # that rejoined; every other STRIP from the predecessor (the first hop's: the leader).
+        from_leader = (
+            request.phase != pb.UNION_PHASE_STRIP
+            or session.predecessor is None
+            or request.forward_kept
+        )
         self._authorize(context, {self.config.leader} if from_leader else {session.predecessor})
         session.touch()
         session.bytes_received += request.ByteSize()
         return session.answers.answer(
             f"union phase {int(request.phase)}/{int(request.fetch_phase)} step {request.step} "
-            f"chunk {request.chunk}",
+            f"chunk {request.chunk}{' kept' if request.forward_kept else ''}",
             request.ref.iteration,
             request,
             context,

@@ -329,6 +329,15 @@ class UnionRole:
             )
         return kept.output
 
+    def kept(self, round_: int) -> Packed:
+        """The batch this hop peeled in `round_`, for the leader's resumed strip (the hop
+        after it was lost and rejoined: this hop forwards the same bytes again, the hops
+        before it are not asked again); refused where none is kept."""
+        kept = self._peeled
+        if kept is None or kept.round != round_:
+            raise NotExpected(f"no batch peeled in union round {round_} to forward again")
+        return kept.output
+
     def check_collect(self, round_: int) -> None:
         """Refuse to seal this party's records a second time in `round_`: after a restart, a
         round whose COLLECT output already left (`sealed_collect`) can only start again as

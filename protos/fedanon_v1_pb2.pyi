@@ -452,7 +452,7 @@ class EndReply(_message.Message):
     def __init__(self, bytes_sent: _Optional[int] = ..., bytes_received: _Optional[int] = ...) -> None: ...
 
 class UnionRequest(_message.Message):
-    __slots__ = ("ref", "phase", "packed", "item_size", "record_size", "pad_to", "block_sizes", "step", "suppressed", "chunk", "chunks", "chunk_bytes", "fetch_phase")
+    __slots__ = ("ref", "phase", "packed", "item_size", "record_size", "pad_to", "block_sizes", "step", "suppressed", "chunk", "chunks", "chunk_bytes", "fetch_phase", "forward_kept")
     REF_FIELD_NUMBER: _ClassVar[int]
     PHASE_FIELD_NUMBER: _ClassVar[int]
     PACKED_FIELD_NUMBER: _ClassVar[int]
@@ -466,6 +466,7 @@ class UnionRequest(_message.Message):
     CHUNKS_FIELD_NUMBER: _ClassVar[int]
     CHUNK_BYTES_FIELD_NUMBER: _ClassVar[int]
     FETCH_PHASE_FIELD_NUMBER: _ClassVar[int]
+    FORWARD_KEPT_FIELD_NUMBER: _ClassVar[int]
     ref: SessionRef
     phase: UnionPhase
     packed: bytes
@@ -479,7 +480,8 @@ class UnionRequest(_message.Message):
     chunks: int
     chunk_bytes: int
     fetch_phase: UnionPhase
-    def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ..., phase: _Optional[_Union[UnionPhase, str]] = ..., packed: _Optional[bytes] = ..., item_size: _Optional[int] = ..., record_size: _Optional[int] = ..., pad_to: _Optional[int] = ..., block_sizes: _Optional[_Iterable[int]] = ..., step: _Optional[int] = ..., suppressed: _Optional[_Iterable[int]] = ..., chunk: _Optional[int] = ..., chunks: _Optional[int] = ..., chunk_bytes: _Optional[int] = ..., fetch_phase: _Optional[_Union[UnionPhase, str]] = ...) -> None: ...
+    forward_kept: bool
+    def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ..., phase: _Optional[_Union[UnionPhase, str]] = ..., packed: _Optional[bytes] = ..., item_size: _Optional[int] = ..., record_size: _Optional[int] = ..., pad_to: _Optional[int] = ..., block_sizes: _Optional[_Iterable[int]] = ..., step: _Optional[int] = ..., suppressed: _Optional[_Iterable[int]] = ..., chunk: _Optional[int] = ..., chunks: _Optional[int] = ..., chunk_bytes: _Optional[int] = ..., fetch_phase: _Optional[_Union[UnionPhase, str]] = ..., forward_kept: _Optional[bool] = ...) -> None: ...
 
 class UnionReply(_message.Message):
     __slots__ = ("packed", "item_size", "record_size", "count", "chunks")

@@ -177,6 +177,7 @@ def log_counts(fed: Federation, text: str) -> list[int]:
 
 SEALED = "union collect at hop"  # a party sealed its records (party/ring.py's log)
 RESTARTED = "union restarts as round"  # a party dropped the union to run it again
+PEELED = "chunks arrived in"  # a hop was handed the strip's whole batch (party/ring.py's log)
 
 
 @pytest.mark.parametrize(
@@ -200,7 +201,8 @@ def test_a_party_killed_during_the_union_rejoins_and_the_union_goes_on(
 ) -> None:
     """The layered union resumes in its round: the parties that gave their part keep it (each
     party seals its records exactly once, the lost one included, and nobody drops the union);
-    the hops before the lost one forward the batch they peeled again. The shuffle mode's
+    the hop before the lost one forwards the batch it peeled again (the hops before it are
+    not asked again: each hop is handed the batch once). The shuffle mode's
     shares live only in the parties' memory, so there the union runs again from its first
     phase as the next round. Either way the release is the fault-free one."""
     fed = hospital_federation
@@ -208,6 +210,7 @@ def test_a_party_killed_during_the_union_rejoins_and_the_union_goes_on(
     try:
         reference = run(fed, hospital_data, clean, union_mode=union_mode)
         sealed, restarted = log_counts(fed, SEALED), log_counts(fed, RESTARTED)
+        peeled = log_counts(fed, PEELED)
         kill = KillAndRestart(fed, victim, iteration=0)
         kill_before_union_phase(monkeypatch, kill, phase)
         report = run(
@@ -226,6 +229,10 @@ def test_a_party_killed_during_the_union_rejoins_and_the_union_goes_on(
             now = log_counts(fed, SEALED)
             assert [b - a for a, b in zip(sealed, now, strict=True)] == [1, 1, 1]
             assert log_counts(fed, RESTARTED) == restarted
+            # The strip resumes at the hop before the lost one (it forwards its kept batch);
+            # no hop is handed the batch a second time, the restarted one peels it once.
+            now = log_counts(fed, PEELED)
+            assert [b - a for a, b in zip(peeled, now, strict=True)] == [1, 1, 1]
         else:
             survivors = [i for i in range(len(fed.daemons)) if i != victim]
             now = log_counts(fed, RESTARTED)

@@ -51,6 +51,7 @@ def test_leader_may_not_call_a_mid_ring_sum_or_skip_union_hops(
 ) -> None:
     parts = split_table(small_data.table, 3, "random", seed=2)
     refusals: dict[str, grpc.RpcError] = {}
+    resumed: dict[str, grpc.RpcError] = {}
     with recording_federation(parts, small_data.taxonomy_path, tmp_path, monkeypatch) as fed:
         hops = fed.hops
 
@@ -88,6 +89,23 @@ def test_leader_may_not_call_a_mid_ring_sum_or_skip_union_hops(
                         record_size=64,
                     ),
                 )
+                # A resumed strip (the leader's, after a rejoin) forwards only a batch the hop
+                # peeled in the round, and carries nothing: before the union there is none.
+                for packed in (b"", bytes(200)):
+                    resumed[f"{hops[index].name} {len(packed)}"] = _call(
+                        hops[index].address,
+                        hops[index].name,
+                        fed.leader_tls,
+                        "Union",
+                        pb.UnionRequest(
+                            ref=pb.SessionRef(session_id=sid, iteration=2),
+                            phase=pb.UNION_PHASE_STRIP,
+                            packed=packed,
+                            item_size=200 if packed else 0,
+                            record_size=64,
+                            forward_kept=True,
+                        ),
+                    )
 
         spec = small_data.spec(L=2, K=15, C="0.3")
         out = tmp_path / "release.csv"
@@ -98,3 +116,7 @@ def test_leader_may_not_call_a_mid_ring_sum_or_skip_union_hops(
         assert error.code() == grpc.StatusCode.PERMISSION_DENIED, (label, error.details())
         details = error.details() or ""
         assert "caller 'leader' (leader) may not send this message" in details, label
+    assert len(resumed) == 4
+    for label, error in resumed.items():
+        assert error.code() == grpc.StatusCode.FAILED_PRECONDITION, (label, error.details())
+        assert "union: " in (error.details() or ""), label

@@ -19,7 +19,7 @@ from pathlib import Path
 import grpc
 import pytest
 
-from fedanon.leader.rejoin import _ready_within
+from fedanon.federation.transport import ready_within
 from tests.harness.cli import owned, stop_with
 
 _WAITING = """
@@ -33,13 +33,13 @@ from fedanon.leader.rejoin import Rejoiner
 from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
 
 signal.signal(signal.SIGTERM, raise_terminated)
-ready_within = rejoin._ready_within
+ready_within = rejoin.ready_within
 
 def announced(channel, seconds):  # the wait for the party has begun
     print("waiting", flush=True)
     return ready_within(channel, seconds)
 
-rejoin._ready_within = announced
+rejoin.ready_within = announced
 channel = grpc.insecure_channel(sys.argv[1], options=RECONNECT_OPTIONS)
 stubs, channels = {"p": pb_grpc.PartyStub(channel)}, {"p": channel}
 rejoiner = Rejoiner("ab" * 16, ["p"], stubs, 60.0, 30.0, channels=channels)
@@ -87,7 +87,7 @@ def test_the_wait_for_a_party_leaves_no_thread_of_grpc_running() -> None:
         channel = grpc.insecure_channel(f"127.0.0.1:{held.getsockname()[1]}")
         try:
             before = set(threading.enumerate())
-            assert not _ready_within(channel, 0.5)  # refused: never ready
+            assert not ready_within(channel, 0.5)  # refused: never ready
             assert [t.name for t in set(threading.enumerate()) - before] == []
         finally:
             channel.close()
