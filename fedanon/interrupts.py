@@ -18,13 +18,6 @@ does). The waits are timed with :func:`wait_in_slices` where no library times th
 
 from __future__ import annotations
 
-import concurrent.futures._base
-import concurrent.futures.process
-import concurrent.futures.thread
-import multiprocessing.connection
-import multiprocessing.queues
-import multiprocessing.synchronize
-import queue
 import sys
 import threading
 import time
@@ -34,24 +27,28 @@ from types import FrameType
 from typing import Any
 
 #: The modules whose Python code acquires a lock and then releases it, or hands it to the
-#: caller's ``with``, in steps that an exception raised between two of them would split.
-_LOCKING_FILES = frozenset(
-    module.__file__
-    for module in (
-        threading,
-        queue,
-        concurrent.futures._base,
-        concurrent.futures.thread,
-        concurrent.futures.process,
-        multiprocessing.connection,
-        multiprocessing.queues,
-        multiprocessing.synchronize,
-    )
+#: caller's ``with``, in steps that an exception raised between two of them would split. Looked
+#: up in ``sys.modules`` when a signal comes, not imported here: a module not loaded then runs no
+#: frame (and a shuffle-mode leader never loads multiprocessing at all).
+_LOCKING_MODULES = (
+    "threading",
+    "queue",
+    "concurrent.futures._base",
+    "concurrent.futures.thread",
+    "concurrent.futures.process",
+    "multiprocessing.connection",
+    "multiprocessing.queues",
+    "multiprocessing.synchronize",
 )
 
 
+def _locking_files() -> frozenset[str]:
+    loaded = (sys.modules.get(name) for name in _LOCKING_MODULES)
+    return frozenset(str(m.__file__) for m in loaded if m is not None and m.__file__)
+
+
 def _in_locking_code(frame: FrameType) -> bool:
-    return frame.f_code.co_filename in _LOCKING_FILES
+    return frame.f_code.co_filename in _locking_files()
 
 
 #: The error a trace function raises at the main thread's next line outside the locking modules

@@ -394,6 +394,7 @@ CORE_LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "fedanon.fingerprint",
             "fedanon.frames",
             "fedanon.interrupts",
+            "fedanon.packed_counts",
             "fedanon.keywords",
             "fedanon.logs",
             "fedanon.shares",

@@ -21,7 +21,6 @@ import numpy as np
 
 from fedanon.atomic import write_json_atomic, write_text_atomic
 from fedanon.configschema import ConfigError, Flag, Integer, Key, Names, Number, Table, Text
-from fedanon.crypto.secure_sum import fields_per_word, packed_length, unpack_fields
 from fedanon.errors import FedanonError
 from fedanon.federation.c45_job import UNION_ROUND, c45_job_to_proto, queries_to_batch
 from fedanon.federation.c45_job import fingerprint_items as c45_fingerprint_items
@@ -33,6 +32,7 @@ from fedanon.leader.ring import open_ring
 from fedanon.leader.ring_settings import ClassificationSettings, ring_settings
 from fedanon.leader.session import Session
 from fedanon.leader.union import run_union
+from fedanon.packed_counts import fields_per_word, packed_length, unpack_fields
 from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.utility.c45 import C45
 from fedanon.utility.c45_counts import (

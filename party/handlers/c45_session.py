@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from fedanon.crypto.secure_sum import pack_fields
 from fedanon.errors import FedanonError
 from fedanon.federation.c45_job import UNION_ROUND, queries_from_batch
+from fedanon.packed_counts import pack_fields
 from fedanon.party.errors import NotExpected, ProtocolError
 from fedanon.party.session_base import PendingVectorSession
 from fedanon.protos import fedanon_v1_pb2 as pb

@@ -6,15 +6,10 @@ import numpy as np
 import pytest
 
 from fedanon.crypto.errors import WireFormatError
-from fedanon.crypto.secure_sum import (
-    add_vector,
-    pack_fields,
-    packed_length,
-    start_round,
-    unpack_fields,
-)
+from fedanon.crypto.secure_sum import add_vector, start_round
 from fedanon.crypto.simulate import Stopwatch, ring_sum
 from fedanon.crypto.wire import bytes_to_counts
+from fedanon.packed_counts import pack_fields, packed_length, unpack_fields
 
 from .uniformity import CRITICAL, byte_position_chi2, looks_uniform
 from .vectors import plain_sum, random_vectors, sum_cases

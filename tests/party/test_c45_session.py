@@ -14,9 +14,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fedanon.crypto.secure_sum import unpack_fields
 from fedanon.errors import FedanonError
 from fedanon.federation.c45_job import c45_job_to_proto, queries_from_batch, queries_to_batch
+from fedanon.packed_counts import unpack_fields
 from fedanon.party.errors import NotExpected, ProtocolError
 from fedanon.party.handlers.c45_session import C45Session
 from fedanon.party.policy import InvalidJob, Policy, PolicyRefusal, c45_request, check_job

@@ -39,8 +39,8 @@ from fedanon.algorithms.kactus.federated_party import (
 from fedanon.algorithms.kactus.phase2 import gift_size
 from fedanon.algorithms.kactus.tree import Condition, place_records
 from fedanon.algorithms.tabular import QidColumn
-from fedanon.crypto.secure_sum import packed_length, unpack_fields
 from fedanon.errors import FedanonError
+from fedanon.packed_counts import packed_length, unpack_fields
 from fedanon.utility.c45 import TreeNode
 from fedanon.utility.c45_counts import FeatureKinds, Query, Schema, agree_schema, fit_from_counts
 

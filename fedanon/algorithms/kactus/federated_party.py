@@ -27,8 +27,8 @@ from fedanon.algorithms.tabular import (
     require_labels,
     validate_columns,
 )
-from fedanon.crypto.secure_sum import pack_fields
 from fedanon.errors import FedanonError
+from fedanon.packed_counts import pack_fields
 from fedanon.utility.c45 import TreeNode
 from fedanon.utility.c45_counts import (
     FeatureKinds,
@@ -68,7 +68,7 @@ class Step:
     floats: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
     items: list[bytes] = field(default_factory=list)
     queries: list[Query] = field(default_factory=list)
-    # COUNT only, > 0: pack the counts in fields of this many bits (crypto/secure_sum.py
+    # COUNT only, > 0: pack the counts in fields of this many bits (fedanon/packed_counts.py
     # pack_fields), several per word of the sum; the leader sets it from the record count.
     count_bits: int = 0
 
