@@ -67,10 +67,10 @@ def test_only_the_leader_may_resume_the_strip_at_a_hop(
     context = Context()
     if allowed:
         with pytest.raises(Authorized):
-            shell.Union(_strip(forward_kept), context)  # type: ignore[arg-type]
+            shell.Union(_strip(forward_kept), context)
     else:
         with pytest.raises(Aborted):
-            shell.Union(_strip(forward_kept), context)  # type: ignore[arg-type]
+            shell.Union(_strip(forward_kept), context)
         assert context.code() == grpc.StatusCode.PERMISSION_DENIED
 
 
