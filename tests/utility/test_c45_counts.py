@@ -385,3 +385,17 @@ def test_a_level_wide_choice_is_each_node_choice_float_for_float() -> None:
         together = None if chosen[i] < 0 else (int(chosen[i]), float(picked[i]))
         assert together == alone
     assert (chosen < 0).any() and (chosen >= 0).any()
+
+
+def test_no_count_is_asked_twice_over_a_fit() -> None:
+    """Growing, pruning and raising ask each count (a path's class counts, a test's branch
+    counts at a path) at most once: pruning's tasks ask only what the fit does not hold yet
+    (asking again every grown node's own test took 100 more counts on 3,000 Adult rows)."""
+    if not has_table("adult"):
+        pytest.skip("shared adult data not present")
+    X, y, numeric = _table("adult")
+    X, y = X.iloc[:3000], y.iloc[:3000]
+    model, _oracle, parties = _federated(X, y, numeric, [1000, 1000, 1000])
+    _assert_same_tree(X, y, numeric, model)
+    asked = [(q.path, q.kind, q.feature, q.threshold) for q in parties[0].queries]
+    assert asked and len(set(asked)) == len(asked)
