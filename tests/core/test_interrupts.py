@@ -70,7 +70,7 @@ def test_a_signal_outside_locking_code_raises_at_once() -> None:
 
 
 # A lock's `__enter__` in "locking code" that runs lines after its acquire (as a module of
-# _LOCKING_FILES may): the signal's handler runs right after the acquire.
+# _locking_files may): the signal's handler runs right after the acquire.
 _LOCKING = """
 import sys
 
@@ -105,7 +105,7 @@ def test_a_deferred_error_is_raised_at_the_first_line_outside_the_locking_code(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     module = _locking_module(tmp_path)
-    monkeypatch.setattr(interrupts, "_LOCKING_FILES", frozenset([module.__file__]))
+    monkeypatch.setattr(interrupts, "_locking_files", lambda: frozenset([module.__file__]))
     lock = threading.Lock()
     reached: list[str] = []
 
