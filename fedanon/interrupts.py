@@ -75,6 +75,12 @@ def raise_safely(error: BaseException | type[BaseException], frame: FrameType | 
         caller = caller.f_back
 
 
+def raise_interrupted(_signum: int, frame: FrameType | None) -> None:
+    """A signal handler that raises KeyboardInterrupt through :func:`raise_safely`: a command's
+    Ctrl-C, and the sim's SIGTERM (which ends it as Ctrl-C does, stopping its daemons)."""
+    raise_safely(KeyboardInterrupt, frame)
+
+
 def _untraced(_frame: FrameType, _event: str, _arg: Any) -> None:
     return None
 

@@ -87,20 +87,12 @@ class ClassificationSettings(RingSettings):
     sum_mode: str = CLASSIFICATION_SUM_MODE
 
 
-def given_sum_mode(sum_mode: str | None) -> dict[str, str]:
-    """`sum_mode` as a keyword argument of a ring job's class, none when it is not given (a
-    job.toml without ``sum_mode``, a command line without ``--sum-mode``): the job's class then
-    picks its kind's default."""
-    return {} if sum_mode is None else {"sum_mode": sum_mode}
-
-
 def ring_settings(data: dict[str, Any], rpc_seconds: float = 60.0) -> dict[str, Any]:
     """A validated job.toml's ring settings, as keyword arguments of a ring job's class
     (`rpc_seconds`: the deadline when ``[timeouts] rpc_seconds`` is absent; no `sum_mode`
     when the file gives none, so the kind's default applies)."""
     union = data["union"]
-    return {
-        **given_sum_mode(data["sum_mode"]),
+    settings: dict[str, Any] = {
         "allow_two_parties": data["allow_two_parties"],
         "rpc_seconds": data["timeouts"]["rpc_seconds"] or rpc_seconds,
         "union_seconds": data["timeouts"]["union_seconds"],
@@ -109,3 +101,6 @@ def ring_settings(data: dict[str, Any], rpc_seconds: float = 60.0) -> dict[str, 
         "union_mode": union["mode"],
         "union_chunk_bytes": int(union["chunk_mb"] * MIB),
     }
+    if data["sum_mode"] is not None:  # absent: the job's class gives its kind's default
+        settings["sum_mode"] = data["sum_mode"]
+    return settings

@@ -21,7 +21,6 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 import numpy as np
@@ -35,7 +34,7 @@ from fedanon.crypto.parallel import Parallelism
 from fedanon.errors import FedanonError
 from fedanon.federation.config import DIE_WITH_PARENT, Hop
 from fedanon.federation.tls import TLSFiles
-from fedanon.interrupts import raise_safely
+from fedanon.interrupts import raise_interrupted
 from fedanon.leader.kinds.lkc import LKCLeaderJob
 from fedanon.leader.relay import serve_relay, stop_relay
 from fedanon.leader.startup import HealthProbe, startup_seconds
@@ -360,12 +359,6 @@ def issue_federation_certificates(cert_dir: Path, parties: list[str], common_nam
     save_identity(issue_identity(ca, LEADER_NAME, "leader"), cert_dir)
 
 
-def _interrupt(_signum: int, frame: FrameType | None) -> None:
-    """SIGTERM ends the sim like Ctrl-C does, so the daemons are stopped on the way out (raised
-    where no lock is left held: `raise_safely`)."""
-    raise_safely(KeyboardInterrupt, frame)
-
-
 @contextlib.contextmanager
 def federation(
     parts: list[pd.DataFrame],
@@ -442,7 +435,7 @@ def federation(
     fed = Federation(root, daemons, leader_tls, cert_dir, taxonomy, secure, {}, relay_listen)
     previous = signal.getsignal(signal.SIGTERM)
     if previous in (signal.SIG_DFL, None):
-        signal.signal(signal.SIGTERM, _interrupt)
+        signal.signal(signal.SIGTERM, raise_interrupted)  # ends the sim as Ctrl-C does
     try:
         if relay_listen is not None:
             show(f"start-up: the leader's relay on {relay_listen} (outbound transport)")

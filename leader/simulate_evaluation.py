@@ -21,7 +21,6 @@ from fedanon.arguments import require_frame, require_int
 from fedanon.errors import FedanonError
 from fedanon.leader.kind import Progress
 from fedanon.leader.kinds.evaluate import FIGURE_KEYS, EvaluateLeaderJob, federated_figures
-from fedanon.leader.ring_settings import given_sum_mode
 from fedanon.leader.sim import federation, split_table
 from fedanon.taxonomy.loader import load_taxonomy
 from fedanon.utility.federated_evaluation import pooled_figures
@@ -104,7 +103,7 @@ def simulate_evaluation(
         raise FedanonError("taxonomy: give the file's path (each party daemon reads it)")
     job, expected = evaluation_setup(
         df, release, taxonomy, qids, class_column, test_fraction, seed, "release",
-        **given_sum_mode(sum_mode),
+        sum_mode=sum_mode or EvaluateLeaderJob.sum_mode,
     )  # fmt: skip
     with federation(
         split_table(df, parties, split, split_seed), Path(taxonomy), on_phase=on_phase

@@ -23,7 +23,7 @@ from fedanon.cli.deprecated import rewrite_deprecated
 from fedanon.cli.parser import OneLineParser, RawDescriptionDefaultsFormatter, exit_code_epilog
 from fedanon.crypto.errors import CryptoError
 from fedanon.errors import FedanonError, one_line
-from fedanon.interrupts import raise_safely
+from fedanon.interrupts import raise_interrupted, raise_safely
 
 COMMAND_MODULES = (
     "fedanon.cli.anonymize",
@@ -49,10 +49,6 @@ def raise_terminated(_signum: int, frame: FrameType | None) -> None:
     raise_safely(Terminated, frame)
 
 
-def _raise_interrupted(_signum: int, frame: FrameType | None) -> None:
-    raise_safely(KeyboardInterrupt, frame)
-
-
 @contextlib.contextmanager
 def signals_unwind() -> Iterator[None]:
     """Turn SIGTERM into :class:`Terminated` while a command runs (daemons set their own), and
@@ -62,7 +58,7 @@ def signals_unwind() -> Iterator[None]:
     previous = signal.signal(signal.SIGTERM, raise_terminated)
     interrupt = signal.getsignal(signal.SIGINT) is signal.default_int_handler
     if interrupt:
-        signal.signal(signal.SIGINT, _raise_interrupted)
+        signal.signal(signal.SIGINT, raise_interrupted)
     try:
         yield
     finally:

@@ -166,8 +166,13 @@ def lkc_section(args: argparse.Namespace) -> dict:
 
 def run_sim_lkc(args: argparse.Namespace) -> int:
     from fedanon.algorithms.tds.api import refuse_dropping_job_columns
-    from fedanon.leader.kinds.lkc import lkc_summary, run_lkc, spec_from_table, step_text
-    from fedanon.leader.ring_settings import given_sum_mode
+    from fedanon.leader.kinds.lkc import (
+        LKCLeaderJob,
+        lkc_summary,
+        run_lkc,
+        spec_from_table,
+        step_text,
+    )
     from fedanon.leader.sim import check_job_columns, split_table
     from fedanon.readers.table_io import read_table
     from fedanon.taxonomy.loader import load_taxonomy
@@ -193,7 +198,7 @@ def run_sim_lkc(args: argparse.Namespace) -> int:
             spec,
             Path(args.out),
             report=Path(args.report) if args.report else None,
-            **given_sum_mode(args.sum_mode),
+            sum_mode=args.sum_mode or LKCLeaderJob.sum_mode,  # unset: the kind's
             allow_two_parties=args.allow_two_parties,
             union_pad_to=args.pad_to,
             union_mode=args.union_mode,

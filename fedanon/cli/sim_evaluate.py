@@ -67,8 +67,7 @@ def run_sim_evaluate(args: argparse.Namespace) -> int:
     from fedanon.atomic import write_json_atomic
     from fedanon.cli.reporting import evaluation_rows
     from fedanon.leader.kind import Progress
-    from fedanon.leader.kinds.evaluate import FIGURE_KEYS, federated_figures
-    from fedanon.leader.ring_settings import given_sum_mode
+    from fedanon.leader.kinds.evaluate import FIGURE_KEYS, EvaluateLeaderJob, federated_figures
     from fedanon.leader.sim import split_table
     from fedanon.leader.simulate_evaluation import equals, evaluation_setup
     from fedanon.readers.table_io import read_table
@@ -86,7 +85,7 @@ def run_sim_evaluate(args: argparse.Namespace) -> int:
             args.test_fraction,
             args.seed,
             args.release,
-            **given_sum_mode(args.sum_mode),
+            sum_mode=args.sum_mode or EvaluateLeaderJob.sum_mode,  # unset: the kind's
             allow_two_parties=args.allow_two_parties,
         )
     except FedanonError as exc:

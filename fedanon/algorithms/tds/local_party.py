@@ -308,15 +308,14 @@ class LocalParty:
             kept = self._blocks[block]
             if local[0] < 0 or local[-1] >= kept.shape[0]:
                 raise FedanonError("internal error: a partition's statistics were forgotten")
-            if out is None:
-                pass
-            elif isinstance(kept, SparseBlock):
-                kept.take(local, out[begin:end])
-            else:
-                # Ascending, so the two ends bound every index: "clip" never clips here, and
-                # unlike the default "raise" it writes into `out` directly (no buffered copy,
-                # ~4x faster).
-                np.take(kept, local, axis=0, out=out[begin:end], mode="clip")
+            if out is not None:  # gather before forgetting
+                if isinstance(kept, SparseBlock):
+                    kept.take(local, out[begin:end])
+                else:
+                    # Ascending, so the two ends bound every index: "clip" never clips here,
+                    # and unlike the default "raise" it writes into `out` directly (no
+                    # buffered copy, ~4x faster).
+                    np.take(kept, local, axis=0, out=out[begin:end], mode="clip")
             self._block_live[block] -= end - begin
             if self._block_live[block] == 0:
                 self._blocks[block] = np.empty((0, *kept.shape[1:]), dtype=np.int64)
