@@ -122,16 +122,23 @@ def test_the_union_reads_the_release_shard_by_shard_with_the_same_records(client
         party.close()
 
 
-def test_a_shard_release_reaches_the_daemon_in_parts_of_bounded_size(client, monkeypatch):
-    """Shards larger than a batch: the daemon takes each shard's release in parts of at most
-    ``RELEASE_BATCH_RECORDS`` records, in row order, and the records are unchanged."""
-    monkeypatch.setattr(sharded, "RELEASE_BATCH_RECORDS", 400)
+def _run_locally_and_shard(client: Client) -> tuple[LocalParty, Schema, ShardedParty]:
+    """`_case()` run by the one-process party, and a fresh copy of its schema with a party
+    over two shards of its table (not run yet)."""
     schema, table = _case()
     local_schema = copy.deepcopy(schema)
     local = LocalParty(local_schema, table)
     LKCEngine(local_schema, PARAMS).run(local)
     sharded_schema = copy.deepcopy(schema)
     party = ShardedParty(client, sharded_schema, FrameSource(table).shards(2), list(table.columns))
+    return local, sharded_schema, party
+
+
+def test_a_shard_release_reaches_the_daemon_in_parts_of_bounded_size(client, monkeypatch):
+    """Shards larger than a batch: the daemon takes each shard's release in parts of at most
+    ``RELEASE_BATCH_RECORDS`` records, in row order, and the records are unchanged."""
+    monkeypatch.setattr(sharded, "RELEASE_BATCH_RECORDS", 400)
+    local, sharded_schema, party = _run_locally_and_shard(client)
     try:
         LKCEngine(sharded_schema, PARAMS).run(party)
         batches = list(party.released_rows(encode_record))
@@ -351,12 +358,7 @@ def test_the_release_is_read_with_a_bounded_number_of_parts_ahead(client, monkey
     once held a 100M-row release in the workers), and the records are unchanged."""
     monkeypatch.setattr(sharded, "RELEASE_BATCH_RECORDS", 400)
     monkeypatch.setattr(sharded, "TASKS_AHEAD", 2)
-    schema, table = _case()
-    local_schema = copy.deepcopy(schema)
-    local = LocalParty(local_schema, table)
-    LKCEngine(local_schema, PARAMS).run(local)
-    sharded_schema = copy.deepcopy(schema)
-    party = ShardedParty(client, sharded_schema, FrameSource(table).shards(2), list(table.columns))
+    local, sharded_schema, party = _run_locally_and_shard(client)
     submitted: list[int] = []
     pinned = party._pinned
 

@@ -36,6 +36,20 @@ class _CountingEveryBlock(LocalParty):
 
 
 @pytest.mark.skipif(not arx_adult.available(), reason="needs shared Adult data")
+def _recording(party: LocalParty) -> list[np.ndarray]:
+    """The statistics vector of every step `party` specializes from now on (copies)."""
+    vectors: list[np.ndarray] = []
+    specialize = party.specialize
+
+    def record(step: Specialization) -> np.ndarray:
+        vector = specialize(step)
+        vectors.append(vector.copy())
+        return vector
+
+    party.specialize = record  # type: ignore[method-assign]
+    return vectors
+
+
 def test_the_arx_job_at_k10_retires_every_attribute_but_age_and_releases_the_same(monkeypatch):
     """ARX's Adult job at k = 10 without a budget: after the second step only age has a valid
     candidate, so the other seven attributes are retired, every later vector has zeros in
@@ -104,16 +118,8 @@ def test_retiring_changes_no_choice_and_no_live_count(case):
         for cls in (LocalParty, _CountingEveryBlock):
             trial = copy.deepcopy(schema)
             party = cls(trial, table)
-            vectors: list[np.ndarray] = []
+            vectors = _recording(party)
             engine = LKCEngine(trial, LKCParams.of(L, K, C), score="discernibility", suppress=share)
-            specialize = party.specialize
-
-            def record(step, specialize=specialize, vectors=vectors):
-                vector = specialize(step)
-                vectors.append(vector.copy())
-                return vector
-
-            party.specialize = record
             try:
                 result = engine.run(party)
             except Exception as exc:  # infeasible starts are covered elsewhere
@@ -175,15 +181,7 @@ def test_a_pass_over_every_record_and_the_slice_release_the_same(case):
         trial = copy.deepcopy(schema)
         with mock.patch.object(local_party, "_SLICED_RECORDS", limit):
             party = LocalParty(trial, table)
-            vectors: list[np.ndarray] = []
-            specialize = party.specialize
-
-            def record(step, specialize=specialize, vectors=vectors):
-                vector = specialize(step)
-                vectors.append(vector.copy())
-                return vector
-
-            party.specialize = record
+            vectors = _recording(party)
             try:
                 result = LKCEngine(trial, LKCParams.of(L, K, C), score="infogain").run(party)
             except Exception as exc:  # infeasible starts are covered elsewhere
