@@ -1,9 +1,10 @@
 """What the LKC path asks of a whole table, for a pandas DataFrame and an Arrow table alike.
 
 `fedanon anonymize lkc` keeps the table it read as Arrow from reading to writing and never
-imports pandas (docs/lkc.md, "Whole process"); the Python API and the party daemons hand in
-DataFrames. Column-level work is in :mod:`fedanon.text`; here are the few table-level
-questions, answered for both containers without importing pandas.
+imports pandas (docs/lkc.md, "Whole process"), and so does a party daemon's LKC session
+(fedanon/readers/sources.py); the Python API hands in DataFrames. Column-level work is in
+:mod:`fedanon.text`; here are the few table-level questions, answered for both containers
+without importing pandas.
 """
 
 from __future__ import annotations
@@ -30,6 +31,13 @@ def keep_rows(table: Table, keep: np.ndarray) -> Table:
     if isinstance(table, pa.Table):
         return table.filter(arrow_of(keep))
     return table[keep]
+
+
+def select_columns(table: Table, names: Sequence[str]) -> Table:
+    """The table's columns `names`, in that order."""
+    if isinstance(table, pa.Table):
+        return table.select(list(names))
+    return table[list(names)]
 
 
 def drop_columns(table: Table, names: Sequence[str]) -> Table:

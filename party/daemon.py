@@ -36,8 +36,7 @@ from fedanon.party.config import PartyConfig
 from fedanon.party.gate import PartyGate
 from fedanon.party.servicer import PartyServicer
 from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
-from fedanon.readers.sources import FrameSource, open_source
-from fedanon.readers.table_io import read_table
+from fedanon.readers.sources import open_source, read_source
 from fedanon.taxonomy.loader import load_taxonomy
 
 log = logging.getLogger(__name__)
@@ -48,11 +47,12 @@ SERVICE_NAME = "fedanon.v1.Party"
 def build_servicer(config: PartyConfig) -> PartyServicer:
     """The servicer for `config`: its table read, its certificate checked against its name;
     in direct mode its channel to the next hop (an outbound party's goes through the relay)."""
-    # A Dask-backed party leaves a Parquet dataset on disk for its workers (docs/engines.md).
+    # A Dask-backed party leaves a Parquet dataset on disk for its workers (docs/engines.md);
+    # a one-process party reads its table whole, as Arrow text: no pandas before a job needs it.
     source = (
         open_source(config.data, config.delimiter)
         if config.engine.name == "dask"
-        else FrameSource(read_table(config.data, config.delimiter))
+        else read_source(config.data, config.delimiter)
     )
     taxonomy = (
         None

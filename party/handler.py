@@ -19,7 +19,7 @@ session serves them (party/ring.py, party/sums.py, party/union.py).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,7 +27,7 @@ import grpc
 
 from fedanon.crypto.errors import CryptoError
 from fedanon.errors import FedanonError
-from fedanon.party.policy import JobRequest
+from fedanon.party.policy import JobRequest, RequestReader
 from fedanon.party.ring import join_ring
 from fedanon.party.session_base import RingSession, SessionBase
 from fedanon.party.shell import PartyShell
@@ -57,6 +57,23 @@ class JobHandler:
     admission: Callable[[pb.OpenSessionRequest, Sequence[str]], JobRequest]
     open: Callable[[PartyShell, pb.OpenSessionRequest], Opened]
     steps: Mapping[str, Step] = field(default_factory=dict)
+
+
+class Admissions(Mapping[str, RequestReader]):
+    """The handlers' ``admission`` by kind, each looked up only when a request names its kind
+    (the registry imports a kind's module at its first lookup: party/handlers/__init__.py)."""
+
+    def __init__(self, handlers: Mapping[str, JobHandler]) -> None:
+        self.handlers = handlers
+
+    def __getitem__(self, kind: str) -> RequestReader:
+        return self.handlers[kind].admission
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.handlers)
+
+    def __len__(self) -> int:
+        return len(self.handlers)
 
 
 def ring_opened(shell: PartyShell, session: RingSession, fingerprint_items: list[str]) -> Opened:

@@ -12,12 +12,15 @@ release serialized.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from fedanon.algorithms.tds.engines.records import ReleasedRows, released_rows
 from fedanon.protos import fedanon_v1_pb2 as pb
+
+if TYPE_CHECKING:  # pandas loads with a job that asks for a DataFrame, not with the daemon
+    import pandas as pd
 
 #: Batches of the release, in row order; called once per pass over the records.
 Batches = Callable[[], Iterable[ReleasedRows]]

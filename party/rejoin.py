@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Mapping
 from typing import Protocol
 
 import grpc
@@ -26,7 +27,7 @@ from fedanon.crypto.errors import CryptoError
 from fedanon.errors import FedanonError
 from fedanon.party import ring
 from fedanon.party.errors import NotExpected
-from fedanon.party.handler import JobHandler
+from fedanon.party.handler import Admissions, JobHandler
 from fedanon.party.policy import admit
 from fedanon.party.session_base import RingSession, SessionBase
 from fedanon.party.session_store import SealedSession, SessionStore
@@ -42,7 +43,7 @@ class RejoinShell(PartyShell, Protocol):
     store: SessionStore
     session: SessionBase | None
     lock: threading.Lock
-    handlers: dict[str, JobHandler]
+    handlers: Mapping[str, JobHandler]
     secure: bool
 
 
@@ -178,7 +179,7 @@ def _restore(
         shell.config.leader,
         caller,
         list(shell.source.columns),
-        {kind: handler.admission for kind, handler in shell.handlers.items()},
+        Admissions(shell.handlers),
     )
     handler = shell.handlers.get(state.open_request.WhichOneof("job") or "")
     try:

@@ -30,11 +30,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 import grpc
-import pandas as pd
 from cryptography import x509
 
 from fedanon.crypto.errors import CryptoError, IdentityError
@@ -47,7 +46,7 @@ from fedanon.fingerprint import fingerprint
 from fedanon.party import rejoin, ring
 from fedanon.party.config import PartyConfig
 from fedanon.party.errors import NotExpected, status_of
-from fedanon.party.handler import JobHandler
+from fedanon.party.handler import Admissions, JobHandler
 from fedanon.party.handlers import HANDLERS
 from fedanon.party.policy import admit, audit_served, refuse_job
 from fedanon.party.session_base import RingSession, SessionBase
@@ -55,10 +54,12 @@ from fedanon.party.session_store import SessionStore
 from fedanon.party.shell import ForwardStub
 from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
-from fedanon.readers.sources import FrameSource, TableSource
+from fedanon.readers.sources import TableSource, as_source
 from fedanon.taxonomy.files import TaxonomyFile
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # pandas loads with a job that asks for a DataFrame, not with the daemon
+    import pandas as pd
+
     from fedanon.algorithms.tds.engines.base import CountingEngine
 
 log = logging.getLogger(__name__)
@@ -105,12 +106,13 @@ class PartyServicer(pb_grpc.PartyServicer):
         next_stub: ForwardStub | None,
         identity: Identity | None,
         ca_certificate: x509.Certificate | None,
-        handlers: dict[str, JobHandler] = HANDLERS,
+        handlers: Mapping[str, JobHandler] = HANDLERS,
         counting: CountingEngine | None = None,
     ) -> None:
         self.config = config
-        # A frame, or (a Dask-backed party) a source the workers read: docs/engines.md.
-        self.source: TableSource = FrameSource(table) if isinstance(table, pd.DataFrame) else table
+        # Its table read as Arrow (a daemon), a frame (tests), or (a Dask-backed party) a source
+        # the workers read: docs/engines.md.
+        self.source: TableSource = as_source(table)
         self._table: pd.DataFrame | None = None
         self.counting = counting  # where LKC counting runs ([table]; None: in this process)
         self.taxonomy = taxonomy
@@ -337,7 +339,7 @@ class PartyServicer(pb_grpc.PartyServicer):
             self.config.leader,
             caller,
             list(self.source.columns),
-            {kind: handler.admission for kind, handler in self.handlers.items()},
+            Admissions(self.handlers),
         )
         with self.lock:
             busy = self.session

@@ -16,10 +16,9 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
-import pandas as pd
 
 from fedanon.errors import FedanonError
 from fedanon.party.errors import NotExpected, ProtocolError
@@ -28,6 +27,9 @@ from fedanon.party.replay import AnswerOnce
 from fedanon.party.sums import SumProtocol
 from fedanon.party.union import UnionRole
 from fedanon.protos import fedanon_v1_pb2 as pb
+
+if TYPE_CHECKING:  # pandas loads with a job that asks for a DataFrame, not with the daemon
+    import pandas as pd
 
 
 class SessionBase:

@@ -8,10 +8,9 @@ naming its class would make each of them import the module that imports them.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NoReturn, Protocol
+from typing import TYPE_CHECKING, NoReturn, Protocol
 
 import grpc
-import pandas as pd
 from cryptography import x509
 
 from fedanon.algorithms.tds.engines.base import CountingEngine
@@ -21,6 +20,9 @@ from fedanon.party.config import PartyConfig
 from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
 from fedanon.readers.sources import TableSource
 from fedanon.taxonomy.files import TaxonomyFile
+
+if TYPE_CHECKING:  # pandas loads with a job that asks for a DataFrame, not with the daemon
+    import pandas as pd
 
 ForwardStub = Callable[[], pb_grpc.PartyStub]
 

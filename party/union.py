@@ -26,8 +26,8 @@ import secrets
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import pandas as pd
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from fedanon.crypto.idle_keys import IdleKeyWorkers
@@ -47,6 +47,9 @@ from fedanon.federation.chunks import DEFAULT_CHUNK_BYTES, MIN_CHUNK_BYTES
 from fedanon.party.errors import CannotResume, NotExpected, ProtocolError
 from fedanon.party.records import LocalRecords, table_batches
 from fedanon.protos import fedanon_v1_pb2 as pb
+
+if TYPE_CHECKING:  # pandas loads with a job that asks for a DataFrame, not with the daemon
+    import pandas as pd
 
 log = logging.getLogger(__name__)
 

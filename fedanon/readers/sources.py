@@ -10,21 +10,28 @@ Shards keep the source's row order (shard 0's rows first), so the concatenation 
 generalized rows is the one-process party's release, row for row. A worker reads its shard one
 column at a time (:meth:`Shard.column`) and keeps each as integer codes, so the whole shard is
 never held as text (docs/engines.md, "Memory").
+
+The party daemon reads its table as Arrow text (:class:`ArrowSource`) and imports pandas only
+when a job asks for a DataFrame: an LKC party counts and releases the Arrow table as it is
+(docs/distributed.md, "Start-up").
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from fedanon.errors import FedanonError
-from fedanon.readers.table_io import PARQUET_SUFFIXES, read_arrow, read_table
+from fedanon.readers.table_io import PARQUET_SUFFIXES, frame_of, read_arrow, read_table
+from fedanon.tables import Table
+
+if TYPE_CHECKING:  # pandas loads when a job asks for a DataFrame, never at a daemon's start-up
+    import pandas as pd
+    import pyarrow.parquet as pq
 
 
 class Shard(Protocol):
@@ -68,17 +75,24 @@ class FilesShard:
     files: tuple[Path, ...]
 
     def load(self, columns: list[str]) -> pd.DataFrame:
+        import pandas as pd
+
         parts = [read_table(path)[columns] for path in self.files]
         return parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
 
     def column(self, name: str) -> pd.Series:
         """The column from every file, as Arrow text (one chunk per file: no copy)."""
+        import pandas as pd
+
         parts = [read_arrow(path, columns=[name]).column(0) for path in self.files]
         chunks = pa.chunked_array([c for part in parts for c in part.chunks], type=pa.string())
         return pd.Series(pd.arrays.ArrowExtensionArray(chunks), name=name)
 
     @property
     def index(self) -> pd.Index:
+        import pandas as pd
+        import pyarrow.parquet as pq
+
         return pd.RangeIndex(sum(pq.read_metadata(path).num_rows for path in self.files))
 
 
@@ -92,7 +106,12 @@ class TableSource(Protocol):
     def n_rows(self) -> int: ...
 
     def frame(self) -> pd.DataFrame:
-        """The whole table in this process (the one-process engine, the other job kinds)."""
+        """The whole table in this process as a DataFrame (the job kinds other than LKC)."""
+        ...
+
+    def whole(self) -> Table:
+        """The whole table in this process as the source holds it, an Arrow table or a
+        DataFrame (the one-process LKC engine counts either)."""
         ...
 
     def shards(self, count: int) -> list[Shard]:
@@ -115,6 +134,9 @@ class FrameSource:
         return len(self.table)
 
     def frame(self) -> pd.DataFrame:
+        return self.table
+
+    def whole(self) -> Table:
         return self.table
 
     def shards(self, count: int) -> list[Shard]:
@@ -143,6 +165,8 @@ class ParquetSource:
         return found
 
     def _metadata(self, path: Path) -> pq.FileMetaData:
+        import pyarrow.parquet as pq
+
         try:
             return pq.read_metadata(path)
         except (OSError, ValueError) as exc:
@@ -165,6 +189,9 @@ class ParquetSource:
     def frame(self) -> pd.DataFrame:
         return FilesShard(tuple(self.files)).load(self.columns)
 
+    def whole(self) -> Table:
+        return self.frame()
+
     def shards(self, count: int) -> list[Shard]:
         """Consecutive groups of files, one group per shard (`count` at most, one file at
         least each): a partition is never split, so a worker reads only its own files."""
@@ -173,9 +200,53 @@ class ParquetSource:
         return [FilesShard(tuple(files[i] for i in group.tolist())) for group in groups]
 
 
+@dataclass(frozen=True)
+class ArrowSource:
+    """A table read whole as Arrow text (:func:`read_arrow`): what a one-process party daemon
+    holds. The LKC engine counts it as it is; the other job kinds get :func:`read_table`'s
+    DataFrame of it, made (and kept) when the first of them asks."""
+
+    table: pa.Table
+    _frame: list[pd.DataFrame] = field(default_factory=list, compare=False, repr=False)
+
+    @property
+    def columns(self) -> list[str]:
+        return [str(c) for c in self.table.column_names]
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.table.num_rows)
+
+    def frame(self) -> pd.DataFrame:
+        if not self._frame:
+            self._frame.append(frame_of(self.table))
+        return self._frame[0]
+
+    def whole(self) -> Table:
+        return self.table
+
+    def shards(self, count: int) -> list[Shard]:
+        return FrameSource(self.frame()).shards(count)
+
+
+#: The sources a party may hold; anything else given as a table is a DataFrame.
+SOURCES = (FrameSource, ArrowSource, ParquetSource)
+
+
+def as_source(table: pd.DataFrame | TableSource) -> TableSource:
+    """`table` as a source: a source as it is, a DataFrame (the Python API's, tests') in a
+    :class:`FrameSource` (without importing pandas to ask)."""
+    return table if isinstance(table, SOURCES) else FrameSource(table)
+
+
 def open_source(path: Path, delimiter: str | None = None) -> TableSource:
     """A Parquet dataset (a directory, or a .parquet file) stays on disk; any other table is
-    read whole, as the one-process party reads it."""
+    read whole as Arrow text, as the one-process party reads it (:func:`read_source`)."""
     if path.is_dir() or path.suffix.lower() in PARQUET_SUFFIXES:
         return ParquetSource(path)
-    return FrameSource(read_table(path, delimiter))
+    return read_source(path, delimiter)
+
+
+def read_source(path: Path, delimiter: str | None = None) -> ArrowSource:
+    """The one-process party's table: read whole, as Arrow text (no pandas)."""
+    return ArrowSource(read_arrow(path, delimiter))

@@ -8,9 +8,9 @@ touches the data.
 from __future__ import annotations
 
 import hashlib
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from fedanon.algorithms.tds.engines import EngineSettings
 from fedanon.algorithms.tds.engines.base import CountingEngine, LocalEngine, PartyCounts
@@ -22,8 +22,11 @@ from fedanon.party.errors import NotExpected, ProtocolError
 from fedanon.party.records import Batches, encode_record
 from fedanon.party.session_base import RingSession
 from fedanon.protos import fedanon_v1_pb2 as pb
-from fedanon.readers.sources import FrameSource, TableSource
+from fedanon.readers.sources import TableSource, as_source
 from fedanon.schema import Schema
+
+if TYPE_CHECKING:  # pandas loads with a job that asks for a DataFrame, not with the daemon
+    import pandas as pd
 
 
 class LKCSession(RingSession):
@@ -44,7 +47,7 @@ class LKCSession(RingSession):
         counting: CountingEngine | None = None,
     ) -> None:
         """`counting` is where the counting state lives ([table] engine; default: here)."""
-        source = FrameSource(table) if isinstance(table, pd.DataFrame) else table
+        source = as_source(table)
         columns = source.columns
         missing = [c for c in spec.drop if c not in columns]
         if missing:

@@ -10,7 +10,6 @@ from collections.abc import Iterator, Sequence
 from typing import Protocol
 
 import numpy as np
-import pandas as pd
 
 from fedanon.algorithms.tds.engines import EngineSettings
 from fedanon.algorithms.tds.engines.records import Encode, ReleasedRows
@@ -23,6 +22,7 @@ from fedanon.algorithms.tds.layout import (
 from fedanon.algorithms.tds.local_party import LocalParty
 from fedanon.readers.sources import TableSource
 from fedanon.schema import Schema
+from fedanon.tables import Table, select_columns
 
 
 class PartyCounts(Protocol):
@@ -40,7 +40,7 @@ class PartyCounts(Protocol):
 
     def generalized_table(
         self, suppressed: np.ndarray | None = None, drop_suppressed: bool = False
-    ) -> pd.DataFrame: ...
+    ) -> Table: ...
 
     def released_rows(
         self, encode: Encode, suppressed: np.ndarray | None = None, drop_suppressed: bool = False
@@ -74,7 +74,7 @@ class LocalEngine:
         self.settings = settings
 
     def open(self, schema: Schema, source: TableSource, columns: list[str]) -> PartyCounts:
-        return LocalParty(schema, source.frame()[columns])
+        return LocalParty(schema, select_columns(source.whole(), columns))
 
     def close(self) -> None:
         """Nothing started, nothing to stop."""

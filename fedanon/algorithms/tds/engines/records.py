@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
-from fedanon.text import text_codes
+from fedanon.text import factorize, text_codes
 
 if TYPE_CHECKING:  # pandas loads with a party's DataFrame, never for the CLI's Arrow path
     import pandas as pd
@@ -75,16 +75,15 @@ class CodedRelease:
     def __init__(self, columns: list[TextColumn], encode: Encode) -> None:
         """One column's text codes at a time: the running row number is combined with them
         and numbered again (a whole table of Python strings would cost far more)."""
-        import pandas as pd  # numbering by first appearance is pandas' hashing
-
         self._encode = encode
         records = len(columns[0].codes) if columns else 0
         row_ids = np.zeros(records, dtype=np.int64)
         cells: list[tuple[np.ndarray, np.ndarray]] = []
         for column in columns:
-            merged, texts = pd.factorize(column.texts)  # codes that print alike: one code
+            # numbered by first appearance (Arrow's hashing: a daemon's release loads no pandas)
+            merged, texts = factorize(column.texts)  # codes that print alike: one code
             codes = narrow(merged, len(texts))[column.codes]
-            row_ids = pd.factorize(row_ids * len(texts) + codes)[0]
+            row_ids = factorize(row_ids * len(texts) + codes)[0]
             cells.append((codes, np.asarray(texts, dtype=object)))
         firsts = np.unique(row_ids, return_index=True)[1]
         self._row_ids = narrow(row_ids, len(firsts))
