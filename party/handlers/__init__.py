@@ -1,7 +1,7 @@
 """The job kinds this party daemon serves: one handler each, keyed by the job field's name.
 
 Adding a job kind: a ``oneof job`` field in protos/fedanon_v1.proto, a handler module here
-named in :data:`MODULES`, and the leader module that drives it (docs/architecture.md).
+named in :data:`HANDLERS`, and the leader module that drives it (docs/architecture.md).
 
 A kind's module (and what it imports: pandas for every kind but LKC, the kind's algorithm) is
 imported when a handshake first names the kind, not when the daemon starts: a daemon listens
@@ -12,35 +12,47 @@ sooner, and one that serves LKC jobs never loads the other kinds (docs/distribut
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, MutableMapping
 
 from fedanon.party.handler import JobHandler
 
-#: Job kind (the ``OpenSessionRequest`` job field) -> the module here that serves it.
-MODULES = {
-    "lkc": "lkc",
-    "drbt": "drbt",
-    "randomize": "randomize",
-    "c45": "c45",
-    "kactus": "kactus",
-    "evaluate": "evaluate",
-}
 
+class Handlers(MutableMapping[str, JobHandler]):
+    """kind -> its handler: a module here named by the kind, imported at the kind's first
+    lookup (iterating over the values imports every kind's), or a handler registered as it is
+    (``HANDLERS[kind] = handler``)."""
 
-class Handlers(Mapping[str, JobHandler]):
-    """kind -> its module's ``HANDLER``, the module imported at the first lookup of its kind
-    (iterating over the values imports every kind's)."""
+    def __init__(self, modules: dict[str, str]) -> None:
+        self._entries: dict[str, JobHandler | str] = dict(modules)
 
     def __getitem__(self, kind: str) -> JobHandler:
-        module = MODULES[kind]
-        handler: JobHandler = importlib.import_module(f"{__name__}.{module}").HANDLER
-        return handler
+        entry = self._entries[kind]
+        if isinstance(entry, str):
+            entry = importlib.import_module(f"{__name__}.{entry}").HANDLER
+            self._entries[kind] = entry
+        return entry
+
+    def __setitem__(self, kind: str, handler: JobHandler) -> None:
+        self._entries[kind] = handler
+
+    def __delitem__(self, kind: str) -> None:
+        del self._entries[kind]
 
     def __iter__(self) -> Iterator[str]:
-        return iter(MODULES)
+        return iter(self._entries)
 
     def __len__(self) -> int:
-        return len(MODULES)
+        return len(self._entries)
 
 
-HANDLERS: Mapping[str, JobHandler] = Handlers()
+#: Job kind (the ``OpenSessionRequest`` job field) -> the module here that serves it.
+HANDLERS: MutableMapping[str, JobHandler] = Handlers(
+    {
+        "lkc": "lkc",
+        "drbt": "drbt",
+        "randomize": "randomize",
+        "c45": "c45",
+        "kactus": "kactus",
+        "evaluate": "evaluate",
+    }
+)
