@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, cast
 
 import numpy as np
 import pyarrow as pa
@@ -229,14 +229,12 @@ class ArrowSource:
         return FrameSource(self.frame()).shards(count)
 
 
-#: The sources a party may hold; anything else given as a table is a DataFrame.
-SOURCES = (FrameSource, ArrowSource, ParquetSource)
-
-
 def as_source(table: pd.DataFrame | TableSource) -> TableSource:
     """`table` as a source: a source as it is, a DataFrame (the Python API's, tests') in a
     :class:`FrameSource` (without importing pandas to ask)."""
-    return table if isinstance(table, SOURCES) else FrameSource(table)
+    if isinstance(table, FrameSource | ArrowSource | ParquetSource):
+        return table
+    return FrameSource(cast("pd.DataFrame", table))
 
 
 def open_source(path: Path, delimiter: str | None = None) -> TableSource:

@@ -24,6 +24,7 @@ from fedanon.party.session_base import RingSession
 from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.readers.sources import TableSource, as_source
 from fedanon.schema import Schema
+from fedanon.tables import Table
 
 if TYPE_CHECKING:  # pandas loads with a job that asks for a DataFrame, not with the daemon
     import pandas as pd
@@ -82,8 +83,9 @@ class LKCSession(RingSession):
         groups = max(1, live * max(widest, 1))
         return 8 * self.local.layout.vector_length(groups) + groups // 8 + (1 << 16)
 
-    def release_table(self, suppressed: list[int] | None = None) -> pd.DataFrame:
-        """What this party contributes to the union: its generalized records.
+    def release_table(self, suppressed: list[int] | None = None) -> Table:
+        """What this party contributes to the union: its generalized records (an Arrow table
+        where the party holds its table as Arrow: a daemon's).
 
         `suppressed` (from the leader) names live partitions of T_g to release as suppressed;
         only a job with a suppression budget may name any.
