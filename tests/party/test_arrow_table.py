@@ -68,6 +68,36 @@ def test_an_lkc_party_counts_and_releases_the_arrow_table_as_the_dataframe() -> 
     assert released == expected
 
 
+# A cell each: (column, row, value) and the start of the one-line error it gives.
+BAD_CELLS = [
+    ("readmitted", 5, "bogus", "class column 'readmitted': value 'bogus' (first at row 6)"),
+    ("age", 7, "abc", "column 'age': value 'abc' (first at row 8) is not a number"),
+    ("age", 7, "", "column 'age': value '' (first at row 8) is not a number"),
+    ("age", 7, "999", "column 'age': value '999' (first at row 8) lies outside every leaf"),
+    ("sex", 3, "X", "column 'sex': value 'X' (first at row 4) is not a leaf of its taxonomy"),
+]
+
+
+@pytest.mark.parametrize(("column", "row", "value", "message"), BAD_CELLS)
+def test_a_bad_cell_is_refused_with_the_dataframes_message(
+    tmp_path: Path, column: str, row: int, value: str, message: str
+) -> None:
+    """A cell the job cannot count is refused at the session's opening with the same one line
+    from the Arrow table as from the DataFrame."""
+    data = hospital_dataset(60, seed=3)
+    spec = data.spec(L=3, K=20, C="0.2")
+    schema = build_schema(data.taxonomy, data.table, spec.qids, spec.sensitive, spec.class_column)
+    table = data.table.astype(str)
+    table.loc[row, column] = value
+    path = tmp_path / "t.csv"
+    table.to_csv(path, index=False)
+    columns = [c for c in table.columns if c not in spec.drop]
+    for source in (read_source(path), FrameSource(read_table(path))):
+        with pytest.raises(FedanonError) as refused:
+            LocalEngine(EngineSettings()).open(schema, source, columns).start()
+        assert str(refused.value).startswith(message)
+
+
 def test_every_kind_is_served_by_its_own_modules_handler() -> None:
     assert list(HANDLERS) == ["lkc", "drbt", "randomize", "c45", "kactus", "evaluate"]
     for kind in HANDLERS:

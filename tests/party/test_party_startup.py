@@ -91,6 +91,30 @@ def test_unreachable_next_hop_when_required(party_dir: Path) -> None:
     assert "unreachable" in done.err
 
 
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        (None, "a.csv: not found"),  # party.toml's check
+        ("", "a.csv: empty file (no header line)"),
+        ("age,age\n30,40\n", "a.csv: a column name appears twice in the header"),
+        ("age,sex\n30\n", "a.csv: cannot read table (CSV parse error: Expected 2 columns"),
+    ],
+)
+def test_a_bad_table_stops_the_daemon_before_it_listens(
+    party_dir: Path, table: str | None, message: str
+) -> None:
+    """The table is read (with Arrow, no pandas) before the daemon says it listens: a bad one
+    is one line naming the file, and nothing listened."""
+    data = party_dir / "a.csv"
+    if table is None:
+        data.unlink()
+    else:
+        data.write_text(table, encoding="utf-8")
+    done = _serve(_config(party_dir, _free_port()))
+    _one_line_error(done, message)
+    assert "listening" not in done.out
+
+
 def test_negative_union_workers(party_dir: Path) -> None:
     done = _serve(_config(party_dir, _free_port(), extra="[union]\nworkers = -2"))
     _one_line_error(done, "union.workers: expected an integer in [0, 256], got -2")
