@@ -112,7 +112,9 @@ def _survivors_prefix(schema, table, keep, L, K, C, score="infogain"):
     _, result, steps = _recorded_run(schema, table, params, score)
     survivors = table[keep].reset_index(drop=True)
     _, live = replayed(LocalParty(schema, survivors), schema, steps)
-    chosen = choose_prefix(schema, params, Fraction(0), steps, live[:, 0, :], result.specializations)
+    chosen = choose_prefix(
+        schema, params, Fraction(0), steps, live[:, 0, :], result.specializations
+    )
     return survivors, steps, chosen
 
 
@@ -150,7 +152,9 @@ def test_the_chosen_prefix_is_the_longest_valid_one_for_the_survivors(case, seed
     survivors, steps, chosen = _survivors_prefix(schema, table, keep, L, K, C)
     m = len(chosen.steps)
     assert [(s.attr, s.node) for s in chosen.steps] == [(s.attr, s.node) for s in steps[:m]]
-    for mine, theirs in zip(chosen.steps, _survivor_masks(schema, survivors, steps[:m])):
+    for mine, theirs in zip(
+        chosen.steps, _survivor_masks(schema, survivors, steps[:m]), strict=True
+    ):
         assert np.array_equal(mine.nonempty, theirs.nonempty)
     assert _valid_at(schema, survivors, chosen.steps, L, K, C)
     if m < len(steps):
@@ -178,8 +182,6 @@ def test_a_last_cut_invalid_for_the_survivors_rolls_back_to_a_shorter_prefix():
     assert len(steps) == 3  # root, then a and b
     assert len(chosen.steps) == 1
     assert chosen.history[0]["value"] == "any"
-    release, result = _resumed_run(
-        schema, survivors, LKCParams.of(1, 2, "1"), "infogain", chosen
-    )
+    release, result = _resumed_run(schema, survivors, LKCParams.of(1, 2, "1"), "infogain", chosen)
     assert sorted(release["q"]) == ["a", "a", "a", "b", "b", "b"]
     assert len(result.specializations) == 1

@@ -20,7 +20,7 @@ cut by summing up the creation tree. Nothing here needs a second look at the dat
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Protocol
@@ -55,23 +55,23 @@ class Prefix:
     history: list[dict[str, Any]] = field(default_factory=list)
 
 
-def apply_all(schema: Schema, steps: Sequence[Specialization]) -> tuple[
-    PartitionTable, list[AppliedSpecialization]
-]:
+def apply_all(
+    schema: Schema, steps: Sequence[Specialization]
+) -> tuple[PartitionTable, list[AppliedSpecialization]]:
     """T_g after `steps` from the roots, and what each step changed."""
     table = PartitionTable.with_roots([t.root for t in schema.taxonomies])
     applied = [
-        table.apply(step, list(schema.taxonomies[step.attr].children[step.node]))
-        for step in steps
+        table.apply(step, list(schema.taxonomies[step.attr].children[step.node])) for step in steps
     ]
     return table, applied
 
 
 def replayed(
-    source: Replayable, schema: Schema, steps: Sequence[Specialization]
+    source: Replayable, schema: Schema, steps: Iterable[Specialization]
 ) -> tuple[PartitionTable, np.ndarray]:
-    """Start `source` and apply `steps`; T_g and the statistics (partitions x slots x
-    channels) of its live partitions, in partition order.
+    """Start `source` and apply `steps` (each taken when the steps before it are applied);
+    T_g and the statistics (partitions x slots x channels) of its live partitions, in
+    partition order.
 
     A partition's statistics row (its own counts and its children's on every attribute) does
     not change while it lives, so the row the step that created it returned is its row now."""
