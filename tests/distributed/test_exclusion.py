@@ -373,3 +373,52 @@ def test_a_rerun_session_forwards_nothing_to_a_next_hop(
         with pytest.raises(grpc.RpcError) as refused:
             session.stubs["hospital-1"].Union(strip, timeout=30)
         assert "no ring to strip around" in (refused.value.details() or "")
+
+
+def _refusal(session: Session, request: pb.SumRequest) -> str:
+    """Every party's refusal of `request`: one line naming the party, the same text."""
+    details = set()
+    for name in session.ring:
+        with pytest.raises(grpc.RpcError) as refused:
+            session.stubs[name].Sum(request, timeout=30)
+        detail = refused.value.details() or ""
+        assert detail.startswith(f"party {name}: ") and "\n" not in detail
+        details.add(detail.removeprefix(f"party {name}: "))
+    assert len(details) == 1
+    return details.pop()
+
+
+def test_a_prefix_is_refused_outside_a_rerun_and_out_of_its_place(
+    opted_in: Federation, data: Dataset, tmp_path: Path
+) -> None:
+    """A probe or an adoption outside a rerun (no excluded party), an adoption at a rerun's
+    iteration 0 or one that no probe preceded, and a probe at iteration 1: each refused with
+    one line before any work (the session stays where it was: its iteration 0 still
+    answers)."""
+    spec = data.spec(L=2, K=8, C="0.6")
+    job = make_job(opted_in.hops, opted_in.leader_tls, data, spec, tmp_path / "o.csv", **RERUN)
+    schema = spec.schema(data.taxonomy)
+    probe = pb.PrefixProbe(instructions=[pb.Instruction(attr=0, node=0)])
+    adopt = pb.PrefixAdopt()
+    request = pb.OpenSessionRequest(lkc=lkc_job_to_proto(spec))
+    with Session(job) as session:
+        open_ring(session, spec.fingerprint_items(schema), request, "pairwise")
+        for prefix in ({"prefix_probe": probe}, {"prefix_adopt": adopt}):
+            refused = _refusal(session, pb.SumRequest(ref=session.ref(0), **prefix))
+            assert "only in a rerun without excluded parties" in refused
+        session.abort("test: the next session")
+    survivors = [hop for hop in opted_in.hops if hop.name != "hospital-3"]
+    rerun = pb.OpenSessionRequest(lkc=lkc_job_to_proto(spec), excluded=["hospital-3"])
+    with Session(job, survivors) as session:
+        open_ring(session, spec.fingerprint_items(schema), rerun, "pairwise")
+        refused = _refusal(session, pb.SumRequest(ref=session.ref(0), prefix_adopt=adopt))
+        assert "adoption comes alone, at iteration 1 after a probe" in refused
+        both = pb.SumRequest(ref=session.ref(0), prefix_probe=probe, prefix_adopt=adopt)
+        assert "probe comes alone, at iteration 0" in _refusal(session, both)
+        # iteration 0 is still unanswered: a plain start is taken, then a late probe refused
+        for name in session.ring:
+            session.stubs[name].Sum(pb.SumRequest(ref=session.ref(0)), timeout=30)
+        late = pb.SumRequest(ref=session.ref(1), prefix_probe=probe)
+        assert "probe comes alone, at iteration 0" in _refusal(session, late)
+        unprobed = pb.SumRequest(ref=session.ref(1), prefix_adopt=adopt)
+        assert "after a probe" in _refusal(session, unprobed)
