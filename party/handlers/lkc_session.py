@@ -8,7 +8,7 @@ touches the data.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -60,7 +60,9 @@ class LKCSession(RingSession):
         self.released_columns = [c for c in columns if c not in spec.drop]
         engine = counting or LocalEngine(EngineSettings())
         self.local: PartyCounts = engine.open(schema, source, self.released_columns)
-        self._reopen = lambda: engine.open(schema, source, self.released_columns)
+        self._reopen: Callable[[], PartyCounts] = lambda: engine.open(
+            schema, source, self.released_columns
+        )
         self.probed = False  # a rerun's iteration 0 probed a prefix: iteration 1 adopts one
         # The hash chain of the instructions applied so far and of this party's answers to them,
         # sealed before each answer leaves (`on_applied`): after a restart the party answers no

@@ -132,12 +132,14 @@ def test_survivors_that_make_the_last_cut_invalid_resume_from_a_shorter_prefix(
     at_late = _generalized_at(data, spec, LATE)
     qids = list(spec.qids)
     groups = at_late.groupby(qids[:2]).indices
-    group = next(rows for rows in groups.values() if len(rows) >= spec.params.K + 3)
-    others = sorted(set(range(len(data.table))) - set(group.tolist()))
+    group = [
+        int(r) for r in next(rows for rows in groups.values() if len(rows) >= spec.params.K + 3)
+    ]
+    others = sorted(set(range(len(data.table))) - set(group))
     shuffled = pd.Series(others).sample(frac=1, random_state=4).tolist()
     parts_rows = [shuffled[i :: PARTIES - 1] for i in range(PARTIES - 1)]
-    victim_rows = sorted(group.tolist()[3:] + parts_rows[0][: len(parts_rows[0]) // 4])
-    keep = [r for r in parts_rows[0] if r not in set(victim_rows)] + group.tolist()[:3]
+    victim_rows = sorted(group[3:] + parts_rows[0][: len(parts_rows[0]) // 4])
+    keep = [r for r in parts_rows[0] if r not in set(victim_rows)] + group[:3]
     rows_of = [keep, parts_rows[1], victim_rows, parts_rows[2]]  # victim at VICTIM
     parts = [data.table.iloc[sorted(r)].reset_index(drop=True) for r in rows_of]
     out = tmp_path / "out.csv"

@@ -126,7 +126,7 @@ def _leader_features(log: WireLog, schema: Schema) -> dict[Any, object]:
     for t in sorted(set(first) & set(rerun)):
         if first[t].size == rerun[t].size:
             features[("first minus rerun", t)] = (first[t] - rerun[t]).tobytes()
-    own = _own_at_c1(first[1], _first_instruction(views[0]), schema)
+    own = _own_at_c1(np.asarray(first[1]), _first_instruction(views[0]), schema)
     probe = rerun[0].view(np.int64).reshape(own.shape)
     features["first minus probe at c_1"] = (own - probe).tobytes()
     return features

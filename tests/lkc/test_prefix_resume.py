@@ -47,7 +47,7 @@ def _recorded_run(schema, table, params, score, suppress=Fraction(0)):
         steps.append(step)
         return specialize(step)
 
-    party.specialize = record  # type: ignore[method-assign]
+    party.specialize = record
     engine = LKCEngine(schema, params, score=score, suppress=suppress)
     result = engine.run(party)
     return party.generalized_table(), result, steps
