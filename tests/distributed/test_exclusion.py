@@ -424,3 +424,39 @@ def test_a_prefix_is_refused_outside_a_rerun_and_out_of_its_place(
         assert "probe comes alone, at iteration 0" in _refusal(session, late)
         unprobed = pb.SumRequest(ref=session.ref(1), prefix_adopt=adopt)
         assert "after a probe" in _refusal(session, unprobed)
+
+
+@pytest.mark.slow
+def test_a_survivor_restarted_in_a_resumed_rerun_rejoins_it(
+    opted_in: Federation, data: Dataset, tmp_path: Path
+) -> None:
+    """hospital-3 killed for good after iteration LATE (excluded once the rejoin bound passed);
+    the rerun resumes at LATE; hospital-1 is killed and restarted two specializations later
+    and rejoins the rerun (its ``Rejoin`` carries the probe and the adoption, which it replays
+    before the instructions); the release passes the checker on the survivors' records."""
+    spec = data.spec(L=2, K=8, C="0.6")
+    out = tmp_path / "out.csv"
+    gone = kill_when(opted_in, VICTIM, LATE)
+    restarted: list[int] = []
+
+    def on_step(step: StepInfo) -> None:
+        gone(step)
+        if gone.fired and not restarted and step.iteration >= LATE + 2 > gone.fired[0]:
+            restarted.append(step.iteration)
+            opted_in.stop(opted_in.daemons[0], signal.SIGKILL)
+            opted_in.start(opted_in.daemons[0])
+
+    report = run_distributed(
+        opted_in.hops,
+        opted_in.leader_tls,
+        data,
+        spec,
+        out,
+        on_step=on_step,
+        rejoin_seconds=20.0,
+        **RERUN,
+    )
+    assert restarted == [LATE + 2]
+    assert report["excluded"] == ["hospital-3"] and report["resumed_from"] == LATE
+    assert [entry["party"] for entry in report["rejoined"]] == ["hospital-1"]
+    _assert_survivors_release(out, report, _survivors(data, VICTIM), data, spec)
