@@ -347,10 +347,13 @@ def _attempt(
             try:
                 result = engine.run(source, _resume_point(current, source, spec, schema, show))
             finally:
-                if source.iteration:  # the first sum completed: what a rerun may resume from
+                # Once the sum that set the start state completed (the root's, or a resumed
+                # rerun's adoption), this attempt's own history is what a rerun resumes from.
+                if source.iteration >= (1 if current.resumed is None else 2):
+                    done = len(source.completed)
                     current.completed = Prefix(
-                        list(source.completed), engine.history[: len(source.completed)]
-                    )
+                        list(source.completed), engine.history, engine.dropped
+                    ).first(done)
         show(f"specialize: done; {source.iteration} iterations")
 
         union_seconds: dict[str, float] = {}
@@ -396,9 +399,7 @@ def _resume_point(
     if not current.excluded or not steps:
         return None
     own = source.probe(steps)
-    prefix = choose_prefix(
-        schema, spec.params, spec.suppress, steps, own, current.inherited.history
-    )
+    prefix = choose_prefix(schema, spec.params, spec.suppress, current.inherited, own)
     current.resumed = (len(prefix.steps), len(steps))
     show(
         f"exclusion: resuming at iteration {len(prefix.steps)} of the {len(steps)} completed "

@@ -38,7 +38,8 @@ def _sensitive(schema: Schema) -> dict[str, list[str]]:
 
 
 def _recorded_run(schema, table, params, score, suppress=Fraction(0)):
-    """An uninterrupted run: its release, result and the steps it sent to its party."""
+    """An uninterrupted run: its release, result and its whole history as a prefix (the steps
+    it sent to its party, with what its budget dropped)."""
     party = LocalParty(schema, table)
     steps: list[Specialization] = []
     specialize = party.specialize
@@ -50,7 +51,7 @@ def _recorded_run(schema, table, params, score, suppress=Fraction(0)):
     party.specialize = record
     engine = LKCEngine(schema, params, score=score, suppress=suppress)
     result = engine.run(party)
-    return party.generalized_table(), result, steps
+    return party.generalized_table(), result, Prefix(steps, result.specializations, engine.dropped)
 
 
 def _resumed_run(schema, table, params, score, prefix, suppress=Fraction(0)):
@@ -70,9 +71,8 @@ def test_resuming_from_the_runs_own_prefix_makes_the_same_choices(case, score, w
     the uninterrupted run did: same history, cut, groups and release."""
     schema, table, L, K, C = case
     params = LKCParams.of(L, K, C)
-    release, result, steps = _recorded_run(schema, table, params, score)
-    j = int(where * len(steps))
-    prefix = Prefix(steps[:j], result.specializations[:j])
+    release, result, run = _recorded_run(schema, table, params, score)
+    prefix = run.first(int(where * len(run.steps)))
     again, resumed = _resumed_run(schema, table, params, score, prefix)
     assert resumed.specializations == result.specializations
     assert resumed.cut == result.cut
@@ -88,9 +88,8 @@ def test_resuming_under_a_suppression_budget_makes_the_same_choices(case, where)
     schema, table, _, K, C = case
     L, suppress = len(schema.taxonomies), Fraction(1, 10)
     params = LKCParams.of(L, K, C)
-    release, result, steps = _recorded_run(schema, table, params, "discernibility", suppress)
-    j = int(where * len(steps))
-    prefix = Prefix(steps[:j], result.specializations[:j])
+    release, result, run = _recorded_run(schema, table, params, "discernibility", suppress)
+    prefix = run.first(int(where * len(run.steps)))
     again, resumed = _resumed_run(schema, table, params, "discernibility", prefix, suppress)
     assert resumed.specializations == result.specializations
     assert resumed.suppressed == result.suppressed
@@ -109,13 +108,11 @@ def _valid_at(schema, table, steps, L, K, C) -> bool:
 def _survivors_prefix(schema, table, keep, L, K, C, score="infogain"):
     """A run on `table`, then the prefix chosen for the rows `keep` (the survivors)."""
     params = LKCParams.of(L, K, C)
-    _, result, steps = _recorded_run(schema, table, params, score)
+    _, _, run = _recorded_run(schema, table, params, score)
     survivors = table[keep].reset_index(drop=True)
-    _, live = replayed(LocalParty(schema, survivors), schema, steps)
-    chosen = choose_prefix(
-        schema, params, Fraction(0), steps, live[:, 0, :], result.specializations
-    )
-    return survivors, steps, chosen
+    _, live = replayed(LocalParty(schema, survivors), schema, run.steps)
+    chosen = choose_prefix(schema, params, Fraction(0), run, live[:, 0, :])
+    return survivors, run.steps, chosen
 
 
 def _survivor_masks(schema, survivors, steps):

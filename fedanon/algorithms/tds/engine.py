@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import partial
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import numpy as np
 
@@ -67,8 +67,13 @@ class CountSource(Protocol):
         """Apply `step`; flat statistics of the partitions it created."""
         ...
 
-    # A source the engine resumes from a prefix (fedanon/algorithms/tds/prefix.py) also has
-    # ``resume(steps) -> flat statistics of the live partitions after steps`` (start + steps).
+
+class ResumableSource(CountSource, Protocol):
+    """A count source the engine can resume from a prefix (prefix.py)."""
+
+    def resume(self, steps: Sequence[Specialization]) -> np.ndarray:
+        """Start and apply `steps`; flat statistics of the live partitions after them."""
+        ...
 
 
 @dataclass
@@ -207,6 +212,10 @@ class LKCEngine:
         self.candidates: dict[tuple[int, int], Candidate] = {}
         self.cut: list[list[int]] = [[t.root] for t in schema.taxonomies]
         self.history: list[dict[str, Any]] = []
+        # Candidates the budget dropped, each with the specializations done when it was: the
+        # budget test is no anti-monotone one (a later step may suppress fewer records), so a
+        # run resumed from a prefix (prefix.py) keeps dropped what the run before it dropped.
+        self.dropped: dict[tuple[int, int], int] = {}
         self._counting = 0.0
         self._live: set[int] = set()  # attributes with a valid candidate (set by _best)
         self._retired: set[int] = set()  # attributes whose blocks the source stopped counting
@@ -388,6 +397,7 @@ class LKCEngine:
         for (attr, node), cand in self.candidates.items():
             if cand.valid and self.suppress and self.suppressed + cand.suppression > self.budget:
                 cand.valid = False  # dropped for good, like any invalid candidate
+                self.dropped[(attr, node)] = len(self.history)
             if not cand.valid:
                 continue
             self._live.add(attr)
@@ -429,7 +439,7 @@ class LKCEngine:
         self.stats.store(0, first)
         return np.array([0], dtype=np.int64), first
 
-    def _resume(self, source: Any, prefix: Prefix) -> tuple[np.ndarray, np.ndarray]:
+    def _resume(self, source: ResumableSource, prefix: Prefix) -> tuple[np.ndarray, np.ndarray]:
         """The state after `prefix` (its steps carry the counted data's nonempty masks): T_g
         and the cut follow the steps, `source.resume` counts the live partitions; (rows,
         stats). Rows of partitions no longer live are kept as zeros (never read)."""
@@ -447,6 +457,7 @@ class LKCEngine:
         block[rows] = live
         self.stats.store(0, block)
         self.history = list(prefix.history)
+        self.dropped = dict(prefix.dropped)
         return rows, live
 
     def run(self, source: CountSource, prefix: Prefix | None = None) -> LKCResult:
@@ -455,9 +466,12 @@ class LKCEngine:
         With a `prefix` (prefix.py), start from the cut its steps reach instead of the roots:
         every value of that cut is a candidate, checked over every live partition, as the
         roots are at the start (anti-monotonicity drops again what an uninterrupted run had
-        dropped on the way)."""
+        dropped as invalid on the way; what a budget had dropped, the prefix names)."""
         began = time.perf_counter()
-        rows, first = self._start(source) if prefix is None else self._resume(source, prefix)
+        if prefix is None:
+            rows, first = self._start(source)
+        else:
+            rows, first = self._resume(cast(ResumableSource, source), prefix)
         root = first[:, 0, :].sum(axis=0)
         self._check_feasible(root)
         self.budget = budget_records(self.suppress, int(root[0]))
@@ -466,6 +480,9 @@ class LKCEngine:
             self._add_candidates(attr, sorted(self.cut[attr]), rows, first)
         self._update_candidates(rows, first, np.ones(rows.size, dtype=np.int64))
         self._invalidate_after(None, rows, first)
+        for key in self.dropped:
+            if key in self.candidates:
+                self.candidates[key].valid = False
         if self.suppress:
             self.suppressed = int(self.stats.own(self._violating_live())[:, 0].sum())
 

@@ -53,6 +53,17 @@ class Prefix:
 
     steps: list[Specialization] = field(default_factory=list)
     history: list[dict[str, Any]] = field(default_factory=list)
+    # (attr, node) -> the specializations done when a suppression budget dropped it, for
+    # the candidates dropped before the prefix's last cut (the engine's ``dropped``)
+    dropped: dict[tuple[int, int], int] = field(default_factory=dict)
+
+    def first(self, count: int) -> Prefix:
+        """The prefix of the first `count` steps, with the drops made before its last cut."""
+        return Prefix(
+            self.steps[:count],
+            self.history[:count],
+            {key: at for key, at in self.dropped.items() if at < count},
+        )
 
 
 def apply_all(
@@ -122,8 +133,9 @@ def _cut_valid(
         return int(own[bad, 0].sum()) <= budget_records(suppress, int(own[:, 0].sum()))
     validator = Validator(len(schema.taxonomies), params, layout.n_class, layout.n_sensitive)
     extremes = validator.group_extremes(keys, own)
-    # A share is a ratio of integers below 2^53: its float and C's round alike, so the
-    # comparison is exact (a share of exactly C passes).
+    # A share above C exceeds it by at least 1 / (group size x C's denominator), far above
+    # the floats' rounding at any table size here; a share of exactly C rounds as C does
+    # and passes.
     return extremes.min_size >= params.K and all(
         conf <= float(params.C) for conf in extremes.max_confidence
     )
@@ -133,17 +145,18 @@ def choose_prefix(
     schema: Schema,
     params: LKCParams,
     suppress: Fraction,
-    steps: Sequence[Specialization],
+    earlier: Prefix,
     live_own: np.ndarray,
-    history: Sequence[dict[str, Any]] = (),
 ) -> Prefix:
-    """The longest prefix of `steps` (an earlier run's specializations, with that run's
-    nonempty masks) whose cut is LKC-valid on the data whose own counts at the end of `steps`
-    are `live_own` (live partitions x channels, partition order), with this data's masks.
+    """The longest prefix of `earlier` (an earlier run's specializations, with that run's
+    nonempty masks) whose cut is LKC-valid on the data whose own counts at the end of its
+    steps are `live_own` (live partitions x channels, partition order), with this data's
+    masks.
 
     Validity is monotone in the prefix (a coarser cut's groups are unions of a finer one's),
     so a binary search finds it; the root (the empty prefix) is the fallback, which the
     engine's own feasibility check then judges."""
+    steps = earlier.steps
     table, applied = apply_all(schema, steps)
     counts = _counts_below(table, applied, live_own)
 
@@ -161,7 +174,9 @@ def choose_prefix(
             lo = mid
         else:
             hi = mid - 1
-    return Prefix(_own_masks(applied[:lo], steps[:lo], counts), list(history[:lo]))
+    chosen = earlier.first(lo)
+    chosen.steps = _own_masks(applied[:lo], steps[:lo], counts)
+    return chosen
 
 
 def _own_masks(
