@@ -460,3 +460,46 @@ def test_a_survivor_restarted_in_a_resumed_rerun_rejoins_it(
     assert report["excluded"] == ["hospital-3"] and report["resumed_from"] == LATE
     assert [entry["party"] for entry in report["rejoined"]] == ["hospital-1"]
     _assert_survivors_release(out, report, _survivors(data, VICTIM), data, spec)
+
+
+def test_a_rerun_under_a_suppression_budget_resumes_within_the_survivors_budget(
+    opted_in: Federation, data: Dataset, tmp_path: Path
+) -> None:
+    """k-anonymity with a 5 % suppression budget: hospital-3 killed after the next-to-last
+    specialization; the rerun resumes from a prefix, and the survivors' release suppresses
+    at most 5 % of their records and passes the checker with that budget."""
+    spec = data.spec(
+        L=None,
+        K=10,
+        C=None,
+        preset="k-anonymity",
+        qids=["age", "sex", "postcode", "employment"],
+        suppress="0.05",
+        score="discernibility",
+    )
+    steps = len(centralized(data, spec).report["specialization_sequence"])
+    assert steps >= 4
+    out = tmp_path / "out.csv"
+    killer = kill_when(opted_in, VICTIM, steps - 1)
+    report = run_distributed(
+        opted_in.hops, opted_in.leader_tls, data, spec, out, on_step=killer, **RERUN
+    )
+    assert killer.fired == [steps - 1] and report["excluded"] == ["hospital-3"]
+    assert report["resumed_from"] > 0
+    survivors = _survivors(data, VICTIM)
+    release = read_release(out)
+    assert len(release) == len(survivors)
+    suppressed = report["suppression"]["suppressed_records"]
+    assert suppressed <= report["suppression"]["budget_records"] == len(survivors) // 20
+    roots = {t.attribute: t.labels[t.root] for t in spec.schema(data.taxonomy).taxonomies}
+    verdict = check_lkc(
+        release,
+        spec.qids,
+        {},
+        spec.params.L,
+        spec.params.K,
+        spec.params.C,
+        suppressed=roots,
+        max_suppressed=len(survivors) // 20,
+    )
+    assert verdict.ok, verdict.worst
