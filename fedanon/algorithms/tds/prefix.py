@@ -153,9 +153,12 @@ def choose_prefix(
     steps are `live_own` (live partitions x channels, partition order), with this data's
     masks.
 
-    Validity is monotone in the prefix (a coarser cut's groups are unions of a finer one's),
-    so a binary search finds it; the root (the empty prefix) is the fallback, which the
-    engine's own feasibility check then judges."""
+    Validity is monotone in the prefix (a coarser cut's groups are unions of a finer one's,
+    and a union of groups of at least K records with shares at most C is one too), so a
+    binary search finds it; the root (the empty prefix) is the fallback, which the engine's
+    own feasibility check then judges. Under a suppression budget the test is not monotone (a
+    coarser group can exceed C where all but one of its finer parts do not, and then
+    suppresses them all): the search then finds a valid prefix, not always the longest."""
     steps = earlier.steps
     table, applied = apply_all(schema, steps)
     counts = _counts_below(table, applied, live_own)
