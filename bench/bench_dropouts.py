@@ -23,11 +23,17 @@ cost, without the rejoin's wait that precedes it by default):
 
 * ``clean``: all parties, no failure;
 * ``1 dropout``: the last party is SIGKILLed right after iteration ``--at``'s secure sum; the
-  job reruns among the others (then the daemon is restarted, untimed);
-* ``survivors``: a fault-free job of the others alone (what the rerun repeats).
+  job reruns among the others from the longest prefix of the completed specializations valid
+  for them (then the daemon is restarted, untimed);
+* ``1 dropout, root``: the same, the rerun forced to start at the root (the recovery before
+  #28 session 11: its cost beside the resumed one's in one run);
+* ``survivors``: a fault-free job of the others alone (what a rerun from the root repeats).
 
-Every release is checked (clean against the centralized release of the whole table, the other
-two against that of the survivors' pooled records).
+Every release is checked: clean against the centralized release of the whole table, the root
+rerun and the survivors' job against that of the survivors' pooled records, the resumed rerun
+by the leader's own LKC check on the survivors' release (its rows are the survivors'; it
+equals their centralized release only where it resumed from the root). Each dropout run prints
+the iteration it resumed from.
 
 Wall seconds are the leader's whole run; CPU seconds are the whole federation's (this process
 and every daemon, with their worker processes: ``measure.own_cpu``). The extra time per dropout
@@ -47,6 +53,7 @@ The data is read from FEDANON_DATA_DIR (``adult/adult_all.csv``, ``adult/lkc_pap
 from __future__ import annotations
 
 import argparse
+import contextlib
 import random
 import resource
 import signal
@@ -68,12 +75,13 @@ from measure import adult_arguments, adult_lkc_job, own_cpu, tree_cpu
 import fedanon.leader.rejoin
 import fedanon.leader.union
 from fedanon.algorithms.tds.engine import StepInfo
+from fedanon.leader.kinds import lkc as lkc_kind
 from fedanon.leader.kinds.lkc import run_lkc
 from fedanon.leader.sim import Daemon, Federation, federation, split_table
 
 SCENARIOS = {
     "rejoin": ("clean", "1 dropout", "2 dropouts"),
-    "exclusion": ("clean", "1 dropout", "survivors"),
+    "exclusion": ("clean", "1 dropout", "1 dropout, root", "survivors"),
 }
 REJOIN_SECONDS = 300.0
 RPC_SECONDS = 300.0
@@ -279,16 +287,29 @@ def exclusion_runner(
         job = fed.leader_job(taxonomy, spec, out, rpc_seconds=RPC_SECONDS, **EXCLUSION_JOB)
         if scenario == "survivors":
             job.parties = job.parties[:-1]
-        dropout = Dropout(fed, victim, restart=False) if scenario == "1 dropout" else None
-        wall, cpu, report = run_once(job, dropout, args.at)
+        dropout = Dropout(fed, victim, restart=False) if "dropout" in scenario else None
+        with contextlib.ExitStack() as stack:
+            if scenario.endswith("root"):
+                stack.enter_context(mock.patch.object(lkc_kind, "_resume_point", _at_root))
+            wall, cpu, report = run_once(job, dropout, args.at)
+        released = rows(pd.read_csv(out, dtype=str, keep_default_na=False))
         if dropout is not None:
             if report.get("excluded") != [fed.daemons[victim].name]:
                 raise SystemExit(f"the victim was not excluded ({report.get('excluded')})")
+            if not report["privacy_check"]["ok"] or released.total() != len(survivors):
+                raise SystemExit("the rerun's release is not the survivors' LKC-private one")
+            print(f"  {scenario}: resumed from iteration {report['resumed_from']}", flush=True)
             fed.start(fed.daemons[victim])
             fed.wait_ready(fed.daemons[victim])
-        return wall, cpu, 0.0, 0.0, rows(pd.read_csv(out, dtype=str, keep_default_na=False))
+        return wall, cpu, 0.0, 0.0, released
 
-    return run, lambda scenario: everyone if scenario == "clean" else without
+    expected = {"clean": everyone, "1 dropout, root": without, "survivors": without}
+    return run, expected.get
+
+
+def _at_root(*_args: Any) -> None:
+    """The rerun starts at the root (what leader/kinds/lkc.py did before it resumed)."""
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -369,7 +390,7 @@ def report(
     print("|---|---|---|---|---|---|---|---|")
     for scenario in scenarios:
         wall, cpu, restart, restart_cpu = median[scenario]
-        count = {"1 dropout": 1, "2 dropouts": 2}.get(scenario, 0)
+        count = {"1 dropout": 1, "1 dropout, root": 1, "2 dropouts": 2}.get(scenario, 0)
         if count == 0:
             print(f"| {scenario} | {wall:.2f} | {cpu:.2f} | - | - | - | - | - |")
             continue

@@ -4,12 +4,17 @@ Why a rerun from scratch, and not SecAgg's recovery: reconstructing a dropped pa
 would let the leader unmask that party's earlier vectors, and carrying on without it would let
 the leader subtract the survivors' totals from the earlier totals at the current cut. A rerun is
 a fresh session among the survivors (new session id: fresh union keys and pairwise masks bound
-to the new session, its rounds and its roster), the specialization from the root cut (the
-longest prefix of the history that is valid for any survivors: validity gets easier as the cut
-gets coarser, and the root is the coarsest) and the shuffle union, whose route the leader
-rebuilds from the survivors alone. The release is then the one the survivors' pooled table
-would get from the centralized algorithm; what the leader can compute beyond it is stated in
-docs/leakage.md ("Exclusion"), which is why every party must opt in (``[policy]
+to the new session, its rounds and its roster), the specialization from the longest prefix of
+the completed history whose cut is valid for the survivors (validity gets easier as the cut
+gets coarser: fedanon/algorithms/tds/prefix.py), and the shuffle union, whose route the leader
+rebuilds from the survivors alone. The rerun's iteration 0 probes the prefix (the survivors
+replay the completed specializations and sum their own counts at its last cut); the leader
+chooses the longest valid prefix; iteration 1 adopts it (the survivors start again from it,
+with their own nonempty masks, and sum its full statistics), and the specialization goes on
+from there. Without a completed specialization the rerun starts at the root as before. The
+release passes LKC-privacy on the survivors' pooled table (the centralized release of that
+table where the rerun resumed from the root); what the leader can compute beyond it is stated
+in docs/leakage.md ("Exclusion"), which is why every party must opt in (``[policy]
 allow_exclusion``).
 
 The order of recoveries: a party that comes back within its rejoin bound is the rejoin's
@@ -28,6 +33,7 @@ from typing import TypeVar
 
 import grpc
 
+from fedanon.algorithms.tds.prefix import Prefix
 from fedanon.federation.config import Hop
 from fedanon.federation.exclusion import MIN_SURVIVORS, SUM_MODES, UNION_MODE
 from fedanon.leader.federation import PartyFailure
@@ -62,6 +68,13 @@ class Attempt:
     excluded: list[str] = field(default_factory=list)
     number: int = 1
     allowed: bool = False
+    # The specializations whose sums the attempts before this one completed (the latest that
+    # completed its first sum), with their masks: the prefix a rerun may resume from.
+    inherited: Prefix = field(default_factory=Prefix)
+    # This attempt's own, once its first sum completed (a resumed one's prefix included).
+    completed: Prefix | None = None
+    # Where this attempt resumed: (specializations kept, of those inherited); None: the root.
+    resumed: tuple[int, int] | None = None
 
     def opened(self, replies: Mapping[str, pb.OpenSessionReply]) -> None:
         """Note the handshake replies: a rerun only if every party allows exclusion."""
@@ -106,7 +119,8 @@ class Attempt:
             ) from dropout.failure
         # Every survivor allowed exclusion at the last handshake: a survivor that drops out
         # before the rerun's handshake is answered is excluded too (its reply then decides).
-        return Attempt(survivors, [*self.excluded, *dropout.gone], self.number + 1, True)
+        inherited = self.inherited if self.completed is None else self.completed
+        return Attempt(survivors, [*self.excluded, *dropout.gone], self.number + 1, True, inherited)
 
 
 def probe(session: Session, seconds: float) -> list[str]:
@@ -142,6 +156,7 @@ def run_excluding(
             current = current.rerun(dropout, job)
             show(
                 f"exclusion: {', '.join(dropout.gone)} dropped out ({dropout.failure}); "
-                f"every party allows exclusion: rerunning from the root cut with "
-                f"{len(current.parties)} parties and fresh keys"
+                f"every party allows exclusion: rerunning with {len(current.parties)} parties "
+                f"and fresh keys, from the longest prefix of the "
+                f"{len(current.inherited.steps)} completed specializations valid for them"
             )

@@ -34,6 +34,7 @@ from fedanon.algorithms.tds.layout import (
     StatsLayout,
     restored,
 )
+from fedanon.algorithms.tds.prefix import apply_all
 from fedanon.crypto.errors import CryptoError
 from fedanon.crypto.pairwise import PairwiseAggregator
 from fedanon.crypto.sealed_total import SealedTotalChannel
@@ -271,6 +272,10 @@ class FederationSource:
         self.on_round = on_round
         self.iteration = 0
         self.seconds = 0.0
+        self.schema = schema
+        # The specializations whose sums completed, from the roots (a resumed run's prefix
+        # first): what a rerun without a party that drops out may resume from.
+        self.completed: list[Specialization] = []
 
     def atom_histogram(self, attr: int, node: int) -> np.ndarray:
         raise FedanonError("dynamic numerical splits are not available in distributed mode")
@@ -278,28 +283,57 @@ class FederationSource:
     def start(self, splits: Sequence[DynamicSplit]) -> np.ndarray:
         if splits:
             raise FedanonError("dynamic numerical splits are not available in distributed mode")
-        return self._sum(None, 1, None if self.masks is None else self.masks.start())
+        return self._sum(pb.SumRequest(), 1, None if self.masks is None else self.masks.start())
 
     def specialize(self, step: Specialization) -> np.ndarray:
         if step.splits:
             raise FedanonError("dynamic numerical splits are not available in distributed mode")
         mask = None if self.masks is None else self.masks.specialize(step)
-        return self._sum(to_instruction(step), int(np.count_nonzero(step.nonempty)), mask)
+        request = pb.SumRequest(instruction=to_instruction(step))
+        total = self._sum(request, int(np.count_nonzero(step.nonempty)), mask)
+        self.completed.append(step)
+        return total
+
+    def probe(self, steps: Sequence[Specialization]) -> np.ndarray:
+        """A rerun's iteration 0: the parties replay an earlier attempt's `steps` (its masks)
+        and this is the sum of their own counts (slot 0) of the live partitions they reach,
+        (partitions x channels) in partition order (fedanon/algorithms/tds/prefix.py)."""
+        if self.schema is None:
+            raise FedanonError("a prefix needs the job's schema")
+        table, _ = apply_all(self.schema, steps)
+        live = int(table.live_indices().size)
+        request = pb.SumRequest(prefix_probe=pb.PrefixProbe(instructions=map_steps(steps)))
+        total = self._sum(request, 0, None, live * self.layout.channels)
+        return total.view(np.int64).reshape(live, self.layout.channels)
+
+    def resume(self, steps: Sequence[Specialization]) -> np.ndarray:
+        """The next iteration adopts the prefix `steps` (the survivors' masks): the summed
+        statistics of the live partitions they reach (the engine's ``resume``)."""
+        mask = None if self.masks is None else self.masks.resume(steps)
+        request = pb.SumRequest(prefix_adopt=pb.PrefixAdopt(instructions=map_steps(steps)))
+        if self.schema is None:
+            raise FedanonError("a prefix needs the job's schema")
+        live = int(apply_all(self.schema, steps)[0].live_indices().size)
+        total = self._sum(request, live, mask)
+        self.completed = list(steps)
+        return total
 
     def _sum(
-        self, instruction: pb.Instruction | None, n_partitions: int, mask: np.ndarray | None
+        self,
+        request: pb.SumRequest,
+        n_partitions: int,
+        mask: np.ndarray | None,
+        length: int | None = None,
     ) -> np.ndarray:
-        """The summed statistics of `n_partitions` new partitions; with a `mask`, only its
-        entries are summed and the rest restored as zeros."""
+        """The summed statistics of `n_partitions` new partitions for `request` (its
+        instruction or prefix set); with a `mask`, only its entries are summed and the rest
+        restored as zeros; a `length` other than the layout's is summed as it is."""
         began = time.perf_counter()
-        length = self.layout.vector_length(n_partitions)
+        if length is None:
+            length = self.layout.vector_length(n_partitions)
         if mask is not None:
             length = int(np.count_nonzero(mask))
-        request = pb.SumRequest(
-            ref=pb.SessionRef(session_id=self.session_id, iteration=self.iteration)
-        )
-        if instruction is not None:
-            request.instruction.CopyFrom(instruction)
+        request.ref.CopyFrom(pb.SessionRef(session_id=self.session_id, iteration=self.iteration))
         total = self.sums.total(request, length, self.traffic)
         if mask is not None:
             total = restored(total, mask)
@@ -308,3 +342,8 @@ class FederationSource:
         self.iteration += 1
         self.seconds += time.perf_counter() - began
         return total
+
+
+def map_steps(steps: Sequence[Specialization]) -> list[pb.Instruction]:
+    """`steps` as the instructions that carry them."""
+    return [to_instruction(step) for step in steps]

@@ -51,11 +51,21 @@ class Rejoiner:
     channels: Mapping[str, object] = field(default_factory=dict)
     log: list[pb.Instruction] = field(default_factory=list)
     rejoined: list[tuple[str, int]] = field(default_factory=list)
+    # A rerun resumed from a prefix (leader/exclusion.py): its iteration 0's probe and its
+    # iteration 1's adoption, once answered; the instructions then start at iteration 2.
+    probe: pb.PrefixProbe | None = None
+    adopt: pb.PrefixAdopt | None = None
 
     def record(self, request: pb.SumRequest) -> None:
         """A sum every party answered: its instruction joins the log (iteration ``i`` holds
-        the ``i``-th instruction; iteration 0 has none)."""
-        if request.HasField("instruction") and request.ref.iteration == len(self.log) + 1:
+        the ``i``-th instruction, or the ``i - 1``-th after an adoption; iteration 0 has
+        none), a prefix message is kept as it is."""
+        if request.HasField("prefix_probe"):
+            self.probe = request.prefix_probe
+        if request.HasField("prefix_adopt"):
+            self.adopt = request.prefix_adopt
+        first = 1 if self.adopt is None else 2
+        if request.HasField("instruction") and request.ref.iteration == len(self.log) + first:
             self.log.append(request.instruction)
 
     def resend(self, send: Callable[[], T], iteration: int) -> T:
@@ -140,9 +150,12 @@ class Rejoiner:
         RECONNECT_OPTIONS; a relay's tunnel waits for its party's stream itself), so the
         ``Rejoin`` leaves as soon as the restarted daemon listens, and then gets
         ``rpc_seconds`` for the replay."""
+        first = 1 if self.adopt is None else 2
         request = pb.RejoinRequest(
             ref=pb.SessionRef(session_id=self.session_id, iteration=iteration),
-            instructions=self.log[: max(iteration - 1, 0)],
+            instructions=self.log[: max(iteration - first, 0)],
+            prefix_probe=self.probe,
+            prefix_adopt=self.adopt,
         )
         while True:
             left = deadline - time.monotonic()

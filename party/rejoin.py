@@ -198,7 +198,12 @@ def _restore(
         shell.refuse(context, grpc.StatusCode.FAILED_PRECONDITION, f"cannot rejoin: {exc}")
     ring.share_keys(shell, session, state.share_keys, context)
     try:
-        session.replay(list(request.instructions), (state.applied, state.chain))
+        session.replay(
+            list(request.instructions),
+            (state.applied, state.chain),
+            request.prefix_probe if request.HasField("prefix_probe") else None,
+            request.prefix_adopt if request.HasField("prefix_adopt") else None,
+        )
         if session.next_iteration != request.ref.iteration:
             raise FedanonError(
                 f"{len(request.instructions)} instructions replayed, but the leader resumes "

@@ -147,10 +147,17 @@ class RingSession(SessionBase, ABC):
         self.union_round = round_
         self.union.restart()
 
-    def replay(self, instructions: list[pb.Instruction], answered: tuple[int, bytes]) -> None:
+    def replay(
+        self,
+        instructions: list[pb.Instruction],
+        answered: tuple[int, bytes],
+        probe: pb.PrefixProbe | None = None,
+        adopt: pb.PrefixAdopt | None = None,
+    ) -> None:
         """Rejoin by replay (party/rejoin.py): run the secure sums' local steps of iterations
-        0..len(`instructions`) again, without answering any, checked against what the party
-        had `answered` (count, chain) before it restarted; only kinds with `replays` can."""
+        0..len(`instructions`) again (after a rerun's `probe` and `adopt`ion, if it resumed
+        from a prefix), without answering any, checked against what the party had `answered`
+        (count, chain) before it restarted; only kinds with `replays` can."""
         raise FedanonError(f"a {self.kind} session cannot rejoin by replay")
 
     def close(self) -> None:

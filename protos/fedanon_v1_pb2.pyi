@@ -416,14 +416,30 @@ class Instruction(_message.Message):
     def __init__(self, attr: _Optional[int] = ..., node: _Optional[int] = ..., nonempty: _Optional[bytes] = ..., nonempty_bits: _Optional[int] = ..., splits: _Optional[_Iterable[_Union[DynamicSplit, _Mapping]]] = ...) -> None: ...
 
 class SumRequest(_message.Message):
-    __slots__ = ("ref", "instruction", "partial")
+    __slots__ = ("ref", "instruction", "partial", "prefix_probe", "prefix_adopt")
     REF_FIELD_NUMBER: _ClassVar[int]
     INSTRUCTION_FIELD_NUMBER: _ClassVar[int]
     PARTIAL_FIELD_NUMBER: _ClassVar[int]
+    PREFIX_PROBE_FIELD_NUMBER: _ClassVar[int]
+    PREFIX_ADOPT_FIELD_NUMBER: _ClassVar[int]
     ref: SessionRef
     instruction: Instruction
     partial: Vector
-    def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ..., instruction: _Optional[_Union[Instruction, _Mapping]] = ..., partial: _Optional[_Union[Vector, _Mapping]] = ...) -> None: ...
+    prefix_probe: PrefixProbe
+    prefix_adopt: PrefixAdopt
+    def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ..., instruction: _Optional[_Union[Instruction, _Mapping]] = ..., partial: _Optional[_Union[Vector, _Mapping]] = ..., prefix_probe: _Optional[_Union[PrefixProbe, _Mapping]] = ..., prefix_adopt: _Optional[_Union[PrefixAdopt, _Mapping]] = ...) -> None: ...
+
+class PrefixProbe(_message.Message):
+    __slots__ = ("instructions",)
+    INSTRUCTIONS_FIELD_NUMBER: _ClassVar[int]
+    instructions: _containers.RepeatedCompositeFieldContainer[Instruction]
+    def __init__(self, instructions: _Optional[_Iterable[_Union[Instruction, _Mapping]]] = ...) -> None: ...
+
+class PrefixAdopt(_message.Message):
+    __slots__ = ("instructions",)
+    INSTRUCTIONS_FIELD_NUMBER: _ClassVar[int]
+    instructions: _containers.RepeatedCompositeFieldContainer[Instruction]
+    def __init__(self, instructions: _Optional[_Iterable[_Union[Instruction, _Mapping]]] = ...) -> None: ...
 
 class SumReply(_message.Message):
     __slots__ = ("sealed_total", "pairwise_share")
@@ -592,14 +608,18 @@ class StatusReply(_message.Message):
     def __init__(self, party: _Optional[str] = ..., session_id: _Optional[str] = ..., iteration: _Optional[int] = ..., last_error: _Optional[str] = ..., sessions_served: _Optional[int] = ...) -> None: ...
 
 class RejoinRequest(_message.Message):
-    __slots__ = ("ref", "instructions", "union_round")
+    __slots__ = ("ref", "instructions", "union_round", "prefix_probe", "prefix_adopt")
     REF_FIELD_NUMBER: _ClassVar[int]
     INSTRUCTIONS_FIELD_NUMBER: _ClassVar[int]
     UNION_ROUND_FIELD_NUMBER: _ClassVar[int]
+    PREFIX_PROBE_FIELD_NUMBER: _ClassVar[int]
+    PREFIX_ADOPT_FIELD_NUMBER: _ClassVar[int]
     ref: SessionRef
     instructions: _containers.RepeatedCompositeFieldContainer[Instruction]
     union_round: int
-    def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ..., instructions: _Optional[_Iterable[_Union[Instruction, _Mapping]]] = ..., union_round: _Optional[int] = ...) -> None: ...
+    prefix_probe: PrefixProbe
+    prefix_adopt: PrefixAdopt
+    def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ..., instructions: _Optional[_Iterable[_Union[Instruction, _Mapping]]] = ..., union_round: _Optional[int] = ..., prefix_probe: _Optional[_Union[PrefixProbe, _Mapping]] = ..., prefix_adopt: _Optional[_Union[PrefixAdopt, _Mapping]] = ...) -> None: ...
 
 class RejoinReply(_message.Message):
     __slots__ = ("party", "restored")

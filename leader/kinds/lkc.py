@@ -26,6 +26,7 @@ from fedanon.algorithms.tds.api import PRESETS, build_report, resolve_params
 from fedanon.algorithms.tds.engine import LKCEngine, LKCResult, StepInfo
 from fedanon.algorithms.tds.jobspec import LKCJobSpec
 from fedanon.algorithms.tds.layout import StatsLayout
+from fedanon.algorithms.tds.prefix import Prefix, choose_prefix
 from fedanon.algorithms.tds.scores import SCORES
 from fedanon.algorithms.tds.suppression import parse_suppression_share
 from fedanon.configschema import ConfigError, Integer, Key, Names, Proportion, Table, TableOf, Text
@@ -240,7 +241,15 @@ def run_lkc(
                 },
                 "privacy_check": check.to_dict(),
                 "party_records": done.revealed or None,
-                **({"excluded": last.excluded, "attempts": last.number} if last.excluded else {}),
+                **(
+                    {
+                        "excluded": last.excluded,
+                        "attempts": last.number,
+                        "resumed_from": 0 if last.resumed is None else last.resumed[0],
+                    }
+                    if last.excluded
+                    else {}
+                ),
                 **rejoined_report(done.ring.rejoin),
                 "output": str(job.out),
                 **job.extra_report,
@@ -332,9 +341,19 @@ def _attempt(
                 traffic,
                 schema=schema,
             )
-            result = LKCEngine(
+            engine = LKCEngine(
                 schema, spec.params, score=spec.score, on_step=on_step, suppress=spec.suppress
-            ).run(source)
+            )
+            try:
+                result = engine.run(source, _resume_point(current, source, spec, schema, show))
+            finally:
+                # Once the sum that set the start state completed (the root's, or a resumed
+                # rerun's adoption), this attempt's own history is what a rerun resumes from.
+                if source.iteration >= (1 if current.resumed is None else 2):
+                    done = len(source.completed)
+                    current.completed = Prefix(
+                        list(source.completed), engine.history, engine.dropped
+                    ).first(done)
         show(f"specialize: done; {source.iteration} iterations")
 
         union_seconds: dict[str, float] = {}
@@ -363,6 +382,30 @@ def _attempt(
     return _Attempted(
         session, ring, result, rows, source.iteration, traffic, ended, union_seconds, revealed
     )
+
+
+def _resume_point(
+    current: Attempt,
+    source: FederationSource,
+    spec: LKCJobSpec,
+    schema: Schema,
+    show: Callable[[str], None],
+) -> Prefix | None:
+    """Where a rerun starts: with the specializations an earlier attempt completed, the
+    survivors' own counts at their last cut (one sum: the probe) choose the longest prefix
+    valid for them (prefix.py), which the engine's first sum adopts; None (the root) for a
+    first attempt or one with nothing to resume."""
+    steps = current.inherited.steps
+    if not current.excluded or not steps:
+        return None
+    own = source.probe(steps)
+    prefix = choose_prefix(schema, spec.params, spec.suppress, current.inherited, own)
+    current.resumed = (len(prefix.steps), len(steps))
+    show(
+        f"exclusion: resuming at iteration {len(prefix.steps)} of the {len(steps)} completed "
+        "(the longest prefix whose cut is valid for the survivors)"
+    )
+    return prefix
 
 
 def rejoined_report(rejoin: Resender) -> dict[str, Any]:

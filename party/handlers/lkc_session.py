@@ -8,6 +8,7 @@ touches the data.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -15,7 +16,8 @@ import numpy as np
 from fedanon.algorithms.tds.engines import EngineSettings
 from fedanon.algorithms.tds.engines.base import CountingEngine, LocalEngine, PartyCounts
 from fedanon.algorithms.tds.jobspec import LKCJobSpec
-from fedanon.algorithms.tds.layout import carried
+from fedanon.algorithms.tds.layout import Specialization, carried
+from fedanon.algorithms.tds.prefix import replayed
 from fedanon.errors import FedanonError
 from fedanon.federation.wire import from_instruction
 from fedanon.party.errors import NotExpected, ProtocolError
@@ -28,6 +30,9 @@ from fedanon.tables import Table
 
 if TYPE_CHECKING:  # pandas loads with a job that asks for a DataFrame, not with the daemon
     import pandas as pd
+
+#: A request limit no session state bounds (the servicer then applies the server's own).
+UNBOUNDED = 1 << 62
 
 
 class LKCSession(RingSession):
@@ -59,6 +64,10 @@ class LKCSession(RingSession):
         self.released_columns = [c for c in columns if c not in spec.drop]
         engine = counting or LocalEngine(EngineSettings())
         self.local: PartyCounts = engine.open(schema, source, self.released_columns)
+        self._reopen: Callable[[], PartyCounts] = lambda: engine.open(
+            schema, source, self.released_columns
+        )
+        self.probed = False  # a rerun's iteration 0 probed a prefix: iteration 1 adopts one
         # The hash chain of the instructions applied so far and of this party's answers to them,
         # sealed before each answer leaves (`on_applied`): after a restart the party answers no
         # iteration twice with a different vector (party/rejoin.py).
@@ -82,6 +91,13 @@ class LKCSession(RingSession):
         widest = max((t.max_children for t in self.schema.taxonomies), default=1)
         groups = max(1, live * max(widest, 1))
         return 8 * self.local.layout.vector_length(groups) + groups // 8 + (1 << 16)
+
+    def request_limit(self, method: str) -> int | None:
+        """A rerun's prefix messages carry an earlier attempt's whole log, which this party's
+        state cannot bound: like ``Rejoin``'s log, only the server's message limit does."""
+        if method == "Sum" and not self.routed and self.next_iteration < 2:
+            return UNBOUNDED
+        return super().request_limit(method)
 
     def release_table(self, suppressed: list[int] | None = None) -> Table:
         """What this party contributes to the union: its generalized records (an Arrow table
@@ -116,28 +132,84 @@ class LKCSession(RingSession):
         self.check_ref(request.ref)
         if self.ended:
             raise NotExpected("the session has ended")
-        if request.ref.iteration == 0:
+        self._check_prefix(request)
+        iteration = request.ref.iteration
+        if request.HasField("prefix_probe"):
+            stats = self._probe(request.prefix_probe)
+        elif request.HasField("prefix_adopt"):
+            stats = self._adopt(request.prefix_adopt)
+        elif iteration == 0:
             if request.HasField("instruction"):
                 raise ProtocolError("iteration 0 carries no instruction")
-            stats = self.local.start()
+            stats = self._carried(self.local.start())
         else:
             if not request.HasField("instruction"):
-                raise ProtocolError(f"iteration {request.ref.iteration} carries no instruction")
-            ins = request.instruction
-            if ins.attr >= len(self.schema.taxonomies):
-                raise ProtocolError(f"instruction names attribute #{ins.attr}, which is unknown")
-            tax = self.schema.taxonomies[ins.attr]
-            if ins.node >= tax.n_nodes or tax.is_leaf(ins.node):
-                raise ProtocolError(
-                    f"instruction names node #{ins.node} of '{tax.attribute}', "
-                    "which cannot be specialized"
-                )
-            n_link = self.local.partitions.link(ins.attr, ins.node).size
-            step = from_instruction(ins, n_link, len(tax.children[ins.node]))
-            stats = self.local.specialize(step)
-        stats = self._carried(stats)
+                raise ProtocolError(f"iteration {iteration} carries no instruction")
+            stats = self._carried(self.local.specialize(self._step(request.instruction)))
         self._chain(request, stats)
         return stats
+
+    def _step(self, ins: pb.Instruction) -> Specialization:
+        """The instruction as a step of this party's T_g, checked (attribute, node, bitmap)."""
+        if ins.attr >= len(self.schema.taxonomies):
+            raise ProtocolError(f"instruction names attribute #{ins.attr}, which is unknown")
+        tax = self.schema.taxonomies[ins.attr]
+        if ins.node >= tax.n_nodes or tax.is_leaf(ins.node):
+            raise ProtocolError(
+                f"instruction names node #{ins.node} of '{tax.attribute}', "
+                "which cannot be specialized"
+            )
+        n_link = self.local.partitions.link(ins.attr, ins.node).size
+        return from_instruction(ins, n_link, len(tax.children[ins.node]))
+
+    def _check_prefix(self, request: pb.SumRequest) -> None:
+        """Refuse, before any work, a prefix outside a rerun or out of its place: a probe only
+        at a rerun's iteration 0, the adoption only at its iteration 1 after a probe, neither
+        with an instruction; after a probe, nothing but the adoption (docs/leakage.md,
+        "Exclusion": the leader learns the survivors' counts at no other cut)."""
+        probe, adopt = request.HasField("prefix_probe"), request.HasField("prefix_adopt")
+        iteration = request.ref.iteration
+        if (probe or adopt) and self.routed:
+            raise ProtocolError(
+                "a prefix is sent only in a rerun without excluded parties, and this session "
+                "is not one"
+            )
+        if probe and (adopt or iteration != 0 or request.HasField("instruction")):
+            raise ProtocolError("a prefix probe comes alone, at iteration 0")
+        if adopt and (iteration != 1 or not self.probed or request.HasField("instruction")):
+            raise ProtocolError("a prefix adoption comes alone, at iteration 1 after a probe")
+        if self.probed and iteration == 1 and not adopt:
+            raise ProtocolError("after a prefix probe, iteration 1 adopts a prefix")
+
+    def _replay(self, instructions: Sequence[pb.Instruction]) -> np.ndarray:
+        """Apply `instructions` from the roots, on a fresh counting state unless this session
+        has counted nothing yet; the statistics of the live partitions they reach (prefix.py's
+        ``replayed``). Each instruction is read when its turn comes, checked against the link
+        the steps before it left (as a sum's instruction is)."""
+        if self.next_iteration:
+            restarted = getattr(self.local, "restarted", None)  # the encoding kept (LocalParty)
+            if restarted is not None:
+                self.local = restarted(self.schema)
+            else:
+                self.local.close()
+                self.local = self._reopen()
+        _, live = replayed(self.local, self.schema, (self._step(ins) for ins in instructions))
+        return live
+
+    def _probe(self, probe: pb.PrefixProbe) -> np.ndarray:
+        """Replay an earlier attempt's log; the own counts of the live partitions it reaches."""
+        live = self._replay(probe.instructions)
+        self.probed = True
+        return np.ascontiguousarray(live[:, 0, :]).reshape(-1).view(np.uint64)
+
+    def _adopt(self, adopt: pb.PrefixAdopt) -> np.ndarray:
+        """Start afresh at the chosen prefix; the carried statistics of its live partitions."""
+        live = self._replay(adopt.instructions)
+        partitions, layout = self.local.partitions, self.local.layout
+        keys = partitions.keys[partitions.live_indices()]
+        flat = np.ascontiguousarray(live).reshape(-1).view(np.uint64)
+        kept: np.ndarray = flat[carried(layout, self.schema, keys)]
+        return kept
 
     def _carried(self, stats: np.ndarray) -> np.ndarray:
         """The entries of the new partitions' statistics that the secure sum carries (the
@@ -152,7 +224,10 @@ class LKCSession(RingSession):
         """Count the applied iteration (its instruction and this party's answer) into the
         chain; check it against an answer this party gave before a restart; seal it before the
         vector leaves."""
-        instruction = request.instruction.SerializeToString(deterministic=True)
+        instruction = b"".join(  # a prefix message counts as the iteration's instruction
+            message.SerializeToString(deterministic=True)
+            for message in (request.instruction, request.prefix_probe, request.prefix_adopt)
+        )
         iteration = request.ref.iteration.to_bytes(8, "big")
         answer = hashlib.sha256(np.ascontiguousarray(stats).tobytes()).digest()
         self.chain = hashlib.sha256(self.chain + iteration + instruction + answer).digest()
@@ -169,26 +244,37 @@ class LKCSession(RingSession):
         if self.on_applied is not None:
             self.on_applied(self.next_iteration, self.chain)
 
-    def replay(self, instructions: list[pb.Instruction], answered: tuple[int, bytes]) -> None:
+    def replay(
+        self,
+        instructions: list[pb.Instruction],
+        answered: tuple[int, bytes],
+        probe: pb.PrefixProbe | None = None,
+        adopt: pb.PrefixAdopt | None = None,
+    ) -> None:
         """Rejoin by replay: iteration 0, then every instruction in order, each checked as
-        when it first came (the secure sums' answers are discarded: the others have them).
+        when it first came (the secure sums' answers are discarded: the others have them). In
+        a rerun resumed from a prefix, iteration 0 carries the `probe` and iteration 1 the
+        `adopt`ion, and the instructions follow from iteration 2.
 
         `answered` is what the party had sealed: (iterations answered, their chain). The log
         must reproduce it exactly; if the party had answered one iteration more, the leader's
         copy of that iteration must carry the same instruction (checked when it comes)."""
         count, chain = answered
-        if count > len(instructions) + 2:
+        requests = [pb.SumRequest(ref=pb.SessionRef(session_id=self.session_id, iteration=0))]
+        if probe is not None:
+            requests[0].prefix_probe.CopyFrom(probe)
+        if adopt is not None:
+            requests.append(pb.SumRequest(prefix_adopt=adopt))
+        for instruction in instructions:
+            requests.append(pb.SumRequest(instruction=instruction))
+        if count > len(requests) + 1:
             raise ProtocolError(
                 f"this party answered {count} iterations before its restart, the leader "
-                f"resumes at iteration {len(instructions) + 1}"
+                f"resumes at iteration {len(requests)}"
             )
-        self._expected = answered if count == len(instructions) + 2 else None
-        for iteration in range(len(instructions) + 1):
-            request = pb.SumRequest(
-                ref=pb.SessionRef(session_id=self.session_id, iteration=iteration)
-            )
-            if iteration:
-                request.instruction.CopyFrom(instructions[iteration - 1])
+        self._expected = answered if count == len(requests) + 1 else None
+        for iteration, request in enumerate(requests):
+            request.ref.CopyFrom(pb.SessionRef(session_id=self.session_id, iteration=iteration))
             self.contribution(request)
             if self.next_iteration == count and self.chain != chain:
                 raise ProtocolError(

@@ -3,16 +3,19 @@ docs/leakage.md ("Exclusion") states (#28).
 
 Four recorded in-process daemons, all opted in (pairwise sum, shuffle union); hospital-3's
 server stops for good right after the first specialization's secure sum, so the first attempt
-completed the rounds up to it and the job reruns among the three others. Runs:
+completed the rounds up to it (iterations 0 and 1) and the job reruns among the three others,
+resumed from that cut c_1: the rerun's iteration 0 probes the survivors' own counts at c_1,
+its iteration 1 adopts c_1 (their full statistics there). Runs:
 
 * A and A2 on the same tables: the quantities equal in both are the mask-free ones;
 * B: the dropped party's table changed below every cut the first attempt reached (postcodes
   swapped between its records that agree on everything those rounds counted), survivors
   unchanged: every mask-free quantity of the leader must be the same as in A (the leader learns
   nothing of the dropped party beyond its statistics of the completed rounds);
-* C: the dropped party's root statistics changed (one record's class): the leader's view does
-  change, through the difference of the two attempts' totals at the root, which is exactly the
-  dropped party's statistics vector of that round (the leak the opt-in accepts).
+* C: the dropped party's statistics at c_1 changed (one record's class): the leader's view
+  does change, through the differences of the two attempts' totals at the probed cut, which
+  are exactly the dropped party's own counts there (the probe) and its whole state there
+  (the adoption, here the first attempt's round-1 vector): the leak the opt-in accepts.
 """
 
 from __future__ import annotations
@@ -26,7 +29,11 @@ import pandas as pd
 import pytest
 
 from fedanon.algorithms.tds.engine import StepInfo
+from fedanon.algorithms.tds.layout import CarriedMasks, StatsLayout, restored
+from fedanon.federation.wire import from_instruction
 from fedanon.leader.sim import LEADER_NAME, split_table
+from fedanon.protos import fedanon_v1_pb2 as pb
+from fedanon.schema import Schema
 from tests.distributed.conftest import (
     Dataset,
     hospital_dataset,
@@ -36,6 +43,7 @@ from tests.distributed.conftest import (
 )
 from tests.distributed.recording import recording_federation
 from tests.distributed.views import (
+    Seen,
     changed,
     mask_free,
     pairwise_features,
@@ -58,6 +66,7 @@ class Run:
 
     features: dict[Any, object]
     dropped_own: dict[int, np.ndarray]
+    dropped_c1: np.ndarray  # the dropped party's own counts at c_1 (from its round-1 vector)
     release: pd.DataFrame
     report: dict[str, Any]
 
@@ -77,13 +86,38 @@ def _attempts(log: WireLog) -> tuple[WireLog, WireLog]:
     raise AssertionError("the job did not rerun")
 
 
-def _leader_features(log: WireLog) -> dict[Any, object]:
+def _own_at_c1(vector: np.ndarray, instruction: pb.Instruction, schema: Schema) -> np.ndarray:
+    """The own counts (partitions x channels) of the partitions of c_1 in a round-1 vector
+    (the carried entries of the root's children on the first step's attribute)."""
+    layout = StatsLayout.for_schema(schema)
+    masks = CarriedMasks(layout, schema)
+    masks.start()
+    children = len(schema.taxonomies[instruction.attr].children[instruction.node])
+    step = from_instruction(instruction, 1, children)
+    mask = masks.specialize(step)
+    full = layout.unflatten(restored(vector, mask), int(step.nonempty.sum()))
+    return full[:, 0, :]
+
+
+def _first_instruction(view: list[Seen]) -> pb.Instruction:
+    return next(
+        s.message.instruction
+        for s in view
+        if s.method == "Sum" and s.kind == "request" and s.message.HasField("instruction")
+    )
+
+
+def _leader_features(log: WireLog, schema: Schema) -> dict[Any, object]:
     """What the leader computes from each attempt, and from the two together: the
-    difference of their totals in every round both completed."""
+    difference of their totals in every round both ran with one layout (the adoption of c_1
+    and the first attempt's round 1), and the first attempt's own counts at c_1 less the
+    probe's."""
     features: dict[Any, object] = {}
     totals = []
+    views = []
     for name, part in zip(("first", "rerun"), _attempts(log), strict=True):
         view = view_of(part, LEADER_NAME)
+        views.append(view)
         for feature in (sum_features(view), pairwise_features(view), union_features(view)):
             features.update({(name, *key): value for key, value in feature.items()})
         shares = share_vectors(view)
@@ -92,6 +126,9 @@ def _leader_features(log: WireLog) -> dict[Any, object]:
     for t in sorted(set(first) & set(rerun)):
         if first[t].size == rerun[t].size:
             features[("first minus rerun", t)] = (first[t] - rerun[t]).tobytes()
+    own = _own_at_c1(np.asarray(first[1]), _first_instruction(views[0]), schema)
+    probe = rerun[0].view(np.int64).reshape(own.shape)
+    features["first minus probe at c_1"] = (own - probe).tobytes()
     return features
 
 
@@ -123,9 +160,14 @@ def _run(parts: list[pd.DataFrame], data: Dataset, workdir: Path) -> Run:
             union_mode="shuffle",
         )
         assert stopped == [1] and report["excluded"] == [DROPPED]
+        assert report["resumed_from"] == 1
         own = {t: v.copy() for (n, t), v in fed.contributions.vectors.items() if n == DROPPED}
-        features = _leader_features(WireLog(list(fed.log.items)))
-    return Run(features, own, read_release(out), report)
+        log = WireLog(list(fed.log.items))
+        schema = spec.schema(data.taxonomy)
+        features = _leader_features(log, schema)
+        ins = _first_instruction(view_of(_attempts(log)[0], LEADER_NAME))
+        dropped_c1 = _own_at_c1(own[1], ins, schema)
+    return Run(features, own, dropped_c1, read_release(out), report)
 
 
 def _swap_postcodes(table: pd.DataFrame) -> pd.DataFrame:
@@ -156,26 +198,30 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
     return {name: _run(tables, data, root / name) for name, tables in variants.items()}
 
 
-def test_the_leader_learns_the_dropped_partys_statistics_of_the_completed_rounds(
+def test_the_leader_learns_the_dropped_partys_state_at_the_probed_cut(
     runs: dict[str, Run],
 ) -> None:
-    """The difference of the two attempts' root totals is the dropped party's root vector
-    (stated in docs/leakage.md); the rerun's release is the survivors' alone."""
+    """The difference of the first attempt's round-1 totals and the adoption's is the dropped
+    party's round-1 vector (its whole state at c_1); the first attempt's own counts at c_1
+    less the probe's are its own counts there (stated in docs/leakage.md). The rerun's
+    release is the survivors' alone."""
     a = runs["A"]
-    assert a.features[("first minus rerun", 0)] == a.dropped_own[0].tobytes()
+    assert a.features[("first minus rerun", 1)] == a.dropped_own[1].tobytes()
+    assert a.features["first minus probe at c_1"] == a.dropped_c1.tobytes()
     assert rows(runs["A2"].release) == rows(a.release)
 
 
 def test_the_leader_learns_nothing_else_of_the_dropped_party(runs: dict[str, Run]) -> None:
     """B changes the dropped party's records below every cut of the completed rounds: every
-    mask-free quantity of the leader's view is unchanged. C changes its root statistics: the
-    difference of the attempts' root totals changes (the test sees the leak it bounds)."""
+    mask-free quantity of the leader's view is unchanged. C changes its statistics at the
+    probed cut: both differences change (the test sees the leak it bounds)."""
     a, b, c = runs["A"], runs["B"], runs["C"]
     assert set(a.dropped_own) == set(b.dropped_own) == {0, 1}
     for t in a.dropped_own:
         assert np.array_equal(a.dropped_own[t], b.dropped_own[t])
     stable = mask_free(a.features, runs["A2"].features)
-    assert ("first minus rerun", 0) in stable and ("first minus rerun", 1) in stable
+    assert ("first minus rerun", 1) in stable and "first minus probe at c_1" in stable
     assert not changed(stable, b.features)
-    assert ("first minus rerun", 0) in changed(stable, c.features)
+    moved = changed(stable, c.features)
+    assert ("first minus rerun", 1) in moved and "first minus probe at c_1" in moved
     assert rows(b.release) == rows(a.release) == rows(c.release)

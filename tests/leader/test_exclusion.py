@@ -8,8 +8,11 @@ from types import SimpleNamespace
 from typing import Any, cast
 
 import grpc
+import numpy as np
 import pytest
 
+from fedanon.algorithms.tds.layout import Specialization
+from fedanon.algorithms.tds.prefix import Prefix
 from fedanon.errors import FedanonError
 from fedanon.federation.config import Hop
 from fedanon.leader.exclusion import Attempt, Dropout, probe, run_excluding
@@ -40,6 +43,22 @@ def test_a_rerun_leaves_out_the_parties_gone_and_keeps_those_left_out_before() -
     third = second.rerun(Dropout(FAILURE, ["hospital-5"]), _job("sparse"))
     assert third.excluded == ["hospital-2", "hospital-5"]
     assert [h.name for h in third.parties] == ["hospital-1", "hospital-3", "hospital-4"]
+
+
+def test_a_rerun_resumes_from_the_latest_attempt_that_set_its_start_state() -> None:
+    """The first attempt completed two specializations: the rerun inherits them. A rerun that
+    fails before its adoption completed (no history of its own) hands the same on; one that
+    completed rounds of its own hands those on."""
+    steps = [Specialization(0, 0, np.ones((1, 2), dtype=bool))] * 2
+    first = Attempt(list(HOPS))
+    first.completed = Prefix(steps, [{"attribute": "a"}] * 2)
+    second = first.rerun(Dropout(FAILURE, ["hospital-2"]), _job())
+    assert second.inherited is first.completed and second.completed is None
+    third = second.rerun(Dropout(FAILURE, ["hospital-5"]), _job())
+    assert third.inherited is first.completed
+    second.completed = Prefix(steps[:1], [{"attribute": "a"}])
+    third = second.rerun(Dropout(FAILURE, ["hospital-5"]), _job())
+    assert third.inherited is second.completed
 
 
 @pytest.mark.parametrize(

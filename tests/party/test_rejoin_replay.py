@@ -157,3 +157,37 @@ def test_a_ring_hop_forwards_a_resent_sum_with_the_vector_it_answered(job: tuple
     assert ring._local(party, sum_request(1, ours[0])) is answer and party.next_iteration == 2
     with pytest.raises(NotExpected, match="stale or out-of-order"):
         ring._local(party, sum_request(1, theirs[0]))
+
+
+def _rerun(job: tuple) -> LKCSession:
+    """The party's session of a rerun without an excluded party (its handshake named one)."""
+    party = session(job)
+    party.routed = False
+    return party
+
+
+def test_a_resumed_rerun_replays_its_probe_and_adoption(job: tuple) -> None:
+    """A rerun resumed from a prefix: iteration 0 probed three steps, iteration 1 adopted two,
+    the instructions follow from iteration 2. A restart after iteration 3 replays the probe,
+    the adoption and the instructions to the same chain and answers iteration 4 as before; a
+    log whose probe differs from the one the party answered is refused."""
+    log, _ = instructions(job, "infogain")
+    assert len(log) >= 5
+    probe = pb.PrefixProbe(instructions=log[:3])
+    adopt = pb.PrefixAdopt(instructions=log[:2])
+    party = _rerun(job)
+    sealed: list[tuple[int, bytes]] = []
+    party.on_applied = lambda count, chain: sealed.append((count, chain))
+    first = sum_request(0)
+    first.prefix_probe.CopyFrom(probe)
+    second = sum_request(1)
+    second.prefix_adopt.CopyFrom(adopt)
+    answers = [party.contribution(first), party.contribution(second)]
+    answers += [party.contribution(sum_request(i, log[i])) for i in range(2, 5)]
+    again = _rerun(job)
+    again.replay(log[2:4], sealed[3], probe, adopt)  # answered 0..3; the leader resumes at 4
+    assert again.chain == sealed[3][1] and again.next_iteration == 4
+    assert np.array_equal(again.contribution(sum_request(4, log[4])), answers[4])
+    forged = pb.PrefixProbe(instructions=log[:2])
+    with pytest.raises(ProtocolError, match="differ from those this party answered"):
+        _rerun(job).replay(log[2:4], sealed[3], forged, adopt)

@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import partial
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import numpy as np
 
@@ -33,6 +33,7 @@ from fedanon.algorithms.tds.layout import (
     StatsLayout,
     run_ends,
 )
+from fedanon.algorithms.tds.prefix import Prefix
 from fedanon.algorithms.tds.scores import (
     SCORES,
     best_binary_split,
@@ -64,6 +65,14 @@ class CountSource(Protocol):
 
     def specialize(self, step: Specialization) -> np.ndarray:
         """Apply `step`; flat statistics of the partitions it created."""
+        ...
+
+
+class ResumableSource(CountSource, Protocol):
+    """A count source the engine can resume from a prefix (prefix.py)."""
+
+    def resume(self, steps: Sequence[Specialization]) -> np.ndarray:
+        """Start and apply `steps`; flat statistics of the live partitions after them."""
         ...
 
 
@@ -203,6 +212,10 @@ class LKCEngine:
         self.candidates: dict[tuple[int, int], Candidate] = {}
         self.cut: list[list[int]] = [[t.root] for t in schema.taxonomies]
         self.history: list[dict[str, Any]] = []
+        # Candidates the budget dropped, each with the specializations done when it was: the
+        # budget test is no anti-monotone one (a later step may suppress fewer records), so a
+        # run resumed from a prefix (prefix.py) keeps dropped what the run before it dropped.
+        self.dropped: dict[tuple[int, int], int] = {}
         self._counting = 0.0
         self._live: set[int] = set()  # attributes with a valid candidate (set by _best)
         self._retired: set[int] = set()  # attributes whose blocks the source stopped counting
@@ -384,6 +397,7 @@ class LKCEngine:
         for (attr, node), cand in self.candidates.items():
             if cand.valid and self.suppress and self.suppressed + cand.suppression > self.budget:
                 cand.valid = False  # dropped for good, like any invalid candidate
+                self.dropped[(attr, node)] = len(self.history)
             if not cand.valid:
                 continue
             self._live.add(attr)
@@ -414,26 +428,65 @@ class LKCEngine:
                     f"{count / total:.4f} of the table, above C={float(self.params.C)}"
                 )
 
-    def run(self, source: CountSource) -> LKCResult:
-        """Specialize until no valid candidate is left; return the final cut and statistics."""
-        began = time.perf_counter()
+    def _start(self, source: CountSource) -> tuple[np.ndarray, np.ndarray]:
+        """The initial partition: its statistics, counted by `source`; (rows, stats)."""
         splits: list[DynamicSplit] = []
         for attr, tax in enumerate(self.taxonomies):
             if tax.is_dynamic:
                 hist = self._count(partial(source.atom_histogram, attr, 0))
                 splits += self._split_dynamic(attr, tax.root, hist, 0)
         first = self.layout.unflatten(self._count(lambda: source.start(splits)), 1)
-        self._check_feasible(first[0, 0])
-        self.budget = budget_records(self.suppress, int(first[0, 0, 0]))
         self.stats.store(0, first)
-        self._progress_min = int(first[0, 0, 0])  # one group: the whole table
-        rows = np.array([0], dtype=np.int64)
-        for attr, tax in enumerate(self.taxonomies):
-            self._add_candidates(attr, [tax.root], rows, first)
-        self._update_candidates(rows, first, np.ones(1, dtype=np.int64))
-        self._invalidate_after(None, rows, first)
+        return np.array([0], dtype=np.int64), first
 
-        iteration = 0
+    def _resume(self, source: ResumableSource, prefix: Prefix) -> tuple[np.ndarray, np.ndarray]:
+        """The state after `prefix` (its steps carry the counted data's nonempty masks): T_g
+        and the cut follow the steps, `source.resume` counts the live partitions; (rows,
+        stats). Rows of partitions no longer live are kept as zeros (never read)."""
+        if any(tax.is_dynamic for tax in self.taxonomies):
+            raise FedanonError("a run resumes from a prefix only with given taxonomies")
+        for step in prefix.steps:
+            children = list(self.taxonomies[step.attr].children[step.node])
+            self.table.apply(step, children)
+            self.cut[step.attr] = [n for n in self.cut[step.attr] if n != step.node] + children
+        rows = self.table.live_indices()
+        live = self.layout.unflatten(
+            self._count(lambda: source.resume(prefix.steps)), int(rows.size)
+        )
+        block = np.zeros((self.table.size, self.layout.slots, self.layout.channels), np.int64)
+        block[rows] = live
+        self.stats.store(0, block)
+        self.history = list(prefix.history)
+        self.dropped = dict(prefix.dropped)
+        return rows, live
+
+    def run(self, source: CountSource, prefix: Prefix | None = None) -> LKCResult:
+        """Specialize until no valid candidate is left; return the final cut and statistics.
+
+        With a `prefix` (prefix.py), start from the cut its steps reach instead of the roots:
+        every value of that cut is a candidate, checked over every live partition, as the
+        roots are at the start (anti-monotonicity drops again what an uninterrupted run had
+        dropped as invalid on the way; what a budget had dropped, the prefix names)."""
+        began = time.perf_counter()
+        if prefix is None:
+            rows, first = self._start(source)
+        else:
+            rows, first = self._resume(cast(ResumableSource, source), prefix)
+        root = first[:, 0, :].sum(axis=0)
+        self._check_feasible(root)
+        self.budget = budget_records(self.suppress, int(root[0]))
+        self._progress_min = int(first[:, 0, 0].min())
+        for attr in range(len(self.taxonomies)):
+            self._add_candidates(attr, sorted(self.cut[attr]), rows, first)
+        self._update_candidates(rows, first, np.ones(rows.size, dtype=np.int64))
+        self._invalidate_after(None, rows, first)
+        for key in self.dropped:
+            if key in self.candidates:
+                self.candidates[key].valid = False
+        if self.suppress:
+            self.suppressed = int(self.stats.own(self._violating_live())[:, 0].sum())
+
+        iteration = len(self.history)
         while (best := self._best()) is not None:
             iteration += 1
             self._retire_dead(source)
@@ -454,7 +507,7 @@ class LKCEngine:
             raise FedanonError("internal error: suppressed record count out of step")
         total = time.perf_counter() - began
         sizes = self.stats.own(live)[:, 0].astype(np.float64)
-        records = int(first[0, 0, 0])
+        records = int(root[0])
         return LKCResult(
             cut={
                 t.attribute: [t.labels[n] for n in sorted(nodes)]

@@ -239,3 +239,10 @@ class CarriedMasks:
         applied = self.table.apply(step, children)
         new = self.table.keys[applied.first_new : applied.first_new + applied.n_new]
         return carried(self.layout, self.schema, new)
+
+    def resume(self, steps: Sequence[Specialization]) -> np.ndarray:
+        """Apply `steps` (a prefix a run resumes from) to the fresh copy of T_g; the mask of
+        the live partitions' statistics, which the adoption's sum carries."""
+        for step in steps:
+            self.table.apply(step, list(self.schema.taxonomies[step.attr].children[step.node]))
+        return carried(self.layout, self.schema, self.table.keys[self.table.live_indices()])

@@ -33,6 +33,7 @@ from fedanon.algorithms.tds.layout import (
     StatsLayout,
     run_ends,
 )
+from fedanon.algorithms.tds.prefix import replayed
 from fedanon.allocator import tune_for_rows
 from fedanon.errors import FedanonError
 from fedanon.schema import Schema
@@ -358,6 +359,12 @@ class LocalParty:
                 self._first_stats = out.copy()
         self._remember(0, out)
         return _frozen_vector(out)
+
+    def resume(self, steps: Sequence[Specialization]) -> np.ndarray:
+        """Start and apply `steps` (a prefix the engine resumes from: prefix.py); the flat
+        statistics of the live partitions after them, in partition order."""
+        _, live = replayed(self, self.schema, steps)
+        return _frozen_vector(live)
 
     def retire(self, attrs: Sequence[int]) -> None:
         """Count no more children blocks of `attrs`: the engine reads none of them again (none
