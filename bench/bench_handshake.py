@@ -6,8 +6,12 @@ opens an LKC session ``--repeat`` times (after one untimed warm-up) exactly as a
 shares verified and shared, ShareKeys to every party), then ends it. Printed per run: the wall
 seconds of each step (OpenSession fan-out, the leader's key checks, ShareKeys fan-out, End) and
 the CPU seconds of the leader process and of the daemons (with their workers), the median of
-the runs in the last line. An exclusion rerun opens one more such session, so this is the part
-of a rerun's extra that grows with the parties.
+the runs in the table. Two kinds of session alternate: ``job`` (a new job: the session dials
+every party) and ``rerun`` (a session over the channels an earlier session of the same job
+opened, as an exclusion rerun does since #28 session 11; on code without
+``leader.session.Channels`` it dials again, as a rerun did there). ``first`` is the first
+session the daemons (and the leader process) ever served, printed apart: certificates not yet
+checked, connections not yet made.
 
     .venv/bin/python bench/bench_handshake.py --parties 3,10,20 --repeat 5
 
@@ -17,6 +21,7 @@ The data is read from FEDANON_DATA_DIR (``adult/adult_all.csv``, ``adult/lkc_pap
 from __future__ import annotations
 
 import argparse
+import contextlib
 import resource
 import statistics
 import time
@@ -33,6 +38,12 @@ from fedanon.leader.session import Session
 from fedanon.leader.sim import federation, split_table
 from fedanon.protos import fedanon_v1_pb2 as pb
 
+CHANNELS: Any = None  # the code before #28 session 11 has none: every session dials again
+with contextlib.suppress(ImportError):
+    from fedanon.leader.session import Channels
+
+    CHANNELS = Channels
+
 STEPS = ("open", "keys", "share", "end")
 
 
@@ -41,7 +52,9 @@ def _self_cpu() -> float:
     return me.ru_utime + me.ru_stime
 
 
-def one_session(fed: Any, job: Any, items: list[str], proto: Any) -> dict[str, float]:
+def one_session(
+    fed: Any, job: Any, items: list[str], proto: Any, channels: Any = None
+) -> dict[str, float]:
     """One session opened and ended; wall per step, the leader's and the daemons' CPU."""
     marks: list[tuple[str, float]] = []
     handshake = Session.handshake
@@ -65,7 +78,7 @@ def one_session(fed: Any, job: Any, items: list[str], proto: Any) -> dict[str, f
         mock.patch.object(Session, "handshake", timed_handshake),
         mock.patch.object(Session, "fan_out", timed_fan_out),
     ):
-        session = Session(job)
+        session = Session(job) if channels is None else Session(job, None, channels)
         with session:
             open_ring(
                 session,
@@ -102,7 +115,8 @@ def main(argv: list[str] | None = None) -> int:
     schema = spec.schema(taxonomy)
     items = spec.fingerprint_items(schema)
     proto = lkc_job_to_proto(spec)
-    header = ["parties", *(f"{s} s" for s in STEPS), "wall s", "leader CPU s", "daemons CPU s"]
+    header = ["parties", "session", *(f"{s} s" for s in STEPS)]
+    header += ["wall s", "leader CPU s", "daemons CPU s"]
     medians = []
     for n in (int(p) for p in args.parties.split(",")):
         parts = split_table(table, n, "random", 0)
@@ -115,12 +129,22 @@ def main(argv: list[str] | None = None) -> int:
                 sum_mode=args.sum_mode,
                 union_mode=args.union_mode,
             )
-            one_session(fed, job, items, proto)  # warm-up, untimed
-            runs = [one_session(fed, job, items, proto) for _ in range(args.repeat)]
-        for r in runs:
-            print(f"  {n} parties: " + ", ".join(f"{k} {v:.3f}" for k, v in r.items()))
+            first = one_session(fed, job, items, proto)
+            print(f"  {n} parties, first: " + ", ".join(f"{k} {v:.3f}" for k, v in first.items()))
+            pool = None if CHANNELS is None else CHANNELS(job)
+            runs: dict[str, list[dict[str, float]]] = {"job": [], "rerun": []}
+            for _ in range(args.repeat):
+                runs["job"].append(one_session(fed, job, items, proto))
+                runs["rerun"].append(one_session(fed, job, items, proto, pool))
+            if pool is not None:
+                pool.__exit__(None, None, None)
         keys = [*STEPS, "wall", "leader CPU", "daemons CPU"]
-        medians.append([n, *(f"{statistics.median(r[k] for r in runs):.3f}" for k in keys)])
+        for kind, kind_runs in runs.items():
+            for r in kind_runs:
+                print(f"  {n} parties, {kind}: " + ", ".join(f"{k} {v:.3f}" for k, v in r.items()))
+            medians.append(
+                [n, kind, *(f"{statistics.median(r[k] for r in kind_runs):.3f}" for k in keys)]
+            )
     print(markdown_table(header, medians))
     return 0
 

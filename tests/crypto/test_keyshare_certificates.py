@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 import fedanon.crypto.identity
-import fedanon.crypto.keyshare
 from fedanon.crypto.errors import IdentityError, IntegrityError
 from fedanon.crypto.identity import create_ca, issue_identity
 from fedanon.crypto.keyshare import ONION_UNION, PAIRWISE_SUM, create_key_share, verify_key_share
@@ -22,14 +21,14 @@ from fedanon.federation.keyshares import new_share, verified_peers
 def chain_checks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The names whose certificate chain the key-share checks validated, in order."""
     seen: list[str] = []
-    real = fedanon.crypto.keyshare.verify_certificate
+    real = fedanon.crypto.identity.verify_certificate
 
     def counted(certificate: Any, ca: Any, *args: Any, **kwargs: Any) -> Any:
         peer = real(certificate, ca, *args, **kwargs)
         seen.append(peer.name)
         return peer
 
-    monkeypatch.setattr(fedanon.crypto.keyshare, "verify_certificate", counted)
+    monkeypatch.setattr("fedanon.crypto.keyshare.verify_certificate", counted)
     return seen
 
 

@@ -8,11 +8,11 @@ opted in to exclusion), the job reruns among the others.
 
 from __future__ import annotations
 
+import os
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 
-import psutil
 import pytest
 
 from fedanon.algorithms.tds.engine import StepInfo
@@ -46,12 +46,35 @@ def opted_in(data: Dataset, tmp_path: Path) -> Iterator[Federation]:
         yield fed
 
 
+def _own_sockets() -> set[str]:
+    """The inodes of this process's open sockets (/proc/self/fd)."""
+    inodes = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            link = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:  # closed meanwhile
+            continue
+        if link.startswith("socket:["):
+            inodes.add(link[len("socket:[") : -1])
+    return inodes
+
+
 def _leader_connections(ports: dict[int, str]) -> dict[str, set[int]]:
-    """The local port of each TCP connection this process (the leader) holds to a daemon."""
+    """The local port of each established TCP connection this process (the leader) holds to
+    a daemon (by the daemon's port), from the kernel's tables of TCP sockets."""
+    mine = _own_sockets()
     held: dict[str, set[int]] = defaultdict(set)
-    for conn in psutil.Process().net_connections(kind="tcp"):
-        if conn.raddr and conn.raddr.port in ports and conn.status == psutil.CONN_ESTABLISHED:
-            held[ports[conn.raddr.port]].add(conn.laddr.port)
+    lines = [
+        line
+        for table in ("/proc/net/tcp", "/proc/net/tcp6")  # gRPC dials 127.0.0.1 over either
+        for line in Path(table).read_text().splitlines()[1:]
+    ]
+    for line in lines:
+        fields = line.split()
+        local, remote, state, inode = fields[1], fields[2], fields[3], fields[9]
+        remote_port = int(remote.rpartition(":")[2], 16)
+        if state == "01" and inode in mine and remote_port in ports:  # 01: ESTABLISHED
+            held[ports[remote_port]].add(int(local.rpartition(":")[2], 16))
     return held
 
 
