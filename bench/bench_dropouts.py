@@ -101,7 +101,13 @@ class Dropout:
 
     `jump` is how much the federation's CPU count (``measure.own_cpu``) moved at the kill
     itself: the killed daemon's worker processes (its idle key pool) die unreaped with it and
-    leave the count with their whole lifetime, which is no cost of the run."""
+    leave the count with their whole lifetime, which is no cost of the run.
+
+    `spent` and `spent_cpu` are the wall and this process's CPU seconds the kill itself took
+    in the leader's thread (the bench's walks of /proc, the wait until the process is gone,
+    the restart's spawn): the bench's bookkeeping, not the federation's; `run_once` takes them
+    out of the run's wall and CPU seconds (a party dies on its own, the leader does not wait
+    for it)."""
 
     def __init__(self, fed: Federation, victim: int, restart: bool = True) -> None:
         self.fed, self.daemon = fed, fed.daemons[victim]
@@ -114,19 +120,30 @@ class Dropout:
         self.killed_at = 0.0
         self._watch: threading.Thread | None = None
         self.fired = False
+        self.spent = 0.0
+        self.spent_cpu = 0.0
 
     def fire(self) -> None:
         if self.fired:
             return
         self.fired = True
+        began, began_cpu = time.perf_counter(), _self_cpu()
+        try:
+            self._fire()
+        finally:
+            self.spent = time.perf_counter() - began
+            self.spent_cpu = _self_cpu() - began_cpu
+
+    def _fire(self) -> None:
         heard = listening(self.daemon)
-        before = own_cpu()
+        mine, before = _self_cpu(), own_cpu()
         process = self.daemon.process
         self.killed_cpu = 0.0 if process is None else tree_cpu(process.pid)
         self.killed_pid = None if process is None else process.pid
         self.killed_at = time.perf_counter()
         self.fed.stop(self.daemon, signal.SIGKILL)
-        self.jump = own_cpu() - before
+        # The federation's count without this process's own share (in `spent_cpu`).
+        self.jump = own_cpu() - before - (_self_cpu() - mine)
         if not self.again:
             return
         killed = time.perf_counter()
@@ -222,7 +239,15 @@ def run_once(
         )
         for at, text in timeline:
             print(f"    {at:7.2f} s  {text[:110]}")
-    return wall, cpu - sum(d.jump for d in (in_sum, in_union) if d is not None), report
+    fired = [d for d in (in_sum, in_union) if d is not None and d.fired]
+    if fired and BREAKDOWN:
+        print(
+            f"  the kills' bookkeeping, taken out: {sum(d.spent for d in fired):.3f} s wall, "
+            f"{sum(d.spent_cpu for d in fired):.3f} CPU s"
+        )
+    wall -= sum(d.spent for d in fired)
+    cpu -= sum(d.jump + d.spent_cpu for d in fired)
+    return wall, cpu, report
 
 
 #: ``--breakdown``: print each run's CPU per process (leader, survivors, victims) and timeline.

@@ -262,7 +262,13 @@ def verify_certificate(
         verifier.verify(certificate, [])
     except VerificationError as exc:
         raise IdentityError(f"certificate not issued by this federation's CA: {exc}") from None
-    peer = certificate_identity(certificate)
+    return check_expected(certificate_identity(certificate), expected_name, expected_role)
+
+
+def check_expected(
+    peer: PeerIdentity, expected_name: str | None = None, expected_role: str | None = None
+) -> PeerIdentity:
+    """`peer`, once it is the name and role expected (None: any)."""
     if expected_name is not None and peer.name != expected_name:
         raise IdentityError(f"certificate names {peer.name!r}, expected {expected_name!r}")
     if expected_role is not None and peer.role != expected_role:

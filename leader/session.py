@@ -74,27 +74,69 @@ def first_difference(ours: Sequence[str], theirs: Sequence[str]) -> str:
     return "the items are the same but in another order"
 
 
+class Channels:
+    """The leader's channels to the parties, kept across the sessions of one job.
+
+    A rerun without a party that dropped out (leader/exclusion.py) is a fresh session (new id,
+    fresh keys: what keeps the first attempt's shares closed), not a fresh transport: its
+    survivors are reached over the connections the first attempt opened, so the rerun's
+    handshake makes no new TLS connection. The channels of parties a later session leaves out
+    are closed (cancelling whatever was still in flight to them). Direct transport only: the
+    outbound relay's channels are its parties' own streams (``relay_channels``).
+    """
+
+    def __init__(self, job: SessionJob) -> None:
+        self.job = job
+        self.open: dict[str, grpc.Channel] = {}
+
+    def to(self, hops: Sequence[Hop]) -> dict[str, grpc.Channel]:
+        """A channel to each of `hops` (those already open reused); the others closed."""
+        names = {hop.name for hop in hops}
+        for name in [n for n in self.open if n not in names]:
+            self.open.pop(name).close()
+        for hop in hops:
+            if hop.name not in self.open:
+                self.open[hop.name] = make_channel(
+                    hop.address, hop.name, self.job.tls, options=RECONNECT_OPTIONS
+                )
+        return {hop.name: self.open[hop.name] for hop in hops}
+
+    def __enter__(self) -> Channels:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        for channel in self.open.values():
+            channel.close()
+        self.open.clear()
+
+
 class Session:
     """Stubs to every party for one session; aborts everywhere on failure."""
 
-    def __init__(self, job: SessionJob, parties: Sequence[Hop] | None = None) -> None:
-        """A session with the job's parties, or with `parties` (a rerun's survivors)."""
+    def __init__(
+        self,
+        job: SessionJob,
+        parties: Sequence[Hop] | None = None,
+        channels: Channels | None = None,
+    ) -> None:
+        """A session with the job's parties, or with `parties` (a rerun's survivors), over
+        `channels` where the job keeps them across its sessions (closed by their owner), else
+        over channels of its own (closed with the session)."""
         hops = list(job.parties if parties is None else parties)
         self.job = job
         self.session_id = secrets.token_hex(16)
         self.ring = [p.name for p in hops]
-        self.channels: dict[str, Any] = (
-            {
-                p.name: make_channel(p.address, p.name, job.tls, options=RECONNECT_OPTIONS)
-                for p in hops
-            }
-            if job.relay_listen is None
-            else relay_channels(hops, job.tls, job.relay_listen, job.rpc_seconds)
-        )
+        self.owns_channels = channels is None or job.relay_listen is not None
+        self.channels: dict[str, Any]
+        if job.relay_listen is not None:
+            self.channels = relay_channels(hops, job.tls, job.relay_listen, job.rpc_seconds)
+        else:
+            self.channels = (Channels(job) if channels is None else channels).to(hops)
         self.stubs = {n: pb_grpc.PartyStub(c) for n, c in self.channels.items()}
         self.pool = ThreadPoolExecutor(max_workers=max(2, len(self.ring)))
         self.stop_heartbeat = threading.Event()
         self.heartbeat: threading.Thread | None = None
+        self.renewals: list[Any] = []  # the heartbeat's calls in flight
 
     def ref(self, iteration: int = 0) -> pb.SessionRef:
         return pb.SessionRef(session_id=self.session_id, iteration=iteration)
@@ -191,11 +233,15 @@ class Session:
         """Best effort: a party that misses a heartbeat fails the job's next real call anyway."""
         request = pb.RenewRequest(ref=self.ref())
         while not self.stop_heartbeat.wait(interval):
-            # Closing the session's channels cancels calls in flight (or refuses new ones).
+            # `close` cancels the calls in flight (the channels may outlive the session).
             with contextlib.suppress(grpc.RpcError, grpc.FutureCancelledError, ValueError):
-                calls = [
+                self.renewals = calls = [
                     stub.Renew.future(request, timeout=interval) for stub in self.stubs.values()
                 ]
+                if self.stop_heartbeat.is_set():  # `close` may have missed these
+                    for call in calls:
+                        call.cancel()
+                    break
                 for call in calls:
                     with contextlib.suppress(grpc.RpcError, grpc.FutureCancelledError):
                         call.result()
@@ -237,7 +283,10 @@ class Session:
     def close(self) -> None:
         self.stop_heartbeat.set()
         self.pool.shutdown(wait=False, cancel_futures=True)
-        for channel in self.channels.values():
-            channel.close()
-        if self.heartbeat is not None:  # its calls end with the channels
+        for call in self.renewals:
+            call.cancel()
+        if self.owns_channels:
+            for channel in self.channels.values():
+                channel.close()
+        if self.heartbeat is not None:  # its calls are cancelled (or end with the channels)
             wait_in_slices(partial(thread_done_within, self.heartbeat))

@@ -40,7 +40,7 @@ from fedanon.leader.kind import JobFile, LeaderKind, PhaseTimer, Progress, Repor
 from fedanon.leader.rejoin import DEFAULT_REJOIN_SECONDS
 from fedanon.leader.ring import RingOpened, open_ring
 from fedanon.leader.ring_settings import RingSettings, ring_settings
-from fedanon.leader.session import Session
+from fedanon.leader.session import Channels, Session
 from fedanon.leader.union import UnionProgress, run_union
 from fedanon.models.lkc import check_lkc
 from fedanon.outputs import CommandOutputs
@@ -188,10 +188,13 @@ def run_lkc(
     schema = spec.schema(job.taxonomy)
     timer = PhaseTimer()
 
-    def attempt(current: Attempt) -> _Attempted:
-        return _attempt(job, current, schema, timer, show, on_step, on_phase)
+    channels = Channels(job)  # every attempt's transport: a rerun is a new session only
 
-    done, last = run_excluding(Attempt(list(job.parties)), job, attempt, show)
+    def attempt(current: Attempt) -> _Attempted:
+        return _attempt(job, current, schema, timer, show, on_step, on_phase, channels)
+
+    with channels:
+        done, last = run_excluding(Attempt(list(job.parties)), job, attempt, show)
     result, session, traffic = done.result, done.session, done.traffic
 
     with timer.phase("check"):
@@ -310,12 +313,13 @@ def _attempt(
     show: Callable[[str], None],
     on_step: Callable[[StepInfo], None] | None,
     on_phase: Callable[[str], None] | None,
+    channels: Channels,
 ) -> _Attempted:
-    """One session with `current`'s parties, from the handshake to End."""
+    """One session with `current`'s parties over `channels`, from the handshake to End."""
     spec = job.spec
     revealed: dict[str, int] = {}
     traffic = Traffic()
-    session = Session(job, current.parties)
+    session = Session(job, current.parties, channels)
     names = ", ".join(f"{hop.name} ({hop.address or 'via the relay'})" for hop in current.parties)
     show(f"handshake: connecting to {len(current.parties)} parties: {names}")
     with session, current.watching(session, job.rpc_seconds):
