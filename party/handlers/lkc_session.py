@@ -16,7 +16,7 @@ import numpy as np
 from fedanon.algorithms.tds.engines import EngineSettings
 from fedanon.algorithms.tds.engines.base import CountingEngine, LocalEngine, PartyCounts
 from fedanon.algorithms.tds.jobspec import LKCJobSpec
-from fedanon.algorithms.tds.layout import Specialization, carried
+from fedanon.algorithms.tds.layout import PartitionTable, Specialization, carried
 from fedanon.algorithms.tds.prefix import replayed
 from fedanon.errors import FedanonError
 from fedanon.federation.wire import from_instruction
@@ -70,6 +70,7 @@ class LKCSession(RingSession):
         # a rerun's iteration 0 probed a prefix: the (attribute, node) of its steps, of which
         # iteration 1 adopts a prefix
         self.probed: list[tuple[int, int]] | None = None
+        self._replayed = False  # a prefix was applied to the counting state (``_replay``)
         # The hash chain of the instructions applied so far and of this party's answers to them,
         # sealed before each answer leaves (`on_applied`): after a restart the party answers no
         # iteration twice with a different vector (party/rejoin.py).
@@ -147,13 +148,15 @@ class LKCSession(RingSession):
         else:
             if not request.HasField("instruction"):
                 raise ProtocolError(f"iteration {iteration} carries no instruction")
-            step = self._step(request.instruction, on_the_cut=True)
+            step = self._step(request.instruction, True, self.local.partitions)
             stats = self._carried(self.local.specialize(step))
         self._chain(request, stats)
         return stats
 
-    def _step(self, ins: pb.Instruction, on_the_cut: bool) -> Specialization:
-        """The instruction as a step of this party's T_g, checked (attribute, node, bitmap);
+    def _step(
+        self, ins: pb.Instruction, on_the_cut: bool, partitions: PartitionTable
+    ) -> Specialization:
+        """The instruction as a step of T_g `partitions`, checked (attribute, node, bitmap);
         `on_the_cut`: its node must be the value of a group of the cut (the leader
         specializes only those; an adoption's steps may name a value no survivor holds).
         A step on no group changes nothing, so a log of them would cost work for nothing."""
@@ -165,7 +168,7 @@ class LKCSession(RingSession):
                 f"instruction names node #{ins.node} of '{tax.attribute}', "
                 "which cannot be specialized"
             )
-        n_link = self.local.partitions.link(ins.attr, ins.node).size
+        n_link = partitions.link(ins.attr, ins.node).size
         if on_the_cut and not n_link:
             raise ProtocolError(
                 f"instruction names node #{ins.node} of '{tax.attribute}', "
@@ -203,18 +206,25 @@ class LKCSession(RingSession):
     def _replay(self, instructions: Sequence[pb.Instruction], on_the_cut: bool) -> np.ndarray:
         """Apply `instructions` from the roots, on a fresh counting state unless this session
         has counted nothing yet; the statistics of the live partitions they reach (prefix.py's
-        ``replayed``). Each instruction is read when its turn comes, checked against the link
-        the steps before it left (as a sum's instruction is; `on_the_cut`: ``_step``'s)."""
-        if self.next_iteration:
+        ``replayed``). The whole log is checked first, each instruction against the link the
+        steps before it leave in a copy of T_g (as a sum's instruction is; `on_the_cut`:
+        ``_step``'s): one refused half way would leave the counting state ahead of the
+        session, and the next message counted on it. A state a refused replay touched (the
+        engine refuses a step that leaves its own records in no group) is not reused."""
+        shadow = PartitionTable.with_roots([t.root for t in self.schema.taxonomies])
+        steps = []
+        for ins in instructions:
+            steps.append(self._step(ins, on_the_cut, shadow))
+            shadow.apply(steps[-1], list(self.schema.taxonomies[ins.attr].children[ins.node]))
+        if self.next_iteration or self._replayed:
             restarted = getattr(self.local, "restarted", None)  # the encoding kept (LocalParty)
             if restarted is not None:
                 self.local = restarted(self.schema)
             else:
                 self.local.close()
                 self.local = self._reopen()
-        _, live = replayed(
-            self.local, self.schema, (self._step(ins, on_the_cut) for ins in instructions)
-        )
+        self._replayed = True
+        _, live = replayed(self.local, self.schema, steps)
         return live
 
     def _probe(self, probe: pb.PrefixProbe) -> np.ndarray:

@@ -140,3 +140,35 @@ def test_a_kind_without_prefixes_refuses_one_on_its_sum(field: dict[str, object]
         c45.contribution(request)
     assert c45.contribution(_sum(c45, 1)).size == 0
     assert KINDS.features == ["ward", "age"]
+
+
+def _bad_bitmap(ins: pb.Instruction) -> pb.Instruction:
+    out = pb.Instruction()
+    out.CopyFrom(ins)
+    out.nonempty_bits += 1
+    return out
+
+
+SPOILED = {
+    "bitmap": lambda log: _bad_bitmap(log[2]),
+    "no group": lambda log: _bare(log[0]),
+    "no child": lambda log: _no_child(log[2]),
+}
+
+
+@pytest.mark.parametrize("spoiled", SPOILED)
+def test_a_probe_refused_half_way_leaves_the_session_as_it_was(job: tuple, spoiled: str) -> None:
+    """Its third step spoiled (a wrong bitmap, a step on no group, a bitmap that leaves local
+    records in no group): refused, and the honest probe that follows answers what a fresh
+    session answers (the first two steps are not left applied to the counting state), then
+    the honest adoption too."""
+    log, _ = instructions(job, "infogain")
+    fresh = _rerun(job)
+    expected = fresh.contribution(_request(0, **_probe(log[:4])))
+    adopted = fresh.contribution(_request(1, **_adopt(log[:3])))
+    party = _rerun(job)
+    with pytest.raises((FedanonError, WireError)):
+        party.contribution(_request(0, **_probe([*log[:2], SPOILED[spoiled](log), log[3]])))
+    assert party.next_iteration == 0 and party.probed is None
+    assert np.array_equal(party.contribution(_request(0, **_probe(log[:4]))), expected)
+    assert np.array_equal(party.contribution(_request(1, **_adopt(log[:3]))), adopted)
