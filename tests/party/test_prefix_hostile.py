@@ -172,3 +172,17 @@ def test_a_probe_refused_half_way_leaves_the_session_as_it_was(job: tuple, spoil
     assert party.next_iteration == 0 and party.probed is None
     assert np.array_equal(party.contribution(_request(0, **_probe(log[:4]))), expected)
     assert np.array_equal(party.contribution(_request(1, **_adopt(log[:3]))), adopted)
+
+
+def test_a_probe_answers_the_own_counts_of_its_cut(job: tuple) -> None:
+    """The probe's answer is slot 0 (a group's own records, per class and sensitive value) of
+    every live group, nothing of its children: at the root, the table's own counts; after
+    steps, per group, counts that add up to the table's."""
+    table, _spec, schema = job
+    log, _ = instructions(job, "infogain")
+    root = _rerun(job).contribution(_request(0, **_probe([])))
+    n_class = len(schema.class_values)
+    assert root[0] == len(table) and int(root[1 : 1 + n_class].sum()) == len(table)
+    later = _rerun(job).contribution(_request(0, **_probe(log[:4])))
+    groups = later.reshape(-1, root.size)
+    assert groups.shape[0] > 1 and (groups.sum(axis=0) == root).all()
