@@ -30,6 +30,7 @@ def _cell(column: str, row: int, value: str) -> bytes:
     return table.to_csv(index=False).encode()
 
 
+AGE = str(BASE.loc[3, "age"])
 CSV = BASE.to_csv(index=False).encode()
 HEADER, FIRST = CSV.split(b"\n")[:2]
 
@@ -52,8 +53,8 @@ ODD: dict[str, Callable[[], bytes]] = {
     "nan text": lambda: _cell("diagnosis", 5, "nan"),
     "spaces": lambda: _cell("diagnosis", 3, " x "),
     "non-ASCII": lambda: _cell("diagnosis", 3, "Grippe \u00e9\u4e2d"),
-    "float age": lambda: _cell("age", 3, BASE.loc[3, "age"] + ".0"),
-    "signed age": lambda: _cell("age", 3, "+" + BASE.loc[3, "age"]),
+    "float age": lambda: _cell("age", 3, AGE + ".0"),
+    "signed age": lambda: _cell("age", 3, "+" + AGE),
     "NA in a QID": lambda: _cell("age", 3, "NA"),
     "empty class": lambda: _cell("readmitted", 3, ""),
     "space in a QID": lambda: _cell("sex", 3, " Male"),

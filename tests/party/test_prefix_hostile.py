@@ -8,6 +8,8 @@ test_prefix_hostile.py."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -28,15 +30,15 @@ def _rerun(job: tuple) -> LKCSession:
     return party
 
 
-def _request(iteration: int, **fields: object) -> pb.SumRequest:
+def _request(iteration: int, **fields: Any) -> pb.SumRequest:
     return pb.SumRequest(ref=pb.SessionRef(session_id=SESSION, iteration=iteration), **fields)
 
 
-def _probe(log: list[pb.Instruction]) -> dict[str, object]:
+def _probe(log: list[pb.Instruction]) -> dict[str, Any]:
     return {"prefix_probe": pb.PrefixProbe(instructions=log)}
 
 
-def _adopt(log: list[pb.Instruction]) -> dict[str, object]:
+def _adopt(log: list[pb.Instruction]) -> dict[str, Any]:
     return {"prefix_adopt": pb.PrefixAdopt(instructions=log)}
 
 
