@@ -160,7 +160,7 @@ SPOILED = {
 
 @pytest.mark.parametrize("spoiled", SPOILED)
 def test_a_probe_refused_half_way_leaves_the_session_as_it_was(job: tuple, spoiled: str) -> None:
-    """Its third step spoiled (a wrong bitmap, a step on no group, a bitmap that leaves local
+    """Its last step spoiled (a wrong bitmap, a step on no group, a bitmap that leaves local
     records in no group): refused, and the honest probe that follows answers what a fresh
     session answers (the first two steps are not left applied to the counting state), then
     the honest adoption too."""
@@ -170,7 +170,7 @@ def test_a_probe_refused_half_way_leaves_the_session_as_it_was(job: tuple, spoil
     adopted = fresh.contribution(_request(1, **_adopt(log[:3])))
     party = _rerun(job)
     with pytest.raises((FedanonError, WireError)):
-        party.contribution(_request(0, **_probe([*log[:2], SPOILED[spoiled](log), log[3]])))
+        party.contribution(_request(0, **_probe([*log[:2], SPOILED[spoiled](log)])))
     assert party.next_iteration == 0 and party.probed is None
     assert np.array_equal(party.contribution(_request(0, **_probe(log[:4]))), expected)
     assert np.array_equal(party.contribution(_request(1, **_adopt(log[:3]))), adopted)
