@@ -188,3 +188,16 @@ def test_a_probe_answers_the_own_counts_of_its_cut(job: tuple) -> None:
     later = _rerun(job).contribution(_request(0, **_probe(log[:4])))
     groups = later.reshape(-1, root.size)
     assert groups.shape[0] > 1 and (groups.sum(axis=0) == root).all()
+
+
+def test_a_rejoin_whose_adoption_is_no_prefix_of_its_probe_is_refused(job: tuple) -> None:
+    """A Rejoin replays the probe and the adoption through the same checks as the sums: an
+    adoption longer than the probe is refused there too, before the party answers anything."""
+    log, _ = instructions(job, "infogain")
+    party = _rerun(job)
+    probe, longer = pb.PrefixProbe(instructions=log[:3]), pb.PrefixAdopt(instructions=log[:4])
+    with pytest.raises(ProtocolError, match="prefix of the probed specializations"):
+        party.replay([], (0, b""), probe, longer)
+    honest = _rerun(job)
+    honest.replay([], (0, b""), probe, pb.PrefixAdopt(instructions=log[:2]))
+    assert honest.next_iteration == 2
