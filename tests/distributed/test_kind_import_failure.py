@@ -15,7 +15,10 @@ from pathlib import Path
 import grpc
 import pytest
 
+from fedanon.federation.lkc_job import lkc_job_to_proto
 from fedanon.federation.transport import make_channel
+from fedanon.leader.ring import open_ring
+from fedanon.leader.session import Session
 from fedanon.leader.sim import federation, split_table
 from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
@@ -23,6 +26,7 @@ from tests.distributed.conftest import (
     assert_same_release,
     centralized,
     hospital_dataset,
+    make_job,
     run_distributed,
 )
 
@@ -73,6 +77,19 @@ def test_a_kind_whose_module_fails_to_load_is_refused_and_the_daemon_serves_on(
             "(ModuleNotFoundError: "
         ), details
         assert "\n" not in details
+        # a kind's own RPC on another kind's session names the kinds that serve it, those
+        # this daemon can load (a broken one among them is skipped, not a traceback)
+        job = make_job(fed.hops, fed.leader_tls, data, spec, tmp_path / "o.csv")
+        request = pb.OpenSessionRequest(lkc=lkc_job_to_proto(spec))
+        with Session(job) as session:
+            open_ring(session, spec.fingerprint_items(spec.schema(data.taxonomy)), request, "ring")
+            with pytest.raises(grpc.RpcError) as wrong:
+                session.stubs[daemon.name].Project(
+                    pb.ProjectRequest(ref=session.ref(0)), timeout=30
+                )
+            assert wrong.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+            assert "is not a DRBTSession job" in (wrong.value.details() or "")
+            session.abort("test: the job comes next")
         report = run_distributed(fed.hops, fed.leader_tls, data, spec, out, rpc_seconds=30.0)
         logs = [d.log.read_text(errors="replace") for d in fed.daemons]
     assert_same_release(out, report, centralized(data, spec))
