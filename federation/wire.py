@@ -55,6 +55,12 @@ def from_instruction(message: pb.Instruction, n_link: int, n_children: int) -> S
         raise WireError(
             f"instruction bitmap has {message.nonempty_bits} bits, expected {n_link * n_children}"
         )
+    if len(message.nonempty) != (message.nonempty_bits + 7) // 8:
+        # unpackbits would read missing bytes as zeros: groups silently left empty
+        raise WireError(
+            f"instruction bitmap of {message.nonempty_bits} bits comes in "
+            f"{len(message.nonempty)} bytes, expected {(message.nonempty_bits + 7) // 8}"
+        )
     bits = np.unpackbits(
         np.frombuffer(message.nonempty, dtype=np.uint8),
         count=message.nonempty_bits,

@@ -48,7 +48,7 @@ from fedanon.party.config import PartyConfig
 from fedanon.party.errors import NotExpected, status_of
 from fedanon.party.handler import Admissions, JobHandler
 from fedanon.party.handlers import HANDLERS
-from fedanon.party.policy import admit, audit_served, refuse_job
+from fedanon.party.policy import PolicyRefusal, admit, audit_served, refuse_job
 from fedanon.party.session_base import RingSession, SessionBase
 from fedanon.party.session_store import SessionStore
 from fedanon.party.shell import ForwardStub
@@ -404,21 +404,30 @@ class PartyServicer(pb_grpc.PartyServicer):
         session = self._current(context, request.ref)
         step = self.handlers[session.kind].steps.get(method)
         if step is None:
-            serving = [h.session_type.__name__ for h in self.handlers.values() if method in h.steps]
-            self._not_kind(context, request.ref, " or ".join(serving))
+            self._not_kind(context, request.ref, self._serving(lambda h: method in h.steps))
         session.touch()
         return step(self, session, request, context)
 
     def _ring(self, context: grpc.ServicerContext, ref: pb.SessionRef) -> RingSession:
         session = self._current(context, ref)
         if not isinstance(session, RingSession):
-            ring_kinds = [
-                h.session_type.__name__
-                for h in self.handlers.values()
-                if issubclass(h.session_type, RingSession)
-            ]
-            self._not_kind(context, ref, " or ".join(ring_kinds))
+            self._not_kind(
+                context, ref, self._serving(lambda h: issubclass(h.session_type, RingSession))
+            )
         return session
+
+    def _serving(self, wanted: Callable[[JobHandler], bool]) -> str:
+        """The session types of the kinds `wanted` picks, for a refusal's text; a kind whose
+        module fails to load serves nothing (party/handlers/__init__.py)."""
+        names = []
+        for kind in self.handlers:
+            try:
+                handler = self.handlers[kind]
+            except PolicyRefusal:
+                continue
+            if wanted(handler):
+                names.append(handler.session_type.__name__)
+        return " or ".join(names)
 
     def _not_kind(self, context: grpc.ServicerContext, ref: pb.SessionRef, names: str) -> NoReturn:
         self.refuse(

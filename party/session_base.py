@@ -166,6 +166,15 @@ class RingSession(SessionBase, ABC):
         self.union.stop_stripping()
 
 
+def carries_nothing(request: pb.SumRequest, title: str) -> None:
+    """Refuse a sum of a kind whose vector no message of the leader shapes (`title`: the
+    kind): an instruction or an LKC rerun's prefix there is a deviation, refused in one line
+    rather than ignored."""
+    for name in ("instruction", "prefix_probe", "prefix_adopt"):
+        if request.HasField(name):
+            raise ProtocolError(f"a {title} sum carries no {name.replace('_', ' ')}")
+
+
 class PendingVectorSession(RingSession, ABC):
     """A ring session whose own step leaves one vector for the round's secure sum (the c45 and
     kactus kinds): the next Sum takes it once, and may be as large as it."""
@@ -185,7 +194,6 @@ class PendingVectorSession(RingSession, ABC):
         self.check_ref(request.ref)
         if self.pending is None:
             raise NotExpected(self.NOTHING_PENDING)
-        if request.HasField("instruction"):
-            raise ProtocolError(f"a {self.TITLE} sum carries no instruction")
+        carries_nothing(request, self.TITLE)
         vector, self.pending = self.pending, None
         return vector

@@ -15,12 +15,15 @@ import importlib
 from collections.abc import Iterator, MutableMapping
 
 from fedanon.party.handler import JobHandler
+from fedanon.party.policy import PolicyRefusal
 
 
 class Handlers(MutableMapping[str, JobHandler]):
     """kind -> its handler: a module here named by the kind, imported at the kind's first
     lookup (iterating over the values imports every kind's), or a handler registered as it is
-    (``HANDLERS[kind] = handler``)."""
+    (``HANDLERS[kind] = handler``). A kind whose module fails to load (a missing or broken
+    dependency) is refused in one line, as this party's policy would refuse it, and the
+    daemon goes on serving the others."""
 
     def __init__(self, modules: dict[str, str]) -> None:
         self._entries: dict[str, JobHandler | str] = dict(modules)
@@ -28,7 +31,13 @@ class Handlers(MutableMapping[str, JobHandler]):
     def __getitem__(self, kind: str) -> JobHandler:
         entry = self._entries[kind]
         if isinstance(entry, str):
-            entry = importlib.import_module(f"{__name__}.{entry}").HANDLER
+            try:
+                entry = importlib.import_module(f"{__name__}.{entry}").HANDLER
+            except Exception as exc:  # whatever the module's import raised: not served here
+                reason = " ".join(f"{type(exc).__name__}: {exc}".split())
+                raise PolicyRefusal(
+                    f"job kind '{kind}': this daemon cannot load its handler ({reason})"
+                ) from exc
             self._entries[kind] = entry
         return entry
 

@@ -16,7 +16,7 @@ import numpy as np
 from fedanon.algorithms.tds.engines import EngineSettings
 from fedanon.algorithms.tds.engines.base import CountingEngine, LocalEngine, PartyCounts
 from fedanon.algorithms.tds.jobspec import LKCJobSpec
-from fedanon.algorithms.tds.layout import Specialization, carried
+from fedanon.algorithms.tds.layout import PartitionTable, Specialization, carried
 from fedanon.algorithms.tds.prefix import replayed
 from fedanon.errors import FedanonError
 from fedanon.federation.wire import from_instruction
@@ -67,7 +67,10 @@ class LKCSession(RingSession):
         self._reopen: Callable[[], PartyCounts] = lambda: engine.open(
             schema, source, self.released_columns
         )
-        self.probed = False  # a rerun's iteration 0 probed a prefix: iteration 1 adopts one
+        # a rerun's iteration 0 probed a prefix: the (attribute, node) of its steps, of which
+        # iteration 1 adopts a prefix
+        self.probed: list[tuple[int, int]] | None = None
+        self._replayed = False  # a prefix was applied to the counting state (``_replay``)
         # The hash chain of the instructions applied so far and of this party's answers to them,
         # sealed before each answer leaves (`on_applied`): after a restart the party answers no
         # iteration twice with a different vector (party/rejoin.py).
@@ -145,12 +148,18 @@ class LKCSession(RingSession):
         else:
             if not request.HasField("instruction"):
                 raise ProtocolError(f"iteration {iteration} carries no instruction")
-            stats = self._carried(self.local.specialize(self._step(request.instruction)))
+            step = self._step(request.instruction, True, self.local.partitions)
+            stats = self._carried(self.local.specialize(step))
         self._chain(request, stats)
         return stats
 
-    def _step(self, ins: pb.Instruction) -> Specialization:
-        """The instruction as a step of this party's T_g, checked (attribute, node, bitmap)."""
+    def _step(
+        self, ins: pb.Instruction, on_the_cut: bool, partitions: PartitionTable
+    ) -> Specialization:
+        """The instruction as a step of T_g `partitions`, checked (attribute, node, bitmap);
+        `on_the_cut`: its node must be the value of a group of the cut (the leader
+        specializes only those; an adoption's steps may name a value no survivor holds).
+        A step on no group changes nothing, so a log of them would cost work for nothing."""
         if ins.attr >= len(self.schema.taxonomies):
             raise ProtocolError(f"instruction names attribute #{ins.attr}, which is unknown")
         tax = self.schema.taxonomies[ins.attr]
@@ -159,7 +168,12 @@ class LKCSession(RingSession):
                 f"instruction names node #{ins.node} of '{tax.attribute}', "
                 "which cannot be specialized"
             )
-        n_link = self.local.partitions.link(ins.attr, ins.node).size
+        n_link = partitions.link(ins.attr, ins.node).size
+        if on_the_cut and not n_link:
+            raise ProtocolError(
+                f"instruction names node #{ins.node} of '{tax.attribute}', "
+                "which no group of the cut holds"
+            )
         return from_instruction(ins, n_link, len(tax.children[ins.node]))
 
     def _check_prefix(self, request: pb.SumRequest) -> None:
@@ -176,35 +190,52 @@ class LKCSession(RingSession):
             )
         if probe and (adopt or iteration != 0 or request.HasField("instruction")):
             raise ProtocolError("a prefix probe comes alone, at iteration 0")
-        if adopt and (iteration != 1 or not self.probed or request.HasField("instruction")):
+        if adopt and (iteration != 1 or self.probed is None or request.HasField("instruction")):
             raise ProtocolError("a prefix adoption comes alone, at iteration 1 after a probe")
-        if self.probed and iteration == 1 and not adopt:
+        if self.probed is not None and iteration == 1 and not adopt:
             raise ProtocolError("after a prefix probe, iteration 1 adopts a prefix")
+        if adopt and self.probed is not None:
+            kept = [(ins.attr, ins.node) for ins in request.prefix_adopt.instructions]
+            if kept != self.probed[: len(kept)]:
+                # the leader would learn the survivors' statistics at a cut it never probed
+                raise ProtocolError(
+                    "a prefix adoption keeps a prefix of the probed specializations, "
+                    "and this one does not"
+                )
 
-    def _replay(self, instructions: Sequence[pb.Instruction]) -> np.ndarray:
+    def _replay(self, instructions: Sequence[pb.Instruction], on_the_cut: bool) -> np.ndarray:
         """Apply `instructions` from the roots, on a fresh counting state unless this session
         has counted nothing yet; the statistics of the live partitions they reach (prefix.py's
-        ``replayed``). Each instruction is read when its turn comes, checked against the link
-        the steps before it left (as a sum's instruction is)."""
-        if self.next_iteration:
+        ``replayed``). The whole log is checked first, each instruction against the link the
+        steps before it leave in a copy of T_g (as a sum's instruction is; `on_the_cut`:
+        ``_step``'s): one refused half way would leave the counting state ahead of the
+        session, and the next message counted on it. A state a refused replay touched (the
+        engine refuses a step that leaves its own records in no group) is not reused."""
+        shadow = PartitionTable.with_roots([t.root for t in self.schema.taxonomies])
+        steps = []
+        for ins in instructions:
+            steps.append(self._step(ins, on_the_cut, shadow))
+            shadow.apply(steps[-1], list(self.schema.taxonomies[ins.attr].children[ins.node]))
+        if self.next_iteration or self._replayed:
             restarted = getattr(self.local, "restarted", None)  # the encoding kept (LocalParty)
             if restarted is not None:
                 self.local = restarted(self.schema)
             else:
                 self.local.close()
                 self.local = self._reopen()
-        _, live = replayed(self.local, self.schema, (self._step(ins) for ins in instructions))
+        self._replayed = True
+        _, live = replayed(self.local, self.schema, steps)
         return live
 
     def _probe(self, probe: pb.PrefixProbe) -> np.ndarray:
         """Replay an earlier attempt's log; the own counts of the live partitions it reaches."""
-        live = self._replay(probe.instructions)
-        self.probed = True
+        live = self._replay(probe.instructions, on_the_cut=True)
+        self.probed = [(ins.attr, ins.node) for ins in probe.instructions]
         return np.ascontiguousarray(live[:, 0, :]).reshape(-1).view(np.uint64)
 
     def _adopt(self, adopt: pb.PrefixAdopt) -> np.ndarray:
         """Start afresh at the chosen prefix; the carried statistics of its live partitions."""
-        live = self._replay(adopt.instructions)
+        live = self._replay(adopt.instructions, on_the_cut=False)
         partitions, layout = self.local.partitions, self.local.layout
         keys = partitions.keys[partitions.live_indices()]
         flat = np.ascontiguousarray(live).reshape(-1).view(np.uint64)

@@ -30,7 +30,7 @@ from fedanon.errors import FedanonError
 from fedanon.federation.randomize_job import RANDOMIZE_ROUND, SUM_ROUND
 from fedanon.federation.wire import from_vector
 from fedanon.party.errors import NotExpected, ProtocolError
-from fedanon.party.session_base import RingSession
+from fedanon.party.session_base import RingSession, carries_nothing
 from fedanon.protos import fedanon_v1_pb2 as pb
 
 
@@ -68,8 +68,7 @@ class RandomizeSession(RingSession):
         self.check_ref(request.ref, SUM_ROUND)
         if self.next_iteration != SUM_ROUND:
             raise NotExpected("the histograms were already summed in this session")
-        if request.HasField("instruction"):
-            raise ProtocolError("a randomization sum carries no instruction")
+        carries_nothing(request, "randomization")
         self.next_iteration += 1
         return self.local.histogram_vector()
 

@@ -440,6 +440,8 @@ class LocalParty:
         first, n_new = applied.first_new, applied.n_new
         out = np.zeros((n_new, self.layout.slots, self.layout.channels), dtype=np.int64)
         if n_new == 0:  # no record lies on Link_Best: nothing moves (no pass over records)
+            if applied.link.size and np.isin(self.record_partition, applied.link).any():
+                raise _disagree()  # a bitmap of no child at all, on local records
             return _frozen_vector(out)
         # Index into link; off Link_Best the row after the last.
         position = np.full(self.partitions.size, applied.link.size, dtype=np.int32)
@@ -461,10 +463,7 @@ class LocalParty:
         index += self._slot[attr][rows]
         target = lookup.reshape(-1)[index]
         if (target < 0).any():
-            raise FedanonError(
-                "instruction marks a child group empty that holds local records "
-                "(parties disagree on the data)"
-            )
+            raise _disagree()
         self.record_partition[rows] = target
         depth = self.schema.taxonomies[attr].depth[step.node] + 1
         slot = self._slots_at(attr, depth, rows)
@@ -676,6 +675,15 @@ def _sum_of_runs(stats: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> 
         else:
             total[more] += stats[starts[more] + j]
     return total
+
+
+def _disagree() -> FedanonError:
+    """An instruction whose bitmap leaves local records in no group: they would vanish from
+    every later count and from the release."""
+    return FedanonError(
+        "instruction marks a child group empty that holds local records "
+        "(parties disagree on the data)"
+    )
 
 
 def _frozen_vector(stats: np.ndarray) -> np.ndarray:
