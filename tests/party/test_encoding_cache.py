@@ -25,6 +25,8 @@ from fedanon.algorithms.tds.engines.base import LocalEngine, PartyCounts
 from fedanon.algorithms.tds.layout import Specialization
 from fedanon.algorithms.tds.local_party import LocalParty
 from fedanon.leader.sim import Federation, federation, split_table
+from fedanon.party.handlers.lkc_session import LKCSession
+from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.readers.sources import ArrowSource, FrameSource
 from fedanon.schema import Schema
 from fedanon.taxonomy.files import SensitiveValue
@@ -101,6 +103,27 @@ def test_a_second_session_of_the_same_job_does_not_encode_the_table_again(
     for ours, theirs in zip(first_counts, expected, strict=True):
         assert np.array_equal(ours, theirs)
     assert encodings == [len(DATA.table)] * 2  # the check's own fresh party
+
+
+def test_a_reruns_session_at_a_party_opens_on_the_first_attempts_encoding(
+    encodings: list[int],
+) -> None:
+    """What a daemon does for an exclusion's rerun: a new session of the same job, its schema
+    built again from the party's taxonomy (``spec.schema``, the same trees), on the daemon's
+    engine. It counts as the first session did, without encoding the table again."""
+    engine = LocalEngine(EngineSettings())
+    source = ArrowSource(TABLE)
+
+    def session(session_id: str, ring: list[str]) -> LKCSession:
+        schema = SPEC.schema(DATA.taxonomy)
+        return LKCSession(session_id, SPEC, schema, source, ring, "a", pb.SUM_MODE_PAIRWISE, engine)
+
+    first = session("aa" * 16, ["a", "b", "c", "d"])
+    first_counts = _steps(first.local, 2)
+    rerun = session("bb" * 16, ["a", "b", "c"])
+    assert encodings == [len(DATA.table)]
+    for ours, theirs in zip(_steps(rerun.local, 2), first_counts, strict=True):
+        assert np.array_equal(ours, theirs)
 
 
 OTHER_TAXONOMY = Path(DATA.taxonomy_path)
