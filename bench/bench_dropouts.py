@@ -37,7 +37,10 @@ the iteration it resumed from.
 
 Wall seconds are the leader's whole run; CPU seconds are the whole federation's (this process
 and every daemon, with their worker processes: ``measure.own_cpu``). The extra time per dropout
-is (dropout - clean) / clean.
+is (dropout - clean) / clean. For an exclusion it is two parts, printed apart: the survivors'
+own job against the clean one (another table, whose search may take other cuts: on Adult at
+C = 1 the survivors' job holds twice the groups of the clean one; a property of the data) and
+the recovery's own cost, 1 dropout - survivors.
 
     .venv/bin/python bench/bench_dropouts.py                       # rejoin, 20 parties, 4,000 rows
     .venv/bin/python bench/bench_dropouts.py --parties 10 --rows 0 --repeat 3
@@ -177,7 +180,10 @@ def run_once(
     """One run: `in_sum` fires after iteration `iteration`'s sum, `in_union` right before the
     union's STRIP; (wall seconds, the federation's CPU seconds, the report)."""
 
+    groups: list[int] = []
+
     def on_step(step: StepInfo) -> None:
+        groups.append(step.partitions)
         if in_sum is not None and step.iteration >= iteration:
             in_sum.fire()
 
@@ -236,6 +242,9 @@ def run_once(
         print(
             f"  leader process {_self_cpu() - leader_before:.2f} CPU s; other daemons "
             f"{rest:.2f} CPU s; phases {report.get('seconds')}"
+        )
+        print(  # what the secure sums and the leader's scoring grow with
+            f"  groups after each specialization (every attempt): {groups}, {sum(groups):,} in all"
         )
         for at, text in timeline:
             print(f"    {at:7.2f} s  {text[:110]}")
@@ -428,6 +437,31 @@ def report(
             f"{extra - restart:.2f} s ({100 * (extra - restart) / clean_wall:+.1f} %) | "
             f"{extra_cpu - restart_cpu:.2f} s "
             f"({100 * (extra_cpu - restart_cpu) / clean_cpu:+.1f} %) |"
+        )
+    if "survivors" in median:
+        _split_extra(median, clean_wall, clean_cpu)
+
+
+def _split_extra(median: dict[str, tuple[float, ...]], clean_wall: float, clean_cpu: float) -> None:
+    """An exclusion's extra over the clean job is two parts: the survivors' own job against
+    the clean one (another table: its search may take other, larger or smaller, cuts; a
+    property of the data, not of the recovery) and the rerun's own cost (1 dropout -
+    survivors: the lost attempt, the probe and the adoption, the second handshake)."""
+    s_wall, s_cpu = median["survivors"][:2]
+    print()
+    print("| part of the extra (% of clean) | wall s | CPU s |")
+    print("|---|---|---|")
+    print(
+        f"| the survivors' own job - clean | {s_wall - clean_wall:+.2f} "
+        f"({100 * (s_wall - clean_wall) / clean_wall:+.1f} %) | {s_cpu - clean_cpu:+.2f} "
+        f"({100 * (s_cpu - clean_cpu) / clean_cpu:+.1f} %) |"
+    )
+    for scenario in ("1 dropout", "1 dropout, root"):
+        wall, cpu = median[scenario][:2]
+        print(
+            f"| {scenario} - survivors (the recovery) | {wall - s_wall:+.2f} "
+            f"({100 * (wall - s_wall) / clean_wall:+.1f} %) | {cpu - s_cpu:+.2f} "
+            f"({100 * (cpu - s_cpu) / clean_cpu:+.1f} %) |"
         )
 
 
