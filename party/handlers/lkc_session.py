@@ -70,6 +70,7 @@ class LKCSession(RingSession):
         # a rerun's iteration 0 probed a prefix: the (attribute, node) of its steps, of which
         # iteration 1 adopts a prefix
         self.probed: list[tuple[int, int]] | None = None
+        self.cut = _roots(schema)  # each QID's values on the cut: what a step may name
         self._replayed = False  # a prefix was applied to the counting state (``_replay``)
         # The hash chain of the instructions applied so far and of this party's answers to them,
         # sealed before each answer leaves (`on_applied`): after a restart the party answers no
@@ -148,18 +149,19 @@ class LKCSession(RingSession):
         else:
             if not request.HasField("instruction"):
                 raise ProtocolError(f"iteration {iteration} carries no instruction")
-            step = self._step(request.instruction, True, self.local.partitions)
+            step = self._step(request.instruction, self.cut, self.local.partitions)
             stats = self._carried(self.local.specialize(step))
+            _specialized(self.cut, self.schema, step)
         self._chain(request, stats)
         return stats
 
     def _step(
-        self, ins: pb.Instruction, on_the_cut: bool, partitions: PartitionTable
+        self, ins: pb.Instruction, cut: list[set[int]], partitions: PartitionTable
     ) -> Specialization:
         """The instruction as a step of T_g `partitions`, checked (attribute, node, bitmap);
-        `on_the_cut`: its node must be the value of a group of the cut (the leader
-        specializes only those; an adoption's steps may name a value no survivor holds).
-        A step on no group changes nothing, so a log of them would cost work for nothing."""
+        its node must be a value of the `cut` (the leader specializes only those): a repeated
+        step, or one below the cut, is refused. A value of the cut may lie on no group (a child
+        no party holds: the engine may still specialize it, a step that moves no record)."""
         if ins.attr >= len(self.schema.taxonomies):
             raise ProtocolError(f"instruction names attribute #{ins.attr}, which is unknown")
         tax = self.schema.taxonomies[ins.attr]
@@ -168,12 +170,12 @@ class LKCSession(RingSession):
                 f"instruction names node #{ins.node} of '{tax.attribute}', "
                 "which cannot be specialized"
             )
-        n_link = partitions.link(ins.attr, ins.node).size
-        if on_the_cut and not n_link:
+        if ins.node not in cut[ins.attr]:
             raise ProtocolError(
                 f"instruction names node #{ins.node} of '{tax.attribute}', "
-                "which no group of the cut holds"
+                "which is not a value of the cut"
             )
+        n_link = partitions.link(ins.attr, ins.node).size
         return from_instruction(ins, n_link, len(tax.children[ins.node]))
 
     def _check_prefix(self, request: pb.SumRequest) -> None:
@@ -203,19 +205,21 @@ class LKCSession(RingSession):
                     "and this one does not"
                 )
 
-    def _replay(self, instructions: Sequence[pb.Instruction], on_the_cut: bool) -> np.ndarray:
+    def _replay(self, instructions: Sequence[pb.Instruction]) -> np.ndarray:
         """Apply `instructions` from the roots, on a fresh counting state unless this session
         has counted nothing yet; the statistics of the live partitions they reach (prefix.py's
         ``replayed``). The whole log is checked first, each instruction against the link the
-        steps before it leave in a copy of T_g (as a sum's instruction is; `on_the_cut`:
-        ``_step``'s): one refused half way would leave the counting state ahead of the
+        steps before it leave in a copy of T_g and of the cut (as a sum's instruction is):
+        one refused half way would leave the counting state ahead of the
         session, and the next message counted on it. A state a refused replay touched (the
         engine refuses a step that leaves its own records in no group) is not reused."""
         shadow = PartitionTable.with_roots([t.root for t in self.schema.taxonomies])
+        cut = _roots(self.schema)
         steps = []
         for ins in instructions:
-            steps.append(self._step(ins, on_the_cut, shadow))
+            steps.append(self._step(ins, cut, shadow))
             shadow.apply(steps[-1], list(self.schema.taxonomies[ins.attr].children[ins.node]))
+            _specialized(cut, self.schema, steps[-1])
         if self.next_iteration or self._replayed:
             restarted = getattr(self.local, "restarted", None)  # the encoding kept (LocalParty)
             if restarted is not None:
@@ -225,17 +229,18 @@ class LKCSession(RingSession):
                 self.local = self._reopen()
         self._replayed = True
         _, live = replayed(self.local, self.schema, steps)
+        self.cut = cut
         return live
 
     def _probe(self, probe: pb.PrefixProbe) -> np.ndarray:
         """Replay an earlier attempt's log; the own counts of the live partitions it reaches."""
-        live = self._replay(probe.instructions, on_the_cut=True)
+        live = self._replay(probe.instructions)
         self.probed = [(ins.attr, ins.node) for ins in probe.instructions]
         return np.ascontiguousarray(live[:, 0, :]).reshape(-1).view(np.uint64)
 
     def _adopt(self, adopt: pb.PrefixAdopt) -> np.ndarray:
         """Start afresh at the chosen prefix; the carried statistics of its live partitions."""
-        live = self._replay(adopt.instructions, on_the_cut=False)
+        live = self._replay(adopt.instructions)
         partitions, layout = self.local.partitions, self.local.layout
         keys = partitions.keys[partitions.live_indices()]
         flat = np.ascontiguousarray(live).reshape(-1).view(np.uint64)
@@ -312,3 +317,14 @@ class LKCSession(RingSession):
                     f"the leader's instructions up to iteration {iteration} differ from those "
                     "this party answered before its restart, or its table changed"
                 )
+
+
+def _roots(schema: Schema) -> list[set[int]]:
+    """The cut before any step: each QID at its taxonomy's root."""
+    return [{t.root} for t in schema.taxonomies]
+
+
+def _specialized(cut: list[set[int]], schema: Schema, step: Specialization) -> None:
+    """`cut` after `step`: its node's children replace it."""
+    cut[step.attr].discard(step.node)
+    cut[step.attr].update(schema.taxonomies[step.attr].children[step.node])

@@ -43,7 +43,7 @@ def _adopt(log: list[pb.Instruction]) -> dict[str, Any]:
 
 
 def _bare(ins: pb.Instruction) -> pb.Instruction:
-    """`ins`'s attribute and node with an empty bitmap: a step on no group of the cut."""
+    """`ins`'s attribute and node with an empty bitmap: a step off the cut (once `ins` ran)."""
     return pb.Instruction(attr=ins.attr, node=ins.node)
 
 
@@ -83,21 +83,21 @@ def test_an_empty_adoption_after_a_probe_resumes_from_the_root(job: tuple) -> No
     assert np.array_equal(party.contribution(_request(1, **_adopt([]))), root)
 
 
-def test_a_step_on_no_group_of_the_cut_is_refused(job: tuple) -> None:
+def test_a_step_off_the_cut_is_refused(job: tuple) -> None:
     """A repeated step or a value the cut does not hold, with the empty bitmap its empty link
     asks for: in a probe (a log of them would cost the party work without end) and in a
     sum's instruction; refused in one line naming the attribute."""
     log, _ = instructions(job, "infogain")
     for bad in (log[:3] + [_bare(log[2])] * 1000, [*log[:2], _bare(log[0])]):
         party = _rerun(job)
-        with pytest.raises(ProtocolError, match="which no group of the cut holds"):
+        with pytest.raises(ProtocolError, match="which is not a value of the cut"):
             party.contribution(_request(0, **_probe(bad)))
         assert party.next_iteration == 0 and party.probed is None
     taxonomies = job[2].taxonomies
     below = next(ins for ins in log if ins.node != taxonomies[ins.attr].root)
     party = session(job)
     party.contribution(_request(0))  # the cut: the roots
-    with pytest.raises(ProtocolError, match="which no group of the cut holds"):
+    with pytest.raises(ProtocolError, match="which is not a value of the cut"):
         party.contribution(_request(1, instruction=_bare(below)))
     assert party.next_iteration == 1
 
