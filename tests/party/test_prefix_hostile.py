@@ -18,6 +18,7 @@ from fedanon.federation.wire import WireError, from_instruction
 from fedanon.party.errors import ProtocolError
 from fedanon.party.handlers.lkc_session import LKCSession
 from fedanon.protos import fedanon_v1_pb2 as pb
+from tests.distributed.conftest import adult_dataset, requires_adult
 from tests.party.test_c45_session import KINDS, TABLE, _count, _items, _session, _sum
 from tests.party.test_rejoin_replay import SESSION, instructions, job, session
 
@@ -100,6 +101,19 @@ def test_a_step_off_the_cut_is_refused(job: tuple) -> None:
     with pytest.raises(ProtocolError, match="which is not a value of the cut"):
         party.contribution(_request(1, instruction=_bare(below)))
     assert party.next_iteration == 1
+
+
+@requires_adult
+def test_a_step_on_a_value_of_the_cut_that_no_group_holds_is_taken() -> None:
+    """The engine may specialize a value of the cut that no record holds (a zero-count
+    candidate is valid and may be the best one: on the first 4,000 Adult rows, L=2 K=10 C=0.5,
+    at iteration 5), a step that moves no record: the party takes it and the run goes on to
+    the end (a refusal of steps on no group failed `fedanon sim lkc --parties 20` there)."""
+    dataset = adult_dataset().head(4000)
+    spec = dataset.spec(L=2, K=10, C="0.5")
+    log, sealed = instructions((dataset.table, spec, spec.schema(dataset.taxonomy)), spec.score)
+    assert any(ins.nonempty_bits == 0 for ins in log)  # the step on no group is in the run
+    assert sealed[-1][0] == len(log) + 1  # every step was answered
 
 
 def test_a_bitmap_that_gives_local_records_no_child_is_refused(job: tuple) -> None:
