@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -22,14 +21,15 @@ import pytest
 
 from fedanon.algorithms.tds.engine import StepInfo
 from fedanon.crypto.identity import create_ca, issue_identity, save_ca, save_identity
-from fedanon.leader.sim import Federation, federation, split_table
-from fedanon.synth import generate_hospital, hospital_taxonomy_path
+from fedanon.leader.sim import Federation, federation, free_ports, split_table
+from fedanon.synth import generate_hospital
 from tests.distributed.conftest import (
     assert_same_release,
     centralized,
     hospital_dataset,
     run_distributed,
 )
+from tests.party.test_party_startup import _config as party_config
 
 KINDS = ("c45", "drbt", "evaluate", "kactus", "lkc", "randomize")
 #: What a daemon must not have imported: pandas, and the job kinds' handler modules (the LKC
@@ -65,34 +65,13 @@ atexit.register(_report)
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 def _party(root: Path) -> Path:
     """A party.toml for one daemon with no next hop, its table and certificates."""
     ca = create_ca("imports test CA")
     save_ca(ca, root / "certs")
     save_identity(issue_identity(ca, "hospital-a", "party"), root / "certs")
     generate_hospital(300, seed=4).to_csv(root / "a.csv", index=False)
-    config = root / "party.toml"
-    config.write_text(
-        f"""
-name = "hospital-a"
-listen = "127.0.0.1:{_free_port()}"
-data = "a.csv"
-taxonomy = "{hospital_taxonomy_path()}"
-[tls]
-ca = "certs/ca.crt"
-cert = "certs/hospital-a.crt"
-key = "certs/hospital-a.key"
-""",
-        encoding="utf-8",
-    )
-    return config
+    return party_config(root, free_ports(1)[0])
 
 
 def test_a_daemon_listens_without_pandas_nor_any_job_kind(tmp_path: Path) -> None:
