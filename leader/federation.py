@@ -272,7 +272,6 @@ class FederationSource:
         self.on_round = on_round
         self.iteration = 0
         self.seconds = 0.0
-        self.schema = schema
         # The specializations whose sums completed, from the roots (a resumed run's prefix
         # first): what a rerun without a party that drops out may resume from.
         self.completed: list[Specialization] = []
@@ -298,9 +297,7 @@ class FederationSource:
         """A rerun's iteration 0: the parties replay an earlier attempt's `steps` (its masks)
         and this is the sum of their own counts (slot 0) of the live partitions they reach,
         (partitions x channels) in partition order (fedanon/algorithms/tds/prefix.py)."""
-        if self.schema is None:
-            raise FedanonError("a prefix needs the job's schema")
-        table, _ = apply_all(self.schema, steps)
+        table, _ = apply_all(self._prefixed().schema, steps)
         live = int(table.live_indices().size)
         request = pb.SumRequest(prefix_probe=pb.PrefixProbe(instructions=map_steps(steps)))
         total = self._sum(request, 0, None, live * self.layout.channels)
@@ -309,14 +306,19 @@ class FederationSource:
     def resume(self, steps: Sequence[Specialization]) -> np.ndarray:
         """The next iteration adopts the prefix `steps` (the survivors' masks): the summed
         statistics of the live partitions they reach (the engine's ``resume``)."""
-        mask = None if self.masks is None else self.masks.resume(steps)
+        masks = self._prefixed()
+        mask = masks.resume(steps)  # its copy of T_g then holds the prefix's live partitions
         request = pb.SumRequest(prefix_adopt=pb.PrefixAdopt(instructions=map_steps(steps)))
-        if self.schema is None:
-            raise FedanonError("a prefix needs the job's schema")
-        live = int(apply_all(self.schema, steps)[0].live_indices().size)
-        total = self._sum(request, live, mask)
+        total = self._sum(request, int(masks.table.live_indices().size), mask)
         self.completed = list(steps)
         return total
+
+    def _prefixed(self) -> CarriedMasks:
+        """The copy of T_g a prefix is laid out by: only a source given the job's schema has
+        one (an LKC job's always is)."""
+        if self.masks is None:
+            raise FedanonError("a prefix needs the job's schema")
+        return self.masks
 
     def _sum(
         self,
