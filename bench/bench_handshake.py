@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import resource
 import statistics
 import time
 from pathlib import Path
@@ -47,11 +46,6 @@ with contextlib.suppress(ImportError):
 STEPS = ("open", "keys", "share", "end")
 
 
-def _self_cpu() -> float:
-    me = resource.getrusage(resource.RUSAGE_SELF)
-    return me.ru_utime + me.ru_stime
-
-
 def one_session(
     fed: Any, job: Any, items: list[str], proto: Any, channels: Any = None
 ) -> dict[str, float]:
@@ -72,7 +66,7 @@ def one_session(
 
     pids = [d.process.pid for d in fed.daemons if d.process is not None]
     daemons_before = sum(tree_cpu(pid) for pid in pids)
-    leader_before = _self_cpu()
+    leader_before = time.process_time()
     began = time.perf_counter()
     with (
         mock.patch.object(Session, "handshake", timed_handshake),
@@ -97,7 +91,7 @@ def one_session(
         out[step] = at - last
         last = at
     out["wall"] = last - began
-    out["leader CPU"] = _self_cpu() - leader_before
+    out["leader CPU"] = time.process_time() - leader_before
     out["daemons CPU"] = sum(tree_cpu(pid) for pid in pids) - daemons_before
     return out
 
