@@ -12,6 +12,7 @@ not opt in refuses a rerun whatever the leader does.
 from __future__ import annotations
 
 import signal
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -118,6 +119,32 @@ def test_a_party_killed_for_good_late_is_excluded_and_the_rerun_resumes_from_its
     survivors = _survivors(data, VICTIM)
     release = read_release(out)
     assert len(release) == len(survivors) < len(data.table)
+    _assert_lkc(release, spec)
+
+
+def test_a_party_frozen_late_is_excluded_by_the_deadline_and_the_rerun_resumes(
+    opted_in: Federation, data: Dataset, tmp_path: Path
+) -> None:
+    """A frozen hospital (SIGSTOP), not a dead one, after iteration LATE: the next sum ends
+    at its deadline, the Status probe gets no answer and names it, and the rerun among the
+    others probes and adopts its prefix and finishes; a release passing the checker, within
+    the deadlines (the sum's, the probe's) and not the frozen party's whim."""
+    spec = data.spec(L=2, K=8, C="0.6")
+    out = tmp_path / "out.csv"
+    freezer = kill_when(opted_in, VICTIM, LATE, signal.SIGSTOP)
+    job = make_job(opted_in.hops, opted_in.leader_tls, data, spec, out, rpc_seconds=5.0, **RERUN)
+    began = time.monotonic()
+    frozen = opted_in.daemons[VICTIM].process
+    assert frozen is not None
+    try:
+        report = run_lkc(job, on_step=freezer)
+    finally:
+        frozen.send_signal(signal.SIGCONT)  # its teardown then stops it at once
+    assert time.monotonic() - began < 5.0 + 5.0 + 60.0  # the sum, the probe, a loaded machine
+    assert freezer.fired == [LATE]
+    assert report["excluded"] == ["hospital-3"] and report["resumed_from"] == LATE
+    release = read_release(out)
+    assert len(release) == len(_survivors(data, VICTIM))
     _assert_lkc(release, spec)
 
 
