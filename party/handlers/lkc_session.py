@@ -205,14 +205,18 @@ class LKCSession(RingSession):
                     "and this one does not"
                 )
 
-    def _replay(self, instructions: Sequence[pb.Instruction]) -> np.ndarray:
+    def _replay(self, instructions: Sequence[pb.Instruction], own_only: bool = False) -> np.ndarray:
         """Apply `instructions` from the roots, on a fresh counting state unless this session
         has counted nothing yet; the statistics of the live partitions they reach (prefix.py's
         ``replayed``). The whole log is checked first, each instruction against the link the
         steps before it leave in a copy of T_g and of the cut (as a sum's instruction is):
         one refused half way would leave the counting state ahead of the
         session, and the next message counted on it. A state a refused replay touched (the
-        engine refuses a step that leaves its own records in no group) is not reused."""
+        engine refuses a step that leaves its own records in no group) is not reused.
+
+        `own_only`: only the own counts (slot 0) are read, so a counting state that can
+        (``count_own_only``: the one-process party's) counts no other children block; the
+        state is then fit for nothing else, and the next replay starts afresh."""
         shadow = PartitionTable.with_roots([t.root for t in self.schema.taxonomies])
         cut = _roots(self.schema)
         steps = []
@@ -228,13 +232,16 @@ class LKCSession(RingSession):
                 self.local.close()
                 self.local = self._reopen()
         self._replayed = True
+        own_only_counting = getattr(self.local, "count_own_only", None)
+        if own_only and own_only_counting is not None:
+            own_only_counting()
         _, live = replayed(self.local, self.schema, steps)
         self.cut = cut
         return live
 
     def _probe(self, probe: pb.PrefixProbe) -> np.ndarray:
         """Replay an earlier attempt's log; the own counts of the live partitions it reaches."""
-        live = self._replay(probe.instructions)
+        live = self._replay(probe.instructions, own_only=True)
         self.probed = [(ins.attr, ins.node) for ins in probe.instructions]
         return np.ascontiguousarray(live[:, 0, :]).reshape(-1).view(np.uint64)
 

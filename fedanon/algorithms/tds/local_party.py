@@ -9,7 +9,7 @@ specialization moves only the records of the partitions on Link_Best.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -347,15 +347,17 @@ class LocalParty:
         # Without dynamic trees every run starts from the same counts: a restarted party
         # (another search order, `restarted`) reuses them instead of counting every record.
         fixed = not any(tax.is_dynamic for tax in self.schema.taxonomies)
+        retired = self._retired_slots
         if fixed and self._first_stats is not None:
             out = self._first_stats.copy()
+            if retired is not None:  # retired blocks stay zero, as a step leaves them
+                out[:, retired, :] = 0
         else:
             out = np.zeros((1, self.layout.slots, self.layout.channels), dtype=np.int64)
             out[:, 0, :] = self._own_counts(self._profile, 1)
             roots = self.partitions.keys[:1]
-            attrs = range(len(self.schema.taxonomies))
-            self._count_blocks(self._profile, everyone, roots, attrs, out)
-            if fixed:
+            self._count_blocks(self._profile, everyone, roots, self._counted_attrs(), out)
+            if fixed and retired is None:  # only the whole statistics serve another run
                 self._first_stats = out.copy()
         self._remember(0, out)
         return _frozen_vector(out)
@@ -374,15 +376,38 @@ class LocalParty:
         second of 32 steps, so the other seven would be counted for nothing. Only the
         centralized engine calls this: a federation's parties count every block, as the
         protocol's vector layout says (docs/lkc.md, "Retired attributes")."""
+        self._uncount(attrs)
+        # never specialized again: their records' order by atom goes (4 bytes a record)
+        self._by_atom = {q: v for q, v in self._by_atom.items() if q not in attrs}
+
+    def count_own_only(self) -> None:
+        """From now on count only what the partitions' own counts need: no attribute's
+        children block but the specialized one's (its pass over the moved records gives the
+        own counts too). A rerun's prefix probe (party/handlers/lkc_session.py) answers only
+        the own counts at the last cut: the other blocks were about 60 % of its replay's
+        work (bench/RESULTS.md, "#28 session 12"). Unlike :meth:`retire`, every attribute
+        may still be specialized: the records' order by atom stays."""
+        self._uncount(range(len(self.schema.taxonomies)))
+
+    def _uncount(self, attrs: Iterable[int]) -> None:
+        """Leave the children blocks of `attrs` uncounted (zero) in every later vector."""
         retired = np.zeros(self.layout.slots, dtype=bool)
         if self._retired_slots is not None:
             retired |= self._retired_slots
         for a in attrs:
             offset = self.layout.offsets[a]
             retired[offset : offset + self.layout.widths[a]] = True
-            # never specialized again: its records' order by atom goes (4 bytes a record)
-            self._by_atom = {q: v for q, v in self._by_atom.items() if q != a}
         self._retired_slots = retired
+
+    def _counted_attrs(self) -> list[int]:
+        """The attributes with a children block to count: not retired, and not of width 0
+        (a taxonomy of one node, whose block has no slot)."""
+        retired, lay = self._retired_slots, self.layout
+        return [
+            a
+            for a in range(len(self.schema.taxonomies))
+            if lay.widths[a] and (retired is None or not retired[lay.offsets[a]])
+        ]
 
     def _count_others(
         self,
@@ -479,9 +504,8 @@ class LocalParty:
         out[:, offset : offset + width, :] = (hist[1:] @ self._profile_channels).swapaxes(0, 1)
         out[:, 0, :] = hist.sum(axis=0) @ self._profile_channels
 
-        others = [a for a in range(len(self.schema.taxonomies)) if a != attr]
-        if self._retired_slots is not None:  # retired blocks stay zero: no record counted
-            others = [a for a in others if not self._retired_slots[self.layout.offsets[a]]]
+        # retired blocks stay zero: no record counted
+        others = [a for a in self._counted_attrs() if a != attr]
         if not others:  # every other block retired: nothing to derive from the parents
             self._forget(applied.link)
         else:
