@@ -217,12 +217,12 @@ class LKCSession(RingSession):
         `own_only`: only the own counts (slot 0) are read, so a counting state that can
         (``count_own_only``: the one-process party's) counts no other children block; the
         state is then fit for nothing else, and the next replay starts afresh."""
-        shadow = PartitionTable.with_roots([t.root for t in self.schema.taxonomies])
+        shadow = PartitionTable.for_schema(self.schema)
         cut = _roots(self.schema)
         steps = []
         for ins in instructions:
             steps.append(self._step(ins, cut, shadow))
-            shadow.apply(steps[-1], list(self.schema.taxonomies[ins.attr].children[ins.node]))
+            shadow.specialize(self.schema, steps[-1])
             _specialized(cut, self.schema, steps[-1])
         if self.next_iteration or self._replayed:
             restarted = getattr(self.local, "restarted", None)  # the encoding kept (LocalParty)

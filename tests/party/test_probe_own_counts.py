@@ -18,7 +18,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fedanon.algorithms.tds.engine import LKCEngine
 from fedanon.algorithms.tds.jobspec import LKCJobSpec
 from fedanon.algorithms.tds.layout import Specialization, StatsLayout, carried
 from fedanon.algorithms.tds.local_party import LocalParty
@@ -29,6 +28,7 @@ from fedanon.party.handlers.lkc_session import LKCSession
 from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.schema import Schema
 from tests.distributed.conftest import Dataset, adult_dataset, hospital_dataset, requires_adult
+from tests.lkc.test_prefix_resume import _recorded_run
 
 SESSION = "cd" * 16
 
@@ -36,17 +36,8 @@ SESSION = "cd" * 16
 def _log(data: Dataset, spec: LKCJobSpec) -> tuple[Schema, list[Specialization]]:
     """The whole table's uninterrupted run: its schema and steps (masks over every party)."""
     schema = spec.schema(data.taxonomy)
-    party = LocalParty(schema, data.table.drop(columns=list(spec.drop)))
-    steps: list[Specialization] = []
-    specialize = party.specialize
-
-    def record(step: Specialization) -> np.ndarray:
-        steps.append(step)
-        return specialize(step)
-
-    party.specialize = record  # type: ignore[method-assign]
-    LKCEngine(schema, spec.params, score=spec.score).run(party)
-    return schema, steps
+    table = data.table.drop(columns=list(spec.drop))
+    return schema, _recorded_run(schema, table, spec.params, spec.score)[2].steps
 
 
 def _session(data: Dataset, spec: LKCJobSpec, part: pd.DataFrame) -> LKCSession:

@@ -207,7 +207,7 @@ class LKCEngine:
         self.validator = Validator(
             len(schema.taxonomies), params, self.layout.n_class, self.layout.n_sensitive
         )
-        self.table = PartitionTable.with_roots([t.root for t in schema.taxonomies])
+        self.table = PartitionTable.for_schema(schema)
         self.stats = _Stats(self.layout)
         self.candidates: dict[tuple[int, int], Candidate] = {}
         self.cut: list[list[int]] = [[t.root] for t in schema.taxonomies]
@@ -446,8 +446,8 @@ class LKCEngine:
         if any(tax.is_dynamic for tax in self.taxonomies):
             raise FedanonError("a run resumes from a prefix only with given taxonomies")
         for step in prefix.steps:
+            self.table.specialize(self.schema, step)
             children = list(self.taxonomies[step.attr].children[step.node])
-            self.table.apply(step, children)
             self.cut[step.attr] = [n for n in self.cut[step.attr] if n != step.node] + children
         rows = self.table.live_indices()
         live = self.layout.unflatten(

@@ -182,6 +182,11 @@ class PartitionTable:
         table._append(np.asarray(roots, dtype=np.int32)[None, :])
         return table
 
+    @classmethod
+    def for_schema(cls, schema: Schema) -> PartitionTable:
+        """The initial table of `schema`: every record at its taxonomies' roots."""
+        return cls.with_roots([t.root for t in schema.taxonomies])
+
     def _append(self, rows: np.ndarray) -> None:
         need = self.size + rows.shape[0]
         if need > self.keys.shape[0]:
@@ -202,6 +207,11 @@ class PartitionTable:
 
     def live_indices(self) -> np.ndarray:
         return np.flatnonzero(self.alive[: self.size])
+
+    def specialize(self, schema: Schema, step: Specialization) -> AppliedSpecialization:
+        """Apply `step` with its node's children in `schema`'s taxonomy: what every holder of
+        a copy of T_g does with a step (the engine, a party, the leader's masks, a replay)."""
+        return self.apply(step, list(schema.taxonomies[step.attr].children[step.node]))
 
     def apply(self, step: Specialization, children: list[int]) -> AppliedSpecialization:
         """Replace the partitions on Link_node by their non-empty children, appended in order."""
@@ -227,7 +237,7 @@ class CarriedMasks:
     def __init__(self, layout: StatsLayout, schema: Schema) -> None:
         self.layout = layout
         self.schema = schema
-        self.table = PartitionTable.with_roots([t.root for t in schema.taxonomies])
+        self.table = PartitionTable.for_schema(schema)
 
     def start(self) -> np.ndarray:
         """The mask of the start's vector (the one partition at the roots)."""
@@ -235,8 +245,7 @@ class CarriedMasks:
 
     def specialize(self, step: Specialization) -> np.ndarray:
         """Apply `step` to the copy of T_g; the mask of the partitions it creates."""
-        children = list(self.schema.taxonomies[step.attr].children[step.node])
-        applied = self.table.apply(step, children)
+        applied = self.table.specialize(self.schema, step)
         new = self.table.keys[applied.first_new : applied.first_new + applied.n_new]
         return carried(self.layout, self.schema, new)
 
@@ -244,5 +253,5 @@ class CarriedMasks:
         """Apply `steps` (a prefix a run resumes from) to the fresh copy of T_g; the mask of
         the live partitions' statistics, which the adoption's sum carries."""
         for step in steps:
-            self.table.apply(step, list(self.schema.taxonomies[step.attr].children[step.node]))
+            self.table.specialize(self.schema, step)
         return carried(self.layout, self.schema, self.table.keys[self.table.live_indices()])

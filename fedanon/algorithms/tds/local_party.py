@@ -117,7 +117,7 @@ class LocalParty:
     def _start_run(self) -> None:
         """The state a run changes: every record in the all-root partition, nothing counted."""
         schema = self.schema
-        self.partitions = PartitionTable.with_roots([t.root for t in schema.taxonomies])
+        self.partitions = PartitionTable.for_schema(schema)
         self.record_partition = np.zeros(len(self.table), dtype=np.int32)  # half the bytes
         widest = max((t.max_children for t in schema.taxonomies), default=0)
         self._slot_dtype: type[np.integer] = (

@@ -70,11 +70,8 @@ def apply_all(
     schema: Schema, steps: Sequence[Specialization]
 ) -> tuple[PartitionTable, list[AppliedSpecialization]]:
     """T_g after `steps` from the roots, and what each step changed."""
-    table = PartitionTable.with_roots([t.root for t in schema.taxonomies])
-    applied = [
-        table.apply(step, list(schema.taxonomies[step.attr].children[step.node])) for step in steps
-    ]
-    return table, applied
+    table = PartitionTable.for_schema(schema)
+    return table, [table.specialize(schema, step) for step in steps]
 
 
 def replayed(
@@ -87,11 +84,11 @@ def replayed(
     A partition's statistics row (its own counts and its children's on every attribute) does
     not change while it lives, so the row the step that created it returned is its row now."""
     layout = StatsLayout.for_schema(schema)
-    table = PartitionTable.with_roots([t.root for t in schema.taxonomies])
+    table = PartitionTable.for_schema(schema)
     blocks = [layout.unflatten(source.start(), 1)]
     firsts = [0]
     for step in steps:
-        applied = table.apply(step, list(schema.taxonomies[step.attr].children[step.node]))
+        applied = table.specialize(schema, step)
         blocks.append(layout.unflatten(source.specialize(step), applied.n_new))
         firsts.append(applied.first_new)
     live = table.live_indices()

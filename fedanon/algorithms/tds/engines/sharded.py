@@ -198,7 +198,7 @@ class ShardedParty:
     ) -> None:
         self.schema = schema
         self.layout = StatsLayout.for_schema(schema)
-        self.partitions = PartitionTable.with_roots([t.root for t in schema.taxonomies])
+        self.partitions = PartitionTable.for_schema(schema)
         self._client = client
         self._shards = list(shards)
         self._columns = columns
@@ -335,8 +335,7 @@ class ShardedParty:
 
     def specialize(self, step: Specialization) -> np.ndarray:
         apply_splits(self.schema, step.splits)
-        children = list(self.schema.taxonomies[step.attr].children[step.node])
-        self.partitions.apply(step, children)
+        self.partitions.specialize(self.schema, step)
         result: np.ndarray = self._call("specialize", step)
         return result
 
