@@ -58,6 +58,23 @@ class JobHandler:
     open: Callable[[PartyShell, pb.OpenSessionRequest], Opened]
     steps: Mapping[str, Step] = field(default_factory=dict)
 
+    @property
+    def traits(self) -> KindTraits:
+        """What its session serves besides the handshake."""
+        return KindTraits(issubclass(self.session_type, RingSession), frozenset(self.steps))
+
+
+@dataclass(frozen=True)
+class KindTraits:
+    """Which messages a kind's session serves besides the handshake's: the ring protocol's
+    (`ring`: its session is a ``RingSession``) and the kind's own RPCs (`steps`). The registry
+    declares them for a kind it has not imported (party/handlers/__init__.py), so that a
+    message of the wrong kind is refused naming the kinds that serve it without importing any
+    kind's module."""
+
+    ring: bool
+    steps: frozenset[str] = frozenset()
+
 
 class Admissions(Mapping[str, RequestReader]):
     """The handlers' ``admission`` by kind, each looked up only when a request names its kind

@@ -46,9 +46,9 @@ from fedanon.fingerprint import fingerprint
 from fedanon.party import rejoin, ring
 from fedanon.party.config import PartyConfig
 from fedanon.party.errors import NotExpected, status_of
-from fedanon.party.handler import Admissions, JobHandler
-from fedanon.party.handlers import HANDLERS
-from fedanon.party.policy import PolicyRefusal, admit, audit_served, refuse_job
+from fedanon.party.handler import Admissions, JobHandler, KindTraits
+from fedanon.party.handlers import HANDLERS, serving
+from fedanon.party.policy import admit, audit_served, refuse_job
 from fedanon.party.session_base import RingSession, SessionBase
 from fedanon.party.session_store import SessionStore
 from fedanon.party.shell import ForwardStub
@@ -404,36 +404,31 @@ class PartyServicer(pb_grpc.PartyServicer):
         session = self._current(context, request.ref)
         step = self.handlers[session.kind].steps.get(method)
         if step is None:
-            self._not_kind(context, request.ref, self._serving(lambda h: method in h.steps))
+            self._not_kind(context, request.ref, session, lambda kind: method in kind.steps)
         session.touch()
         return step(self, session, request, context)
 
     def _ring(self, context: grpc.ServicerContext, ref: pb.SessionRef) -> RingSession:
         session = self._current(context, ref)
         if not isinstance(session, RingSession):
-            self._not_kind(
-                context, ref, self._serving(lambda h: issubclass(h.session_type, RingSession))
-            )
+            self._not_kind(context, ref, session, lambda kind: kind.ring)
         return session
 
-    def _serving(self, wanted: Callable[[JobHandler], bool]) -> str:
-        """The session types of the kinds `wanted` picks, for a refusal's text; a kind whose
-        module fails to load serves nothing (party/handlers/__init__.py)."""
-        names = []
-        for kind in self.handlers:
-            try:
-                handler = self.handlers[kind]
-            except PolicyRefusal:
-                continue
-            if wanted(handler):
-                names.append(handler.session_type.__name__)
-        return " or ".join(names)
-
-    def _not_kind(self, context: grpc.ServicerContext, ref: pb.SessionRef, names: str) -> NoReturn:
+    def _not_kind(
+        self,
+        context: grpc.ServicerContext,
+        ref: pb.SessionRef,
+        session: SessionBase,
+        wanted: Callable[[KindTraits], bool],
+    ) -> NoReturn:
+        """Refuse a message of another kind than the open session's, in one line naming the
+        kinds whose sessions serve it, from the registry: no kind's module is imported for
+        a refusal (party/handlers/__init__.py)."""
+        kinds = " or ".join(f"'{kind}'" for kind in serving(self.handlers, wanted))
         self.refuse(
             context,
             grpc.StatusCode.FAILED_PRECONDITION,
-            f"session {ref.session_id[:12]} is not a {names} job",
+            f"session {ref.session_id[:12]} is a '{session.kind}' job, not a {kinds} one",
         )
 
     def Ids(self, request: pb.IdsRequest, context: grpc.ServicerContext) -> pb.IdsReply:
