@@ -71,7 +71,7 @@ class CountingEngine(Protocol):
 
 
 @dataclass(frozen=True, eq=False)
-class _Encoding:
+class Encoding:
     """Exactly what ``LocalParty``'s encoding of a table (every QID's atoms, the class, the
     sensitive flags and profiles) depends on. `objects`, compared by identity: the source's
     whole Arrow table (immutable, so its identity is its content) and the schema's taxonomy
@@ -83,7 +83,7 @@ class _Encoding:
     values: tuple[object, ...]
 
     @classmethod
-    def of(cls, whole: Table, columns: list[str], schema: Schema) -> _Encoding | None:
+    def of(cls, whole: Table, columns: list[str], schema: Schema) -> Encoding | None:
         """The encoding's key; None where none can be reused (a DataFrame may change in place)."""
         trees = schema.taxonomies
         if not isinstance(whole, pa.Table) or any(t.is_dynamic for t in trees):
@@ -99,7 +99,7 @@ class _Encoding:
             ),
         )
 
-    def same(self, other: _Encoding) -> bool:
+    def same(self, other: Encoding) -> bool:
         return (
             len(self.objects) == len(other.objects)
             and all(a is b for a, b in zip(self.objects, other.objects, strict=True))
@@ -120,12 +120,12 @@ class LocalEngine:
     def __init__(self, settings: EngineSettings) -> None:
         self.settings = settings
         # the last encoding and a party restarted from it before any run (no run's state)
-        self._last: tuple[_Encoding, LocalParty] | None = None
+        self._last: tuple[Encoding, LocalParty] | None = None
         self._lock = threading.Lock()  # sessions of different jobs open concurrently
 
     def open(self, schema: Schema, source: TableSource, columns: list[str]) -> PartyCounts:
         whole = source.whole()
-        key = _Encoding.of(whole, columns, schema)
+        key = Encoding.of(whole, columns, schema)
         if key is None:
             return LocalParty(schema, select_columns(whole, columns))
         with self._lock:

@@ -32,6 +32,7 @@ from distributed import Client, Future, LocalCluster, wait
 from distributed.security import Security
 
 from fedanon.algorithms.tds.engines import EngineSettings
+from fedanon.algorithms.tds.engines.base import Encoding
 from fedanon.algorithms.tds.engines.records import RELEASE_BATCH_RECORDS, Encode, ReleasedRows
 from fedanon.algorithms.tds.layout import (
     DynamicSplit,
@@ -41,7 +42,7 @@ from fedanon.algorithms.tds.layout import (
 )
 from fedanon.algorithms.tds.local_party import LocalParty, apply_splits
 from fedanon.errors import FedanonError, one_line
-from fedanon.readers.sources import Shard, TableSource
+from fedanon.readers.sources import ArrowSource, Shard, TableSource
 from fedanon.schema import Schema
 
 #: Fan-in of the tree that sums the shards' vectors on the workers.
@@ -72,6 +73,10 @@ class _ShardState:
 #: This worker process's shards, by key (threads of a local in-process cluster share it).
 _SHARDS: dict[str, _ShardState] = {}
 
+#: Shards' encodings kept between the runs of a job (``DaskEngine``), by key: each a party
+#: restarted before any step (no run's state), which a later run restarts from.
+_ENCODED: dict[str, LocalParty] = {}
+
 #: The LocalParty methods that change its state: they are the step log.
 _MUTATING = frozenset({"start", "specialize"})
 
@@ -80,11 +85,28 @@ class ShardLost(Exception):
     """A worker has no state, or a stale one, for the shard a call names: replay it."""
 
 
-def _open_shard(key: str, shard: Shard, schema: Schema, columns: list[str]) -> int:
+def _open_shard(
+    key: str, shard: Shard, schema: Schema, columns: list[str], kept: str | None
+) -> int:
     """Load the shard's rows and build its counting state (its own copy of the schema: the
-    dynamic trees grow in place, and the shards of one in-process worker must not share them)."""
-    _SHARDS[key] = _ShardState(LocalParty.from_shard(copy.deepcopy(schema), shard, columns))
-    return len(_SHARDS[key].party.table)
+    dynamic trees grow in place, and the shards of one in-process worker must not share them);
+    keep its encoding under `kept` when given (a later run of the job restarts from it)."""
+    party = LocalParty.from_shard(copy.deepcopy(schema), shard, columns)
+    if kept is not None:
+        _ENCODED[kept] = party.restarted(party.schema)
+    _SHARDS[key] = _ShardState(party)
+    return len(party.table)
+
+
+def _restart_shard(key: str, kept: str, schema: Schema) -> int:
+    """The shard's counting state restarted from its kept encoding (its own copy of the
+    schema, as :func:`_open_shard` makes); ShardLost where this worker has none (it restarted):
+    the shard is then loaded again."""
+    base = _ENCODED.get(kept)
+    if base is None:
+        raise ShardLost(key)
+    _SHARDS[key] = _ShardState(base.restarted(copy.deepcopy(schema)))
+    return len(base.table)
 
 
 def _replay(key: str, log: list[tuple[str, tuple[Any, ...]]]) -> int:
@@ -195,7 +217,11 @@ class ShardedParty:
         shards: Sequence[Shard],
         columns: list[str],
         poll_seconds: float = POLL_SECONDS,
+        kept: KeptShards | None = None,
     ) -> None:
+        """`kept`: where the shards' encodings are kept (``DaskEngine``); a run restarts
+        each shard from its encoding where its worker still holds it, and loads (and keeps)
+        it otherwise. Without it every shard is loaded and nothing is kept."""
         self.schema = schema
         self.layout = StatsLayout.for_schema(schema)
         self.partitions = PartitionTable.for_schema(schema)
@@ -207,12 +233,17 @@ class ShardedParty:
         self._keys = [f"fedanon-shard-{job}-{i}" for i in range(len(self._shards))]
         self._log: list[tuple[str, tuple[Any, ...]]] = []
         self.recoveries = 0  # shards reloaded and replayed after their worker was lost
+        self._kept = kept
         workers = self._alive()
         if not workers:
             raise FedanonError("the Dask cluster has no workers")
-        self._where = [workers[i % len(workers)] for i in range(len(self._shards))]
+        if kept is not None and kept.where is not None:
+            self._where = list(kept.where)
+            opened = [self._restart(i) for i in range(len(self._shards))]
+        else:
+            self._where = [workers[i % len(workers)] for i in range(len(self._shards))]
+            opened = [self._place(i) for i in range(len(self._shards))]
         self._rows = [0] * len(self._shards)
-        opened = [self._place(i) for i in range(len(self._shards))]
         reloaded: set[int] = set()
         for i, future in enumerate(opened):
             if i in reloaded:
@@ -241,9 +272,22 @@ class ShardedParty:
         )
 
     def _place(self, i: int) -> Future:
-        """Load shard `i` on its worker (the shard's rows travel with the task for a frame)."""
+        """Load shard `i` on its worker (the shard's rows travel with the task for a frame),
+        keeping its encoding there for the job's later runs where the engine keeps them."""
         shard = self._client.scatter(self._shards[i], workers=[self._where[i]], hash=False)
-        return self._pinned(i, _open_shard, self._keys[i], shard, self.schema, self._columns)
+        kept = None if self._kept is None else self._kept.keys[i]
+        args = (self._keys[i], shard, self.schema, self._columns, kept)
+        return self._pinned(i, _open_shard, *args)
+
+    def _restart(self, i: int) -> Future:
+        """Restart shard `i` from the encoding its worker kept (ShardLost: loaded again)."""
+        assert self._kept is not None
+        return self._pinned(i, _restart_shard, self._keys[i], self._kept.keys[i], self.schema)
+
+    def placement(self) -> list[str]:
+        """The worker of each shard now (recoveries move shards): where their kept encodings
+        are."""
+        return list(self._where)
 
     def _lost(self) -> list[int]:
         alive = set(self._alive())
@@ -421,6 +465,41 @@ class ShardedParty:
             wait(drops, timeout=CLOSE_SECONDS)
 
 
+@dataclass
+class KeptShards:
+    """The shards of a job whose encodings the workers keep between its runs (one job at a
+    time: ``DaskEngine``): what the encodings depend on, the shards' recipes (to load one
+    again), the key each encoding is kept under, and the worker of each after the last run
+    (None before the first; a stale one only costs a reload)."""
+
+    depends_on: Encoding
+    shards: list[Shard]
+    keys: list[str]
+    where: list[str] | None = None
+
+    @classmethod
+    def new(cls, depends_on: Encoding, shards: list[Shard]) -> KeptShards:
+        job = uuid.uuid4().hex
+        return cls(depends_on, shards, [f"fedanon-encoding-{job}-{i}" for i in range(len(shards))])
+
+
+def _kept_key(source: TableSource, columns: list[str], schema: Schema) -> Encoding | None:
+    """What the shards' encodings depend on, for a source whose rows cannot change: a table
+    read whole as Arrow (a daemon's CSV). None for the others: a Parquet dataset is read from
+    its files by the workers at every run (they may change on disk between runs), a DataFrame
+    may change in place; and for a dynamic tree (it grows in a run)."""
+    if not isinstance(source, ArrowSource):
+        return None
+    return Encoding.of(source.whole(), columns, schema)
+
+
+def _forget_kept(keys: list[str]) -> None:
+    """Drop these kept encodings from this worker (run on every worker: a recovery may have
+    left one where the last placement does not say)."""
+    for key in keys:
+        _ENCODED.pop(key, None)
+
+
 class _Lost(Exception):
     """Shards whose state is gone (their worker left, or it answered ShardLost)."""
 
@@ -461,6 +540,7 @@ class DaskEngine:
         self._client: Client | None = client
         self._owns_client = client is None
         self._current: ShardedParty | None = None
+        self._kept: KeptShards | None = None  # the last job's encodings, on the workers
 
     @property
     def client(self) -> Client:
@@ -489,16 +569,38 @@ class DaskEngine:
         return self._client
 
     def open(self, schema: Schema, source: TableSource, columns: list[str]) -> ShardedParty:
+        """A run over `source`'s shards. The workers keep the last job's encodings (one job:
+        memory bounded by one encoded table, as ``LocalEngine`` keeps one): a run with the
+        same table, columns and schema restarts each shard from its encoding instead of
+        sending and encoding its rows again; any other replaces them."""
         if self._current is not None:  # one run at a time: the previous run's shards go
+            if self._kept is not None:
+                self._kept.where = self._current.placement()
             self._current.close()
-        self._current = ShardedParty(
-            self.client, schema, source.shards(self.settings.shards), columns
-        )
+            self._current = None
+        depends_on = _kept_key(source, columns, schema)
+        kept = self._kept
+        if kept is not None and (depends_on is None or not kept.depends_on.same(depends_on)):
+            self._forget()
+            kept = None
+        if kept is None and depends_on is not None:
+            kept = self._kept = KeptShards.new(depends_on, source.shards(self.settings.shards))
+        shards = kept.shards if kept is not None else source.shards(self.settings.shards)
+        self._current = ShardedParty(self.client, schema, shards, columns, kept=kept)
         return self._current
+
+    def _forget(self) -> None:
+        """Drop the kept encodings from every worker."""
+        if self._kept is not None and self._client is not None:
+            self._client.run(_forget_kept, self._kept.keys)
+        self._kept = None
 
     def close(self) -> None:
         if self._current is not None:
             self._current.close()
+        if self._client is not None:
+            with contextlib.suppress(OSError, TimeoutError):  # a cluster already gone
+                self._forget()
         if self._client is not None and self._owns_client:
             self._client.close()
         if self._cluster is not None:
