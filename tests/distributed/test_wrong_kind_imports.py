@@ -45,6 +45,7 @@ def test_a_drbt_daemon_refuses_other_kinds_messages_loading_only_drbt(
     )
     session_id = secrets.token_hex(16)
     with federation([table], None, secure=True, workdir=tmp_path / "fed") as fed:
+        assert fed.leader_tls is not None
         stub, channel = stub_as(fed, fed.leader_tls, index=0)
         try:
             stub.OpenSession(

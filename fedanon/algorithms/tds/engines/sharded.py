@@ -86,7 +86,7 @@ class ShardLost(Exception):
 
 
 def _open_shard(
-    key: str, shard: Shard, schema: Schema, columns: list[str], kept: str | None
+    key: str, shard: Shard, schema: Schema, columns: list[str], kept: str | None = None
 ) -> int:
     """Load the shard's rows and build its counting state (its own copy of the schema: the
     dynamic trees grow in place, and the shards of one in-process worker must not share them);
