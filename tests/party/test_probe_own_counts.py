@@ -165,3 +165,58 @@ def test_the_probe_counts_one_block_a_step_and_the_adoption_every_block(
     flat = np.ascontiguousarray(live).reshape(-1).view(np.uint64)
     assert np.array_equal(adopted, flat[carried(layout, schema, keys)])
     assert np.count_nonzero(live[:, 1:, :]) > 0  # children blocks there to compare
+
+
+def test_a_dask_partys_probe_counts_own_counts_only_and_survives_a_lost_shard(
+    histograms: list[int],
+) -> None:
+    """The Dask engine's shards count only the own counts in a probe too (one histogram per
+    step and shard), a shard lost half way is reloaded and replays the log with it, and the
+    answer is the survivor's records per group of the cut."""
+    pytest.importorskip("distributed")
+    from distributed import Client, LocalCluster
+
+    from fedanon.algorithms.tds.engines import EngineSettings, sharded
+    from fedanon.algorithms.tds.engines.sharded import DaskEngine
+
+    data = hospital_dataset(900, seed=21)
+    spec = data.spec(L=2, K=5, C="0.6", sensitive={"diagnosis": ["HIV"]})
+    schema, steps = _log(data, spec)
+    part = split_table(data.table, 3, "random", seed=28)[1]
+    expected = _pandas_counts(schema, part, steps)
+    with (
+        LocalCluster(
+            n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+        engine = DaskEngine(EngineSettings("dask", shards=2), client)
+        try:
+            party = LKCSession(
+                SESSION,
+                spec,
+                spec.schema(data.taxonomy),
+                part,
+                ["a", "b"],
+                "a",
+                pb.SUM_MODE_PAIRWISE,
+                engine,
+            )
+            party.routed = False
+            counting = party.local
+            specialize = counting.specialize
+
+            def lose_a_shard(step: Specialization) -> Any:
+                if len(histograms) == 2 * (len(steps) // 2):  # half way: shard 1 forgotten
+                    del sharded._SHARDS[counting._keys[1]]  # type: ignore[attr-defined]
+                return specialize(step)
+
+            counting.specialize = lose_a_shard  # type: ignore[method-assign]
+            histograms.clear()
+            answer = party.contribution(_probe(steps))
+            assert counting.recoveries == 1  # type: ignore[attr-defined]
+            reloaded = len(steps) // 2  # the lost shard's steps replayed: own counts only
+            assert len(histograms) == 2 * len(steps) + reloaded, histograms
+            assert np.array_equal(answer.view(np.int64).reshape(expected.shape), expected)
+        finally:
+            engine.close()  # the run's shards and the kept encodings dropped

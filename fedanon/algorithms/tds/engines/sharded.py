@@ -78,7 +78,7 @@ _SHARDS: dict[str, _ShardState] = {}
 _ENCODED: dict[str, LocalParty] = {}
 
 #: The LocalParty methods that change its state: they are the step log.
-_MUTATING = frozenset({"start", "specialize"})
+_MUTATING = frozenset({"start", "specialize", "count_own_only"})
 
 
 class ShardLost(Exception):
@@ -134,7 +134,7 @@ def _step(key: str, done: int, name: str, args: tuple[Any, ...]) -> Any:
     out = getattr(state.party, name)(*args)
     if name in _MUTATING:
         state.done += 1
-        return _pack(out)
+        return None if out is None else _pack(out)
     return out
 
 
@@ -171,7 +171,9 @@ def _unpack(part: np.ndarray | _Packed) -> np.ndarray:
 
 def _sum(*parts: Any) -> Any:
     """The sum of the parts (packed vectors, or arrays such as atom histograms); a vector
-    travels on packed."""
+    travels on packed. None for a step that returns nothing (``count_own_only``)."""
+    if parts[0] is None:
+        return None
     total = np.array(_unpack(parts[0]), copy=True)
     for part in parts[1:]:
         if isinstance(part, _Packed):
@@ -347,7 +349,8 @@ class ShardedParty:
             ready = {i: part for i, part in enumerate(parts) if part is not None}
             total = _tree_sum(self._client, list(ready.values()))
             try:
-                return _unpack(self._result(total, ready))
+                result = self._result(total, ready)
+                return None if result is None else _unpack(result)
             except _Lost as lost:
                 for i in lost.shards:
                     parts[i] = None
@@ -376,6 +379,11 @@ class ShardedParty:
         apply_splits(self.schema, splits)
         result: np.ndarray = self._call("start", tuple(splits))
         return result
+
+    def count_own_only(self) -> None:
+        """``LocalParty.count_own_only`` on every shard (a step of the log: a shard loaded
+        again replays it), for a rerun's prefix probe."""
+        self._call("count_own_only")
 
     def specialize(self, step: Specialization) -> np.ndarray:
         apply_splits(self.schema, step.splits)
