@@ -14,6 +14,7 @@ import copy
 import os
 import signal
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 from unittest import mock
 
@@ -28,7 +29,7 @@ from distributed import Client, LocalCluster
 from fedanon.algorithms.tds.engines import EngineSettings, sharded
 from fedanon.algorithms.tds.engines.sharded import DaskEngine
 from fedanon.algorithms.tds.local_party import LocalParty
-from fedanon.readers.sources import ArrowSource, FrameSource
+from fedanon.readers.sources import ArrowSource, FrameSource, ParquetSource
 from fedanon.schema import Schema
 from fedanon.taxonomy.files import SensitiveValue
 from tests.party.test_encoding_cache import COLUMNS, DATA, TABLE, _fresh, _schema, _steps
@@ -121,6 +122,27 @@ def test_a_table_that_may_change_is_loaded_for_every_run(
     engine.open(_schema(), source, COLUMNS).start()
     engine.open(_schema(), source, COLUMNS).start()
     assert len(encodings) == 2 * SHARDS
+    assert not sharded._ENCODED
+
+
+def test_a_parquet_dataset_is_read_by_the_workers_at_every_run(
+    engine: DaskEngine, encodings: list[int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A dataset's files may change on disk between runs: read again every time, never kept,
+    and never loaded whole into the daemon to key it."""
+    frame = DATA.table.astype(str)
+    frame.iloc[:300].to_parquet(tmp_path / "part-0.parquet", index=False)
+    frame.iloc[300:].to_parquet(tmp_path / "part-1.parquet", index=False)
+
+    def whole(self: ParquetSource) -> None:
+        raise AssertionError("the daemon loaded the whole dataset")
+
+    monkeypatch.setattr(ParquetSource, "whole", whole)
+    source = ParquetSource(tmp_path)
+    encodings.clear()
+    engine.open(_schema(), source, COLUMNS).start()
+    engine.open(_schema(), source, COLUMNS).start()
+    assert len(encodings) == 4
     assert not sharded._ENCODED
 
 
