@@ -105,9 +105,9 @@ class KillAndRestart:
             self.fed.start(daemon)
 
 
-def test_daemons_serve_an_lkc_job_and_a_rejoin_without_pandas(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def watch_daemon_imports(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Make every daemon the test starts write the watched modules it imported in its life
+    (`SITE`) to the folder returned, as ``PID.json``, when it exits normally."""
     site, reports = tmp_path / "site", tmp_path / "modules"
     site.mkdir()
     reports.mkdir()
@@ -115,6 +115,13 @@ def test_daemons_serve_an_lkc_job_and_a_rejoin_without_pandas(
     path = [str(site), *filter(None, [os.environ.get("PYTHONPATH")])]
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(path))
     monkeypatch.setenv("FEDANON_TEST_MODULES", str(reports))
+    return reports
+
+
+def test_daemons_serve_an_lkc_job_and_a_rejoin_without_pandas(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reports = watch_daemon_imports(tmp_path, monkeypatch)
     data = hospital_dataset(600, seed=5)
     spec = data.spec(L=3, K=20, C="0.2")
     out = tmp_path / "release.csv"

@@ -10,7 +10,6 @@ declares what each kind serves (party/handlers/__init__.py).
 from __future__ import annotations
 
 import json
-import os
 import secrets
 from pathlib import Path
 
@@ -21,7 +20,7 @@ import pytest
 from fedanon.leader.sim import federation
 from fedanon.protos import fedanon_v1_pb2 as pb
 from tests.distributed.test_authorization import call, ref, requests, stub_as
-from tests.distributed.test_daemon_imports import SITE
+from tests.distributed.test_daemon_imports import watch_daemon_imports
 
 KINDS = ("c45", "drbt", "evaluate", "kactus", "lkc", "randomize")
 
@@ -29,13 +28,7 @@ KINDS = ("c45", "drbt", "evaluate", "kactus", "lkc", "randomize")
 def test_a_drbt_daemon_refuses_other_kinds_messages_loading_only_drbt(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    site, reports = tmp_path / "site", tmp_path / "modules"
-    site.mkdir()
-    reports.mkdir()
-    (site / "sitecustomize.py").write_text(SITE, encoding="utf-8")
-    path = [str(site), *filter(None, [os.environ.get("PYTHONPATH")])]
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(path))
-    monkeypatch.setenv("FEDANON_TEST_MODULES", str(reports))
+    reports = watch_daemon_imports(tmp_path, monkeypatch)
     table = pd.DataFrame(
         {
             "pid": [f"P{i}" for i in range(20)],

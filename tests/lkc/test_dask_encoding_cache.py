@@ -15,8 +15,6 @@ import os
 import signal
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
-from unittest import mock
 
 import numpy as np
 import pyarrow as pa
@@ -28,39 +26,23 @@ from distributed import Client, LocalCluster
 
 from fedanon.algorithms.tds.engines import EngineSettings, sharded
 from fedanon.algorithms.tds.engines.sharded import DaskEngine
-from fedanon.algorithms.tds.local_party import LocalParty
 from fedanon.readers.sources import ArrowSource, FrameSource, ParquetSource
 from fedanon.schema import Schema
 from fedanon.taxonomy.files import SensitiveValue
-from tests.party.test_encoding_cache import COLUMNS, DATA, TABLE, _fresh, _schema, _steps
+from tests.lkc.test_dask_engine import client
+from tests.party.test_encoding_cache import (
+    COLUMNS,
+    DATA,
+    TABLE,
+    _fresh,
+    _schema,
+    _steps,
+    encodings,
+)
+
+__all__ = ["client", "encodings"]  # the fixtures, shared
 
 SHARDS = 3
-
-
-@pytest.fixture(scope="module")
-def client() -> Iterator[Client]:
-    """An in-process cluster (threads): its workers share this module's registries."""
-    with (
-        LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
-        ) as cluster,
-        Client(cluster) as c,
-    ):
-        yield c
-
-
-@pytest.fixture
-def encodings() -> Iterator[list[int]]:
-    """Every ``LocalParty`` encoding made while the test runs (its row count)."""
-    made: list[int] = []
-    encode = LocalParty._encode
-
-    def counted(self: LocalParty, schema: Schema, column: Any, names: Any, rows: int) -> None:
-        made.append(rows)
-        encode(self, schema, column, names, rows)
-
-    with mock.patch.object(LocalParty, "_encode", counted):
-        yield made
 
 
 @pytest.fixture
