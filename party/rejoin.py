@@ -62,7 +62,8 @@ def seal(shell: RejoinShell, session: RingSession, request: pb.ShareKeysRequest)
     )
     try:
         shell.store.save(state)
-    except OSError as exc:  # the session runs on; only a restart could not resume it
+    except (OSError, FedanonError) as exc:  # the session runs on; a restart cannot resume it
+        # (FedanonError: a link in the file's place, which is never written through)
         log.warning(
             "cannot seal session %s (%s): no rejoin after a restart", state.session_id[:12], exc
         )
@@ -80,7 +81,7 @@ def _seal_answers(shell: RejoinShell, session: RingSession) -> None:
     def sealing(what: str, **changes: object) -> None:
         try:
             store.update(sid, **changes)
-        except OSError as exc:
+        except (OSError, FedanonError) as exc:
             log.warning("cannot seal %s of %s (%s): no rejoin", what, sid[:12], exc)
             store.clear(sid)
 
@@ -125,7 +126,7 @@ def serve(
             if request.union_round:
                 _restart_union(shell, session, request, context)
             return pb.RejoinReply(party=name, restored=False)
-        state = shell.store.waiting(sid)
+        state = shell.store.claim(sid)
         if state is None:
             shell.refuse(
                 context,
@@ -134,9 +135,12 @@ def serve(
                 "a restart after its lease, or another session since)",
             )
         assert state is not None
-        restored = _restore(shell, state, request, context)
+        try:
+            restored = _restore(shell, state, request, context)
+        except BaseException:  # refused: the leader fails the job or excludes this party
+            shell.store.clear(sid)
+            raise
         shell.session = restored
-        shell.store.pending = None  # the file stays: a second restart rejoins the same way
         shell.idle_keys.busy()
     return pb.RejoinReply(party=name, restored=True)
 
