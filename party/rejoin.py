@@ -59,6 +59,7 @@ def seal(shell: RejoinShell, session: RingSession, request: pb.ShareKeysRequest)
         session.union.private_key,
         session.sums.key,
         strip_secret=session.union.strip_secret,
+        inputs=shell.store.inputs,
     )
     try:
         shell.store.save(state)
@@ -174,6 +175,13 @@ def _restore(
     context: grpc.ServicerContext,
 ) -> RingSession:
     """The sealed session reopened with its old keys, at the leader's iteration."""
+    if state.inputs != shell.store.inputs:
+        shell.refuse(
+            context,
+            grpc.StatusCode.FAILED_PRECONDITION,
+            f"cannot rejoin: its table ({shell.config.data}), taxonomy or delimiter changed "
+            "since the session began (the release would not be the job's)",
+        )
     caller = shell.config.leader if shell.secure else None
     admit(  # the policy read at this start must still admit the job
         context,

@@ -18,6 +18,7 @@ through a link or from a FIFO could hang the daemon or read someone else's file)
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import logging
 import os
@@ -70,6 +71,9 @@ class SealedSession:
     collected: int = -1
     stripped_round: int = -1
     stripped_digest: bytes = b""
+    # What the daemon read its session from (`inputs_digest`): a restart with another table,
+    # taxonomy or delimiter cannot rejoin (its release would not be the one the job began).
+    inputs: bytes = b""
 
     def to_json(self) -> bytes:
         return json.dumps(
@@ -85,6 +89,7 @@ class SealedSession:
                 "collected": self.collected,
                 "stripped_round": self.stripped_round,
                 "stripped_digest": _b64(self.stripped_digest),
+                "inputs": _b64(self.inputs),
             }
         ).encode()
 
@@ -106,6 +111,7 @@ class SealedSession:
             int(doc["collected"]),
             int(doc["stripped_round"]),
             base64.b64decode(doc["stripped_digest"]),
+            base64.b64decode(doc["inputs"]),
         )
 
 
@@ -143,6 +149,8 @@ class SessionStore:
         self._aad = b"" if identity is None else identity.name.encode()
         self.lease_seconds = lease_seconds
         self.idle = idle
+        # The digest of what the daemon read at start (`inputs_digest`; the daemon sets it).
+        self.inputs = b""
         self.started = self._since = time.monotonic()
         self._lock = threading.RLock()
         self._timer: threading.Timer | None = None
@@ -312,6 +320,27 @@ class SessionStore:
         except OSError as exc:
             log.warning("%s: cannot delete it (%s)", path, exc.strerror)
         return None
+
+
+def inputs_digest(data: Path, taxonomy: Path | None, delimiter: str | None) -> bytes:
+    """SHA-256 of what a party's sessions are computed from: its table's bytes (a Parquet
+    dataset's files, by relative name, in order), its taxonomy file's and its delimiter.
+    Sealed with a session and compared at its rejoin: the replayed chain covers only the
+    answers given before the restart, so a changed record whose counts those answers did not
+    show (a non-sensitive value changed, a row whose group was not split yet) would otherwise
+    rejoin silently and release another table."""
+    digest = hashlib.sha256(repr(delimiter).encode())
+    if data.is_dir():
+        named = [(str(f.relative_to(data)), f) for f in sorted(data.rglob("*")) if f.is_file()]
+    else:
+        named = [("", data)]
+    if taxonomy is not None:
+        named.append(("taxonomy", taxonomy))
+    for name, path in named:
+        digest.update(len(name).to_bytes(8, "big") + name.encode())
+        with path.open("rb") as file:
+            digest.update(hashlib.file_digest(file, "sha256").digest())
+    return digest.digest()
 
 
 def _seal_key(identity: Identity) -> bytes:
