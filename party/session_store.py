@@ -18,6 +18,7 @@ through a link or from a FIFO could hang the daemon or read someone else's file)
 from __future__ import annotations
 
 import base64
+import errno
 import hashlib
 import json
 import logging
@@ -177,17 +178,17 @@ class SessionStore:
         with self._lock:
             # a directory it creates is the daemon's own (0700): nobody else lists its sessions
             self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            self.state = state
-            self._since = time.monotonic()
             with atomic_path(self.path) as tmp:
                 fd = os.open(tmp, os.O_WRONLY | os.O_TRUNC)
                 try:
                     os.fchmod(fd, 0o600)
-                    os.write(fd, sealed)
+                    _write_all(fd, sealed)
                     if durable:
                         os.fsync(fd)
                 finally:
                     os.close(fd)
+            self.state = state  # only what the disk holds (a failed write keeps the last)
+            self._since = time.monotonic()
             self._arm(self.lease_seconds)
 
     def applied(self, session_id: str, applied: int, chain: bytes) -> None:
@@ -320,6 +321,17 @@ class SessionStore:
         except OSError as exc:
             log.warning("%s: cannot delete it (%s)", path, exc.strerror)
         return None
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """Write all of `data`: a short write (a full disk) raises, never leaves a torn file to be
+    renamed into place over the last good one."""
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        if written <= 0:
+            raise OSError(errno.ENOSPC, "no space left to seal the session")
+        view = view[written:]
 
 
 def inputs_digest(data: Path, taxonomy: Path | None, delimiter: str | None) -> bytes:

@@ -147,3 +147,31 @@ def test_a_link_put_in_the_files_place_during_a_session_never_fails_the_session(
         rejoin.seal(shell, session, pb.ShareKeysRequest())  # type: ignore[arg-type]
     assert target.read_text() == "theirs" and (tmp_path / FILE_NAME).is_symlink()
     assert len(caplog.records) == 1 and "no rejoin" in caplog.records[0].getMessage()
+
+
+def test_a_full_disk_never_leaves_a_torn_sealed_file(
+    me: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The disk fills while the count of answers is sealed: the kernel writes part, then says
+    ENOSPC. The write fails (the caller stops sealing, party/rejoin.py), and the file on disk
+    is still the last whole one, never the torn bytes renamed over it."""
+    from fedanon.party import session_store
+
+    store = SessionStore(tmp_path, me, 30)  # type: ignore[arg-type]
+    store.save(sealed_state())
+    real_write = os.write
+    calls: list[int] = []
+
+    def full_disk(fd: int, data: bytes) -> int:
+        calls.append(len(data))
+        if len(calls) > 1:
+            raise OSError(28, "No space left on device")
+        return real_write(fd, bytes(data)[: len(data) // 2])
+
+    monkeypatch.setattr(session_store.os, "write", full_disk)
+    with pytest.raises(OSError):
+        store.applied(SESSION, 3, b"\x02" * 32)
+    monkeypatch.setattr(session_store.os, "write", real_write)
+    again = SessionStore(tmp_path, me, 30).waiting(SESSION)  # type: ignore[arg-type]
+    assert again is not None and again.applied == 0
+    assert [p.name for p in tmp_path.iterdir()] == [FILE_NAME]  # no temporary file left
