@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import errno
+import fcntl
 import hashlib
 import json
 import logging
@@ -38,6 +39,7 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from fedanon.atomic import atomic_path
 from fedanon.crypto.identity import Identity
+from fedanon.errors import FedanonError
 from fedanon.protos import fedanon_v1_pb2 as pb
 
 log = logging.getLogger(__name__)
@@ -321,6 +323,33 @@ class SessionStore:
         except OSError as exc:
             log.warning("%s: cannot delete it (%s)", path, exc.strerror)
         return None
+
+
+#: The lock file a running daemon holds in its state directory (`hold_state_dir`).
+LOCK_NAME = ".daemon.lock"
+
+
+def hold_state_dir(directory: Path | None) -> int | None:
+    """Take `directory` for this daemon alone, before anything reads it: an exclusive lock on
+    its lock file, held by the returned descriptor until the process ends. Two daemons with one
+    ``state_dir`` (a copied party.toml) would overwrite each other's sealed session, and each
+    would delete the other's at start-up as a file it cannot open: the second is refused in
+    one line instead."""
+    if directory is None:
+        return None
+    try:
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(directory / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    except OSError as exc:
+        raise FedanonError(f"state_dir {directory}: cannot use it ({exc.strerror})") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise FedanonError(
+            f"state_dir {directory} is in use by another running daemon (each party needs its own)"
+        ) from None
+    return fd
 
 
 def _write_all(fd: int, data: bytes) -> None:
