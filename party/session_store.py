@@ -276,6 +276,11 @@ class SessionStore:
         open under this party's key is logged and deleted: it is no use to anyone)."""
         if self.path is None or self._aead is None:
             return None
+        # A write the previous run was killed in left its temporary (fedanon/atomic.py's name):
+        # sealed keys of no use to anyone, which must not stay on disk.
+        for torn in self.path.parent.glob(f".{FILE_NAME}.*.tmp"):
+            log.warning("%s: a sealing interrupted by a restart; deleted", torn)
+            torn.unlink(missing_ok=True)
         data = self._read(self.path)
         if data is None:
             return None

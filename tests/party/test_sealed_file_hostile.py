@@ -175,3 +175,17 @@ def test_a_full_disk_never_leaves_a_torn_sealed_file(
     again = SessionStore(tmp_path, me, 30).waiting(SESSION)  # type: ignore[arg-type]
     assert again is not None and again.applied == 0
     assert [p.name for p in tmp_path.iterdir()] == [FILE_NAME]  # no temporary file left
+
+
+def test_a_sealing_interrupted_by_a_kill_leaves_no_keys_after_the_restart(
+    me: object, tmp_path: Path
+) -> None:
+    """A daemon killed while it wrote its file leaves the temporary beside it (sealed keys):
+    the restarted daemon deletes it, and reads its last whole file as before."""
+    store = SessionStore(tmp_path, me, 30)  # type: ignore[arg-type]
+    store.save(sealed_state())
+    torn = tmp_path / f".{FILE_NAME}.k1ll3d.tmp"
+    torn.write_bytes((tmp_path / FILE_NAME).read_bytes()[:40])
+    restarted = SessionStore(tmp_path, me, 30)  # type: ignore[arg-type]
+    assert restarted.waiting(SESSION) is not None
+    assert [p.name for p in tmp_path.iterdir()] == [FILE_NAME]
