@@ -136,12 +136,8 @@ def serve(
                 "a restart after its lease, or another session since)",
             )
         assert state is not None
-        try:
-            restored = _restore(shell, state, request, context)
-        except BaseException:  # refused: the leader fails the job or excludes this party
-            shell.store.clear(sid)
-            raise
-        shell.session = restored
+        # refused, its file goes at the session's abort or a lease after this claim
+        shell.session = _restore(shell, state, request, context)
         shell.idle_keys.busy()
     return pb.RejoinReply(party=name, restored=True)
 
