@@ -41,6 +41,7 @@ from fedanon.atomic import atomic_path
 from fedanon.crypto.identity import Identity
 from fedanon.errors import FedanonError
 from fedanon.protos import fedanon_v1_pb2 as pb
+from fedanon.readers.sources import ParquetSource
 
 log = logging.getLogger(__name__)
 
@@ -376,8 +377,8 @@ def inputs_digest(data: Path, taxonomy: Path | None, delimiter: str | None) -> b
     show (a non-sensitive value changed, a row whose group was not split yet) would otherwise
     rejoin silently and release another table."""
     digest = hashlib.sha256(repr(delimiter).encode())
-    if data.is_dir():
-        named = [(str(f.relative_to(data)), f) for f in sorted(data.rglob("*")) if f.is_file()]
+    if data.is_dir():  # the dataset's files as the party reads them (their names in order)
+        named = [(str(f.relative_to(data)), f) for f in ParquetSource(data).files]
     else:
         named = [("", data)]
     if taxonomy is not None:

@@ -47,3 +47,14 @@ def test_a_parquet_datasets_files_are_all_bound(tmp_path: Path) -> None:
     after = inputs_digest(dataset, None, None)
     (dataset / "part-1.parquet").rename(dataset / "part-2.parquet")
     assert len({before, after, inputs_digest(dataset, None, None)}) == 3
+
+
+def test_only_the_files_the_party_reads_count(tmp_path: Path) -> None:
+    """A file the party does not read as its table (a writer's marker beside the dataset)
+    changes nothing: the rejoin of an unchanged table is not refused for it."""
+    dataset = tmp_path / "ds"
+    dataset.mkdir()
+    (dataset / "part-0.parquet").write_bytes(b"one")
+    before = inputs_digest(dataset, None, None)
+    (dataset / "_SUCCESS").write_bytes(b"")
+    assert inputs_digest(dataset, None, None) == before
