@@ -172,11 +172,18 @@ def _restore(
 ) -> RingSession:
     """The sealed session reopened with its old keys, at the leader's iteration."""
     if state.inputs != shell.store.inputs:
+        # the files are named in this party's log only: its paths are none of the leader's
+        log.warning(
+            "%s or %s changed since session %s was sealed: its rejoin is refused",
+            shell.config.data,
+            shell.config.taxonomy,
+            state.session_id[:12],
+        )
         shell.refuse(
             context,
             grpc.StatusCode.FAILED_PRECONDITION,
-            f"cannot rejoin: its table ({shell.config.data}), taxonomy or delimiter changed "
-            "since the session began (the release would not be the job's)",
+            "cannot rejoin: its table, taxonomy or delimiter changed since the session began "
+            "(the release would not be the job's)",
         )
     caller = shell.config.leader if shell.secure else None
     admit(  # the policy read at this start must still admit the job
