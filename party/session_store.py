@@ -18,6 +18,7 @@ through a link or from a FIFO could hang the daemon or read someone else's file)
 from __future__ import annotations
 
 import base64
+import contextlib
 import errno
 import fcntl
 import hashlib
@@ -27,7 +28,7 @@ import os
 import stat
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -331,31 +332,35 @@ class SessionStore:
         return None
 
 
-#: The lock file a running daemon holds in its state directory (`hold_state_dir`).
+#: The lock file a running daemon holds in its state directory (`holding_state_dir`).
 LOCK_NAME = ".daemon.lock"
 
 
-def hold_state_dir(directory: Path | None) -> int | None:
-    """Take `directory` for this daemon alone, before anything reads it: an exclusive lock on
-    its lock file, held by the returned descriptor until the process ends. Two daemons with one
-    ``state_dir`` (a copied party.toml) would overwrite each other's sealed session, and each
-    would delete the other's at start-up as a file it cannot open: the second is refused in
-    one line instead."""
+@contextlib.contextmanager
+def holding_state_dir(directory: Path | None) -> Iterator[None]:
+    """Hold `directory` for this daemon alone while it runs, taken before anything reads it:
+    an exclusive lock on its lock file. Two daemons with one ``state_dir`` (a copied
+    party.toml) would overwrite each other's sealed session, and each would delete the other's
+    at start-up as a file it cannot open: the second is refused in one line instead."""
     if directory is None:
-        return None
+        yield
+        return
     try:
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd = os.open(directory / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     except OSError as exc:
         raise FedanonError(f"state_dir {directory}: cannot use it ({exc.strerror})") from None
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(fd)
-        raise FedanonError(
-            f"state_dir {directory} is in use by another running daemon (each party needs its own)"
-        ) from None
-    return fd
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise FedanonError(
+                f"state_dir {directory} is in use by another running daemon "
+                "(each party needs its own)"
+            ) from None
+        yield
+    finally:
+        os.close(fd)  # the lock goes with it
 
 
 def _write_all(fd: int, data: bytes) -> None:
