@@ -75,10 +75,28 @@ class Attempt:
     completed: Prefix | None = None
     # Where this attempt resumed: (specializations kept, of those inherited); None: the root.
     resumed: tuple[int, int] | None = None
+    # Why a party's dropout cannot be followed by a rerun, once some party allowed exclusion
+    # (said with the failure, so its operator learns why the job did not go on; None: a rerun
+    # is possible, or nobody asked for one).
+    no_rerun: str | None = None
 
-    def opened(self, replies: Mapping[str, pb.OpenSessionReply]) -> None:
-        """Note the handshake replies: a rerun only if every party allows exclusion."""
-        self.allowed = all(reply.allow_exclusion for reply in replies.values())
+    def opened(self, replies: Mapping[str, pb.OpenSessionReply], job: RingSettings) -> str | None:
+        """Note the handshake replies: a rerun only if every party allows exclusion and the job
+        can run one. Decided here, before any dropout (no Status probe, no abort, for a failure
+        no rerun could follow); returns the line to show when every party allows exclusion but
+        the job's modes cannot rerun."""
+        refusing = [name for name, reply in replies.items() if not reply.allow_exclusion]
+        modes = _modes_refuse(job)
+        self.allowed = not refusing and modes is None
+        if self.allowed or len(refusing) == len(replies):
+            self.no_rerun = None
+        elif refusing:
+            self.no_rerun = f"the policy of {', '.join(refusing)} does not allow exclusion"
+        else:
+            self.no_rerun = modes
+        if not refusing and modes is not None:
+            return f"exclusion: every party allows it, but no rerun for this job: {modes}"
+        return None
 
     def united(self) -> None:
         """The leader holds this attempt's integrated release: a failure from now on (at End)
@@ -95,6 +113,12 @@ class Attempt:
             yield
         except PartyFailure as failure:
             if not self.allowed:
+                if self.no_rerun is not None and failure.code in GONE:
+                    raise PartyFailure(
+                        f"{failure} (no rerun without {failure.party or 'it'}: {self.no_rerun})",
+                        failure.party,
+                        failure.code,
+                    ) from failure
                 raise
             gone = probe(session, min(seconds, PROBE_SECONDS))
             if not gone:
@@ -105,13 +129,8 @@ class Attempt:
         """The next attempt without the parties that dropped out; raises the attempt's failure
         (with the reason no rerun is possible) where none is."""
         survivors = [hop for hop in self.parties if hop.name not in dropout.gone]
-        reason = None
-        if job.sum_mode not in SUM_MODES or job.union_mode != UNION_MODE:
-            reason = (
-                f'a rerun needs sum_mode = "pairwise" or "sparse" and [union] mode = '
-                f'"{UNION_MODE}" (no party forwards to a next hop that may be gone)'
-            )
-        elif len(survivors) < MIN_SURVIVORS:
+        reason = _modes_refuse(job)
+        if reason is None and len(survivors) < MIN_SURVIVORS:
             reason = f"{len(survivors)} parties would remain, a rerun needs {MIN_SURVIVORS}"
         if reason is not None:
             raise PartyFailure(
@@ -121,6 +140,16 @@ class Attempt:
         # before the rerun's handshake is answered is excluded too (its reply then decides).
         inherited = self.inherited if self.completed is None else self.completed
         return Attempt(survivors, [*self.excluded, *dropout.gone], self.number + 1, True, inherited)
+
+
+def _modes_refuse(job: RingSettings) -> str | None:
+    """Why the job's sum or union mode cannot rerun without a party (None: they can)."""
+    if job.sum_mode in SUM_MODES and job.union_mode == UNION_MODE:
+        return None
+    return (
+        f'a rerun needs sum_mode = "pairwise" or "sparse" and [union] mode = '
+        f'"{UNION_MODE}" (no party forwards to a next hop that may be gone)'
+    )
 
 
 def probe(session: Session, seconds: float) -> list[str]:

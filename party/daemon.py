@@ -35,6 +35,7 @@ from fedanon.federation.transport import (
 from fedanon.party.config import PartyConfig
 from fedanon.party.gate import PartyGate
 from fedanon.party.servicer import PartyServicer
+from fedanon.party.session_store import holding_state_dir, inputs_digest
 from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
 from fedanon.readers.sources import open_source, read_source
 from fedanon.taxonomy.loader import load_taxonomy
@@ -78,6 +79,8 @@ def build_servicer(config: PartyConfig) -> PartyServicer:
         ca = x509.load_pem_x509_certificate(config.tls.ca.read_bytes())
     counting = counting_engine(config.engine)
     servicer = PartyServicer(config, source, taxonomy, next_stub, identity, ca, counting=counting)
+    if servicer.store.enabled:  # what a sealed session's rejoin must find again
+        servicer.store.inputs = inputs_digest(config.data, config.taxonomy, config.delimiter)
     if next_ready is not None:
         servicer.next_ready = next_ready
     return servicer
@@ -183,6 +186,12 @@ def wait_for(stop: threading.Event) -> None:
 def serve(config: PartyConfig, grace_seconds: float = 5.0) -> None:
     """Run the daemon until SIGTERM/SIGINT; in-flight calls get `grace_seconds` to finish."""
     tie_to_parent()
+    with holding_state_dir(config.state_dir):
+        _serve(config, grace_seconds)
+
+
+def _serve(config: PartyConfig, grace_seconds: float) -> None:
+    """`serve` once the daemon holds its state_dir (released when it stops or fails)."""
     server, port, servicer = build_server(config)
     # Before the server answers its first health check: a SIGTERM from then on (the daemon
     # counts as started) stops it gracefully, even while its workers are still starting.

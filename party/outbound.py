@@ -57,6 +57,7 @@ from fedanon.party.daemon import (
 from fedanon.party.gate import PartyGate
 from fedanon.party.servicer import PartyServicer
 from fedanon.party.session_base import RingSession
+from fedanon.party.session_store import holding_state_dir
 from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
 
@@ -290,6 +291,12 @@ def serve_outbound(config: PartyConfig, grace_seconds: float = 5.0) -> None:
         raise FedanonError(
             'transport = "outbound" needs TLS: the relay knows parties by certificate'
         )
+    with holding_state_dir(config.state_dir):
+        _serve_outbound(config, grace_seconds)
+
+
+def _serve_outbound(config: PartyConfig, grace_seconds: float) -> None:
+    """`serve_outbound` once the daemon holds its state_dir (released when it stops)."""
     servicer = build_servicer(config)
     assert servicer.identity is not None and servicer.ca_certificate is not None
     party = OutboundParty(servicer, servicer.identity, servicer.ca_certificate)

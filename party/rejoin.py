@@ -59,10 +59,12 @@ def seal(shell: RejoinShell, session: RingSession, request: pb.ShareKeysRequest)
         session.union.private_key,
         session.sums.key,
         strip_secret=session.union.strip_secret,
+        inputs=shell.store.inputs,
     )
     try:
         shell.store.save(state)
-    except OSError as exc:  # the session runs on; only a restart could not resume it
+    except (OSError, FedanonError) as exc:  # the session runs on; a restart cannot resume it
+        # (FedanonError: a link in the file's place, which is never written through)
         log.warning(
             "cannot seal session %s (%s): no rejoin after a restart", state.session_id[:12], exc
         )
@@ -80,7 +82,7 @@ def _seal_answers(shell: RejoinShell, session: RingSession) -> None:
     def sealing(what: str, **changes: object) -> None:
         try:
             store.update(sid, **changes)
-        except OSError as exc:
+        except (OSError, FedanonError) as exc:
             log.warning("cannot seal %s of %s (%s): no rejoin", what, sid[:12], exc)
             store.clear(sid)
 
@@ -125,7 +127,7 @@ def serve(
             if request.union_round:
                 _restart_union(shell, session, request, context)
             return pb.RejoinReply(party=name, restored=False)
-        state = shell.store.waiting(sid)
+        state = shell.store.claim(sid)
         if state is None:
             shell.refuse(
                 context,
@@ -134,9 +136,8 @@ def serve(
                 "a restart after its lease, or another session since)",
             )
         assert state is not None
-        restored = _restore(shell, state, request, context)
-        shell.session = restored
-        shell.store.pending = None  # the file stays: a second restart rejoins the same way
+        # refused, its file goes at the session's abort or a lease after this claim
+        shell.session = _restore(shell, state, request, context)
         shell.idle_keys.busy()
     return pb.RejoinReply(party=name, restored=True)
 
@@ -170,6 +171,20 @@ def _restore(
     context: grpc.ServicerContext,
 ) -> RingSession:
     """The sealed session reopened with its old keys, at the leader's iteration."""
+    if state.inputs != shell.store.inputs:
+        # the files are named in this party's log only: its paths are none of the leader's
+        log.warning(
+            "%s or %s changed since session %s was sealed: its rejoin is refused",
+            shell.config.data,
+            shell.config.taxonomy,
+            state.session_id[:12],
+        )
+        shell.refuse(
+            context,
+            grpc.StatusCode.FAILED_PRECONDITION,
+            "cannot rejoin: its table, taxonomy or delimiter changed since the session began "
+            "(the release would not be the job's)",
+        )
     caller = shell.config.leader if shell.secure else None
     admit(  # the policy read at this start must still admit the job
         context,

@@ -132,7 +132,17 @@ class PartyServicer(pb_grpc.PartyServicer):
         # Filled by the running daemon (`serve` starts it); in-process servicers leave it empty.
         self.idle_keys = IdleKeyWorkers(config.union_parallelism.workers, config.idle_keys)
         # The sealed session a restart can rejoin (party/rejoin.py): written at key sharing.
-        self.store = SessionStore(config.state_dir, identity, config.lease_seconds)
+        self.store = SessionStore(
+            config.state_dir, identity, config.lease_seconds, self._sealed_idle
+        )
+
+    def _sealed_idle(self, session_id: str) -> float | None:
+        """How long the open session `session_id` has not heard its leader (None: not open
+        here): the sealed file's lease clock (party/session_store.py)."""
+        session = self.session
+        if session is None or session.session_id != session_id or session.ended:
+            return None
+        return session.idle_for()
 
     @property
     def table(self) -> pd.DataFrame:

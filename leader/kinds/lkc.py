@@ -332,7 +332,9 @@ def _attempt(
             pad_to=job.union_pad_to,
             rejoin_seconds=job.rejoin_seconds,
         )
-        current.opened(ring.replies)
+        notice = current.opened(ring.replies, job)
+        if notice is not None:
+            show(notice)
         timer.since_start("handshake")
         show(f"handshake: done; {len(session.ring)} parties agreed on the job and the keys")
         show("specialize: secure sums of the statistics, one per iteration")

@@ -85,12 +85,12 @@ def test_exclusion_needs_every_partys_consent_and_ends_with_the_release() -> Non
     attempt = Attempt(list(HOPS))
     assert not attempt.allowed
     replies = {h.name: pb.OpenSessionReply(allow_exclusion=True) for h in HOPS}
-    attempt.opened(replies)
+    attempt.opened(replies, _job())
     assert attempt.allowed
     replies["hospital-3"] = pb.OpenSessionReply(allow_exclusion=False)
-    attempt.opened(replies)
+    attempt.opened(replies, _job())
     assert not attempt.allowed
-    attempt.opened({h.name: pb.OpenSessionReply(allow_exclusion=True) for h in HOPS})
+    attempt.opened({h.name: pb.OpenSessionReply(allow_exclusion=True) for h in HOPS}, _job())
     attempt.united()
     with pytest.raises(PartyFailure) as passed, attempt.watching(None, 1.0):
         raise FAILURE

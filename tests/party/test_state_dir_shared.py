@@ -1,0 +1,51 @@
+"""Two daemons configured with one ``state_dir`` (a copied party.toml; #28, review): the second
+would overwrite the first's sealed session and, at its start-up, delete it as a file it cannot
+open. ``fedanon party serve`` refuses the second in one line (exit 2) before it reads the
+directory; the first keeps serving and keeps its sealed file."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from fedanon.party.session_store import FILE_NAME
+from tests.harness.cli import FEDANON
+from tests.party.test_party_startup import (  # noqa: F401 (fixture)
+    _config,
+    _free_port,
+    _one_line_error,
+    _serve,
+    party_dir,
+)
+
+
+def test_a_second_daemon_on_a_live_daemons_state_dir_is_refused(party_dir: Path) -> None:  # noqa: F811
+    first_dir, second_dir = party_dir / "a", party_dir / "b"
+    for directory in (first_dir, second_dir):
+        directory.mkdir()
+        (directory / "certs").symlink_to(party_dir / "certs")
+        (directory / "a.csv").symlink_to(party_dir / "a.csv")
+    state = party_dir / "state"
+    state.mkdir()
+    first_config = _config(first_dir, _free_port(), extra=f'state_dir = "{state}"')
+    first = subprocess.Popen(
+        [*FEDANON, "party", "serve", "--config", str(first_config)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert first.stdout is not None
+        banner = first.stdout.readline()
+        assert "listening on port" in banner, banner
+        (state / FILE_NAME).write_bytes(b"the first daemon's sealed session")
+        second_config = _config(
+            second_dir, _free_port(), "hospital-b", "hospital-b", f'state_dir = "{state}"'
+        )
+        second_config.write_text(second_config.read_text().replace("hospital-a", "hospital-b"))
+        _one_line_error(_serve(second_config), f"state_dir {state} is in use")
+        assert first.poll() is None, "the first daemon died"
+        assert (state / FILE_NAME).read_bytes() == b"the first daemon's sealed session"
+    finally:
+        first.terminate()
+        first.wait(timeout=30)
