@@ -61,6 +61,10 @@ class SealedSession:
     collected: int = -1
     stripped_round: int = -1
     stripped_digest: bytes = b""
+    # The session's attempt and its roster once a rerun moved it past its first
+    # (party/exclusion.py): a rejoin replays the switch before the attempt's log.
+    attempt: int = 0
+    rerun_ring: tuple[str, ...] = ()
 
     def to_json(self) -> bytes:
         return json.dumps(
@@ -76,6 +80,8 @@ class SealedSession:
                 "collected": self.collected,
                 "stripped_round": self.stripped_round,
                 "stripped_digest": _b64(self.stripped_digest),
+                "attempt": self.attempt,
+                "rerun_ring": list(self.rerun_ring),
             }
         ).encode()
 
@@ -97,6 +103,8 @@ class SealedSession:
             int(doc["collected"]),
             int(doc["stripped_round"]),
             base64.b64decode(doc["stripped_digest"]),
+            int(doc["attempt"]),
+            tuple(str(name) for name in doc["rerun_ring"]),
         )
 
 

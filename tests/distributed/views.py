@@ -134,7 +134,7 @@ def share_vectors(view: list[Seen]) -> dict[int, list[np.ndarray]]:
         ):
             t = counter[s.other]
             counter[s.other] += 1
-            fields = unpack_frames(b"FPS1", bytes(s.message.pairwise_share), 5)
+            fields = unpack_frames(b"FPS1", bytes(s.message.pairwise_share), 6)
             out.setdefault(t, []).append(np.frombuffer(fields[-1], dtype="<u8"))
     return out
 
