@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+import pandas as pd
 import pytest
 
 from fedanon.federation.lkc_job import lkc_job_to_proto
@@ -22,14 +23,24 @@ from fedanon.federation.transport import make_channel
 from fedanon.leader.kinds.lkc import run_lkc
 from fedanon.leader.ring import open_ring
 from fedanon.leader.session import Session
-from fedanon.leader.sim import Federation
+from fedanon.leader.sim import Federation, federation, split_table
 from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
-from tests.distributed.conftest import Dataset, kill_when, make_job, read_release
+from tests.distributed.conftest import (
+    LEASE_SECONDS,
+    Dataset,
+    kill_when,
+    make_job,
+    read_release,
+    run_distributed,
+)
 from tests.distributed.test_exclusion import (
+    ALLOW,
     RERUN,
     VICTIM,
+    KillTwo,
     _assert_lkc,
+    _assert_survivors_release,
     _survivors,
     data,
     one_opted_out,
@@ -164,3 +175,27 @@ def test_a_party_that_did_not_opt_in_refuses_the_attempt_switch(
         assert "allow_exclusion = false" in detail
         assert session.stubs["hospital-1"].Rerun(switch, timeout=30).party == "hospital-1"
         session.abort("test: done")
+
+
+def test_a_second_dropout_is_the_third_attempt_of_the_same_session(
+    data: Dataset, tmp_path: Path
+) -> None:
+    """Five opted-in daemons: hospital-2 killed after iteration 1, hospital-4 after iteration
+    2 of the rerun: attempts 0, 1 and 2 of one session; the three survivors served one
+    handshake and one key sharing each, and their release passes the checker."""
+    parts = split_table(data.table, 5, "random", seed=3)
+    spec = data.spec(L=2, K=8, C="0.6")
+    out = tmp_path / "out.csv"
+    with federation(
+        parts, data.taxonomy_path, lease_seconds=LEASE_SECONDS, policy=ALLOW, workdir=tmp_path
+    ) as fed:
+        killer = KillTwo(fed, 1, 3)
+        report = run_distributed(fed.hops, fed.leader_tls, data, spec, out, killer, **RERUN)
+        survivors = ["hospital-1", "hospital-3", "hospital-5"]
+        assert killer.killed == [1, 2] and report["parties"] == survivors
+        assert report["excluded"] == ["hospital-2", "hospital-4"] and report["attempts"] == 3
+        for name in survivors:
+            status = _status(fed, name)
+            assert (status.sessions_served, status.key_sharings) == (1, 1), name
+    kept = pd.concat([p for i, p in enumerate(parts) if i not in (1, 3)], ignore_index=True)
+    _assert_survivors_release(out, report, kept, data, spec)
