@@ -109,7 +109,7 @@ def rerun(shell: RerunShell, request: pb.RekeyRerunRequest, context: grpc.Servic
             attempt=session.attempt,
             rerun_ring=tuple(ring),
             applied=0,
-            chain=getattr(session, "chain", b""),
+            chain=session.chain,
         )
     log.info(
         "attempt %d: rerun without %s (the same session and keys; this party allows exclusion)",

@@ -113,6 +113,9 @@ class RingSession(SessionBase, ABC):
     routed: bool = True
     #: Whether the session can move to a rerun's attempt (``rekey``; kinds that replay).
     reruns: ClassVar[bool] = False
+    #: The hash chain of the iterations applied in this attempt (kinds that replay keep one;
+    #: party/rejoin.py seals it).
+    chain: bytes = b""
 
     def __init__(self, session_id: str, ring: list[str], me: str, sum_mode: int) -> None:
         if me not in ring:
