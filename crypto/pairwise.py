@@ -1,12 +1,14 @@
 """Collusion-resistant secure sum with pairwise masks (each party reports to the leader).
 
 Every pair of parties (i, j) shares an X25519 secret from their signed per-session keys
-(`fedanon.crypto.keyshare`). For each round, HKDF turns it into a key bound to (session, round,
-roster,
-pair), and AES-CTR expands that key into a mask vector m_ij that both parties compute identically.
-Party i sends x_i + sum_{j>i} m_ij - sum_{j<i} m_ij to the leader (indices in roster order); every
-m_ij is added once and subtracted once, so the masks cancel in the leader's sum and only the sum
-of the x_i appears.
+(`fedanon.crypto.keyshare`). For each round, HKDF turns it into a key bound to (session,
+attempt, round, roster, pair), and AES-CTR expands that key into a mask vector m_ij that both
+parties compute identically. Party i sends x_i + sum_{j>i} m_ij - sum_{j<i} m_ij to the leader
+(indices in roster order); every m_ij is added once and subtracted once, so the masks cancel in
+the leader's sum and only the sum of the x_i appears. A rerun without parties that dropped out
+is a new attempt of the same session (docs/distributed.md, "Exclusion"): its masks come from the
+same pair secrets under another attempt and roster, independent of the earlier attempt's, and a
+share of one attempt never combines in another.
 
 Unlike the ring, a party's share is hidden from any coalition that misses at least one other
 party: the mask it shares with that party is unknown to the coalition and uniform. The price is
@@ -15,14 +17,13 @@ incomplete or inconsistent set of shares instead of returning a silently wrong t
 
 Sparse graph (``sparse=True``, as in SecAgg+): each party masks with k = 2*ceil(log2 n) others
 instead of n - 1, so its cost per round grows with log n. The pairs are the edges of a circulant
-graph (every party joined to the k/2 nearest on each side) over an order of the roster drawn
-from the session id and roster, which every party computes alike; the masks still cancel, since
+graph (every party joined to the k/2 nearest on each side) over an order of the roster drawn from
+the session id, attempt and roster, which every party computes alike; the masks still cancel, since
 every edge adds its mask once and subtracts it once. The graph is k-vertex-connected (a Harary
-graph), so a coalition of fewer than k parties, with or without the leader, still sees every
-honest party joined to another honest one by a mask it lacks: it learns only the honest parties'
-sum, as with the complete graph. A coalition of k or more may isolate an honest party
-(docs/leakage.md states the assumption).
-"""
+graph), so a coalition of fewer than k parties, with or without the leader, still sees every honest
+party joined to another honest one by a mask it lacks: it learns only the honest parties' sum, as
+with the complete graph. A coalition of k or more may isolate an honest party (docs/leakage.md
+states the assumption)."""
 
 from __future__ import annotations
 
@@ -79,18 +80,22 @@ def neighbour_count(parties: int) -> int:
     return parties - 1 if k >= parties - 1 else k
 
 
-def sparse_neighbours(roster: Sequence[str], session_id: bytes) -> dict[str, frozenset[str]]:
-    """Every roster member's mask partners in the sparse graph of (`session_id`, `roster`).
+def sparse_neighbours(
+    roster: Sequence[str], session_id: bytes, attempt: int = 0
+) -> dict[str, frozenset[str]]:
+    """Every roster member's mask partners in the sparse graph of (`session_id`, `attempt`,
+    `roster`).
 
-    The roster is ordered by HMAC-SHA256 of each name under a seed hashed from the session id
-    and the roster digest; each party is joined to the k/2 parties before and after it in that
-    order (cyclically), k = :func:`neighbour_count`. Symmetric, every degree k.
+    The roster is ordered by HMAC-SHA256 of each name under a seed hashed from the session id,
+    the attempt and the roster digest; each party is joined to the k/2 parties before and after
+    it in that order (cyclically), k = :func:`neighbour_count`. Symmetric, every degree k.
     """
     roster = _check_roster(roster, session_id)
     n, k = len(roster), neighbour_count(len(roster))
     if k == n - 1:
         return {name: frozenset(roster) - {name} for name in roster}
-    seed = hashlib.sha256(pack_frames(_GRAPH_TAG, [session_id, roster_digest(roster)])).digest()
+    fields = [session_id, u64(attempt), roster_digest(roster)]
+    seed = hashlib.sha256(pack_frames(_GRAPH_TAG, fields)).digest()
     order = sorted(roster, key=lambda name: hmac.new(seed, name.encode(), "sha256").digest())
     at = {name: i for i, name in enumerate(order)}
     offsets = [d for d in range(-(k // 2), k // 2 + 1) if d]
@@ -112,9 +117,12 @@ class PairwiseMasker:
         roster: Sequence[str],
         session_id: bytes,
         sparse: bool = False,
+        attempt: int = 0,
     ) -> None:
-        """`sparse`: mask with this party's neighbours in :func:`sparse_neighbours` only."""
+        """`sparse`: mask with this party's neighbours in :func:`sparse_neighbours` only;
+        `attempt`: the session's attempt (0: its first) the masks are bound to."""
         self.roster = _check_roster(roster, session_id)
+        self.attempt = attempt
         if name not in self.roster:
             raise ValueError(f"{name!r} is not in the roster")
         self.name = name
@@ -135,7 +143,7 @@ class PairwiseMasker:
         if missing:
             raise MissingPartyError(f"no key share from {', '.join(missing)}")
         me = self.roster.index(name)
-        partners = sparse_neighbours(self.roster, session_id)[name] if sparse else None
+        partners = sparse_neighbours(self.roster, session_id, attempt)[name] if sparse else None
         # Per partner: +1 if its roster index is higher (we add that mask), else -1, and the
         # X25519 secret we share with it.
         self._pairs: dict[str, tuple[int, bytes]] = {}
@@ -153,12 +161,14 @@ class PairwiseMasker:
         """The mask this party and `other` both derive for `round_` (read-only).
 
         Key: HKDF-SHA256 of the pair's X25519 secret, salt = session id, info binding round,
-        roster and the pair in roster order, so no two (session, round, pair) share a stream.
+        attempt, roster and the pair in roster order, so no two (session, attempt, round,
+        pair) share a stream.
         """
         _, secret = self._pairs[other]
         low, high = sorted((self.name, other), key=self.roster.index)
         info = _HKDF_LABEL + pack_frames(
-            _INFO_TAG, [u64(round_), self._digest, low.encode(), high.encode()]
+            _INFO_TAG,
+            [u64(round_), u64(self.attempt), self._digest, low.encode(), high.encode()],
         )
         key = HKDF(hashes.SHA256(), MASK_KEY_BYTES, salt=self.session_id, info=info).derive(secret)
         return keyed_mask(key, length)
@@ -180,32 +190,39 @@ class PairwiseMasker:
             else:
                 total -= mask
         self._used_rounds.add(round_)
-        fields = [self.session_id, u64(round_), self.name.encode(), self._digest]
+        fields = [self.session_id, u64(self.attempt), u64(round_), self.name.encode(), self._digest]
         return pack_frames(_SHARE_TAG, [*fields, counts_to_bytes(total)])
 
 
 class PairwiseAggregator:
     """The leader's side: checks that every roster member sent one consistent share, then sums."""
 
-    def __init__(self, roster: Sequence[str], session_id: bytes) -> None:
+    def __init__(self, roster: Sequence[str], session_id: bytes, attempt: int = 0) -> None:
         self.roster = _check_roster(roster, session_id)
         self.session_id = session_id
+        self.attempt = attempt
         self._digest = roster_digest(self.roster)
 
     def combine(self, round_: int, shares: Mapping[str, bytes]) -> np.ndarray:
         """Sum the shares of `round_`, keyed by the (TLS-authenticated) sender's name.
 
         Raises `MissingPartyError` naming every absent party and `IntegrityError` for a share of
-        another session or round, under another roster, or claiming another sender.
+        another session, attempt or round, under another roster, or claiming another sender.
         """
         vectors: list[np.ndarray] = []
         length: int | None = None
         for sender, share in shares.items():
             if sender not in self.roster:
                 raise IntegrityError(f"share from {sender!r}, who is not in the roster")
-            session, round_field, name, digest, payload = unpack_frames(_SHARE_TAG, share, 5)
+            session, attempt, round_field, name, digest, payload = unpack_frames(
+                _SHARE_TAG, share, 6
+            )
             if session != self.session_id:
                 raise IntegrityError(f"share from {sender!r} belongs to another session")
+            if read_u64(attempt) != self.attempt:
+                raise IntegrityError(
+                    f"share from {sender!r} is of attempt {read_u64(attempt)}, not {self.attempt}"
+                )
             if read_u64(round_field) != round_:
                 raise IntegrityError(
                     f"share from {sender!r} is for round {read_u64(round_field)}, not {round_}"

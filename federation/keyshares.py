@@ -13,8 +13,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from fedanon.crypto.identity import Identity
-from fedanon.crypto.keyshare import ONION_UNION, PeerKey, create_key_share, verify_key_share
-from fedanon.crypto.onion_union import build_route
+from fedanon.crypto.keyshare import PeerKey, create_key_share, verify_key_share
 from fedanon.protos import fedanon_v1_pb2 as pb
 
 
@@ -52,13 +51,3 @@ def verified_peers(
                 )
             )
     return peers
-
-
-def union_route(
-    shares: Sequence[pb.KeyShare],
-    ring: Sequence[str],
-    session_id: bytes,
-    ca: x509.Certificate | None,
-) -> tuple[bytes, ...]:
-    """Verify every union share and order the keys into the ring's route (leader last)."""
-    return build_route(verified_peers(shares, ONION_UNION, session_id, ca), ring)

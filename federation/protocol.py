@@ -15,12 +15,14 @@ from collections.abc import Sequence
 
 import fedanon
 
+# 6: an exclusion rerun is the next attempt of the same session (Rerun, SessionRef.attempt,
+#    pairwise shares and union contexts bound to the attempt), a sealed session's inputs;
 # 5: an exclusion rerun's prefix probe and adoption (SumRequest.prefix_probe / prefix_adopt);
 # 4: kACTUS count steps' count_bits, packed fields at the widest width of their count per
 #    word, UnionRequest.forward_kept (a resumed strip);
 # 3: LKC sums carry only the possible entries, C45QueryBatch, packed C4.5 counts;
 # 2: packed union items, Rejoin, exclusion, evaluate, OpenSession versions
-PROTOCOL_VERSION = 5
+PROTOCOL_VERSION = 6
 
 
 def handshake_items(items: Sequence[str]) -> list[str]:

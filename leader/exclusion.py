@@ -3,8 +3,10 @@
 Why a rerun from scratch, and not SecAgg's recovery: reconstructing a dropped party's mask key
 would let the leader unmask that party's earlier vectors, and carrying on without it would let
 the leader subtract the survivors' totals from the earlier totals at the current cut. A rerun is
-a fresh session among the survivors (new session id: fresh union keys and pairwise masks bound
-to the new session, its rounds and its roster), the specialization from the longest prefix of
+the next attempt of the same session among the survivors (``Rerun``: no second handshake or
+key sharing; the pairwise masks and the union's contexts derived again from the session's keys,
+bound to the attempt and its roster, so independent of the earlier attempts'), the
+specialization from the longest prefix of
 the completed history whose cut is valid for the survivors (validity gets easier as the cut
 gets coarser: fedanon/algorithms/tds/prefix.py), and the shuffle union, whose route the leader
 rebuilds from the survivors alone. The rerun's iteration 0 probes the prefix (the survivors
@@ -61,8 +63,8 @@ class Dropout(PartyFailure):
 
 @dataclass
 class Attempt:
-    """One session of the job: its parties, those excluded before it, and whether every party
-    of it allowed exclusion (at its handshake; before it, as at the previous attempt's)."""
+    """One attempt of the job's session: its parties, those excluded before it, and whether
+    every party of it allowed exclusion (at the handshake; a rerun's survivors all did)."""
 
     parties: list[Hop]
     excluded: list[str] = field(default_factory=list)
@@ -125,6 +127,16 @@ class Attempt:
                 raise
             raise Dropout(failure, gone) from failure
 
+    def switch(self, session: Session) -> None:
+        """Move the open session to this attempt (a rerun): every survivor must accept the
+        ``Rerun`` (party/exclusion.py checks it) before anything of the attempt is sent."""
+        names = {hop.name for hop in self.parties}
+        gone = [name for name in session.ring if name not in names]
+        session.rekey(self.parties, self.number - 1)
+        request = pb.RekeyRerunRequest(ref=session.ref(), ring=session.ring, excluded=gone)
+        seconds = session.job.rpc_seconds
+        session.fan_out("rerun", lambda _n, stub: stub.Rerun(request, timeout=seconds))
+
     def rerun(self, dropout: Dropout, job: RingSettings) -> Attempt:
         """The next attempt without the parties that dropped out; raises the attempt's failure
         (with the reason no rerun is possible) where none is."""
@@ -136,8 +148,8 @@ class Attempt:
             raise PartyFailure(
                 f"{dropout.failure} (no rerun without {', '.join(dropout.gone)}: {reason})"
             ) from dropout.failure
-        # Every survivor allowed exclusion at the last handshake: a survivor that drops out
-        # before the rerun's handshake is answered is excluded too (its reply then decides).
+        # Every survivor allowed exclusion at the handshake: a survivor that drops out before
+        # it answered the rerun is excluded too (its refusal, if it answers, fails the job).
         inherited = self.inherited if self.completed is None else self.completed
         return Attempt(survivors, [*self.excluded, *dropout.gone], self.number + 1, True, inherited)
 
@@ -186,6 +198,7 @@ def run_excluding(
             show(
                 f"exclusion: {', '.join(dropout.gone)} dropped out ({dropout.failure}); "
                 f"every party allows exclusion: rerunning with {len(current.parties)} parties "
-                f"and fresh keys, from the longest prefix of the "
+                f"as attempt {current.number} of the session (masks derived again, no new "
+                f"handshake), from the longest prefix of the "
                 f"{len(current.inherited.steps)} completed specializations valid for them"
             )

@@ -136,6 +136,7 @@ class RingCalls:
     rpc_seconds: float
     sealed_totals: Callable[[], SealedTotalChannel]
     rejoin: Resender = field(default_factory=NoRejoin)
+    attempt: int = 0  # the session's attempt (a rerun's: its masks are bound to it)
 
 
 class SumProtocol(ABC):
@@ -203,16 +204,24 @@ class PairwiseSum(SumProtocol):
         fan_out: FanOut,
         rpc_seconds: float,
         rejoin: Resender | None = None,
+        attempt: int = 0,
     ) -> None:
         self.fan_out = fan_out
         self.rpc_seconds = rpc_seconds
-        self.aggregator = PairwiseAggregator(list(ring), bytes.fromhex(session_id))
+        self.aggregator = PairwiseAggregator(list(ring), bytes.fromhex(session_id), attempt)
         self.rejoin = rejoin or NoRejoin()
 
     @classmethod
     def opened(cls, calls: RingCalls) -> PairwiseSum:
         """For a session whose parties drew pairwise keys at the handshake."""
-        return cls(calls.ring, calls.session_id, calls.fan_out, calls.rpc_seconds, calls.rejoin)
+        return cls(
+            calls.ring,
+            calls.session_id,
+            calls.fan_out,
+            calls.rpc_seconds,
+            calls.rejoin,
+            calls.attempt,
+        )
 
     def total(self, request: pb.SumRequest, length: int, traffic: Traffic) -> np.ndarray:
         phase = f"secure sum (pairwise), iteration {request.ref.iteration}"
@@ -260,11 +269,14 @@ class FederationSource:
         traffic: Traffic,
         on_round: Callable[[int, int], None] | None = None,
         schema: Schema | None = None,
+        attempt: int = 0,
     ) -> None:
         """`schema` (LKC): sum only the entries the new partitions' cut values can make
         non-zero (layout.py's ``carried``), tracking T_g in a copy of its own to know them;
-        without it every entry of the layout is summed."""
+        without it every entry of the layout is summed. `attempt`: the session's (a rerun's
+        sums start again at iteration 0)."""
         self.session_id = session_id
+        self.attempt = attempt
         self.layout = layout
         self.masks = None if schema is None else CarriedMasks(layout, schema)
         self.sums = sums
@@ -335,7 +347,11 @@ class FederationSource:
             length = self.layout.vector_length(n_partitions)
         if mask is not None:
             length = int(np.count_nonzero(mask))
-        request.ref.CopyFrom(pb.SessionRef(session_id=self.session_id, iteration=self.iteration))
+        request.ref.CopyFrom(
+            pb.SessionRef(
+                session_id=self.session_id, iteration=self.iteration, attempt=self.attempt
+            )
+        )
         total = self.sums.total(request, length, self.traffic)
         if mask is not None:
             total = restored(total, mask)

@@ -55,6 +55,11 @@ class Rejoiner:
     # iteration 1's adoption, once answered; the instructions then start at iteration 2.
     probe: pb.PrefixProbe | None = None
     adopt: pb.PrefixAdopt | None = None
+    # The session's attempt (a rerun's): a restored party replays its switch to `ring` first.
+    attempt: int = 0
+
+    def ref(self, iteration: int) -> pb.SessionRef:
+        return pb.SessionRef(session_id=self.session_id, iteration=iteration, attempt=self.attempt)
 
     def record(self, request: pb.SumRequest) -> None:
         """A sum every party answered: its instruction joins the log (iteration ``i`` holds
@@ -121,10 +126,7 @@ class Rejoiner:
 
     def _restart_union(self, iteration: int, union_round: int, names: list[str]) -> None:
         """Tell parties `names` at once that the union runs as `union_round` from its start."""
-        request = pb.RejoinRequest(
-            ref=pb.SessionRef(session_id=self.session_id, iteration=iteration),
-            union_round=union_round,
-        )
+        request = pb.RejoinRequest(ref=self.ref(iteration), union_round=union_round)
         calls = {
             name: self.stubs[name].Rejoin.future(request, timeout=self.rpc_seconds)
             for name in names
@@ -152,10 +154,11 @@ class Rejoiner:
         ``rpc_seconds`` for the replay."""
         first = 1 if self.adopt is None else 2
         request = pb.RejoinRequest(
-            ref=pb.SessionRef(session_id=self.session_id, iteration=iteration),
+            ref=self.ref(iteration),
             instructions=self.log[: max(iteration - first, 0)],
             prefix_probe=self.probe,
             prefix_adopt=self.adopt,
+            rerun_ring=self.ring if self.attempt else [],
         )
         while True:
             left = deadline - time.monotonic()

@@ -44,7 +44,7 @@ def open_ring(
     prepare a layered union's keys while the loop runs. `rejoin_seconds` > 0 (a kind whose
     parties replay: LKC) waits that long for a party that went away during a secure sum
     (leader/rejoin.py)."""
-    request.sum_mode, protocol = SUM_PROTOCOLS[sum_mode]
+    request.sum_mode = SUM_PROTOCOLS[sum_mode][0]
     opened = session.handshake(items, request)
     columns = list(opened[session.ring[0]].columns)
     for name in session.ring[1:]:
@@ -54,6 +54,30 @@ def open_ring(
                 f"party {session.ring[0]} has {columns}"
             )
     keys = UnionKeys.exchange(session, opened, prepare_union=prepare_union, pad_to=pad_to)
+    return _ring_opened(session, opened, columns, keys, sum_mode, rejoin_seconds)
+
+
+def rerun_ring(
+    session: Session, opened: RingOpened, sum_mode: str, rejoin_seconds: float = 0.0
+) -> RingOpened:
+    """`opened` as the session's current attempt (a rerun without parties that dropped out,
+    ``Session.rekey`` done and its ``Rerun`` answered): the union's route through the
+    survivors, the sums masked under the attempt, a fresh instruction log; no key is drawn or
+    shared again."""
+    replies = {name: opened.replies[name] for name in session.ring}
+    keys = opened.keys.rekeyed(session.ring)
+    return _ring_opened(session, replies, opened.columns, keys, sum_mode, rejoin_seconds)
+
+
+def _ring_opened(
+    session: Session,
+    replies: dict[str, pb.OpenSessionReply],
+    columns: list[str],
+    keys: UnionKeys,
+    sum_mode: str,
+    rejoin_seconds: float,
+) -> RingOpened:
+    """The ring session's current attempt: its rejoin log and secure-sum protocol."""
     rejoin: Resender = (
         Rejoiner(
             session.session_id,
@@ -62,6 +86,7 @@ def open_ring(
             rejoin_seconds,
             session.job.rpc_seconds,
             session.channels,
+            attempt=session.attempt,
         )
         if rejoin_seconds > 0
         else NoRejoin()
@@ -74,5 +99,6 @@ def open_ring(
         session.job.rpc_seconds,
         lambda: keys.sealed_totals(session.session_id),
         rejoin,
+        session.attempt,
     )
-    return RingOpened(opened, columns, keys, protocol(calls), rejoin)
+    return RingOpened(replies, columns, keys, SUM_PROTOCOLS[sum_mode][1](calls), rejoin)

@@ -23,6 +23,7 @@ import grpc
 
 from fedanon.errors import FedanonError
 from fedanon.federation.config import Hop
+from fedanon.federation.exclusion import attempt_binding
 from fedanon.federation.protocol import handshake_items, version_items
 from fedanon.federation.tls import TLSFiles
 from fedanon.federation.transport import RECONNECT_OPTIONS, make_channel
@@ -77,11 +78,10 @@ def first_difference(ours: Sequence[str], theirs: Sequence[str]) -> str:
 class Channels:
     """The leader's channels to the parties, kept across the sessions of one job.
 
-    A rerun without a party that dropped out (leader/exclusion.py) is a fresh session (new id,
-    fresh keys: what keeps the first attempt's shares closed), not a fresh transport: its
-    survivors are reached over the connections the first attempt opened, so the rerun's
-    handshake makes no new TLS connection. The channels of parties a later session leaves out
-    are closed (cancelling whatever was still in flight to them). Direct transport only: the
+    A rerun without a party that dropped out (leader/exclusion.py) is the next attempt of the
+    same session (``Session.rekey``), over the connections the first attempt opened: it makes
+    no new TLS connection. The channels of parties a later attempt leaves out are closed
+    (cancelling whatever was still in flight to them). Direct transport only: the
     outbound relay's channels are its parties' own streams (``relay_channels``).
     """
 
@@ -125,13 +125,16 @@ class Session:
         hops = list(job.parties if parties is None else parties)
         self.job = job
         self.session_id = secrets.token_hex(16)
+        self.attempt = 0  # a rerun without parties that dropped out is the next (``rekey``)
         self.ring = [p.name for p in hops]
         self.owns_channels = channels is None or job.relay_listen is not None
         self.channels: dict[str, Any]
+        self.transport: Channels | None = None
         if job.relay_listen is not None:
             self.channels = relay_channels(hops, job.tls, job.relay_listen, job.rpc_seconds)
         else:
-            self.channels = (Channels(job) if channels is None else channels).to(hops)
+            self.transport = Channels(job) if channels is None else channels
+            self.channels = self.transport.to(hops)
         self.stubs = {n: pb_grpc.PartyStub(c) for n, c in self.channels.items()}
         self.pool = ThreadPoolExecutor(max_workers=max(2, len(self.ring)))
         self.stop_heartbeat = threading.Event()
@@ -139,7 +142,24 @@ class Session:
         self.renewals: list[Any] = []  # the heartbeat's calls in flight
 
     def ref(self, iteration: int = 0) -> pb.SessionRef:
-        return pb.SessionRef(session_id=self.session_id, iteration=iteration)
+        return pb.SessionRef(session_id=self.session_id, iteration=iteration, attempt=self.attempt)
+
+    @property
+    def binding(self) -> bytes:
+        """What the union's contexts of the current attempt are bound to (the session id for
+        the first: federation/exclusion.py's ``attempt_binding``)."""
+        return attempt_binding(self.session_id, self.attempt, self.ring)
+
+    def rekey(self, hops: Sequence[Hop], attempt: int) -> None:
+        """Go on as `attempt` among `hops` (a rerun's survivors, in ring order): every message
+        from now on carries it; the channels of the parties left out are closed."""
+        self.attempt = attempt
+        self.ring = [hop.name for hop in hops]
+        if self.transport is not None:
+            self.channels = self.transport.to(hops)
+        else:
+            self.channels = {name: self.channels[name] for name in self.ring}
+        self.stubs = {name: self.stubs[name] for name in self.ring}
 
     def fan_out(
         self,
@@ -231,12 +251,13 @@ class Session:
 
     def _renew_leases(self, interval: float) -> None:
         """Best effort: a party that misses a heartbeat fails the job's next real call anyway."""
-        request = pb.RenewRequest(ref=self.ref())
         while not self.stop_heartbeat.wait(interval):
+            request = pb.RenewRequest(ref=self.ref())  # the current attempt's
             # `close` cancels the calls in flight (the channels may outlive the session).
             with contextlib.suppress(grpc.RpcError, grpc.FutureCancelledError, ValueError):
+                stubs = list(self.stubs.values())
                 self.renewals = calls = [
-                    stub.Renew.future(request, timeout=interval) for stub in self.stubs.values()
+                    stub.Renew.future(request, timeout=interval) for stub in stubs
                 ]
                 if self.stop_heartbeat.is_set():  # `close` may have missed these
                     for call in calls:

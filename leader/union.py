@@ -35,14 +35,14 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from fedanon.crypto.errors import CryptoError
 from fedanon.crypto.identity import Identity, load_identity_files
-from fedanon.crypto.keyshare import ONION_UNION
-from fedanon.crypto.onion_union import ChunkedOpen, UnionContext
+from fedanon.crypto.keyshare import ONION_UNION, PeerKey
+from fedanon.crypto.onion_union import ChunkedOpen, UnionContext, build_route
 from fedanon.crypto.packed import Packed, PackingError
 from fedanon.crypto.sealed_total import SealedTotalChannel
 from fedanon.crypto.share_shuffle import ShuffleContext, open_shuffled
 from fedanon.errors import FedanonError
 from fedanon.federation.chunks import split, unpacked
-from fedanon.federation.keyshares import new_share, union_route
+from fedanon.federation.keyshares import new_share, verified_peers
 from fedanon.leader.federation import PartyFailure, Traffic, describe_rpc_error
 from fedanon.leader.kind import PhaseTimer
 from fedanon.leader.ring_settings import RingSettings
@@ -57,6 +57,8 @@ class UnionKeys:
 
     private_key: X25519PrivateKey
     route: tuple[bytes, ...]
+    # Every verified union key of the session: a rerun's route is rebuilt from them.
+    peers: list[PeerKey] = field(default_factory=list)
 
     @classmethod
     def exchange(
@@ -79,7 +81,8 @@ class UnionKeys:
         private, own = new_share(identity, job.name, "leader", session_id, ONION_UNION)
         shares = [own] + [k for name in session.ring for k in opened[name].keys]
         try:
-            route = union_route(shares, session.ring, session_id, ca)
+            peers = verified_peers(shares, ONION_UNION, session_id, ca)
+            route = build_route(peers, session.ring)
         except (FedanonError, CryptoError, ValueError) as exc:
             raise FedanonError(f"handshake: union key shares refused: {exc}") from exc
         session.fan_out(
@@ -94,7 +97,13 @@ class UnionKeys:
                 timeout=job.rpc_seconds,
             ),
         )
-        return cls(private, route)
+        return cls(private, route, peers)
+
+    def rekeyed(self, ring: list[str]) -> UnionKeys:
+        """A rerun's keys: the same, routed through the survivors of `ring` only (no key is
+        drawn or shared again: every context of the rerun is bound to its attempt)."""
+        kept = [peer for peer in self.peers if peer.role == "leader" or peer.name in ring]
+        return UnionKeys(self.private_key, build_route(kept, ring), self.peers)
 
     def sealed_totals(self, session_id: str) -> SealedTotalChannel:
         """The leader's end of the channel on which the last ring party seals the sum's total
@@ -353,7 +362,7 @@ def _run_union(
         missing = progress.missing(progress.batches, session.ring)
         session.fan_out("union (collect)", collected, union_seconds, missing)
     batches = progress.batches
-    ctx = UnionContext(bytes.fromhex(session.session_id), round_, keys.route, record_size)
+    ctx = UnionContext(session.binding, round_, keys.route, record_size)
     items = _collected(batches, session.ring, ctx.item_size(0))
     if pad_to == 0 and on_counts is not None:
         on_counts({name: sum(map(len, batches[name][0])) for name in session.ring})
@@ -469,7 +478,7 @@ def _shuffle_union(
     ring, n = session.ring, len(session.ring)
     ref = calls.ref
     ctx = ShuffleContext(
-        bytes.fromhex(session.session_id),
+        session.binding,
         ref.iteration,
         keys.route[:-1],
         record_size,

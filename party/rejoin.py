@@ -116,6 +116,9 @@ def serve(
         if session is not None and session.session_id == sid and not session.ended:
             # Never went away (the leader only failed to reach it): nothing to replay; the
             # resent sum is answered from the replay cache if it had arrived.
+            wrong = session.wrong_attempt(request.ref, "rejoin")
+            if wrong is not None:
+                shell.refuse(context, grpc.StatusCode.FAILED_PRECONDITION, wrong)
             if session.next_iteration not in (iteration, iteration + 1):
                 shell.refuse(
                     context,
@@ -162,6 +165,22 @@ def _restart_union(
     except FedanonError as exc:
         shell.reject(context, exc, prefix="cannot restart the union: ")
     log.info("union restarts as round %d", request.union_round)
+
+
+def _rerun_again(
+    shell: RejoinShell, session: RingSession, state: SealedSession, request: pb.RejoinRequest
+) -> None:
+    """The attempt switch of a rerun the party had made before its restart, replayed before
+    the attempt's log: the leader's rejoin must name the sealed attempt and roster."""
+    ring_ = list(request.rerun_ring)
+    if request.ref.attempt != state.attempt or ring_ != list(state.rerun_ring):
+        raise FedanonError(
+            f"the leader resumes attempt {request.ref.attempt} among {ring_ or 'the session'}, "
+            f"this party had sealed attempt {state.attempt} among "
+            f"{list(state.rerun_ring) or 'the session'}"
+        )
+    if state.attempt:
+        session.rekey(state.attempt, ring_, shell.config.name)
 
 
 def _restore(
@@ -213,6 +232,7 @@ def _restore(
         shell.refuse(context, grpc.StatusCode.FAILED_PRECONDITION, f"cannot rejoin: {exc}")
     ring.share_keys(shell, session, state.share_keys, context)
     try:
+        _rerun_again(shell, session, state, request)
         session.replay(
             list(request.instructions),
             (state.applied, state.chain),

@@ -21,7 +21,7 @@ from fedanon.crypto.keyshare import ONION_UNION
 from fedanon.crypto.packed import Packed
 from fedanon.errors import FedanonError
 from fedanon.federation.chunks import split, unpacked
-from fedanon.federation.keyshares import new_share, union_route
+from fedanon.federation.keyshares import new_share, verified_peers
 from fedanon.party.errors import NotExpected
 from fedanon.party.records import LocalRecords
 from fedanon.party.session_base import RingSession
@@ -58,7 +58,8 @@ def share_keys(
     try:
         if session.union.route is not None:  # a replay must not swap the keys mid-session
             raise NotExpected("the session's key shares were already accepted")
-        session.union.route = union_route(request.keys, session.ring, sid, shell.ca_certificate)
+        peers = verified_peers(request.keys, ONION_UNION, sid, shell.ca_certificate)
+        session.union.accept_route(peers, session.ring)
         if request.prepare_union:
             session.union.prepare(request.prepare_items or shell.source.n_rows)
         session.sums.accept_keys(request.keys, session, shell.config.name, shell.ca_certificate)
@@ -181,7 +182,7 @@ def _output(
     if request.phase == pb.UNION_PHASE_SHUFFLE_STEP:
         return role.shuffle_step(request.step, items)
     records = _records(session, request)
-    session_id = bytes.fromhex(session.session_id)
+    session_id = session.binding
     if request.phase == pb.UNION_PHASE_SHUFFLE_SHARE:
         return role.share(
             records,
@@ -213,8 +214,7 @@ def _strip(session: RingSession, request: pb.UnionRequest, items: Packed) -> Pac
     to arrive and how long the hop worked after its last chunk (the rest of the peeling and
     the shuffle), the part of the ring's pass that is this hop's own."""
     role = session.union
-    sid = bytes.fromhex(session.session_id)
-    ctx = role.context(sid, request.ref.iteration, request.record_size)
+    ctx = role.context(session.binding, request.ref.iteration, request.record_size)
     chunks = max(request.chunks, 1)
     now = time.perf_counter()
     if request.chunk == 0:

@@ -43,7 +43,7 @@ from fedanon.crypto.tls import peer_identity
 from fedanon.errors import FedanonError
 from fedanon.federation.protocol import handshake_items, leader_version_difference
 from fedanon.fingerprint import fingerprint
-from fedanon.party import rejoin, ring
+from fedanon.party import exclusion, rejoin, ring
 from fedanon.party.config import PartyConfig
 from fedanon.party.errors import NotExpected, status_of
 from fedanon.party.handler import Admissions, JobHandler, KindTraits
@@ -74,6 +74,7 @@ CONTROL_LIMITS = {
     "Assign": 1 << 16,  # without an open DRBT session (idem)
     "Project": 1 << 16,
     "Renew": 1 << 16,
+    "Rerun": 1 << 16,
     "End": 1 << 16,
     "Status": 1 << 16,
 }
@@ -128,6 +129,7 @@ class PartyServicer(pb_grpc.PartyServicer):
         self.lock = threading.Lock()
         self.last_error = ""
         self.sessions_served = 0
+        self.key_sharings = 0  # ShareKeys accepted (Status: a rerun shares no keys again)
         self.max_message_bytes = int(config.max_message_mb * (1 << 20))
         # Filled by the running daemon (`serve` starts it); in-process servicers leave it empty.
         self.idle_keys = IdleKeyWorkers(config.union_parallelism.workers, config.idle_keys)
@@ -240,7 +242,9 @@ class PartyServicer(pb_grpc.PartyServicer):
                 f"caller '{caller.name}' ({caller.role}) may not send this message",
             )
 
-    def _current(self, context: grpc.ServicerContext, ref: pb.SessionRef) -> SessionBase:
+    def _current(self, context: grpc.ServicerContext, ref: pb.SessionRef, what: str) -> SessionBase:
+        """The open session `ref` names, at `ref`'s attempt; `what` (the method) names the
+        phase in a refusal."""
         session = self.session
         waiting = rejoin.awaiting(self, ref.session_id)
         if waiting is not None:  # to the leader and a relaying predecessor, still missing
@@ -258,6 +262,9 @@ class PartyServicer(pb_grpc.PartyServicer):
                 grpc.StatusCode.FAILED_PRECONDITION,
                 f"message for session {ref.session_id[:12]} but the open session is another one",
             )
+        wrong = session.wrong_attempt(ref, what)
+        if wrong is not None:
+            self.refuse(context, grpc.StatusCode.FAILED_PRECONDITION, wrong)
         return session
 
     def _forward_timeout(self, context: grpc.ServicerContext) -> float:
@@ -411,15 +418,15 @@ class PartyServicer(pb_grpc.PartyServicer):
     def _dispatch(self, method: str, request: Any, context: grpc.ServicerContext) -> Any:
         """A job kind's own RPC: the leader's, for the open session, served by its handler."""
         self._authorize(context, {self.config.leader})
-        session = self._current(context, request.ref)
+        session = self._current(context, request.ref, method)
         step = self.handlers[session.kind].steps.get(method)
         if step is None:
             self._not_kind(context, request.ref, session, lambda kind: method in kind.steps)
         session.touch()
         return step(self, session, request, context)
 
-    def _ring(self, context: grpc.ServicerContext, ref: pb.SessionRef) -> RingSession:
-        session = self._current(context, ref)
+    def _ring(self, context: grpc.ServicerContext, ref: pb.SessionRef, what: str) -> RingSession:
+        session = self._current(context, ref, what)
         if not isinstance(session, RingSession):
             self._not_kind(context, ref, session, lambda kind: kind.ring)
         return session
@@ -474,9 +481,10 @@ class PartyServicer(pb_grpc.PartyServicer):
         self, request: pb.ShareKeysRequest, context: grpc.ServicerContext
     ) -> pb.ShareKeysReply:
         self._authorize(context, {self.config.leader})
-        session = self._ring(context, request.ref)
+        session = self._ring(context, request.ref, "key sharing")
         session.touch()
         reply = ring.share_keys(self, session, request, context)
+        self.key_sharings += 1
         rejoin.seal(self, session, request)
         return reply
 
@@ -485,14 +493,23 @@ class PartyServicer(pb_grpc.PartyServicer):
         self._authorize(context, {self.config.leader})
         return rejoin.serve(self, request, context)
 
+    def Rerun(
+        self, request: pb.RekeyRerunRequest, context: grpc.ServicerContext
+    ) -> pb.RekeyRerunReply:
+        """The leader reruns the open session without parties that dropped out, as its next
+        attempt (party/exclusion.py)."""
+        self._authorize(context, {self.config.leader})
+        exclusion.rerun(self, request, context)
+        return pb.RekeyRerunReply(party=self.config.name)
+
     def Sum(self, request: pb.SumRequest, context: grpc.ServicerContext) -> pb.SumReply:
-        session = self._ring(context, request.ref)
+        session = self._ring(context, request.ref, f"secure sum, iteration {request.ref.iteration}")
         self._authorize(context, session.sums.callers(session.predecessor, self.config.leader))
         session.touch()
         return ring.secure_sum(self, session, request, context)
 
     def Union(self, request: pb.UnionRequest, context: grpc.ServicerContext) -> pb.UnionReply:
-        session = self._ring(context, request.ref)
+        session = self._ring(context, request.ref, "union")
         # A resumed strip (`forward_kept`) comes from the leader to the hop before a party
         # that rejoined; every other STRIP from the predecessor (the first hop's: the leader).
         from_leader = (
@@ -533,7 +550,7 @@ class PartyServicer(pb_grpc.PartyServicer):
     def Renew(self, request: pb.RenewRequest, context: grpc.ServicerContext) -> pb.RenewReply:
         """The leader's heartbeat: renew the session's lease while the leader computes."""
         self._authorize(context, {self.config.leader})
-        session = self._current(context, request.ref)
+        session = self._current(context, request.ref, "lease renewal")
         session.touch()
         return pb.RenewReply(lease_seconds=self.config.lease_seconds)
 
@@ -548,4 +565,6 @@ class PartyServicer(pb_grpc.PartyServicer):
             iteration=session.next_iteration if session else 0,
             last_error=self.last_error,
             sessions_served=self.sessions_served,
+            attempt=session.attempt if session else 0,
+            key_sharings=self.key_sharings,
         )

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from fedanon.errors import FedanonError
+from fedanon.federation.exclusion import attempt_binding
 from fedanon.party.errors import NotExpected, ProtocolError
 from fedanon.party.records import Batches, table_batches
 from fedanon.party.replay import AnswerOnce
@@ -52,6 +53,9 @@ class SessionBase:
         self.bytes_received = 0
         self.bytes_sent = 0
         self.next_iteration = 0
+        # The session's attempt (0: its first; a rerun without parties that dropped out is the
+        # next one: party/exclusion.py); a message of another attempt is refused.
+        self.attempt = 0
 
     def touch(self) -> None:
         self.last_seen = time.monotonic()
@@ -60,15 +64,29 @@ class SessionBase:
         return time.monotonic() - self.last_seen
 
     def check_ref(self, ref: pb.SessionRef, iteration: int | None = None) -> None:
-        """Reject a message for another session or an unexpected iteration."""
+        """Reject a message for another session, attempt or an unexpected iteration."""
         if ref.session_id != self.session_id:
             raise NotExpected(
                 f"message for session {ref.session_id[:12]} but the open session is "
                 f"{self.session_id[:12]}"
             )
+        wrong = self.wrong_attempt(ref, "this message")
+        if wrong is not None:
+            raise NotExpected(wrong)
         want = self.next_iteration if iteration is None else iteration
         if ref.iteration != want:
             raise NotExpected(f"stale or out-of-order iteration {ref.iteration} (expected {want})")
+
+    def wrong_attempt(self, ref: pb.SessionRef, what: str) -> str | None:
+        """Why `what` (a phase) of another attempt than the session's is refused, or None:
+        an earlier one is stale; only the leader's ``Rerun`` moves the session to the next."""
+        if ref.attempt == self.attempt:
+            return None
+        kind = "stale" if ref.attempt < self.attempt else "ahead"
+        return (
+            f"{what}: attempt {ref.attempt} is {kind} (the session is at attempt "
+            f"{self.attempt}; only the leader's rerun moves it)"
+        )
 
     def request_limit(self, method: str) -> int | None:
         """The largest request of `method` this session's job can need, or None when the job
@@ -93,6 +111,11 @@ class RingSession(SessionBase, ABC):
     #: False for a rerun without excluded parties (party/exclusion.py): its ring is a roster
     #: only, the route of the configured next hops broken, so this party forwards nothing.
     routed: bool = True
+    #: Whether the session can move to a rerun's attempt (``rekey``; kinds that replay).
+    reruns: ClassVar[bool] = False
+    #: The hash chain of the iterations applied in this attempt (kinds that replay keep one;
+    #: party/rejoin.py seals it).
+    chain: bytes = b""
 
     def __init__(self, session_id: str, ring: list[str], me: str, sum_mode: int) -> None:
         if me not in ring:
@@ -118,6 +141,30 @@ class RingSession(SessionBase, ABC):
     def predecessor(self) -> str | None:
         """The previous party in the ring, or None for the first one (called by the leader)."""
         return self.ring[self.position - 1] if self.position > 0 else None
+
+    @property
+    def binding(self) -> bytes:
+        """What the union's keys and contexts of this attempt are bound to (the session id
+        for the first attempt: federation/exclusion.py's ``attempt_binding``)."""
+        return attempt_binding(self.session_id, self.attempt, self.ring)
+
+    def rekey(self, attempt: int, ring: list[str], me: str) -> None:
+        """Move to `attempt` among `ring` (a rerun without parties that dropped out, checked
+        by party/exclusion.py): the roster, no route, the sums from iteration 0 with masks of
+        the new attempt, the union's route rebuilt from the survivors' keys of the session's
+        key sharing, no answer or union of the last attempt kept."""
+        if not self.reruns:
+            raise FedanonError(f"a {self.kind} session cannot rerun")
+        self.attempt = attempt
+        self.ring = ring
+        self.position = ring.index(me)
+        self.routed = False
+        self.next_iteration = 0
+        self.union_round = None
+        self.answers = AnswerOnce(me)
+        self.union.restart()
+        self.union.rekey(ring)
+        self.sums.rekey(self, me)
 
     @abstractmethod
     def sum_request_limit(self) -> int:

@@ -79,6 +79,10 @@ class SealedSession:
     # What the daemon read its session from (`inputs_digest`): a restart with another table,
     # taxonomy or delimiter cannot rejoin (its release would not be the one the job began).
     inputs: bytes = b""
+    # The session's attempt and its roster once a rerun moved it past its first
+    # (party/exclusion.py): a rejoin replays the switch before the attempt's log.
+    attempt: int = 0
+    rerun_ring: tuple[str, ...] = ()
 
     def to_json(self) -> bytes:
         return json.dumps(
@@ -95,6 +99,8 @@ class SealedSession:
                 "stripped_round": self.stripped_round,
                 "stripped_digest": _b64(self.stripped_digest),
                 "inputs": _b64(self.inputs),
+                "attempt": self.attempt,
+                "rerun_ring": list(self.rerun_ring),
             }
         ).encode()
 
@@ -117,6 +123,8 @@ class SealedSession:
             int(doc["stripped_round"]),
             base64.b64decode(doc["stripped_digest"]),
             base64.b64decode(doc["inputs"]),
+            int(doc["attempt"]),
+            tuple(str(name) for name in doc["rerun_ring"]),
         )
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import Protocol, cast
+from typing import ClassVar, Protocol, cast
 
 import grpc
 import numpy as np
@@ -27,7 +27,7 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from fedanon.crypto.errors import CryptoError
 from fedanon.crypto.identity import Identity
-from fedanon.crypto.keyshare import PAIRWISE_SUM
+from fedanon.crypto.keyshare import PAIRWISE_SUM, PeerKey
 from fedanon.crypto.pairwise import PairwiseMasker
 from fedanon.crypto.sealed_total import SealedTotalChannel
 from fedanon.crypto.secure_sum import add_vector
@@ -47,6 +47,7 @@ class RingSession(Protocol):
 
     session_id: str
     ring: list[str]
+    attempt: int
     union: UnionRole
     bytes_sent: int
     bytes_received: int
@@ -62,6 +63,8 @@ class SumProtocol(ABC):
 
     #: This party's private key for the sum, sealed for rejoin (party/session_store.py).
     key: X25519PrivateKey | None = None
+    #: Whether a rerun without parties that dropped out can run on it (no route needed).
+    reruns: ClassVar[bool] = False
 
     @staticmethod
     def chosen(sum_mode: int) -> SumProtocol:
@@ -85,6 +88,11 @@ class SumProtocol(ABC):
         ca: x509.Certificate | None,
     ) -> None:
         """Take the federation's verified key shares (``ShareKeys``) before the first sum."""
+
+    def rekey(self, session: RingSession, me: str) -> None:
+        """Mask a rerun's sums among `session`'s roster, bound to its attempt (only protocols
+        that `reruns`)."""
+        raise ProtocolError("a rerun without excluded parties needs the pairwise sum")
 
     @abstractmethod
     def callers(self, predecessor: str | None, leader: str) -> set[str | None]:
@@ -171,11 +179,14 @@ class RingSum(SumProtocol):
 class PairwiseSum(SumProtocol):
     """Answer the leader directly with the pairwise-masked local vector."""
 
+    reruns = True
+
     def __init__(self, sparse: bool = False) -> None:
         """`sparse`: mask with the session's sparse neighbours only (crypto/pairwise.py)."""
         self.sparse = sparse
         self.key: X25519PrivateKey | None = None
         self.masker: PairwiseMasker | None = None
+        self._peers: list[PeerKey] = []  # the session's verified pairwise keys (a rerun's)
 
     def key_shares(
         self, identity: Identity | None, me: str, session_id: bytes
@@ -195,6 +206,18 @@ class PairwiseSum(SumProtocol):
         if self.key is None:
             raise ProtocolError("this party drew no pairwise key for the session")
         self.masker = PairwiseMasker(me, self.key, peers, session.ring, sid, self.sparse)
+        self._peers = peers
+
+    def rekey(self, session: RingSession, me: str) -> None:
+        """The same pair secrets, masks bound to the rerun's attempt and roster (its sparse
+        graph drawn over the survivors): no key is drawn or shared again."""
+        if self.key is None or self.masker is None:
+            raise NotExpected("pairwise keys were not shared before the rerun")
+        kept = [peer for peer in self._peers if peer.name in session.ring]
+        sid = bytes.fromhex(session.session_id)
+        self.masker = PairwiseMasker(
+            me, self.key, kept, session.ring, sid, self.sparse, session.attempt
+        )
 
     def callers(self, predecessor: str | None, leader: str) -> set[str | None]:
         return {leader}

@@ -31,10 +31,12 @@ from typing import TYPE_CHECKING
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from fedanon.crypto.idle_keys import IdleKeyWorkers
+from fedanon.crypto.keyshare import PeerKey
 from fedanon.crypto.onion_union import (
     ChunkedPeel,
     OuterLayers,
     UnionContext,
+    build_route,
     owner_layers,
     seal_records,
 )
@@ -147,6 +149,7 @@ class UnionRole:
         self.parallelism = parallelism
         self.idle_keys = idle_keys
         self.route: tuple[bytes, ...] | None = None
+        self._peers: list[PeerKey] = []  # the session's verified union keys (a rerun's route)
         self.shuffle: ShuffleParty | None = None
         self._records: tuple[int, LocalRecords] | None = None
         self._prepared: PreparedLeaderKeys | None = None
@@ -169,6 +172,17 @@ class UnionRole:
         self.sealed_collect = NO_ROUND
         self._peeled: Peeled | None = None
         self._strip_digests: list[bytes] = []
+
+    def accept_route(self, peers: list[PeerKey], ring: list[str]) -> None:
+        """The session's verified union key shares, ordered into `ring`'s route."""
+        self.route = build_route(peers, ring)
+        self._peers = peers
+
+    def rekey(self, ring: list[str]) -> None:
+        """A rerun's route: the survivors' keys of the session's key sharing in `ring`'s order,
+        the leader's last (the keys are reused: every context is bound to the attempt)."""
+        kept = [peer for peer in self._peers if peer.role == "leader" or peer.name in ring]
+        self.route = build_route(kept, ring)
 
     def prepare(self, count: int) -> None:
         """Start preparing `count` leader-layer keys (the route must be known)."""

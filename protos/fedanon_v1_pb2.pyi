@@ -36,12 +36,14 @@ UNION_PHASE_SHUFFLE_STEP: UnionPhase
 UNION_PHASE_FETCH: UnionPhase
 
 class SessionRef(_message.Message):
-    __slots__ = ("session_id", "iteration")
+    __slots__ = ("session_id", "iteration", "attempt")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     ITERATION_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     iteration: int
-    def __init__(self, session_id: _Optional[str] = ..., iteration: _Optional[int] = ...) -> None: ...
+    attempt: int
+    def __init__(self, session_id: _Optional[str] = ..., iteration: _Optional[int] = ..., attempt: _Optional[int] = ...) -> None: ...
 
 class Vector(_message.Message):
     __slots__ = ("data", "length", "dtype")
@@ -594,32 +596,54 @@ class StatusRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class StatusReply(_message.Message):
-    __slots__ = ("party", "session_id", "iteration", "last_error", "sessions_served")
+    __slots__ = ("party", "session_id", "iteration", "last_error", "sessions_served", "attempt", "key_sharings")
     PARTY_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     ITERATION_FIELD_NUMBER: _ClassVar[int]
     LAST_ERROR_FIELD_NUMBER: _ClassVar[int]
     SESSIONS_SERVED_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    KEY_SHARINGS_FIELD_NUMBER: _ClassVar[int]
     party: str
     session_id: str
     iteration: int
     last_error: str
     sessions_served: int
-    def __init__(self, party: _Optional[str] = ..., session_id: _Optional[str] = ..., iteration: _Optional[int] = ..., last_error: _Optional[str] = ..., sessions_served: _Optional[int] = ...) -> None: ...
+    attempt: int
+    key_sharings: int
+    def __init__(self, party: _Optional[str] = ..., session_id: _Optional[str] = ..., iteration: _Optional[int] = ..., last_error: _Optional[str] = ..., sessions_served: _Optional[int] = ..., attempt: _Optional[int] = ..., key_sharings: _Optional[int] = ...) -> None: ...
+
+class RekeyRerunRequest(_message.Message):
+    __slots__ = ("ref", "ring", "excluded")
+    REF_FIELD_NUMBER: _ClassVar[int]
+    RING_FIELD_NUMBER: _ClassVar[int]
+    EXCLUDED_FIELD_NUMBER: _ClassVar[int]
+    ref: SessionRef
+    ring: _containers.RepeatedScalarFieldContainer[str]
+    excluded: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ..., ring: _Optional[_Iterable[str]] = ..., excluded: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class RekeyRerunReply(_message.Message):
+    __slots__ = ("party",)
+    PARTY_FIELD_NUMBER: _ClassVar[int]
+    party: str
+    def __init__(self, party: _Optional[str] = ...) -> None: ...
 
 class RejoinRequest(_message.Message):
-    __slots__ = ("ref", "instructions", "union_round", "prefix_probe", "prefix_adopt")
+    __slots__ = ("ref", "instructions", "union_round", "prefix_probe", "prefix_adopt", "rerun_ring")
     REF_FIELD_NUMBER: _ClassVar[int]
     INSTRUCTIONS_FIELD_NUMBER: _ClassVar[int]
     UNION_ROUND_FIELD_NUMBER: _ClassVar[int]
     PREFIX_PROBE_FIELD_NUMBER: _ClassVar[int]
     PREFIX_ADOPT_FIELD_NUMBER: _ClassVar[int]
+    RERUN_RING_FIELD_NUMBER: _ClassVar[int]
     ref: SessionRef
     instructions: _containers.RepeatedCompositeFieldContainer[Instruction]
     union_round: int
     prefix_probe: PrefixProbe
     prefix_adopt: PrefixAdopt
-    def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ..., instructions: _Optional[_Iterable[_Union[Instruction, _Mapping]]] = ..., union_round: _Optional[int] = ..., prefix_probe: _Optional[_Union[PrefixProbe, _Mapping]] = ..., prefix_adopt: _Optional[_Union[PrefixAdopt, _Mapping]] = ...) -> None: ...
+    rerun_ring: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ..., instructions: _Optional[_Iterable[_Union[Instruction, _Mapping]]] = ..., union_round: _Optional[int] = ..., prefix_probe: _Optional[_Union[PrefixProbe, _Mapping]] = ..., prefix_adopt: _Optional[_Union[PrefixAdopt, _Mapping]] = ..., rerun_ring: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class RejoinReply(_message.Message):
     __slots__ = ("party", "restored")

@@ -109,6 +109,11 @@ class PartyStub:
                 request_serializer=fedanon_dot_protos_dot_fedanon__v1__pb2.RejoinRequest.SerializeToString,
                 response_deserializer=fedanon_dot_protos_dot_fedanon__v1__pb2.RejoinReply.FromString,
                 _registered_method=True)
+        self.Rerun = channel.unary_unary(
+                '/fedanon.v1.Party/Rerun',
+                request_serializer=fedanon_dot_protos_dot_fedanon__v1__pb2.RekeyRerunRequest.SerializeToString,
+                response_deserializer=fedanon_dot_protos_dot_fedanon__v1__pb2.RekeyRerunReply.FromString,
+                _registered_method=True)
 
 
 class PartyServicer:
@@ -204,6 +209,12 @@ class PartyServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Rerun(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_PartyServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -281,6 +292,11 @@ def add_PartyServicer_to_server(servicer, server):
                     servicer.Rejoin,
                     request_deserializer=fedanon_dot_protos_dot_fedanon__v1__pb2.RejoinRequest.FromString,
                     response_serializer=fedanon_dot_protos_dot_fedanon__v1__pb2.RejoinReply.SerializeToString,
+            ),
+            'Rerun': grpc.unary_unary_rpc_method_handler(
+                    servicer.Rerun,
+                    request_deserializer=fedanon_dot_protos_dot_fedanon__v1__pb2.RekeyRerunRequest.FromString,
+                    response_serializer=fedanon_dot_protos_dot_fedanon__v1__pb2.RekeyRerunReply.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -688,6 +704,33 @@ class Party:
             '/fedanon.v1.Party/Rejoin',
             fedanon_dot_protos_dot_fedanon__v1__pb2.RejoinRequest.SerializeToString,
             fedanon_dot_protos_dot_fedanon__v1__pb2.RejoinReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Rerun(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fedanon.v1.Party/Rerun',
+            fedanon_dot_protos_dot_fedanon__v1__pb2.RekeyRerunRequest.SerializeToString,
+            fedanon_dot_protos_dot_fedanon__v1__pb2.RekeyRerunReply.FromString,
             options,
             channel_credentials,
             insecure,

@@ -38,9 +38,9 @@ from fedanon.leader.exclusion import Attempt, run_excluding
 from fedanon.leader.federation import FederationSource, Resender, Traffic
 from fedanon.leader.kind import JobFile, LeaderKind, PhaseTimer, Progress, Report, Row
 from fedanon.leader.rejoin import DEFAULT_REJOIN_SECONDS
-from fedanon.leader.ring import RingOpened, open_ring
+from fedanon.leader.ring import RingOpened, open_ring, rerun_ring
 from fedanon.leader.ring_settings import RingSettings, ring_settings
-from fedanon.leader.session import Channels, Session
+from fedanon.leader.session import Session
 from fedanon.leader.union import UnionProgress, run_union
 from fedanon.models.lkc import check_lkc
 from fedanon.outputs import CommandOutputs
@@ -188,14 +188,32 @@ def run_lkc(
     schema = spec.schema(job.taxonomy)
     timer = PhaseTimer()
 
-    channels = Channels(job)  # every attempt's transport: a rerun is a new session only
+    session = Session(job)  # every attempt's: a rerun is the session's next attempt
+    names = ", ".join(f"{hop.name} ({hop.address or 'via the relay'})" for hop in job.parties)
+    show(f"handshake: connecting to {len(job.parties)} parties: {names}")
+    with session:
+        ring = open_ring(
+            session,
+            spec.fingerprint_items(schema),
+            pb.OpenSessionRequest(lkc=lkc_job_to_proto(spec)),
+            job.sum_mode,
+            prepare_union=job.union_mode == "layered",
+            pad_to=job.union_pad_to,
+            rejoin_seconds=job.rejoin_seconds,
+        )
+        first = Attempt(list(job.parties))
+        notice = first.opened(ring.replies, job)
+        if notice is not None:
+            show(notice)
+        timer.since_start("handshake")
+        show(f"handshake: done; {len(session.ring)} parties agreed on the job and the keys")
 
-    def attempt(current: Attempt) -> _Attempted:
-        return _attempt(job, current, schema, timer, show, on_step, on_phase, channels)
+        def attempt(current: Attempt) -> _Attempted:
+            return _attempt(job, current, session, ring, schema, timer, show, on_step, on_phase)
 
-    with channels:
-        done, last = run_excluding(Attempt(list(job.parties)), job, attempt, show)
-    result, session, traffic = done.result, done.session, done.traffic
+        done, last = run_excluding(first, job, attempt, show)
+        ended = session.end()
+    result, traffic = done.result, done.traffic
 
     with timer.phase("check"):
         show("check: LKC-privacy of the integrated release")
@@ -240,7 +258,7 @@ def run_lkc(
                 "leader_bytes": {"sent": traffic.sent, "received": traffic.received},
                 "party_bytes": {
                     n: {"sent": r.bytes_sent, "received": r.bytes_received}
-                    for n, r in done.ended.items()
+                    for n, r in ended.items()
                 },
                 "privacy_check": check.to_dict(),
                 "party_records": done.revealed or None,
@@ -292,15 +310,13 @@ def _release_table(rows: list[list[str]], columns: list[str], out: Path) -> Any:
 
 @dataclass
 class _Attempted:
-    """What one finished session of the job produced (leader/exclusion.py's attempt)."""
+    """What the attempt that finished the job produced (leader/exclusion.py's attempt)."""
 
-    session: Session
     ring: RingOpened
     result: LKCResult
     rows: list[list[str]]
     iterations: int
     traffic: Traffic
-    ended: dict[str, pb.EndReply]
     union_seconds: dict[str, float]
     revealed: dict[str, int]  # party record counts, only when the union reveals them
 
@@ -308,35 +324,25 @@ class _Attempted:
 def _attempt(
     job: LKCLeaderJob,
     current: Attempt,
+    session: Session,
+    opened: RingOpened,
     schema: Schema,
     timer: PhaseTimer,
     show: Callable[[str], None],
     on_step: Callable[[StepInfo], None] | None,
     on_phase: Callable[[str], None] | None,
-    channels: Channels,
 ) -> _Attempted:
-    """One session with `current`'s parties over `channels`, from the handshake to End."""
+    """One attempt of the open `session` with `current`'s parties, from its first secure sum
+    to the union (a rerun's first moves the session to it: its ``Rerun``)."""
     spec = job.spec
     revealed: dict[str, int] = {}
     traffic = Traffic()
-    session = Session(job, current.parties, channels)
-    names = ", ".join(f"{hop.name} ({hop.address or 'via the relay'})" for hop in current.parties)
-    show(f"handshake: connecting to {len(current.parties)} parties: {names}")
-    with session, current.watching(session, job.rpc_seconds):
-        ring = open_ring(
-            session,
-            spec.fingerprint_items(schema),
-            pb.OpenSessionRequest(lkc=lkc_job_to_proto(spec), excluded=current.excluded),
-            job.sum_mode,
-            prepare_union=job.union_mode == "layered",
-            pad_to=job.union_pad_to,
-            rejoin_seconds=job.rejoin_seconds,
-        )
-        notice = current.opened(ring.replies, job)
-        if notice is not None:
-            show(notice)
-        timer.since_start("handshake")
-        show(f"handshake: done; {len(session.ring)} parties agreed on the job and the keys")
+    with current.watching(session, job.rpc_seconds):
+        ring = opened
+        if current.number > 1:
+            current.switch(session)
+            ring = rerun_ring(session, opened, job.sum_mode, job.rejoin_seconds)
+            show(f"rerun: {len(session.ring)} parties moved to attempt {current.number}")
         show("specialize: secure sums of the statistics, one per iteration")
 
         with timer.phase("specialize"):
@@ -346,6 +352,7 @@ def _attempt(
                 ring.sums,
                 traffic,
                 schema=schema,
+                attempt=session.attempt,
             )
             engine = LKCEngine(
                 schema, spec.params, score=spec.score, on_step=on_step, suppress=spec.suppress
@@ -383,11 +390,7 @@ def _attempt(
             )
         current.united()
         show(f"union: done; {len(rows):,} records")
-
-        ended = session.end()
-    return _Attempted(
-        session, ring, result, rows, source.iteration, traffic, ended, union_seconds, revealed
-    )
+    return _Attempted(ring, result, rows, source.iteration, traffic, union_seconds, revealed)
 
 
 def _resume_point(

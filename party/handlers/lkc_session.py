@@ -40,6 +40,7 @@ class LKCSession(RingSession):
 
     kind = "lkc"
     replays = True
+    reruns = True
 
     def __init__(
         self,
@@ -81,6 +82,17 @@ class LKCSession(RingSession):
     def close(self) -> None:
         super().close()
         self.local.close()
+
+    def rekey(self, attempt: int, ring: list[str], me: str) -> None:
+        """A rerun's attempt (session_base.py): the counting state, the cut and the chain
+        start again (a probe or the root comes next), the table's encoding kept."""
+        super().rekey(attempt, ring, me)
+        self.probed = None
+        self.cut = _roots(self.schema)
+        self._fresh_counts()
+        self._replayed = False
+        self.chain = hashlib.sha256(self.binding).digest()
+        self._expected = None
 
     def sum_request_limit(self) -> int:
         """The largest ``SumRequest`` the next iteration can need, from this session's state.
@@ -225,12 +237,7 @@ class LKCSession(RingSession):
             shadow.specialize(self.schema, steps[-1])
             _specialized(cut, self.schema, steps[-1])
         if self.next_iteration or self._replayed:
-            restarted = getattr(self.local, "restarted", None)  # the encoding kept (LocalParty)
-            if restarted is not None:
-                self.local = restarted(self.schema)
-            else:
-                self.local.close()
-                self.local = self._reopen()
+            self._fresh_counts()
         self._replayed = True
         own_only_counting = getattr(self.local, "count_own_only", None)
         if own_only and own_only_counting is not None:
@@ -238,6 +245,16 @@ class LKCSession(RingSession):
         _, live = replayed(self.local, self.schema, steps)
         self.cut = cut
         return live
+
+    def _fresh_counts(self) -> None:
+        """A counting state that has counted nothing (the table's encoding kept where the
+        engine can: LocalParty's ``restarted``)."""
+        restarted = getattr(self.local, "restarted", None)
+        if restarted is not None:
+            self.local = restarted(self.schema)
+        else:
+            self.local.close()
+            self.local = self._reopen()
 
     def _probe(self, probe: pb.PrefixProbe) -> np.ndarray:
         """Replay an earlier attempt's log; the own counts of the live partitions it reaches."""
@@ -303,7 +320,7 @@ class LKCSession(RingSession):
         must reproduce it exactly; if the party had answered one iteration more, the leader's
         copy of that iteration must carry the same instruction (checked when it comes)."""
         count, chain = answered
-        requests = [pb.SumRequest(ref=pb.SessionRef(session_id=self.session_id, iteration=0))]
+        requests = [pb.SumRequest()]
         if probe is not None:
             requests[0].prefix_probe.CopyFrom(probe)
         if adopt is not None:
@@ -317,7 +334,9 @@ class LKCSession(RingSession):
             )
         self._expected = answered if count == len(requests) + 1 else None
         for iteration, request in enumerate(requests):
-            request.ref.CopyFrom(pb.SessionRef(session_id=self.session_id, iteration=iteration))
+            request.ref.CopyFrom(
+                pb.SessionRef(session_id=self.session_id, iteration=iteration, attempt=self.attempt)
+            )
             self.contribution(request)
             if self.next_iteration == count and self.chain != chain:
                 raise ProtocolError(

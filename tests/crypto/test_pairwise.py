@@ -58,7 +58,7 @@ class Session:
 
 def share_vector(share: bytes) -> np.ndarray:
     """The masked vector inside a share message (what the leader sees)."""
-    return bytes_to_counts(unpack_frames(b"FPS1", share, 5)[4])
+    return bytes_to_counts(unpack_frames(b"FPS1", share, 6)[5])
 
 
 def test_missing_party_aborts_naming_it(federation) -> None:

@@ -37,31 +37,40 @@ def _frames(tag: bytes, items: list[bytes]) -> bytes:
     return out
 
 
-def _reference_mask(session: bytes, round_: int, low: int, high: int, length: int) -> np.ndarray:
+def _reference_mask(
+    session: bytes, round_: int, low: int, high: int, length: int, attempt: int = 0
+) -> np.ndarray:
     """The pair mask from its documented construction (docs/crypto.md, docs/leakage.md):
     AES-256-CTR (zero counter) under HKDF-SHA256(X25519 secret; salt = session id;
-    info = label | frames(round, SHA-256(frames(roster)), low name, high name))."""
+    info = label | frames(round, attempt, SHA-256(frames(roster)), low name, high name))."""
     secret = _private(low).exchange(_private(high).public_key())
     digest = hashlib.sha256(_frames(b"FPR1", [n.encode() for n in ROSTER])).digest()
     info = b"fedanon/pairwise-mask/v1" + _frames(
         b"FPI1",
-        [struct.pack(">Q", round_), digest, ROSTER[low].encode(), ROSTER[high].encode()],
+        [
+            struct.pack(">Q", round_),
+            struct.pack(">Q", attempt),
+            digest,
+            ROSTER[low].encode(),
+            ROSTER[high].encode(),
+        ],
     )
     key = HKDF(hashes.SHA256(), 32, salt=session, info=info).derive(secret)
     stream = Cipher(algorithms.AES(key), modes.CTR(bytes(16))).encryptor().update(bytes(8 * length))
     return np.frombuffer(stream, dtype="<u8")
 
 
-def _masker(index: int, session: bytes = SESSION) -> PairwiseMasker:
+def _masker(index: int, session: bytes = SESSION, attempt: int = 0) -> PairwiseMasker:
     peers = [_peer(name, i) for i, name in enumerate(ROSTER)]
-    return PairwiseMasker(ROSTER[index], _private(index), peers, ROSTER, session)
+    return PairwiseMasker(ROSTER[index], _private(index), peers, ROSTER, session, False, attempt)
 
 
-def test_pair_mask_known_answer() -> None:
-    """Both ends of a pair derive exactly the documented mask."""
-    expected = _reference_mask(SESSION, 5, 0, 2, 64)
-    assert np.array_equal(_masker(0).pair_mask(5, "charlie", 64), expected)
-    assert np.array_equal(_masker(2).pair_mask(5, "alpha", 64), expected)
+@pytest.mark.parametrize("attempt", [0, 1])
+def test_pair_mask_known_answer(attempt: int) -> None:
+    """Both ends of a pair derive exactly the documented mask, of the session's attempt."""
+    expected = _reference_mask(SESSION, 5, 0, 2, 64, attempt)
+    assert np.array_equal(_masker(0, attempt=attempt).pair_mask(5, "charlie", 64), expected)
+    assert np.array_equal(_masker(2, attempt=attempt).pair_mask(5, "alpha", 64), expected)
 
 
 def test_the_mask_key_is_bound_to_the_session() -> None:

@@ -106,7 +106,7 @@ def test_a_sparse_share_looks_uniform_to_the_leader() -> None:
     roster, session = _roster(20), secrets.token_bytes(16)
     maskers = _maskers(roster, session, sparse=True)
     share = maskers[roster[0]].masked_share(0, np.zeros(60_000, dtype=np.uint64))
-    assert looks_uniform(bytes_to_counts(unpack_frames(b"FPS1", share, 5)[4]))
+    assert looks_uniform(bytes_to_counts(unpack_frames(b"FPS1", share, 6)[5]))
 
 
 def test_a_sparse_and_a_complete_masker_do_not_combine() -> None:

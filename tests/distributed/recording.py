@@ -44,6 +44,8 @@ class Contributions:
 
     vectors: dict[tuple[str, int], np.ndarray] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # The same by (party, attempt, iteration): a rerun's iterations start again at 0.
+    by_attempt: dict[tuple[str, int, int], np.ndarray] = field(default_factory=dict)
 
     def get(self, name: str, iteration: int) -> np.ndarray:
         return self.vectors[(name, iteration)]
@@ -60,9 +62,9 @@ def record_contributions(monkeypatch: pytest.MonkeyPatch) -> Contributions:
         iteration = int(request.ref.iteration)
         stats = original(self, request)
         with store.lock:
-            store.vectors[(self.ring[self.position], iteration)] = np.asarray(stats).astype(
-                np.uint64, copy=True
-            )
+            vector = np.asarray(stats).astype(np.uint64, copy=True)
+            store.vectors[(self.ring[self.position], iteration)] = vector
+            store.by_attempt[(self.ring[self.position], self.attempt, iteration)] = vector
         return stats
 
     monkeypatch.setattr(fedanon.party.handlers.lkc_session.LKCSession, "contribution", contribution)

@@ -60,6 +60,7 @@ def requests(session_id: str, job: pb.LKCJob, ring: list[str]) -> dict[str, Any]
         "EvaluateClassify": pb.EvaluateClassifyRequest(ref=ref(session_id, 1), figure="CE"),
         "Status": pb.StatusRequest(),
         "Rejoin": pb.RejoinRequest(ref=ref(session_id, 1)),
+        "Rerun": pb.RekeyRerunRequest(ref=pb.SessionRef(session_id=session_id, attempt=1)),
     }
 
 

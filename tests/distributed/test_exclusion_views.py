@@ -47,6 +47,7 @@ from tests.distributed.views import (
     changed,
     mask_free,
     pairwise_features,
+    share_vector,
     share_vectors,
     sum_features,
     union_features,
@@ -69,21 +70,32 @@ class Run:
     dropped_c1: np.ndarray  # the dropped party's own counts at c_1 (from its round-1 vector)
     release: pd.DataFrame
     report: dict[str, Any]
+    # Each survivor's plain vectors per (party, attempt, round) (the oracle).
+    survivors: dict[tuple[str, int, int], np.ndarray]
 
 
 def _attempts(log: WireLog) -> tuple[WireLog, WireLog]:
-    """The log split at the rerun's first message (a handshake of another session)."""
+    """The log split at the rerun's first message (the leader's ``Rerun``: the same session's
+    next attempt, no second handshake)."""
     items = list(log.items)
-    first_session = None
+    handshakes = [r for r in items if r.method == "OpenSession" and r.kind == "request"]
+    assert len({r.message.ref.session_id for r in handshakes}) == 1
     for i, record in enumerate(items):
-        if record.method != "OpenSession" or record.kind != "request":
-            continue
-        session = record.message.ref.session_id
-        if first_session is None:
-            first_session = session
-        elif session != first_session:
+        if record.method == "Rerun" and record.kind == "request":
+            assert record.message.ref.attempt == 1
             return WireLog(items[:i]), WireLog(items[i:])
     raise AssertionError("the job did not rerun")
+
+
+def _shares_by_party(view: list[Seen]) -> dict[tuple[str, int], np.ndarray]:
+    """Each party's masked share per round, as the leader received it."""
+    out: dict[tuple[str, int], np.ndarray] = {}
+    rounds: dict[str, int] = {}
+    for s in view:
+        if s.method == "Sum" and s.kind == "reply" and s.message.pairwise_share:
+            t = rounds[str(s.other)] = rounds.get(str(s.other), -1) + 1
+            out[(str(s.other), t)] = share_vector(bytes(s.message.pairwise_share))
+    return out
 
 
 def _own_at_c1(vector: np.ndarray, instruction: pb.Instruction, schema: Schema) -> np.ndarray:
@@ -123,6 +135,10 @@ def _leader_features(log: WireLog, schema: Schema) -> dict[Any, object]:
         shares = share_vectors(view)
         totals.append({t: np.sum(v, axis=0, dtype=np.uint64) for t, v in shares.items()})
     first, rerun = totals
+    before, after = (_shares_by_party(view) for view in views)
+    for (name, t), share in after.items():
+        if (name, t) in before and before[(name, t)].size == share.size:
+            features[("share across attempts", name, t)] = (share - before[(name, t)]).tobytes()
     for t in sorted(set(first) & set(rerun)):
         if first[t].size == rerun[t].size:
             features[("first minus rerun", t)] = (first[t] - rerun[t]).tobytes()
@@ -162,12 +178,13 @@ def _run(parts: list[pd.DataFrame], data: Dataset, workdir: Path) -> Run:
         assert stopped == [1] and report["excluded"] == [DROPPED]
         assert report["resumed_from"] == 1
         own = {t: v.copy() for (n, t), v in fed.contributions.vectors.items() if n == DROPPED}
+        plain = {k: v.copy() for k, v in fed.contributions.by_attempt.items() if k[0] != DROPPED}
         log = WireLog(list(fed.log.items))
         schema = spec.schema(data.taxonomy)
         features = _leader_features(log, schema)
         ins = _first_instruction(view_of(_attempts(log)[0], LEADER_NAME))
         dropped_c1 = _own_at_c1(own[1], ins, schema)
-    return Run(features, own, dropped_c1, read_release(out), report)
+    return Run(features, own, dropped_c1, read_release(out), report, plain)
 
 
 def _swap_postcodes(table: pd.DataFrame) -> pd.DataFrame:
@@ -225,3 +242,26 @@ def test_the_leader_learns_nothing_else_of_the_dropped_party(runs: dict[str, Run
     moved = changed(stable, c.features)
     assert ("first minus rerun", 1) in moved and "first minus probe at c_1" in moved
     assert rows(b.release) == rows(a.release) == rows(c.release)
+
+
+def test_a_survivors_masks_of_the_rerun_are_independent_of_the_first_attempts(
+    runs: dict[str, Run],
+) -> None:
+    """The rerun is the same session's next attempt (the same pair secrets), yet the
+    difference of a survivor's masked shares of one round across the two attempts is not its
+    vectors' difference (round 1 adopts c_1, where its vector is the one it sent in the first
+    attempt: the difference would be zero) and differs between two runs on the same tables:
+    fresh masks, so the two attempts together give the leader nothing of a survivor beyond
+    the totals (docs/leakage.md, "Exclusion")."""
+    a, again = runs["A"], runs["A2"]
+    across = [k for k in a.features if k[0] == "share across attempts"]
+    survivors = {name for name, _, _ in a.survivors}
+    assert {k[1] for k in across} == survivors and any(k[2] == 1 for k in across)
+    stable = mask_free(a.features, again.features)
+    for key in across:
+        _, name, t = key
+        assert key not in stable, key
+        plain = a.survivors[(name, 1, t)] - a.survivors[(name, 0, t)]
+        assert a.features[key] != plain.tobytes(), key
+    for name in survivors:
+        assert np.array_equal(a.survivors[(name, 1, 1)], a.survivors[(name, 0, 1)])

@@ -85,7 +85,7 @@ def words(vector: pb.Vector) -> np.ndarray:
 
 def share_words(share: bytes) -> np.ndarray:
     """The masked vector inside a pairwise share (session, round, sender, roster, vector)."""
-    return np.frombuffer(unpack_frames(PAIRWISE_SHARE_TAG, share, 5)[-1], dtype="<u8")
+    return np.frombuffer(unpack_frames(PAIRWISE_SHARE_TAG, share, 6)[-1], dtype="<u8")
 
 
 def secrets_of(fed: RecordingFederation, dataset: Dataset) -> list[bytes]:

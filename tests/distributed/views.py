@@ -121,8 +121,6 @@ def sum_features(
 
 def share_vectors(view: list[Seen]) -> dict[int, list[np.ndarray]]:
     """Pairwise mode: the masked vectors inside the shares a role received, per iteration."""
-    from fedanon.crypto.wire import unpack_frames
-
     out: dict[int, list[np.ndarray]] = {}
     counter: Counter[str | None] = Counter()
     for s in view:
@@ -134,9 +132,15 @@ def share_vectors(view: list[Seen]) -> dict[int, list[np.ndarray]]:
         ):
             t = counter[s.other]
             counter[s.other] += 1
-            fields = unpack_frames(b"FPS1", bytes(s.message.pairwise_share), 5)
-            out.setdefault(t, []).append(np.frombuffer(fields[-1], dtype="<u8"))
+            out.setdefault(t, []).append(share_vector(bytes(s.message.pairwise_share)))
     return out
+
+
+def share_vector(share: bytes) -> np.ndarray:
+    """The masked vector of one pairwise share message (crypto/pairwise.py's ``FPS1``)."""
+    from fedanon.crypto.wire import unpack_frames
+
+    return np.frombuffer(unpack_frames(b"FPS1", share, 6)[-1], dtype="<u8")
 
 
 def pairwise_features(view: list[Seen]) -> dict[Feature, object]:

@@ -23,10 +23,11 @@ from fedanon.algorithms.tds.engines.base import CountingEngine
 from fedanon.crypto.identity import Identity
 from fedanon.crypto.idle_keys import IdleKeyWorkers
 from fedanon.crypto.keyshare import ONION_UNION
+from fedanon.crypto.onion_union import build_route
 from fedanon.crypto.sealed_total import SealedTotalChannel
 from fedanon.federation.config import Hop
 from fedanon.federation.drbt_job import drbt_job_to_proto
-from fedanon.federation.keyshares import new_share, union_route
+from fedanon.federation.keyshares import new_share, verified_peers
 from fedanon.federation.lkc_job import lkc_job_to_proto
 from fedanon.federation.randomize_job import spec_to_proto
 from fedanon.federation.wire import from_vector
@@ -205,7 +206,7 @@ def test_a_ring_sum_through_two_handlers_is_the_sum_of_both_tables_statistics(
     total = pb.SumRequest(partial=zero)
     total.ref.session_id, total.ref.iteration = SESSION, 0
     reply = ring.secure_sum(first, first.sessions["open"], total, FakeContext())
-    route = union_route(shares.keys, ["a", "b"], sid, None)
+    route = build_route(verified_peers(shares.keys, ONION_UNION, sid, None), ["a", "b"])
     channel = SealedTotalChannel.for_leader(leader_key, route[-2], sid)
     opened = channel.open(0, expected.size, reply.sealed_total)
     assert np.array_equal(

@@ -63,7 +63,7 @@ def test_only_the_leader_may_resume_the_strip_at_a_hop(
         raise Authorized
 
     session = SimpleNamespace(predecessor="hospital-a", touch=touch)
-    monkeypatch.setattr(shell, "_ring", lambda _context, _ref: session)
+    monkeypatch.setattr(shell, "_ring", lambda _context, _ref, _what: session)
     context = Context()
     if allowed:
         with pytest.raises(Authorized):
