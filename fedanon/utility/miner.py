@@ -138,17 +138,26 @@ def _over_budget(min_support: float, max_itemsets: int) -> FedanonError:
 def _fpgrowth_in_child(
     baskets: list[list[int]], threshold: int, min_support: float, max_itemsets: int
 ) -> list[tuple[tuple[int, ...], int]]:
-    """:func:`_fpgrowth` in a forked child, watched: killed past its memory budget, and on any
-    exception here (the CLI turns SIGTERM into one), so the caller stops within milliseconds."""
+    """:func:`_fpgrowth` in a child process, watched: killed past its memory budget, and on any
+    exception here (the CLI turns SIGTERM into one), so the caller stops within milliseconds.
+
+    The child comes from multiprocessing's fork server, not from forking this process: a
+    process where gRPC's threads run (a test process, any caller that also talks to a
+    federation) must not fork, as a forked copy can inherit a lock another thread held. The
+    budget counts from the child's size once it has its input and the miner loaded (its
+    "ready"), as it did from a forked copy of the caller.
+    """
     import multiprocessing
 
-    context = multiprocessing.get_context("fork")
+    context = multiprocessing.get_context("forkserver")
     receive, send = context.Pipe(duplex=False)
     child = context.Process(target=_mine_and_send, args=(send, baskets, threshold, max_itemsets))
     budget = _MINING_BASE_BYTES + _BYTES_PER_ITEMSET * max_itemsets
     child.start()
     send.close()
     try:
+        _wait_for_message(receive, child)
+        receive.recv()  # ready
         start = _resident_bytes(child.pid)
         while not receive.poll(0.02):
             if not child.is_alive():
@@ -168,13 +177,23 @@ def _fpgrowth_in_child(
     return found
 
 
+def _wait_for_message(receive, child) -> None:
+    """Until the child has sent something (or ended: the next ``recv`` raises EOFError)."""
+    while not receive.poll(0.02) and child.is_alive():
+        pass
+
+
 def _mine_and_send(send, baskets: list[list[int]], threshold: int, max_itemsets: int) -> None:
-    """The child's work: die at once on SIGTERM / SIGINT (the parent handles them), mine, send
-    the itemsets (or only that there are too many) through the local pipe."""
+    """The child's work: die at once on SIGTERM / SIGINT (the parent handles them), load the
+    miner and say so, mine, send the itemsets (or only that there are too many) through the
+    local pipe."""
     import signal
+
+    import fim  # noqa: F401  # loaded before "ready": the budget counts the mining alone
 
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    send.send(None)
     found = _fpgrowth(baskets, threshold)
     send.send((True, []) if len(found) > max_itemsets else (False, found))
     send.close()
