@@ -1,8 +1,8 @@
 """Per-test checks that no test leaves gRPC running, forks under gRPC, or leaks a process.
 
 Why: a CI worker died with SIGSEGV in pandas' C CSV parser long after in-process gRPC tests had
-run on it. gRPC's core threads (``grpc_global_tim``, ``event_engine``, ...) are process-wide and
-live for the rest of a worker once any channel or server has been made, and gRPC documents that
+run on it. gRPC's core threads (``grpc_global_tim``, ``event_engine``, ...) are process-wide:
+they run while any channel or server lives (and a while after), and gRPC documents that
 ``fork()`` in a process where they run is unsafe (a forked child, or the parent, can later crash
 in unrelated C code). So every test must leave behind no server or channel of its own, and no
 test may fork once gRPC has started in its process (``subprocess`` and multiprocessing's

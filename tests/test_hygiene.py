@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from concurrent import futures
 
 import grpc
@@ -20,12 +21,15 @@ from tests.harness.cli import owned
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(120)"]
 
 
-def _start_grpc() -> None:
-    """gRPC's core threads, as any earlier in-process gRPC test on this worker left them."""
-    # Nothing listens on port 1: the call fails, after gRPC has started.
-    with grpc.insecure_channel("127.0.0.1:1") as channel, contextlib.suppress(grpc.RpcError):
-        channel.unary_unary("/none/None")(b"", timeout=0.5)
-    assert hygiene.grpc_core_threads()
+@contextlib.contextmanager
+def grpc_running() -> Iterator[None]:
+    """gRPC's core threads running, as while a test worker's in-process daemons or channels
+    live (they end some time after the last gRPC object is gone)."""
+    with grpc.insecure_channel("127.0.0.1:1") as channel:
+        with contextlib.suppress(grpc.RpcError):  # nothing listens on port 1
+            channel.unary_unary("/none/None")(b"", timeout=0.5)
+        assert hygiene.grpc_core_threads()
+        yield
 
 
 def test_a_running_server_and_an_open_channel_are_named_until_stopped_and_closed() -> None:
@@ -94,10 +98,10 @@ def test_a_fork_while_grpc_runs_is_recorded() -> None:
         "if pid == 0: os._exit(0)\n"
         "os.waitpid(pid, 0)\n"
         "print(len(hygiene.forks_under_grpc))\n"
-        "test_hygiene._start_grpc()\n"
-        "pid = os.fork()\n"
-        "if pid == 0: os._exit(0)\n"
-        "os.waitpid(pid, 0)\n"
+        "with test_hygiene.grpc_running():\n"
+        "    pid = os.fork()\n"
+        "    if pid == 0: os._exit(0)\n"
+        "    os.waitpid(pid, 0)\n"
         "print(hygiene.forks_under_grpc)\n"
     )
     done = subprocess.run(
@@ -112,9 +116,8 @@ def test_the_watched_miner_does_not_fork_a_process_where_grpc_runs() -> None:
     """The itemset miner's watched child (taken when the cheap bound cannot rule out the
     budget) forked the caller: in a test worker that had run gRPC tests, and in any caller
     that talks to a federation, a forked copy can inherit a lock a gRPC thread held."""
-    _start_grpc()
-    hygiene.forks_under_grpc.clear()
     log = Transactions.from_lists([list(range(1, 9))] * 20)  # 255 itemsets; the bound is 510
-    found = miner.frequent_itemsets(log, 0.5, max_itemsets=255)
+    with grpc_running():
+        found = miner.frequent_itemsets(log, 0.5, max_itemsets=255)
     assert len(found) == 255
     assert hygiene.forks_under_grpc == []

@@ -31,6 +31,7 @@ import math
 import os
 from dataclasses import dataclass
 from itertools import combinations
+from typing import Any
 
 import numpy as np
 
@@ -141,62 +142,71 @@ def _fpgrowth_in_child(
     """:func:`_fpgrowth` in a child process, watched: killed past its memory budget, and on any
     exception here (the CLI turns SIGTERM into one), so the caller stops within milliseconds.
 
-    The child comes from multiprocessing's fork server, not from forking this process: a
-    process where gRPC's threads run (a test process, any caller that also talks to a
-    federation) must not fork, as a forked copy can inherit a lock another thread held. The
-    budget counts from the child's size once it has its input and the miner loaded (its
-    "ready"), as it did from a forked copy of the caller.
+    The child is a fresh interpreter (multiprocessing's "spawn"), not a fork of this process:
+    a process where gRPC's threads run (a test worker, any caller that also talks to a
+    federation) must not fork, as a forked copy can inherit a lock another thread held. Its
+    input goes through the pipe once it says it runs, so this process never blocks in a long
+    write that a signal could not end; the budget counts from the child's size once it has its
+    input and the miner loaded ("ready"), as it did from a forked copy of the caller.
     """
     import multiprocessing
 
-    context = multiprocessing.get_context("forkserver")
-    receive, send = context.Pipe(duplex=False)
-    child = context.Process(target=_mine_and_send, args=(send, baskets, threshold, max_itemsets))
+    context = multiprocessing.get_context("spawn")
+    ours, theirs = context.Pipe()
+    child = context.Process(target=_mine_and_send, args=(theirs,))
     budget = _MINING_BASE_BYTES + _BYTES_PER_ITEMSET * max_itemsets
     child.start()
-    send.close()
+    theirs.close()
     try:
-        _wait_for_message(receive, child)
-        receive.recv()  # ready
+        _next_message(ours, child)  # it runs
+        ours.send((baskets, threshold, max_itemsets))
+        _next_message(ours, child)  # ready
         start = _resident_bytes(child.pid)
-        while not receive.poll(0.02):
+        while not ours.poll(0.02):
             if not child.is_alive():
                 raise FedanonError("the itemset miner ended without an answer (out of memory?)")
             if _resident_bytes(child.pid) - start > budget:
                 raise _over_budget(min_support, max_itemsets)
-        too_many, found = receive.recv()
-    except EOFError:
+        too_many, found = ours.recv()
+    except (EOFError, BrokenPipeError):
         raise FedanonError("the itemset miner ended without an answer (out of memory?)") from None
     finally:
         if child.is_alive():
             child.kill()
         child.join()
-        receive.close()
+        ours.close()
     if too_many:
         raise _over_budget(min_support, max_itemsets)
     return found
 
 
-def _wait_for_message(receive, child) -> None:
-    """Until the child has sent something (or ended: the next ``recv`` raises EOFError)."""
-    while not receive.poll(0.02) and child.is_alive():
+def _next_message(connection, child) -> Any:
+    """The child's next message, waited for in short polls (EOFError once it has ended)."""
+    while not connection.poll(0.02) and child.is_alive():
         pass
+    return connection.recv()
 
 
-def _mine_and_send(send, baskets: list[list[int]], threshold: int, max_itemsets: int) -> None:
-    """The child's work: die at once on SIGTERM / SIGINT (the parent handles them), load the
-    miner and say so, mine, send the itemsets (or only that there are too many) through the
-    local pipe."""
+def _mine_and_send(connection) -> None:
+    """The child's work: die at once on SIGTERM / SIGINT (the parent handles them), say it
+    runs, take its input, load the miner and say so, mine, send the itemsets (or only that
+    there are too many) through the local pipe. A parent gone meanwhile ends it quietly."""
     import signal
-
-    import fim  # noqa: F401  # loaded before "ready": the budget counts the mining alone
 
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_DFL)
-    send.send(None)
-    found = _fpgrowth(baskets, threshold)
-    send.send((True, []) if len(found) > max_itemsets else (False, found))
-    send.close()
+    try:
+        connection.send(None)
+        baskets, threshold, max_itemsets = connection.recv()
+        import fim  # noqa: F401  # loaded before "ready": the budget counts the mining alone
+
+        connection.send(None)
+        found = _fpgrowth(baskets, threshold)
+        connection.send((True, []) if len(found) > max_itemsets else (False, found))
+    except (EOFError, BrokenPipeError):
+        return
+    finally:
+        connection.close()
 
 
 def _resident_bytes(pid: int | None) -> int:
