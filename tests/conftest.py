@@ -22,16 +22,24 @@ _SHARED = hygiene.Shared()
 _BEFORE = pytest.StashKey[hygiene.Snapshot]()
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_fixture_setup(fixturedef: pytest.FixtureDef[object]) -> object:
-    """What a fixture of a wider scope than one test starts is its own, not the test's."""
-    if fixturedef.scope == "function":
-        return (yield)
-    before = hygiene.Snapshot()
-    try:
-        return (yield)
-    finally:
-        _SHARED.adopt(before)
+class _WiderFixtures:
+    """What a fixture of a wider scope than one test starts is its own, not the test's. A
+    plugin, not a conftest hook: pytest asks a session fixture's setup of the conftests above
+    the root directory only, and this file is below it."""
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_fixture_setup(self, fixturedef: pytest.FixtureDef[object]) -> object:
+        if fixturedef.scope == "function":
+            return (yield)
+        before = hygiene.Snapshot()
+        try:
+            return (yield)
+        finally:
+            _SHARED.adopt(before)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(_WiderFixtures(), "fedanon-wider-fixtures")
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -46,6 +54,10 @@ def pytest_runtest_teardown(item: pytest.Item) -> object:
     """Fail the test (at its teardown) that forked under gRPC or left gRPC or a process running."""
     result = yield
     before = item.stash.get(_BEFORE, None)
+    if isinstance(item, pytest.Function):
+        # Its fixtures are torn down, but pytest drops their values only after this hook:
+        # what only they reference is released with them, not left behind.
+        item.funcargs.clear()
     if before is not None:
         found = [*hygiene.forks_under_grpc, *hygiene.leaks(before, _SHARED)]
         hygiene.forks_under_grpc.clear()

@@ -67,9 +67,10 @@ def _note_fork() -> None:
         )
 
 
-#: gRPC channels made in this process that are not closed yet (weakly held: a channel no one
-#: references any more is released by gRPC itself).
-_open_channels: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+#: gRPC channels made in this process that are not closed yet, with their serial number and
+#: where they were made (weakly held: a channel no one references any more is released by
+#: gRPC itself).
+_open_channels: weakref.WeakKeyDictionary[Any, tuple[int, str]] = weakref.WeakKeyDictionary()
 _made = 0
 
 
@@ -82,7 +83,7 @@ def _track_channels() -> None:
         global _made
         init(self, *args, **kwargs)
         _made += 1
-        _open_channels[self] = _made
+        _open_channels[self] = (_made, _maker())
 
     def tracked_close(self: Any) -> None:
         _open_channels.pop(self, None)
@@ -90,6 +91,14 @@ def _track_channels() -> None:
 
     grpc._channel.Channel.__init__ = tracked_init  # type: ignore[method-assign]
     grpc._channel.Channel._close = tracked_close  # type: ignore[method-assign]
+
+
+def _maker() -> str:
+    """Where the channel being made was asked for: the three innermost callers outside gRPC and
+    the standard library, as file:line."""
+    skip = (sysconfig.get_paths()["stdlib"], str(Path(grpc.__file__).parent), __file__)
+    ours = [f for f in traceback.extract_stack() if not f.filename.startswith(skip)]
+    return " < ".join(f"{Path(f.filename).name}:{f.lineno}" for f in reversed(ours[-3:]))
 
 
 def install() -> None:
@@ -116,7 +125,7 @@ class Snapshot:
         return {t for t in threading.enumerate() if t not in self.threads and t.is_alive()}
 
     def new_channels(self) -> list[Any]:
-        return [ch for ch, serial in list(_open_channels.items()) if serial > self.channels]
+        return [ch for ch, (serial, _) in list(_open_channels.items()) if serial > self.channels]
 
     def new_pids(self) -> set[int]:
         return _pids() - self.pids
@@ -159,7 +168,7 @@ def _found(before: Snapshot, shared: Shared) -> list[str]:
         if _grpc_thread(t) and t not in shared.threads
     ]
     found += [
-        f"gRPC channel #{_open_channels.get(ch)} never closed"
+        "gRPC channel made at {1} never closed".format(*_open_channels.get(ch, (0, "?")))
         for ch in before.new_channels()
         if ch not in shared.channels
     ]
