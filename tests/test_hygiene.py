@@ -10,6 +10,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from concurrent import futures
+from pathlib import Path
 
 import grpc
 
@@ -17,6 +18,8 @@ from fedanon.utility import miner
 from fedanon.utility.transactions import Transactions
 from tests import hygiene
 from tests.harness.cli import owned
+from tests.hygiene import PROCESS_ENV
+from tests.leftovers import ROOT
 
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(120)"]
 
@@ -121,3 +124,102 @@ def test_the_watched_miner_does_not_fork_a_process_where_grpc_runs() -> None:
         found = miner.frequent_itemsets(log, 0.5, max_itemsets=255)
     assert len(found) == 255
     assert hygiene.forks_under_grpc == []
+
+
+_LEAKING = """
+import os, subprocess, sys
+from concurrent import futures
+
+import grpc
+import pytest
+
+SERVERS = []
+SLEEPER = [sys.executable, "-c", "import time; time.sleep(8)"]  # outlives the 1 s grace
+
+
+def test_clean():
+    with grpc.insecure_channel("127.0.0.1:1"):
+        pass
+
+
+def test_leaves_a_server_running():
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=1))
+    server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    SERVERS.append(server)
+
+
+def test_leaves_a_channel_open():
+    SERVERS.append(grpc.insecure_channel("127.0.0.1:1"))
+
+
+def test_leaves_a_daemon_running():
+    child = subprocess.Popen(SLEEPER)
+    with open(os.environ["LEAKED_PIDS"], "a") as pids:
+        print(child.pid, file=pids)
+
+
+def test_forks_while_grpc_runs():
+    with grpc.insecure_channel("127.0.0.1:1") as channel:
+        with pytest.raises(grpc.RpcError):
+            channel.unary_unary("/none/None")(b"", timeout=0.5)
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0)
+        os.waitpid(pid, 0)
+
+
+@pytest.fixture(scope="module")
+def shared_daemon():
+    child = subprocess.Popen(SLEEPER)
+    yield child
+    child.kill()
+    child.wait()
+
+
+def test_restarts_the_shared_daemon(shared_daemon):
+    shared_daemon.kill()
+    shared_daemon.wait()
+    with open(os.environ["LEAKED_PIDS"], "a") as pids:  # the module fixture's restart
+        print(subprocess.Popen(SLEEPER).pid, file=pids)
+"""
+
+
+def test_a_suite_run_fails_each_test_that_leaks_at_its_teardown(tmp_path: Path) -> None:
+    """The suite's hooks (tests/conftest.py, loaded as a plugin) in a real pytest run: each
+    leaking test errors at its teardown naming what it left; a clean test and a restart of a
+    module fixture's process pass."""
+    (tmp_path / "test_leaking.py").write_text(_LEAKING, encoding="utf-8")
+    pids = tmp_path / "pids"
+    env = {
+        **os.environ,
+        "FEDANON_TEST_GRACE_SECONDS": "1",
+        "LEAKED_PIDS": str(pids),
+        "PYTHONPATH": ROOT,
+    }
+    env.pop(PROCESS_ENV)  # the inner run marks its own
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "tests.conftest", "-n", "0",
+               "-p", "no:cacheprovider", "-p", "no:randomly", "--rootdir", str(tmp_path),
+               str(tmp_path)]  # fmt: skip
+    try:
+        done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True,
+                              timeout=300)  # fmt: skip
+    finally:
+        for pid in map(int, pids.read_text().split() if pids.exists() else []):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    out = done.stdout
+    errors = sorted(
+        line.split("::")[1].split()[0] for line in out.splitlines() if line.startswith("ERROR ")
+    )
+    assert errors == [
+        "test_forks_while_grpc_runs",
+        "test_leaves_a_channel_open",
+        "test_leaves_a_daemon_running",
+        "test_leaves_a_server_running",
+    ], out
+    assert "gRPC thread 'Thread-" in out and "(_serve)' still running" in out, out
+    assert "gRPC channel made at test_leaking.py:" in out, out
+    assert "fork() from " in out and "test_leaking.py" in out, out
+    assert f"still running: {sys.executable} -c import time; time.sleep(8)" in out, out
+    assert "6 passed, 4 errors" in out, out  # a test with an error at teardown passed its call
