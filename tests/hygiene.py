@@ -89,8 +89,8 @@ def _track_channels() -> None:
         _open_channels.pop(self, None)
         close(self)
 
-    grpc._channel.Channel.__init__ = tracked_init  # type: ignore[method-assign]
-    grpc._channel.Channel._close = tracked_close  # type: ignore[method-assign]
+    grpc._channel.Channel.__init__ = tracked_init
+    grpc._channel.Channel._close = tracked_close
 
 
 def _maker() -> str:
