@@ -70,9 +70,9 @@ def raise_safely(
     (:func:`_retrip`): the main thread can go on from the locking code straight into a long
     wait in C that runs no line of Python but looks for signals, and there the handler runs
     again, outside the locking modules, and raises. gRPC's blocking call is one: from Cython it
-    calls ``threading.main_thread()``, Python code, right before its wait, and a SIGTERM met
-    there held a terminated leader for the call's whole deadline (a minute; gdb stacks in
-    bench/RESULTS.md, session 12)."""
+    calls ``threading.current_thread()`` and ``main_thread()``, Python code, right before its
+    wait, and a SIGTERM met there held a terminated leader for the call's whole deadline (a
+    minute; bench/RESULTS.md, session 12)."""
     if _deferred:  # an earlier signal still waits for its line: this one takes its place
         _deferred.clear()
         sys.settrace(None)

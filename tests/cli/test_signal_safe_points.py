@@ -111,8 +111,8 @@ with signals_unwind():
 """
 
 
-# gRPC's blocking call runs Python code of threading's (``threading.main_thread()``, from Cython)
-# right before its wait in C, which runs no line of Python but looks for signals every 200 ms:
+# gRPC's blocking call runs threading's Python code (``current_thread()``, ``main_thread()``,
+# from Cython) right before its wait in C, which runs no Python line but looks for signals:
 # a signal met in that code was deferred to a line that came only when the call ended (a leader
 # terminated while it waited for a party to rejoin stayed for the wait's whole minute). `meet`
 # is compiled as threading's code, so the signal is met there, deterministically; the call on
