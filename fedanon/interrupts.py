@@ -19,6 +19,7 @@ does). The waits are timed with :func:`wait_in_slices` where no library times th
 from __future__ import annotations
 
 import _thread
+import signal
 import sys
 import threading
 import time
@@ -102,7 +103,7 @@ def _retrip(signum: int, generation: int) -> None:
         time.sleep(SLICE_SECONDS)
         if not _deferred or _retrips[0] != generation:
             return
-        _thread.interrupt_main(signum)
+        _thread.interrupt_main(signal.Signals(signum))
 
 
 def raise_interrupted(signum: int, frame: FrameType | None) -> None:
