@@ -19,7 +19,7 @@ from fedanon.utility.transactions import Transactions
 from tests import hygiene
 from tests.harness.cli import owned
 from tests.hygiene import PROCESS_ENV
-from tests.leftovers import ROOT
+from tests.leftovers import ROOT, RUN_ENV
 
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(120)"]
 
@@ -197,7 +197,8 @@ def test_a_suite_run_fails_each_test_that_leaks_at_its_teardown(tmp_path: Path) 
         "LEAKED_PIDS": str(pids),
         "PYTHONPATH": ROOT,
     }
-    env.pop(PROCESS_ENV)  # the inner run marks its own
+    for mark in (PROCESS_ENV, RUN_ENV):  # the inner run marks its own
+        env.pop(mark)
     command = [sys.executable, "-m", "pytest", "-q", "-p", "tests.conftest", "-n", "0",
                "-p", "no:cacheprovider", "-p", "no:randomly", "--rootdir", str(tmp_path),
                str(tmp_path)]  # fmt: skip
