@@ -118,6 +118,7 @@ class Snapshot:
 
     def __init__(self) -> None:
         self.threads = set(threading.enumerate())
+        self.grpc_threads = {t for t in self.threads if _grpc_thread(t)}
         self.channels = _made
         self.pids = _pids()
 
@@ -161,17 +162,27 @@ def leaks(before: Snapshot, shared: Shared, seconds: float = GRACE_SECONDS) -> l
     while True:
         found = _found(before, shared)
         if not found or time.monotonic() > deadline:
+            shared.threads.update(_grpc_threads(before, shared)[1])
             return found
         gc.collect()
         time.sleep(0.1)
 
 
+def _grpc_threads(
+    before: Snapshot, shared: Shared
+) -> tuple[list[threading.Thread], list[threading.Thread]]:
+    """The gRPC threads the test started that still run: its own, and as many as replace a
+    wider fixture's that ended meanwhile (a test that stops a shared server restarts it)."""
+    started = sorted(
+        (t for t in before.new_threads() if _grpc_thread(t) and t not in shared.threads),
+        key=lambda t: t.name,
+    )
+    ended = sum(1 for t in before.grpc_threads if t in shared.threads and not t.is_alive())
+    return started[ended:], started[:ended]
+
+
 def _found(before: Snapshot, shared: Shared) -> list[str]:
-    found = [
-        f"gRPC thread {t.name!r} still running"
-        for t in before.new_threads()
-        if _grpc_thread(t) and t not in shared.threads
-    ]
+    found = [f"gRPC thread {t.name!r} still running" for t in _grpc_threads(before, shared)[0]]
     found += [
         "gRPC channel made at {1} never closed".format(*_open_channels.get(ch, (0, "?")))
         for ch in before.new_channels()

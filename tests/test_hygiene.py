@@ -53,7 +53,8 @@ def test_a_running_server_and_an_open_channel_are_named_until_stopped_and_closed
 
 def test_what_a_wider_fixture_started_is_not_the_tests() -> None:
     """A server and a process made while a module or session fixture was set up, and a restart
-    of that process (same command line) by a later test, are the fixture's."""
+    of each by a later test (a gRPC server in place of one that ended, a process with the same
+    command line), are the fixture's."""
     fixture = hygiene.Snapshot()
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=1))
     server.add_insecure_port("127.0.0.1:0")
@@ -65,9 +66,13 @@ def test_what_a_wider_fixture_started_is_not_the_tests() -> None:
             test = hygiene.Snapshot()
             first.kill()
             first.wait()
+            server.stop(None).wait()
+            server = grpc.server(futures.ThreadPoolExecutor(max_workers=1))  # restarted
+            server.add_insecure_port("127.0.0.1:0")
+            server.start()
             with owned(subprocess.Popen(SLEEPER, text=True)):  # the test's restart
-                assert hygiene.leaks(test, shared, seconds=0) == []
                 assert hygiene.leaks(test, hygiene.Shared(), seconds=0) != []
+                assert hygiene.leaks(test, shared, seconds=0) == []
         finally:
             server.stop(None).wait()
 
