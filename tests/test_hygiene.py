@@ -4,6 +4,7 @@ itemset miner's watched child no longer forks a process where gRPC runs."""
 from __future__ import annotations
 
 import contextlib
+import multiprocessing.process
 import os
 import signal
 import subprocess
@@ -13,6 +14,7 @@ from concurrent import futures
 from pathlib import Path
 
 import grpc
+import pytest
 
 from fedanon.utility import miner
 from fedanon.utility.transactions import Transactions
@@ -229,3 +231,32 @@ def test_a_suite_run_fails_each_test_that_leaks_at_its_teardown(tmp_path: Path) 
     assert "fork() from " in out and "test_leaking.py" in out, out
     assert f"still running: {sys.executable} -c import time; time.sleep(8)" in out, out
     assert "6 passed, 4 errors" in out, out  # a test with an error at teardown passed its call
+
+
+def test_an_error_raised_as_the_miner_child_starts_leaves_no_child(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A signal's error raised as the watched child starts (the CLI defers it out of
+    multiprocessing's code to the next line, which was the one after ``start``, before the
+    ``try`` whose ``finally`` kills the child) left the child running, orphaned."""
+    started: list[int] = []
+    start = multiprocessing.process.BaseProcess.start
+
+    def start_then_fail(self: multiprocessing.process.BaseProcess) -> None:
+        start(self)
+        started.append(self.pid or 0)
+        raise RuntimeError("terminated as the child started")
+
+    monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", start_then_fail)
+    log = Transactions.from_lists([list(range(1, 9))] * 20)  # the child's path (bound 510)
+    with pytest.raises(RuntimeError, match="as the child started"):
+        miner.frequent_itemsets(log, 0.5, max_itemsets=255)
+    assert started and started[0] > 0
+    assert not Path(f"/proc/{started[0]}").exists() or _zombie(started[0])
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True

@@ -155,9 +155,9 @@ def _fpgrowth_in_child(
     ours, theirs = context.Pipe()
     child = context.Process(target=_mine_and_send, args=(theirs,))
     budget = _MINING_BASE_BYTES + _BYTES_PER_ITEMSET * max_itemsets
-    child.start()
-    theirs.close()
-    try:
+    try:  # a signal raised as the child starts (at the line after `start`) still ends it
+        child.start()
+        theirs.close()
         _next_message(ours, child)  # it runs
         ours.send((baskets, threshold, max_itemsets))
         _next_message(ours, child)  # ready
@@ -173,7 +173,9 @@ def _fpgrowth_in_child(
     finally:
         if child.is_alive():
             child.kill()
-        child.join()
+        if child.pid is not None:
+            child.join()
+        theirs.close()
         ours.close()
     if too_many:
         raise _over_budget(min_support, max_itemsets)
