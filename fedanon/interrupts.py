@@ -18,6 +18,8 @@ does). The waits are timed with :func:`wait_in_slices` where no library times th
 
 from __future__ import annotations
 
+import _thread
+import signal
 import sys
 import threading
 import time
@@ -56,12 +58,22 @@ def _in_locking_code(frame: FrameType) -> bool:
 _deferred: list[BaseException | type[BaseException]] = []
 
 
-def raise_safely(error: BaseException | type[BaseException], frame: FrameType | None) -> None:
+def raise_safely(
+    error: BaseException | type[BaseException], frame: FrameType | None, signum: int | None = None
+) -> None:
     """Raise `error` now if the main thread was stopped at `frame` (a handler's second
     argument) outside the locking modules; else at the next line that one of the frames then
     running (`frame` and its callers) runs outside them, from a trace function (an error raised
     by a trace function ends tracing). Frames called after the signal are not traced: one may
-    be a callback (of a weak reference, of the garbage collector) whose errors Python ignores."""
+    be a callback (of a weak reference, of the garbage collector) whose errors Python ignores.
+
+    While the error waits, signal `signum` is tripped again every ``SLICE_SECONDS``
+    (:func:`_retrip`): the main thread can go on from the locking code straight into a long
+    wait in C that runs no line of Python but looks for signals, and there the handler runs
+    again, outside the locking modules, and raises. gRPC's blocking call is one: from Cython it
+    calls ``threading.current_thread()`` and ``main_thread()``, Python code, right before its
+    wait, and a SIGTERM met there held a terminated leader for the call's whole deadline (a
+    minute; bench/RESULTS.md, session 12)."""
     if _deferred:  # an earlier signal still waits for its line: this one takes its place
         _deferred.clear()
         sys.settrace(None)
@@ -73,12 +85,31 @@ def raise_safely(error: BaseException | type[BaseException], frame: FrameType | 
     while caller is not None:
         caller.f_trace = _on_line
         caller = caller.f_back
+    if signum is not None:
+        _retrips[0] += 1
+        # A bare thread: the main thread may be inside threading's own code, holding its locks.
+        _thread.start_new_thread(_retrip, (signum, _retrips[0]))
 
 
-def raise_interrupted(_signum: int, frame: FrameType | None) -> None:
+#: How many retrip threads were started; each ends once a later one takes its place.
+_retrips = [0]
+
+
+def _retrip(signum: int, generation: int) -> None:
+    """Trip `signum` for the main thread every ``SLICE_SECONDS`` while the error it deferred
+    waits (``_thread.interrupt_main`` runs the signal's Python handler at the main thread's next
+    check, as a signal delivered again would)."""
+    while True:
+        time.sleep(SLICE_SECONDS)
+        if not _deferred or _retrips[0] != generation:
+            return
+        _thread.interrupt_main(signal.Signals(signum))
+
+
+def raise_interrupted(signum: int, frame: FrameType | None) -> None:
     """A signal handler that raises KeyboardInterrupt through :func:`raise_safely`: a command's
     Ctrl-C, and the sim's SIGTERM (which ends it as Ctrl-C does, stopping its daemons)."""
-    raise_safely(KeyboardInterrupt, frame)
+    raise_safely(KeyboardInterrupt, frame, signum)
 
 
 def _untraced(_frame: FrameType, _event: str, _arg: Any) -> None:

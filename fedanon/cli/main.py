@@ -43,10 +43,10 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM, raised where the program is so that `finally` blocks remove temporary files."""
 
 
-def raise_terminated(_signum: int, frame: FrameType | None) -> None:
+def raise_terminated(signum: int, frame: FrameType | None) -> None:
     """The SIGTERM handler of a command: :class:`Terminated`, raised where no lock is left
     held (`raise_safely`)."""
-    raise_safely(Terminated, frame)
+    raise_safely(Terminated, frame, signum)
 
 
 @contextlib.contextmanager

@@ -31,6 +31,7 @@ import math
 import os
 from dataclasses import dataclass
 from itertools import combinations
+from typing import Any
 
 import numpy as np
 
@@ -138,46 +139,76 @@ def _over_budget(min_support: float, max_itemsets: int) -> FedanonError:
 def _fpgrowth_in_child(
     baskets: list[list[int]], threshold: int, min_support: float, max_itemsets: int
 ) -> list[tuple[tuple[int, ...], int]]:
-    """:func:`_fpgrowth` in a forked child, watched: killed past its memory budget, and on any
-    exception here (the CLI turns SIGTERM into one), so the caller stops within milliseconds."""
+    """:func:`_fpgrowth` in a child process, watched: killed past its memory budget, and on any
+    exception here (the CLI turns SIGTERM into one), so the caller stops within milliseconds.
+
+    The child is a fresh interpreter (multiprocessing's "spawn"), not a fork of this process:
+    a process where gRPC's threads run (a test worker, any caller that also talks to a
+    federation) must not fork, as a forked copy can inherit a lock another thread held. Its
+    input goes through the pipe once it says it runs, so this process never blocks in a long
+    write that a signal could not end; the budget counts from the child's size once it has its
+    input and the miner loaded ("ready"), as it did from a forked copy of the caller.
+    """
     import multiprocessing
 
-    context = multiprocessing.get_context("fork")
-    receive, send = context.Pipe(duplex=False)
-    child = context.Process(target=_mine_and_send, args=(send, baskets, threshold, max_itemsets))
+    context = multiprocessing.get_context("spawn")
+    ours, theirs = context.Pipe()
+    child = context.Process(target=_mine_and_send, args=(theirs,))
     budget = _MINING_BASE_BYTES + _BYTES_PER_ITEMSET * max_itemsets
-    child.start()
-    send.close()
-    try:
+    try:  # a signal raised as the child starts (at the line after `start`) still ends it
+        child.start()
+        theirs.close()
+        _next_message(ours, child)  # it runs
+        ours.send((baskets, threshold, max_itemsets))
+        _next_message(ours, child)  # ready
         start = _resident_bytes(child.pid)
-        while not receive.poll(0.02):
+        while not ours.poll(0.02):
             if not child.is_alive():
                 raise FedanonError("the itemset miner ended without an answer (out of memory?)")
             if _resident_bytes(child.pid) - start > budget:
                 raise _over_budget(min_support, max_itemsets)
-        too_many, found = receive.recv()
-    except EOFError:
+        too_many, found = ours.recv()
+    except (EOFError, BrokenPipeError):
         raise FedanonError("the itemset miner ended without an answer (out of memory?)") from None
     finally:
         if child.is_alive():
             child.kill()
-        child.join()
-        receive.close()
+        if child.pid is not None:
+            child.join()
+        theirs.close()
+        ours.close()
     if too_many:
         raise _over_budget(min_support, max_itemsets)
     return found
 
 
-def _mine_and_send(send, baskets: list[list[int]], threshold: int, max_itemsets: int) -> None:
-    """The child's work: die at once on SIGTERM / SIGINT (the parent handles them), mine, send
-    the itemsets (or only that there are too many) through the local pipe."""
+def _next_message(connection, child) -> Any:
+    """The child's next message, waited for in short polls (EOFError once it has ended)."""
+    while not connection.poll(0.02) and child.is_alive():
+        pass
+    return connection.recv()
+
+
+def _mine_and_send(connection) -> None:
+    """The child's work: die at once on SIGTERM / SIGINT (the parent handles them), say it
+    runs, take its input, load the miner and say so, mine, send the itemsets (or only that
+    there are too many) through the local pipe. A parent gone meanwhile ends it quietly."""
     import signal
 
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_DFL)
-    found = _fpgrowth(baskets, threshold)
-    send.send((True, []) if len(found) > max_itemsets else (False, found))
-    send.close()
+    try:
+        connection.send(None)
+        baskets, threshold, max_itemsets = connection.recv()
+        import fim  # noqa: F401  # loaded before "ready": the budget counts the mining alone
+
+        connection.send(None)
+        found = _fpgrowth(baskets, threshold)
+        connection.send((True, []) if len(found) > max_itemsets else (False, found))
+    except (EOFError, BrokenPipeError):
+        return
+    finally:
+        connection.close()
 
 
 def _resident_bytes(pid: int | None) -> int:

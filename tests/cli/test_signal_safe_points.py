@@ -111,6 +111,34 @@ with signals_unwind():
 """
 
 
+# gRPC's blocking call runs threading's Python code (``current_thread()``, ``main_thread()``,
+# from Cython) right before its wait in C, which runs no Python line but looks for signals:
+# a signal met in that code was deferred to a line that came only when the call ended (a leader
+# terminated while it waited for a party to rejoin stayed for the wait's whole minute). `meet`
+# is compiled as threading's code, so the signal is met there, deterministically; the call on
+# the same line waits 30 s for a port where nothing listens.
+_GRPC_WAIT_AFTER_THREADING_CODE = """
+import socket
+import grpc
+from fedanon.federation.transport import ready_within
+
+namespace = {}
+exec(compile("import signal\\ndef meet(sig):\\n    signal.raise_signal(sig)\\n",
+             threading.__file__, "exec"), namespace)
+meet = namespace["meet"]
+held = socket.socket()
+held.bind(("127.0.0.1", 0))
+channel = grpc.insecure_channel(f"127.0.0.1:{held.getsockname()[1]}")
+began = time.monotonic()
+with signals_unwind():
+    try:
+        waited = meet(sig) or ready_within(channel, 30)
+    except KeyboardInterrupt as exc:
+        print(type(exc).__name__, "at once" if time.monotonic() - began < 10 else "late")
+channel.close()
+"""
+
+
 def _run(tmp_path: Path, body: str, signal_name: str) -> str:
     script = tmp_path / "case.py"
     script.write_text(_PRELUDE + body, encoding="utf-8")
@@ -136,3 +164,14 @@ def test_a_signal_met_while_taking_a_lock_unwinds_without_keeping_it(
 def test_a_main_thread_wait_that_never_ends_ends_on_a_signal(tmp_path: Path, case: str) -> None:
     # Each waited with no timeout (for a reply, for the renewer): the handler never ran.
     assert _run(tmp_path, case, "SIGTERM").splitlines() == ["Terminated"]
+
+
+@pytest.mark.parametrize(
+    ("signal_name", "raised"), [("SIGTERM", "Terminated"), ("SIGINT", "KeyboardInterrupt")]
+)
+def test_a_signal_met_in_threading_code_right_before_a_grpc_wait_ends_the_wait(
+    tmp_path: Path, signal_name: str, raised: str
+) -> None:
+    # It was raised after the call's whole wait (30 s here), outside the `try` that waited.
+    out = _run(tmp_path, _GRPC_WAIT_AFTER_THREADING_CODE, signal_name)
+    assert out.splitlines() == [f"{raised} at once"]

@@ -52,7 +52,7 @@ def serve(identity: Identity, ca_certificate, credentials=None) -> Iterator[int]
     try:
         yield port
     finally:
-        server.stop(None)
+        server.stop(None).wait()
 
 
 def check(channel: grpc.Channel) -> int:

@@ -124,5 +124,6 @@ def inprocess_parties(
             hops, cert_dir, tls, servicers, dict(zip(names, servers, strict=True))
         )
     finally:
-        for server in servers:
-            server.stop(None)
+        # Waited for: a server still shutting down would serve on into the next test.
+        for stopped in [server.stop(None) for server in servers]:
+            stopped.wait()

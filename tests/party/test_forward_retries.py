@@ -113,6 +113,6 @@ def test_a_retry_waits_for_the_next_hop_listening_not_for_its_delay(tmp_path: Pa
         reply = shell._forward("Sum", pb.SumRequest(), Deadline(), "iteration 1")
         took = time.monotonic() - began
     finally:
-        server.stop(None)
+        server.stop(None).wait()
     assert isinstance(reply, pb.SumReply) and reply.sealed_total == b"from hospital-b"
     assert took < config.backoff_seconds
