@@ -42,9 +42,9 @@ def test_a_hostile_adoption_or_probe_is_refused_by_every_party(
     job = make_job(opted_in.hops, opted_in.leader_tls, data, spec, tmp_path / "o.csv", **RERUN)
     schema = spec.schema(data.taxonomy)
     first, second = _root_step(schema, 0), _root_step(schema, 1)
-    request = pb.OpenSessionRequest(lkc=lkc_job_to_proto(spec))
+    opening = pb.OpenSessionRequest(lkc=lkc_job_to_proto(spec))
     with Session(job) as session:
-        open_ring(session, spec.fingerprint_items(schema), request, "pairwise")
+        open_ring(session, spec.fingerprint_items(schema), opening, "pairwise")
         _rerun_without(session, opted_in, "hospital-3")
         twice = pb.PrefixProbe(instructions=[first, pb.Instruction(attr=0, node=first.node)])
         refused = _refusal(session, pb.SumRequest(ref=session.ref(0), prefix_probe=twice))
