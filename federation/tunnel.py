@@ -18,13 +18,14 @@ service's ordinary unary calls as (call id, method, request bytes, deadline) fra
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import queue
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future
+from concurrent.futures import CancelledError, Future, InvalidStateError
 from functools import partial
 from typing import Any, NamedTuple, NoReturn
 
@@ -159,6 +160,31 @@ def _unavailable(label: str) -> TunnelError:
 Send = Callable[[str, Any, Callable[[Any], bytes], "float | None"], "Future[bytes]"]
 
 
+class CallFuture(Future[Any]):
+    """A tunnelled call's future, waited on as a gRPC call's is (the leader's session cancels
+    its heartbeat's calls at close): a cancelled call raises ``grpc.FutureCancelledError`` and
+    a wait that runs out ``grpc.FutureTimeoutError``, not concurrent.futures' own errors,
+    which no caller written for gRPC expects."""
+
+    def result(self, timeout: float | None = None) -> Any:
+        try:
+            return super().result(timeout)
+        except CancelledError:
+            raise grpc.FutureCancelledError() from None
+        except TimeoutError:
+            if self.done():
+                raise  # the call's own failure
+            raise grpc.FutureTimeoutError() from None
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        try:
+            return super().exception(timeout)
+        except CancelledError:
+            raise grpc.FutureCancelledError() from None
+        except TimeoutError:
+            raise grpc.FutureTimeoutError() from None
+
+
 class _UnaryCall:
     """``PartyStub``'s callable for one method (``stub.Sum(request, timeout=...)``, ``.future``)."""
 
@@ -181,14 +207,15 @@ class _UnaryCall:
 
     def future(self, request: Any, timeout: float | None = None, **_options: Any) -> Future[Any]:
         raw = self.send(self.method, request, self.serialize, timeout)
-        parsed: Future[Any] = Future()
+        parsed: Future[Any] = CallFuture()
 
         def done(sent: Future[bytes]) -> None:
             error = sent.exception()
-            if error is not None:
-                parsed.set_exception(error)
-            else:
-                parsed.set_result(self.deserialize(sent.result()))
+            with contextlib.suppress(InvalidStateError):  # the caller cancelled it meanwhile
+                if error is not None:
+                    parsed.set_exception(error)
+                else:
+                    parsed.set_result(self.deserialize(sent.result()))
 
         raw.add_done_callback(done)
         return parsed

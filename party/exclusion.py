@@ -9,10 +9,10 @@ name, this party in it, at least ``MIN_SURVIVORS``), and its own policy allows e
 said so, and this check keeps a party that did not opt in out of one whatever the leader does.
 A rerun's ring is a roster only (the configured next hop may be the party that dropped out), so
 the session forwards nothing: its sum must be pairwise, and party/ring.py refuses the layered
-union's STRIP.
+union's STRIP, and only in it does an LKC session take a prefix probe or adoption.
 
-``routed`` serves a handshake that names excluded parties (a fresh session among survivors):
-the same policy checks.
+A handshake cannot name excluded parties (``OpenSessionRequest`` has no such field since
+the rerun became an attempt): a rerun is reached through ``Rerun`` and its checks only.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Protocol
 import grpc
 
 from fedanon.errors import FedanonError
-from fedanon.federation.exclusion import MIN_SURVIVORS, rerun_refusal
+from fedanon.federation.exclusion import rerun_refusal
 from fedanon.party.session_base import RingSession, SessionBase
 from fedanon.party.session_store import SessionStore
 from fedanon.party.shell import PartyShell
@@ -39,24 +39,6 @@ class RerunShell(PartyShell, Protocol):
     store: SessionStore
     session: SessionBase | None
     lock: threading.Lock
-
-
-def routed(shell: PartyShell, request: pb.OpenSessionRequest) -> bool:
-    """Whether the session follows the configured ring route (False: a rerun without the
-    parties the request excludes); refuses a rerun this party may not join."""
-    excluded = list(request.excluded)
-    if not excluded:
-        return True
-    _allows_exclusion(shell, excluded)
-    if request.sum_mode not in (pb.SUM_MODE_PAIRWISE, pb.SUM_MODE_PAIRWISE_SPARSE):
-        raise FedanonError("a rerun without excluded parties needs the pairwise sum")
-    if set(excluded) & set(request.ring):
-        raise FedanonError("a rerun's ring names a party it excludes")
-    if len(request.ring) < MIN_SURVIVORS:
-        raise FedanonError(
-            f"a rerun needs at least {MIN_SURVIVORS} parties, the ring has {len(request.ring)}"
-        )
-    return False
 
 
 def _allows_exclusion(shell: PartyShell, excluded: list[str]) -> None:

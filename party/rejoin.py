@@ -219,9 +219,28 @@ def _restore(
     try:
         if handler is None:
             raise FedanonError("this daemon has no handler for the sealed job kind")
-        session = handler.open(shell, state.open_request).session
+        opened = handler.open(shell, state.open_request).session
+    except (FedanonError, CryptoError) as exc:
+        shell.refuse(context, grpc.StatusCode.FAILED_PRECONDITION, f"cannot rejoin: {exc}")
+    try:  # a refused rejoin closes what it opened (its counting state, its union's workers)
+        return _resume(shell, opened, state, request, context)
+    except BaseException:
+        opened.close()
+        raise
+
+
+def _resume(
+    shell: RejoinShell,
+    session: SessionBase,
+    state: SealedSession,
+    request: pb.RejoinRequest,
+    context: grpc.ServicerContext,
+) -> RingSession:
+    """The reopened `session` with its sealed keys, its attempt and its log replayed up to the
+    leader's iteration, its answers sealed; refuses the rejoin in one line otherwise."""
+    try:
         if not isinstance(session, RingSession) or not session.replays:
-            raise FedanonError(f"a {handler.kind} session cannot rejoin")
+            raise FedanonError(f"a {session.kind} session cannot rejoin")
         session.opened_by = state.open_request
         session.union.private_key = state.union_key
         session.union.strip_secret = state.strip_secret
@@ -245,7 +264,6 @@ def _restore(
                 f"at iteration {request.ref.iteration}"
             )
     except (FedanonError, CryptoError, ValueError, IndexError) as exc:
-        session.close()
         shell.refuse(context, grpc.StatusCode.FAILED_PRECONDITION, f"cannot rejoin: {exc}")
     _seal_answers(shell, session)
     return session

@@ -36,7 +36,7 @@ def join_ring(shell: PartyShell, session: RingSession) -> list[pb.KeyShare]:
     """Check the ring against this party's next hop, draw the session's keys; their shares."""
     config = shell.config
     configured = config.next_hop.name if config.next_hop else None
-    if session.routed and session.successor is not None and session.successor != configured:
+    if session.successor is not None and session.successor != configured:
         raise FedanonError(
             f"ring says the next hop is '{session.successor}' but this party is "
             f"configured to forward to '{configured}'"
@@ -110,7 +110,7 @@ def serve_union(
             session.bytes_sent += reply.ByteSize()
             return reply
         chunk_bytes = chunk_bytes_of(request, servicer.max_message_bytes)
-        if request.phase == pb.UNION_PHASE_STRIP and not session.routed:
+        if request.phase == pb.UNION_PHASE_STRIP and session.rerunning:
             raise NotExpected("a rerun without excluded parties has no ring to strip around")
         if request.phase == pb.UNION_PHASE_STRIP and request.forward_kept:
             if session.successor is None or len(packed):

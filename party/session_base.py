@@ -108,9 +108,6 @@ class RingSession(SessionBase, ABC):
 
     #: The columns this kind releases (set by each kind; the handshake reply names them).
     released_columns: list[str]
-    #: False for a rerun without excluded parties (party/exclusion.py): its ring is a roster
-    #: only, the route of the configured next hops broken, so this party forwards nothing.
-    routed: bool = True
     #: Whether the session can move to a rerun's attempt (``rekey``; kinds that replay).
     reruns: ClassVar[bool] = False
     #: The hash chain of the iterations applied in this attempt (kinds that replay keep one;
@@ -143,6 +140,13 @@ class RingSession(SessionBase, ABC):
         return self.ring[self.position - 1] if self.position > 0 else None
 
     @property
+    def rerunning(self) -> bool:
+        """Whether the session is in a rerun's attempt (the leader's ``Rerun`` was accepted:
+        party/exclusion.py): its ring is a roster only, the route of the configured next hops
+        broken, so this party forwards nothing; only then may a prefix probe or adoption come."""
+        return self.attempt > 0
+
+    @property
     def binding(self) -> bytes:
         """What the union's keys and contexts of this attempt are bound to (the session id
         for the first attempt: federation/exclusion.py's ``attempt_binding``)."""
@@ -158,7 +162,6 @@ class RingSession(SessionBase, ABC):
         self.attempt = attempt
         self.ring = ring
         self.position = ring.index(me)
-        self.routed = False
         self.next_iteration = 0
         self.union_round = None
         self.answers = AnswerOnce(me)

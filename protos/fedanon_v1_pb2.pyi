@@ -320,7 +320,7 @@ class EvaluateClassifyReply(_message.Message):
     def __init__(self, length: _Optional[int] = ...) -> None: ...
 
 class OpenSessionRequest(_message.Message):
-    __slots__ = ("ref", "lkc", "drbt", "randomize", "c45", "kactus", "evaluate", "ring", "sum_mode", "excluded", "versions")
+    __slots__ = ("ref", "lkc", "drbt", "randomize", "c45", "kactus", "evaluate", "ring", "sum_mode", "versions")
     REF_FIELD_NUMBER: _ClassVar[int]
     LKC_FIELD_NUMBER: _ClassVar[int]
     DRBT_FIELD_NUMBER: _ClassVar[int]
@@ -330,7 +330,6 @@ class OpenSessionRequest(_message.Message):
     EVALUATE_FIELD_NUMBER: _ClassVar[int]
     RING_FIELD_NUMBER: _ClassVar[int]
     SUM_MODE_FIELD_NUMBER: _ClassVar[int]
-    EXCLUDED_FIELD_NUMBER: _ClassVar[int]
     VERSIONS_FIELD_NUMBER: _ClassVar[int]
     ref: SessionRef
     lkc: LKCJob
@@ -341,9 +340,8 @@ class OpenSessionRequest(_message.Message):
     evaluate: EvaluateJob
     ring: _containers.RepeatedScalarFieldContainer[str]
     sum_mode: SumMode
-    excluded: _containers.RepeatedScalarFieldContainer[str]
     versions: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ..., lkc: _Optional[_Union[LKCJob, _Mapping]] = ..., drbt: _Optional[_Union[DRBTJob, _Mapping]] = ..., randomize: _Optional[_Union[RandomizeJob, _Mapping]] = ..., c45: _Optional[_Union[C45Job, _Mapping]] = ..., kactus: _Optional[_Union[KactusJob, _Mapping]] = ..., evaluate: _Optional[_Union[EvaluateJob, _Mapping]] = ..., ring: _Optional[_Iterable[str]] = ..., sum_mode: _Optional[_Union[SumMode, str]] = ..., excluded: _Optional[_Iterable[str]] = ..., versions: _Optional[_Iterable[str]] = ...) -> None: ...
+    def __init__(self, ref: _Optional[_Union[SessionRef, _Mapping]] = ..., lkc: _Optional[_Union[LKCJob, _Mapping]] = ..., drbt: _Optional[_Union[DRBTJob, _Mapping]] = ..., randomize: _Optional[_Union[RandomizeJob, _Mapping]] = ..., c45: _Optional[_Union[C45Job, _Mapping]] = ..., kactus: _Optional[_Union[KactusJob, _Mapping]] = ..., evaluate: _Optional[_Union[EvaluateJob, _Mapping]] = ..., ring: _Optional[_Iterable[str]] = ..., sum_mode: _Optional[_Union[SumMode, str]] = ..., versions: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class KeyShare(_message.Message):
     __slots__ = ("holder", "role", "purpose", "share")

@@ -10,7 +10,6 @@ import logging
 
 from fedanon.errors import FedanonError
 from fedanon.federation.lkc_job import lkc_job_from_proto
-from fedanon.party.exclusion import routed
 from fedanon.party.handler import JobHandler, Opened, ring_opened
 from fedanon.party.handlers.lkc_session import LKCSession
 from fedanon.party.policy import lkc_request
@@ -24,7 +23,6 @@ def open_lkc(shell: PartyShell, request: pb.OpenSessionRequest) -> Opened:
     """Build the LKC session from the job and this party's taxonomy; join the ring."""
     if shell.taxonomy is None:
         raise FedanonError("this party has no taxonomy configured (LKC jobs need one)")
-    on_route = routed(shell, request)
     spec = lkc_job_from_proto(request.lkc)
     schema = spec.schema(shell.taxonomy)
     session = LKCSession(
@@ -37,15 +35,8 @@ def open_lkc(shell: PartyShell, request: pb.OpenSessionRequest) -> Opened:
         request.sum_mode,
         shell.counting,
     )
-    session.routed = on_route
     opened = ring_opened(shell, session, spec.fingerprint_items(schema))
     opened.reply.allow_exclusion = shell.config.policy.allow_exclusion
-    if request.excluded:
-        log.info(
-            "rerun without %s (they dropped out; this party allows exclusion)",
-            ", ".join(request.excluded),
-            extra={"session": session.session_id[:12], "iteration": 0},
-        )
     log.info(
         "session opened (ring position %d of %d)",
         session.position + 1,

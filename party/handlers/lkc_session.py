@@ -111,7 +111,7 @@ class LKCSession(RingSession):
     def request_limit(self, method: str) -> int | None:
         """A rerun's prefix messages carry an earlier attempt's whole log, which this party's
         state cannot bound: like ``Rejoin``'s log, only the server's message limit does."""
-        if method == "Sum" and not self.routed and self.next_iteration < 2:
+        if method == "Sum" and self.rerunning and self.next_iteration < 2:
             return UNBOUNDED
         return super().request_limit(method)
 
@@ -197,10 +197,9 @@ class LKCSession(RingSession):
         "Exclusion": the leader learns the survivors' counts at no other cut)."""
         probe, adopt = request.HasField("prefix_probe"), request.HasField("prefix_adopt")
         iteration = request.ref.iteration
-        if (probe or adopt) and self.routed:
+        if (probe or adopt) and not self.rerunning:
             raise ProtocolError(
-                "a prefix is sent only in a rerun without excluded parties, and this session "
-                "is not one"
+                "a prefix is sent only in a rerun's attempt, and this session is not in one"
             )
         if probe and (adopt or iteration != 0 or request.HasField("instruction")):
             raise ProtocolError("a prefix probe comes alone, at iteration 0")

@@ -28,6 +28,7 @@ from fedanon.algorithms.tds.layout import Specialization
 from fedanon.algorithms.tds.local_party import LocalParty
 from fedanon.algorithms.tds.prefix import replayed
 from fedanon.federation.lkc_job import lkc_job_to_proto
+from fedanon.leader.exclusion import Attempt
 from fedanon.leader.federation import PartyFailure
 from fedanon.leader.kinds.lkc import run_lkc
 from fedanon.leader.ring import open_ring
@@ -315,19 +316,29 @@ def test_without_every_partys_consent_the_job_fails_in_one_line(
 def test_a_party_that_did_not_opt_in_refuses_a_rerun(
     one_opted_out: Federation, data: Dataset, tmp_path: Path
 ) -> None:
-    """The party enforces its own policy: a handshake that excludes someone is refused by
-    hospital-2 (allow_exclusion = false) whatever the leader knows."""
+    """The party enforces its own policy: the leader's switch to a rerun's attempt (its
+    ``Rerun``) is refused by hospital-2 (allow_exclusion = false) whatever the leader knows."""
     spec = data.spec(L=2, K=8, C="0.6")
     job = make_job(
         one_opted_out.hops, one_opted_out.leader_tls, data, spec, tmp_path / "o.csv", **RERUN
     )
-    request = pb.OpenSessionRequest(lkc=lkc_job_to_proto(spec), excluded=["hospital-9"])
+    request = pb.OpenSessionRequest(lkc=lkc_job_to_proto(spec))
     schema = spec.schema(data.taxonomy)
     with (
         Session(job) as session,
-        pytest.raises(PartyFailure, match=r"party hospital-2 refused.*allow_exclusion = false"),
+        pytest.raises(
+            PartyFailure,
+            match=r"party hospital-2: rerun \(attempt 1\) refused: .*allow_exclusion = false",
+        ),
     ):
         open_ring(session, spec.fingerprint_items(schema), request, "pairwise")
+        _rerun_without(session, one_opted_out, "hospital-3")
+
+
+def _rerun_without(session: Session, fed: Federation, gone: str) -> None:
+    """Move the open session to its second attempt, without `gone`, as the leader does
+    (leader/exclusion.py's ``Attempt.switch``: every survivor must accept the ``Rerun``)."""
+    Attempt([hop for hop in fed.hops if hop.name != gone], [gone], 2, True).switch(session)
 
 
 class KillTwo:
@@ -385,17 +396,17 @@ def test_twenty_parties_two_killed_for_good_finish_among_eighteen(tmp_path: Path
 def test_a_rerun_session_forwards_nothing_to_a_next_hop(
     opted_in: Federation, data: Dataset, tmp_path: Path
 ) -> None:
-    """Opted-in parties accept a handshake that excludes a party (their configured next hops
-    no longer match the ring), and then refuse the layered union's STRIP (sent by the leader to
-    the first party), which would forward to a next hop that may be the excluded party."""
+    """Opted-in parties accept a rerun's attempt without a party (their configured next hops
+    no longer match its roster), and then refuse the layered union's STRIP (sent by the leader
+    to the first party), which would forward to a next hop that may be the excluded party."""
     spec = data.spec(L=2, K=8, C="0.6")
     job = make_job(opted_in.hops, opted_in.leader_tls, data, spec, tmp_path / "o.csv", **RERUN)
-    survivors = [hop.name for hop in opted_in.hops if hop.name != "hospital-3"]
-    request = pb.OpenSessionRequest(lkc=lkc_job_to_proto(spec), excluded=["hospital-3"])
+    request = pb.OpenSessionRequest(lkc=lkc_job_to_proto(spec))
     schema = spec.schema(data.taxonomy)
-    with Session(job, [hop for hop in opted_in.hops if hop.name in survivors]) as session:
+    with Session(job) as session:
         opened = open_ring(session, spec.fingerprint_items(schema), request, "pairwise")
         assert all(reply.allow_exclusion for reply in opened.replies.values())
+        _rerun_without(session, opted_in, "hospital-3")
         strip = pb.UnionRequest(
             ref=session.ref(0), phase=pb.UNION_PHASE_STRIP, packed=b"x" * 64, item_size=64
         )
@@ -420,7 +431,7 @@ def _refusal(session: Session, request: pb.SumRequest) -> str:
 def test_a_prefix_is_refused_outside_a_rerun_and_out_of_its_place(
     opted_in: Federation, data: Dataset, tmp_path: Path
 ) -> None:
-    """A probe or an adoption outside a rerun (no excluded party), an adoption at a rerun's
+    """A probe or an adoption outside a rerun (attempt 0: no ``Rerun``), an adoption at a rerun's
     iteration 0 or one that no probe preceded, and a probe at iteration 1: each refused with
     one line before any work (the session stays where it was: its iteration 0 still
     answers)."""
@@ -434,12 +445,8 @@ def test_a_prefix_is_refused_outside_a_rerun_and_out_of_its_place(
         open_ring(session, spec.fingerprint_items(schema), request, "pairwise")
         for prefix in ({"prefix_probe": probe}, {"prefix_adopt": adopt}):
             refused = _refusal(session, pb.SumRequest(ref=session.ref(0), **prefix))
-            assert "only in a rerun without excluded parties" in refused
-        session.abort("test: the next session")
-    survivors = [hop for hop in opted_in.hops if hop.name != "hospital-3"]
-    rerun = pb.OpenSessionRequest(lkc=lkc_job_to_proto(spec), excluded=["hospital-3"])
-    with Session(job, survivors) as session:
-        open_ring(session, spec.fingerprint_items(schema), rerun, "pairwise")
+            assert "only in a rerun's attempt" in refused
+        _rerun_without(session, opted_in, "hospital-3")
         refused = _refusal(session, pb.SumRequest(ref=session.ref(0), prefix_adopt=adopt))
         assert "adoption comes alone, at iteration 1 after a probe" in refused
         both = pb.SumRequest(ref=session.ref(0), prefix_probe=probe, prefix_adopt=adopt)

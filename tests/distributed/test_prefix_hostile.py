@@ -18,7 +18,7 @@ from fedanon.leader.sim import Federation
 from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.schema import Schema
 from tests.distributed.conftest import Dataset, make_job
-from tests.distributed.test_exclusion import RERUN, _refusal, data, opted_in
+from tests.distributed.test_exclusion import RERUN, _refusal, _rerun_without, data, opted_in
 
 __all__ = ["data", "opted_in"]  # the fixtures, shared
 
@@ -42,10 +42,10 @@ def test_a_hostile_adoption_or_probe_is_refused_by_every_party(
     job = make_job(opted_in.hops, opted_in.leader_tls, data, spec, tmp_path / "o.csv", **RERUN)
     schema = spec.schema(data.taxonomy)
     first, second = _root_step(schema, 0), _root_step(schema, 1)
-    survivors = [hop for hop in opted_in.hops if hop.name != "hospital-3"]
-    rerun = pb.OpenSessionRequest(lkc=lkc_job_to_proto(spec), excluded=["hospital-3"])
-    with Session(job, survivors) as session:
-        open_ring(session, spec.fingerprint_items(schema), rerun, "pairwise")
+    opening = pb.OpenSessionRequest(lkc=lkc_job_to_proto(spec))
+    with Session(job) as session:
+        open_ring(session, spec.fingerprint_items(schema), opening, "pairwise")
+        _rerun_without(session, opted_in, "hospital-3")
         twice = pb.PrefixProbe(instructions=[first, pb.Instruction(attr=0, node=first.node)])
         refused = _refusal(session, pb.SumRequest(ref=session.ref(0), prefix_probe=twice))
         assert "which is not a value of the cut" in refused

@@ -4,8 +4,10 @@ excluded parties accumulate over reruns. No daemons: the rules are pure."""
 
 from __future__ import annotations
 
+import threading
 from types import SimpleNamespace
-from typing import Any, cast
+from typing import Any, NoReturn, cast
+from unittest import mock
 
 import grpc
 import numpy as np
@@ -18,7 +20,8 @@ from fedanon.federation.config import Hop
 from fedanon.leader.exclusion import Attempt, Dropout, probe, run_excluding
 from fedanon.leader.federation import PartyFailure
 from fedanon.leader.ring_settings import RingSettings
-from fedanon.party.exclusion import routed
+from fedanon.party.exclusion import rerun
+from fedanon.party.handlers.lkc_session import LKCSession
 from fedanon.party.policy import Policy
 from fedanon.protos import fedanon_v1_pb2 as pb
 
@@ -114,36 +117,52 @@ def test_run_excluding_reruns_until_an_attempt_finishes() -> None:
     assert len(lines) == 2 and "hospital-5 dropped out" in lines[0]
 
 
-def _party(allow_exclusion: bool) -> Any:
-    """The part of a party daemon `routed` reads: its policy."""
-    return SimpleNamespace(config=SimpleNamespace(policy=Policy(allow_exclusion=allow_exclusion)))
+class _Shell:
+    """The part of a party daemon ``rerun`` uses: its policy, the open session (a mock of an
+    LKC session among hospital-1..4 at attempt 0), the store; a refusal raises its line."""
+
+    def __init__(self, allow_exclusion: bool, sum_reruns: bool = True) -> None:
+        self.config = SimpleNamespace(
+            name="hospital-1", policy=Policy(allow_exclusion=allow_exclusion)
+        )
+        self.lock = threading.Lock()
+        self.store = mock.Mock()
+        self.session = mock.Mock(spec=LKCSession, session_id="ab" * 16, ended=False, attempt=0)
+        self.session.configure_mock(kind="lkc", reruns=True, ring=[h.name for h in HOPS[:4]])
+        self.session.sums = SimpleNamespace(reruns=sum_reruns)
+
+    def refuse(self, _context: object, _code: grpc.StatusCode, message: str) -> NoReturn:
+        raise FedanonError(message)
 
 
-def _rerun(**changes: Any) -> pb.OpenSessionRequest:
-    fields: dict[str, Any] = {
-        "ring": ["hospital-1", "hospital-3", "hospital-4"],
-        "excluded": ["hospital-2"],
-        "sum_mode": pb.SUM_MODE_PAIRWISE,
-        **changes,
-    }
-    return pb.OpenSessionRequest(**fields)
+def _switch(ring: list[str], excluded: list[str]) -> pb.RekeyRerunRequest:
+    ref = pb.SessionRef(session_id="ab" * 16, attempt=1)
+    return pb.RekeyRerunRequest(ref=ref, ring=ring, excluded=excluded)
 
 
 def test_a_party_joins_a_rerun_only_under_its_own_rules() -> None:
-    """The party's side (party/exclusion.py), whatever the leader does: its own consent, the
-    pairwise sum, a roster without the excluded parties and of at least three."""
-    assert routed(_party(False), _rerun(excluded=[])) is True  # a first attempt: its route
-    assert routed(_party(True), _rerun()) is False
-    assert routed(_party(True), _rerun(sum_mode=pb.SUM_MODE_PAIRWISE_SPARSE)) is False
+    """The party's side (party/exclusion.py ``rerun``), whatever the leader does: its own
+    consent, a pairwise sum, a roster without the excluded parties and of at least three;
+    a refused switch leaves the session at its attempt."""
+    survivors = ["hospital-1", "hospital-3", "hospital-4"]
+    accepting = _Shell(True)
+    rerun(cast(Any, accepting), _switch(survivors, ["hospital-2"]), cast(Any, None))
+    accepting.session.rekey.assert_called_once_with(1, survivors, "hospital-1")
     refusals = [
-        (_party(False), _rerun(), "does not allow exclusion"),
-        (_party(True), _rerun(sum_mode=pb.SUM_MODE_RING), "needs the pairwise sum"),
-        (_party(True), _rerun(ring=["hospital-1", "hospital-2", "hospital-3"]), "excludes"),
-        (_party(True), _rerun(ring=["hospital-1", "hospital-3"]), "at least 3 parties"),
+        (_Shell(False), _switch(survivors, ["hospital-2"]), "does not allow exclusion"),
+        (_Shell(True, False), _switch(survivors, ["hospital-2"]), "needs the pairwise sum"),
+        (_Shell(True), _switch(["hospital-1", "hospital-5", "hospital-3"], []), "hospital-5"),
+        (_Shell(True), _switch(["hospital-1", "hospital-3"], HOPS_2_4), "at least 3 parties"),
+        (_Shell(True), _switch(survivors, ["hospital-5"]), "not those its roster leaves out"),
     ]
-    for party, request, why in refusals:
+    for shell, request, why in refusals:
         with pytest.raises(FedanonError, match=why):
-            routed(party, request)
+            rerun(cast(Any, shell), request, cast(Any, None))
+        shell.session.rekey.assert_not_called()
+        shell.store.update.assert_not_called()
+
+
+HOPS_2_4 = ["hospital-2", "hospital-4"]
 
 
 class _Refused(grpc.RpcError):

@@ -16,7 +16,7 @@ import pytest
 from fedanon.errors import FedanonError
 from fedanon.federation.wire import WireError, from_instruction
 from fedanon.party.errors import ProtocolError
-from fedanon.party.handlers.lkc_session import LKCSession
+from fedanon.party.handlers.lkc_session import UNBOUNDED, LKCSession
 from fedanon.protos import fedanon_v1_pb2 as pb
 from tests.distributed.conftest import adult_dataset, requires_adult
 from tests.party.test_c45_session import KINDS, TABLE, _count, _items, _session, _sum
@@ -27,12 +27,14 @@ __all__ = ["job"]  # the module fixture, shared
 
 def _rerun(job: tuple) -> LKCSession:
     party = session(job)
-    party.routed = False  # a rerun without excluded parties (party/exclusion.py)
+    party.attempt = 1  # in a rerun's attempt (party/exclusion.py)
     return party
 
 
-def _request(iteration: int, **fields: Any) -> pb.SumRequest:
-    return pb.SumRequest(ref=pb.SessionRef(session_id=SESSION, iteration=iteration), **fields)
+def _request(iteration: int, attempt: int = 1, **fields: Any) -> pb.SumRequest:
+    """A sum of `attempt` (1: a rerun's, as ``_rerun``'s session is in)."""
+    ref = pb.SessionRef(session_id=SESSION, iteration=iteration, attempt=attempt)
+    return pb.SumRequest(ref=ref, **fields)
 
 
 def _probe(log: list[pb.Instruction]) -> dict[str, Any]:
@@ -54,6 +56,26 @@ def _no_child(ins: pb.Instruction) -> pb.Instruction:
     out.CopyFrom(ins)
     out.nonempty = bytes(len(ins.nonempty))
     return out
+
+
+def test_a_prefix_in_the_first_attempt_is_refused_and_unbounded_only_in_a_rerun(
+    job: tuple,
+) -> None:
+    """No ``Rerun`` accepted (attempt 0): a probe or an adoption is refused before any work,
+    the session still at iteration 0, and a sum keeps its state's size bound; the same probe
+    is taken in a rerun's attempt, whose prefix messages only the server's limit bounds."""
+    log, _ = instructions(job, "infogain")
+    first = session(job)
+    bound = first.request_limit("Sum")
+    assert bound is not None and bound < UNBOUNDED
+    for prefix in (_probe(log[:2]), _adopt(log[:1])):
+        with pytest.raises(ProtocolError, match="only in a rerun's attempt"):
+            first.contribution(_request(0, 0, **prefix))
+        assert first.next_iteration == 0
+    assert first.contribution(_request(0, 0)).size  # the first attempt's iteration 0 goes on
+    rerun = _rerun(job)
+    assert rerun.request_limit("Sum") == UNBOUNDED
+    assert rerun.contribution(_request(0, **_probe(log[:2]))).size
 
 
 def test_an_adoption_is_a_prefix_of_the_probed_log(job: tuple) -> None:
@@ -80,7 +102,7 @@ def test_an_empty_adoption_after_a_probe_resumes_from_the_root(job: tuple) -> No
     log, _ = instructions(job, "infogain")
     party = _rerun(job)
     party.contribution(_request(0, **_probe(log[:2])))
-    root = session(job).contribution(_request(0))
+    root = session(job).contribution(_request(0, 0))
     assert np.array_equal(party.contribution(_request(1, **_adopt([]))), root)
 
 
@@ -97,9 +119,9 @@ def test_a_step_off_the_cut_is_refused(job: tuple) -> None:
     taxonomies = job[2].taxonomies
     below = next(ins for ins in log if ins.node != taxonomies[ins.attr].root)
     party = session(job)
-    party.contribution(_request(0))  # the cut: the roots
+    party.contribution(_request(0, 0))  # the cut: the roots
     with pytest.raises(ProtocolError, match="which is not a value of the cut"):
-        party.contribution(_request(1, instruction=_bare(below)))
+        party.contribution(_request(1, 0, instruction=_bare(below)))
     assert party.next_iteration == 1
 
 
@@ -124,9 +146,9 @@ def test_a_bitmap_that_gives_local_records_no_child_is_refused(job: tuple) -> No
     with pytest.raises(FedanonError, match="holds local records"):
         party.contribution(_request(0, **_probe([_no_child(log[0])])))
     party = session(job)
-    party.contribution(_request(0))
+    party.contribution(_request(0, 0))
     with pytest.raises(FedanonError, match="holds local records"):
-        party.contribution(_request(1, instruction=_no_child(log[0])))
+        party.contribution(_request(1, 0, instruction=_no_child(log[0])))
 
 
 @pytest.mark.parametrize("nonempty", [b"", b"\x03\x00", b"\x03\x00\x00"])

@@ -41,24 +41,24 @@ def _log(data: Dataset, spec: LKCJobSpec) -> tuple[Schema, list[Specialization]]
 
 
 def _session(data: Dataset, spec: LKCJobSpec, part: pd.DataFrame) -> LKCSession:
-    """A survivor's session of a rerun without excluded parties."""
+    """A survivor's session in a rerun's attempt (only there is a prefix probe taken)."""
     party = LKCSession(
         SESSION, spec, spec.schema(data.taxonomy), part, ["a", "b"], "a", pb.SUM_MODE_PAIRWISE
     )
-    party.routed = False
+    party.attempt = 1
     return party
 
 
 def _probe(steps: list[Specialization]) -> pb.SumRequest:
     return pb.SumRequest(
-        ref=pb.SessionRef(session_id=SESSION, iteration=0),
+        ref=pb.SessionRef(session_id=SESSION, iteration=0, attempt=1),
         prefix_probe=pb.PrefixProbe(instructions=[to_instruction(s) for s in steps]),
     )
 
 
 def _adopt(steps: list[Specialization]) -> pb.SumRequest:
     return pb.SumRequest(
-        ref=pb.SessionRef(session_id=SESSION, iteration=1),
+        ref=pb.SessionRef(session_id=SESSION, iteration=1, attempt=1),
         prefix_adopt=pb.PrefixAdopt(instructions=[to_instruction(s) for s in steps]),
     )
 
@@ -202,7 +202,7 @@ def test_a_dask_partys_probe_counts_own_counts_only_and_survives_a_lost_shard(
                 pb.SUM_MODE_PAIRWISE,
                 engine,
             )
-            party.routed = False
+            party.attempt = 1
             counting = party.local
             specialize = counting.specialize
 

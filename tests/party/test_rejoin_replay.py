@@ -56,8 +56,11 @@ class Recorder:
         raise AssertionError("no dynamic splits")
 
 
-def sum_request(iteration: int, instruction: pb.Instruction | None = None) -> pb.SumRequest:
-    request = pb.SumRequest(ref=pb.SessionRef(session_id=SESSION, iteration=iteration))
+def sum_request(
+    iteration: int, instruction: pb.Instruction | None = None, attempt: int = 0
+) -> pb.SumRequest:
+    ref = pb.SessionRef(session_id=SESSION, iteration=iteration, attempt=attempt)
+    request = pb.SumRequest(ref=ref)
     if instruction is not None:
         request.instruction.CopyFrom(instruction)
     return request
@@ -160,9 +163,9 @@ def test_a_ring_hop_forwards_a_resent_sum_with_the_vector_it_answered(job: tuple
 
 
 def _rerun(job: tuple) -> LKCSession:
-    """The party's session of a rerun without an excluded party (its handshake named one)."""
+    """The party's session in a rerun's attempt."""
     party = session(job)
-    party.routed = False
+    party.attempt = 1
     return party
 
 
@@ -178,16 +181,16 @@ def test_a_resumed_rerun_replays_its_probe_and_adoption(job: tuple) -> None:
     party = _rerun(job)
     sealed: list[tuple[int, bytes]] = []
     party.on_applied = lambda count, chain: sealed.append((count, chain))
-    first = sum_request(0)
+    first = sum_request(0, attempt=1)
     first.prefix_probe.CopyFrom(probe)
-    second = sum_request(1)
+    second = sum_request(1, attempt=1)
     second.prefix_adopt.CopyFrom(adopt)
     answers = [party.contribution(first), party.contribution(second)]
-    answers += [party.contribution(sum_request(i, log[i])) for i in range(2, 5)]
+    answers += [party.contribution(sum_request(i, log[i], 1)) for i in range(2, 5)]
     again = _rerun(job)
     again.replay(log[2:4], sealed[3], probe, adopt)  # answered 0..3; the leader resumes at 4
     assert again.chain == sealed[3][1] and again.next_iteration == 4
-    assert np.array_equal(again.contribution(sum_request(4, log[4])), answers[4])
+    assert np.array_equal(again.contribution(sum_request(4, log[4], 1)), answers[4])
     forged = pb.PrefixProbe(instructions=log[:2])
     with pytest.raises(ProtocolError, match="differ from those this party answered"):
         _rerun(job).replay(log[2:4], sealed[3], forged, adopt)

@@ -75,7 +75,8 @@ def test_only_the_leader_may_resume_the_strip_at_a_hop(
 
 
 def _session(successor: str | None, kept: list[Any]) -> SimpleNamespace:
-    """A routed ring session at round 3 whose union role peeled `KEPT` in that round."""
+    """A ring session of the first attempt (its route the configured one) at round 3 whose
+    union role peeled `KEPT` in that round."""
 
     def keep_output(phase: int, step: int, chunks: list[Packed]) -> None:
         kept.extend(chunks)
@@ -85,7 +86,7 @@ def _session(successor: str | None, kept: list[Any]) -> SimpleNamespace:
     return SimpleNamespace(
         union=role,
         union_round=3,
-        routed=True,
+        rerunning=False,
         successor=successor,
         check_ref=lambda ref, round_: None,
         bytes_sent=0,
