@@ -83,6 +83,7 @@ def build_servicer(config: PartyConfig) -> PartyServicer:
         servicer.store.inputs = inputs_digest(config.data, config.taxonomy, config.delimiter)
     if next_ready is not None:
         servicer.next_ready = next_ready
+        servicer.next_channel = channel
     return servicer
 
 
@@ -239,9 +240,10 @@ def start_workers(servicer: PartyServicer) -> None:
 
 
 def close_workers(servicer: PartyServicer) -> None:
-    """Stop what `start_workers` started and the local counting engine; say the party stopped
-    (launchers and tests read that line)."""
+    """Stop what `start_workers` started, the local counting engine and the next hop's channel;
+    say the party stopped (launchers and tests read that line)."""
     servicer.idle_keys.close()
+    servicer.close()
     if servicer.counting is not None:
         servicer.counting.close()
     print(f"party {servicer.config.name} stopped", flush=True)

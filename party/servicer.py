@@ -121,6 +121,9 @@ class PartyServicer(pb_grpc.PartyServicer):
         # How a retry of the next hop waits (`_forward`): a plain sleep, or, where the daemon
         # holds the channel itself, until that channel is ready again (party/daemon.py).
         self.next_ready: Callable[[float], bool] = _sleep
+        # The channel behind `next_stub` where the daemon made it (party/daemon.py): closed with
+        # the servicer, so a server stopped in a longer-lived process leaves no channel open.
+        self.next_channel: grpc.Channel | None = None
         self.identity = identity
         self.ca_certificate = ca_certificate
         self.secure = identity is not None
@@ -137,6 +140,13 @@ class PartyServicer(pb_grpc.PartyServicer):
         self.store = SessionStore(
             config.state_dir, identity, config.lease_seconds, self._sealed_idle
         )
+
+    def close(self) -> None:
+        """Close what the servicer holds open beyond its calls (the next hop's channel); call
+        once its server stopped."""
+        if self.next_channel is not None:
+            self.next_channel.close()
+            self.next_channel = None
 
     def _sealed_idle(self, session_id: str) -> float | None:
         """How long the open session `session_id` has not heard its leader (None: not open

@@ -127,3 +127,5 @@ def inprocess_parties(
         # Waited for: a server still shutting down would serve on into the next test.
         for stopped in [server.stop(None) for server in servers]:
             stopped.wait()
+        for servicer in servicers.values():
+            servicer.close()
