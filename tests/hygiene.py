@@ -190,9 +190,22 @@ def _found(before: Snapshot, shared: Shared) -> list[str]:
     ]
     for pid in sorted(before.new_pids()):
         command = _cmdline(pid)
-        if command and command not in shared.commands and _owned(pid) and not _helper(pid):
+        if command and not _fixtures(pid, shared) and _owned(pid) and not _helper(pid):
             found.append(f"process {pid} still running: {command[:160]}")
     return found
+
+
+def _fixtures(pid: int, shared: Shared) -> bool:
+    """`pid` is a wider fixture's process or runs under one: a daemon the fixture started, or
+    restarted in the test (the same command line), and what that daemon starts itself (its
+    fork server and workers, whose command lines carry descriptor numbers that may differ
+    from the first start's)."""
+    walk, me = pid, os.getpid()
+    while walk > 1 and walk != me:
+        if _cmdline(walk) in shared.commands:
+            return True
+        walk = _parent(walk)
+    return False
 
 
 def _pids() -> set[int]:

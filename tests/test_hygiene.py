@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from concurrent import futures
 from pathlib import Path
@@ -77,6 +78,42 @@ def test_what_a_wider_fixture_started_is_not_the_tests() -> None:
                 assert hygiene.leaks(test, shared, seconds=0) == []
         finally:
             server.stop(None).wait()
+
+
+#: A process that starts a child of another command line, as a party daemon starts its fork
+#: server and workers (whose command lines carry descriptor numbers that vary between starts).
+STARTS_A_CHILD = [
+    sys.executable,
+    "-c",
+    "import subprocess, sys, time; "
+    "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)', sys.argv[1]]); "
+    "time.sleep(120)",
+]
+
+
+def test_what_a_wider_fixtures_process_starts_after_the_test_restarted_it_is_the_fixtures() -> None:
+    """A daemon a fixture started, restarted by a test (the same command line), starts its own
+    children again, under other command lines: they are the fixture's daemon's, not the test's
+    (CI named a restarted party's fork server and workers as the rejoin test's leaks)."""
+    fixture = hygiene.Snapshot()
+    with owned(subprocess.Popen([*STARTS_A_CHILD, "first"], start_new_session=True)) as first:
+        shared = hygiene.Shared()
+        shared.adopt(fixture)
+        test = hygiene.Snapshot()
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait()
+        restarted = subprocess.Popen([*STARTS_A_CHILD, "first"], start_new_session=True)
+        try:
+            with owned(restarted):
+                deadline = time.monotonic() + 60
+                while len(test.new_pids()) < 2 and time.monotonic() < deadline:
+                    time.sleep(0.05)  # the restart and its child, once both run
+                assert hygiene.leaks(test, shared, seconds=0) == []
+                found = hygiene.leaks(test, hygiene.Shared(), seconds=0)
+                assert len([line for line in found if line.startswith("process ")]) == 2, found
+        finally:
+            os.killpg(restarted.pid, signal.SIGKILL)
+    assert hygiene.leaks(fixture, hygiene.Shared()) == []
 
 
 def test_a_child_and_a_daemon_that_left_its_parent_are_named_until_they_end() -> None:
