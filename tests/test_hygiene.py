@@ -96,13 +96,15 @@ def test_what_a_wider_fixtures_process_starts_after_the_test_restarted_it_is_the
     children again, under other command lines: they are the fixture's daemon's, not the test's
     (CI named a restarted party's fork server and workers as the rejoin test's leaks)."""
     fixture = hygiene.Snapshot()
-    with owned(subprocess.Popen([*STARTS_A_CHILD, "first"], start_new_session=True)) as first:
+    with owned(
+        subprocess.Popen([*STARTS_A_CHILD, "first"], start_new_session=True, text=True)
+    ) as first:
         shared = hygiene.Shared()
         shared.adopt(fixture)
         test = hygiene.Snapshot()
         os.killpg(first.pid, signal.SIGKILL)
         first.wait()
-        restarted = subprocess.Popen([*STARTS_A_CHILD, "first"], start_new_session=True)
+        restarted = subprocess.Popen([*STARTS_A_CHILD, "first"], start_new_session=True, text=True)
         try:
             with owned(restarted):
                 deadline = time.monotonic() + 60
