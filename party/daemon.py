@@ -61,13 +61,12 @@ def build_servicer(config: PartyConfig) -> PartyServicer:
         else load_taxonomy(config.taxonomy, data_columns=source.columns)
     )
     next_stub = None
-    next_ready = None
+    channel: grpc.Channel | None = None
     if config.next_hop is not None and config.transport == "direct":
         hop = config.next_hop
         channel = make_channel(hop.address, hop.name, config.tls, options=RECONNECT_OPTIONS)
         stub = pb_grpc.PartyStub(channel)
         next_stub = lambda: stub  # noqa: E731  (one channel, reconnecting on its own)
-        next_ready = functools.partial(ready_within, channel)
     identity = ca = None
     if config.tls is not None:
         identity = load_identity_files(config.tls.cert, config.tls.key)
@@ -81,9 +80,9 @@ def build_servicer(config: PartyConfig) -> PartyServicer:
     servicer = PartyServicer(config, source, taxonomy, next_stub, identity, ca, counting=counting)
     if servicer.store.enabled:  # what a sealed session's rejoin must find again
         servicer.store.inputs = inputs_digest(config.data, config.taxonomy, config.delimiter)
-    if next_ready is not None:
-        servicer.next_ready = next_ready
+    if channel is not None:  # the servicer's to close; a retry waits until it is ready
         servicer.next_channel = channel
+        servicer.next_ready = functools.partial(ready_within, channel)
     return servicer
 
 
