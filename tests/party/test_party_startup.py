@@ -3,8 +3,10 @@ the operator mistakes that are most common in a deployment."""
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -48,6 +50,25 @@ key = "certs/{key}.key"
 
 def _serve(config: Path) -> CliResult:
     return run_cli_process("party", "serve", "--config", config, timeout=60)
+
+
+@contextlib.contextmanager
+def _listening(config: Path) -> Iterator[subprocess.Popen[str]]:
+    """A daemon of `config` that listens (its banner read) until the block ends."""
+    daemon = subprocess.Popen(
+        [*FEDANON, "party", "serve", "--config", str(config)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert daemon.stdout is not None
+        banner = daemon.stdout.readline()
+        assert "listening on port" in banner, banner
+        yield daemon
+    finally:
+        daemon.terminate()
+        daemon.wait(timeout=30)
 
 
 def _one_line_error(done: CliResult, pattern: str) -> None:
@@ -149,18 +170,6 @@ def test_port_of_a_live_daemon(party_dir: Path) -> None:
     """A second daemon on a live daemon's port does not start (no shared SO_REUSEPORT port
     taking half the connections): one line, exit 2; the first daemon keeps serving."""
     config = _config(party_dir, _free_port())
-    first = subprocess.Popen(
-        [*FEDANON, "party", "serve", "--config", str(config)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    try:
-        assert first.stdout is not None
-        banner = first.stdout.readline()
-        assert "listening on port" in banner, banner
+    with _listening(config) as first:
         _one_line_error(_serve(config), "cannot listen on")
         assert first.poll() is None, "the first daemon died"
-    finally:
-        first.terminate()
-        first.wait(timeout=30)

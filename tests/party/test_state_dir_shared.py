@@ -5,14 +5,13 @@ directory; the first keeps serving and keeps its sealed file."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 from fedanon.party.session_store import FILE_NAME
-from tests.harness.cli import FEDANON
 from tests.party.test_party_startup import (  # noqa: F401 (fixture)
     _config,
     _free_port,
+    _listening,
     _one_line_error,
     _serve,
     party_dir,
@@ -28,16 +27,7 @@ def test_a_second_daemon_on_a_live_daemons_state_dir_is_refused(party_dir: Path)
     state = party_dir / "state"
     state.mkdir()
     first_config = _config(first_dir, _free_port(), extra=f'state_dir = "{state}"')
-    first = subprocess.Popen(
-        [*FEDANON, "party", "serve", "--config", str(first_config)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    try:
-        assert first.stdout is not None
-        banner = first.stdout.readline()
-        assert "listening on port" in banner, banner
+    with _listening(first_config) as first:
         (state / FILE_NAME).write_bytes(b"the first daemon's sealed session")
         second_config = _config(
             second_dir, _free_port(), "hospital-b", "hospital-b", f'state_dir = "{state}"'
@@ -46,6 +36,3 @@ def test_a_second_daemon_on_a_live_daemons_state_dir_is_refused(party_dir: Path)
         _one_line_error(_serve(second_config), f"state_dir {state} is in use")
         assert first.poll() is None, "the first daemon died"
         assert (state / FILE_NAME).read_bytes() == b"the first daemon's sealed session"
-    finally:
-        first.terminate()
-        first.wait(timeout=30)
