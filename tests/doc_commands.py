@@ -19,6 +19,7 @@ import signal
 import subprocess
 import tempfile
 import textwrap
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -119,8 +120,36 @@ def run_blocks(
     return DocRun(returncode, failed, text)
 
 
-def kill_group(process: subprocess.Popen) -> None:
-    """SIGKILL every process left in `process`'s group (its own session), then reap it."""
+def kill_group(process: subprocess.Popen, seconds: float = 30.0) -> None:
+    """SIGKILL every process left in `process`'s group (its own session), reap it, and return
+    only once no member is alive.
+
+    SIGKILL is delivered asynchronously: on a busy machine a background member can still be
+    running (not yet a zombie) for a moment after ``killpg`` returns, so returning at once let a
+    caller see it outlive the run (a CI failure). The wait is bounded; a member that somehow
+    survives is left for the caller's own check to name.
+    """
     with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGKILL)
     process.wait()
+    deadline = time.monotonic() + seconds
+    while _live_members(process.pid) and time.monotonic() < deadline:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        time.sleep(0.02)
+
+
+def _live_members(group: int) -> list[int]:
+    """Pids of the processes of process group `group` that are not zombies (from /proc)."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        state, pgrp = fields[0], int(fields[2])
+        if pgrp == group and state not in ("Z", "X"):
+            members.append(int(entry.name))
+    return members
