@@ -19,6 +19,7 @@ session serves them (party/ring.py, party/sums.py, party/union.py).
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -93,11 +94,26 @@ class Admissions(Mapping[str, RequestReader]):
         return len(self.handlers)
 
 
+@contextlib.contextmanager
+def closed_on_failure(session: SessionBase) -> Iterator[SessionBase]:
+    """Close `session` if what follows its construction in a handshake raises (whatever it
+    raises): a job refused after its session was built (a ring naming another next hop, a key
+    that cannot be drawn) must not leave its counting state, Dask shards or union workers
+    behind, since the servicer never holds a session that did not open."""
+    try:
+        yield session
+    except BaseException:
+        session.close()
+        raise
+
+
 def ring_opened(shell: PartyShell, session: RingSession, fingerprint_items: list[str]) -> Opened:
     """A ring kind's opened session: the ring joined (its key shares in the reply) and the
-    columns it releases; every ring kind's handshake ends this way."""
-    keys = join_ring(shell, session)
-    reply = pb.OpenSessionReply(columns=session.released_columns, keys=keys)
+    columns it releases; every ring kind's handshake ends this way (a join that fails closes
+    the session it was given)."""
+    with closed_on_failure(session):
+        keys = join_ring(shell, session)
+        reply = pb.OpenSessionReply(columns=session.released_columns, keys=keys)
     return Opened(session, fingerprint_items, reply)
 
 

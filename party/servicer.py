@@ -46,7 +46,7 @@ from fedanon.fingerprint import fingerprint
 from fedanon.party import exclusion, rejoin, ring
 from fedanon.party.config import PartyConfig
 from fedanon.party.errors import NotExpected, status_of
-from fedanon.party.handler import Admissions, JobHandler, KindTraits
+from fedanon.party.handler import Admissions, JobHandler, KindTraits, closed_on_failure
 from fedanon.party.handlers import HANDLERS, serving
 from fedanon.party.policy import admit, audit_served, refuse_job
 from fedanon.party.session_base import RingSession, SessionBase
@@ -381,37 +381,26 @@ class PartyServicer(pb_grpc.PartyServicer):
                     "lease lapses)",
                 )
             handler = self.handlers.get(request.WhichOneof("job") or "")
+            code = grpc.StatusCode.FAILED_PRECONDITION
+            refusal: str | None = None
             try:
                 if handler is None:
                     raise FedanonError("this daemon has no handler for the job kind")
                 opened = handler.open(self, request)
             except (FedanonError, CryptoError) as exc:
-                # Refused like an invalid job: audited, and the held session stays.
+                refusal = str(exc)
+            except Exception as exc:  # a handler's bug: still one line, and nothing held
+                log.exception("handshake of session %s failed", request.ref.session_id[:12])
+                code, refusal = grpc.StatusCode.INTERNAL, f"{type(exc).__name__}: {exc}"
+            if refusal is not None:
+                # Refused like an invalid job: audited, and the held session stays (what the
+                # handler built is closed: party/handler.py's ``closed_on_failure``).
                 refuse_job(
-                    context,
-                    request,
-                    caller,
-                    grpc.StatusCode.FAILED_PRECONDITION,
-                    f"party {self.config.name} refused: {exc}",
+                    context, request, caller, code, f"party {self.config.name} refused: {refusal}"
                 )
-            if busy is not None and silent is not None:
-                # A live leader renews its lease; a lapsed one means the leader died or was cut
-                # off (or this party missed its abort): the new session replaces it.
-                self.last_error = (
-                    f"session {busy.session_id[:12]} evicted by "
-                    f"{request.ref.session_id[:12]}: its lease lapsed ({silent:.1f} "
-                    f"s without a message from its leader)"
-                )
-                log.warning("%s", self.last_error, extra={"session": busy.session_id[:12]})
-                busy.close()
             session = opened.session
-            session.opened_by = request
-            # A sealed session is given up: this party cannot tell whether its leader still
-            # waits, and a stale file must never keep the daemon from new sessions.
-            self.store.clear()
-            self.session = session
-            self.idle_keys.busy()  # no key generation while a session runs
-            self.sessions_served += 1
+            with closed_on_failure(session):  # until it is the held session
+                self._install(session, busy, silent, request)
             audit_served(job, session.session_id, caller)
         items = handshake_items(opened.fingerprint_items)
         reply = pb.OpenSessionReply(
@@ -424,6 +413,33 @@ class PartyServicer(pb_grpc.PartyServicer):
         session.bytes_received += request.ByteSize()
         session.bytes_sent += reply.ByteSize()
         return reply
+
+    def _install(
+        self,
+        session: SessionBase,
+        busy: SessionBase | None,
+        silent: float | None,
+        request: pb.OpenSessionRequest,
+    ) -> None:
+        """Make the just opened `session` the held one (under the lock), evicting `busy`,
+        whose lease lapsed `silent` seconds ago (None: none is held)."""
+        if busy is not None and silent is not None:
+            # A live leader renews its lease; a lapsed one means the leader died or was cut
+            # off (or this party missed its abort): the new session replaces it.
+            self.last_error = (
+                f"session {busy.session_id[:12]} evicted by "
+                f"{request.ref.session_id[:12]}: its lease lapsed ({silent:.1f} "
+                f"s without a message from its leader)"
+            )
+            log.warning("%s", self.last_error, extra={"session": busy.session_id[:12]})
+            busy.close()
+        session.opened_by = request
+        # A sealed session is given up: this party cannot tell whether its leader still
+        # waits, and a stale file must never keep the daemon from new sessions.
+        self.store.clear()
+        self.session = session
+        self.idle_keys.busy()  # no key generation while a session runs
+        self.sessions_served += 1
 
     def _dispatch(self, method: str, request: Any, context: grpc.ServicerContext) -> Any:
         """A job kind's own RPC: the leader's, for the open session, served by its handler."""

@@ -212,8 +212,10 @@ class RingSession(SessionBase, ABC):
 
     def close(self) -> None:
         super().close()
-        self.union.stop_preparing()
-        self.union.stop_stripping()
+        union: UnionRole | None = getattr(self, "union", None)  # None: the ring was not joined
+        if union is not None:
+            union.stop_preparing()
+            union.stop_stripping()
 
 
 def carries_nothing(request: pb.SumRequest, title: str) -> None:
