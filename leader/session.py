@@ -29,6 +29,7 @@ from fedanon.federation.tls import TLSFiles
 from fedanon.federation.transport import RECONNECT_OPTIONS, make_channel
 from fedanon.fingerprint import fingerprint
 from fedanon.interrupts import thread_done_within, wait_in_slices
+from fedanon.leader.farewell import Farewells
 from fedanon.leader.federation import PartyFailure, describe_rpc_error
 from fedanon.leader.relay import relay_channels
 from fedanon.protos import fedanon_v1_pb2 as pb
@@ -41,6 +42,8 @@ POLL_SECONDS = 0.2
 DEADLINE_GRACE_SECONDS = 1.0
 #: The whole best-effort abort: every party is told at once, and no answer is awaited longer.
 ABORT_SECONDS = 3.0
+#: A party's lease where its handshake reply did not say (the party's default).
+DEFAULT_LEASE_SECONDS = 30.0
 
 
 class SessionJob(Protocol):
@@ -80,20 +83,22 @@ class Channels:
 
     A rerun without a party that dropped out (leader/exclusion.py) is the next attempt of the
     same session (``Session.rekey``), over the connections the first attempt opened: it makes
-    no new TLS connection. The channels of parties a later attempt leaves out are closed
-    (cancelling whatever was still in flight to them). Direct transport only: the
-    outbound relay's channels are its parties' own streams (``relay_channels``).
+    no new TLS connection. The channels of parties a later attempt leaves out are set aside
+    (`left`: the session's abort to them may still be in flight, leader/farewell.py) and
+    closed with the session (`close_left`). Direct transport only: the outbound relay's
+    channels are its parties' own streams (``relay_channels``).
     """
 
     def __init__(self, job: SessionJob) -> None:
         self.job = job
         self.open: dict[str, grpc.Channel] = {}
+        self.left: list[grpc.Channel] = []
 
     def to(self, hops: Sequence[Hop]) -> dict[str, grpc.Channel]:
-        """A channel to each of `hops` (those already open reused); the others closed."""
+        """A channel to each of `hops` (those already open reused); the others set aside."""
         names = {hop.name for hop in hops}
         for name in [n for n in self.open if n not in names]:
-            self.open.pop(name).close()
+            self.left.append(self.open.pop(name))
         for hop in hops:
             if hop.name not in self.open:
                 self.open[hop.name] = make_channel(
@@ -104,7 +109,14 @@ class Channels:
     def __enter__(self) -> Channels:
         return self
 
+    def close_left(self) -> None:
+        """Close the channels of the parties the session's attempts left out."""
+        for channel in self.left:
+            channel.close()
+        self.left.clear()
+
     def __exit__(self, *_exc: object) -> None:
+        self.close_left()
         for channel in self.open.values():
             channel.close()
         self.open.clear()
@@ -140,6 +152,8 @@ class Session:
         self.stop_heartbeat = threading.Event()
         self.heartbeat: threading.Thread | None = None
         self.renewals: list[Any] = []  # the heartbeat's calls in flight
+        self.leases: dict[str, float] = {}  # each party's lease, from its handshake reply
+        self.farewells = Farewells()  # the aborts to parties a rerun left out
 
     def ref(self, iteration: int = 0) -> pb.SessionRef:
         return pb.SessionRef(session_id=self.session_id, iteration=iteration, attempt=self.attempt)
@@ -152,7 +166,18 @@ class Session:
 
     def rekey(self, hops: Sequence[Hop], attempt: int) -> None:
         """Go on as `attempt` among `hops` (a rerun's survivors, in ring order): every message
-        from now on carries it; the channels of the parties left out are closed."""
+        from now on carries it. The parties left out are told, best effort and in the
+        background, that the session is over for them (leader/farewell.py): the abort names the
+        attempt they were in and the one they are excluded from, nothing of the survivors."""
+        names = {hop.name for hop in hops}
+        request = pb.EndRequest(
+            ref=self.ref(),
+            abort=True,
+            reason=f"excluded: the session goes on as attempt {attempt} without this party",
+        )
+        for name in [n for n in self.ring if n not in names]:
+            lease = self.leases.get(name, DEFAULT_LEASE_SECONDS)
+            self.farewells.send(name, self.stubs[name], request, lease)
         self.attempt = attempt
         self.ring = [hop.name for hop in hops]
         if self.transport is not None:
@@ -239,7 +264,8 @@ class Session:
     def keep_alive(self, opened: dict[str, Any]) -> None:
         """Renew the session's lease at every party (a quarter of the shortest lease) until
         the session closes. Call once, right after a successful handshake."""
-        leases = [reply.lease_seconds for reply in opened.values() if reply.lease_seconds > 0]
+        self.leases = {n: r.lease_seconds for n, r in opened.items() if r.lease_seconds > 0}
+        leases = list(self.leases.values())
         interval = min(leases) / 4 if leases else 5.0
         self.heartbeat = threading.Thread(
             target=self._renew_leases,
@@ -306,6 +332,9 @@ class Session:
         self.pool.shutdown(wait=False, cancel_futures=True)
         for call in self.renewals:
             call.cancel()
+        self.farewells.close()  # before their channels close
+        if self.transport is not None:
+            self.transport.close_left()
         if self.owns_channels:
             for channel in self.channels.values():
                 channel.close()

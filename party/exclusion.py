@@ -40,6 +40,8 @@ class RerunShell(PartyShell, Protocol):
     session: SessionBase | None
     lock: threading.Lock
 
+    def aborted_note(self, session_id: str) -> str: ...
+
 
 def _allows_exclusion(shell: PartyShell, excluded: list[str]) -> None:
     if not shell.config.policy.allow_exclusion:
@@ -61,7 +63,8 @@ def rerun(shell: RerunShell, request: pb.RekeyRerunRequest, context: grpc.Servic
                 context,
                 grpc.StatusCode.FAILED_PRECONDITION,
                 f"rerun (attempt {request.ref.attempt}): session "
-                f"{request.ref.session_id[:12]} is not open here",
+                f"{request.ref.session_id[:12]} is not open here"
+                f"{shell.aborted_note(request.ref.session_id)}",
             )
         assert session is not None
         try:

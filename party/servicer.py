@@ -133,6 +133,9 @@ class PartyServicer(pb_grpc.PartyServicer):
         self.last_error = ""
         self.sessions_served = 0
         self.key_sharings = 0  # ShareKeys accepted (Status: a rerun shares no keys again)
+        # The last session its leader aborted here, and why (a later message for it is refused
+        # naming the reason, e.g. that a rerun left this party out): (session id, reason).
+        self.aborted: tuple[str, str] | None = None
         self.max_message_bytes = int(config.max_message_mb * (1 << 20))
         # Filled by the running daemon (`serve` starts it); in-process servicers leave it empty.
         self.idle_keys = IdleKeyWorkers(config.union_parallelism.workers, config.idle_keys)
@@ -263,19 +266,28 @@ class PartyServicer(pb_grpc.PartyServicer):
             self.refuse(
                 context,
                 grpc.StatusCode.FAILED_PRECONDITION,
-                f"no open session (message for session {ref.session_id[:12]})",
+                f"no open session (message for session {ref.session_id[:12]}"
+                f"{self.aborted_note(ref.session_id)})",
             )
         assert session is not None
         if ref.session_id != session.session_id:
             self.refuse(
                 context,
                 grpc.StatusCode.FAILED_PRECONDITION,
-                f"message for session {ref.session_id[:12]} but the open session is another one",
+                f"message for session {ref.session_id[:12]} but the open session is another "
+                f"one{self.aborted_note(ref.session_id)}",
             )
         wrong = session.wrong_attempt(ref, what)
         if wrong is not None:
             self.refuse(context, grpc.StatusCode.FAILED_PRECONDITION, wrong)
         return session
+
+    def aborted_note(self, session_id: str) -> str:
+        """Why `session_id` is not open here if its leader aborted it ("" if not): a party a
+        rerun left out, which comes back and answers or asks again, is told why in its line."""
+        if self.aborted is None or self.aborted[0] != session_id:
+            return ""
+        return f"; its leader aborted it here: {self.aborted[1]}"
 
     def _forward_timeout(self, context: grpc.ServicerContext) -> float:
         """What is left of the caller's deadline (the leader sizes it per phase), or ours."""
@@ -557,11 +569,26 @@ class PartyServicer(pb_grpc.PartyServicer):
         )
 
     def End(self, request: pb.EndRequest, context: grpc.ServicerContext) -> pb.EndReply:
+        """End (or abort) the session: its state closed, its sealed file deleted. An end of
+        an earlier attempt than the session's is stale and changes nothing; one of a later
+        attempt is the leader's: a party a rerun left out (leader/exclusion.py) is told so
+        with the attempt it was excluded from, which it may never have reached."""
         self._authorize(context, {self.config.leader})
         with self.lock:
             session = self.session
-            self.store.clear(request.ref.session_id)
-            if session is None or session.session_id != request.ref.session_id:
+            ref = request.ref
+            named = session is not None and session.session_id == ref.session_id
+            if named and session is not None and ref.attempt < session.attempt:
+                self.refuse(
+                    context,
+                    grpc.StatusCode.FAILED_PRECONDITION,
+                    f"end of session {ref.session_id[:12]}: attempt {ref.attempt} is "
+                    f"stale (the session is at attempt {session.attempt})",
+                )
+            self.store.clear(ref.session_id)
+            if request.abort:
+                self.aborted = (ref.session_id, request.reason)
+            if session is None or session.session_id != ref.session_id:
                 return pb.EndReply()
             self.session = None
             session.close()
