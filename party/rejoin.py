@@ -46,6 +46,8 @@ class RejoinShell(PartyShell, Protocol):
     handlers: Mapping[str, JobHandler]
     secure: bool
 
+    def aborted_note(self, session_id: str) -> str: ...
+
 
 def seal(shell: RejoinShell, session: RingSession, request: pb.ShareKeysRequest) -> None:
     """After ``ShareKeys``: seal what a restart needs (only kinds that can replay)."""
@@ -136,7 +138,8 @@ def serve(
                 context,
                 grpc.StatusCode.FAILED_PRECONDITION,
                 f"cannot rejoin session {sid[:12]}: no sealed state for it (no state_dir, "
-                "a restart after its lease, or another session since)",
+                "a restart after its lease, or another session since)"
+                f"{shell.aborted_note(sid)}",
             )
         assert state is not None
         # refused, its file goes at the session's abort or a lease after this claim

@@ -577,24 +577,25 @@ class PartyServicer(pb_grpc.PartyServicer):
         with self.lock:
             session = self.session
             ref = request.ref
-            named = session is not None and session.session_id == ref.session_id
-            if named and session is not None and ref.attempt < session.attempt:
+            ours = session if session is not None and session.session_id == ref.session_id else None
+            if ours is not None and ref.attempt < ours.attempt:
                 self.refuse(
                     context,
                     grpc.StatusCode.FAILED_PRECONDITION,
                     f"end of session {ref.session_id[:12]}: attempt {ref.attempt} is "
-                    f"stale (the session is at attempt {session.attempt})",
+                    f"stale (the session is at attempt {ours.attempt})",
                 )
             self.store.clear(ref.session_id)
-            if request.abort:
-                self.aborted = (ref.session_id, request.reason)
             if session is None or session.session_id != ref.session_id:
                 return pb.EndReply()
+            reason = " ".join(request.reason.split())[:500]  # one line, whatever its text
+            if request.abort:
+                self.aborted = (ref.session_id, reason)
             self.session = None
             session.close()
             self.idle_keys.idle()
             if request.abort:
-                self.last_error = f"session {session.session_id[:12]} aborted: {request.reason}"
+                self.last_error = f"session {session.session_id[:12]} aborted: {reason}"
                 log.warning("%s", self.last_error)
             else:
                 log.info("session %s ended", session.session_id[:12])

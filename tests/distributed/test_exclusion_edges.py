@@ -29,10 +29,14 @@ import pandas as pd
 import pytest
 
 from fedanon.algorithms.tds.engine import StepInfo
+from fedanon.federation.lkc_job import lkc_job_to_proto
+from fedanon.federation.tls import TLSFiles
 from fedanon.federation.transport import make_channel
-from fedanon.leader import exclusion
+from fedanon.leader.exclusion import Attempt
 from fedanon.leader.federation import PartyFailure
 from fedanon.leader.kinds.lkc import run_lkc
+from fedanon.leader.ring import open_ring
+from fedanon.leader.session import Session
 from fedanon.leader.sim import Daemon, Federation, federation, split_table
 from fedanon.models.lkc import check_lkc
 from fedanon.protos import fedanon_v1_pb2 as pb
@@ -41,6 +45,7 @@ from tests.distributed.conftest import (
     Dataset,
     hospital_dataset,
     make_job,
+    party_processes,
     read_release,
     status,
     wait_until_stopped,
@@ -196,3 +201,132 @@ def test_the_abort_of_a_party_left_out_never_holds_the_rerun(
     assert report["excluded"] == ["hospital-3"]
     assert took < LEASE  # the job never waited for the frozen party's lease
     _assert_lkc(read_release(out), spec)
+
+
+class FreezeAtSwitch:
+    """`on_step` kills daemon #`killed` after iteration 2 (it drops out for good); `on_phase`
+    freezes daemon #`frozen` when the leader announces the rerun, so that the next message it
+    gets is the leader's ``Rerun``."""
+
+    def __init__(self, fed: Federation, killed: int, frozen: int) -> None:
+        self.fed, self.killed, self.frozen = fed, killed, frozen
+        self.lines: list[str] = []
+        self.fired: list[str] = []
+
+    def on_step(self, step: StepInfo) -> None:
+        if not self.fired and step.iteration == 2:
+            self.fired.append("killed")
+            self.fed.stop(self.fed.daemons[self.killed], signal.SIGKILL)
+
+    def on_phase(self, line: str) -> None:
+        self.lines.append(line)
+        if self.fired == ["killed"] and line.startswith("exclusion: "):
+            self.fired.append("frozen")
+            _freeze(self.fed.daemons[self.frozen])
+
+    def resume(self) -> None:
+        if "frozen" in self.fired:
+            _resume(self.fed.daemons[self.frozen])
+
+
+def test_a_survivor_frozen_at_the_rerun_switch_is_excluded_in_turn(
+    data: Dataset, tmp_path: Path
+) -> None:
+    """Five parties: hospital-4 killed after iteration 2, hospital-2 frozen as the leader sends
+    the ``Rerun`` to attempt 2: the switch's deadline names it, the probe finds it silent, and
+    the job goes on as attempt 3 among the other three (hospital-2 told in the background);
+    their release passes the checker on their records, the report names both excluded."""
+    spec = data.spec(L=2, K=8, C="0.6")
+    parts = split_table(data.table, 5, "random", seed=3)
+    out = tmp_path / "out.csv"
+    with _federation(data, tmp_path, 5) as fed:
+        faults = FreezeAtSwitch(fed, killed=3, frozen=1)
+        job = make_job(fed.hops, fed.leader_tls, data, spec, out, rpc_seconds=PHASE, **RERUN)
+        try:
+            report = run_lkc(job, on_step=faults.on_step, on_phase=faults.on_phase)
+        finally:
+            faults.resume()
+    assert party_processes(str(tmp_path)) == []
+    assert faults.fired == ["killed", "frozen"]
+    assert report["excluded"] == ["hospital-4", "hospital-2"] and report["attempts"] == 3
+    assert report["parties"] == ["hospital-1", "hospital-3", "hospital-5"]
+    second = [line for line in faults.lines if line.startswith("exclusion: hospital-2 ")]
+    assert len(second) == 1 and "(rerun: party hospital-2: " in second[0]
+    remaining = pd.concat([parts[i] for i in (0, 2, 4)], ignore_index=True)
+    release = read_release(out)
+    assert len(release) == len(remaining)
+    _assert_lkc(release, spec)
+
+
+def test_a_survivor_frozen_at_the_switch_below_three_fails_the_job_in_one_line(
+    data: Dataset, tmp_path: Path
+) -> None:
+    """Four parties: hospital-4 killed, then hospital-2 frozen at the ``Rerun``: excluding it
+    too would leave two, which no rerun allows; the job fails in one line naming it, the
+    switch and the reason, writes nothing, and leaves no daemon behind."""
+    spec = data.spec(L=2, K=8, C="0.6")
+    out = tmp_path / "out.csv"
+    with _federation(data, tmp_path, 4) as fed:
+        faults = FreezeAtSwitch(fed, killed=3, frozen=1)
+        job = make_job(fed.hops, fed.leader_tls, data, spec, out, rpc_seconds=PHASE, **RERUN)
+        try:
+            with pytest.raises(PartyFailure) as failure:
+                run_lkc(job, on_step=faults.on_step, on_phase=faults.on_phase)
+        finally:
+            faults.resume()
+    assert party_processes(str(tmp_path)) == []
+    assert faults.fired == ["killed", "frozen"]
+    message = str(failure.value)
+    assert "\n" not in message
+    assert message.startswith("rerun: party hospital-2: ")
+    assert message.endswith(
+        "(no rerun without hospital-2: 2 parties would remain, a rerun needs 3)"
+    )
+    assert not out.exists()
+
+
+def test_an_end_of_an_earlier_attempt_is_stale_and_the_party_left_out_is_told(
+    four: Federation, data: Dataset, tmp_path: Path
+) -> None:
+    """The leader switches the open session to attempt 1 without hospital-3 (which answers):
+    hospital-3 gets the abort at once and is idle, naming its exclusion; a survivor refuses
+    an abort of attempt 0 (stale) in one line and keeps its session, which a non-leader
+    caller cannot end either."""
+    spec = data.spec(L=2, K=8, C="0.6")
+    job = make_job(four.hops, four.leader_tls, data, spec, tmp_path / "o.csv", **RERUN)
+    request = pb.OpenSessionRequest(lkc=lkc_job_to_proto(spec))
+    with Session(job) as session:
+        open_ring(session, spec.fingerprint_items(spec.schema(data.taxonomy)), request, "pairwise")
+        first = session.ref()
+        survivors = [hop for hop in four.hops if hop.name != "hospital-3"]
+        Attempt(survivors, ["hospital-3"], 2, True).switch(session)
+        told = _wait_idle(four, 2)
+        assert told.session_id == "" and told.last_error.endswith(
+            "aborted: excluded: the session goes on as attempt 1 without this party"
+        )
+        stale = pb.EndRequest(ref=first, abort=True, reason="an old attempt's abort")
+        with pytest.raises(grpc.RpcError) as refused:
+            session.stubs["hospital-1"].End(stale, timeout=30)
+        detail = refused.value.details() or ""
+        assert detail == (
+            f"party hospital-1: end of session {first.session_id[:12]}: attempt 0 is stale "
+            "(the session is at attempt 1)"
+        )
+        kept = status(four, 0)
+        assert kept.session_id == session.session_id and kept.attempt == 1
+        assert "aborted" not in kept.last_error
+        # hospital-2's certificate (a party, not the leader) may not end hospital-1's session
+        cert_dir = four.cert_dir
+        tls = TLSFiles(
+            cert_dir / "ca.crt", cert_dir / "hospital-2.crt", cert_dir / "hospital-2.key"
+        )
+        channel = make_channel(four.daemons[0].address, "hospital-1", tls)
+        try:
+            with pytest.raises(grpc.RpcError) as denied:
+                pb_grpc.PartyStub(channel).End(
+                    pb.EndRequest(ref=session.ref(), abort=True), timeout=30
+                )
+            assert denied.value.code() == grpc.StatusCode.PERMISSION_DENIED
+        finally:
+            channel.close()
+        assert status(four, 0).session_id == session.session_id
