@@ -22,6 +22,7 @@ from fedanon.federation.config import Hop
 from fedanon.federation.lkc_job import lkc_job_to_proto
 from fedanon.party import ring
 from fedanon.party.servicer import PartyServicer
+from fedanon.party.session_base import SessionBase
 from fedanon.protos import fedanon_v1_pb2 as pb
 from tests.distributed.conftest import Dataset, hospital_dataset
 from tests.party.fakes import Aborted, Context, party_config
@@ -71,7 +72,7 @@ def _request(data: Dataset, session_id: str, ring_: list[str]) -> pb.OpenSession
     return request
 
 
-def _held_and_lapsed(party: PartyServicer, data: Dataset) -> Any:
+def _held_and_lapsed(party: PartyServicer, data: Dataset) -> SessionBase:
     """Open a session the party holds, then let its lease lapse (its clock moved back)."""
     party.OpenSession(_request(data, HELD, ["hospital-b", "hospital-c"]), Context())
     held = party.session
@@ -81,7 +82,10 @@ def _held_and_lapsed(party: PartyServicer, data: Dataset) -> Any:
 
 
 def _assert_refused_and_closed(
-    party: PartyServicer, engine: RecordingEngine, held: Any, request: pb.OpenSessionRequest
+    party: PartyServicer,
+    engine: RecordingEngine,
+    held: SessionBase,
+    request: pb.OpenSessionRequest,
 ) -> str:
     context = Context()
     with pytest.raises(Aborted):
@@ -92,7 +96,8 @@ def _assert_refused_and_closed(
     # one is closed, and the held session is still the party's, open.
     assert len(engine.opened) == 2
     assert engine.closed == [engine.opened[1]]
-    assert party.session is held and not held.ended
+    assert party.session is held
+    assert not held.ended
     return detail
 
 
