@@ -399,9 +399,11 @@ class PartyServicer(pb_grpc.PartyServicer):
                 if handler is None:
                     raise FedanonError("this daemon has no handler for the job kind")
                 opened = handler.open(self, request)
+                with closed_on_failure(opened.session):  # until it is the held session
+                    self._install(opened.session, busy, silent, request)
             except (FedanonError, CryptoError) as exc:
                 refusal = str(exc)
-            except Exception as exc:  # a handler's bug: still one line, and nothing held
+            except Exception as exc:  # a bug (a handler's, an eviction's): one line all the same
                 log.exception("handshake of session %s failed", request.ref.session_id[:12])
                 code, refusal = grpc.StatusCode.INTERNAL, f"{type(exc).__name__}: {exc}"
             if refusal is not None:
@@ -411,8 +413,6 @@ class PartyServicer(pb_grpc.PartyServicer):
                     context, request, caller, code, f"party {self.config.name} refused: {refusal}"
                 )
             session = opened.session
-            with closed_on_failure(session):  # until it is the held session
-                self._install(session, busy, silent, request)
             audit_served(job, session.session_id, caller)
         items = handshake_items(opened.fingerprint_items)
         reply = pb.OpenSessionReply(

@@ -140,3 +140,30 @@ def test_the_party_opens_the_next_job_after_a_failed_one(data: Dataset) -> None:
     assert reply.party == "hospital-b" and party.session is not None
     assert party.session.session_id == "c3" * 16 and held.ended
     assert engine.closed == [engine.opened[1], engine.opened[0]]  # the failed one at once
+
+
+def test_an_eviction_that_fails_closes_the_new_session_and_refuses_in_one_line(
+    data: Dataset,
+) -> None:
+    """The held session's lease lapsed, but closing it fails (its counting state cannot be
+    released): the new session, already built, is closed too, the handshake is refused in one
+    line, and the next job opens."""
+    engine = RecordingEngine()
+    party = _party(data, engine)
+    _held_and_lapsed(party, data)
+    held_counts = engine.opened[0]
+
+    def broken() -> None:
+        raise RuntimeError("the counting state could not be released")
+
+    held_counts.close = broken  # type: ignore[method-assign]
+    context = Context()
+    with pytest.raises(Aborted):
+        party.OpenSession(_request(data, FAILING, ["hospital-b", "hospital-c"]), context)
+    assert context.details() == (
+        "party hospital-b refused: RuntimeError: the counting state could not be released"
+    )
+    assert engine.closed == [engine.opened[1]]
+    reply = party.OpenSession(_request(data, "c3" * 16, ["hospital-b", "hospital-c"]), Context())
+    assert reply.party == "hospital-b" and party.session is not None
+    assert party.session.session_id == "c3" * 16
