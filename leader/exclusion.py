@@ -129,7 +129,10 @@ class Attempt:
 
     def switch(self, session: Session) -> None:
         """Move the open session to this attempt (a rerun): every survivor must accept the
-        ``Rerun`` (party/exclusion.py checks it) before anything of the attempt is sent."""
+        ``Rerun`` (party/exclusion.py checks it) before anything of the attempt is sent; the
+        parties left out are told in the background (``Session.rekey``), never awaited. A
+        survivor that does not answer the ``Rerun`` in time fails the switch, which `watching`
+        turns into its exclusion in turn where enough parties remain."""
         names = {hop.name for hop in self.parties}
         gone = [name for name in session.ring if name not in names]
         session.rekey(self.parties, self.number - 1)

@@ -19,6 +19,7 @@ party, deterministically.
 from __future__ import annotations
 
 import signal
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -200,6 +201,8 @@ def test_the_abort_of_a_party_left_out_never_holds_the_rerun(
         _resume(victim)
     assert report["excluded"] == ["hospital-3"]
     assert took < LEASE  # the job never waited for the frozen party's lease
+    # and its abort was given up with the session: no thread of it is left behind
+    assert [t.name for t in threading.enumerate() if t.name.startswith("farewell-")] == []
     _assert_lkc(read_release(out), spec)
 
 
