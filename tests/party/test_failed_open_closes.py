@@ -16,10 +16,12 @@ from typing import Any
 
 import pytest
 
+from fedanon.algorithms.randomization.jobspec import RandomizeSpec
 from fedanon.algorithms.tds.engines import EngineSettings
 from fedanon.algorithms.tds.engines.base import LocalEngine, PartyCounts
 from fedanon.federation.config import Hop
 from fedanon.federation.lkc_job import lkc_job_to_proto
+from fedanon.federation.randomize_job import spec_to_proto
 from fedanon.party import ring
 from fedanon.party.servicer import PartyServicer
 from fedanon.party.session_base import SessionBase
@@ -167,3 +169,39 @@ def test_an_eviction_that_fails_closes_the_new_session_and_refuses_in_one_line(
     reply = party.OpenSession(_request(data, "c3" * 16, ["hospital-b", "hospital-c"]), Context())
     assert reply.party == "hospital-b" and party.session is not None
     assert party.session.session_id == "c3" * 16
+
+
+def _kind_request(data: Dataset, kind: str) -> pb.OpenSessionRequest:
+    """A job of `kind` whose ring names 'hospital-d' as this party's next hop."""
+    if kind == "lkc":
+        return _request(data, FAILING, ["hospital-b", "hospital-d"])
+    spec = RandomizeSpec(("sex",), (("Female", "Male"),), "ra", None, "uniform", False)
+    request = pb.OpenSessionRequest(
+        randomize=spec_to_proto(spec), ring=["hospital-b", "hospital-d"]
+    )
+    request.ref.session_id = FAILING
+    request.sum_mode = pb.SUM_MODE_PAIRWISE
+    return request
+
+
+@pytest.mark.parametrize("kind", ["lkc", "randomize"])
+def test_every_ring_kind_closes_the_session_its_failed_join_built(
+    data: Dataset, kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whatever the kind, the session its handler built before the ring join failed is closed
+    (its ``close`` ran: every kind's close ends in SessionBase's, observed here)."""
+    closed: list[SessionBase] = []
+    close = SessionBase.close
+
+    def observed(session: SessionBase) -> None:
+        closed.append(session)
+        close(session)
+
+    monkeypatch.setattr(SessionBase, "close", observed)
+    party = _party(data, RecordingEngine())
+    context = Context()
+    with pytest.raises(Aborted):
+        party.OpenSession(_kind_request(data, kind), context)
+    assert "ring says the next hop is 'hospital-d'" in (context.details() or "")
+    assert [(s.kind, s.session_id, s.ended) for s in closed] == [(kind, FAILING, True)]
+    assert party.session is None
