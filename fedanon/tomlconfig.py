@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, overload
 
 from fedanon.errors import FedanonError
+from fedanon.readers.inputs import read_input
 
 
 def read_toml(path: str | Path) -> tuple[dict[str, Any], Path]:
@@ -27,7 +28,7 @@ def read_toml(path: str | Path) -> tuple[dict[str, Any], Path]:
 def read_text_file(path: Path) -> str:
     """A UTF-8 text file's content; a directory, an unreadable or a binary file is one error."""
     try:
-        raw = path.read_bytes()
+        raw = read_input(path)  # one read: a party's digest hashes what is parsed
     except OSError as exc:
         raise FedanonError(f"{path}: cannot read ({exc.strerror or exc})") from None
     try:

@@ -10,13 +10,14 @@ from __future__ import annotations
 import csv
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.csv as pa_csv
 
 from fedanon.atomic import atomic_path
 from fedanon.errors import FedanonError, MissingColumnError
+from fedanon.readers.inputs import read_input, text_of
 from fedanon.tables import Table, column_names
 
 if TYPE_CHECKING:
@@ -45,12 +46,15 @@ def _most_frequent_delimiter(line: str) -> str | None:
     return best if count else None
 
 
-def input_delimiter(path: str | os.PathLike[str], delimiter: str | None = None) -> str:
+def input_delimiter(
+    path: str | os.PathLike[str], delimiter: str | None = None, data: bytes | None = None
+) -> str:
     """The delimiter a text table is read with: the user's, or the one its header uses.
 
     Files exported by other tools are often ``;``-separated (ARX, spreadsheets in many locales),
     so with no ``--delimiter`` the header line decides: the candidate (``,`` ``;`` tab ``|``)
     that occurs most often in it; ``,`` when none occurs. ``.tsv``/``.tab`` files are tab.
+    `data`: the file's bytes, already read (:func:`read_arrow_once`); else the file is read.
     """
     path = Path(path)
     if delimiter:
@@ -60,11 +64,18 @@ def input_delimiter(path: str | os.PathLike[str], delimiter: str | None = None) 
     if path.suffix.lower() in PARQUET_SUFFIXES:
         return ","  # no delimiter of its own; a CSV written from it uses the default
     try:
-        with path.open(encoding="utf-8-sig", newline="") as handle:
+        with _text(path, data) as handle:
             first = handle.readline()
     except (OSError, UnicodeDecodeError):
         return ","  # read_table reports the real problem
     return _most_frequent_delimiter(first) or ","
+
+
+def _text(path: Path, data: bytes | None) -> IO[str]:
+    """The text table `path` (its bytes `data` when read already), opened for the csv module."""
+    if data is None:
+        return path.open(encoding="utf-8-sig", newline="")
+    return text_of(data, newline="")
 
 
 def check_output_format(path: str | os.PathLike[str]) -> None:
@@ -76,8 +87,8 @@ def check_output_format(path: str | os.PathLike[str]) -> None:
         raise FedanonError(f"{path}: unknown output format ({named}); supported: {supported}")
 
 
-def _header(path: Path, delimiter: str) -> list[str]:
-    with path.open(newline="", encoding="utf-8-sig") as handle:
+def _header(path: Path, delimiter: str, data: bytes | None) -> list[str]:
+    with _text(path, data) as handle:
         row = next(csv.reader(handle, delimiter=delimiter), None)
     if not row:
         raise FedanonError(f"{path}: empty file (no header line)")
@@ -106,25 +117,53 @@ def read_arrow(
     """:func:`read_table`'s table before pandas: an Arrow table of text columns (what
     `fedanon anonymize lkc` works on from reading to writing). `columns`: only these, in that
     order (a Parquet file reads no other column: a Dask shard reads one at a time)."""
+    path = _table_file(path)
+    return _parse(path, None, delimiter, columns)
+
+
+def read_arrow_once(path: str | os.PathLike[str], delimiter: str | None = None) -> pa.Table:
+    """:func:`read_arrow`'s whole table, parsed from one read of the file
+    (:func:`~fedanon.readers.inputs.read_input`): a party daemon's, whose sealed sessions are
+    bound to the digest of exactly the bytes it parsed. The file's bytes are held while they
+    are parsed (a moment's memory of the file's size on top of the table)."""
+    path = _table_file(path)
+    try:
+        data = read_input(path)
+    except OSError as exc:
+        raise FedanonError(f"{path}: cannot read table ({str(exc).splitlines()[0]})") from exc
+    return _parse(path, data, delimiter, None)
+
+
+def _table_file(path: str | os.PathLike[str]) -> Path:
+    """`path`, refused in one line unless it names a file."""
     path = Path(path)
     if not path.exists():
         raise FedanonError(f"{path}: file not found")
     if path.is_dir():
         raise FedanonError(f"{path}: is a directory, expected a table file")
+    return path
+
+
+def _parse(
+    path: Path, data: bytes | None, delimiter: str | None, columns: list[str] | None
+) -> pa.Table:
+    """The table file `path` as Arrow text: parsed from `data`, its bytes, when read already
+    (then `path` only names it and its format), else read from the file."""
     try:
         if path.suffix.lower() in PARQUET_SUFFIXES:
             import pyarrow.parquet as pq  # only for Parquet: CSV runs skip its import
 
             # not read_table's dataset layer (it loads pandas)
-            table = pq.ParquetFile(path).read(columns=columns)
+            parquet = pq.ParquetFile(path if data is None else pa.BufferReader(data))
+            table = parquet.read(columns=columns)
             table = table.cast(pa.schema([(n, pa.string()) for n in table.column_names]))
         else:
-            sep = input_delimiter(path, delimiter)
-            names = _header(path, sep)
+            sep = input_delimiter(path, delimiter, data)
+            names = _header(path, sep, data)
             if len(set(names)) != len(names):
                 raise FedanonError(f"{path}: a column name appears twice in the header")
             table = pa_csv.read_csv(
-                path,
+                path if data is None else pa.BufferReader(data),
                 read_options=pa_csv.ReadOptions(column_names=names, skip_rows=1),
                 parse_options=pa_csv.ParseOptions(delimiter=sep),
                 convert_options=pa_csv.ConvertOptions(

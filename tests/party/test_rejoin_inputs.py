@@ -6,10 +6,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fedanon.party.session_store import inputs_digest
+from fedanon.party.inputs import read_inputs
 
 TABLE = "age,sex,diagnosis\n30,Male,Flu\n41,Female,HIV\n"
-TAXONOMY = 'qids = ["age", "sex"]\n'
+TAXONOMY = '[attributes.sex]\nkind = "categorical"\ntree = """\nAny\n  Male\n  Female\n"""\n'
+
+
+def inputs_digest(data: Path, taxonomy: Path | None, delimiter: str | None) -> bytes:
+    """The digest the daemon seals its sessions with (a dataset: as a Dask party reads it)."""
+    sharded = data.is_dir()
+    return read_inputs(data, delimiter, taxonomy, sharded=sharded, digest=True).digest
 
 
 def _files(root: Path, table: str = TABLE, taxonomy: str = TAXONOMY) -> tuple[Path, Path]:
