@@ -34,8 +34,8 @@ from fedanon.federation.transport import (
 )
 from fedanon.party.config import PartyConfig
 from fedanon.party.gate import PartyGate
-from fedanon.party.servicer import PartyServicer
 from fedanon.party.inputs import read_inputs
+from fedanon.party.servicer import PartyServicer
 from fedanon.party.session_store import holding_state_dir
 from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
 

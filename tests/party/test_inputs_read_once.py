@@ -77,7 +77,7 @@ def replaced(tmp_path: Path) -> Iterator[Callable[[Path, str, str], list[str]]]:
     """`replaced(path, a, b)`: from now on `path` (holding version `a`) is replaced, before
     each open for reading, by the other version; returns the log of its opens."""
     staged = itertools.count()
-    watched: dict[str, tuple[list[str], list[Path]]] = {}
+    watched: dict[str, tuple[list[str], tuple[str, str]]] = {}
 
     def on_event(event: str, args: tuple[object, ...]) -> None:
         if event != "open" or not isinstance(args[0], str | os.PathLike):
@@ -88,15 +88,12 @@ def replaced(tmp_path: Path) -> Iterator[Callable[[Path, str, str], list[str]]]:
         opens, versions = watched[path]
         opens.append(path)
         source = tmp_path / "staged" / f"{next(staged)}{Path(path).suffix}"
-        _write(source, versions[len(opens) % 2].read_text())  # the other version
+        _write(source, versions[len(opens) % 2])  # the other version
         os.replace(source, path)
 
     def watch(path: Path, a: str, b: str) -> list[str]:
-        copies = [_write(tmp_path / "versions" / v / path.name, t) for v, t in (("a", a), ("b", b))]
-        if path.suffix == ".parquet":  # a Parquet version: its text, rewritten as Parquet
-            copies = [_write(c.with_suffix(".txt"), t) for c, t in zip(copies, (a, b))]
         opens: list[str] = []
-        watched[str(path)] = (opens, copies)
+        watched[str(path)] = (opens, (a, b))
         return opens
 
     _on_event.append(on_event)
