@@ -9,19 +9,22 @@ from __future__ import annotations
 
 import csv
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, TypeVar
 
 import pyarrow as pa
 import pyarrow.csv as pa_csv
 
 from fedanon.atomic import atomic_path
 from fedanon.errors import FedanonError, MissingColumnError
-from fedanon.readers.inputs import read_input, text_of
+from fedanon.readers.inputs import ReadOnce
 from fedanon.tables import Table, column_names
 
 if TYPE_CHECKING:
     import pandas as pd
+
+T = TypeVar("T")
 
 PARQUET_SUFFIXES = {".parquet", ".pq"}
 TAB_SUFFIXES = {".tsv", ".tab"}
@@ -47,14 +50,14 @@ def _most_frequent_delimiter(line: str) -> str | None:
 
 
 def input_delimiter(
-    path: str | os.PathLike[str], delimiter: str | None = None, data: bytes | None = None
+    path: str | os.PathLike[str], delimiter: str | None = None, stream: ReadOnce | None = None
 ) -> str:
     """The delimiter a text table is read with: the user's, or the one its header uses.
 
     Files exported by other tools are often ``;``-separated (ARX, spreadsheets in many locales),
     so with no ``--delimiter`` the header line decides: the candidate (``,`` ``;`` tab ``|``)
     that occurs most often in it; ``,`` when none occurs. ``.tsv``/``.tab`` files are tab.
-    `data`: the file's bytes, already read (:func:`read_arrow_once`); else the file is read.
+    `stream`: the file, opened once for its parse (:func:`read_arrow_once`).
     """
     path = Path(path)
     if delimiter:
@@ -64,18 +67,19 @@ def input_delimiter(
     if path.suffix.lower() in PARQUET_SUFFIXES:
         return ","  # no delimiter of its own; a CSV written from it uses the default
     try:
-        with _text(path, data) as handle:
-            first = handle.readline()
+        first = _first_lines(path, stream, lambda handle: handle.readline())
     except (OSError, UnicodeDecodeError):
         return ","  # read_table reports the real problem
     return _most_frequent_delimiter(first) or ","
 
 
-def _text(path: Path, data: bytes | None) -> IO[str]:
-    """The text table `path` (its bytes `data` when read already), opened for the csv module."""
-    if data is None:
-        return path.open(encoding="utf-8-sig", newline="")
-    return text_of(data, newline="")
+def _first_lines(path: Path, stream: ReadOnce | None, parse: Callable[[IO[str]], T]) -> T:
+    """`parse` of the text table `path`, opened for the csv module (from `stream`'s head when
+    the file is opened once for its parse)."""
+    if stream is not None:
+        return stream.from_head(parse)
+    with path.open(encoding="utf-8-sig", newline="") as handle:
+        return parse(handle)
 
 
 def check_output_format(path: str | os.PathLike[str]) -> None:
@@ -87,9 +91,11 @@ def check_output_format(path: str | os.PathLike[str]) -> None:
         raise FedanonError(f"{path}: unknown output format ({named}); supported: {supported}")
 
 
-def _header(path: Path, delimiter: str, data: bytes | None) -> list[str]:
-    with _text(path, data) as handle:
-        row = next(csv.reader(handle, delimiter=delimiter), None)
+def _header(path: Path, delimiter: str, stream: ReadOnce | None) -> list[str]:
+    def first_row(handle: IO[str]) -> list[str] | None:
+        return next(csv.reader(handle, delimiter=delimiter), None)
+
+    row = _first_lines(path, stream, first_row)
     if not row:
         raise FedanonError(f"{path}: empty file (no header line)")
     return [c.strip() for c in row]
@@ -122,16 +128,16 @@ def read_arrow(
 
 
 def read_arrow_once(path: str | os.PathLike[str], delimiter: str | None = None) -> pa.Table:
-    """:func:`read_arrow`'s whole table, parsed from one read of the file
-    (:func:`~fedanon.readers.inputs.read_input`): a party daemon's, whose sealed sessions are
-    bound to the digest of exactly the bytes it parsed. The file's bytes are held while they
-    are parsed (a moment's memory of the file's size on top of the table)."""
+    """:func:`read_arrow`'s whole table, the file opened once (:class:`ReadOnce`): a party
+    daemon's, whose sealed sessions are bound to the digest of exactly the bytes it parsed.
+    A text table streams through the hash into Arrow's parser; a Parquet file (read at
+    random places) is read whole first."""
     path = _table_file(path)
     try:
-        data = read_input(path)
-    except OSError as exc:
+        with ReadOnce(path) as stream:
+            return _parse(path, stream, delimiter, None)
+    except OSError as exc:  # opening it
         raise FedanonError(f"{path}: cannot read table ({str(exc).splitlines()[0]})") from exc
-    return _parse(path, data, delimiter, None)
 
 
 def _table_file(path: str | os.PathLike[str]) -> Path:
@@ -145,25 +151,25 @@ def _table_file(path: str | os.PathLike[str]) -> Path:
 
 
 def _parse(
-    path: Path, data: bytes | None, delimiter: str | None, columns: list[str] | None
+    path: Path, stream: ReadOnce | None, delimiter: str | None, columns: list[str] | None
 ) -> pa.Table:
-    """The table file `path` as Arrow text: parsed from `data`, its bytes, when read already
-    (then `path` only names it and its format), else read from the file."""
+    """The table file `path` as Arrow text, read from `stream` when opened already (then
+    `path` only names it and its format), else from the file."""
     try:
         if path.suffix.lower() in PARQUET_SUFFIXES:
             import pyarrow.parquet as pq  # only for Parquet: CSV runs skip its import
 
             # not read_table's dataset layer (it loads pandas)
-            parquet = pq.ParquetFile(path if data is None else pa.BufferReader(data))
+            parquet = pq.ParquetFile(path if stream is None else pa.BufferReader(stream.read()))
             table = parquet.read(columns=columns)
             table = table.cast(pa.schema([(n, pa.string()) for n in table.column_names]))
         else:
-            sep = input_delimiter(path, delimiter, data)
-            names = _header(path, sep, data)
+            sep = input_delimiter(path, delimiter, stream)
+            names = _header(path, sep, stream)
             if len(set(names)) != len(names):
                 raise FedanonError(f"{path}: a column name appears twice in the header")
             table = pa_csv.read_csv(
-                path if data is None else pa.BufferReader(data),
+                path if stream is None else pa.PythonFile(stream, mode="r"),
                 read_options=pa_csv.ReadOptions(column_names=names, skip_rows=1),
                 parse_options=pa_csv.ParseOptions(delimiter=sep),
                 convert_options=pa_csv.ConvertOptions(

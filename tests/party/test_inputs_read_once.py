@@ -10,6 +10,7 @@ reads raise no audit event, so the digest is also compared with the version pars
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import os
 import sys
@@ -136,3 +137,43 @@ def test_no_digest_is_taken_unless_sessions_are_sealed(tmp_path: Path) -> None:
     table = _write(tmp_path / "t.csv", "age,sex\n30,M\n")
     inputs = read_inputs(table, None, None, sharded=False, digest=False)
     assert inputs.digest == b"" and inputs.source.n_rows == 1
+
+
+def _odd(header: bytes, rows: bytes = b"1,2\n") -> bytes:
+    return header + b"\n" + rows
+
+
+ODD_TABLES = {  # the head a text table's header is sniffed from is 64 KiB, grown as needed
+    "a header longer than the head": _odd(b",".join(b"c%05d" % i + b"x" * 40 for i in range(2000))),
+    "a character cut at the head's end": _odd(b"a" + "é".encode() * 40000 + b",b"),
+    "a quoted header cell across the head's end": _odd(b'"x' + b"y" * 70000 + b'\nz",b'),
+    "a byte-order mark, CRLF and ';'": b"\xef\xbb\xbfage;sex\r\n30;M\r\n",
+    "a bad byte in the header": _odd(b"a\xff,b"),
+    "a bad byte past the head": _odd(b"a,b", b"1,2\n" * 20000 + b"\xff,3\n"),
+    "a header only, no newline": b"a,b",
+    "an empty file": b"",
+    "a repeated column": _odd(b"a,a"),
+    "a short row past the head": _odd(b"a,b", b"1,2\n" * 20000 + b"3\n"),
+}
+
+
+@pytest.mark.parametrize("content", list(ODD_TABLES.values()), ids=list(ODD_TABLES))
+def test_a_table_read_once_is_the_table_read_from_its_path(tmp_path: Path, content: bytes) -> None:
+    """The daemon's one-open read gives what the CLI's reader gives (its table, or its error
+    in the same words) and the digest of the file's bytes."""
+    from fedanon.errors import FedanonError
+    from fedanon.readers.inputs import recording_inputs
+    from fedanon.readers.table_io import read_arrow, read_arrow_once
+
+    path = tmp_path / "t.csv"
+    path.write_bytes(content)
+    outcomes = []
+    for read in (read_arrow, read_arrow_once):
+        with recording_inputs() as files:
+            try:
+                outcomes.append(read(path).to_pydict())
+            except FedanonError as exc:
+                outcomes.append(str(exc))
+    assert outcomes[0] == outcomes[1]
+    if not isinstance(outcomes[1], str):
+        assert files == [(path, hashlib.sha256(content).digest())]
