@@ -130,8 +130,8 @@ def main() -> None:
         med = medians[name] = [statistics.median(r[i] for r in runs) for i in range(5)]
         print(f"| {name} | " + " | ".join(f"{m:.2f}" for m in med[:4]) + f" | {med[4]:.0f} |")
     if len(medians) == 2:
-        before, after = medians.values()
-        ratios = " | ".join(f"{a / b:.3f}" for a, b in zip(after, before, strict=True))
+        base, ours = medians.values()
+        ratios = " | ".join(f"{a / b:.3f}" for a, b in zip(ours, base, strict=True))
         print(f"| this tree / before | {ratios} |")
 
 
