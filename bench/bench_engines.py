@@ -69,11 +69,15 @@ def main() -> None:
     ]
 
     import dask.dataframe as dd
-    from distributed import Client, LocalCluster
+    from distributed import Client
+
+    from fedanon.algorithms.tds.engines.sharded import loopback_cluster
 
     with (
-        LocalCluster(
-            n_workers=args.shards, threads_per_worker=1, processes=True, dashboard_address=None
+        loopback_cluster(
+            n_workers=args.shards,
+            threads_per_worker=1,
+            processes=True,
         ) as cluster,
         Client(cluster) as client,
     ):

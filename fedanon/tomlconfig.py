@@ -7,6 +7,7 @@ file's directory so a federation folder can be moved as a whole.
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, overload
 
@@ -24,10 +25,12 @@ def read_toml(path: str | Path) -> tuple[dict[str, Any], Path]:
         raise FedanonError(f"{path}: invalid TOML ({exc})") from exc
 
 
-def read_text_file(path: Path) -> str:
-    """A UTF-8 text file's content; a directory, an unreadable or a binary file is one error."""
+def read_text_file(path: Path, read: Callable[[Path], bytes] = Path.read_bytes) -> str:
+    """A UTF-8 text file's content; a directory, an unreadable or a binary file is one error.
+    `read` reads its bytes (a party's taxonomy: once, hashed as read; fedanon/readers/inputs.py).
+    """
     try:
-        raw = path.read_bytes()
+        raw = read(path)
     except OSError as exc:
         raise FedanonError(f"{path}: cannot read ({exc.strerror or exc})") from None
     try:

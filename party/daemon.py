@@ -34,11 +34,10 @@ from fedanon.federation.transport import (
 )
 from fedanon.party.config import PartyConfig
 from fedanon.party.gate import PartyGate
+from fedanon.party.inputs import read_inputs
 from fedanon.party.servicer import PartyServicer
-from fedanon.party.session_store import holding_state_dir, inputs_digest
+from fedanon.party.session_store import holding_state_dir
 from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
-from fedanon.readers.sources import open_source, read_source
-from fedanon.taxonomy.loader import load_taxonomy
 
 log = logging.getLogger(__name__)
 
@@ -48,17 +47,12 @@ SERVICE_NAME = "fedanon.v1.Party"
 def build_servicer(config: PartyConfig) -> PartyServicer:
     """The servicer for `config`: its table read, its certificate checked against its name;
     in direct mode its channel to the next hop (an outbound party's goes through the relay)."""
-    # A Dask-backed party leaves a Parquet dataset on disk for its workers (docs/engines.md);
-    # a one-process party reads its table whole, as Arrow text: no pandas before a job needs it.
-    source = (
-        open_source(config.data, config.delimiter)
-        if config.engine.name == "dask"
-        else read_source(config.data, config.delimiter)
-    )
-    taxonomy = (
-        None
-        if config.taxonomy is None
-        else load_taxonomy(config.taxonomy, data_columns=source.columns)
+    inputs = read_inputs(
+        config.data,
+        config.delimiter,
+        config.taxonomy,
+        sharded=config.engine.name == "dask",
+        digest=config.state_dir is not None and config.tls is not None,  # sessions are sealed
     )
     next_stub = None
     channel: grpc.Channel | None = None
@@ -77,9 +71,10 @@ def build_servicer(config: PartyConfig) -> PartyServicer:
             )
         ca = x509.load_pem_x509_certificate(config.tls.ca.read_bytes())
     counting = counting_engine(config.engine)
-    servicer = PartyServicer(config, source, taxonomy, next_stub, identity, ca, counting=counting)
-    if servicer.store.enabled:  # what a sealed session's rejoin must find again
-        servicer.store.inputs = inputs_digest(config.data, config.taxonomy, config.delimiter)
+    servicer = PartyServicer(
+        config, inputs.source, inputs.taxonomy, next_stub, identity, ca, counting=counting
+    )
+    servicer.store.inputs = inputs.digest  # what a sealed session's rejoin must find again
     if channel is not None:  # the servicer's to close; a retry waits until it is ready
         servicer.next_channel = channel
         servicer.next_ready = functools.partial(ready_within, channel)

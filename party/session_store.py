@@ -21,7 +21,6 @@ import base64
 import contextlib
 import errno
 import fcntl
-import hashlib
 import json
 import logging
 import os
@@ -42,7 +41,6 @@ from fedanon.atomic import atomic_path
 from fedanon.crypto.identity import Identity
 from fedanon.errors import FedanonError
 from fedanon.protos import fedanon_v1_pb2 as pb
-from fedanon.readers.sources import ParquetSource
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +74,7 @@ class SealedSession:
     collected: int = -1
     stripped_round: int = -1
     stripped_digest: bytes = b""
-    # What the daemon read its session from (`inputs_digest`): a restart with another table,
+    # What the daemon read its session from (party/inputs.py): a restart with another table,
     # taxonomy or delimiter cannot rejoin (its release would not be the one the job began).
     inputs: bytes = b""
     # The session's attempt and its roster once a rerun moved it past its first
@@ -162,7 +160,7 @@ class SessionStore:
         self._aad = b"" if identity is None else identity.name.encode()
         self.lease_seconds = lease_seconds
         self.idle = idle
-        # The digest of what the daemon read at start (`inputs_digest`; the daemon sets it).
+        # The digest of what the daemon read at start (party/inputs.py; the daemon sets it).
         self.inputs = b""
         self.started = self._since = time.monotonic()
         self._lock = threading.RLock()
@@ -380,27 +378,6 @@ def _write_all(fd: int, data: bytes) -> None:
         if written <= 0:
             raise OSError(errno.ENOSPC, "no space left to seal the session")
         view = view[written:]
-
-
-def inputs_digest(data: Path, taxonomy: Path | None, delimiter: str | None) -> bytes:
-    """SHA-256 of what a party's sessions are computed from: its table's bytes (a Parquet
-    dataset's files, by relative name, in order), its taxonomy file's and its delimiter.
-    Sealed with a session and compared at its rejoin: the replayed chain covers only the
-    answers given before the restart, so a changed record whose counts those answers did not
-    show (a non-sensitive value changed, a row whose group was not split yet) would otherwise
-    rejoin silently and release another table."""
-    digest = hashlib.sha256(repr(delimiter).encode())
-    if data.is_dir():  # the dataset's files as the party reads them (their names in order)
-        named = [(str(f.relative_to(data)), f) for f in ParquetSource(data).files]
-    else:
-        named = [("", data)]
-    if taxonomy is not None:
-        named.append(("taxonomy", taxonomy))
-    for name, path in named:
-        digest.update(len(name).to_bytes(8, "big") + name.encode())
-        with path.open("rb") as file:
-            digest.update(hashlib.file_digest(file, "sha256").digest())
-    return digest.digest()
 
 
 def _seal_key(identity: Identity) -> bytes:

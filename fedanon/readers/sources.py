@@ -26,7 +26,13 @@ import numpy as np
 import pyarrow as pa
 
 from fedanon.errors import FedanonError
-from fedanon.readers.table_io import PARQUET_SUFFIXES, frame_of, read_arrow, read_table
+from fedanon.readers.table_io import (
+    PARQUET_SUFFIXES,
+    frame_of,
+    read_arrow,
+    read_arrow_once,
+    read_table,
+)
 from fedanon.tables import Table
 
 if TYPE_CHECKING:  # pandas loads when a job asks for a DataFrame, never at a daemon's start-up
@@ -246,5 +252,6 @@ def open_source(path: Path, delimiter: str | None = None) -> TableSource:
 
 
 def read_source(path: Path, delimiter: str | None = None) -> ArrowSource:
-    """The one-process party's table: read whole, as Arrow text (no pandas)."""
-    return ArrowSource(read_arrow(path, delimiter))
+    """The one-process party's table: read whole, as Arrow text (no pandas), from one read of
+    the file (what its sealed sessions' digest hashes: fedanon/readers/inputs.py)."""
+    return ArrowSource(read_arrow_once(path, delimiter))

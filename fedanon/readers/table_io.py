@@ -9,18 +9,22 @@ from __future__ import annotations
 
 import csv
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, TypeVar
 
 import pyarrow as pa
 import pyarrow.csv as pa_csv
 
 from fedanon.atomic import atomic_path
 from fedanon.errors import FedanonError, MissingColumnError
+from fedanon.readers.inputs import ReadOnce
 from fedanon.tables import Table, column_names
 
 if TYPE_CHECKING:
     import pandas as pd
+
+T = TypeVar("T")
 
 PARQUET_SUFFIXES = {".parquet", ".pq"}
 TAB_SUFFIXES = {".tsv", ".tab"}
@@ -45,12 +49,15 @@ def _most_frequent_delimiter(line: str) -> str | None:
     return best if count else None
 
 
-def input_delimiter(path: str | os.PathLike[str], delimiter: str | None = None) -> str:
+def input_delimiter(
+    path: str | os.PathLike[str], delimiter: str | None = None, stream: ReadOnce | None = None
+) -> str:
     """The delimiter a text table is read with: the user's, or the one its header uses.
 
     Files exported by other tools are often ``;``-separated (ARX, spreadsheets in many locales),
     so with no ``--delimiter`` the header line decides: the candidate (``,`` ``;`` tab ``|``)
     that occurs most often in it; ``,`` when none occurs. ``.tsv``/``.tab`` files are tab.
+    `stream`: the file, opened once for its parse (:func:`read_arrow_once`).
     """
     path = Path(path)
     if delimiter:
@@ -60,11 +67,19 @@ def input_delimiter(path: str | os.PathLike[str], delimiter: str | None = None) 
     if path.suffix.lower() in PARQUET_SUFFIXES:
         return ","  # no delimiter of its own; a CSV written from it uses the default
     try:
-        with path.open(encoding="utf-8-sig", newline="") as handle:
-            first = handle.readline()
+        first = _first_lines(path, stream, lambda handle: handle.readline())
     except (OSError, UnicodeDecodeError):
         return ","  # read_table reports the real problem
     return _most_frequent_delimiter(first) or ","
+
+
+def _first_lines(path: Path, stream: ReadOnce | None, parse: Callable[[IO[str]], T]) -> T:
+    """`parse` of the text table `path`, opened for the csv module (from `stream`'s head when
+    the file is opened once for its parse)."""
+    if stream is not None:
+        return stream.from_head(parse)
+    with path.open(encoding="utf-8-sig", newline="") as handle:
+        return parse(handle)
 
 
 def check_output_format(path: str | os.PathLike[str]) -> None:
@@ -76,9 +91,11 @@ def check_output_format(path: str | os.PathLike[str]) -> None:
         raise FedanonError(f"{path}: unknown output format ({named}); supported: {supported}")
 
 
-def _header(path: Path, delimiter: str) -> list[str]:
-    with path.open(newline="", encoding="utf-8-sig") as handle:
-        row = next(csv.reader(handle, delimiter=delimiter), None)
+def _header(path: Path, delimiter: str, stream: ReadOnce | None) -> list[str]:
+    def first_row(handle: IO[str]) -> list[str] | None:
+        return next(csv.reader(handle, delimiter=delimiter), None)
+
+    row = _first_lines(path, stream, first_row)
     if not row:
         raise FedanonError(f"{path}: empty file (no header line)")
     return [c.strip() for c in row]
@@ -106,25 +123,53 @@ def read_arrow(
     """:func:`read_table`'s table before pandas: an Arrow table of text columns (what
     `fedanon anonymize lkc` works on from reading to writing). `columns`: only these, in that
     order (a Parquet file reads no other column: a Dask shard reads one at a time)."""
+    path = _table_file(path)
+    return _parse(path, None, delimiter, columns)
+
+
+def read_arrow_once(path: str | os.PathLike[str], delimiter: str | None = None) -> pa.Table:
+    """:func:`read_arrow`'s whole table, the file opened once (:class:`ReadOnce`): a party
+    daemon's, whose sealed sessions are bound to the digest of exactly the bytes it parsed.
+    A text table streams through the hash into Arrow's parser; a Parquet file (read at
+    random places) is read whole first."""
+    path = _table_file(path)
+    try:
+        with ReadOnce(path) as stream:
+            return _parse(path, stream, delimiter, None)
+    except OSError as exc:  # opening it
+        raise FedanonError(f"{path}: cannot read table ({str(exc).splitlines()[0]})") from exc
+
+
+def _table_file(path: str | os.PathLike[str]) -> Path:
+    """`path`, refused in one line unless it names a file."""
     path = Path(path)
     if not path.exists():
         raise FedanonError(f"{path}: file not found")
     if path.is_dir():
         raise FedanonError(f"{path}: is a directory, expected a table file")
+    return path
+
+
+def _parse(
+    path: Path, stream: ReadOnce | None, delimiter: str | None, columns: list[str] | None
+) -> pa.Table:
+    """The table file `path` as Arrow text, read from `stream` when opened already (then
+    `path` only names it and its format), else from the file."""
     try:
         if path.suffix.lower() in PARQUET_SUFFIXES:
             import pyarrow.parquet as pq  # only for Parquet: CSV runs skip its import
 
             # not read_table's dataset layer (it loads pandas)
-            table = pq.ParquetFile(path).read(columns=columns)
+            parquet = pq.ParquetFile(path if stream is None else pa.BufferReader(stream.read()))
+            table = parquet.read(columns=columns)
             table = table.cast(pa.schema([(n, pa.string()) for n in table.column_names]))
         else:
-            sep = input_delimiter(path, delimiter)
-            names = _header(path, sep)
+            sep = input_delimiter(path, delimiter, stream)
+            names = _header(path, sep, stream)
             if len(set(names)) != len(names):
                 raise FedanonError(f"{path}: a column name appears twice in the header")
             table = pa_csv.read_csv(
-                path,
+                path if stream is None else pa.PythonFile(stream, mode="r"),
                 read_options=pa_csv.ReadOptions(column_names=names, skip_rows=1),
                 parse_options=pa_csv.ParseOptions(delimiter=sep),
                 convert_options=pa_csv.ConvertOptions(

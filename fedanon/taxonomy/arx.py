@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fedanon.errors import FedanonError
+from fedanon.readers.inputs import read_input, text_of
 from fedanon.taxonomy.files import TaxonomyFile, check_consistency
 from fedanon.taxonomy.tree import MAX_DEPTH, Spec, Taxonomy, depth_error
 
@@ -97,7 +98,7 @@ def read_arx_files(
 
 def read_arx_hierarchy(attribute: str, path: Path) -> Taxonomy:
     """Read one ARX hierarchy file into a taxonomy of `attribute` (delimiter detected)."""
-    with Path(path).open(encoding="utf-8-sig", newline="") as handle:
+    with text_of(read_input(Path(path)), newline="") as handle:  # one read (inputs.py)
         text = handle.read()
     rows = list(csv.reader(io.StringIO(text), delimiter=hierarchy_delimiter(text), quotechar='"'))
     return parse_arx_rows(attribute, rows, str(path))

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fedanon.errors import FedanonError
+from fedanon.readers.inputs import read_input, text_of
 from fedanon.taxonomy.files import SensitiveValue, TaxonomyFile, check_consistency
 from fedanon.taxonomy.tree import Spec, Taxonomy, require_depth
 
@@ -51,7 +52,8 @@ class _Token:
 
 def read_hchy(path: Path) -> TaxonomyFile:
     """Read a ``.hchy`` file (see the module docstring for the format)."""
-    return parse_hchy(Path(path).read_text(encoding="utf-8-sig"), str(path))
+    with text_of(read_input(Path(path))) as text:  # one read: a party's digest hashes it
+        return parse_hchy(text.read(), str(path))
 
 
 def parse_hchy(text: str, source: str) -> TaxonomyFile:

@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from fedanon.errors import FedanonError
+from fedanon.readers.inputs import read_input
 from fedanon.taxonomy.files import SensitiveValue, TaxonomyFile, check_consistency
 from fedanon.taxonomy.outline import format_outline, parse_outline
 from fedanon.taxonomy.tree import Taxonomy
@@ -57,7 +58,7 @@ _CLASS_KEYS = {"column", "values"}
 
 def read_toml_taxonomy(path: Path) -> TaxonomyFile:
     """Read a taxonomy file in our TOML format."""
-    return parse_toml_taxonomy(read_text_file(Path(path)), str(path))
+    return parse_toml_taxonomy(read_text_file(Path(path), read_input), str(path))
 
 
 def parse_toml_taxonomy(text: str, source: str) -> TaxonomyFile:

@@ -22,10 +22,10 @@ import pytest
 
 pytest.importorskip("distributed")
 
-from distributed import Client, LocalCluster
+from distributed import Client
 
 from fedanon.algorithms.tds.engines import EngineSettings, sharded
-from fedanon.algorithms.tds.engines.sharded import DaskEngine
+from fedanon.algorithms.tds.engines.sharded import DaskEngine, loopback_cluster
 from fedanon.readers.sources import ArrowSource, FrameSource, ParquetSource
 from fedanon.schema import Schema
 from fedanon.taxonomy.files import SensitiveValue
@@ -160,8 +160,10 @@ def test_worker_processes_keep_their_shards_and_a_killed_one_loads_them_again() 
     source = ArrowSource(TABLE)
     expected = _expected(_schema())
     with (
-        LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        loopback_cluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
         ) as cluster,
         Client(cluster) as c,
     ):

@@ -29,7 +29,7 @@ from distributed.security import Security
 from fedanon.algorithms.tds.api import build_schema
 from fedanon.algorithms.tds.engine import LKCEngine, StepInfo
 from fedanon.algorithms.tds.engines import EngineSettings, counting_engine, sharded
-from fedanon.algorithms.tds.engines.sharded import DaskEngine, ShardedParty
+from fedanon.algorithms.tds.engines.sharded import DaskEngine, ShardedParty, loopback_cluster
 from fedanon.algorithms.tds.local_party import LocalParty
 from fedanon.crypto.identity import create_ca, issue_identity, save_ca, save_identity
 from fedanon.errors import FedanonError
@@ -48,8 +48,10 @@ PARAMS = LKCParams.of(2, 10, "0.5")
 def client():
     """One in-process cluster (threads) for the module: the machine has two cores."""
     with (
-        LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
+        loopback_cluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=False,
         ) as cluster,
         Client(cluster) as c,
     ):
@@ -252,8 +254,10 @@ def test_a_worker_killed_mid_job_is_replayed_and_the_release_is_unchanged():
     schema, table = _case()
     steps, release = _run_local(schema, table)
     with (
-        LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        loopback_cluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
         ) as cluster,
         Client(cluster) as c,
     ):
@@ -288,11 +292,10 @@ def _tls_cluster(certs: Path, name: str) -> LocalCluster:
         tls_worker_key=str(certs / f"{name}.key"),
         require_encryption=True,
     )
-    return LocalCluster(
+    return loopback_cluster(
         n_workers=1,
         threads_per_worker=2,
         processes=False,
-        dashboard_address=None,
         security=security,
         protocol="tls://",
     )

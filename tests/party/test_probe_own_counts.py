@@ -174,10 +174,10 @@ def test_a_dask_partys_probe_counts_own_counts_only_and_survives_a_lost_shard(
     step and shard), a shard lost half way is reloaded and replays the log with it, and the
     answer is the survivor's records per group of the cut."""
     pytest.importorskip("distributed")
-    from distributed import Client, LocalCluster
+    from distributed import Client
 
     from fedanon.algorithms.tds.engines import EngineSettings, sharded
-    from fedanon.algorithms.tds.engines.sharded import DaskEngine
+    from fedanon.algorithms.tds.engines.sharded import DaskEngine, loopback_cluster
 
     data = hospital_dataset(900, seed=21)
     spec = data.spec(L=2, K=5, C="0.6", sensitive={"diagnosis": ["HIV"]})
@@ -185,8 +185,10 @@ def test_a_dask_partys_probe_counts_own_counts_only_and_survives_a_lost_shard(
     part = split_table(data.table, 3, "random", seed=28)[1]
     expected = _pandas_counts(schema, part, steps)
     with (
-        LocalCluster(
-            n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None
+        loopback_cluster(
+            n_workers=1,
+            threads_per_worker=2,
+            processes=False,
         ) as cluster,
         Client(cluster) as client,
     ):

@@ -4,12 +4,19 @@ its delimiter; not with where the same bytes lie."""
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
-from fedanon.party.session_store import inputs_digest
+from fedanon.party.inputs import read_inputs
 
 TABLE = "age,sex,diagnosis\n30,Male,Flu\n41,Female,HIV\n"
-TAXONOMY = 'qids = ["age", "sex"]\n'
+TAXONOMY = '[attributes.sex]\nkind = "categorical"\ntree = """\nAny\n  Male\n  Female\n"""\n'
+
+
+def inputs_digest(data: Path, taxonomy: Path | None, delimiter: str | None) -> bytes:
+    """The digest the daemon seals its sessions with (a dataset: as a Dask party reads it)."""
+    sharded = data.is_dir()
+    return read_inputs(data, delimiter, taxonomy, sharded=sharded, digest=True).digest
 
 
 def _files(root: Path, table: str = TABLE, taxonomy: str = TAXONOMY) -> tuple[Path, Path]:
@@ -58,3 +65,15 @@ def test_only_the_files_the_party_reads_count(tmp_path: Path) -> None:
     before = inputs_digest(dataset, None, None)
     (dataset / "_SUCCESS").write_bytes(b"")
     assert inputs_digest(dataset, None, None) == before
+
+
+def test_the_digest_is_the_one_sessions_sealed_before_session_13_hold(tmp_path: Path) -> None:
+    """Reading once changed how the bytes are read, not what is hashed: a session sealed by
+    a daemon of the previous version still rejoins one of this version (the formula of
+    main f8ee96f's `inputs_digest`, written out)."""
+    table, taxonomy = _files(tmp_path)
+    expected = hashlib.sha256(repr(";").encode())
+    for name, content in (("", table.read_bytes()), ("taxonomy", taxonomy.read_bytes())):
+        expected.update(len(name).to_bytes(8, "big") + name.encode())
+        expected.update(hashlib.sha256(content).digest())
+    assert inputs_digest(table, taxonomy, ";") == expected.digest()

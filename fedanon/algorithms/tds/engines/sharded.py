@@ -621,14 +621,33 @@ def local_cluster(workers: int, shards: int) -> LocalCluster:
     the cluster's lifetime), or with 0 one in-process worker with a thread per shard (at most
     one per CPU)."""
     if workers > 0:
-        return LocalCluster(
+        return loopback_cluster(
             n_workers=workers,
             threads_per_worker=1,
             processes=True,
-            dashboard_address=None,
             security=Security.temporary(),
         )
     threads = max(1, min(shards, os.cpu_count() or 1))
+    return loopback_cluster(n_workers=1, threads_per_worker=threads, processes=False)
+
+
+#: Where the HTTP servers of a cluster fedanon starts listen: loopback, a free port.
+LOOPBACK_HTTP = "127.0.0.1:0"
+
+
+def loopback_cluster(**options: Any) -> LocalCluster:
+    """A ``LocalCluster(**options)`` that listens on loopback only (every cluster fedanon, its
+    tests and its benches start). Its scheduler and each worker always start an HTTP server,
+    also with ``dashboard_address=None`` (distributed/node.py, ``start_http_server``): the
+    scheduler's on port 8787, a worker's on a free one, each on the host of its comm address,
+    which for an in-process cluster (``inproc://``) is every interface. A hospital's daemon
+    must open no unauthenticated port to its network, so both are asked for loopback and a free
+    port (the scheduler's dashboard stays off; a worker's is served only if Bokeh is installed,
+    on loopback). The comm ports (scheduler, nannies, workers) are loopback already: LocalCluster
+    binds them to 127.0.0.1 unless a host is given."""
     return LocalCluster(
-        n_workers=1, threads_per_worker=threads, processes=False, dashboard_address=None
+        **options,
+        dashboard_address=None,
+        scheduler_kwargs={"dashboard_address": LOOPBACK_HTTP},
+        worker_dashboard_address=LOOPBACK_HTTP,
     )

@@ -1,0 +1,153 @@
+"""Input files read once, each file's SHA-256 taken from the very bytes its reader parses.
+
+A party daemon binds a sealed session to a digest of its inputs (party/inputs.py,
+`inputs_digest`). Hashing a file apart from parsing it reads it twice, and a file replaced or
+edited between the two reads gives a digest of other bytes than those parsed: a rejoin could
+then accept a table the session did not use, or refuse the one it did. So every reader of a
+party's inputs (its table, each format of taxonomy) opens a file once: a taxonomy whole
+through :func:`read_input`, then parsed from those bytes; a table through :class:`ReadOnce`,
+a stream its parser reads front to back, hashed as it goes (a text table is never held whole
+as bytes: the CPU and memory of Arrow reading the path; a Parquet file, read at random
+places, is read whole first). Inside :func:`recording_inputs` the digest of the bytes read is
+recorded; outside it nothing is hashed (a CLI run or a daemon without sealed sessions pays
+nothing for it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
+from pathlib import Path
+from types import TracebackType
+from typing import TypeVar
+
+T = TypeVar("T")
+
+#: The first bytes of a text table looked at before its parser reads it (grown, by four
+#: times, while a header row does not end within them).
+HEAD_BYTES = 1 << 16
+
+#: The files read under the innermost `recording_inputs`: (path, SHA-256 of its bytes).
+_recorded: ContextVar[list[tuple[Path, bytes]] | None] = ContextVar("recorded", default=None)
+
+
+@contextlib.contextmanager
+def recording_inputs() -> Iterator[list[tuple[Path, bytes]]]:
+    """Record what :func:`read_input` reads in this context, in read order."""
+    files: list[tuple[Path, bytes]] = []
+    token = _recorded.set(files)
+    try:
+        yield files
+    finally:
+        _recorded.reset(token)
+
+
+def read_input(path: Path) -> bytes:
+    """The bytes of `path`, read with one open (OSError as `open` raises it); their SHA-256
+    is recorded when a :func:`recording_inputs` is active."""
+    with path.open("rb") as file:
+        data = file.read()
+    files = _recorded.get()
+    if files is not None:
+        files.append((path, hashlib.sha256(data).digest()))
+    return data
+
+
+def text_of(data: bytes, newline: str | None = None) -> io.TextIOWrapper:
+    """`data` as the text file ``open(path, encoding="utf-8-sig", newline=newline)`` would
+    give: a byte-order mark dropped, the same newline translation, the same decoding errors."""
+    return io.TextIOWrapper(io.BytesIO(data), encoding="utf-8-sig", newline=newline)
+
+
+class ReadOnce:
+    """A file opened once and read front to back by one parser (``read``, what Arrow calls on
+    a Python file); its first bytes can be parsed before (:meth:`from_head`: a text table's
+    delimiter and header), and every byte read is hashed once, in order, when a
+    :func:`recording_inputs` is active (recorded at :meth:`close`, after the rest is read)."""
+
+    closed = False
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._file = path.open("rb", buffering=0)
+        self._files = _recorded.get()
+        self._digest = None if self._files is None else hashlib.sha256()
+        self._head = b""  # read from the file and not yet given to the parser
+        self._eof = False
+
+    def __enter__(self) -> ReadOnce:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close(complete=kind is None)
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        """The next `size` bytes (all the rest with -1): the head's first, then the file's."""
+        if size < 0:
+            data, self._head = self._head + self._take(-1), b""
+            return data
+        data, self._head = self._head[:size], self._head[size:]
+        return data + self._take(size - len(data)) if len(data) < size else data
+
+    def from_head(self, parse: Callable[[io.TextIOWrapper], T]) -> T:
+        """`parse` of the file's beginning as text (``open(path, encoding="utf-8-sig",
+        newline="")``), its head grown until `parse` stops before its end (a whole first
+        row) or it is the whole file: `parse` sees what it would see reading the file."""
+        size = HEAD_BYTES
+        while True:
+            if len(self._head) < size and not self._eof:
+                self._head += self._take(size - len(self._head))
+            handle = text_of(self._head, newline="")
+            try:
+                result = parse(handle)
+            except UnicodeDecodeError as exc:
+                if self._eof or exc.reason != "unexpected end of data":
+                    raise  # not a character cut at the head's end
+            else:
+                if self._eof or _continues(handle):
+                    return result
+            size *= 4
+
+    def _take(self, size: int) -> bytes:
+        """The next `size` bytes of the file (all the rest with -1), hashed."""
+        parts = []
+        while size and not self._eof:
+            part = self._file.read(size if size > 0 else 1 << 20)
+            if not part:
+                self._eof = True
+                break
+            if self._digest is not None:
+                self._digest.update(part)
+            parts.append(part)
+            size = size - len(part) if size > 0 else -1
+        return b"".join(parts)
+
+    def close(self, complete: bool = True) -> None:
+        """Close the file; when the parse completed, record the digest of all its bytes (any
+        left unread are read for it: the digest is of the whole file)."""
+        if self.closed:
+            return
+        try:
+            if complete and self._files is not None and self._digest is not None:
+                while self._take(1 << 20):
+                    pass
+                self._files.append((self.path, self._digest.digest()))
+        finally:
+            self._file.close()
+            self.closed = True
+
+
+def _continues(handle: io.TextIOWrapper) -> bool:
+    """Whether text follows what was read of `handle` (bytes that do not decode follow too)."""
+    try:
+        return bool(handle.read(1))
+    except UnicodeDecodeError:
+        return True
