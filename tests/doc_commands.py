@@ -19,9 +19,11 @@ import signal
 import subprocess
 import tempfile
 import textwrap
-import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from tests.harness.procs import group_members
+from tests.harness.wait import wait_while
 
 FENCE_OPEN = re.compile(r"^(?P<indent>\s*)```sh\s*$")
 FENCE_CLOSE = re.compile(r"^\s*```\s*$")
@@ -120,7 +122,7 @@ def run_blocks(
     return DocRun(returncode, failed, text)
 
 
-def kill_group(process: subprocess.Popen, seconds: float = 30.0) -> None:
+def kill_group(process: subprocess.Popen) -> None:
     """SIGKILL every process left in `process`'s group (its own session), reap it, and return
     only once no member is alive.
 
@@ -129,27 +131,13 @@ def kill_group(process: subprocess.Popen, seconds: float = 30.0) -> None:
     caller see it outlive the run (a CI failure). The wait is bounded; a member that somehow
     survives is left for the caller's own check to name.
     """
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
-    deadline = time.monotonic() + seconds
-    while _live_members(process.pid) and time.monotonic() < deadline:
+
+    def kill() -> list[int]:
+        """Signal the group again (a member forked meanwhile) and name who is still alive."""
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
-        time.sleep(0.02)
+        return group_members(process.pid)
 
-
-def _live_members(group: int) -> list[int]:
-    """Pids of the processes of process group `group` that are not zombies (from /proc)."""
-    members = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        state, pgrp = fields[0], int(fields[2])
-        if pgrp == group and state not in ("Z", "X"):
-            members.append(int(entry.name))
-    return members
+    kill()
+    process.wait()
+    wait_while(kill, interval=0.02)

@@ -15,8 +15,9 @@ before the run are left out.
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
+
+from tests.harness.wait import wait_while
 
 ROOT = str(Path(__file__).resolve().parents[1])
 #: The environment variable that marks the processes of one test run (see :func:`mark_run`).
@@ -94,7 +95,4 @@ def orphans(since: int) -> list[str]:
 def wait_for_no_orphans(since: int, seconds: float = 60.0) -> list[str]:
     """The orphans left once `seconds` have passed (processes that are shutting down, such as a
     finished worker's fork server, get that long to exit)."""
-    deadline = time.monotonic() + seconds
-    while (left := orphans(since)) and time.monotonic() < deadline:
-        time.sleep(0.5)
-    return left
+    return wait_while(lambda: orphans(since), seconds, interval=0.5)

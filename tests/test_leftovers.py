@@ -6,9 +6,9 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 from tests.harness.cli import owned
+from tests.harness.wait import wait_until
 from tests.leftovers import ROOT, RUN_ENV, orphans, own_start
 
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(120)", ROOT]
@@ -22,10 +22,7 @@ def _found(pid: int, since: int) -> bool:
 def _gone(pid: int, since: int) -> None:
     """SIGKILL takes effect asynchronously; once dead (a zombie until reaped) it is gone."""
     os.kill(pid, signal.SIGKILL)
-    deadline = time.monotonic() + 30
-    while _found(pid, since):
-        assert time.monotonic() < deadline, f"killed process {pid} still counted after 30 s"
-        time.sleep(0.05)
+    assert wait_until(lambda: not _found(pid, since)), f"killed process {pid} still counted"
 
 
 def test_an_orphan_and_a_child_of_this_process_are_found_a_grandchild_is_not() -> None:

@@ -6,7 +6,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import pytest
 
 from fedanon.crypto.errors import IntegrityError
 from fedanon.crypto.parallel import DEFAULT_MAX_WORKERS, Parallelism, Stream, default_workers
+from tests.harness.wait import wait_while
 
 
 def _pids(items: Sequence[bytes]) -> list[int]:
@@ -146,10 +146,7 @@ def test_workers_exit_when_the_process_that_made_the_pool_is_killed(
         assert len(workers) == pool_size and all(_alive(pid) for pid in workers)
         owner.send_signal(signal.SIGKILL)
         owner.wait()
-        deadline = time.monotonic() + 20
-        while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        left = [pid for pid in workers if _alive(pid)]
+        left = wait_while(lambda: [pid for pid in workers if _alive(pid)])
     finally:
         owner.kill()
         owner.wait()

@@ -16,7 +16,6 @@ from __future__ import annotations
 import functools
 import os
 import signal
-import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -40,6 +39,7 @@ from fedanon.readers.datadir import data_dir
 from fedanon.synth import generate_hospital, hospital_taxonomy_path
 from fedanon.taxonomy.files import TaxonomyFile
 from fedanon.taxonomy.loader import load_taxonomy
+from tests.harness.wait import wait_until, wait_while
 
 ADULT_CSV = data_dir() / "adult" / "adult_all.csv"
 ADULT_TAXONOMY = data_dir() / "adult" / "lkc_paper_taxonomy.hchy"
@@ -234,6 +234,13 @@ def party_processes(marker: str) -> list[int]:
     return found
 
 
+def wait_gone(marker: str) -> list[int]:
+    """The ``party serve`` processes under `marker` still alive once they had time to end:
+    daemons die with their parent (PR_SET_PDEATHSIG) or stop with the sim, but not in the same
+    instant, and on a loaded machine a dying process can take seconds to be scheduled."""
+    return wait_while(lambda: party_processes(marker))
+
+
 class SignalAtIteration:
     """An ``on_step`` callback that sends `sig` to daemon #`victim` after `iteration`.
 
@@ -260,18 +267,17 @@ class SignalAtIteration:
                 wait_until_stopped(daemon.process.pid)
 
 
-def wait_until_stopped(pid: int, seconds: float = 10.0) -> None:
+def wait_until_stopped(pid: int) -> None:
     """Return once every thread of `pid` is stopped: kill() only queues SIGSTOP, and a thread
     that is running at that moment could still answer the leader's next message (under load
     the frozen party once answered one more iteration)."""
-    deadline = time.monotonic() + seconds
     tasks = Path(f"/proc/{pid}/task")
-    while time.monotonic() < deadline:
+
+    def stopped() -> bool:
         states = [_state(task / "stat") for task in tasks.iterdir()]
-        if all(state in ("T", "t", None) for state in states):
-            return
-        time.sleep(0.005)
-    raise AssertionError(f"process {pid} did not stop within {seconds} s")
+        return all(state in ("T", "t", None) for state in states)
+
+    assert wait_until(stopped, interval=0.005), f"process {pid} did not stop"
 
 
 def _state(stat: Path) -> str | None:

@@ -27,6 +27,7 @@ from tests.distributed.conftest import (
     centralized,
     hospital_dataset,
     party_processes,
+    wait_gone,
 )
 from tests.harness.cli import FEDANON, CliResult, run_cli_process
 
@@ -35,14 +36,6 @@ ROWS, SEED = 1500, 21
 
 def fedanon(*args: str, timeout: float = 240) -> CliResult:
     return run_cli_process(*args, timeout=timeout)
-
-
-def wait_gone(marker: str, seconds: float = 10.0) -> list[int]:
-    """Daemons die with their parent (PR_SET_PDEATHSIG), but not in the same instant."""
-    deadline = time.monotonic() + seconds
-    while (left := party_processes(marker)) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    return left
 
 
 @pytest.fixture(scope="module")
@@ -219,6 +212,12 @@ def sim_process(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], Path,
             os.kill(pid, signal.SIGKILL)
 
 
+def listening(workdir: Path) -> list[Path]:
+    """The daemons' logs that say they listen: a daemon prints it after it has asked to die
+    with its parent (``tie_to_parent``), so from then on the kernel ends it with the sim."""
+    return [log for log in workdir.glob("*.log") if "listening on port" in log.read_text()]
+
+
 @pytest.mark.slow
 def test_killing_the_sim_takes_its_daemons_along(
     sim_process: tuple[subprocess.Popen[bytes], Path, Path],
@@ -226,11 +225,10 @@ def test_killing_the_sim_takes_its_daemons_along(
     """SIGKILL of the sim (no cleanup code runs) still leaves no daemon: PR_SET_PDEATHSIG."""
     process, workdir, out = sim_process
     deadline = time.monotonic() + 120
-    while len(party_processes(str(workdir))) < 3:
-        assert process.poll() is None, "the sim ended before its daemons were seen"
-        assert time.monotonic() < deadline, "daemons never appeared"
+    while len(listening(workdir)) < 3:
+        assert process.poll() is None, "the sim ended before its daemons were listening"
+        assert time.monotonic() < deadline, "daemons never listened"
         time.sleep(0.2)
-    time.sleep(1.0)
     process.send_signal(signal.SIGKILL)
     process.wait()
     assert not wait_gone(str(workdir))

@@ -17,7 +17,7 @@ import select
 import socket
 import ssl
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent import futures
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -42,6 +42,7 @@ from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
 from fedanon.synth import generate_hospital, hospital_taxonomy_path
 from tests.crypto import badcerts
 from tests.distributed.test_authorization import channel_with, tls_of
+from tests.harness.wait import wait_until
 
 HANDSHAKE_SECONDS = 1.0
 MAX_CONNECTIONS = 40
@@ -118,17 +119,6 @@ def memory_mb(fed: Federation, key: str = "VmRSS") -> float:
     raise AssertionError(f"no {key} in /proc/{pid(fed)}/status")
 
 
-def wait_until(condition: Callable[[], bool], seconds: float = SETTLE_SECONDS) -> bool:
-    """Poll `condition` until it holds or `seconds` pass; whether it held."""
-    deadline = time.monotonic() + seconds
-    while True:
-        if condition():
-            return True
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.1)
-
-
 def leader_status(fed: Federation, timeout: float = 20.0) -> pb.StatusReply:
     """Status as the leader, on a fresh connection (so it needs a free connection slot)."""
     tls = fed.leader_tls
@@ -147,7 +137,7 @@ def settled_baseline(fed: Federation) -> int:
         counts.append(descriptors(fed))
         return len(counts) >= 5 and len(set(counts[-5:])) == 1
 
-    assert wait_until(stable), counts[-10:]
+    assert wait_until(stable, SETTLE_SECONDS, interval=0.1), counts[-10:]
     return counts[-1]
 
 

@@ -24,8 +24,8 @@ from tests.distributed.conftest import (
     adult_dataset,
     assert_same_release,
     centralized,
-    party_processes,
     requires_adult,
+    wait_gone,
 )
 from tests.harness.cli import run_cli_process
 
@@ -52,10 +52,7 @@ def test_sim_with_twenty_parties_equals_the_centralized_release(tmp_path: Path) 
     parsed = json.loads(report.read_text())
     assert len(parsed["parties"]) == PARTIES
     assert_same_release(out, parsed, centralized(dataset, dataset.spec(L=2, K=10, C="0.5")))
-    deadline = time.monotonic() + 10
-    while party_processes(str(workdir)) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not party_processes(str(workdir))
+    assert not wait_gone(str(workdir))
 
 
 Idle = tuple[Federation, list[subprocess.Popen[bytes]]]
