@@ -13,7 +13,6 @@ import contextlib
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -36,12 +35,16 @@ from fedanon.federation.config import DIE_WITH_PARENT, Hop
 from fedanon.federation.tls import TLSFiles
 from fedanon.interrupts import raise_interrupted
 from fedanon.leader.kinds.lkc import LKCLeaderJob
+from fedanon.leader.ports import PORT_IN_USE, free_ports
 from fedanon.leader.relay import serve_relay, stop_relay
 from fedanon.leader.startup import HealthProbe, startup_seconds
 from fedanon.taxonomy.files import TaxonomyFile
 from fedanon.text import as_text
 
 LEADER_NAME = "leader"
+#: How often the sim starts its federation with fresh ports when a daemon (or the relay) found
+#: its port taken (leader/ports.py: a rare clash with another process choosing ports).
+PORT_ATTEMPTS = 4
 
 
 def split_table(table: pd.DataFrame, parties: int, how: str, seed: int) -> list[pd.DataFrame]:
@@ -95,19 +98,6 @@ def split_columns(table: pd.DataFrame, parties: int, id_column: str) -> list[pd.
         raise FedanonError(f"cannot split {len(attributes)} attributes over {parties} parties")
     blocks = np.array_split(np.arange(len(attributes)), parties)
     return [table[[id_column, *(attributes[i] for i in block)]] for block in blocks]
-
-
-def free_ports(count: int) -> list[int]:
-    """Ports free right now on 127.0.0.1 (the daemons bind them a moment later)."""
-    sockets, ports = [], []
-    for _ in range(count):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        sockets.append(s)
-        ports.append(s.getsockname()[1])
-    for s in sockets:
-        s.close()
-    return ports
 
 
 # A simulated federation's daemons keep fewer idle-made keys than the 65,536 of a deployed one:
@@ -399,51 +389,53 @@ def federation(
     cert_dir = root / "certs"
     show(f"start-up: issuing certificates for {len(names)} parties and the leader")
     issue_federation_certificates(cert_dir, names, "fedanon simulated federation CA")
-    ports = free_ports(len(parts) + 1)
-    relay_listen = f"127.0.0.1:{ports.pop()}" if transport == "outbound" else None
-    daemons = []
-    for i, (name, part) in enumerate(zip(names, parts, strict=True)):
-        data = root / f"{name}.csv"
-        part.to_csv(data, index=False)
-        address = "" if relay_listen else f"127.0.0.1:{ports[i]}"
-        next_address = "" if relay_listen or i + 1 == len(parts) else f"127.0.0.1:{ports[i + 1]}"
-        next_hop = Hop(names[i + 1], next_address) if i + 1 < len(parts) else None
-        config = root / f"{name}.toml"
-        write_party_config(
-            config,
-            name,
-            ports[i] if relay_listen is None else f"relay={relay_listen}",
-            data,
-            None if taxonomy is None else Path(taxonomy).resolve(),
-            next_hop,
-            cert_dir,
-            rpc_seconds,
-            union,
-            lease_seconds,
-            idle_keys,
-            engine[i] if isinstance(engine, list) else engine,
-            policy[i] if isinstance(policy, list) else policy,
-        )
-        daemons.append(Daemon(name, address, config, root / f"{name}.log"))
-    leader_tls = (
-        TLSFiles(
-            cert_dir / "ca.crt", cert_dir / f"{LEADER_NAME}.crt", cert_dir / f"{LEADER_NAME}.key"
-        )
-        if secure
-        else None
-    )
-    fed = Federation(root, daemons, leader_tls, cert_dir, taxonomy, secure, {}, relay_listen)
-    previous = signal.getsignal(signal.SIGTERM)
-    if previous in (signal.SIG_DFL, None):
-        signal.signal(signal.SIGTERM, raise_interrupted)  # ends the sim as Ctrl-C does
-    try:
-        if relay_listen is not None:
-            show(f"start-up: the leader's relay on {relay_listen} (outbound transport)")
-            serve_relay(relay_listen, leader_tls)
+    data_files = []
+    for name, part in zip(names, parts, strict=True):
+        data_files.append(root / f"{name}.csv")
+        part.to_csv(data_files[-1], index=False)
+
+    def configure(ports: list[int]) -> Federation:
+        """The federation's configs for `ports` (one per party, then the relay's); fresh logs."""
+        relay_listen = f"127.0.0.1:{ports[-1]}" if transport == "outbound" else None
+        daemons = []
+        for i, name in enumerate(names):
+            address = "" if relay_listen else f"127.0.0.1:{ports[i]}"
+            next_address = (
+                "" if relay_listen or i + 1 == len(parts) else f"127.0.0.1:{ports[i + 1]}"
+            )
+            next_hop = Hop(names[i + 1], next_address) if i + 1 < len(parts) else None
+            config = root / f"{name}.toml"
+            write_party_config(
+                config,
+                name,
+                ports[i] if relay_listen is None else f"relay={relay_listen}",
+                data_files[i],
+                None if taxonomy is None else Path(taxonomy).resolve(),
+                next_hop,
+                cert_dir,
+                rpc_seconds,
+                union,
+                lease_seconds,
+                idle_keys,
+                engine[i] if isinstance(engine, list) else engine,
+                policy[i] if isinstance(policy, list) else policy,
+            )
+            log = root / f"{name}.log"
+            log.unlink(missing_ok=True)  # a retry's tail must not show the last attempt's lines
+            daemons.append(Daemon(name, address, config, log))
+        return Federation(root, daemons, leader_tls, cert_dir, taxonomy, secure, {}, relay_listen)
+
+    def start_up(fed: Federation) -> None:
+        if fed.relay_listen is not None:
+            show(f"start-up: the leader's relay on {fed.relay_listen} (outbound transport)")
+            serve_relay(fed.relay_listen, leader_tls)
+        daemons = fed.daemons
         show(f"start-up: starting {len(daemons)} party daemons")
         for daemon in daemons:
             fed.start(daemon)
-        where = "listening on loopback" if relay_listen is None else f"dialling {relay_listen}"
+        where = (
+            "listening on loopback" if fed.relay_listen is None else f"dialling {fed.relay_listen}"
+        )
         show(
             f"start-up: waiting for the {len(daemons)} parties ({where}) to be ready, "
             f"at most {startup_seconds(len(daemons)):.0f} s"
@@ -455,12 +447,44 @@ def federation(
             show(f"start-up: {daemon.name} ready ({len(ready)}/{len(daemons)})")
 
         fed.wait_all_ready(daemons, on_ready=one_ready)
+
+    leader_tls = (
+        TLSFiles(
+            cert_dir / "ca.crt", cert_dir / f"{LEADER_NAME}.crt", cert_dir / f"{LEADER_NAME}.key"
+        )
+        if secure
+        else None
+    )
+    previous = signal.getsignal(signal.SIGTERM)
+    if previous in (signal.SIG_DFL, None):
+        signal.signal(signal.SIGTERM, raise_interrupted)  # ends the sim as Ctrl-C does
+    fed: Federation | None = None
+    try:
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            fed = configure(free_ports(len(parts) + 1))
+            try:
+                start_up(fed)
+                break
+            except FedanonError as exc:
+                # A port taken between its choice and the bind (leader/ports.py): everything
+                # stops and starts again on fresh ports, the ring's addresses rewritten.
+                if PORT_IN_USE not in str(exc) or attempt == PORT_ATTEMPTS:
+                    raise
+                show(f"start-up: a port was taken meanwhile ({exc}); again with fresh ports")
+                _stop_federation(fed)
+        assert fed is not None
         yield fed
     finally:
-        fed.stop_all()
-        if relay_listen is not None:
-            stop_relay(relay_listen)
+        if fed is not None:
+            _stop_federation(fed)
         if previous in (signal.SIG_DFL, None):
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
         if own_dir:
             shutil.rmtree(root, ignore_errors=True)
+
+
+def _stop_federation(fed: Federation) -> None:
+    """Stop every daemon and the relay (if any) of `fed`."""
+    fed.stop_all()
+    if fed.relay_listen is not None:
+        stop_relay(fed.relay_listen)

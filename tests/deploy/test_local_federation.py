@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from fedanon.leader.ports import free_ports
 from tests.harness.cli import FEDANON
 
 yaml = pytest.importorskip("yaml")
@@ -30,12 +30,6 @@ pytestmark = pytest.mark.slow  # ~50 s: every `fedanon` start-up imports pandas
 REPO = Path(__file__).resolve().parents[2]
 PARTIES = ["hospital-a", "hospital-b", "hospital-c"]
 PROBE = [sys.executable, str(REPO / "deploy/grpc_health_probe.py")]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass
@@ -114,7 +108,7 @@ class Federation:
         self.make_certs()
         run_script(self.deploy, "make-demo-data.sh", PYTHON=sys.executable)
         compose = yaml.safe_load((self.deploy / "compose.yaml").read_text())["services"]
-        ports = {p: free_port() for p in PARTIES}
+        ports = dict(zip(PARTIES, free_ports(len(PARTIES)), strict=True))
         self.services = {
             n: emulate(self.deploy, n, compose[n], ports, base / "roots") for n in compose
         }
@@ -205,7 +199,7 @@ def test_probe_fails_for_the_wrong_party_name(federation) -> None:
 
 def test_probe_fails_when_nothing_listens(federation) -> None:
     services = federation.services
-    result = services["hospital-a"].probe("--address", f"127.0.0.1:{free_port()}")
+    result = services["hospital-a"].probe("--address", f"127.0.0.1:{free_ports(1)[0]}")
     assert result.returncode == 1 and "UNAVAILABLE" in result.stderr
 
 
@@ -263,7 +257,7 @@ def test_leader_names_the_party_it_cannot_reach(federation, tmp_path: Path) -> N
     job = Path(services["leader"].command[-1])
     broken = job.with_name("job-b-down.toml")
     text = job.read_text().replace(
-        f"127.0.0.1:{services['hospital-b'].port}", f"127.0.0.1:{free_port()}"
+        f"127.0.0.1:{services['hospital-b'].port}", f"127.0.0.1:{free_ports(1)[0]}"
     )
     broken.write_text(text.replace("/out/release.csv", "/out/never.csv"))
     result = subprocess.run(

@@ -13,6 +13,7 @@ import pytest
 
 from fedanon.crypto.identity import create_ca, issue_identity, save_ca, save_identity
 from fedanon.federation.transport import make_server
+from fedanon.leader.ports import free_ports
 from fedanon.synth import generate_hospital, hospital_taxonomy_path
 from tests.harness.cli import FEDANON, CliResult, run_cli_process
 
@@ -78,12 +79,6 @@ def _one_line_error(done: CliResult, pattern: str) -> None:
     assert "Traceback" not in done.err
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_port_in_use(party_dir: Path) -> None:
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
@@ -94,20 +89,20 @@ def test_port_in_use(party_dir: Path) -> None:
 
 def test_unreadable_certificate(party_dir: Path) -> None:
     (party_dir / "certs" / "hospital-a.crt").write_text("not a certificate", encoding="utf-8")
-    _one_line_error(_serve(_config(party_dir, _free_port())), "hospital-a.crt")
+    _one_line_error(_serve(_config(party_dir, free_ports(1)[0])), "hospital-a.crt")
 
 
 def test_certificate_and_key_do_not_match(party_dir: Path) -> None:
-    done = _serve(_config(party_dir, _free_port(), cert="hospital-a", key="hospital-b"))
+    done = _serve(_config(party_dir, free_ports(1)[0], cert="hospital-a", key="hospital-b"))
     _one_line_error(done, "does not belong to the certificate")
 
 
 def test_unreachable_next_hop_when_required(party_dir: Path) -> None:
     extra = (
-        f'[next_hop]\nname = "hospital-b"\naddress = "127.0.0.1:{_free_port()}"\n'
+        f'[next_hop]\nname = "hospital-b"\naddress = "127.0.0.1:{free_ports(1)[0]}"\n'
         "[timeouts]\nwait_next_hop_seconds = 1.5"
     )
-    done = _serve(_config(party_dir, _free_port(), extra=extra))
+    done = _serve(_config(party_dir, free_ports(1)[0], extra=extra))
     _one_line_error(done, "next hop hospital-b")
     assert "unreachable" in done.err
 
@@ -131,13 +126,13 @@ def test_a_bad_table_stops_the_daemon_before_it_listens(
         data.unlink()
     else:
         data.write_text(table, encoding="utf-8")
-    done = _serve(_config(party_dir, _free_port()))
+    done = _serve(_config(party_dir, free_ports(1)[0]))
     _one_line_error(done, message)
     assert "listening" not in done.out
 
 
 def test_negative_union_workers(party_dir: Path) -> None:
-    done = _serve(_config(party_dir, _free_port(), extra="[union]\nworkers = -2"))
+    done = _serve(_config(party_dir, free_ports(1)[0], extra="[union]\nworkers = -2"))
     _one_line_error(done, "union.workers: expected an integer in [0, 256], got -2")
 
 
@@ -169,7 +164,7 @@ def test_a_server_binds_its_port_exclusively() -> None:
 def test_port_of_a_live_daemon(party_dir: Path) -> None:
     """A second daemon on a live daemon's port does not start (no shared SO_REUSEPORT port
     taking half the connections): one line, exit 2; the first daemon keeps serving."""
-    config = _config(party_dir, _free_port())
+    config = _config(party_dir, free_ports(1)[0])
     with _listening(config) as first:
         _one_line_error(_serve(config), "cannot listen on")
         assert first.poll() is None, "the first daemon died"
