@@ -22,6 +22,7 @@ from fedanon.crypto.onion_union import (
     peel_layer,
     seal_records,
 )
+from tests.harness.wait import holds_for, wait_until
 
 SESSION = b"idle-keys-session"
 
@@ -67,8 +68,7 @@ def test_no_key_seals_two_items_even_when_the_workers_run_dry(workers) -> None:
     assert workers.held() == 0
     ephemerals = _leader_keys(first, keys[0], ctx) + _leader_keys(second, keys[0], ctx)
     assert len(set(ephemerals)) == 500
-    time.sleep(0.3)
-    assert workers.held() == 0  # still busy: nothing generated
+    assert holds_for(lambda: workers.held() == 0, 0.3)  # still busy: nothing generated
     workers.idle()
     assert workers.wait_full(timeout=60) and workers.held() == 300
 
@@ -145,9 +145,7 @@ def test_generation_waits_until_the_daemon_has_been_idle_for_a_while() -> None:
 
 
 def _wait_prepared(pool: IdleKeyWorkers, count: int) -> None:
-    deadline = time.monotonic() + 60
-    while pool.counts()[1] < count and time.monotonic() < deadline:
-        time.sleep(0.02)
+    wait_until(lambda: pool.counts()[1] >= count, interval=0.02)
 
 
 def test_keys_prepared_for_the_leader_during_the_loop_seal_first(workers) -> None:

@@ -4,7 +4,6 @@ asked for, and readiness reported only for a full pool."""
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 
 import pytest
@@ -12,6 +11,7 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from fedanon.crypto.idle_keys import IdleKeyWorkers
 from fedanon.crypto.onion_union import UnionContext, open_records, peel_layer, seal_records
+from tests.harness.wait import holds_for, wait_until
 
 CAPACITY = 40  # 20 per worker: below one generation chunk (64), so a chunk could overshoot it
 
@@ -37,20 +37,12 @@ def opened(sealed: list[bytes], keys: list[X25519PrivateKey], ctx: UnionContext)
 
 
 def wait_prepared(pool: IdleKeyWorkers, count: int) -> None:
-    deadline = time.monotonic() + 60
-    while pool.counts()[1] < count and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert pool.counts()[1] >= count
+    assert wait_until(lambda: pool.counts()[1] >= count, interval=0.02)
 
 
 def stays(pool: IdleKeyWorkers, expected: tuple[int, int], seconds: float = 1.0) -> bool:
     """Whether the pool's counts stay `expected` for `seconds` (no background work)."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if pool.counts() != expected:
-            return False
-        time.sleep(0.05)
-    return True
+    return holds_for(lambda: pool.counts() == expected, seconds)
 
 
 def test_the_stock_stops_at_the_capacity(workers) -> None:

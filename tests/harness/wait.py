@@ -51,3 +51,21 @@ def wait_while(
         if not value or time.monotonic() > deadline:
             return value
         time.sleep(interval)
+
+
+def holds_for(
+    condition: Callable[[], object],
+    seconds: float,
+    interval: float = INTERVAL_SECONDS,
+) -> bool:
+    """Whether `condition` is true at every look for `seconds` (at least one look): the other
+    half of waiting, for what must NOT happen within a span (no background work while busy, a
+    file kept while its leader is heard). Unlike a fixed sleep then one look, it fails at the
+    first look that sees the outcome, and it never stops early when the condition holds."""
+    deadline = time.monotonic() + seconds
+    while True:
+        if not condition():
+            return False
+        if time.monotonic() > deadline:
+            return True
+        time.sleep(interval)

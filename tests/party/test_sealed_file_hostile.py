@@ -10,7 +10,6 @@ import logging
 import os
 import stat
 import threading
-import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -21,24 +20,21 @@ from fedanon.crypto.identity import Identity, create_ca, issue_identity
 from fedanon.party import rejoin
 from fedanon.party.session_store import FILE_NAME, SessionStore
 from fedanon.protos import fedanon_v1_pb2 as pb
+from tests.harness.wait import holds_for, wait_while
 from tests.party.test_session_store import SESSION, sealed_state
 
 #: How long a test waits for what a timer must do (generous: the machine is shared).
 PATIENCE = 20.0
 
 
+def _present(path: Path) -> bool:
+    """Whether anything (a file, a dangling link) is at `path`."""
+    return path.exists() or path.is_symlink()
+
+
 @pytest.fixture(scope="module")
 def me() -> Identity:
     return issue_identity(create_ca(), "hospital-a", "party")
-
-
-def _gone_within(path: Path, seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while path.exists() or path.is_symlink():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
 
 
 def test_a_restarted_daemons_sealed_file_is_deleted_when_its_lease_lapses_unasked(
@@ -49,7 +45,7 @@ def test_a_restarted_daemons_sealed_file_is_deleted_when_its_lease_lapses_unaske
     SessionStore(tmp_path, me, 30).save(sealed_state())
     restarted = SessionStore(tmp_path, me, 0.3)
     assert restarted.pending is not None
-    assert _gone_within(tmp_path / FILE_NAME, PATIENCE)
+    assert not wait_while(lambda: _present(tmp_path / FILE_NAME), PATIENCE)
     assert restarted.pending is None and restarted.state is None
 
 
@@ -62,10 +58,10 @@ def test_a_live_sessions_sealed_file_is_deleted_once_its_leader_goes_silent(
     heard = {"idle": 0.0}
     store = SessionStore(tmp_path, me, 0.4, lambda _sid: heard["idle"])
     store.save(sealed_state())
-    time.sleep(1.2)  # three leases: the leader is heard all along
-    assert (tmp_path / FILE_NAME).exists()
+    # Three leases: the leader is heard all along, and the file stays at every look.
+    assert holds_for(lambda: (tmp_path / FILE_NAME).exists(), 1.2)
     heard["idle"] = 5.0
-    assert _gone_within(tmp_path / FILE_NAME, PATIENCE)
+    assert not wait_while(lambda: _present(tmp_path / FILE_NAME), PATIENCE)
 
 
 def test_a_state_dir_the_daemon_creates_is_its_own(me: Identity, tmp_path: Path) -> None:
