@@ -621,4 +621,12 @@ class PartyServicer(pb_grpc.PartyServicer):
             sessions_served=self.sessions_served,
             attempt=session.attempt if session else 0,
             key_sharings=self.key_sharings,
+            lease_left_seconds=self._lease_left(session),
         )
+
+    def _lease_left(self, session: SessionBase | None) -> float:
+        """Seconds until `session`'s lease lapses: while positive the handshake refuses a new
+        job as busy (the same test as there), so `Status` reports it for a waiter to see."""
+        if session is None or session.ended:
+            return 0.0
+        return max(0.0, self.config.lease_seconds - session.idle_for())

@@ -594,7 +594,7 @@ class StatusRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class StatusReply(_message.Message):
-    __slots__ = ("party", "session_id", "iteration", "last_error", "sessions_served", "attempt", "key_sharings")
+    __slots__ = ("party", "session_id", "iteration", "last_error", "sessions_served", "attempt", "key_sharings", "lease_left_seconds")
     PARTY_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     ITERATION_FIELD_NUMBER: _ClassVar[int]
@@ -602,6 +602,7 @@ class StatusReply(_message.Message):
     SESSIONS_SERVED_FIELD_NUMBER: _ClassVar[int]
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
     KEY_SHARINGS_FIELD_NUMBER: _ClassVar[int]
+    LEASE_LEFT_SECONDS_FIELD_NUMBER: _ClassVar[int]
     party: str
     session_id: str
     iteration: int
@@ -609,7 +610,8 @@ class StatusReply(_message.Message):
     sessions_served: int
     attempt: int
     key_sharings: int
-    def __init__(self, party: _Optional[str] = ..., session_id: _Optional[str] = ..., iteration: _Optional[int] = ..., last_error: _Optional[str] = ..., sessions_served: _Optional[int] = ..., attempt: _Optional[int] = ..., key_sharings: _Optional[int] = ...) -> None: ...
+    lease_left_seconds: float
+    def __init__(self, party: _Optional[str] = ..., session_id: _Optional[str] = ..., iteration: _Optional[int] = ..., last_error: _Optional[str] = ..., sessions_served: _Optional[int] = ..., attempt: _Optional[int] = ..., key_sharings: _Optional[int] = ..., lease_left_seconds: _Optional[float] = ...) -> None: ...
 
 class RekeyRerunRequest(_message.Message):
     __slots__ = ("ref", "ring", "excluded")

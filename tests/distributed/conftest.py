@@ -214,6 +214,22 @@ def status(fed: Federation, index: int) -> pb.StatusReply:
         channel.close()
 
 
+def running_leases(fed: Federation, indices: list[int] | None = None) -> dict[str, float]:
+    """The daemons (of `indices`, default all) whose open session's lease still runs, with the
+    seconds it has left (``StatusReply.lease_left_seconds``): while one runs, that party
+    refuses a new job as busy."""
+    which = range(len(fed.daemons)) if indices is None else indices
+    left = {fed.daemons[i].name: status(fed, i).lease_left_seconds for i in which}
+    return {name: seconds for name, seconds in left.items() if seconds > 0}
+
+
+def wait_leases_lapsed(fed: Federation, indices: list[int] | None = None) -> dict[str, float]:
+    """Wait (bounded) until no daemon of `indices` holds a session whose lease runs: a session
+    its leader gave up on (dead, stopped, or an abort the party missed) no longer blocks the
+    next job. What still runs after the bound, for the caller's ``assert not ...``."""
+    return wait_while(lambda: running_leases(fed, indices), interval=0.2)
+
+
 def party_processes(marker: str) -> list[int]:
     """Pids of live ``party serve`` processes whose command line mentions `marker`.
 

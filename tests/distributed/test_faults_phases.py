@@ -46,7 +46,6 @@ from fedanon.leader.ring_settings import RingSettings
 from fedanon.leader.session import Session
 from fedanon.leader.sim import Federation
 from tests.distributed.conftest import (
-    LEASE_SECONDS,
     Centralized,
     Dataset,
     assert_same_release,
@@ -54,6 +53,7 @@ from tests.distributed.conftest import (
     make_job,
     party_processes,
     status,
+    wait_leases_lapsed,
     wait_until_stopped,
 )
 from tests.distributed.test_faults import ensure_running
@@ -146,9 +146,9 @@ class Fault:
             return
         # The resumed party may still hold the aborted session (it missed the abort while it
         # was stopped, and a heartbeat queued before the stop renews its lease once): a new
-        # job may evict it once its lease lapses, which the next job's handshake checks.
-        if status(self.fed, self.victim).session_id:
-            time.sleep(LEASE_SECONDS + 1.0)
+        # job may evict it once its lease lapses, which the next job's handshake checks. The
+        # party says when (Status: the lease left), however late the renewal came.
+        assert not wait_leases_lapsed(self.fed, [self.victim])
 
 
 # Where each phase's fault fires: a hook installed with monkeypatch, and the phase's deadline.

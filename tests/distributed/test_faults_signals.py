@@ -24,12 +24,12 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from fedanon.federation.transport import make_channel
 from fedanon.leader.sim import UNION_SEALED, Daemon, Federation
 from tests.distributed.conftest import (
-    LEASE_SECONDS,
     Dataset,
     assert_same_release,
     centralized,
     run_distributed,
     status,
+    wait_leases_lapsed,
     wait_until_stopped,
 )
 from tests.distributed.test_faults import ensure_running
@@ -216,7 +216,7 @@ def test_leader_frozen_then_killed_or_resumed_during_the_union(
         leader = _leader_in_the_union(job, last)
         try:
             os.killpg(leader.pid, fault)  # the leader and its union workers
-            time.sleep(LEASE_SECONDS + 1.0)  # nobody renews the stopped leader's session
+            assert not wait_leases_lapsed(fed)  # nobody renews the stopped leader's session
             out = tmp_path / "next.csv"
             report = run_distributed(fed.hops, fed.leader_tls, hospital_data, spec, out)
             assert_same_release(out, report, centralized(hospital_data, spec))

@@ -29,7 +29,9 @@ from tests.distributed.conftest import (
     assert_same_release,
     centralized,
     run_distributed,
+    running_leases,
     status,
+    wait_leases_lapsed,
 )
 from tests.harness.cli import FEDANON
 
@@ -197,8 +199,13 @@ def test_killed_leader_session_is_evicted_after_the_lease(
             leader.wait()
         third.send_signal(signal.SIGCONT)
     assert status(fed, 0).session_id == dead and status(fed, 1).session_id == dead
-
-    time.sleep(LEASE_SECONDS + 1)
+    # The dead leader's lease still runs at the two parties that opened its session, no longer
+    # than the lease itself; it lapses unrenewed, and the session stays held until a new job.
+    running = running_leases(fed, [0, 1])
+    assert sorted(running) == ["hospital-1", "hospital-2"], running
+    assert all(0 < left <= LEASE_SECONDS for left in running.values()), running
+    assert not wait_leases_lapsed(fed)
+    assert status(fed, 0).session_id == dead and status(fed, 1).session_id == dead
     out = tmp_path / "rerun.csv"
     spec = hospital_data.spec(L=3, K=20, C="0.2")
     report = run_distributed(

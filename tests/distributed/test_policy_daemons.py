@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,7 +21,13 @@ from fedanon.leader.federation import PartyFailure
 from fedanon.leader.sim import Federation, federation, split_table
 from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
-from tests.distributed.conftest import Dataset, hospital_dataset, run_distributed, status
+from tests.distributed.conftest import (
+    Dataset,
+    hospital_dataset,
+    run_distributed,
+    status,
+    wait_leases_lapsed,
+)
 
 LEASE = 2.0  # the floored federation's session lease, seconds
 FLOOR = (
@@ -178,7 +183,8 @@ def test_refusal_changes_no_state_even_over_an_idle_session(
     assert error is None, error
     try:
         before = status(floored, GUARDED)
-        time.sleep(LEASE + 0.5)  # past the lease: an admitted job would evict the session
+        # Past the lease (the party says so): an admitted job would evict the session.
+        assert not wait_leases_lapsed(floored, [GUARDED])
         _, error = _open(floored, GUARDED, lkc_job_to_proto(data.spec(1, 1, "1")))
         assert error is not None and error.code() == grpc.StatusCode.PERMISSION_DENIED
         assert error.details() == "party hospital-2 refused: L=1 below its floor min_L=2"
