@@ -22,7 +22,6 @@ import gc
 import os
 import sysconfig
 import threading
-import time
 import traceback
 import weakref
 from pathlib import Path
@@ -31,6 +30,7 @@ from typing import Any
 import grpc
 import grpc._channel
 
+from tests.harness.wait import wait_while
 from tests.leftovers import MULTIPROCESSING_HELPERS
 
 #: Thread names (``/proc/self/task/*/comm``) of gRPC's core: once one exists, gRPC has started.
@@ -158,14 +158,16 @@ def leaks(before: Snapshot, shared: Shared, seconds: float = GRACE_SECONDS) -> l
     event, a killed child not yet gone); the garbage collector runs before channels are
     judged, so only a channel something still references counts.
     """
-    deadline = time.monotonic() + seconds
-    while True:
+
+    def left() -> list[str]:
         found = _found(before, shared)
-        if not found or time.monotonic() > deadline:
-            shared.threads.update(_grpc_threads(before, shared)[1])
-            return found
-        gc.collect()
-        time.sleep(0.1)
+        if found:
+            gc.collect()  # before the next look: only a channel still referenced counts
+        return found
+
+    found = wait_while(left, seconds, interval=0.1)
+    shared.threads.update(_grpc_threads(before, shared)[1])
+    return found
 
 
 def _grpc_threads(

@@ -9,7 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from concurrent import futures
 from pathlib import Path
@@ -21,6 +20,7 @@ from fedanon.utility import miner
 from fedanon.utility.transactions import Transactions
 from tests import hygiene
 from tests.harness.cli import owned
+from tests.harness.wait import wait_until
 from tests.hygiene import PROCESS_ENV
 from tests.leftovers import ROOT, RUN_ENV
 
@@ -107,9 +107,8 @@ def test_what_a_wider_fixtures_process_starts_after_the_test_restarted_it_is_the
         restarted = subprocess.Popen([*STARTS_A_CHILD, "first"], start_new_session=True, text=True)
         try:
             with owned(restarted):
-                deadline = time.monotonic() + 60
-                while len(test.new_pids()) < 2 and time.monotonic() < deadline:
-                    time.sleep(0.05)  # the restart and its child, once both run
+                # The restart and its child, once both run.
+                wait_until(lambda: len(test.new_pids()) >= 2)
                 assert hygiene.leaks(test, shared, seconds=0) == []
                 found = hygiene.leaks(test, hygiene.Shared(), seconds=0)
                 assert len([line for line in found if line.startswith("process ")]) == 2, found

@@ -29,6 +29,7 @@ from tests.harness.cli import (
     snapshot,
     stop_with,
 )
+from tests.harness.wait import wait_until
 from tests.leftovers import MULTIPROCESSING_HELPERS
 
 from .test_cli_output_safety import NUMERIC
@@ -274,11 +275,14 @@ def test_sigterm_while_mining_ends_the_command_at_once(tmp_path, sig):
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     with owned(popen) as process:
-        deadline = time.monotonic() + 120
-        while not (miners := _children(process.pid)):  # FP-growth runs in this child
-            assert process.poll() is None, process.communicate()
-            assert time.monotonic() < deadline, "mining never started"
-            time.sleep(0.02)
+
+        def miners_running() -> list[int]:  # FP-growth runs in this child
+            found = _children(process.pid)
+            assert found or process.poll() is None, process.communicate()
+            return found
+
+        miners = wait_until(miners_running, 120, interval=0.02)
+        assert miners, "mining never started"
         time.sleep(0.5)  # likely inside the C call by now (what follows holds either way)
         assert all(Path(f"/proc/{pid}").exists() for pid in miners), "the miner ended early"
         stopped = stop_with(process, sig)

@@ -12,24 +12,27 @@ from __future__ import annotations
 import errno
 import os
 import subprocess
-import time
 from pathlib import Path
 
 from tests.harness.cli import FEDANON, TAXONOMY, lkc_options, owned, stop_with
+from tests.harness.wait import wait_until
 
 
 def open_when_read(fifo: Path, process: subprocess.Popen, seconds: float = 120) -> int:
     """The writing end of `fifo`, once `process` has opened it for reading."""
-    deadline = time.monotonic() + seconds
-    while True:
+
+    def opened() -> list[int]:  # a list: descriptor 0 is a valid answer
         try:
-            return os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            return [os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)]
         except OSError as exc:
             if exc.errno != errno.ENXIO:  # ENXIO: no reader yet
                 raise
         assert process.poll() is None, process.communicate()
-        assert time.monotonic() < deadline, "the command never opened its input"
-        time.sleep(0.02)
+        return []
+
+    descriptor = wait_until(opened, seconds, interval=0.02)
+    assert descriptor, "the command never opened its input"
+    return descriptor[0]
 
 
 def test_sigterm_ends_a_running_command_cleanly(tmp_path: Path):

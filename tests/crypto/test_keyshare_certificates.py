@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import time
 from typing import Any
 
 import pytest
@@ -15,6 +14,7 @@ from fedanon.crypto.errors import IdentityError, IntegrityError
 from fedanon.crypto.identity import create_ca, issue_identity
 from fedanon.crypto.keyshare import ONION_UNION, PAIRWISE_SUM, create_key_share, verify_key_share
 from fedanon.federation.keyshares import new_share, verified_peers
+from tests.harness.wait import wait_until
 
 
 @pytest.fixture
@@ -93,7 +93,7 @@ def test_a_checked_certificate_is_refused_once_it_expired(monkeypatch: pytest.Mo
     _key, share = create_key_share(party, sid, PAIRWISE_SUM)
     assert verify_key_share(share, ca.certificate, sid, PAIRWISE_SUM).name == "h1"
     end = party.certificate.not_valid_after_utc
-    while dt.datetime.now(dt.UTC) <= end + dt.timedelta(seconds=1):
-        time.sleep(0.1)  # until the certificate's validity is over
+    # Until the certificate's validity is over.
+    assert wait_until(lambda: dt.datetime.now(dt.UTC) > end + dt.timedelta(seconds=1), interval=0.1)
     with pytest.raises(IdentityError, match="not issued by this federation's CA"):
         verify_key_share(share, ca.certificate, sid, PAIRWISE_SUM)

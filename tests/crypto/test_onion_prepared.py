@@ -3,7 +3,6 @@ specialization loop): same union, each key used once, bound to the route's leade
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 
 import pytest
@@ -19,6 +18,7 @@ from fedanon.crypto.onion_union import (
     seal_records,
 )
 from fedanon.crypto.prepared_keys import PreparedLeaderKeys
+from tests.harness.wait import wait_until
 
 SESSION = b"prepared-session"
 
@@ -67,11 +67,8 @@ def test_background_preparation_hands_each_key_over_once() -> None:
     """Keys made in the worker process seal a union the leader opens; a second take is empty."""
     keys, ctx = _route()
     preparing = PreparedLeaderKeys(ctx.route[-1], 40)
-    deadline = time.monotonic() + 60
-    made: list[tuple[bytes, bytes]] = []
-    while not made and time.monotonic() < deadline:  # the first chunk, however loaded the host
-        time.sleep(0.05)
-        made = preparing.take() if preparing._futures[0].done() else []
+    # The first chunk, however loaded the host.
+    made = wait_until(lambda: preparing.take() if preparing._futures[0].done() else [])
     assert len(made) == 40 and len({epk for epk, _ in made}) == 40
     assert preparing.take() == []
     records = [f"r{i}".encode() for i in range(40)]

@@ -35,6 +35,7 @@ from fedanon.schema import LKCParams
 from fedanon.synth import generate_hospital, hospital_taxonomy_path
 from fedanon.taxonomy.loader import load_taxonomy
 from tests.harness.cli import FEDANON
+from tests.harness.wait import wait_until
 
 
 def _can_use_netns() -> str | None:
@@ -191,12 +192,7 @@ def _fedanon(net: Net, host: str, *args: str) -> list[str]:
 
 
 def _wait_for(path: Path, text: str, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if path.exists() and text in path.read_text(errors="replace"):
-            return True
-        time.sleep(0.05)
-    return False
+    return wait_until(lambda: path.exists() and text in path.read_text(errors="replace"), timeout)
 
 
 def test_federation_on_separate_hosts(net: Net, tmp_path: Path) -> None:
@@ -270,9 +266,7 @@ def test_federation_on_separate_hosts(net: Net, tmp_path: Path) -> None:
             stderr=subprocess.PIPE,
             text=True,
         )
-        deadline = time.monotonic() + 60
-        while log2.read_text().count('"secure sum"') <= seen and time.monotonic() < deadline:
-            time.sleep(0.02)
+        wait_until(lambda: log2.read_text().count('"secure sum"') > seen, interval=0.02)
         net.cut("hospital-2")
         cut_at = time.monotonic() - began
         _, err = leader.communicate(timeout=120)

@@ -12,7 +12,6 @@ import os
 import re
 import signal
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,6 +29,7 @@ from tests.distributed.conftest import (
     wait_gone,
 )
 from tests.harness.cli import FEDANON, CliResult, run_cli_process
+from tests.harness.wait import wait_until
 
 ROWS, SEED = 1500, 21
 
@@ -224,11 +224,14 @@ def test_killing_the_sim_takes_its_daemons_along(
 ) -> None:
     """SIGKILL of the sim (no cleanup code runs) still leaves no daemon: PR_SET_PDEATHSIG."""
     process, workdir, out = sim_process
-    deadline = time.monotonic() + 120
-    while len(listening(workdir)) < 3:
+
+    def all_listening() -> bool:
+        if len(listening(workdir)) >= 3:
+            return True
         assert process.poll() is None, "the sim ended before its daemons were listening"
-        assert time.monotonic() < deadline, "daemons never listened"
-        time.sleep(0.2)
+        return False
+
+    assert wait_until(all_listening, 120, interval=0.2), "daemons never listened"
     process.send_signal(signal.SIGKILL)
     process.wait()
     assert not wait_gone(str(workdir))

@@ -51,6 +51,7 @@ from tests.distributed.conftest import (
     status,
     wait_until_stopped,
 )
+from tests.harness.wait import wait_until
 
 RERUN = {"sum_mode": "pairwise", "union_mode": "shuffle"}
 ALLOW = "allow_exclusion = true"
@@ -100,12 +101,14 @@ def _resume(daemon: Daemon) -> None:
 
 def _wait_idle(fed: Federation, index: int) -> pb.StatusReply:
     """The daemon's Status once it holds no session (fails after WAIT seconds)."""
-    until = time.monotonic() + WAIT
-    while True:
-        reply = status(fed, index)
-        if not reply.session_id or time.monotonic() > until:
-            return reply
-        time.sleep(0.1)
+    replies: list[pb.StatusReply] = []
+
+    def idle() -> bool:
+        replies.append(status(fed, index))
+        return not replies[-1].session_id
+
+    wait_until(idle, WAIT, interval=0.1)
+    return replies[-1]
 
 
 def _assert_lkc(release: pd.DataFrame, spec: Any) -> None:

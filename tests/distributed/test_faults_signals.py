@@ -36,7 +36,7 @@ from tests.distributed.test_faults import ensure_running
 from tests.distributed.test_lease import RPC_SECONDS, _write_job
 from tests.harness.cli import FEDANON, owned, stop_with
 from tests.harness.procs import group_members
-from tests.harness.wait import wait_while
+from tests.harness.wait import wait_until, wait_while
 
 # The daemon's grace for in-flight calls (none here) is 5 s; it stops well within this.
 STOP_SECONDS = 8.0
@@ -80,14 +80,17 @@ def _first_health_answer(daemon: Daemon, fed: Federation) -> None:
     """Return the moment the daemon's health service first answers (no pause between tries:
     the daemon is still starting its workers then)."""
     channel = make_channel(daemon.address, daemon.name, fed.leader_tls)
-    deadline = time.monotonic() + 60
+    stub = health_pb2_grpc.HealthStub(channel)
+
+    def answers() -> bool:
+        with contextlib.suppress(grpc.RpcError):
+            stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=0.5)
+            return True
+        return False
+
     try:
-        stub = health_pb2_grpc.HealthStub(channel)
-        while time.monotonic() < deadline:
-            with contextlib.suppress(grpc.RpcError):
-                stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=0.5)
-                return
-        raise AssertionError(f"{daemon.name} never answered: {daemon.log_tail()}")
+        if not wait_until(answers, 60, interval=0):
+            raise AssertionError(f"{daemon.name} never answered: {daemon.log_tail()}")
     finally:
         channel.close()
 
@@ -141,11 +144,14 @@ def _leader_in_the_union(job: Path, last: Daemon) -> subprocess.Popen[str]:
         start_new_session=True,
     )
     try:
-        deadline = time.monotonic() + 120
-        while last.log.read_text(errors="replace").count(UNION_SEALED) == sealed:
+
+        def union_started() -> bool:
+            if last.log.read_text(errors="replace").count(UNION_SEALED) != sealed:
+                return True
             assert leader.poll() is None, leader.communicate()
-            assert time.monotonic() < deadline, "the union never started"
-            time.sleep(0.01)
+            return False
+
+        assert wait_until(union_started, 120, interval=0.01), "the union never started"
     except BaseException:
         leader.kill()
         leader.communicate()

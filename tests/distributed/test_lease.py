@@ -34,6 +34,7 @@ from tests.distributed.conftest import (
     wait_leases_lapsed,
 )
 from tests.harness.cli import FEDANON
+from tests.harness.wait import wait_until
 
 RPC_SECONDS = 10.0
 
@@ -185,11 +186,14 @@ def test_killed_leader_session_is_evicted_after_the_lease(
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        deadline = time.monotonic() + 60
-        while not status(fed, 0).session_id or not status(fed, 1).session_id:
+
+        def both_opened() -> bool:
+            if status(fed, 0).session_id and status(fed, 1).session_id:
+                return True
             assert leader.poll() is None, "the leader exited before the parties opened"
-            assert time.monotonic() < deadline, "parties 1 and 2 never opened the session"
-            time.sleep(0.05)
+            return False
+
+        assert wait_until(both_opened, 60), "parties 1 and 2 never opened the session"
         dead = status(fed, 0).session_id
         leader.send_signal(signal.SIGKILL)
         leader.wait()

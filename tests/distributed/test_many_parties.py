@@ -28,6 +28,7 @@ from tests.distributed.conftest import (
     wait_gone,
 )
 from tests.harness.cli import run_cli_process
+from tests.harness.wait import wait_until
 
 PARTIES = 20
 ADULT_ROWS = 4000
@@ -140,8 +141,7 @@ def test_a_daemon_that_listens_late_is_noticed_at_once(tmp_path: Path) -> None:
         def start_late() -> None:
             time.sleep(50)
             fed.start(late)
-            while late.log.read_text().count("listening on port") == marker:
-                time.sleep(0.02)
+            wait_until(lambda: late.log.read_text().count("listening on port") != marker, 180, 0.02)
             listening.append(time.monotonic())
             waited.wait(200)  # the daemon dies with the thread that started it (PDEATHSIG)
 

@@ -41,6 +41,7 @@ from tests.distributed.conftest import (
     run_matches_centralized,
 )
 from tests.harness.cli import run_cli_process
+from tests.harness.wait import wait_while
 from tools.processes import descendants
 
 Frame = tuple[str, str, pb.TunnelFrame]
@@ -360,10 +361,10 @@ def test_streams_dropped_between_iterations_are_redialled_and_the_job_resumes(
         for endpoint in old.values():
             endpoint.close()
         dropped.append(1)
-        deadline = time.monotonic() + 20
-        while any(relay.endpoints.get(n) in (None, old[n]) for n in names):
-            assert time.monotonic() < deadline, "parties did not redial the relay"
-            time.sleep(0.05)
+        left = wait_while(
+            lambda: [n for n in names if relay.endpoints.get(n) in (None, old[n])], 20
+        )
+        assert not left, f"parties {left} did not redial the relay"
 
     spec = hospital_data.spec(L=3, K=20, C="0.2")
     out = tmp_path / "r.csv"

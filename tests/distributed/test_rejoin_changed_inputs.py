@@ -11,7 +11,6 @@ iteration 3 sum, its file changed, and started again at once.
 from __future__ import annotations
 
 import signal
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from fedanon.leader.federation import PartyFailure
 from fedanon.leader.sim import Federation
 from tests.distributed.conftest import Dataset, status
 from tests.distributed.test_rejoin import REJOIN_SECONDS, ensure_running, run
+from tests.harness.wait import wait_while
 
 VICTIM = 1
 
@@ -103,10 +103,7 @@ def test_a_party_restarted_with_another_table_is_refused_at_its_rejoin(
         assert f"{path} or " in log and "its rejoin is refused" in log
         assert not out.exists()
         # the refused party keeps no session and no sealed keys
-        deadline = time.monotonic() + 30
-        while status(fed, VICTIM).session_id and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert status(fed, VICTIM).session_id == ""
+        assert wait_while(lambda: status(fed, VICTIM).session_id, 30, interval=0.1) == ""
         assert not list((fed.workdir / f"{fed.daemons[VICTIM].name}-state").glob("*sealed*"))
     finally:
         if path.read_bytes() != original:
