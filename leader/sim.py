@@ -35,7 +35,8 @@ from fedanon.federation.config import DIE_WITH_PARENT, Hop
 from fedanon.federation.tls import TLSFiles
 from fedanon.interrupts import raise_interrupted
 from fedanon.leader.kinds.lkc import LKCLeaderJob
-from fedanon.leader.ports import PORT_IN_USE, free_ports
+from fedanon.leader.ports import PORT_IN_USE
+from fedanon.leader.ports import free_ports as free_ports  # re-exported: tests and benches
 from fedanon.leader.relay import serve_relay, stop_relay
 from fedanon.leader.startup import HealthProbe, startup_seconds
 from fedanon.taxonomy.files import TaxonomyFile

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from fedanon.leader.ports import free_ports
 from fedanon.party.session_store import FILE_NAME
 from tests.party.test_party_startup import (  # noqa: F401 (fixture)
     _config,
-    _free_port,
     _listening,
     _one_line_error,
     _serve,
@@ -26,11 +26,12 @@ def test_a_second_daemon_on_a_live_daemons_state_dir_is_refused(party_dir: Path)
         (directory / "a.csv").symlink_to(party_dir / "a.csv")
     state = party_dir / "state"
     state.mkdir()
-    first_config = _config(first_dir, _free_port(), extra=f'state_dir = "{state}"')
+    ports = free_ports(2)  # distinct: the second daemon must fail on the state_dir, not the port
+    first_config = _config(first_dir, ports[0], extra=f'state_dir = "{state}"')
     with _listening(first_config) as first:
         (state / FILE_NAME).write_bytes(b"the first daemon's sealed session")
         second_config = _config(
-            second_dir, _free_port(), "hospital-b", "hospital-b", f'state_dir = "{state}"'
+            second_dir, ports[1], "hospital-b", "hospital-b", f'state_dir = "{state}"'
         )
         second_config.write_text(second_config.read_text().replace("hospital-a", "hospital-b"))
         _one_line_error(_serve(second_config), f"state_dir {state} is in use")
