@@ -57,10 +57,11 @@ def _free(port: int) -> bool:
     return True
 
 
-def free_ports(count: int) -> list[int]:
-    """`count` distinct ports free right now on 127.0.0.1, outside the ephemeral range (the
-    daemons bind them a moment later; see the module docstring for why there)."""
-    candidates = listen_candidates()
+def free_ports(count: int, range_file: Path = EPHEMERAL_RANGE_FILE) -> list[int]:
+    """`count` distinct ports free right now on 127.0.0.1, outside the ephemeral range that
+    `range_file` names (the daemons bind them a moment later; the module docstring says why
+    there)."""
+    candidates = listen_candidates(range_file)
     if len(candidates) < count:  # the whole range is ephemeral: only the kernel's choice is left
         return _kernel_ports(count)
     chosen: list[int] = []

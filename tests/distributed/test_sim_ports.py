@@ -56,6 +56,15 @@ def test_the_ephemeral_range_is_read_or_a_safe_default(
     assert all(1024 <= p <= 65535 for p in candidates)
 
 
+def test_where_every_port_is_ephemeral_the_kernel_chooses(tmp_path: Path) -> None:
+    """No port outside the range: the kernel's choice (bind port 0), distinct ports; the sim's
+    retry covers a clash there."""
+    whole = tmp_path / "ip_local_port_range"
+    whole.write_text("1024 65535\n")
+    ports = free_ports(6, whole)
+    assert len(set(ports)) == 6 and all(1024 <= p <= 65535 for p in ports)
+
+
 @pytest.mark.parametrize("transport", ["direct", "outbound"])
 def test_the_sim_starts_on_fresh_ports_when_one_was_taken(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, transport: str
