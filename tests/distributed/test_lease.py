@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +33,7 @@ from tests.distributed.conftest import (
     wait_leases_lapsed,
 )
 from tests.harness.cli import FEDANON
-from tests.harness.wait import wait_until
+from tests.harness.wait import holds_for, wait_until
 
 RPC_SECONDS = 10.0
 
@@ -59,7 +58,12 @@ class SecondLeader:
         self.message = ""
 
     def __call__(self, *_: Any) -> None:
-        time.sleep(LEASE_SECONDS + 2)
+        # Longer than a lease, the lease runs at every party at every look: only the first
+        # leader's heartbeats can have renewed it.
+        everyone = sorted(d.name for d in self.fed.daemons)
+        assert holds_for(
+            lambda: sorted(running_leases(self.fed)) == everyone, LEASE_SECONDS + 2, 0.5
+        ), running_leases(self.fed)
         self.before = snapshot(self.fed)
         spec = self.data.spec(L=3, K=20, C="0.2")
         with pytest.raises(PartyFailure) as refused:
