@@ -97,11 +97,13 @@ def build_server(config: PartyConfig) -> tuple[grpc.Server, int, PartyServicer]:
             limits=config.connections,
         )
     except RuntimeError:
+        servicer.close()  # its next hop's channel: a caller may try again on another port
         raise FedanonError(
             f"cannot listen on {config.listen}: the port is in use (another "
             "daemon?) or the address is not this host's"
         ) from None
     if port != asked:
+        servicer.close()
         raise FedanonError(f"cannot listen on {config.listen}: bound port {port} instead")
     pb_grpc.add_PartyServicer_to_server(servicer, server)
     health_servicer = health.HealthServicer()

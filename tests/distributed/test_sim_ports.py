@@ -12,13 +12,17 @@ from __future__ import annotations
 
 import socket
 from pathlib import Path
+from typing import Any
 
+import grpc
 import pytest
 
 import fedanon.leader.sim as sim
+from fedanon.federation.transport import make_channel
 from fedanon.leader.ports import DEFAULT_EPHEMERAL, ephemeral_range, listen_candidates
 from fedanon.leader.sim import federation, free_ports, split_table
 from fedanon.synth import generate_hospital, hospital_taxonomy_path
+from tests.harness import inprocess
 
 RANGE_FILE = Path("/proc/sys/net/ipv4/ip_local_port_range")
 
@@ -104,3 +108,48 @@ def test_the_sim_starts_on_fresh_ports_when_one_was_taken(
             s.close()
     assert stolen, "the race was not staged"
     assert any("again with fresh ports" in p for p in phases), phases
+
+
+class _Through(grpc.ServerInterceptor):
+    """Records nothing: the in-process harness wants a recorder per party."""
+
+    def intercept_service(self, continuation: Any, handler_call_details: Any) -> Any:
+        return continuation(handler_call_details)
+
+
+def test_in_process_parties_start_on_fresh_ports_when_one_was_taken(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same race for the tests' in-process daemons (tests/harness/inprocess.py)."""
+    held: list[socket.socket] = []
+    real = inprocess.free_ports
+
+    def choose_then_steal(count: int) -> list[int]:
+        ports = real(count)
+        if not held:
+            thief = socket.socket()
+            thief.bind(("127.0.0.1", ports[1]))
+            thief.listen(1)
+            held.append(thief)
+        return ports
+
+    monkeypatch.setattr(inprocess, "free_ports", choose_then_steal)
+    parts = split_table(generate_hospital(60, seed=3), 3, "random", 0)
+    try:
+        with inprocess.inprocess_parties(
+            parts,
+            tmp_path,
+            monkeypatch,
+            ca_name="ports test CA",
+            server_interceptor=lambda _name: _Through(),
+            hop_channel_factory=lambda _name: make_channel,
+        ) as fed:
+            stolen = held[0].getsockname()[1]
+            assert [h.name for h in fed.hops] == ["hospital-1", "hospital-2", "hospital-3"]
+            assert f"127.0.0.1:{stolen}" not in [h.address for h in fed.hops]
+            for hop in fed.hops:  # each party listens where the ring says it does
+                host, _, port = hop.address.rpartition(":")
+                socket.create_connection((host, int(port)), timeout=5).close()
+    finally:
+        for s in held:
+            s.close()

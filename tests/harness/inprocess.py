@@ -28,8 +28,10 @@ import fedanon.party.daemon
 from fedanon.federation.config import Hop
 from fedanon.federation.tls import TLSFiles
 from fedanon.federation.transport import make_server
+from fedanon.leader.ports import PORT_IN_USE
 from fedanon.leader.sim import (
     LEADER_NAME,
+    PORT_ATTEMPTS,
     free_ports,
     issue_federation_certificates,
     write_party_config,
@@ -84,39 +86,27 @@ def inprocess_parties(
     names = [f"hospital-{i + 1}" for i in range(len(parts))]
     cert_dir = workdir / "certs"
     issue_federation_certificates(cert_dir, names, ca_name)
-    ports = free_ports(len(parts))
-    hops = [Hop(n, f"127.0.0.1:{p}") for n, p in zip(names, ports, strict=True)]
-    servers: list[grpc.Server] = []
-    servicers: dict[str, Any] = {}
+    for attempt in range(1, PORT_ATTEMPTS + 1):
+        ports = free_ports(len(parts))
+        hops = [Hop(n, f"127.0.0.1:{p}") for n, p in zip(names, ports, strict=True)]
+        servers: list[grpc.Server] = []
+        servicers: dict[str, Any] = {}
+        try:
+            for i, (name, part) in enumerate(zip(names, parts, strict=True)):
+                server, servicer = _start_party(
+                    workdir, name, part, ports[i], hops[i + 1] if i + 1 < len(hops) else None,
+                    cert_dir, taxonomy_of(i), monkeypatch, server_interceptor(name),
+                    hop_channel_factory(name),
+                )  # fmt: skip
+                servers.append(server)
+                servicers[name] = servicer
+            break
+        except BaseException as exc:
+            _stop(servers, servicers)
+            # A port taken between its choice and the bind (leader/ports.py): fresh ports.
+            if PORT_IN_USE not in str(exc) or attempt == PORT_ATTEMPTS:
+                raise
     try:
-        for i, (name, part) in enumerate(zip(names, parts, strict=True)):
-            data = workdir / f"{name}.csv"
-            part.to_csv(data, index=False)
-            config = workdir / f"{name}.toml"
-            taxonomy = taxonomy_of(i)
-            write_party_config(
-                config,
-                name,
-                ports[i],
-                data,
-                taxonomy.resolve() if taxonomy else None,
-                hops[i + 1] if i + 1 < len(hops) else None,
-                cert_dir,
-                rpc_seconds=30.0,
-            )
-            with monkeypatch.context() as build:
-                build.setattr(
-                    fedanon.party.daemon,
-                    "make_server",
-                    functools.partial(_recorded_server, recorder=server_interceptor(name)),
-                )
-                build.setattr(fedanon.party.daemon, "make_channel", hop_channel_factory(name))
-                server, _port, servicer = fedanon.party.daemon.build_server(
-                    PartyConfig.load(config)
-                )
-            server.start()
-            servers.append(server)
-            servicers[name] = servicer
         tls = TLSFiles(
             cert_dir / "ca.crt", cert_dir / f"{LEADER_NAME}.crt", cert_dir / f"{LEADER_NAME}.key"
         )
@@ -124,8 +114,50 @@ def inprocess_parties(
             hops, cert_dir, tls, servicers, dict(zip(names, servers, strict=True))
         )
     finally:
-        # Waited for: a server still shutting down would serve on into the next test.
-        for stopped in [server.stop(None) for server in servers]:
-            stopped.wait()
-        for servicer in servicers.values():
-            servicer.close()
+        _stop(servers, servicers)
+
+
+def _start_party(
+    workdir: Path,
+    name: str,
+    part: pd.DataFrame,
+    port: int,
+    next_hop: Hop | None,
+    cert_dir: Path,
+    taxonomy: Path | None,
+    monkeypatch: pytest.MonkeyPatch,
+    recorder: grpc.ServerInterceptor,
+    make_hop_channel: Callable[..., grpc.Channel],
+) -> tuple[grpc.Server, Any]:
+    """One production daemon, started, with the test's recorders (see :func:`inprocess_parties`)."""
+    data = workdir / f"{name}.csv"
+    part.to_csv(data, index=False)
+    config = workdir / f"{name}.toml"
+    write_party_config(
+        config,
+        name,
+        port,
+        data,
+        taxonomy.resolve() if taxonomy else None,
+        next_hop,
+        cert_dir,
+        rpc_seconds=30.0,
+    )
+    with monkeypatch.context() as build:
+        build.setattr(
+            fedanon.party.daemon,
+            "make_server",
+            functools.partial(_recorded_server, recorder=recorder),
+        )
+        build.setattr(fedanon.party.daemon, "make_channel", make_hop_channel)
+        server, _port, servicer = fedanon.party.daemon.build_server(PartyConfig.load(config))
+    server.start()
+    return server, servicer
+
+
+def _stop(servers: list[grpc.Server], servicers: dict[str, Any]) -> None:
+    # Waited for: a server still shutting down would serve on into the next test.
+    for stopped in [server.stop(None) for server in servers]:
+        stopped.wait()
+    for servicer in servicers.values():
+        servicer.close()
