@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import io
+import os
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from pathlib import Path
@@ -48,6 +49,14 @@ def recording_inputs() -> Iterator[list[tuple[Path, bytes]]]:
         yield files
     finally:
         _recorded.reset(token)
+
+
+def recorded_digest(path: str | os.PathLike[str]) -> bytes | None:
+    """The SHA-256 the active :func:`recording_inputs` took of `path`'s bytes as they were
+    read (its last read), or None: what a report names an input by, never a second read
+    of a file that may have been replaced since."""
+    files = _recorded.get() or []
+    return next((digest for read, digest in reversed(files) if read == Path(path)), None)
 
 
 def read_input(path: Path) -> bytes:

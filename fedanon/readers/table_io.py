@@ -3,9 +3,10 @@
 Every table is read with one open of its file (:class:`fedanon.readers.inputs.ReadOnce`): a text
 table's delimiter and header are sniffed from the first bytes of the stream its parser then
 reads, so a file replaced or appended meanwhile gives one version, never the header of one and
-the rows of another. Values are read as Arrow-backed text so that every non-QID column is released byte-for-byte as it
-came in, and numerical QIDs are parsed only where a taxonomy needs numbers (Arrow's cast, much
-faster than parsing Python strings). Writes go through Arrow's CSV writer and are atomic.
+the rows of another. Values are read as Arrow-backed text so that every non-QID column is
+released byte-for-byte as it came in, and numerical QIDs are parsed only where a taxonomy needs
+numbers (Arrow's cast, much faster than parsing Python strings). Writes go through Arrow's CSV
+writer and are atomic.
 """
 
 from __future__ import annotations
