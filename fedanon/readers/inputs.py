@@ -113,6 +113,22 @@ class ReadOnce:
         data, self._head = self._head[:size], self._head[size:]
         return data + self._take(size - len(data)) if len(data) < size else data
 
+    def readinto(self, buffer: WriteableBuffer) -> int:
+        """Fill `buffer` with the next bytes (the head's first, then the file's) as a regular
+        file's raw read does, without a copy through a `bytes`: all of it but at the end of
+        the file, so a parser sees the blocks it sees reading the path."""
+        with memoryview(buffer) as view, view.cast("B") as target:
+            count = min(len(target), len(self._head))
+            target[:count] = self._head[:count]
+            self._head = self._head[count:]
+            while count < len(target) and not self._eof:
+                done = self._file.readinto(target[count:]) or 0
+                self._eof = not done
+                if self._digest is not None:
+                    self._digest.update(target[count : count + done])
+                count += done
+            return count
+
     def read_buffer(self, size: int) -> pa.Buffer:
         """:meth:`read`'s bytes in a buffer of Arrow's memory pool, which Arrow's reader of a
         Python file takes as it is. Why: a fresh Python `bytes` of each block (1 MiB) is
@@ -121,17 +137,11 @@ class ReadOnce:
         blocks."""
         import pyarrow as pa
 
-        if self._head or size < 0:  # the head's bytes first (at most the first block)
-            return pa.py_buffer(self.read(size))
+        if size < 0:
+            return pa.py_buffer(self.read())
         buffer = pa.allocate_buffer(size, resizable=True)
         with memoryview(buffer) as view:
-            done = 0
-            while done < size and not self._eof:
-                count = self._file.readinto(view[done:])
-                self._eof = not count
-                done += count or 0
-            if self._digest is not None:
-                self._digest.update(view[:done])
+            done = self.readinto(view)
         if done < size:
             buffer.resize(done)
         return buffer
@@ -212,9 +222,7 @@ class _RawReader(io.RawIOBase):
         return True
 
     def readinto(self, buffer: WriteableBuffer) -> int:
-        data = self._stream.read(len(memoryview(buffer)))
-        memoryview(buffer).cast("B")[: len(data)] = data
-        return len(data)
+        return self._stream.readinto(buffer)
 
 
 def _continues(handle: io.TextIOWrapper) -> bool:
