@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
+from pandas.io.common import infer_compression  # type: ignore[import-not-found]  # no stub
 
 from fedanon.errors import FedanonError
 from fedanon.readers.inputs import ReadOnce
@@ -32,7 +33,7 @@ def read_release(path: str, delimiter: str | None) -> pd.DataFrame:
             sep = input_delimiter(Path(path), delimiter, stream)
             # pandas reads an `io` binary file as it reads a path (the same cells, the same
             # errors), but infers a compression (".gz") only from a path: from its name here
-            compression = pd.io.common.infer_compression(path, "infer")
+            compression = infer_compression(path, "infer")
             return pd.read_csv(
                 stream.binary_file(),
                 sep=sep,
