@@ -178,6 +178,10 @@ ODD_TABLES = {  # the head a text table's header is sniffed from is 64 KiB, grow
         "cannot read table (Could not skip initial 1 rows from CSV file, either file is too "
         "short or header is larger than block size)",
     ),
+    "rows past the head": (  # streamed into Arrow's parser, hashed on the way
+        _odd(b"a,b", b"1,2\n" * 100000),
+        {"a": ["1"] * 100000, "b": ["2"] * 100000},
+    ),
     "an empty file": (b"", "empty file (no header line)"),
     "a repeated column": (_odd(b"a,a"), "a column name appears twice in the header"),
     "a short row past the head": (
