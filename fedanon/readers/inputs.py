@@ -5,13 +5,15 @@ opened once: a reader that opens a file twice (to sniff a text table's delimiter
 then to parse it; or to parse, then to hash) can mix two versions of a file replaced or
 appended meanwhile: the header of one with the rows of another, or a digest of other bytes
 than those parsed. A party daemon binds a sealed session to a digest of its inputs
-(party/inputs.py, `inputs_digest`), which must be of the bytes it parsed. So a taxonomy is
+(party/inputs.py, `inputs_digest`), and a CLI report names its inputs by their SHA-256
+(fedanon/report/build.py, :func:`recorded_digest`): both must be of the bytes parsed. So a
+taxonomy is
 read whole through :func:`read_input`, then parsed from those bytes; a table through
 :class:`ReadOnce`, a stream its parser reads front to back, hashed as it goes (a text table is
 never held whole as bytes: the CPU and memory of Arrow reading the path; a Parquet file, read
 at random places, is read whole first when hashed). Inside :func:`recording_inputs` the digest
-of the bytes read is recorded; outside it nothing is hashed (a CLI run or a daemon without
-sealed sessions pays nothing for it).
+of the bytes read is recorded; outside it nothing is hashed (a CLI command without a report,
+a daemon without sealed sessions pays nothing for it).
 """
 
 from __future__ import annotations
