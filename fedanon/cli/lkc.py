@@ -79,7 +79,8 @@ def add_anonymize_lkc(methods: argparse._SubParsersAction) -> None:
         "(default): best-of where it applies, else greedy",
     )
     add_report_options(lkc)
-    lkc.set_defaults(handler=run_lkc)
+    # its summary is its steward report's: inputs recorded as read (fedanon/cli/main.py)
+    lkc.set_defaults(handler=run_lkc, always_reports=True)
 
 
 def run_lkc(args: argparse.Namespace) -> int:
@@ -91,7 +92,7 @@ def run_lkc(args: argparse.Namespace) -> int:
     )
     from fedanon.algorithms.tds.verified import verified_release
     from fedanon.outputs import CommandOutputs
-    from fedanon.readers.table_io import check_output_format, input_delimiter, read_arrow
+    from fedanon.readers.table_io import check_output_format, read_arrow_delimited
     from fedanon.report.build import record_release_file
     from fedanon.taxonomy.loader import load_taxonomy
 
@@ -100,8 +101,9 @@ def run_lkc(args: argparse.Namespace) -> int:
     outputs.claim("--report", args.report)
     outputs.claim("--html", args.html)
     check_output_format(args.out)
-    table = read_arrow(args.data, args.delimiter)  # Arrow to the end: pandas never loads
-    out_delimiter = args.out_delimiter or input_delimiter(args.data, args.delimiter)
+    # Arrow to the end: pandas never loads; the output's delimiter is the input's
+    table, in_delimiter = read_arrow_delimited(args.data, args.delimiter)
+    out_delimiter = args.out_delimiter or in_delimiter
     taxonomy = load_taxonomy(args.taxonomy, data_columns=table.column_names)
     drop = split_list(args.drop)
     sensitive = parse_sensitive(args.sensitive) if args.sensitive else None

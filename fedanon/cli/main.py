@@ -89,6 +89,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _inputs_recorded(args: argparse.Namespace) -> contextlib.AbstractContextManager[object]:
+    """For a command that builds a report, the SHA-256 of each input as its one read parses
+    it (fedanon/readers/inputs.py): the report names the inputs by the bytes used, not by a
+    second read that could meet a file replaced meanwhile. Other commands hash nothing."""
+    from fedanon.cli.reporting import wants_report
+    from fedanon.readers.inputs import recording_inputs
+
+    if wants_report(args) or getattr(args, "always_reports", False):
+        return recording_inputs()
+    return contextlib.nullcontext()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse arguments, run the chosen command, map user errors to one-line messages."""
     parser = build_parser()
@@ -96,7 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(rewrite_deprecated(argv, sys.stderr))
     args.command_line = shlex.join(["fedanon", *argv])  # quoted in the steward's report
     try:
-        with signals_unwind():
+        with signals_unwind(), _inputs_recorded(args):
             code = args.handler(args)
     except (FedanonError, CryptoError) as exc:
         if args.debug:

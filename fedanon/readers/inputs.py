@@ -1,16 +1,19 @@
 """Input files read once, each file's SHA-256 taken from the very bytes its reader parses.
 
-A party daemon binds a sealed session to a digest of its inputs (party/inputs.py,
-`inputs_digest`). Hashing a file apart from parsing it reads it twice, and a file replaced or
-edited between the two reads gives a digest of other bytes than those parsed: a rejoin could
-then accept a table the session did not use, or refuse the one it did. So every reader of a
-party's inputs (its table, each format of taxonomy) opens a file once: a taxonomy whole
-through :func:`read_input`, then parsed from those bytes; a table through :class:`ReadOnce`,
-a stream its parser reads front to back, hashed as it goes (a text table is never held whole
-as bytes: the CPU and memory of Arrow reading the path; a Parquet file, read at random
-places, is read whole first). Inside :func:`recording_inputs` the digest of the bytes read is
-recorded; outside it nothing is hashed (a CLI run or a daemon without sealed sessions pays
-nothing for it).
+Every table the CLI, the central algorithms and a party daemon read, and every taxonomy, is
+opened once: a reader that opens a file twice (to sniff a text table's delimiter and header,
+then to parse it; or to parse, then to hash) can mix two versions of a file replaced or
+appended meanwhile: the header of one with the rows of another, or a digest of other bytes
+than those parsed. A party daemon binds a sealed session to a digest of its inputs
+(party/inputs.py, `inputs_digest`), and a CLI report names its inputs by their SHA-256
+(fedanon/report/build.py, :func:`recorded_digest`): both must be of the bytes parsed. So a
+taxonomy is
+read whole through :func:`read_input`, then parsed from those bytes; a table through
+:class:`ReadOnce`, a stream its parser reads front to back, hashed as it goes (a text table is
+never held whole as bytes: the CPU and memory of Arrow reading the path; a Parquet file, read
+at random places, is read whole first when hashed). Inside :func:`recording_inputs` the digest
+of the bytes read is recorded; outside it nothing is hashed (a CLI command without a report,
+a daemon without sealed sessions pays nothing for it).
 """
 
 from __future__ import annotations
@@ -18,11 +21,16 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import io
+import os
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from pathlib import Path
 from types import TracebackType
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:  # pyarrow loads with the first table read, never at the CLI's start-up
+    import pyarrow as pa
+    from _typeshed import WriteableBuffer
 
 T = TypeVar("T")
 
@@ -45,6 +53,14 @@ def recording_inputs() -> Iterator[list[tuple[Path, bytes]]]:
         _recorded.reset(token)
 
 
+def recorded_digest(path: str | os.PathLike[str]) -> bytes | None:
+    """The SHA-256 the active :func:`recording_inputs` took of `path`'s bytes as they were
+    read (its last read), or None: what a report names an input by, never a second read
+    of a file that may have been replaced since."""
+    files = _recorded.get() or []
+    return next((digest for read, digest in reversed(files) if read == Path(path)), None)
+
+
 def read_input(path: Path) -> bytes:
     """The bytes of `path`, read with one open (OSError as `open` raises it); their SHA-256
     is recorded when a :func:`recording_inputs` is active."""
@@ -63,10 +79,12 @@ def text_of(data: bytes, newline: str | None = None) -> io.TextIOWrapper:
 
 
 class ReadOnce:
-    """A file opened once and read front to back by one parser (``read``, what Arrow calls on
-    a Python file); its first bytes can be parsed before (:meth:`from_head`: a text table's
-    delimiter and header), and every byte read is hashed once, in order, when a
-    :func:`recording_inputs` is active (recorded at :meth:`close`, after the rest is read)."""
+    """A file opened once and read front to back by one parser (``read``, or
+    :meth:`read_buffer` where Arrow's reader asks for it); its first bytes can be parsed
+    before (:meth:`from_head`: a text table's delimiter and header), and every byte read is
+    hashed once, in order, when a :func:`recording_inputs` is active (recorded at
+    :meth:`close`, after the rest is read). A reader that reads at random places (Parquet)
+    takes :meth:`random_access` instead."""
 
     closed = False
 
@@ -96,6 +114,56 @@ class ReadOnce:
             return data
         data, self._head = self._head[:size], self._head[size:]
         return data + self._take(size - len(data)) if len(data) < size else data
+
+    def readinto(self, buffer: WriteableBuffer) -> int:
+        """Fill `buffer` with the next bytes (the head's first, then the file's) as a regular
+        file's raw read does, without a copy through a `bytes`: all of it but at the end of
+        the file, so a parser sees the blocks it sees reading the path."""
+        with memoryview(buffer) as view, view.cast("B") as target:
+            count = min(len(target), len(self._head))
+            target[:count] = self._head[:count]
+            self._head = self._head[count:]
+            while count < len(target) and not self._eof:
+                done = self._file.readinto(target[count:]) or 0
+                self._eof = not done
+                if self._digest is not None:
+                    self._digest.update(target[count : count + done])
+                count += done
+            return count
+
+    def read_buffer(self, size: int) -> pa.Buffer:
+        """:meth:`read`'s bytes in a buffer of Arrow's memory pool, which Arrow's reader of a
+        Python file takes as it is. Why: a fresh Python `bytes` of each block (1 MiB) is
+        fresh memory, a page fault every 4 KiB (about 13 % more CPU than Arrow reading the
+        path, bench/RESULTS.md "session 13, one reading path"); Arrow's pool reuses its
+        blocks."""
+        import pyarrow as pa
+
+        if size < 0:
+            return pa.py_buffer(self.read())
+        buffer = pa.allocate_buffer(size, resizable=True)
+        with memoryview(buffer) as view:
+            done = self.readinto(view)
+        if done < size:
+            buffer.resize(done)
+        return buffer
+
+    def random_access(self) -> pa.NativeFile:
+        """The file for a parser that reads it at random places (Parquet: its footer first,
+        then only the columns asked for): the open file itself, or, when a digest is
+        recorded, its whole bytes read (and hashed) into memory first, so the digest is of
+        the bytes parsed. Called before anything else is read."""
+        import pyarrow as pa
+
+        if self._digest is not None:
+            return pa.BufferReader(self.read())
+        return pa.PythonFile(self._file, mode="r")
+
+    def binary_file(self) -> io.BufferedReader:
+        """The stream as an `io` binary file, for a parser that reads one otherwise than any
+        object with a ``read`` (pandas decodes an `io` file's text as it decodes a path's:
+        the same cells and the same errors)."""
+        return io.BufferedReader(_RawReader(self))
 
     def from_head(self, parse: Callable[[io.TextIOWrapper], T]) -> T:
         """`parse` of the file's beginning as text (``open(path, encoding="utf-8-sig",
@@ -143,6 +211,20 @@ class ReadOnce:
         finally:
             self._file.close()
             self.closed = True
+
+
+class _RawReader(io.RawIOBase):
+    """A :class:`ReadOnce` as the raw file an `io.BufferedReader` reads."""
+
+    def __init__(self, stream: ReadOnce) -> None:
+        super().__init__()
+        self._stream = stream
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: WriteableBuffer) -> int:
+        return self._stream.readinto(buffer)
 
 
 def _continues(handle: io.TextIOWrapper) -> bool:

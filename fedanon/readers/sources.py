@@ -30,7 +30,6 @@ from fedanon.readers.table_io import (
     PARQUET_SUFFIXES,
     frame_of,
     read_arrow,
-    read_arrow_once,
     read_table,
 )
 from fedanon.tables import Table
@@ -254,4 +253,4 @@ def open_source(path: Path, delimiter: str | None = None) -> TableSource:
 def read_source(path: Path, delimiter: str | None = None) -> ArrowSource:
     """The one-process party's table: read whole, as Arrow text (no pandas), from one read of
     the file (what its sealed sessions' digest hashes: fedanon/readers/inputs.py)."""
-    return ArrowSource(read_arrow_once(path, delimiter))
+    return ArrowSource(read_arrow(path, delimiter))

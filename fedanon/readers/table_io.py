@@ -1,17 +1,22 @@
 """Reading and writing tables (CSV or Parquet) with the CLI's guarantees.
 
-Values are read as Arrow-backed text so that every non-QID column is released byte-for-byte as it
-came in, and numerical QIDs are parsed only where a taxonomy needs numbers (Arrow's cast, much
-faster than parsing Python strings). Writes go through Arrow's CSV writer and are atomic.
+Every table is read with one open of its file (:class:`fedanon.readers.inputs.ReadOnce`): a text
+table's delimiter and header are sniffed from the first bytes of the stream its parser then
+reads, so a file replaced or appended meanwhile gives one version, never the header of one and
+the rows of another. Values are read as Arrow-backed text so that every non-QID column is
+released byte-for-byte as it came in, and numerical QIDs are parsed only where a taxonomy needs
+numbers (Arrow's cast, much faster than parsing Python strings). Writes go through Arrow's CSV
+writer and are atomic.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import os
-from collections.abc import Callable
+from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, TypeVar
+from typing import IO, TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.csv as pa_csv
@@ -23,8 +28,6 @@ from fedanon.tables import Table, column_names
 
 if TYPE_CHECKING:
     import pandas as pd
-
-T = TypeVar("T")
 
 PARQUET_SUFFIXES = {".parquet", ".pq"}
 TAB_SUFFIXES = {".tsv", ".tab"}
@@ -49,17 +52,14 @@ def _most_frequent_delimiter(line: str) -> str | None:
     return best if count else None
 
 
-def input_delimiter(
-    path: str | os.PathLike[str], delimiter: str | None = None, stream: ReadOnce | None = None
-) -> str:
+def input_delimiter(path: Path, delimiter: str | None, stream: ReadOnce) -> str:
     """The delimiter a text table is read with: the user's, or the one its header uses.
 
     Files exported by other tools are often ``;``-separated (ARX, spreadsheets in many locales),
     so with no ``--delimiter`` the header line decides: the candidate (``,`` ``;`` tab ``|``)
     that occurs most often in it; ``,`` when none occurs. ``.tsv``/``.tab`` files are tab.
-    `stream`: the file, opened once for its parse (:func:`read_arrow_once`).
+    `stream`: the file `path`, opened once for its parse (the head it sniffs is then parsed).
     """
-    path = Path(path)
     if delimiter:
         return _named_delimiter(delimiter)
     if path.suffix.lower() in TAB_SUFFIXES:
@@ -67,19 +67,10 @@ def input_delimiter(
     if path.suffix.lower() in PARQUET_SUFFIXES:
         return ","  # no delimiter of its own; a CSV written from it uses the default
     try:
-        first = _first_lines(path, stream, lambda handle: handle.readline())
+        first = stream.from_head(lambda handle: handle.readline())
     except (OSError, UnicodeDecodeError):
         return ","  # read_table reports the real problem
     return _most_frequent_delimiter(first) or ","
-
-
-def _first_lines(path: Path, stream: ReadOnce | None, parse: Callable[[IO[str]], T]) -> T:
-    """`parse` of the text table `path`, opened for the csv module (from `stream`'s head when
-    the file is opened once for its parse)."""
-    if stream is not None:
-        return stream.from_head(parse)
-    with path.open(encoding="utf-8-sig", newline="") as handle:
-        return parse(handle)
 
 
 def check_output_format(path: str | os.PathLike[str]) -> None:
@@ -91,11 +82,11 @@ def check_output_format(path: str | os.PathLike[str]) -> None:
         raise FedanonError(f"{path}: unknown output format ({named}); supported: {supported}")
 
 
-def _header(path: Path, delimiter: str, stream: ReadOnce | None) -> list[str]:
+def _header(path: Path, delimiter: str, stream: ReadOnce) -> list[str]:
     def first_row(handle: IO[str]) -> list[str] | None:
         return next(csv.reader(handle, delimiter=delimiter), None)
 
-    row = _first_lines(path, stream, first_row)
+    row = stream.from_head(first_row)
     if not row:
         raise FedanonError(f"{path}: empty file (no header line)")
     return [c.strip() for c in row]
@@ -121,22 +112,36 @@ def read_arrow(
     path: str | os.PathLike[str], delimiter: str | None = None, columns: list[str] | None = None
 ) -> pa.Table:
     """:func:`read_table`'s table before pandas: an Arrow table of text columns (what
-    `fedanon anonymize lkc` works on from reading to writing). `columns`: only these, in that
-    order (a Parquet file reads no other column: a Dask shard reads one at a time)."""
+    `fedanon anonymize lkc` works on from reading to writing), the file opened once
+    (:func:`opened_once`). `columns`: only these, in that order (a Parquet file reads no
+    other column: a Dask shard reads one at a time)."""
     path = _table_file(path)
-    return _parse(path, None, delimiter, columns)
+    with opened_once(path) as stream:
+        return _parse(path, stream, delimiter, columns)[0]
 
 
-def read_arrow_once(path: str | os.PathLike[str], delimiter: str | None = None) -> pa.Table:
-    """:func:`read_arrow`'s whole table, the file opened once (:class:`ReadOnce`): a party
-    daemon's, whose sealed sessions are bound to the digest of exactly the bytes it parsed.
-    A text table streams through the hash into Arrow's parser; a Parquet file (read at
-    random places) is read whole first."""
+def read_arrow_delimited(
+    path: str | os.PathLike[str], delimiter: str | None = None
+) -> tuple[pa.Table, str]:
+    """:func:`read_arrow`'s table and the delimiter it was read with (:func:`input_delimiter`,
+    a text table's found in its header by the same read): a command writes its output with
+    the input's delimiter, and a second read to find it could meet another file."""
     path = _table_file(path)
+    with opened_once(path) as stream:
+        table, sep = _parse(path, stream, delimiter, None)
+        return table, sep or input_delimiter(path, delimiter, stream)  # Parquet: reads nothing
+
+
+@contextlib.contextmanager
+def opened_once(path: Path) -> Iterator[ReadOnce]:
+    """`path` opened once for its parse (:class:`ReadOnce`: a text table streams into its
+    parser, hashed on the way while a party daemon records its inputs' digest; a Parquet
+    file is read at random places, or whole first when hashed); an error opening it in one
+    line."""
     try:
         with ReadOnce(path) as stream:
-            return _parse(path, stream, delimiter, None)
-    except OSError as exc:  # opening it
+            yield stream
+    except OSError as exc:
         raise FedanonError(f"{path}: cannot read table ({str(exc).splitlines()[0]})") from exc
 
 
@@ -151,16 +156,18 @@ def _table_file(path: str | os.PathLike[str]) -> Path:
 
 
 def _parse(
-    path: Path, stream: ReadOnce | None, delimiter: str | None, columns: list[str] | None
-) -> pa.Table:
-    """The table file `path` as Arrow text, read from `stream` when opened already (then
-    `path` only names it and its format), else from the file."""
+    path: Path, stream: ReadOnce, delimiter: str | None, columns: list[str] | None
+) -> tuple[pa.Table, str | None]:
+    """The table file `path` as Arrow text, read from `stream` (`path` only names it and its
+    format), and a text table's delimiter (None for Parquet: it has none, and a bad
+    ``--delimiter`` is refused only where a delimiter is needed)."""
+    sep = None
     try:
         if path.suffix.lower() in PARQUET_SUFFIXES:
             import pyarrow.parquet as pq  # only for Parquet: CSV runs skip its import
 
             # not read_table's dataset layer (it loads pandas)
-            parquet = pq.ParquetFile(path if stream is None else pa.BufferReader(stream.read()))
+            parquet = pq.ParquetFile(stream.random_access())
             table = parquet.read(columns=columns)
             table = table.cast(pa.schema([(n, pa.string()) for n in table.column_names]))
         else:
@@ -169,7 +176,7 @@ def _parse(
             if len(set(names)) != len(names):
                 raise FedanonError(f"{path}: a column name appears twice in the header")
             table = pa_csv.read_csv(
-                path if stream is None else pa.PythonFile(stream, mode="r"),
+                pa.PythonFile(stream, mode="r"),
                 read_options=pa_csv.ReadOptions(column_names=names, skip_rows=1),
                 parse_options=pa_csv.ParseOptions(delimiter=sep),
                 convert_options=pa_csv.ConvertOptions(
@@ -183,7 +190,7 @@ def _parse(
         if missing:
             raise MissingColumnError(f"{path}: no column '{missing[0]}'")
         table = table.select(columns)
-    return table
+    return table, sep
 
 
 def delimiter_hint(table: Table) -> str:

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from fedanon import __version__
+from fedanon.readers.inputs import recorded_digest
 from fedanon.report.loss import AttributeLoss, overall_ncp, release_loss
 from fedanon.report.risk import (
     Classes,
@@ -55,7 +56,12 @@ class JobDescription:
 
 
 def sha256_of(path: str | os.PathLike[str]) -> str | None:
-    """Hex SHA-256 of a file (None for a directory, e.g. an ARX hierarchy folder)."""
+    """Hex SHA-256 of a file (None for a directory, e.g. an ARX hierarchy folder): of the
+    bytes this command read from it when it recorded them (fedanon/cli/main.py), else of
+    the file as it is now."""
+    recorded = recorded_digest(path)
+    if recorded is not None:
+        return recorded.hex()
     target = Path(path)
     if not target.is_file():
         return None

@@ -143,37 +143,74 @@ def _odd(header: bytes, rows: bytes = b"1,2\n") -> bytes:
     return header + b"\n" + rows
 
 
+CUT = "a" + "é" * 40000  # a header cell whose characters straddle the 64 KiB head
+QUOTED = "x" + "y" * 70000 + "\nz"
 ODD_TABLES = {  # the head a text table's header is sniffed from is 64 KiB, grown as needed
-    "a header longer than the head": _odd(b",".join(b"c%05d" % i + b"x" * 40 for i in range(2000))),
-    "a character cut at the head's end": _odd(b"a" + "é".encode() * 40000 + b",b"),
-    "a quoted header cell across the head's end": _odd(b'"x' + b"y" * 70000 + b'\nz",b'),
-    "a byte-order mark, CRLF and ';'": b"\xef\xbb\xbfage;sex\r\n30;M\r\n",
-    "a bad byte in the header": _odd(b"a\xff,b"),
-    "a bad byte past the head": _odd(b"a,b", b"1,2\n" * 20000 + b"\xff,3\n"),
-    "a header only, no newline": b"a,b",
-    "an empty file": b"",
-    "a repeated column": _odd(b"a,a"),
-    "a short row past the head": _odd(b"a,b", b"1,2\n" * 20000 + b"3\n"),
+    "a header longer than the head": (
+        _odd(b",".join(b"c%05d" % i + b"x" * 40 for i in range(2000))),
+        "cannot read table (CSV parse error: Expected 2000 columns, got 2: 1,2)",
+    ),
+    "a character cut at the head's end": (
+        _odd(CUT.encode() + b",b"),
+        {CUT: ["1"], "b": ["2"]},
+    ),
+    "a quoted header cell across the head's end": (
+        _odd(b'"' + QUOTED.encode() + b'",b'),
+        # as before session 13: Arrow skips the header as one *line*, so the header's tail
+        # comes back as a first row (a quirk kept, not a choice)
+        {QUOTED: ['z"', "1"], "b": ["b", "2"]},
+    ),
+    "a byte-order mark, CRLF and ';'": (
+        b"\xef\xbb\xbfage;sex\r\n30;M\r\n",
+        {"age": ["30"], "sex": ["M"]},
+    ),
+    "a bad byte in the header": (
+        _odd(b"a\xff,b"),
+        "cannot read table ('utf-8' codec can't decode byte 0xff in position 1: invalid start "
+        "byte)",
+    ),
+    "a bad byte past the head": (
+        _odd(b"a,b", b"1,2\n" * 20000 + b"\xff,3\n"),
+        "cannot read table (In CSV column #0: CSV conversion error to string: invalid UTF8 data)",
+    ),
+    "a header only, no newline": (
+        b"a,b",
+        "cannot read table (Could not skip initial 1 rows from CSV file, either file is too "
+        "short or header is larger than block size)",
+    ),
+    "rows past the head": (  # streamed into Arrow's parser, hashed on the way
+        _odd(b"a,b", b"1,2\n" * 100000),
+        {"a": ["1"] * 100000, "b": ["2"] * 100000},
+    ),
+    "an empty file": (b"", "empty file (no header line)"),
+    "a repeated column": (_odd(b"a,a"), "a column name appears twice in the header"),
+    "a short row past the head": (
+        _odd(b"a,b", b"1,2\n" * 20000 + b"3\n"),
+        "cannot read table (CSV parse error: Expected 2 columns, got 1: 3)",
+    ),
 }
 
 
-@pytest.mark.parametrize("content", list(ODD_TABLES.values()), ids=list(ODD_TABLES))
-def test_a_table_read_once_is_the_table_read_from_its_path(tmp_path: Path, content: bytes) -> None:
-    """The daemon's one-open read gives what the CLI's reader gives (its table, or its error
-    in the same words) and the digest of the file's bytes."""
+@pytest.mark.parametrize(("content", "expected"), list(ODD_TABLES.values()), ids=list(ODD_TABLES))
+def test_a_table_read_once_is_the_table_the_cli_always_read(
+    tmp_path: Path, content: bytes, expected: dict[str, list[str]] | str
+) -> None:
+    """The one reading path (the daemon's and the CLI's, session 13) gives the table, or the
+    one-line error in the words, that reading the path gave before it, and records the
+    digest of the file's bytes."""
     from fedanon.errors import FedanonError
     from fedanon.readers.inputs import recording_inputs
-    from fedanon.readers.table_io import read_arrow, read_arrow_once
+    from fedanon.readers.table_io import read_arrow
 
     path = tmp_path / "t.csv"
     path.write_bytes(content)
-    outcomes = []
-    for read in (read_arrow, read_arrow_once):
-        with recording_inputs() as files:
-            try:
-                outcomes.append(read(path).to_pydict())
-            except FedanonError as exc:
-                outcomes.append(str(exc))
-    assert outcomes[0] == outcomes[1]
-    if not isinstance(outcomes[1], str):
+    with recording_inputs() as files:
+        try:
+            outcome: dict[str, list[str]] | str = read_arrow(path).to_pydict()
+        except FedanonError as exc:
+            outcome = str(exc)
+    if isinstance(expected, str):
+        assert outcome == f"{path}: {expected}"
+    else:
+        assert outcome == expected
         assert files == [(path, hashlib.sha256(content).digest())]

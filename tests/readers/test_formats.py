@@ -10,7 +10,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from fedanon.errors import FedanonError
-from fedanon.readers.table_io import input_delimiter, read_table, require_columns, write_table
+from fedanon.readers.table_io import (
+    read_arrow_delimited,
+    read_table,
+    require_columns,
+    write_table,
+)
 from tests.harness.cli import CliResult, lkc_options, run_cli
 
 TAXONOMY = """\
@@ -46,14 +51,14 @@ def test_the_header_names_the_delimiter(tmp_path: Path, header: str, expected: s
     path = tmp_path / "t.csv"
     row = expected.join(["1"] * (header.count(expected) + 1))
     path.write_text(f"{header}\n{row}\n", encoding="utf-8")
-    assert input_delimiter(path) == expected
+    assert read_arrow_delimited(path)[1] == expected
     assert list(read_table(path).columns) == header.split(expected)
 
 
 def test_a_given_delimiter_wins_and_a_wrong_one_is_named(tmp_path: Path) -> None:
     path = tmp_path / "semi.csv"
     path.write_text("age;sex\n39;M\n", encoding="utf-8")
-    assert input_delimiter(path, "tab") == "\t"
+    assert read_arrow_delimited(path, "tab")[1] == "\t"
     table = read_table(path, ",")
     with pytest.raises(
         FedanonError, match=r"wrong delimiter.*looks ';'-separated: try --delimiter"
