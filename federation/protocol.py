@@ -15,6 +15,8 @@ from collections.abc import Sequence
 
 import fedanon
 
+# 7: a party a rerun leaves out is told by an End of the later attempt, an End of an earlier
+#    attempt is stale (refused), StatusReply.lease_left_seconds;
 # 6: an exclusion rerun is the next attempt of the same session (Rerun, SessionRef.attempt,
 #    pairwise shares and union contexts bound to the attempt), a sealed session's inputs;
 # 5: an exclusion rerun's prefix probe and adoption (SumRequest.prefix_probe / prefix_adopt);
@@ -22,7 +24,7 @@ import fedanon
 #    word, UnionRequest.forward_kept (a resumed strip);
 # 3: LKC sums carry only the possible entries, C45QueryBatch, packed C4.5 counts;
 # 2: packed union items, Rejoin, exclusion, evaluate, OpenSession versions
-PROTOCOL_VERSION = 6
+PROTOCOL_VERSION = 7
 
 
 def handshake_items(items: Sequence[str]) -> list[str]:
