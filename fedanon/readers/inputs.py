@@ -24,11 +24,16 @@ from pathlib import Path
 from types import TracebackType
 from typing import TypeVar
 
+from fedanon.errors import FedanonError
+
 T = TypeVar("T")
 
 #: The first bytes of a text table looked at before its parser reads it (grown, by four
 #: times, while a header row does not end within them).
 HEAD_BYTES = 1 << 16
+#: The most the head grows to: a first row longer than this (a file with no line break, a
+#: binary file named .csv) is refused in one line, not held whole as text several times over.
+MAX_HEAD_BYTES = 1 << 26
 
 #: The files read under the innermost `recording_inputs`: (path, SHA-256 of its bytes).
 _recorded: ContextVar[list[tuple[Path, bytes]] | None] = ContextVar("recorded", default=None)
@@ -100,9 +105,15 @@ class ReadOnce:
     def from_head(self, parse: Callable[[io.TextIOWrapper], T]) -> T:
         """`parse` of the file's beginning as text (``open(path, encoding="utf-8-sig",
         newline="")``), its head grown until `parse` stops before its end (a whole first
-        row) or it is the whole file: `parse` sees what it would see reading the file."""
+        row) or it is the whole file: `parse` sees what it would see reading the file. A first
+        row that does not end within ``MAX_HEAD_BYTES`` is refused (FedanonError)."""
         size = HEAD_BYTES
         while True:
+            if size > MAX_HEAD_BYTES:
+                raise FedanonError(
+                    f"{self.path}: cannot read table (its first row is longer than "
+                    f"{MAX_HEAD_BYTES >> 20} MiB: not a text table?)"
+                )
             if len(self._head) < size and not self._eof:
                 self._head += self._take(size - len(self._head))
             handle = text_of(self._head, newline="")

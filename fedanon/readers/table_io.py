@@ -176,7 +176,7 @@ def _parse(
                     column_types={n: pa.string() for n in names}, strings_can_be_null=False
                 ),
             )
-    except (pa.ArrowInvalid, OSError, UnicodeDecodeError) as exc:
+    except (pa.ArrowInvalid, OSError, UnicodeDecodeError, csv.Error) as exc:
         raise FedanonError(f"{path}: cannot read table ({str(exc).splitlines()[0]})") from exc
     if columns is not None:
         missing = [c for c in columns if c not in table.column_names]
