@@ -40,7 +40,7 @@ from fedanon.crypto.errors import CryptoError, IdentityError
 from fedanon.crypto.identity import Identity, PeerIdentity
 from fedanon.crypto.idle_keys import IdleKeyWorkers
 from fedanon.crypto.tls import peer_identity
-from fedanon.errors import FedanonError
+from fedanon.errors import FedanonError, one_line
 from fedanon.federation.protocol import handshake_items, leader_version_difference
 from fedanon.fingerprint import fingerprint
 from fedanon.party import exclusion, rejoin, ring
@@ -403,14 +403,20 @@ class PartyServicer(pb_grpc.PartyServicer):
                     self._install(opened.session, busy, silent, request)
             except (FedanonError, CryptoError) as exc:
                 refusal = str(exc)
-            except Exception as exc:  # a bug (a handler's, an eviction's): one line all the same
+            except BaseException as exc:  # a bug (a handler's, an eviction's),
+                # out of memory, or an interrupt on this worker thread (never the main one's):
+                # refused in one line all the same, the party's state as the failure left it
                 log.exception("handshake of session %s failed", request.ref.session_id[:12])
                 code, refusal = grpc.StatusCode.INTERNAL, f"{type(exc).__name__}: {exc}"
             if refusal is not None:
                 # Refused like an invalid job: audited, and the held session stays (what the
                 # handler built is closed: party/handler.py's ``closed_on_failure``).
                 refuse_job(
-                    context, request, caller, code, f"party {self.config.name} refused: {refusal}"
+                    context,
+                    request,
+                    caller,
+                    code,
+                    f"party {self.config.name} refused: {one_line(refusal)}",
                 )
             session = opened.session
             audit_served(job, session.session_id, caller)

@@ -14,17 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from fedanon.crypto.identity import create_ca, issue_identity, save_ca, save_identity
 from fedanon.errors import FedanonError
 from fedanon.party.inputs import read_inputs
 from fedanon.readers import inputs
 from fedanon.readers.table_io import read_arrow
-from tests.party.test_party_startup import (  # noqa: F401 (party_dir: a fixture)
-    _config,
-    _free_port,
-    _one_line_error,
-    _serve,
-    party_dir,
-)
+from tests.party.test_party_startup import _config, _free_port, _one_line_error, _serve
 
 #: A header field past the csv module's field limit (131072 characters).
 LONG_FIELD = "x" * 200_000
@@ -57,7 +52,11 @@ def test_a_header_field_past_the_csv_limit_is_one_error(tmp_path: Path, reader: 
     assert str(caught.value).startswith(f"{table}: cannot read table (field larger than")
 
 
-def test_the_daemon_refuses_such_a_table_in_one_line_before_it_listens(party_dir: Path) -> None:
+def test_the_daemon_refuses_such_a_table_in_one_line_before_it_listens(tmp_path: Path) -> None:
+    party_dir = tmp_path
+    ca = create_ca("review2 test CA")
+    save_ca(ca, party_dir / "certs")
+    save_identity(issue_identity(ca, "hospital-a", "party"), party_dir / "certs")
     (party_dir / "a.csv").write_text(f"age,{LONG_FIELD}\n30,M\n", encoding="utf-8")
     done = _serve(_config(party_dir, _free_port()))
     _one_line_error(done, "a.csv: cannot read table (field larger than field limit")

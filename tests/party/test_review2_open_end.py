@@ -16,18 +16,21 @@ In process: the real servicer, handlers, session store and local counting engine
 from __future__ import annotations
 
 import dataclasses
+import logging
 from pathlib import Path
 
 import grpc
 import pytest
 
 from fedanon.crypto.identity import Identity, create_ca, issue_identity
+from fedanon.errors import FedanonError
+from fedanon.party.handlers import HANDLERS
 from fedanon.party.servicer import PartyServicer
 from fedanon.party.session_store import FILE_NAME, SessionStore
 from fedanon.protos import fedanon_v1_pb2 as pb
-from tests.distributed.conftest import Dataset
+from tests.distributed.conftest import Dataset, hospital_dataset
 from tests.party.fakes import Aborted, Context
-from tests.party.test_failed_open_closes import (  # noqa: F401 (data: a fixture)
+from tests.party.test_failed_open_closes import (
     FAILING,
     HELD,
     LEASE,
@@ -35,11 +38,15 @@ from tests.party.test_failed_open_closes import (  # noqa: F401 (data: a fixture
     _held_and_lapsed,
     _party,
     _request,
-    data,
 )
 from tests.party.test_session_store import SESSION, sealed_state
 
 RING = ["hospital-b", "hospital-c"]
+
+
+@pytest.fixture(scope="module")
+def data() -> Dataset:
+    return hospital_dataset(300, seed=3)
 
 
 @pytest.fixture(scope="module")
@@ -142,3 +149,52 @@ def test_an_end_of_a_later_attempt_or_another_session_is_not_stale(
     assert (tmp_path / FILE_NAME).is_file()
     party.End(_end(3), Context())
     assert not (tmp_path / FILE_NAME).exists()
+
+
+class _RpcFailure(grpc.RpcError):
+    """A gRPC error as a client call raises it: its text spans lines."""
+
+    def __str__(self) -> str:
+        return "<_InactiveRpcError of RPC that terminated with:\n\tstatus = UNAVAILABLE\n>"
+
+
+@pytest.mark.parametrize(
+    "error",
+    [KeyboardInterrupt(), MemoryError(), _RpcFailure(), FedanonError("two\nlines")],
+    ids=["KeyboardInterrupt", "MemoryError", "RpcError", "FedanonError"],
+)
+@pytest.mark.parametrize("held", ["none held", "a lapsed one held"])
+def test_whatever_a_handlers_open_raises_is_one_audited_line_and_changes_nothing(
+    data: Dataset,
+    error: BaseException,
+    held: str,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    engine = RecordingEngine()
+    party = _party(data, engine)
+    lapsed = _held_and_lapsed(party, data) if held != "none held" else None
+    served = party.sessions_served
+
+    def failing(_shell: object, _request: pb.OpenSessionRequest) -> object:
+        raise error
+
+    party.handlers = {**HANDLERS, "lkc": dataclasses.replace(HANDLERS["lkc"], open=failing)}
+    context = Context()
+    with caplog.at_level(logging.INFO, logger="fedanon.party.policy"):
+        try:
+            party.OpenSession(_request(data, FAILING, RING), context)
+        except Aborted:
+            pass
+        except BaseException as escaped:  # an interrupt too: it must not end the test run
+            pytest.fail(f"the handshake's failure escaped the servicer: {escaped!r}")
+        else:
+            pytest.fail("the handshake was not refused")
+    detail = context.details() or ""
+    assert detail.startswith("party hospital-b refused: ") and "\n" not in detail
+    audits = [r.getMessage() for r in caplog.records if r.getMessage().startswith("audit: ")]
+    assert len(audits) == 1 and audits[0].startswith("audit: job refused")
+    assert party.session is lapsed  # held as it was (its lease lapsed: a later job evicts it)
+    assert lapsed is None or not lapsed.ended
+    assert party.sessions_served == served
+    assert _status(party).session_id == (HELD if lapsed is not None else "")
