@@ -24,6 +24,7 @@ import pytest
 
 from fedanon.crypto.identity import Identity, create_ca, issue_identity
 from fedanon.errors import FedanonError
+from fedanon.party.handler import Opened
 from fedanon.party.handlers import HANDLERS
 from fedanon.party.servicer import PartyServicer
 from fedanon.party.session_store import FILE_NAME, SessionStore
@@ -176,7 +177,7 @@ def test_whatever_a_handlers_open_raises_is_one_audited_line_and_changes_nothing
     lapsed = _held_and_lapsed(party, data) if held != "none held" else None
     served = party.sessions_served
 
-    def failing(_shell: object, _request: pb.OpenSessionRequest) -> object:
+    def failing(_shell: object, _request: pb.OpenSessionRequest) -> Opened:
         raise error
 
     party.handlers = {**HANDLERS, "lkc": dataclasses.replace(HANDLERS["lkc"], open=failing)}
