@@ -597,11 +597,13 @@ class PartyServicer(pb_grpc.PartyServicer):
                     f"stale (the session is at attempt {held})",
                 )
             self.store.clear(ref.session_id)
+            # one line of printable text, whatever the leader's text (no control character
+            # reaches the log, Status or a later refusal)
+            reason = one_line(" ".join(request.reason.split()))[:500]
+            if request.abort and held is not None:  # open here, or sealed after a restart
+                self.aborted = (ref.session_id, reason)
             if session is None or session.session_id != ref.session_id:
                 return pb.EndReply()
-            reason = " ".join(request.reason.split())[:500]  # one line, whatever its text
-            if request.abort:
-                self.aborted = (ref.session_id, reason)
             self.session = None
             session.close()
             self.idle_keys.idle()

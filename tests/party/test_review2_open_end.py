@@ -134,9 +134,18 @@ def test_a_stale_end_keeps_the_sealed_session_a_restarted_party_awaits(
         )
         assert (tmp_path / FILE_NAME).is_file()
         assert party.store.waiting(SESSION) is not None
-    party.End(_end(2), Context())  # the attempt's own abort: the file goes
+    abort = _end(2)
+    abort.reason = "excluded:\x1b[2J the session\n goes on"
+    party.End(abort, Context())  # the attempt's own abort: the file goes
     assert not (tmp_path / FILE_NAME).exists()
     assert party.store.waiting(SESSION) is None
+    # and a later message of the session says why, in one line of printable text
+    context = Context()
+    with pytest.raises(Aborted):
+        party.Sum(pb.SumRequest(ref=pb.SessionRef(session_id=SESSION, attempt=2)), context)
+    assert (context.details() or "").endswith(
+        "; its leader aborted it here: excluded:\\x1b[2J the session goes on)"
+    )
 
 
 def test_an_end_of_a_later_attempt_or_another_session_is_not_stale(
