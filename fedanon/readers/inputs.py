@@ -16,8 +16,11 @@ nothing for it).
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import io
+import os
+import stat
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from pathlib import Path
@@ -50,10 +53,34 @@ def recording_inputs() -> Iterator[list[tuple[Path, bytes]]]:
         _recorded.reset(token)
 
 
+def open_regular(path: Path) -> io.FileIO:
+    """`path` opened for reading (unbuffered) if it is a regular file, links followed.
+
+    A FIFO's open blocks until a writer comes and its reading never ends without one; a
+    device (/dev/zero) or a terminal (a link to /dev/stdin) never ends or waits for a
+    keyboard: each is one error naming the file (FedanonError), never a hang. Opened without
+    blocking, then checked on the descriptor opened (no race with a file swapped in between).
+    A directory raises IsADirectoryError, as ``open`` does; other failures OSError."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+        if not stat.S_ISREG(mode):
+            raise FedanonError(
+                f"{path}: not a regular file (a FIFO, a device or a terminal is not read)"
+            )
+        os.set_blocking(fd, True)
+        return io.FileIO(fd, "rb", closefd=True)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def read_input(path: Path) -> bytes:
-    """The bytes of `path`, read with one open (OSError as `open` raises it); their SHA-256
-    is recorded when a :func:`recording_inputs` is active."""
-    with path.open("rb") as file:
+    """The bytes of the regular file `path` (:func:`open_regular`), read with one open; their
+    SHA-256 is recorded when a :func:`recording_inputs` is active."""
+    with open_regular(path) as file:
         data = file.read()
     files = _recorded.get()
     if files is not None:
@@ -77,7 +104,7 @@ class ReadOnce:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._file = path.open("rb", buffering=0)
+        self._file = open_regular(path)
         self._files = _recorded.get()
         self._digest = None if self._files is None else hashlib.sha256()
         self._head = b""  # read from the file and not yet given to the parser

@@ -147,6 +147,10 @@ def _table_file(path: str | os.PathLike[str]) -> Path:
         raise FedanonError(f"{path}: file not found")
     if path.is_dir():
         raise FedanonError(f"{path}: is a directory, expected a table file")
+    if not path.is_file():  # a FIFO, a device, a link to /dev/stdin: never ends or blocks
+        raise FedanonError(
+            f"{path}: not a regular file (a FIFO, a device or a terminal is not read)"
+        )
     return path
 
 
