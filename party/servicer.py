@@ -411,12 +411,9 @@ class PartyServicer(pb_grpc.PartyServicer):
             if refusal is not None:
                 # Refused like an invalid job: audited, and the held session stays (what the
                 # handler built is closed: party/handler.py's ``closed_on_failure``).
+                refusal = one_line(refusal)  # whatever the exception's text
                 refuse_job(
-                    context,
-                    request,
-                    caller,
-                    code,
-                    f"party {self.config.name} refused: {one_line(refusal)}",
+                    context, request, caller, code, f"party {self.config.name} refused: {refusal}"
                 )
             session = opened.session
             audit_served(job, session.session_id, caller)
