@@ -40,7 +40,7 @@ from fedanon.crypto.errors import CryptoError, IdentityError
 from fedanon.crypto.identity import Identity, PeerIdentity
 from fedanon.crypto.idle_keys import IdleKeyWorkers
 from fedanon.crypto.tls import peer_identity
-from fedanon.errors import FedanonError
+from fedanon.errors import FedanonError, one_line
 from fedanon.federation.protocol import handshake_items, leader_version_difference
 from fedanon.fingerprint import fingerprint
 from fedanon.party import exclusion, rejoin, ring
@@ -403,12 +403,15 @@ class PartyServicer(pb_grpc.PartyServicer):
                     self._install(opened.session, busy, silent, request)
             except (FedanonError, CryptoError) as exc:
                 refusal = str(exc)
-            except Exception as exc:  # a bug (a handler's, an eviction's): one line all the same
+            except BaseException as exc:  # a bug (a handler's, an eviction's),
+                # out of memory, or an interrupt on this worker thread (never the main one's):
+                # refused in one line all the same, the party's state as the failure left it
                 log.exception("handshake of session %s failed", request.ref.session_id[:12])
                 code, refusal = grpc.StatusCode.INTERNAL, f"{type(exc).__name__}: {exc}"
             if refusal is not None:
                 # Refused like an invalid job: audited, and the held session stays (what the
                 # handler built is closed: party/handler.py's ``closed_on_failure``).
+                refusal = one_line(refusal)  # whatever the exception's text
                 refuse_job(
                     context, request, caller, code, f"party {self.config.name} refused: {refusal}"
                 )
@@ -434,7 +437,11 @@ class PartyServicer(pb_grpc.PartyServicer):
         request: pb.OpenSessionRequest,
     ) -> None:
         """Make the just opened `session` the held one (under the lock), evicting `busy`,
-        whose lease lapsed `silent` seconds ago (None: none is held)."""
+        whose lease lapsed `silent` seconds ago (None: none is held).
+
+        What can fail comes first and the session is held last: a step that raises leaves
+        the party holding no session that did not open (an evicted one is gone, whatever its
+        close raised), and the session is counted served only once held."""
         if busy is not None and silent is not None:
             # A live leader renews its lease; a lapsed one means the leader died or was cut
             # off (or this party missed its abort): the new session replaces it.
@@ -444,13 +451,14 @@ class PartyServicer(pb_grpc.PartyServicer):
                 f"s without a message from its leader)"
             )
             log.warning("%s", self.last_error, extra={"session": busy.session_id[:12]})
+            self.session = None
             busy.close()
-        session.opened_by = request
         # A sealed session is given up: this party cannot tell whether its leader still
         # waits, and a stale file must never keep the daemon from new sessions.
         self.store.clear()
-        self.session = session
         self.idle_keys.busy()  # no key generation while a session runs
+        session.opened_by = request
+        self.session = session
         self.sessions_served += 1
 
     def _dispatch(self, method: str, request: Any, context: grpc.ServicerContext) -> Any:
@@ -577,20 +585,22 @@ class PartyServicer(pb_grpc.PartyServicer):
         with self.lock:
             session = self.session
             ref = request.ref
-            ours = session if session is not None and session.session_id == ref.session_id else None
-            if ours is not None and ref.attempt < ours.attempt:
+            held = self._attempt_held(ref.session_id)
+            if held is not None and ref.attempt < held:
                 self.refuse(
                     context,
                     grpc.StatusCode.FAILED_PRECONDITION,
                     f"end of session {ref.session_id[:12]}: attempt {ref.attempt} is "
-                    f"stale (the session is at attempt {ours.attempt})",
+                    f"stale (the session is at attempt {held})",
                 )
             self.store.clear(ref.session_id)
+            # one line of printable text, whatever the leader's text (no control character
+            # reaches the log, Status or a later refusal)
+            reason = one_line(" ".join(request.reason.split()))[:500]
+            if request.abort and held is not None:  # open here, or sealed after a restart
+                self.aborted = (ref.session_id, reason)
             if session is None or session.session_id != ref.session_id:
                 return pb.EndReply()
-            reason = " ".join(request.reason.split())[:500]  # one line, whatever its text
-            if request.abort:
-                self.aborted = (ref.session_id, reason)
             self.session = None
             session.close()
             self.idle_keys.idle()
@@ -600,6 +610,18 @@ class PartyServicer(pb_grpc.PartyServicer):
             else:
                 log.info("session %s ended", session.session_id[:12])
             return pb.EndReply(bytes_sent=session.bytes_sent, bytes_received=session.bytes_received)
+
+    def _attempt_held(self, session_id: str) -> int | None:
+        """The attempt this party holds session `session_id` at: open here, or sealed and
+        awaiting its rejoin after a restart (None: neither). A stale ``End`` of an earlier
+        attempt must not end it, nor delete its sealed file, in either state."""
+        session = self.session
+        if session is not None and session.session_id == session_id:
+            return session.attempt
+        sealed = self.store.state
+        if sealed is not None and sealed.session_id == session_id:
+            return sealed.attempt
+        return None
 
     def Renew(self, request: pb.RenewRequest, context: grpc.ServicerContext) -> pb.RenewReply:
         """The leader's heartbeat: renew the session's lease while the leader computes."""

@@ -243,8 +243,12 @@ class SessionStore:
             if session_id is not None and (sealed is None or sealed.session_id != session_id):
                 return
             self.pending = self.state = None
-            if self.path is not None:
+            if self.path is None:
+                return
+            try:
                 self.path.unlink(missing_ok=True)
+            except OSError as exc:  # a directory in its place (left at start-up): no file
+                log.warning("%s: cannot delete it (%s)", self.path, exc.strerror)
 
     def _lapsed(self, session_id: str) -> None:
         log.warning(

@@ -19,9 +19,11 @@ a daemon without sealed sessions pays nothing for it).
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import io
 import os
+import stat
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from pathlib import Path
@@ -32,11 +34,16 @@ if TYPE_CHECKING:  # pyarrow loads with the first table read, never at the CLI's
     import pyarrow as pa
     from _typeshed import WriteableBuffer
 
+from fedanon.errors import FedanonError
+
 T = TypeVar("T")
 
 #: The first bytes of a text table looked at before its parser reads it (grown, by four
 #: times, while a header row does not end within them).
 HEAD_BYTES = 1 << 16
+#: The most the head grows to: a first row longer than this (a file with no line break, a
+#: binary file named .csv) is refused in one line, not held whole as text several times over.
+MAX_HEAD_BYTES = 1 << 26
 
 #: The files read under the innermost `recording_inputs`: (path, SHA-256 of its bytes).
 _recorded: ContextVar[list[tuple[Path, bytes]] | None] = ContextVar("recorded", default=None)
@@ -61,10 +68,34 @@ def recorded_digest(path: str | os.PathLike[str]) -> bytes | None:
     return next((digest for read, digest in reversed(files) if read == Path(path)), None)
 
 
+def open_regular(path: Path) -> io.FileIO:
+    """`path` opened for reading (unbuffered) if it is a regular file, links followed.
+
+    A FIFO's open blocks until a writer comes and its reading never ends without one; a
+    device (/dev/zero) or a terminal (a link to /dev/stdin) never ends or waits for a
+    keyboard: each is one error naming the file (FedanonError), never a hang. Opened without
+    blocking, then checked on the descriptor opened (no race with a file swapped in between).
+    A directory raises IsADirectoryError, as ``open`` does; other failures OSError."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+        if not stat.S_ISREG(mode):
+            raise FedanonError(
+                f"{path}: not a regular file (a FIFO, a device or a terminal is not read)"
+            )
+        os.set_blocking(fd, True)
+        return io.FileIO(fd, "rb", closefd=True)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def read_input(path: Path) -> bytes:
-    """The bytes of `path`, read with one open (OSError as `open` raises it); their SHA-256
-    is recorded when a :func:`recording_inputs` is active."""
-    with path.open("rb") as file:
+    """The bytes of the regular file `path` (:func:`open_regular`), read with one open; their
+    SHA-256 is recorded when a :func:`recording_inputs` is active."""
+    with open_regular(path) as file:
         data = file.read()
     files = _recorded.get()
     if files is not None:
@@ -90,7 +121,7 @@ class ReadOnce:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._file = path.open("rb", buffering=0)
+        self._file = open_regular(path)
         self._files = _recorded.get()
         self._digest = None if self._files is None else hashlib.sha256()
         self._head = b""  # read from the file and not yet given to the parser
@@ -168,9 +199,15 @@ class ReadOnce:
     def from_head(self, parse: Callable[[io.TextIOWrapper], T]) -> T:
         """`parse` of the file's beginning as text (``open(path, encoding="utf-8-sig",
         newline="")``), its head grown until `parse` stops before its end (a whole first
-        row) or it is the whole file: `parse` sees what it would see reading the file."""
+        row) or it is the whole file: `parse` sees what it would see reading the file. A first
+        row that does not end within ``MAX_HEAD_BYTES`` is refused (FedanonError)."""
         size = HEAD_BYTES
         while True:
+            if size > MAX_HEAD_BYTES:
+                raise FedanonError(
+                    f"{self.path}: cannot read table (its first row is longer than "
+                    f"{MAX_HEAD_BYTES >> 20} MiB: not a text table?)"
+                )
             if len(self._head) < size and not self._eof:
                 self._head += self._take(size - len(self._head))
             handle = text_of(self._head, newline="")

@@ -152,6 +152,10 @@ def _table_file(path: str | os.PathLike[str]) -> Path:
         raise FedanonError(f"{path}: file not found")
     if path.is_dir():
         raise FedanonError(f"{path}: is a directory, expected a table file")
+    if not path.is_file():  # a FIFO, a device, a link to /dev/stdin: never ends or blocks
+        raise FedanonError(
+            f"{path}: not a regular file (a FIFO, a device or a terminal is not read)"
+        )
     return path
 
 
@@ -183,7 +187,7 @@ def _parse(
                     column_types={n: pa.string() for n in names}, strings_can_be_null=False
                 ),
             )
-    except (pa.ArrowInvalid, OSError, UnicodeDecodeError) as exc:
+    except (pa.ArrowInvalid, OSError, UnicodeDecodeError, csv.Error) as exc:
         raise FedanonError(f"{path}: cannot read table ({str(exc).splitlines()[0]})") from exc
     if columns is not None:
         missing = [c for c in columns if c not in table.column_names]

@@ -26,6 +26,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import dask
 import numpy as np
 import pandas as pd
 from distributed import Client, Future, LocalCluster, wait
@@ -633,6 +634,11 @@ def local_cluster(workers: int, shards: int) -> LocalCluster:
 
 #: Where the HTTP servers of a cluster fedanon starts listen: loopback, a free port.
 LOOPBACK_HTTP = "127.0.0.1:0"
+#: The Dask configuration (also set by ``DASK_*`` environment variables) a local cluster never
+#: takes from the site: where its scheduler tells its workers to reach it. A contact address
+#: meant for a site's own cluster (``DASK_DISTRIBUTED__SCHEDULER__CONTACT_ADDRESS``) sent the
+#: local workers elsewhere: an in-process cluster hung for ever, one of processes failed.
+LOCAL_ONLY_CONFIG = {"distributed.scheduler.contact-address": None}
 
 
 def loopback_cluster(**options: Any) -> LocalCluster:
@@ -644,10 +650,12 @@ def loopback_cluster(**options: Any) -> LocalCluster:
     must open no unauthenticated port to its network, so both are asked for loopback and a free
     port (the scheduler's dashboard stays off; a worker's is served only if Bokeh is installed,
     on loopback). The comm ports (scheduler, nannies, workers) are loopback already: LocalCluster
-    binds them to 127.0.0.1 unless a host is given."""
-    return LocalCluster(
-        **options,
-        dashboard_address=None,
-        scheduler_kwargs={"dashboard_address": LOOPBACK_HTTP},
-        worker_dashboard_address=LOOPBACK_HTTP,
-    )
+    binds them to 127.0.0.1 unless a host is given, and its scheduler is reached there
+    whatever the site's Dask configuration says (``LOCAL_ONLY_CONFIG``)."""
+    with dask.config.set(LOCAL_ONLY_CONFIG):
+        return LocalCluster(
+            **options,
+            dashboard_address=None,
+            scheduler_kwargs={"dashboard_address": LOOPBACK_HTTP},
+            worker_dashboard_address=LOOPBACK_HTTP,
+        )
