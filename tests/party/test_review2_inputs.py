@@ -19,12 +19,13 @@ import pytest
 
 from fedanon.crypto.identity import create_ca, issue_identity, save_ca, save_identity
 from fedanon.errors import FedanonError
+from fedanon.leader.ports import free_ports
 from fedanon.party.inputs import read_inputs
 from fedanon.readers import inputs
 from fedanon.readers.table_io import read_arrow
 from fedanon.synth import generate_hospital, hospital_taxonomy_path
 from tests.harness.cli import run_cli_process
-from tests.party.test_party_startup import _config, _free_port, _one_line_error, _serve
+from tests.party.test_party_startup import _config, _one_line_error, _serve
 
 #: A header field past the csv module's field limit (131072 characters).
 LONG_FIELD = "x" * 200_000
@@ -63,7 +64,7 @@ def test_the_daemon_refuses_such_a_table_in_one_line_before_it_listens(tmp_path:
     save_ca(ca, party_dir / "certs")
     save_identity(issue_identity(ca, "hospital-a", "party"), party_dir / "certs")
     (party_dir / "a.csv").write_text(f"age,{LONG_FIELD}\n30,M\n", encoding="utf-8")
-    done = _serve(_config(party_dir, _free_port()))
+    done = _serve(_config(party_dir, free_ports(1)[0]))
     _one_line_error(done, "a.csv: cannot read table (field larger than field limit")
 
 
