@@ -214,6 +214,14 @@ def status(fed: Federation, index: int) -> pb.StatusReply:
         channel.close()
 
 
+def steady_status(fed: Federation, index: int) -> pb.StatusReply:
+    """A daemon's Status without the lease left, which runs down by itself: what a test
+    compares before and after a message that must change nothing."""
+    reply = status(fed, index)
+    reply.ClearField("lease_left_seconds")
+    return reply
+
+
 def running_leases(fed: Federation, indices: list[int] | None = None) -> dict[str, float]:
     """The daemons (of `indices`, default all) whose open session's lease still runs, with the
     seconds it has left (``StatusReply.lease_left_seconds``): while one runs, that party

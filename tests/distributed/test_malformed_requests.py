@@ -30,6 +30,7 @@ from tests.distributed.conftest import (
     hospital_dataset,
     run_distributed,
     status,
+    steady_status,
 )
 
 METHODS = [
@@ -104,7 +105,7 @@ def _refused_quietly(
     needle: str,
 ) -> str:
     """Send one message; assert its code, one log line naming it, no traceback, same Status."""
-    before, log_before = status(fed, index), _log(fed, index)
+    before, log_before = steady_status(fed, index), _log(fed, index)
     error = send()
     details = error.details() or ""
     assert error.code() == code, (error.code(), details)
@@ -112,7 +113,7 @@ def _refused_quietly(
     new = _log(fed, index)[len(log_before) :]
     assert "Traceback" not in new and "Exception calling application" not in new, new
     assert sum(needle in line for line in new.splitlines()) == 1, new
-    assert status(fed, index) == before
+    assert steady_status(fed, index) == before
     return details
 
 
