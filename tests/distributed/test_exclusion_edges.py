@@ -39,7 +39,6 @@ from fedanon.leader.kinds.lkc import run_lkc
 from fedanon.leader.ring import open_ring
 from fedanon.leader.session import Session
 from fedanon.leader.sim import Daemon, Federation, federation, split_table
-from fedanon.models.lkc import check_lkc
 from fedanon.protos import fedanon_v1_pb2 as pb
 from fedanon.protos import fedanon_v1_pb2_grpc as pb_grpc
 from tests.distributed.conftest import (
@@ -51,6 +50,7 @@ from tests.distributed.conftest import (
     status,
     wait_until_stopped,
 )
+from tests.distributed.test_exclusion import _assert_lkc
 from tests.harness.wait import wait_until
 
 RERUN = {"sum_mode": "pairwise", "union_mode": "shuffle"}
@@ -109,15 +109,6 @@ def _wait_idle(fed: Federation, index: int) -> pb.StatusReply:
 
     wait_until(idle, WAIT, interval=0.1)
     return replies[-1]
-
-
-def _assert_lkc(release: pd.DataFrame, spec: Any) -> None:
-    sensitive: dict[str, list[str]] = {}
-    for s in spec.sensitive:
-        sensitive.setdefault(s.column, []).append(s.value)
-    params = spec.params
-    verdict = check_lkc(release, spec.qids, sensitive, params.L, params.K, params.C)
-    assert verdict.ok, verdict.worst
 
 
 def _late_sum(daemon: Daemon, fed: Federation, session_id: str) -> str:
