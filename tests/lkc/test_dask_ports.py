@@ -19,28 +19,11 @@ import pytest
 from distributed import Client
 
 from fedanon.algorithms.tds.engines.sharded import local_cluster
+from tools.processes import descendants
 
 #: The state of a listening socket in /proc/net/tcp.
 LISTEN = "0A"
 DASHBOARD_PORT = 8787
-
-
-def _process_tree(root: int) -> list[int]:
-    """`root` and every process descending from it (from each process's parent in /proc)."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError):
-                continue  # gone meanwhile
-            children.setdefault(parent, []).append(int(entry.name))
-    tree, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        tree.append(pid)
-        todo += children.get(pid, [])
-    return tree
 
 
 def _socket_inodes(pids: list[int]) -> set[str]:
@@ -70,7 +53,7 @@ def _address(hex_address: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
 
 def listening_sockets(root: int) -> list[tuple[str, int]]:
     """(address, port) of every TCP socket `root`'s process tree listens on."""
-    inodes = _socket_inodes(_process_tree(root))
+    inodes = _socket_inodes(descendants(root))
     found = []
     for table in ("tcp", "tcp6"):
         for line in Path(f"/proc/net/{table}").read_text().splitlines()[1:]:
